@@ -1,0 +1,180 @@
+//! The history checker: one pass over a [`History`], linear in its length
+//! (each record does O(log n) map work), reading only what the harness
+//! observed plus true time.
+//!
+//! Violations (each with evidence: the `seq` numbers of the records that
+//! prove it): `stale_write`, `lost_update`, `token_order`, `unsafe_release`.
+//! Informational counters, never failures: `late_writes`, `stale_attempts`,
+//! `fence_rejected_total` (superseded generations) and
+//! `fence_rejected_same_generation` (retries, duplicates), ownership
+//! overlaps. Definitions live with each check: [`generations`], [`writes`],
+//! [`token_order`], [`release`], [`overlap`].
+
+pub mod generations;
+pub mod overlap;
+pub mod release;
+pub mod token_order;
+pub mod writes;
+
+use std::fmt;
+
+use crate::history::History;
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub enum ViolationKind {
+    StaleWrite,
+    LostUpdate,
+    TokenOrder,
+    UnsafeRelease,
+}
+
+impl ViolationKind {
+    pub const ALL: [ViolationKind; 4] =
+        [ViolationKind::StaleWrite, ViolationKind::LostUpdate, ViolationKind::TokenOrder, ViolationKind::UnsafeRelease];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ViolationKind::StaleWrite => "stale_write",
+            ViolationKind::LostUpdate => "lost_update",
+            ViolationKind::TokenOrder => "token_order",
+            ViolationKind::UnsafeRelease => "unsafe_release",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<ViolationKind> {
+        ViolationKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    pub fn doc(self) -> &'static str {
+        match self {
+            ViolationKind::StaleWrite => "resource accepted a write of generation g after one of generation g' > g",
+            ViolationKind::LostUpdate => "a write overwrote a value its writer's read never saw",
+            ViolationKind::TokenOrder => "a later grant carries a token <= an earlier grant's",
+            ViolationKind::UnsafeRelease => "a release on behalf of grant g removed another grant's lease",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl fmt::Display for ViolationKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Violation {
+    pub kind: ViolationKind,
+    pub key: u16,
+    /// `seq` numbers of the records that prove it, ascending.
+    pub evidence: Vec<u64>,
+    pub explanation: String,
+}
+
+/// Informational counters. Never failures by themselves; scenarios may
+/// assert on them (`[[expect.metric]]`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct Info {
+    pub writes_accepted: u64,
+    /// Writes of a superseded generation that reached the resource.
+    pub stale_attempts: u64,
+    /// Rejections of superseded generations: each one a corruption prevented.
+    pub fence_rejected_total: u64,
+    /// Rejections of a current generation (retries, duplicates, strict mode).
+    pub fence_rejected_same_generation: u64,
+    /// Accepted from an expired holder while no newer grant existed.
+    pub late_writes: u64,
+    pub overlaps: u64,
+    pub overlap_ns: u64,
+}
+
+/// Names a scenario can assert on, with how to read them.
+pub const METRIC_NAMES: &[&str] = &[
+    "writes_accepted",
+    "stale_attempts",
+    "fence_rejected_total",
+    "fence_rejected_same_generation",
+    "late_writes",
+    "overlaps",
+    "overlap_ms",
+    "stale_write",
+    "lost_update",
+    "token_order",
+    "unsafe_release",
+];
+
+/// Keep at most this many violations of a kind with full evidence; the
+/// rest are only counted. Bounds memory on pathological histories.
+const KEPT_PER_KIND: usize = 16;
+
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub struct Report {
+    pub violations: Vec<Violation>,
+    /// Count per kind, including ones not kept.
+    pub counts: [u64; 4],
+    pub info: Info,
+}
+
+impl Report {
+    pub fn count(&self, kind: ViolationKind) -> u64 {
+        self.counts[kind.index()]
+    }
+
+    pub fn is_clean(&self) -> bool {
+        self.counts.iter().all(|&c| c == 0)
+    }
+
+    pub fn kinds(&self) -> impl Iterator<Item = ViolationKind> + '_ {
+        ViolationKind::ALL.into_iter().filter(|k| self.count(*k) > 0)
+    }
+
+    pub fn metric(&self, name: &str) -> Option<u64> {
+        let i = &self.info;
+        Some(match name {
+            "writes_accepted" => i.writes_accepted,
+            "stale_attempts" => i.stale_attempts,
+            "fence_rejected_total" => i.fence_rejected_total,
+            "fence_rejected_same_generation" => i.fence_rejected_same_generation,
+            "late_writes" => i.late_writes,
+            "overlaps" => i.overlaps,
+            "overlap_ms" => i.overlap_ns / 1_000_000,
+            other => self.count(ViolationKind::from_name(other)?),
+        })
+    }
+}
+
+/// Checks one history.
+pub fn check(history: &History) -> Report {
+    let mut gens = generations::Generations::default();
+    let mut writes = writes::Writes::default();
+    let mut tokens = token_order::TokenOrder::default();
+    let mut releases = release::Releases::default();
+    let mut overlap = overlap::Overlap::default();
+    let mut report = Report::default();
+    let mut found = Vec::new();
+    let mut last_seq = None;
+    for e in &history.events {
+        debug_assert!(last_seq.is_none_or(|s| e.seq > s), "history seq must increase");
+        last_seq = Some(e.seq);
+        gens.observe(e);
+        tokens.observe(history, e, &mut found);
+        writes.observe(history, e, &gens, &mut report.info, &mut found);
+        releases.observe(history, e, &gens, &mut found);
+        overlap.observe(e, &mut report.info);
+        for v in found.drain(..) {
+            let n = &mut report.counts[v.kind.index()];
+            *n += 1;
+            if *n as usize <= KEPT_PER_KIND {
+                report.violations.push(v);
+            }
+        }
+    }
+    overlap.finish(history.events.last().map_or(0, |e| e.t_true_ns), &mut report.info);
+    report
+}
+
+#[cfg(test)]
+mod tests;

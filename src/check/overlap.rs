@@ -1,0 +1,56 @@
+//! Ownership overlap (informational, never a failure): true-time intervals
+//! during which two or more workers believed they held the same key — from
+//! receiving a grant until sending its release, giving the op up, or
+//! crashing. Overlap is what a lease cannot prevent; fencing makes it
+//! harmless. Reported so a clean run can show the fence was exercised.
+
+use std::collections::BTreeMap;
+
+use super::Info;
+use crate::history::{Event, Kind};
+
+#[derive(Default)]
+pub struct Overlap {
+    /// key -> node -> since (true ns)
+    believers: BTreeMap<u16, BTreeMap<u16, u64>>,
+    /// key -> when the current overlap began
+    since: BTreeMap<u16, u64>,
+}
+
+impl Overlap {
+    pub fn observe(&mut self, e: &Event, info: &mut Info) {
+        match e.kind {
+            Kind::GrantReceived => {
+                let Some(key) = e.key else { return };
+                let b = self.believers.entry(key).or_default();
+                b.entry(e.node).or_insert(e.t_true_ns);
+                if b.len() == 2 && !self.since.contains_key(&key) {
+                    self.since.insert(key, e.t_true_ns);
+                    info.overlaps += 1;
+                }
+            }
+            Kind::ReleaseSent | Kind::OpAbandoned | Kind::Crash => {
+                let keys: Vec<u16> = match e.key {
+                    Some(k) => vec![k],
+                    None => self.believers.keys().copied().collect(),
+                };
+                for key in keys {
+                    let Some(b) = self.believers.get_mut(&key) else { continue };
+                    b.remove(&e.node);
+                    if b.len() < 2 {
+                        if let Some(start) = self.since.remove(&key) {
+                            info.overlap_ns += e.t_true_ns.saturating_sub(start);
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    pub fn finish(&mut self, end_ns: u64, info: &mut Info) {
+        for (_, start) in std::mem::take(&mut self.since) {
+            info.overlap_ns += end_ns.saturating_sub(start);
+        }
+    }
+}

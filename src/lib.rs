@@ -1,0 +1,17 @@
+//! fencesim: a deterministic simulation and verification harness for
+//! distributed locks built from leases and fencing tokens.
+//!
+//! Layers (see ARCHITECTURE.md): [`protocol`] (sans-IO state machines) →
+//! [`sim`] (deterministic event loop, faults, history recording) →
+//! [`history`] (the observation schema) → [`check`] (violations with
+//! evidence) → [`scenario`] (TOML files, validation) → [`suite`] (seeds in
+//! parallel, expectations) → [`report`] (timelines, tables) → `cli`.
+
+pub mod check;
+pub mod cli;
+pub mod history;
+pub mod protocol;
+pub mod sim;
+pub mod report;
+pub mod scenario;
+pub mod suite;

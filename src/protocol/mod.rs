@@ -1,0 +1,45 @@
+//! Sans-IO lock protocols: workers, lease coordinators and protected
+//! resources as state machines that take inputs and return effects.
+//!
+//! **Invariant:** nothing here imports `sim`, `serde`, a clock or an RNG.
+//! The simulator, tests and external drivers all drive these nodes through
+//! the one [`Node`] trait.
+
+pub mod catalogue;
+pub mod coordinator;
+pub mod msg;
+pub mod node;
+pub mod resource;
+pub mod worker;
+
+pub use catalogue::{ProtocolConfig, ProtocolKind};
+pub use msg::{Key, Msg, OpId, Token};
+pub use node::{Clocks, Durability, Effect, Input, Nanos, Node, NodeId, Observation, TimerId};
+
+use coordinator::{Coordinator, CoordinatorConfig};
+use resource::{FenceCheck, Resource};
+use worker::{Worker, WorkerConfig};
+
+/// What a node is, with its configuration resolved.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Role {
+    Worker(WorkerConfig),
+    Coordinator(CoordinatorConfig),
+    Resource(FenceCheck),
+}
+
+impl Role {
+    pub fn is_worker(&self) -> bool {
+        matches!(self, Role::Worker(_))
+    }
+}
+
+/// Builds a fresh built-in node (first boot, or after a crash: the
+/// persisted record arrives with `Input::Start`).
+pub fn build(role: &Role) -> Box<dyn Node> {
+    match *role {
+        Role::Worker(cfg) => Box::new(Worker::new(cfg)),
+        Role::Coordinator(cfg) => Box::new(Coordinator::new(cfg)),
+        Role::Resource(check) => Box::new(Resource::new(check)),
+    }
+}

@@ -1,0 +1,130 @@
+//! The lock domain's messages, shared by every built-in protocol.
+//!
+//! Three roles talk: workers ask the coordinator for leases and the resource
+//! for reads and writes. Every message is a small `Copy` value so the
+//! simulator can move millions of them per second without allocating.
+//!
+//! Identity versus order: `owner` is the lease holder's nonce (Redis's
+//! "random value"). It says *which* acquisition a lease belongs to, but has
+//! no order. `token` is the fencing token: an order the resource can check.
+//! Protocols without fencing send `token: None`.
+
+/// A lock key / protected document. Scenarios name keys; ids are indexes.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct Key(pub u16);
+
+/// An operation id. Every write carries its op id as the value it stores, so
+/// a read tells exactly which write it saw. `OpId(0)` is the initial value.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct OpId(pub u64);
+
+impl OpId {
+    pub const INITIAL: OpId = OpId(0);
+}
+
+/// A fencing token (a lock generation as the coordinator numbers it).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct Token(pub u64);
+
+/// A request id, echoed in replies so a client can drop stale ones.
+pub type ReqId = u32;
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Msg {
+    // worker -> coordinator
+    Acquire { req: ReqId, key: Key, owner: u64 },
+    Release { req: ReqId, key: Key, owner: u64 },
+    // coordinator -> worker
+    Granted { req: ReqId, key: Key, owner: u64, token: Option<Token>, ttl_ns: u64 },
+    Busy { req: ReqId, key: Key },
+    /// `removed` is the owner nonce of the lease record the release deleted.
+    Released { req: ReqId, key: Key, removed: Option<u64> },
+    // worker -> resource
+    Read { req: ReqId, key: Key, op: OpId, token: Option<Token> },
+    Write { req: ReqId, key: Key, op: OpId, token: Option<Token>, value: OpId },
+    // resource -> worker
+    ReadOk { req: ReqId, key: Key, op: OpId, value: OpId },
+    ReadRejected { req: ReqId, key: Key, op: OpId, fence: Token },
+    WriteOk { req: ReqId, key: Key, op: OpId },
+    WriteRejected { req: ReqId, key: Key, op: OpId, fence: Token },
+}
+
+impl Msg {
+    /// The wire name, as in the trace and the JSON-lines protocol.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Msg::Acquire { .. } => "acquire",
+            Msg::Release { .. } => "release",
+            Msg::Granted { .. } => "acquire_ok",
+            Msg::Busy { .. } => "acquire_busy",
+            Msg::Released { .. } => "release_ok",
+            Msg::Read { .. } => "read",
+            Msg::Write { .. } => "write",
+            Msg::ReadOk { .. } => "read_ok",
+            Msg::ReadRejected { .. } => "read_rejected",
+            Msg::WriteOk { .. } => "write_ok",
+            Msg::WriteRejected { .. } => "write_rejected",
+        }
+    }
+
+    /// A stable small integer per variant, used by the binary trace encoding.
+    pub fn tag(&self) -> u8 {
+        match self {
+            Msg::Acquire { .. } => 1,
+            Msg::Release { .. } => 2,
+            Msg::Granted { .. } => 3,
+            Msg::Busy { .. } => 4,
+            Msg::Released { .. } => 5,
+            Msg::Read { .. } => 6,
+            Msg::Write { .. } => 7,
+            Msg::ReadOk { .. } => 8,
+            Msg::ReadRejected { .. } => 9,
+            Msg::WriteOk { .. } => 10,
+            Msg::WriteRejected { .. } => 11,
+        }
+    }
+
+    pub fn key(&self) -> Key {
+        match *self {
+            Msg::Acquire { key, .. }
+            | Msg::Release { key, .. }
+            | Msg::Granted { key, .. }
+            | Msg::Busy { key, .. }
+            | Msg::Released { key, .. }
+            | Msg::Read { key, .. }
+            | Msg::Write { key, .. }
+            | Msg::ReadOk { key, .. }
+            | Msg::ReadRejected { key, .. }
+            | Msg::WriteOk { key, .. }
+            | Msg::WriteRejected { key, .. } => key,
+        }
+    }
+
+    /// Every field as a fixed list of words, in declaration order; absent
+    /// options encode as 0 (tokens start at 1). The trace hash and the
+    /// text renderer both read this, so they can never disagree.
+    pub fn words(&self) -> [u64; 5] {
+        let tok = |t: Option<Token>| t.map_or(0, |t| t.0);
+        match *self {
+            Msg::Acquire { req, key, owner } | Msg::Release { req, key, owner } => {
+                [req as u64, key.0 as u64, owner, 0, 0]
+            }
+            Msg::Granted { req, key, owner, token, ttl_ns } => {
+                [req as u64, key.0 as u64, owner, tok(token), ttl_ns]
+            }
+            Msg::Busy { req, key } => [req as u64, key.0 as u64, 0, 0, 0],
+            Msg::Released { req, key, removed } => {
+                [req as u64, key.0 as u64, removed.unwrap_or(0), removed.is_some() as u64, 0]
+            }
+            Msg::Read { req, key, op, token } => [req as u64, key.0 as u64, op.0, tok(token), 0],
+            Msg::Write { req, key, op, token, value } => {
+                [req as u64, key.0 as u64, op.0, tok(token), value.0]
+            }
+            Msg::ReadOk { req, key, op, value } => [req as u64, key.0 as u64, op.0, value.0, 0],
+            Msg::ReadRejected { req, key, op, fence } | Msg::WriteRejected { req, key, op, fence } => {
+                [req as u64, key.0 as u64, op.0, fence.0, 0]
+            }
+            Msg::WriteOk { req, key, op } => [req as u64, key.0 as u64, op.0, 0, 0],
+        }
+    }
+}

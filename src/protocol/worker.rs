@@ -1,0 +1,370 @@
+//! A worker running the article's read-modify-write loop under a lease:
+//!
+//! ```text
+//! acquire(key) -> read(doc) -> work -> write(doc) -> release(key)
+//! ```
+//!
+//! Each operation has a unique op id, and the value it writes *is* that op
+//! id, so the history shows exactly which write every read saw. Requests
+//! that get no answer are retransmitted unchanged (same request id, same op
+//! id) up to `max_retries` times; a retry is never a new operation.
+//!
+//! The worker's own view of its lease (a TTL measured on its monotonic
+//! clock) is only used where a protocol variant says so; the default worker
+//! — like the article's code — never looks at it before saving. The owner
+//! nonce stands for Redis's random value: what matters is that it is unique
+//! per acquisition, so it is built from the node id and an attempt counter
+//! that is persisted (synced) before it is used.
+
+use super::msg::{Key, Msg, OpId, ReqId, Token};
+use super::node::{Clocks, Durability, Effect, Input, Nanos, Node, NodeId, Observation, TimerId};
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct WorkerConfig {
+    /// This worker's own address (part of its owner nonces).
+    pub id: NodeId,
+    /// 1-based worker index: op ids are `index * 1000 + n`.
+    pub index: u16,
+    pub key: Key,
+    pub coordinator: NodeId,
+    pub resource: NodeId,
+    pub start_ns: Nanos,
+    pub ops: u32,
+    /// Time between the read result and the write ("the update").
+    pub work_ns: Nanos,
+    /// Pause between operations.
+    pub think_ns: Nanos,
+    /// Wait before asking again after `acquire_busy`.
+    pub retry_ns: Nanos,
+    pub request_timeout_ns: Nanos,
+    pub max_retries: u32,
+    /// Send the lease's token with writes (fenced protocols).
+    pub send_token: bool,
+    /// Send the lease's token with reads too (`fence_reads`).
+    pub token_on_reads: bool,
+}
+
+/// Op ids per worker: `index * OPS_PER_WORKER_MAX + n`, n in 1..=999.
+pub const OPS_PER_WORKER_MAX: u32 = 999;
+
+const STEP: TimerId = TimerId(0);
+const REQUEST_TIMEOUT: TimerId = TimerId(1);
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+enum Phase {
+    /// Waiting for the STEP timer to start the next operation.
+    Idle,
+    /// Waiting for the STEP timer to ask for the lease again.
+    Backoff,
+    Acquiring,
+    Reading,
+    /// Holding the read value; STEP fires when the update is computed.
+    Working,
+    Writing,
+    Releasing,
+    Done,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+struct Grant {
+    token: Option<Token>,
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Worker {
+    cfg: WorkerConfig,
+    phase: Phase,
+    /// Operations started so far (persisted, so op ids never repeat).
+    ops_started: u32,
+    /// Acquisition attempts so far (persisted, so owner nonces never repeat).
+    attempts: u32,
+    next_req: ReqId,
+    /// The request we are waiting on and how often it was retransmitted.
+    outstanding: Option<(Msg, u32)>,
+    op: OpId,
+    owner: u64,
+    grant: Option<Grant>,
+    read_value: Option<OpId>,
+}
+
+impl Worker {
+    pub fn new(cfg: WorkerConfig) -> Self {
+        assert!(cfg.index >= 1, "worker index is 1-based");
+        assert!(cfg.ops <= OPS_PER_WORKER_MAX);
+        Worker {
+            cfg,
+            phase: Phase::Idle,
+            ops_started: 0,
+            attempts: 0,
+            next_req: 1,
+            outstanding: None,
+            op: OpId::INITIAL,
+            owner: 0,
+            grant: None,
+            read_value: None,
+        }
+    }
+
+    fn persist(&self, fx: &mut Vec<Effect>) {
+        let mut record = Vec::with_capacity(8);
+        record.extend_from_slice(&self.ops_started.to_le_bytes());
+        record.extend_from_slice(&self.attempts.to_le_bytes());
+        fx.push(Effect::Persist { durability: Durability::Synced, record });
+    }
+
+    fn request(&mut self, to: NodeId, msg: Msg, fx: &mut Vec<Effect>) {
+        self.outstanding = Some((msg, 0));
+        fx.push(Effect::Send { to, msg });
+        fx.push(Effect::SetTimer { timer: REQUEST_TIMEOUT, after_ns: self.cfg.request_timeout_ns });
+    }
+
+    fn take_req(&mut self) -> ReqId {
+        let req = self.next_req;
+        self.next_req = self.next_req.wrapping_add(1);
+        req
+    }
+
+    /// Is `req` the answer we are waiting for?
+    fn answers(&self, req: ReqId) -> bool {
+        matches!(self.outstanding, Some((m, _)) if req_of(&m) == req)
+    }
+
+    fn settle(&mut self, fx: &mut Vec<Effect>) {
+        self.outstanding = None;
+        fx.push(Effect::CancelTimer { timer: REQUEST_TIMEOUT });
+    }
+
+    fn start_op(&mut self, fx: &mut Vec<Effect>) {
+        if self.ops_started >= self.cfg.ops {
+            self.phase = Phase::Done;
+            fx.push(Effect::Observe(Observation::WorkloadDone));
+            return;
+        }
+        self.ops_started += 1;
+        self.op = OpId(self.cfg.index as u64 * 1000 + self.ops_started as u64);
+        self.read_value = None;
+        self.acquire(fx);
+    }
+
+    fn acquire(&mut self, fx: &mut Vec<Effect>) {
+        self.attempts += 1;
+        self.owner = ((self.cfg.id.0 as u64) << 32) | self.attempts as u64;
+        self.persist(fx);
+        self.phase = Phase::Acquiring;
+        let req = self.take_req();
+        let msg = Msg::Acquire { req, key: self.cfg.key, owner: self.owner };
+        self.request(self.cfg.coordinator, msg, fx);
+    }
+
+    fn read(&mut self, fx: &mut Vec<Effect>) {
+        self.phase = Phase::Reading;
+        let token = if self.cfg.token_on_reads { self.token() } else { None };
+        let req = self.take_req();
+        let msg = Msg::Read { req, key: self.cfg.key, op: self.op, token };
+        self.request(self.cfg.resource, msg, fx);
+    }
+
+    fn write(&mut self, fx: &mut Vec<Effect>) {
+        self.phase = Phase::Writing;
+        let token = if self.cfg.send_token { self.token() } else { None };
+        let req = self.take_req();
+        let msg = Msg::Write { req, key: self.cfg.key, op: self.op, token, value: self.op };
+        self.request(self.cfg.resource, msg, fx);
+    }
+
+    fn release(&mut self, fx: &mut Vec<Effect>) {
+        self.phase = Phase::Releasing;
+        let req = self.take_req();
+        let msg = Msg::Release { req, key: self.cfg.key, owner: self.owner };
+        self.request(self.cfg.coordinator, msg, fx);
+    }
+
+    fn token(&self) -> Option<Token> {
+        self.grant.and_then(|g| g.token)
+    }
+
+    /// The op ends (done or abandoned): release if we hold a lease, then think.
+    fn finish_op(&mut self, fx: &mut Vec<Effect>) {
+        if self.grant.is_some() {
+            self.release(fx);
+        } else {
+            self.next_op_after_think(fx);
+        }
+    }
+
+    fn next_op_after_think(&mut self, fx: &mut Vec<Effect>) {
+        self.grant = None;
+        self.phase = Phase::Idle;
+        fx.push(Effect::SetTimer { timer: STEP, after_ns: self.cfg.think_ns });
+    }
+
+    fn abandon(&mut self, fx: &mut Vec<Effect>) {
+        fx.push(Effect::Observe(Observation::OpAbandoned { op: self.op }));
+        self.finish_op(fx);
+    }
+
+    fn on_message(&mut self, msg: Msg, fx: &mut Vec<Effect>) {
+        match (self.phase, msg) {
+            (Phase::Acquiring, Msg::Granted { req, owner, token, .. }) if self.answers(req) && owner == self.owner => {
+                self.settle(fx);
+                self.grant = Some(Grant { token });
+                self.read(fx);
+            }
+            // A newer grant for the acquisition we hold (a retransmitted acquire
+            // answered after our lease lapsed): adopt it, never an older one.
+            (_, Msg::Granted { owner, token: Some(t), .. }) if owner == self.owner => {
+                if let Some(g) = self.grant.as_mut() {
+                    if g.token.is_some_and(|held| t > held) {
+                        g.token = Some(t);
+                    }
+                }
+            }
+            (Phase::Acquiring, Msg::Busy { req, .. }) if self.answers(req) => {
+                self.settle(fx);
+                self.phase = Phase::Backoff;
+                fx.push(Effect::SetTimer { timer: STEP, after_ns: self.cfg.retry_ns });
+            }
+            (Phase::Reading, Msg::ReadOk { req, value, .. }) if self.answers(req) => {
+                self.settle(fx);
+                self.read_value = Some(value);
+                self.phase = Phase::Working;
+                fx.push(Effect::SetTimer { timer: STEP, after_ns: self.cfg.work_ns });
+            }
+            (Phase::Reading, Msg::ReadRejected { req, .. }) if self.answers(req) => {
+                self.settle(fx);
+                self.abandon(fx);
+            }
+            (Phase::Writing, Msg::WriteOk { req, .. }) if self.answers(req) => {
+                self.settle(fx);
+                self.finish_op(fx);
+            }
+            (Phase::Writing, Msg::WriteRejected { req, .. }) if self.answers(req) => {
+                self.settle(fx);
+                self.abandon(fx);
+            }
+            (Phase::Releasing, Msg::Released { req, .. }) if self.answers(req) => {
+                self.settle(fx);
+                self.next_op_after_think(fx);
+            }
+            // Late or duplicate replies to requests we no longer wait for.
+            _ => {}
+        }
+    }
+
+    fn on_request_timeout(&mut self, fx: &mut Vec<Effect>) {
+        let Some((msg, retries)) = self.outstanding else { return };
+        if retries < self.cfg.max_retries {
+            let to = match msg {
+                Msg::Acquire { .. } | Msg::Release { .. } => self.cfg.coordinator,
+                _ => self.cfg.resource,
+            };
+            self.outstanding = Some((msg, retries + 1));
+            fx.push(Effect::Send { to, msg });
+            fx.push(Effect::SetTimer { timer: REQUEST_TIMEOUT, after_ns: self.cfg.request_timeout_ns });
+            return;
+        }
+        self.outstanding = None;
+        match self.phase {
+            Phase::Acquiring => {
+                self.phase = Phase::Backoff;
+                fx.push(Effect::SetTimer { timer: STEP, after_ns: self.cfg.retry_ns });
+            }
+            Phase::Reading | Phase::Writing => self.abandon(fx),
+            Phase::Releasing => self.next_op_after_think(fx),
+            Phase::Idle | Phase::Backoff | Phase::Working | Phase::Done => {
+                unreachable!("request outstanding in phase {:?}", self.phase)
+            }
+        }
+    }
+
+    fn on_step(&mut self, fx: &mut Vec<Effect>) {
+        match self.phase {
+            Phase::Idle => self.start_op(fx),
+            Phase::Backoff => self.acquire(fx),
+            Phase::Working => self.write(fx),
+            Phase::Acquiring | Phase::Reading | Phase::Writing | Phase::Releasing | Phase::Done => {}
+        }
+    }
+}
+
+fn req_of(msg: &Msg) -> ReqId {
+    msg.words()[0] as ReqId
+}
+
+impl Node for Worker {
+    fn handle(&mut self, _clocks: Clocks, input: Input<'_>, fx: &mut Vec<Effect>) {
+        match input {
+            Input::Start { recovered } => {
+                let first_boot = recovered.is_none();
+                if let Some(bytes) = recovered {
+                    assert_eq!(bytes.len(), 8, "worker record is 8 bytes");
+                    self.ops_started = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+                    self.attempts = u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]);
+                }
+                self.phase = Phase::Idle;
+                let delay_ns = if first_boot { self.cfg.start_ns } else { 0 };
+                fx.push(Effect::SetTimer { timer: STEP, after_ns: delay_ns });
+            }
+            Input::Message { msg, .. } => self.on_message(msg, fx),
+            Input::Timer { timer: STEP } => self.on_step(fx),
+            Input::Timer { timer: REQUEST_TIMEOUT } => self.on_request_timeout(fx),
+            Input::Timer { .. } => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> WorkerConfig {
+        WorkerConfig {
+            id: NodeId(0),
+            index: 1,
+            key: Key(0),
+            coordinator: NodeId::COORD_GROUP,
+            resource: NodeId(2),
+            start_ns: 0,
+            ops: 1,
+            work_ns: 10,
+            think_ns: 10,
+            retry_ns: 10,
+            request_timeout_ns: 100,
+            max_retries: 2,
+            send_token: true,
+            token_on_reads: false,
+        }
+    }
+
+    const NOW: Clocks = Clocks { wall_ns: 0, mono_ns: 0 };
+
+    #[test]
+    fn stale_grant_reply_is_never_adopted_over_a_newer_one() {
+        let mut w = Worker::new(cfg());
+        let mut fx = Vec::new();
+        w.handle(NOW, Input::Start { recovered: None }, &mut fx);
+        w.handle(NOW, Input::Timer { timer: STEP }, &mut fx);
+        let owner = w.owner;
+        let granted = |token| Msg::Granted { req: 1, key: Key(0), owner, token: Some(Token(token)), ttl_ns: 1 };
+        w.handle(NOW, Input::Message { from: NodeId(1), msg: granted(3) }, &mut fx);
+        assert_eq!(w.token(), Some(Token(3)));
+        w.handle(NOW, Input::Message { from: NodeId(1), msg: granted(1) }, &mut fx);
+        assert_eq!(w.token(), Some(Token(3)), "an older grant must not replace a newer one");
+    }
+
+    #[test]
+    fn unanswered_request_is_retransmitted_unchanged_then_abandoned() {
+        let mut w = Worker::new(cfg());
+        let mut fx = Vec::new();
+        w.handle(NOW, Input::Start { recovered: None }, &mut fx);
+        w.handle(NOW, Input::Timer { timer: STEP }, &mut fx);
+        fx.clear();
+        w.handle(NOW, Input::Timer { timer: REQUEST_TIMEOUT }, &mut fx);
+        let sent: Vec<Msg> = fx.iter().filter_map(|e| if let Effect::Send { msg, .. } = e { Some(*msg) } else { None }).collect();
+        assert_eq!(sent.len(), 1);
+        assert!(matches!(sent[0], Msg::Acquire { req: 1, .. }), "retransmission reuses the request id");
+        w.handle(NOW, Input::Timer { timer: REQUEST_TIMEOUT }, &mut fx);
+        w.handle(NOW, Input::Timer { timer: REQUEST_TIMEOUT }, &mut fx);
+        assert_eq!(w.phase, Phase::Backoff, "after max_retries the acquire backs off");
+    }
+}

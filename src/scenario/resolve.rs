@@ -1,0 +1,335 @@
+//! Validation and resolution: a parsed [`ScenarioFile`] becomes simulator
+//! [`Options`] and an [`Expectation`], or a [`ScenarioError`] that points at
+//! the offending value.
+//!
+//! Node names are fixed by role: `worker/<name>` for each `[[worker]]` (ids
+//! 0..n in file order), then `coord/0`, then `resource/0`.
+
+use std::ops::Range;
+
+use toml::Spanned;
+
+use super::expect::{CmpOp, Expectation, MetricAssertion};
+use super::schema::{FaultSection, RandomSection, ScenarioFile};
+use super::{Scenario, ScenarioError};
+use crate::check::{ViolationKind, METRIC_NAMES};
+use crate::history::Kind;
+use crate::protocol::worker::{WorkerConfig, OPS_PER_WORKER_MAX};
+use crate::protocol::{Key, NodeId, ProtocolConfig, ProtocolKind, Role};
+use crate::sim::{ClockSpec, Fault, NetworkOptions, NodeSpec, Options, RandomFaults, When};
+
+const MS: u64 = 1_000_000;
+
+struct Ctx<'a> {
+    file: &'a str,
+    source: &'a str,
+    names: Vec<String>,
+}
+
+impl Ctx<'_> {
+    fn err(&self, span: Range<usize>, message: impl Into<String>) -> ScenarioError {
+        ScenarioError::at(self.file, self.source, span, message)
+    }
+
+    fn node(&self, name: &Spanned<String>) -> Result<NodeId, ScenarioError> {
+        self.names.iter().position(|n| n == name.get_ref()).map(|i| NodeId(i as u16)).ok_or_else(|| {
+            self.err(name.span(), format!("no node named {:?}; expected one of {}", name.get_ref(), self.names.join(", ")))
+        })
+    }
+
+    fn probability(&self, p: &Spanned<f64>) -> Result<f64, ScenarioError> {
+        let v = *p.get_ref();
+        if !(0.0..=1.0).contains(&v) {
+            return Err(self.err(p.span(), format!("probability {v} is out of range; expected a number from 0.0 to 1.0")));
+        }
+        Ok(v)
+    }
+}
+
+pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, ScenarioError> {
+    let mut ctx = Ctx { file, source, names: Vec::new() };
+    if *raw.schema_version.get_ref() != 1 {
+        return Err(ctx.err(raw.schema_version.span(), format!("schema_version {} is not supported; expected 1", raw.schema_version.get_ref())));
+    }
+    if raw.name.get_ref().trim().is_empty() {
+        return Err(ctx.err(raw.name.span(), "name must not be empty"));
+    }
+    if *raw.seeds.get_ref() == 0 {
+        return Err(ctx.err(raw.seeds.span(), "seeds must be at least 1"));
+    }
+    if *raw.max_time_ms.get_ref() == 0 {
+        return Err(ctx.err(raw.max_time_ms.span(), "max_time_ms must be positive"));
+    }
+    let protocol = resolve_protocol(&ctx, &raw)?;
+
+    let workers = raw.workers.get_ref();
+    if workers.is_empty() {
+        return Err(ctx.err(raw.workers.span(), "at least one [[worker]] is required"));
+    }
+    for w in workers {
+        let name = w.name.get_ref();
+        let valid = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !valid {
+            return Err(ctx.err(w.name.span(), format!("worker name {name:?} must be non-empty letters, digits, '-' or '_'")));
+        }
+        let full = format!("worker/{name}");
+        if ctx.names.contains(&full) {
+            return Err(ctx.err(w.name.span(), format!("duplicate worker name {name:?}")));
+        }
+        let ops = *w.ops.get_ref();
+        if ops == 0 || ops > OPS_PER_WORKER_MAX {
+            return Err(ctx.err(w.ops.span(), format!("ops must be from 1 to {OPS_PER_WORKER_MAX}")));
+        }
+        ctx.names.push(full);
+    }
+    let coord = NodeId(ctx.names.len() as u16);
+    ctx.names.push("coord/0".into());
+    let resource = NodeId(ctx.names.len() as u16);
+    ctx.names.push("resource/0".into());
+    if ctx.names.len() > 64 {
+        return Err(ctx.err(raw.workers.span(), "at most 62 workers are supported"));
+    }
+
+    let wl = &raw.workload;
+    if *wl.request_timeout_ms.get_ref() == 0 {
+        return Err(ctx.err(wl.request_timeout_ms.span(), "request_timeout_ms must be positive"));
+    }
+    let mut nodes = Vec::with_capacity(ctx.names.len());
+    for (i, w) in workers.iter().enumerate() {
+        let cfg = WorkerConfig {
+            id: NodeId(i as u16),
+            index: i as u16 + 1,
+            key: Key(0),
+            coordinator: NodeId::COORD_GROUP,
+            resource,
+            start_ns: w.start_ms * MS,
+            ops: *w.ops.get_ref(),
+            work_ns: w.work_ms.unwrap_or(wl.work_ms) * MS,
+            think_ns: w.think_ms.unwrap_or(wl.think_ms) * MS,
+            retry_ns: wl.retry_ms.max(1) * MS,
+            request_timeout_ns: *wl.request_timeout_ms.get_ref() * MS,
+            max_retries: wl.max_retries,
+            send_token: protocol.worker_sends_token(),
+            token_on_reads: protocol.worker_token_on_reads(),
+        };
+        nodes.push(NodeSpec { name: ctx.names[i].clone(), role: Role::Worker(cfg), clock: ClockSpec::default() });
+    }
+    nodes.push(NodeSpec { name: "coord/0".into(), role: Role::Coordinator(protocol.coordinator()), clock: ClockSpec::default() });
+    nodes.push(NodeSpec { name: "resource/0".into(), role: Role::Resource(protocol.fence_check()), clock: ClockSpec::default() });
+
+    for (name, clock) in &raw.clock {
+        let id = ctx.node(&Spanned::new(clock.span(), name.clone()))?;
+        let c = clock.get_ref();
+        if *c.drift_ppm.get_ref() <= -1_000_000 {
+            return Err(ctx.err(c.drift_ppm.span(), "drift_ppm must be greater than -1000000 (a clock cannot stop)"));
+        }
+        let mut jumps: Vec<(u64, i64)> = c.jumps.iter().map(|j| (j.at_ms * MS, j.by_ms * MS as i64)).collect();
+        jumps.sort_by_key(|j| j.0);
+        nodes[id.0 as usize].clock = ClockSpec { offset_ns: c.offset_ms * MS as i64, drift_ppm: *c.drift_ppm.get_ref(), jumps };
+    }
+
+    let n = &raw.network;
+    if *n.latency_max_ms.get_ref() < n.latency_min_ms {
+        return Err(ctx.err(n.latency_max_ms.span(), "latency_max_ms must be >= latency_min_ms"));
+    }
+    let network = NetworkOptions {
+        latency_min_ns: n.latency_min_ms * MS,
+        latency_max_ns: *n.latency_max_ms.get_ref() * MS,
+        loss_probability: ctx.probability(&n.loss_probability)?,
+        delay_probability: ctx.probability(&n.delay_probability)?,
+        delay_max_ns: n.delay_max_ms * MS,
+        partition_hits_in_flight: n.partition_hits_in_flight,
+    };
+
+    let faults = raw.faults.iter().map(|f| resolve_fault(&ctx, f)).collect::<Result<Vec<_>, _>>()?;
+    let random = match &raw.random {
+        Some(r) => resolve_random(&ctx, r.get_ref(), &nodes)?,
+        None => RandomFaults::default(),
+    };
+    let expect = resolve_expect(&ctx, &raw)?;
+    let seeds = raw.seed_start..raw.seed_start.saturating_add(*raw.seeds.get_ref());
+    Ok(Scenario {
+        path: Default::default(),
+        name: raw.name.into_inner(),
+        description: raw.description,
+        seeds,
+        options: Options {
+            protocol,
+            nodes,
+            keys: vec![raw.workload.key.clone()],
+            coordinator_primary: coord,
+            network,
+            faults,
+            random,
+            max_time_ns: raw.max_time_ms.into_inner().saturating_mul(MS),
+        },
+        expect,
+        source_hash: 0,
+    })
+}
+
+fn resolve_protocol(ctx: &Ctx, raw: &ScenarioFile) -> Result<ProtocolConfig, ScenarioError> {
+    let p = &raw.protocol;
+    let kind = ProtocolKind::from_id(p.kind.get_ref()).ok_or_else(|| {
+        let ids: Vec<&str> = ProtocolKind::ALL.iter().map(|k| k.id()).collect();
+        ctx.err(p.kind.span(), format!("unknown protocol {:?}; expected one of {}", p.kind.get_ref(), ids.join(", ")))
+    })?;
+    for (flag, name) in [(&p.strict, "strict"), (&p.fence_reads, "fence_reads")] {
+        if *flag.get_ref() && !kind.is_fenced() {
+            return Err(ctx.err(flag.span(), format!("{name} only applies to fenced protocols, not {}", kind.id())));
+        }
+    }
+    let ttl = *raw.lease.ttl_ms.get_ref();
+    if ttl == 0 {
+        return Err(ctx.err(raw.lease.ttl_ms.span(), "ttl_ms must be positive"));
+    }
+    Ok(ProtocolConfig { kind, lease_ttl_ns: ttl * MS, strict: *p.strict.get_ref(), fence_reads: *p.fence_reads.get_ref() })
+}
+
+const FAULT_KINDS: &str = "pause, crash, partition, delay, drop";
+
+fn resolve_fault(ctx: &Ctx, f: &Spanned<FaultSection>) -> Result<Fault, ScenarioError> {
+    let s = f.get_ref();
+    let kind = s.kind.get_ref().as_str();
+    let allowed: &[&str] = match kind {
+        "pause" => &["node", "at_ms", "after", "duration_ms"],
+        "crash" => &["node", "at_ms", "after", "restart_after_ms"],
+        "partition" => &["at_ms", "after", "duration_ms", "groups", "one_way"],
+        "delay" => &["from", "to", "nth", "delay_ms"],
+        "drop" => &["from", "to", "nth"],
+        other => return Err(ctx.err(s.kind.span(), format!("unknown fault kind {other:?}; expected one of {FAULT_KINDS}"))),
+    };
+    let present = [
+        ("node", s.node.is_some()),
+        ("at_ms", s.at_ms.is_some()),
+        ("after", s.after.is_some()),
+        ("duration_ms", s.duration_ms.is_some()),
+        ("restart_after_ms", s.restart_after_ms.is_some()),
+        ("groups", s.groups.is_some()),
+        ("one_way", s.one_way.is_some()),
+        ("from", s.from.is_some()),
+        ("to", s.to.is_some()),
+        ("nth", s.nth.is_some()),
+        ("delay_ms", s.delay_ms.is_some()),
+    ];
+    if let Some((field, _)) = present.iter().find(|(name, set)| *set && !allowed.contains(name)) {
+        return Err(ctx.err(f.span(), format!("a {kind} fault takes {}; `{field}` does not apply", allowed.join(", "))));
+    }
+    let need = |v: Option<u64>, name: &str| v.ok_or_else(|| ctx.err(f.span(), format!("a {kind} fault needs `{name}`")));
+    let node = |v: &Option<Spanned<String>>, name: &str| match v {
+        Some(n) => ctx.node(n),
+        None => Err(ctx.err(f.span(), format!("a {kind} fault needs `{name}`"))),
+    };
+    let when = || resolve_when(ctx, f.span(), kind, s.at_ms, s.after.as_ref());
+    let nth = || match s.nth {
+        Some(0) => Err(ctx.err(f.span(), "nth counts from 1")),
+        Some(n) => Ok(n),
+        None => Err(ctx.err(f.span(), format!("a {kind} fault needs `nth` (1 = first message on that link)"))),
+    };
+    Ok(match kind {
+        "pause" => Fault::Pause { node: node(&s.node, "node")?, when: when()?, duration_ns: need(s.duration_ms, "duration_ms")? * MS },
+        "crash" => Fault::Crash { node: node(&s.node, "node")?, when: when()?, restart_after_ns: s.restart_after_ms.map(|r| r * MS) },
+        "partition" => {
+            let groups = s.groups.as_ref().ok_or_else(|| ctx.err(f.span(), "a partition fault needs `groups = [[...], [...]]`"))?;
+            if groups.get_ref().len() != 2 {
+                return Err(ctx.err(groups.span(), "groups must be exactly two lists of node names"));
+            }
+            let side = |names: &Vec<String>| {
+                names.iter().map(|n| ctx.node(&Spanned::new(groups.span(), n.clone()))).collect::<Result<Vec<_>, _>>()
+            };
+            let (a, b) = (side(&groups.get_ref()[0])?, side(&groups.get_ref()[1])?);
+            if a.is_empty() || b.is_empty() || a.iter().any(|x| b.contains(x)) {
+                return Err(ctx.err(groups.span(), "partition groups must be non-empty and disjoint"));
+            }
+            Fault::Partition {
+                when: when()?,
+                duration_ns: need(s.duration_ms, "duration_ms")? * MS,
+                side_a: a,
+                side_b: b,
+                one_way: s.one_way.unwrap_or(false),
+            }
+        }
+        "delay" => Fault::Delay {
+            from: node(&s.from, "from")?,
+            to: node(&s.to, "to")?,
+            nth: nth()?,
+            delay_ns: need(s.delay_ms, "delay_ms")? * MS,
+        },
+        _ => Fault::Drop { from: node(&s.from, "from")?, to: node(&s.to, "to")?, nth: nth()? },
+    })
+}
+
+fn resolve_when(ctx: &Ctx, span: Range<usize>, kind: &str, at_ms: Option<u64>, after: Option<&Spanned<String>>) -> Result<When, ScenarioError> {
+    match (at_ms, after) {
+        (Some(_), Some(a)) => Err(ctx.err(a.span(), format!("a {kind} fault takes `at_ms` or `after`, not both"))),
+        (Some(t), None) => Ok(When::At(t * MS)),
+        (None, None) => Err(ctx.err(span, format!("a {kind} fault needs `at_ms = <time>` or `after = \"node:kind\"`"))),
+        (None, Some(a)) => {
+            let text = a.get_ref();
+            let shape = "expected \"<node>:<history kind>\" or \"<node>:<history kind>#<n>\", e.g. \"worker/A:read_ok\"";
+            let (node, rest) = text.rsplit_once(':').ok_or_else(|| ctx.err(a.span(), shape))?;
+            let (kind_name, nth) = match rest.split_once('#') {
+                Some((k, n)) => (k, n.parse::<u32>().ok().filter(|&n| n > 0).ok_or_else(|| ctx.err(a.span(), shape))?),
+                None => (rest, 1),
+            };
+            let kind = Kind::from_name(kind_name).ok_or_else(|| {
+                let names: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
+                ctx.err(a.span(), format!("unknown history kind {kind_name:?}; expected one of {}", names.join(", ")))
+            })?;
+            Ok(When::After { node: ctx.node(&Spanned::new(a.span(), node.to_string()))?, kind, nth })
+        }
+    }
+}
+
+fn resolve_random(ctx: &Ctx, r: &RandomSection, nodes: &[NodeSpec]) -> Result<RandomFaults, ScenarioError> {
+    let list = |names: &Option<Vec<Spanned<String>>>, default: Vec<NodeId>| match names {
+        Some(names) => names.iter().map(|n| ctx.node(n)).collect::<Result<Vec<_>, _>>(),
+        None => Ok(default),
+    };
+    let workers: Vec<NodeId> =
+        nodes.iter().enumerate().filter(|(_, n)| n.role.is_worker()).map(|(i, _)| NodeId(i as u16)).collect();
+    let all: Vec<NodeId> = (0..nodes.len() as u16).map(NodeId).collect();
+    Ok(RandomFaults {
+        window_ns: r.window_ms * MS,
+        pause_probability: ctx.probability(&r.pause_probability)?,
+        pause_min_ns: r.pause_min_ms * MS,
+        pause_max_ns: r.pause_max_ms.max(r.pause_min_ms) * MS,
+        pause_nodes: list(&r.pause_nodes, workers)?,
+        crash_probability: ctx.probability(&r.crash_probability)?,
+        restart_min_ns: r.restart_min_ms * MS,
+        restart_max_ns: r.restart_max_ms.max(r.restart_min_ms) * MS,
+        crash_nodes: list(&r.crash_nodes, all)?,
+        partition_probability: ctx.probability(&r.partition_probability)?,
+        partition_min_ns: r.partition_min_ms * MS,
+        partition_max_ns: r.partition_max_ms.max(r.partition_min_ms) * MS,
+    })
+}
+
+fn violation_kind(ctx: &Ctx, name: &Spanned<String>) -> Result<ViolationKind, ScenarioError> {
+    ViolationKind::from_name(name.get_ref()).ok_or_else(|| {
+        let names: Vec<&str> = ViolationKind::ALL.iter().map(|k| k.name()).collect();
+        ctx.err(name.span(), format!("unknown violation kind {:?}; expected one of {}", name.get_ref(), names.join(", ")))
+    })
+}
+
+fn resolve_expect(ctx: &Ctx, raw: &ScenarioFile) -> Result<Expectation, ScenarioError> {
+    let e = &raw.expect;
+    let mut out = Expectation::default();
+    for m in &e.must_find {
+        out.must_find.push((violation_kind(ctx, &m.kind)?, m.min_failing_seeds.max(1)));
+    }
+    for a in &e.allow {
+        out.allow.push(violation_kind(ctx, a)?);
+    }
+    for m in &e.metrics {
+        if !METRIC_NAMES.contains(&m.name.get_ref().as_str()) {
+            return Err(ctx.err(m.name.span(), format!("unknown metric {:?}; expected one of {}", m.name.get_ref(), METRIC_NAMES.join(", "))));
+        }
+        let op = CmpOp::parse(m.op.get_ref()).ok_or_else(|| {
+            let ops: Vec<&str> = CmpOp::ALL.iter().map(|(n, _)| *n).collect();
+            ctx.err(m.op.span(), format!("unknown comparison {:?}; expected one of {}", m.op.get_ref(), ops.join(" ")))
+        })?;
+        out.metrics.push(MetricAssertion { name: m.name.get_ref().clone(), op, value: m.value });
+    }
+    Ok(out)
+}

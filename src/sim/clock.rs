@@ -1,0 +1,73 @@
+//! Per-node clocks on top of true time.
+//!
+//! The monotonic clock runs at rate `1 + drift_ppm / 10^6` from zero; the
+//! wall clock is the monotonic reading plus a fixed offset plus every step
+//! (`jumps`, e.g. an NTP correction) that has happened by true time `t`.
+//! Lease logic reads these; the checker only ever uses true time. All
+//! arithmetic is integer (i128 intermediates), so readings are identical on
+//! every platform.
+
+use crate::protocol::{Clocks, Nanos};
+
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub struct ClockSpec {
+    pub offset_ns: i64,
+    /// Rate error in parts per million; must be > -1_000_000.
+    pub drift_ppm: i64,
+    /// (true time, step) pairs, sorted by time.
+    pub jumps: Vec<(Nanos, i64)>,
+}
+
+impl ClockSpec {
+    pub fn mono(&self, t: Nanos) -> Nanos {
+        let t = t as i128;
+        (t + t * self.drift_ppm as i128 / 1_000_000) as Nanos
+    }
+
+    pub fn wall(&self, t: Nanos) -> i64 {
+        let stepped: i64 = self.jumps.iter().take_while(|(at, _)| *at <= t).map(|(_, by)| *by).sum();
+        self.mono(t) as i64 + self.offset_ns + stepped
+    }
+
+    pub fn read(&self, t: Nanos) -> Clocks {
+        Clocks { wall_ns: self.wall(t), mono_ns: self.mono(t) }
+    }
+
+    /// The earliest true time at which the monotonic clock reads >= `mono`.
+    pub fn true_at_mono(&self, mono: Nanos) -> Nanos {
+        let rate = 1_000_000i128 + self.drift_ppm as i128;
+        assert!(rate > 0, "drift_ppm must be > -1000000");
+        let mut t = (mono as i128 * 1_000_000 / rate).max(0) as Nanos;
+        while self.mono(t) < mono {
+            t += 1;
+        }
+        while t > 0 && self.mono(t - 1) >= mono {
+            t -= 1;
+        }
+        t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn drifting_clock_inverts_exactly() {
+        let c = ClockSpec { offset_ns: 0, drift_ppm: 250, jumps: vec![] };
+        for m in [0, 1, 999, 10_000_000_000, 12_345_678_901] {
+            let t = c.true_at_mono(m);
+            assert!(c.mono(t) >= m);
+            assert!(t == 0 || c.mono(t - 1) < m);
+        }
+        assert_eq!(c.mono(1_000_000_000), 1_000_250_000);
+    }
+
+    #[test]
+    fn wall_clock_steps_but_monotonic_does_not() {
+        let c = ClockSpec { offset_ns: 5, drift_ppm: 0, jumps: vec![(100, -50)] };
+        assert_eq!(c.wall(99), 104);
+        assert_eq!(c.wall(100), 55);
+        assert_eq!(c.mono(100), 100);
+    }
+}

@@ -1,0 +1,20 @@
+//! The deterministic simulator: virtual time, per-node clocks, a faulty
+//! network, crashes and pauses, driving sans-IO nodes and recording the
+//! history the checker reads.
+//!
+//! **Invariant:** no serde, no wall clock, no ambient RNG, no threads, no
+//! hash-ordered iteration. A run is a pure function of (`Options`, seed).
+
+pub mod clock;
+pub mod faults;
+pub mod hash;
+pub mod network;
+pub mod options;
+pub mod recorder;
+pub mod rng;
+pub mod simulator;
+pub mod trace;
+
+pub use clock::ClockSpec;
+pub use options::{Fault, NetworkOptions, NodeSpec, Options, RandomFaults, When};
+pub use simulator::{run, run_with, NodeFactory, RunOutcome};

@@ -1,0 +1,215 @@
+//! Resolved simulation options: everything a run needs besides its seed.
+//!
+//! Scenario files are parsed and validated in `scenario/`; by the time they
+//! reach here every name is a [`NodeId`], every duration is nanoseconds and
+//! every knob has a value. No serde on purpose: this is the simulator's own
+//! vocabulary, free to change without breaking file formats.
+
+use std::fmt::{self, Write};
+
+use super::clock::ClockSpec;
+use crate::history::Kind;
+use crate::protocol::{Nanos, NodeId, ProtocolConfig, Role};
+
+#[derive(Clone, PartialEq, Debug)]
+pub struct NodeSpec {
+    pub name: String,
+    pub role: Role,
+    pub clock: ClockSpec,
+}
+
+#[derive(Clone, PartialEq, Debug)]
+pub struct NetworkOptions {
+    pub latency_min_ns: Nanos,
+    pub latency_max_ns: Nanos,
+    /// Per message: lost in the network.
+    pub loss_probability: f64,
+    /// Per message: held in a queue for an extra uniform `0..=delay_max_ns`.
+    pub delay_probability: f64,
+    pub delay_max_ns: Nanos,
+    /// Whether a partition also drops messages already in flight when it
+    /// starts (checked at delivery) or only messages sent while it lasts.
+    pub partition_hits_in_flight: bool,
+}
+
+/// When a scripted fault starts.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum When {
+    At(Nanos),
+    /// Right after the `nth` (1-based) history record of `kind` at `node`,
+    /// e.g. `worker/A:read_ok` — "pause A in the middle of its update".
+    After { node: NodeId, kind: Kind, nth: u32 },
+}
+
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Fault {
+    /// GC pause / SIGSTOP: the node handles nothing; inputs and due timers
+    /// wait and run, in order, at resume.
+    Pause { node: NodeId, when: When, duration_ns: Nanos },
+    /// Volatile state and buffered writes are lost; with a restart, the node
+    /// boots again from what it persisted as synced.
+    Crash { node: NodeId, when: When, restart_after_ns: Option<Nanos> },
+    /// Messages from `side_a` to `side_b` (and back, unless `one_way`) are lost.
+    Partition { when: When, duration_ns: Nanos, side_a: Vec<NodeId>, side_b: Vec<NodeId>, one_way: bool },
+    /// The `nth` (1-based) message sent on the link `from -> to` sits in the
+    /// network for an extra `delay_ns`.
+    Delay { from: NodeId, to: NodeId, nth: u32, delay_ns: Nanos },
+    /// The `nth` message on the link `from -> to` is lost.
+    Drop { from: NodeId, to: NodeId, nth: u32 },
+}
+
+/// Random faults, resolved into scripted [`Fault`]s at the start of a run
+/// from the `faults` stream (network ones per message, from `net.*`).
+#[derive(Clone, PartialEq, Debug, Default)]
+pub struct RandomFaults {
+    /// Random faults start uniformly in `0..window_ns`.
+    pub window_ns: Nanos,
+    pub pause_probability: f64,
+    pub pause_min_ns: Nanos,
+    pub pause_max_ns: Nanos,
+    pub pause_nodes: Vec<NodeId>,
+    pub crash_probability: f64,
+    pub restart_min_ns: Nanos,
+    pub restart_max_ns: Nanos,
+    pub crash_nodes: Vec<NodeId>,
+    /// Probability of one partition isolating a random node from the rest.
+    pub partition_probability: f64,
+    pub partition_min_ns: Nanos,
+    pub partition_max_ns: Nanos,
+}
+
+#[derive(Clone, PartialEq, Debug)]
+pub struct Options {
+    pub protocol: ProtocolConfig,
+    /// Index = `NodeId`.
+    pub nodes: Vec<NodeSpec>,
+    pub keys: Vec<String>,
+    /// Where `NodeId::COORD_GROUP` is routed.
+    pub coordinator_primary: NodeId,
+    pub network: NetworkOptions,
+    pub faults: Vec<Fault>,
+    pub random: RandomFaults,
+    pub max_time_ns: Nanos,
+}
+
+impl Options {
+    pub fn node_name(&self, id: NodeId) -> &str {
+        if id == NodeId::COORD_GROUP {
+            return "coord";
+        }
+        self.nodes.get(id.0 as usize).map_or("?", |n| n.name.as_str())
+    }
+
+    pub fn workers(&self) -> impl Iterator<Item = (NodeId, &NodeSpec)> {
+        self.nodes.iter().enumerate().filter(|(_, n)| n.role.is_worker()).map(|(i, n)| (NodeId(i as u16), n))
+    }
+}
+
+fn ms(ns: Nanos) -> String {
+    if ns % 1_000_000 == 0 {
+        format!("{}ms", ns / 1_000_000)
+    } else {
+        format!("{:.3}ms", ns as f64 / 1e6)
+    }
+}
+
+/// The "resolved options" block printed before a replay: one `key = value`
+/// per line, so two replays can be diffed.
+impl fmt::Display for Options {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let p = &self.protocol;
+        let mut s = String::new();
+        let _ = writeln!(s, "protocol        = {} (strict={}, fence_reads={})", p.kind.id(), p.strict, p.fence_reads);
+        let _ = writeln!(s, "lease_ttl       = {}", ms(p.lease_ttl_ns));
+        let _ = writeln!(s, "max_time        = {}", ms(self.max_time_ns));
+        let n = &self.network;
+        let _ = writeln!(
+            s,
+            "network         = latency {}..{}, loss {}, delay {} up to {}, partition_hits_in_flight {}",
+            ms(n.latency_min_ns),
+            ms(n.latency_max_ns),
+            n.loss_probability,
+            n.delay_probability,
+            ms(n.delay_max_ns),
+            n.partition_hits_in_flight
+        );
+        for node in &self.nodes {
+            let role = match &node.role {
+                Role::Worker(w) => format!(
+                    "worker start {} ops {} work {} think {} retry {} timeout {} x{}",
+                    ms(w.start_ns),
+                    w.ops,
+                    ms(w.work_ns),
+                    ms(w.think_ns),
+                    ms(w.retry_ns),
+                    ms(w.request_timeout_ns),
+                    w.max_retries
+                ),
+                Role::Coordinator(c) => format!("coordinator release {:?} tokens {}", c.release, c.tokens),
+                Role::Resource(check) => format!("resource check {check:?}"),
+            };
+            let c = &node.clock;
+            let clock = if *c == ClockSpec::default() {
+                String::new()
+            } else {
+                format!(", clock offset {}ns drift {}ppm jumps {:?}", c.offset_ns, c.drift_ppm, c.jumps)
+            };
+            let _ = writeln!(s, "node {:<10} = {role}{clock}", node.name);
+        }
+        for fault in &self.faults {
+            let _ = writeln!(s, "fault           = {}", describe_fault(self, fault));
+        }
+        let r = &self.random;
+        if r.pause_probability > 0.0 || r.crash_probability > 0.0 || r.partition_probability > 0.0 {
+            let _ = writeln!(
+                s,
+                "random          = window {}, pause p={} {}..{}, crash p={} restart {}..{}, partition p={} {}..{}",
+                ms(r.window_ns),
+                r.pause_probability,
+                ms(r.pause_min_ns),
+                ms(r.pause_max_ns),
+                r.crash_probability,
+                ms(r.restart_min_ns),
+                ms(r.restart_max_ns),
+                r.partition_probability,
+                ms(r.partition_min_ns),
+                ms(r.partition_max_ns)
+            );
+        }
+        f.write_str(s.trim_end())
+    }
+}
+
+pub fn describe_when(o: &Options, w: &When) -> String {
+    match w {
+        When::At(t) => format!("at {}", ms(*t)),
+        When::After { node, kind, nth } => format!("after {}:{}#{}", o.node_name(*node), kind, nth),
+    }
+}
+
+pub fn describe_fault(o: &Options, f: &Fault) -> String {
+    let names = |ids: &[NodeId]| ids.iter().map(|&i| o.node_name(i)).collect::<Vec<_>>().join(",");
+    match f {
+        Fault::Pause { node, when, duration_ns } => {
+            format!("pause {} {} for {}", o.node_name(*node), describe_when(o, when), ms(*duration_ns))
+        }
+        Fault::Crash { node, when, restart_after_ns } => format!(
+            "crash {} {}{}",
+            o.node_name(*node),
+            describe_when(o, when),
+            restart_after_ns.map_or(String::new(), |r| format!(", restart after {}", ms(r)))
+        ),
+        Fault::Partition { when, duration_ns, side_a, side_b, one_way } => format!(
+            "partition [{}] {} [{}] {} for {}",
+            names(side_a),
+            if *one_way { "-/->" } else { "<-/->" },
+            names(side_b),
+            describe_when(o, when),
+            ms(*duration_ns)
+        ),
+        Fault::Delay { from, to, nth, delay_ns } => {
+            format!("delay message #{} {} -> {} by {}", nth, o.node_name(*from), o.node_name(*to), ms(*delay_ns))
+        }
+        Fault::Drop { from, to, nth } => format!("drop message #{} {} -> {}", nth, o.node_name(*from), o.node_name(*to)),
+    }
+}

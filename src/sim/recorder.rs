@@ -1,0 +1,166 @@
+//! Builds the history from what crosses the simulated network and from node
+//! lifecycle events — the harness's account, not the nodes'.
+//!
+//! Grant identity is the harness's too: a grant is a distinct (key, owner
+//! nonce, token) that a coordinator sent; re-sends of the same triple (an
+//! idempotent answer to a retransmitted acquire) are the same grant. Grant
+//! ids are numbered 1, 2, 3… in the order they were first sent. A write's
+//! token and value, and a release's owner, are taken from the request as it
+//! was delivered, so the record of what the resource applied does not depend
+//! on what its reply chooses to repeat.
+
+use std::collections::BTreeMap;
+
+use crate::history::{Event, Kind, Outcome};
+use crate::protocol::{Msg, NodeId, Observation};
+
+#[derive(Default)]
+pub struct Recorder {
+    grants: BTreeMap<(u16, u64, u64), u64>,
+    owner_grant: BTreeMap<u64, u64>,
+    next_grant: u64,
+    writes_in: BTreeMap<u64, (Option<u64>, u64)>,
+    releases_in: BTreeMap<(u16, u32), u64>,
+}
+
+/// A record without its seq and time (the simulator assigns those).
+fn ev(node: NodeId, kind: Kind, f: impl FnOnce(&mut Event)) -> Event {
+    let mut e = Event::new(0, 0, node.0, kind);
+    f(&mut e);
+    e
+}
+
+impl Recorder {
+    /// What `from` handing `msg` (to `to`) to the network tells us.
+    pub fn on_send(&mut self, from: NodeId, to: NodeId, msg: &Msg) -> Option<Event> {
+        let key = Some(msg.key().0);
+        match *msg {
+            Msg::Granted { key: k, owner, token, .. } => {
+                let triple = (k.0, owner, token.map_or(0, |t| t.0));
+                if self.grants.contains_key(&triple) {
+                    return None;
+                }
+                self.next_grant += 1;
+                let id = self.next_grant;
+                self.grants.insert(triple, id);
+                self.owner_grant.insert(owner, id);
+                Some(ev(from, Kind::GrantIssued, |e| {
+                    e.key = key;
+                    e.grant_id = Some(id);
+                    e.token = token.map(|t| t.0);
+                }))
+            }
+            Msg::Read { op, token, .. } => Some(ev(from, Kind::ReadSent, |e| {
+                e.key = key;
+                e.op_id = Some(op.0);
+                e.token = token.map(|t| t.0);
+            })),
+            Msg::ReadOk { op, value, .. } => Some(ev(from, Kind::ReadServed, |e| {
+                e.key = key;
+                e.op_id = Some(op.0);
+                e.value = Some(value.0);
+                e.outcome = Some(Outcome::Ok);
+            })),
+            Msg::ReadRejected { op, fence, .. } => Some(ev(from, Kind::ReadServed, |e| {
+                e.key = key;
+                e.op_id = Some(op.0);
+                e.value = Some(fence.0);
+                e.outcome = Some(Outcome::Rejected);
+            })),
+            Msg::Write { op, token, value, .. } => Some(ev(from, Kind::WriteSent, |e| {
+                e.key = key;
+                e.op_id = Some(op.0);
+                e.token = token.map(|t| t.0);
+                e.value = Some(value.0);
+            })),
+            Msg::WriteOk { op, .. } => {
+                let (token, value) = self.writes_in.get(&op.0).copied().unwrap_or((None, op.0));
+                Some(ev(from, Kind::WriteAccepted, |e| {
+                    e.key = key;
+                    e.op_id = Some(op.0);
+                    e.token = token;
+                    e.value = Some(value);
+                }))
+            }
+            Msg::WriteRejected { op, fence, .. } => {
+                let (token, _) = self.writes_in.get(&op.0).copied().unwrap_or((None, op.0));
+                Some(ev(from, Kind::WriteRejected, |e| {
+                    e.key = key;
+                    e.op_id = Some(op.0);
+                    e.token = token;
+                    e.value = Some(fence.0);
+                }))
+            }
+            Msg::Release { owner, .. } => Some(ev(from, Kind::ReleaseSent, |e| {
+                e.key = key;
+                e.grant_id = self.owner_grant.get(&owner).copied();
+            })),
+            Msg::Released { req, removed, .. } => {
+                let requester = self.releases_in.get(&(to.0, req)).copied();
+                Some(ev(from, Kind::ReleaseApplied, |e| {
+                    e.key = key;
+                    e.grant_id = requester.and_then(|o| self.owner_grant.get(&o).copied());
+                    e.removed_grant_id = removed.and_then(|o| self.owner_grant.get(&o).copied());
+                }))
+            }
+            Msg::Acquire { .. } | Msg::Busy { .. } => None,
+        }
+    }
+
+    /// What `msg` reaching `to` (from `from`) tells us; called before `to` handles it.
+    pub fn on_deliver(&mut self, from: NodeId, to: NodeId, msg: &Msg) -> Option<Event> {
+        let key = Some(msg.key().0);
+        match *msg {
+            Msg::Granted { key: k, owner, token, .. } => {
+                let id = self.grants.get(&(k.0, owner, token.map_or(0, |t| t.0))).copied();
+                Some(ev(to, Kind::GrantReceived, |e| {
+                    e.key = key;
+                    e.grant_id = id;
+                    e.token = token.map(|t| t.0);
+                }))
+            }
+            Msg::ReadOk { op, value, .. } => Some(ev(to, Kind::ReadOk, |e| {
+                e.key = key;
+                e.op_id = Some(op.0);
+                e.value = Some(value.0);
+            })),
+            Msg::ReadRejected { op, fence, .. } => Some(ev(to, Kind::ReadRejected, |e| {
+                e.key = key;
+                e.op_id = Some(op.0);
+                e.value = Some(fence.0);
+            })),
+            Msg::WriteOk { op, .. } | Msg::WriteRejected { op, .. } => Some(ev(to, Kind::WriteAcked, |e| {
+                e.key = key;
+                e.op_id = Some(op.0);
+                e.outcome = Some(if matches!(msg, Msg::WriteOk { .. }) { Outcome::Ok } else { Outcome::Rejected });
+            })),
+            Msg::Write { op, token, value, .. } => {
+                self.writes_in.insert(op.0, (token.map(|t| t.0), value.0));
+                None
+            }
+            Msg::Release { req, owner, .. } => {
+                self.releases_in.insert((from.0, req), owner);
+                None
+            }
+            Msg::Acquire { .. } | Msg::Busy { .. } | Msg::Released { .. } | Msg::Read { .. } => None,
+        }
+    }
+
+    pub fn on_observe(&mut self, node: NodeId, obs: &Observation, worker_key: Option<u16>) -> Option<Event> {
+        match *obs {
+            Observation::LeaseExpired { key, owner } => Some(ev(node, Kind::LeaseExpired, |e| {
+                e.key = Some(key.0);
+                e.grant_id = self.owner_grant.get(&owner).copied();
+            })),
+            Observation::WorkloadDone => Some(ev(node, Kind::WorkloadDone, |_| {})),
+            Observation::OpAbandoned { op } => Some(ev(node, Kind::OpAbandoned, |e| {
+                e.op_id = Some(op.0);
+                e.key = worker_key;
+            })),
+        }
+    }
+}
+
+pub fn lifecycle(node: NodeId, kind: Kind, detail: Option<String>) -> Event {
+    ev(node, kind, |e| e.detail = detail)
+}

@@ -1,0 +1,494 @@
+//! The discrete-event loop.
+//!
+//! One priority queue ordered by (true time, insertion number): ties run in
+//! the order they were scheduled, so the order of simultaneous events is
+//! total and reproducible. Nodes are driven through the sans-IO
+//! [`Node`] trait; the loop owns everything they cannot: true time, clocks,
+//! the network, durable storage, faults, and the history record.
+//!
+//! Fault rules:
+//! - **pause**: the node handles nothing; messages and timers that come due
+//!   are held and run, in order, at resume (a pause of a paused node
+//!   extends it to the later end).
+//! - **crash**: the node object is dropped; held inputs, pending timers and
+//!   buffered writes are lost; messages to it are dropped (`down`). A
+//!   restart builds a fresh node and hands it the last synced record.
+//! - **partition**: messages across the cut are dropped when sent, and —
+//!   if `partition_hits_in_flight` — when delivered.
+//!
+//! A run ends when every worker is done and no message is in flight, when
+//! the queue is empty, or at `max_time_ns`; workers not done are recorded as
+//! `unfinished`. There is no wall clock, no ambient randomness and no
+//! threading inside a run.
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BinaryHeap, VecDeque};
+
+use super::faults::resolve_random;
+use super::network::{mask, Fate, Network};
+use super::options::{describe_fault, Fault, Options, When};
+use super::recorder::{lifecycle, Recorder};
+use super::trace::{DropReason, Trace, TraceEvent, What};
+use crate::history::{Event, History, Kind};
+use crate::protocol::{Durability, Effect, Input, Msg, Nanos, Node, NodeId, Observation, Role, TimerId};
+
+/// Builds the node for an id: built-in protocols, or a driver for an
+/// implementation under test. Called at boot and after every crash.
+pub type NodeFactory<'a> = dyn FnMut(NodeId, &Role) -> Box<dyn Node> + 'a;
+
+#[derive(Clone, Copy, Debug)]
+enum Ev {
+    Start(NodeId),
+    Deliver { from: NodeId, to: NodeId, msg: Msg },
+    Timer { node: NodeId, timer: TimerId, gen: u32, incarnation: u32 },
+    Resume(NodeId),
+    Fault(usize),
+    Restart(NodeId),
+    Heal(u32),
+}
+
+struct Entry {
+    t_ns: Nanos,
+    order: u64,
+    ev: Ev,
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        (self.t_ns, self.order) == (other.t_ns, other.order)
+    }
+}
+impl Eq for Entry {}
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Entry {
+    fn cmp(&self, other: &Self) -> Ordering {
+        (self.t_ns, self.order).cmp(&(other.t_ns, other.order))
+    }
+}
+
+struct Slot {
+    node: Option<Box<dyn Node>>,
+    up: bool,
+    paused_until: Option<Nanos>,
+    held: VecDeque<Ev>,
+    incarnation: u32,
+    timer_gens: Vec<u32>,
+    synced: Option<Vec<u8>>,
+    buffered: Option<Vec<u8>>,
+    done: bool,
+}
+
+/// Everything a run produced.
+pub struct RunOutcome {
+    pub seed: u64,
+    pub history: History,
+    pub trace_hash: u64,
+    /// Kept only when asked for (`keep_trace`).
+    pub trace: Vec<TraceEvent>,
+    /// Queue events processed (the benchmarks' "simulated events").
+    pub events: u64,
+    pub end_ns: Nanos,
+    pub unfinished: Vec<NodeId>,
+    /// Every fault the run actually had: scripted, random ones resolved at
+    /// start, and per-message loss/delay drawn while it ran.
+    pub script: Vec<Fault>,
+    pub hit_max_time: bool,
+}
+
+struct Trigger {
+    fault: usize,
+    node: NodeId,
+    kind: Kind,
+    nth: u32,
+    seen: u32,
+}
+
+struct Sim<'o, 'f> {
+    opts: &'o Options,
+    factory: &'f mut NodeFactory<'f>,
+    now: Nanos,
+    order: u64,
+    seq: u64,
+    queue: BinaryHeap<Reverse<Entry>>,
+    slots: Vec<Slot>,
+    net: Network,
+    recorder: Recorder,
+    history: History,
+    trace: Trace,
+    script: Vec<Fault>,
+    triggers: Vec<Trigger>,
+    fired: VecDeque<usize>,
+    fx: Vec<Effect>,
+    in_flight: u64,
+    workers_left: usize,
+    events_processed: u64,
+}
+
+/// Runs one seed of `opts` with the built-in protocol nodes.
+pub fn run(opts: &Options, seed: u64, keep_trace: bool) -> RunOutcome {
+    let mut build = |_: NodeId, role: &Role| crate::protocol::build(role);
+    run_with(opts, seed, keep_trace, &mut build)
+}
+
+/// Runs one seed with nodes from `factory`.
+pub fn run_with<'f>(opts: &Options, seed: u64, keep_trace: bool, factory: &'f mut NodeFactory<'f>) -> RunOutcome {
+    let mut script = opts.faults.clone();
+    script.extend(resolve_random(opts, seed));
+    let net = Network::new(&opts.network, opts.nodes.len(), &script, seed);
+    let mut sim = Sim {
+        opts,
+        factory,
+        now: 0,
+        order: 0,
+        seq: 0,
+        queue: BinaryHeap::with_capacity(64),
+        slots: Vec::with_capacity(opts.nodes.len()),
+        net,
+        recorder: Recorder::default(),
+        history: History {
+            nodes: opts.nodes.iter().map(|n| n.name.clone()).collect(),
+            keys: opts.keys.clone(),
+            events: Vec::with_capacity(256),
+        },
+        trace: Trace::new(keep_trace),
+        script,
+        triggers: Vec::new(),
+        fired: VecDeque::new(),
+        fx: Vec::with_capacity(8),
+        in_flight: 0,
+        workers_left: opts.workers().count(),
+        events_processed: 0,
+    };
+    sim.boot();
+    let hit_max_time = sim.run_loop();
+    sim.finish(seed, hit_max_time)
+}
+
+impl<'o, 'f> Sim<'o, 'f> {
+    fn schedule(&mut self, t_ns: Nanos, ev: Ev) {
+        debug_assert!(t_ns >= self.now, "scheduling into the past");
+        self.order += 1;
+        self.queue.push(Reverse(Entry { t_ns, order: self.order, ev }));
+    }
+
+    fn boot(&mut self) {
+        for (i, spec) in self.opts.nodes.iter().enumerate() {
+            let id = NodeId(i as u16);
+            let node = (self.factory)(id, &spec.role);
+            self.slots.push(Slot {
+                node: Some(node),
+                up: true,
+                paused_until: None,
+                held: VecDeque::new(),
+                incarnation: 0,
+                timer_gens: Vec::new(),
+                synced: None,
+                buffered: None,
+                done: false,
+            });
+            self.schedule(0, Ev::Start(id));
+        }
+        for i in 0..self.script.len() {
+            let when = match &self.script[i] {
+                Fault::Pause { when, .. } | Fault::Crash { when, .. } | Fault::Partition { when, .. } => when.clone(),
+                Fault::Delay { .. } | Fault::Drop { .. } => continue,
+            };
+            match when {
+                When::At(t) => self.schedule(t, Ev::Fault(i)),
+                When::After { node, kind, nth } => self.triggers.push(Trigger { fault: i, node, kind, nth, seen: 0 }),
+            }
+        }
+    }
+
+    /// Returns whether the run was cut off at `max_time_ns`.
+    fn run_loop(&mut self) -> bool {
+        let mut processed = 0u64;
+        while let Some(Reverse(entry)) = self.queue.pop() {
+            if entry.t_ns > self.opts.max_time_ns {
+                self.now = self.opts.max_time_ns;
+                self.events_processed = processed;
+                return true;
+            }
+            assert!(entry.t_ns >= self.now, "time went backwards");
+            self.now = entry.t_ns;
+            processed += 1;
+            if let Ev::Deliver { .. } = entry.ev {
+                self.in_flight -= 1;
+            }
+            self.dispatch_and_apply(entry.ev);
+            if self.workers_left == 0 && self.in_flight == 0 {
+                break;
+            }
+        }
+        self.events_processed = processed;
+        false
+    }
+
+    fn dispatch_and_apply(&mut self, ev: Ev) {
+        self.dispatch(ev);
+        while let Some(i) = self.fired.pop_front() {
+            self.apply_fault(i);
+        }
+    }
+
+    fn dispatch(&mut self, ev: Ev) {
+        match ev {
+            Ev::Start(node) => self.step(node, Input::Start { recovered: None }),
+            Ev::Deliver { from, to, msg } => self.deliver(from, to, msg, ev),
+            Ev::Timer { node, timer, gen, incarnation } => {
+                let slot = &mut self.slots[node.0 as usize];
+                let current = slot.timer_gens.get(timer.0 as usize).copied();
+                if !slot.up || incarnation != slot.incarnation || current != Some(gen) {
+                    return;
+                }
+                if slot.paused_until.is_some() {
+                    slot.held.push_back(ev);
+                    return;
+                }
+                self.trace(node, What::Timer { timer }, None);
+                self.step(node, Input::Timer { timer });
+            }
+            Ev::Resume(node) => self.resume(node),
+            Ev::Fault(i) => self.apply_fault(i),
+            Ev::Restart(node) => self.restart(node),
+            Ev::Heal(id) => {
+                self.net.heal(id);
+                let node = match &self.script[id as usize] {
+                    Fault::Partition { side_a, .. } => side_a.first().copied().unwrap_or(NodeId(0)),
+                    _ => NodeId(0),
+                };
+                self.record(lifecycle(node, Kind::Heal, None));
+            }
+        }
+    }
+}
+
+impl<'o, 'f> Sim<'o, 'f> {
+    fn deliver(&mut self, from: NodeId, to: NodeId, msg: Msg, ev: Ev) {
+        let slot = &mut self.slots[to.0 as usize];
+        if !slot.up {
+            self.trace(to, What::Drop { from, to, msg, reason: DropReason::Down }, None);
+            return;
+        }
+        if self.net.partition_hits_in_flight() && self.net.cut(from, to) {
+            self.trace(to, What::Drop { from, to, msg, reason: DropReason::Partition }, None);
+            return;
+        }
+        if slot.paused_until.is_some() {
+            slot.held.push_back(ev);
+            return;
+        }
+        self.trace(to, What::Recv { from, msg }, None);
+        if let Some(e) = self.recorder.on_deliver(from, to, &msg) {
+            self.record(e);
+        }
+        self.step(to, Input::Message { from, msg });
+    }
+
+    /// Hands one input to a node and applies its effects, in order, now.
+    fn step(&mut self, id: NodeId, input: Input<'_>) {
+        let spec = &self.opts.nodes[id.0 as usize];
+        let clocks = spec.clock.read(self.now);
+        let mut fx = std::mem::take(&mut self.fx);
+        debug_assert!(fx.is_empty());
+        {
+            let slot = &mut self.slots[id.0 as usize];
+            assert!(slot.up && slot.paused_until.is_none(), "stepping a node that is down or paused");
+            let node = slot.node.as_mut().expect("an up node has a state machine");
+            node.handle(clocks, input, &mut fx);
+        }
+        for effect in fx.drain(..) {
+            match effect {
+                Effect::Send { to, msg } => self.send(id, to, msg),
+                Effect::SetTimer { timer, after_ns } => {
+                    let slot = &mut self.slots[id.0 as usize];
+                    let i = timer.0 as usize;
+                    if slot.timer_gens.len() <= i {
+                        slot.timer_gens.resize(i + 1, 0);
+                    }
+                    slot.timer_gens[i] += 1;
+                    let gen = slot.timer_gens[i];
+                    let incarnation = slot.incarnation;
+                    let due_mono = clocks.mono_ns.saturating_add(after_ns);
+                    let at = spec.clock.true_at_mono(due_mono).max(self.now);
+                    self.schedule(at, Ev::Timer { node: id, timer, gen, incarnation });
+                }
+                Effect::CancelTimer { timer } => {
+                    if let Some(g) = self.slots[id.0 as usize].timer_gens.get_mut(timer.0 as usize) {
+                        *g += 1;
+                    }
+                }
+                Effect::Persist { durability, record } => {
+                    self.trace(id, What::Save { durability, bytes: record.len() as u32 }, None);
+                    let slot = &mut self.slots[id.0 as usize];
+                    match durability {
+                        Durability::Synced => {
+                            slot.synced = Some(record);
+                            slot.buffered = None;
+                        }
+                        Durability::Buffered => slot.buffered = Some(record),
+                    }
+                }
+                Effect::Observe(obs) => {
+                    if obs == Observation::WorkloadDone {
+                        let slot = &mut self.slots[id.0 as usize];
+                        assert!(!slot.done, "a worker finished twice");
+                        slot.done = true;
+                        self.workers_left -= 1;
+                    }
+                    let key = match spec.role {
+                        Role::Worker(w) => Some(w.key.0),
+                        _ => None,
+                    };
+                    if let Some(e) = self.recorder.on_observe(id, &obs, key) {
+                        self.record(e);
+                    }
+                }
+            }
+        }
+        self.fx = fx;
+    }
+
+    fn send(&mut self, from: NodeId, to: NodeId, msg: Msg) {
+        let to = if to == NodeId::COORD_GROUP { self.opts.coordinator_primary } else { to };
+        assert!((to.0 as usize) < self.slots.len(), "send to unknown node {to:?}");
+        if let Some(e) = self.recorder.on_send(from, to, &msg) {
+            self.record(e);
+        }
+        match self.net.send(self.now, from, to) {
+            Fate::Deliver { at_ns, nth } => {
+                self.trace(from, What::Send { to, msg, nth }, None);
+                self.in_flight += 1;
+                self.schedule(at_ns, Ev::Deliver { from, to, msg });
+            }
+            Fate::Lost { reason, nth } => {
+                self.trace(from, What::Send { to, msg, nth }, None);
+                self.trace(from, What::Drop { from, to, msg, reason }, None);
+            }
+        }
+    }
+
+    fn trace(&mut self, node: NodeId, what: What, record: Option<&Event>) {
+        self.seq += 1;
+        self.trace.push(TraceEvent { seq: self.seq, t_ns: self.now, node, what }, record);
+    }
+
+    fn record(&mut self, mut e: Event) {
+        self.seq += 1;
+        e.seq = self.seq;
+        e.t_true_ns = self.now;
+        let index = self.history.events.len();
+        self.trace.push(TraceEvent { seq: e.seq, t_ns: self.now, node: NodeId(e.node), what: What::Record(index) }, Some(&e));
+        for t in &mut self.triggers {
+            if t.seen < t.nth && t.node.0 == e.node && t.kind == e.kind {
+                t.seen += 1;
+                if t.seen == t.nth {
+                    self.fired.push_back(t.fault);
+                }
+            }
+        }
+        self.history.events.push(e);
+    }
+
+    fn apply_fault(&mut self, i: usize) {
+        let fault = self.script[i].clone();
+        match fault {
+            Fault::Pause { node, duration_ns, .. } => {
+                let now = self.now;
+                let slot = &mut self.slots[node.0 as usize];
+                if !slot.up {
+                    return;
+                }
+                let until = now + duration_ns;
+                slot.paused_until = Some(slot.paused_until.map_or(until, |u| u.max(until)));
+                let detail = format!("for {}ms", duration_ns / 1_000_000);
+                self.record(lifecycle(node, Kind::Pause, Some(detail)));
+                self.schedule(until, Ev::Resume(node));
+            }
+            Fault::Crash { node, restart_after_ns, .. } => {
+                let slot = &mut self.slots[node.0 as usize];
+                if !slot.up {
+                    return;
+                }
+                slot.up = false;
+                slot.node = None;
+                slot.held.clear();
+                slot.paused_until = None;
+                slot.incarnation += 1;
+                slot.buffered = None;
+                self.record(lifecycle(node, Kind::Crash, None));
+                if let Some(after) = restart_after_ns {
+                    self.schedule(self.now + after, Ev::Restart(node));
+                }
+            }
+            Fault::Partition { duration_ns, ref side_a, ref side_b, one_way, .. } => {
+                self.net.start_partition(i as u32, mask(side_a), mask(side_b), one_way);
+                let detail = describe_fault(self.opts, &fault);
+                let node = side_a.first().copied().unwrap_or(NodeId(0));
+                self.record(lifecycle(node, Kind::Partition, Some(detail)));
+                self.schedule(self.now + duration_ns, Ev::Heal(i as u32));
+            }
+            Fault::Delay { .. } | Fault::Drop { .. } => unreachable!("message faults are applied by the network"),
+        }
+    }
+
+    fn resume(&mut self, node: NodeId) {
+        let now = self.now;
+        let slot = &mut self.slots[node.0 as usize];
+        match slot.paused_until {
+            Some(until) if until <= now => slot.paused_until = None,
+            _ => return, // extended by a later pause, or crashed meanwhile
+        }
+        self.record(lifecycle(node, Kind::Resume, None));
+        loop {
+            let slot = &mut self.slots[node.0 as usize];
+            if !slot.up || slot.paused_until.is_some() {
+                break;
+            }
+            let Some(ev) = slot.held.pop_front() else { break };
+            self.dispatch_and_apply(ev);
+        }
+    }
+
+    fn restart(&mut self, node: NodeId) {
+        let role = self.opts.nodes[node.0 as usize].role;
+        let fresh = (self.factory)(node, &role);
+        let slot = &mut self.slots[node.0 as usize];
+        assert!(!slot.up, "restarting a node that is up");
+        slot.node = Some(fresh);
+        slot.up = true;
+        slot.timer_gens.clear();
+        let recovered = slot.synced.clone();
+        self.record(lifecycle(node, Kind::Restart, None));
+        self.step(node, Input::Start { recovered: recovered.as_deref() });
+    }
+
+    fn finish(mut self, seed: u64, hit_max_time: bool) -> RunOutcome {
+        let unfinished: Vec<NodeId> = self
+            .opts
+            .workers()
+            .map(|(id, _)| id)
+            .filter(|id| !self.slots[id.0 as usize].done)
+            .collect();
+        for &id in &unfinished {
+            self.record(lifecycle(id, Kind::Unfinished, None));
+        }
+        let mut script = self.script;
+        script.append(&mut self.net.resolved);
+        RunOutcome {
+            seed,
+            history: self.history,
+            trace_hash: self.trace.hash(),
+            trace: self.trace.events,
+            events: self.events_processed,
+            end_ns: self.now,
+            unfinished,
+            script,
+            hit_max_time,
+        }
+    }
+}
