@@ -11,7 +11,7 @@ pub mod check;
 pub mod cli;
 pub mod history;
 pub mod protocol;
-pub mod sim;
 pub mod report;
 pub mod scenario;
+pub mod sim;
 pub mod suite;

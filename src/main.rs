@@ -9,7 +9,11 @@ fn main() -> ExitCode {
     let parsed = match Cli::try_parse() {
         Ok(p) => p,
         Err(e) => {
-            let code = if e.use_stderr() { cli::EXIT_BAD_INPUT } else { cli::EXIT_OK };
+            let code = if e.use_stderr() {
+                cli::EXIT_BAD_INPUT
+            } else {
+                cli::EXIT_OK
+            };
             let _ = e.print();
             return ExitCode::from(code);
         }

@@ -47,16 +47,28 @@ impl Generations {
     pub fn observe(&mut self, e: &Event) {
         match e.kind {
             Kind::GrantIssued => {
-                let (Some(grant), Some(key)) = (e.grant_id, e.key) else { return };
+                let (Some(grant), Some(key)) = (e.grant_id, e.key) else {
+                    return;
+                };
                 if self.grants.contains_key(&grant) {
                     return;
                 }
                 let n = self.issued_per_key.entry(key).or_insert(0);
                 *n += 1;
-                self.grants.insert(grant, GrantInfo { key, generation: *n, issued_seq: e.seq, token: e.token });
+                self.grants.insert(
+                    grant,
+                    GrantInfo {
+                        key,
+                        generation: *n,
+                        issued_seq: e.seq,
+                        token: e.token,
+                    },
+                );
             }
             Kind::GrantReceived => {
-                let Some(info) = e.grant_id.and_then(|g| self.grants.get(&g)).copied() else { return };
+                let Some(info) = e.grant_id.and_then(|g| self.grants.get(&g)).copied() else {
+                    return;
+                };
                 let slot = self.held.entry((e.node, info.key)).or_insert((0, 0));
                 if info.generation > slot.0 {
                     *slot = (info.generation, e.grant_id.unwrap_or(0));
@@ -65,7 +77,9 @@ impl Generations {
                 *max = (*max).max(info.generation);
             }
             Kind::WriteSent => {
-                let (Some(op), Some(key)) = (e.op_id, e.key) else { return };
+                let (Some(op), Some(key)) = (e.op_id, e.key) else {
+                    return;
+                };
                 let (generation, grant) = self.held.get(&(e.node, key)).copied().unwrap_or((0, 0));
                 self.writes.entry(op).or_insert(WriteInfo {
                     generation,

@@ -29,8 +29,12 @@ pub enum ViolationKind {
 }
 
 impl ViolationKind {
-    pub const ALL: [ViolationKind; 4] =
-        [ViolationKind::StaleWrite, ViolationKind::LostUpdate, ViolationKind::TokenOrder, ViolationKind::UnsafeRelease];
+    pub const ALL: [ViolationKind; 4] = [
+        ViolationKind::StaleWrite,
+        ViolationKind::LostUpdate,
+        ViolationKind::TokenOrder,
+        ViolationKind::UnsafeRelease,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -47,10 +51,14 @@ impl ViolationKind {
 
     pub fn doc(self) -> &'static str {
         match self {
-            ViolationKind::StaleWrite => "resource accepted a write of generation g after one of generation g' > g",
+            ViolationKind::StaleWrite => {
+                "resource accepted a write of generation g after one of generation g' > g"
+            }
             ViolationKind::LostUpdate => "a write overwrote a value its writer's read never saw",
             ViolationKind::TokenOrder => "a later grant carries a token <= an earlier grant's",
-            ViolationKind::UnsafeRelease => "a release on behalf of grant g removed another grant's lease",
+            ViolationKind::UnsafeRelease => {
+                "a release on behalf of grant g removed another grant's lease"
+            }
         }
     }
 
@@ -128,7 +136,9 @@ impl Report {
     }
 
     pub fn kinds(&self) -> impl Iterator<Item = ViolationKind> + '_ {
-        ViolationKind::ALL.into_iter().filter(|k| self.count(*k) > 0)
+        ViolationKind::ALL
+            .into_iter()
+            .filter(|k| self.count(*k) > 0)
     }
 
     pub fn metric(&self, name: &str) -> Option<u64> {
@@ -157,7 +167,10 @@ pub fn check(history: &History) -> Report {
     let mut found = Vec::new();
     let mut last_seq = None;
     for e in &history.events {
-        debug_assert!(last_seq.is_none_or(|s| e.seq > s), "history seq must increase");
+        debug_assert!(
+            last_seq.is_none_or(|s| e.seq > s),
+            "history seq must increase"
+        );
         last_seq = Some(e.seq);
         gens.observe(e);
         tokens.observe(history, e, &mut found);
@@ -172,7 +185,10 @@ pub fn check(history: &History) -> Report {
             }
         }
     }
-    overlap.finish(history.events.last().map_or(0, |e| e.t_true_ns), &mut report.info);
+    overlap.finish(
+        history.events.last().map_or(0, |e| e.t_true_ns),
+        &mut report.info,
+    );
     report
 }
 

@@ -35,7 +35,9 @@ impl Overlap {
                     None => self.believers.keys().copied().collect(),
                 };
                 for key in keys {
-                    let Some(b) = self.believers.get_mut(&key) else { continue };
+                    let Some(b) = self.believers.get_mut(&key) else {
+                        continue;
+                    };
                     b.remove(&e.node);
                     if b.len() < 2 {
                         if let Some(start) = self.since.remove(&key) {

@@ -10,18 +10,31 @@ use crate::history::{Event, History, Kind};
 pub struct Releases {}
 
 impl Releases {
-    pub fn observe(&mut self, h: &History, e: &Event, gens: &Generations, out: &mut Vec<Violation>) {
+    pub fn observe(
+        &mut self,
+        h: &History,
+        e: &Event,
+        gens: &Generations,
+        out: &mut Vec<Violation>,
+    ) {
         if e.kind != Kind::ReleaseApplied {
             return;
         }
-        let Some(removed) = e.removed_grant_id else { return };
+        let Some(removed) = e.removed_grant_id else {
+            return;
+        };
         if e.grant_id == Some(removed) {
             return;
         }
         let issued = |g: u64| gens.grants.get(&g).map(|i| i.issued_seq);
-        let mut evidence: Vec<u64> = [e.grant_id.and_then(issued), issued(removed), Some(e.seq)].into_iter().flatten().collect();
+        let mut evidence: Vec<u64> = [e.grant_id.and_then(issued), issued(removed), Some(e.seq)]
+            .into_iter()
+            .flatten()
+            .collect();
         evidence.sort_unstable();
-        let on_behalf = e.grant_id.map_or("no grant".to_string(), |g| format!("grant {g}"));
+        let on_behalf = e
+            .grant_id
+            .map_or("no grant".to_string(), |g| format!("grant {g}"));
         out.push(Violation {
             kind: ViolationKind::UnsafeRelease,
             key: e.key.unwrap_or(0),

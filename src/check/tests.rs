@@ -17,7 +17,9 @@ impl H {
     fn new() -> H {
         H {
             h: History {
-                nodes: ["worker/A", "worker/B", "coord/0", "resource/0"].map(String::from).to_vec(),
+                nodes: ["worker/A", "worker/B", "coord/0", "resource/0"]
+                    .map(String::from)
+                    .to_vec(),
                 keys: vec!["doc".into()],
                 events: vec![],
             },
@@ -87,7 +89,11 @@ fn older_generation_accepted_after_newer_is_a_stale_write_with_both_grants_as_ev
     let r = h.check();
     assert_eq!(r.count(ViolationKind::StaleWrite), 1);
     assert_eq!(r.violations[0].evidence, vec![g1, g2, w2, w1]);
-    assert_eq!(r.count(ViolationKind::LostUpdate), 1, "A also overwrote B's value without reading it");
+    assert_eq!(
+        r.count(ViolationKind::LostUpdate),
+        1,
+        "A also overwrote B's value without reading it"
+    );
     assert_eq!(r.info.stale_attempts, 1);
 }
 

@@ -20,7 +20,9 @@ impl TokenOrder {
         if e.kind != Kind::GrantIssued {
             return;
         }
-        let (Some(key), Some(token), Some(grant)) = (e.key, e.token, e.grant_id) else { return };
+        let (Some(key), Some(token), Some(grant)) = (e.key, e.token, e.grant_id) else {
+            return;
+        };
         if !self.seen_grants.insert(grant) {
             return;
         }

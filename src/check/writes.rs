@@ -36,7 +36,14 @@ pub struct Writes {
 }
 
 impl Writes {
-    pub fn observe(&mut self, h: &History, e: &Event, gens: &Generations, info: &mut Info, out: &mut Vec<Violation>) {
+    pub fn observe(
+        &mut self,
+        h: &History,
+        e: &Event,
+        gens: &Generations,
+        info: &mut Info,
+        out: &mut Vec<Violation>,
+    ) {
         match e.kind {
             Kind::ReadOk => {
                 if let (Some(op), Some(value)) = (e.op_id, e.value) {
@@ -49,7 +56,9 @@ impl Writes {
                 }
             }
             Kind::WriteAccepted | Kind::WriteRejected => {
-                let (Some(op), Some(key)) = (e.op_id, e.key) else { return };
+                let (Some(op), Some(key)) = (e.op_id, e.key) else {
+                    return;
+                };
                 let write = gens.writes.get(&op).copied();
                 let generation = write.map_or(0, |w| w.generation);
                 let superseded = generation < gens.received_max(key);
@@ -66,7 +75,9 @@ impl Writes {
                 }
                 info.writes_accepted += 1;
                 let grant = write.and_then(|w| w.grant_id);
-                if grant.is_some_and(|g| self.expired.contains(&g)) && generation == gens.issued_max(key) {
+                if grant.is_some_and(|g| self.expired.contains(&g))
+                    && generation == gens.issued_max(key)
+                {
                     info.late_writes += 1;
                 }
                 self.check_stale(h, e, key, generation, grant, gens, out);
@@ -83,15 +94,37 @@ impl Writes {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn check_stale(&self, h: &History, e: &Event, key: u16, generation: u64, grant: Option<u64>, gens: &Generations, out: &mut Vec<Violation>) {
-        let Some((newer, newer_seq)) = self.keys.get(&key).and_then(|s| s.accepted_max) else { return };
+    fn check_stale(
+        &self,
+        h: &History,
+        e: &Event,
+        key: u16,
+        generation: u64,
+        grant: Option<u64>,
+        gens: &Generations,
+        out: &mut Vec<Violation>,
+    ) {
+        let Some((newer, newer_seq)) = self.keys.get(&key).and_then(|s| s.accepted_max) else {
+            return;
+        };
         if generation >= newer {
             return;
         }
         let newer_event = h.by_seq(newer_seq);
-        let newer_grant = newer_event.and_then(|n| n.op_id).and_then(|op| gens.writes.get(&op)).and_then(|w| w.grant_id);
+        let newer_grant = newer_event
+            .and_then(|n| n.op_id)
+            .and_then(|op| gens.writes.get(&op))
+            .and_then(|w| w.grant_id);
         let issued = |g: Option<u64>| g.and_then(|g| gens.grants.get(&g)).map(|i| i.issued_seq);
-        let mut evidence: Vec<u64> = [issued(grant), issued(newer_grant), Some(newer_seq), Some(e.seq)].into_iter().flatten().collect();
+        let mut evidence: Vec<u64> = [
+            issued(grant),
+            issued(newer_grant),
+            Some(newer_seq),
+            Some(e.seq),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
         evidence.sort_unstable();
         evidence.dedup();
         out.push(Violation {
@@ -111,18 +144,34 @@ impl Writes {
         });
     }
 
-    fn check_lost_update(&self, h: &History, e: &Event, key: u16, op: u64, out: &mut Vec<Violation>) {
+    fn check_lost_update(
+        &self,
+        h: &History,
+        e: &Event,
+        key: u16,
+        op: u64,
+        out: &mut Vec<Violation>,
+    ) {
         let current = self.keys.get(&key).map_or(0, |s| s.current_op);
         if current == op {
             return; // a redelivery of the op that wrote the current value
         }
-        let Some(&(seen, read_seq)) = self.reads.get(&op) else { return };
+        let Some(&(seen, read_seq)) = self.reads.get(&op) else {
+            return;
+        };
         if seen == current {
             return;
         }
-        let log = self.accepted_log.get(&key).map(Vec::as_slice).unwrap_or(&[]);
+        let log = self
+            .accepted_log
+            .get(&key)
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
         // The writes W overwrote without seeing: everything accepted after the value it read.
-        let from = log.iter().rposition(|&(_, o)| o == seen).map_or(0, |i| i + 1);
+        let from = log
+            .iter()
+            .rposition(|&(_, o)| o == seen)
+            .map_or(0, |i| i + 1);
         let between: Vec<u64> = log[from..].iter().map(|&(s, _)| s).collect();
         let mut evidence = vec![read_seq];
         evidence.extend(between.iter().rev().take(8).rev());

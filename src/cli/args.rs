@@ -6,7 +6,11 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser, Debug)]
-#[command(name = "fencesim", version, about = "Deterministic simulation and verification of lease + fencing-token locks")]
+#[command(
+    name = "fencesim",
+    version,
+    about = "Deterministic simulation and verification of lease + fencing-token locks"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

@@ -83,24 +83,55 @@ pub fn read(text: &str, file: &str) -> Result<History, ReadError> {
         if line.trim().is_empty() {
             continue;
         }
-        let err = |column: usize, message: String| ReadError { file: file.to_string(), line: line_no, column, message };
-        let record: Record = serde_json::from_str(line).map_err(|e| err(e.column(), e.to_string()))?;
+        let err = |column: usize, message: String| ReadError {
+            file: file.to_string(),
+            line: line_no,
+            column,
+            message,
+        };
+        let record: Record =
+            serde_json::from_str(line).map_err(|e| err(e.column(), e.to_string()))?;
         if record.schema_version != SCHEMA_VERSION {
-            return Err(err(1, format!("schema_version {} is not supported (expected {SCHEMA_VERSION})", record.schema_version)));
+            return Err(err(
+                1,
+                format!(
+                    "schema_version {} is not supported (expected {SCHEMA_VERSION})",
+                    record.schema_version
+                ),
+            ));
         }
         let kind = Kind::from_name(&record.kind).ok_or_else(|| {
             let names: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
-            err(1, format!("unknown kind {:?}; expected one of {}", record.kind, names.join(", ")))
+            err(
+                1,
+                format!(
+                    "unknown kind {:?}; expected one of {}",
+                    record.kind,
+                    names.join(", ")
+                ),
+            )
         })?;
         if last_seq.is_some_and(|s| record.seq <= s) {
-            return Err(err(1, format!("seq {} does not increase (previous {})", record.seq, last_seq.unwrap_or(0))));
+            return Err(err(
+                1,
+                format!(
+                    "seq {} does not increase (previous {})",
+                    record.seq,
+                    last_seq.unwrap_or(0)
+                ),
+            ));
         }
         last_seq = Some(record.seq);
         let outcome = match record.outcome.as_deref() {
             None => None,
             Some("ok") => Some(Outcome::Ok),
             Some("rejected") => Some(Outcome::Rejected),
-            Some(other) => return Err(err(1, format!("unknown outcome {other:?}; expected \"ok\" or \"rejected\""))),
+            Some(other) => {
+                return Err(err(
+                    1,
+                    format!("unknown outcome {other:?}; expected \"ok\" or \"rejected\""),
+                ))
+            }
         };
         let node = intern(&mut node_ids, &mut history.nodes, record.node).map_err(|m| err(1, m))?;
         let key = match record.key {
@@ -125,11 +156,16 @@ pub fn read(text: &str, file: &str) -> Result<History, ReadError> {
     Ok(history)
 }
 
-fn intern(ids: &mut BTreeMap<String, u16>, names: &mut Vec<String>, name: String) -> Result<u16, String> {
+fn intern(
+    ids: &mut BTreeMap<String, u16>,
+    names: &mut Vec<String>,
+    name: String,
+) -> Result<u16, String> {
     if let Some(&id) = ids.get(&name) {
         return Ok(id);
     }
-    let id = u16::try_from(names.len()).map_err(|_| "more than 65535 distinct names".to_string())?;
+    let id =
+        u16::try_from(names.len()).map_err(|_| "more than 65535 distinct names".to_string())?;
     names.push(name.clone());
     ids.insert(name, id);
     Ok(id)
@@ -141,7 +177,11 @@ mod tests {
 
     #[test]
     fn history_round_trips_through_json_lines() {
-        let mut h = History { nodes: vec!["worker/A".into(), "resource/0".into()], keys: vec!["doc".into()], events: vec![] };
+        let mut h = History {
+            nodes: vec!["worker/A".into(), "resource/0".into()],
+            keys: vec!["doc".into()],
+            events: vec![],
+        };
         let mut e = Event::new(3, 10, 1, Kind::WriteAccepted);
         e.op_id = Some(1001);
         e.key = Some(0);
@@ -165,8 +205,12 @@ mod tests {
 
     #[test]
     fn unknown_kind_lists_the_expected_ones() {
-        let text = "{\"schema_version\":1,\"seq\":1,\"t_true_ns\":0,\"node\":\"a\",\"kind\":\"nope\"}";
+        let text =
+            "{\"schema_version\":1,\"seq\":1,\"t_true_ns\":0,\"node\":\"a\",\"kind\":\"nope\"}";
         let e = read(text, "h.jsonl").unwrap_err();
-        assert!(e.message.contains("unknown kind \"nope\"") && e.message.contains("write_accepted"), "{e}");
+        assert!(
+            e.message.contains("unknown kind \"nope\"") && e.message.contains("write_accepted"),
+            "{e}"
+        );
     }
 }

@@ -145,12 +145,22 @@ impl History {
     }
 
     pub fn by_seq(&self, seq: u64) -> Option<&Event> {
-        self.events.binary_search_by_key(&seq, |e| e.seq).ok().map(|i| &self.events[i])
+        self.events
+            .binary_search_by_key(&seq, |e| e.seq)
+            .ok()
+            .map(|i| &self.events[i])
     }
 
     /// Human rendering of one record: `#412 12.004s worker/A write_accepted op=1001 token=1`.
     pub fn describe(&self, e: &Event) -> String {
-        format!("#{} {} {:<12} {}{}", e.seq, fmt_time(e.t_true_ns), self.node_name(e.node), e.kind, self.describe_fields(e))
+        format!(
+            "#{} {} {:<12} {}{}",
+            e.seq,
+            fmt_time(e.t_true_ns),
+            self.node_name(e.node),
+            e.kind,
+            self.describe_fields(e)
+        )
     }
 
     /// The record's fields, each as ` name=value`.
@@ -182,5 +192,9 @@ impl History {
 
 /// `12.004000s` style: seconds with microsecond precision, fixed width.
 pub fn fmt_time(t_ns: u64) -> String {
-    format!("{:>4}.{:06}s", t_ns / 1_000_000_000, (t_ns % 1_000_000_000) / 1_000)
+    format!(
+        "{:>4}.{:06}s",
+        t_ns / 1_000_000_000,
+        (t_ns % 1_000_000_000) / 1_000
+    )
 }

@@ -21,7 +21,11 @@ pub enum ProtocolKind {
 }
 
 impl ProtocolKind {
-    pub const ALL: [ProtocolKind; 3] = [ProtocolKind::TtlLeaseDel, ProtocolKind::RedisSetNx, ProtocolKind::FencedCas];
+    pub const ALL: [ProtocolKind; 3] = [
+        ProtocolKind::TtlLeaseDel,
+        ProtocolKind::RedisSetNx,
+        ProtocolKind::FencedCas,
+    ];
 
     pub fn id(self) -> &'static str {
         match self {
@@ -37,9 +41,15 @@ impl ProtocolKind {
 
     pub fn summary(self) -> &'static str {
         match self {
-            ProtocolKind::TtlLeaseDel => "TTL lease, released with plain DEL; resource trusts the lease",
-            ProtocolKind::RedisSetNx => "Redis SET NX PX with a random value, compare-and-delete release; no fence",
-            ProtocolKind::FencedCas => "coordinator issues increasing tokens; resource accepts token >= fence atomically",
+            ProtocolKind::TtlLeaseDel => {
+                "TTL lease, released with plain DEL; resource trusts the lease"
+            }
+            ProtocolKind::RedisSetNx => {
+                "Redis SET NX PX with a random value, compare-and-delete release; no fence"
+            }
+            ProtocolKind::FencedCas => {
+                "coordinator issues increasing tokens; resource accepts token >= fence atomically"
+            }
         }
     }
 
@@ -65,12 +75,19 @@ impl ProtocolConfig {
             ProtocolKind::TtlLeaseDel => ReleaseStyle::Del,
             ProtocolKind::RedisSetNx | ProtocolKind::FencedCas => ReleaseStyle::CompareAndDelete,
         };
-        CoordinatorConfig { lease_ttl_ns: self.lease_ttl_ns, release, tokens: self.kind.is_fenced() }
+        CoordinatorConfig {
+            lease_ttl_ns: self.lease_ttl_ns,
+            release,
+            tokens: self.kind.is_fenced(),
+        }
     }
 
     pub fn fence_check(&self) -> FenceCheck {
         if self.kind.is_fenced() {
-            FenceCheck::Cas { strict: self.strict, fence_reads: self.fence_reads }
+            FenceCheck::Cas {
+                strict: self.strict,
+                fence_reads: self.fence_reads,
+            }
         } else {
             FenceCheck::None
         }

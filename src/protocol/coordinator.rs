@@ -56,7 +56,11 @@ pub struct Coordinator {
 impl Coordinator {
     pub fn new(cfg: CoordinatorConfig) -> Self {
         assert!(cfg.lease_ttl_ns > 0, "a lease needs a positive TTL");
-        Coordinator { cfg, leases: BTreeMap::new(), counter: 0 }
+        Coordinator {
+            cfg,
+            leases: BTreeMap::new(),
+            counter: 0,
+        }
     }
 
     /// Timers are per key: the expiry check for `key`.
@@ -70,7 +74,10 @@ impl Coordinator {
         match self.leases.get(&key) {
             None => true,
             Some(lease) if clocks.wall_ns >= lease.expires_wall_ns => {
-                effects.push(Effect::Observe(Observation::LeaseExpired { key, owner: lease.owner }));
+                effects.push(Effect::Observe(Observation::LeaseExpired {
+                    key,
+                    owner: lease.owner,
+                }));
                 self.leases.remove(&key);
                 true
             }
@@ -78,7 +85,15 @@ impl Coordinator {
         }
     }
 
-    fn on_acquire(&mut self, clocks: Clocks, from: NodeId, req: u32, key: Key, owner: u64, fx: &mut Vec<Effect>) {
+    fn on_acquire(
+        &mut self,
+        clocks: Clocks,
+        from: NodeId,
+        req: u32,
+        key: Key,
+        owner: u64,
+        fx: &mut Vec<Effect>,
+    ) {
         let free = self.expire_if_due(clocks, key, fx);
         if !free {
             let lease = self.leases[&key];
@@ -86,10 +101,19 @@ impl Coordinator {
                 let left_ns = (lease.expires_wall_ns - clocks.wall_ns).max(0) as u64;
                 fx.push(Effect::Send {
                     to: from,
-                    msg: Msg::Granted { req, key, owner, token: lease.token, ttl_ns: left_ns },
+                    msg: Msg::Granted {
+                        req,
+                        key,
+                        owner,
+                        token: lease.token,
+                        ttl_ns: left_ns,
+                    },
                 });
             } else {
-                fx.push(Effect::Send { to: from, msg: Msg::Busy { req, key } });
+                fx.push(Effect::Send {
+                    to: from,
+                    msg: Msg::Busy { req, key },
+                });
             }
             return;
         }
@@ -98,33 +122,73 @@ impl Coordinator {
             assert!(next > self.counter, "issued tokens must strictly grow");
             self.counter = next;
             // Durable before the grant leaves: a restarted server resumes above it.
-            fx.push(Effect::Persist { durability: Durability::Synced, record: next.to_le_bytes().to_vec() });
+            fx.push(Effect::Persist {
+                durability: Durability::Synced,
+                record: next.to_le_bytes().to_vec(),
+            });
             Some(Token(next))
         } else {
             None
         };
         let ttl_ns = self.cfg.lease_ttl_ns;
-        self.leases.insert(key, Lease { owner, token, expires_wall_ns: clocks.wall_ns.saturating_add(ttl_ns as i64) });
-        fx.push(Effect::SetTimer { timer: Self::expiry_timer(key), after_ns: ttl_ns });
-        fx.push(Effect::Send { to: from, msg: Msg::Granted { req, key, owner, token, ttl_ns } });
+        self.leases.insert(
+            key,
+            Lease {
+                owner,
+                token,
+                expires_wall_ns: clocks.wall_ns.saturating_add(ttl_ns as i64),
+            },
+        );
+        fx.push(Effect::SetTimer {
+            timer: Self::expiry_timer(key),
+            after_ns: ttl_ns,
+        });
+        fx.push(Effect::Send {
+            to: from,
+            msg: Msg::Granted {
+                req,
+                key,
+                owner,
+                token,
+                ttl_ns,
+            },
+        });
     }
 
-    fn on_release(&mut self, clocks: Clocks, from: NodeId, req: u32, key: Key, owner: u64, fx: &mut Vec<Effect>) {
+    fn on_release(
+        &mut self,
+        clocks: Clocks,
+        from: NodeId,
+        req: u32,
+        key: Key,
+        owner: u64,
+        fx: &mut Vec<Effect>,
+    ) {
         self.expire_if_due(clocks, key, fx);
         let removed = match (self.cfg.release, self.leases.get(&key)) {
             (_, None) => None,
             (ReleaseStyle::Del, Some(lease)) => Some(lease.owner),
-            (ReleaseStyle::CompareAndDelete, Some(lease)) if lease.owner == owner => Some(lease.owner),
+            (ReleaseStyle::CompareAndDelete, Some(lease)) if lease.owner == owner => {
+                Some(lease.owner)
+            }
             (ReleaseStyle::CompareAndDelete, Some(_)) => None,
         };
         if removed.is_some() {
             self.leases.remove(&key);
-            fx.push(Effect::CancelTimer { timer: Self::expiry_timer(key) });
+            fx.push(Effect::CancelTimer {
+                timer: Self::expiry_timer(key),
+            });
         }
         if self.cfg.release == ReleaseStyle::CompareAndDelete {
-            assert!(removed.is_none() || removed == Some(owner), "compare-and-delete removed a foreign lease");
+            assert!(
+                removed.is_none() || removed == Some(owner),
+                "compare-and-delete removed a foreign lease"
+            );
         }
-        fx.push(Effect::Send { to: from, msg: Msg::Released { req, key, removed } });
+        fx.push(Effect::Send {
+            to: from,
+            msg: Msg::Released { req, key, removed },
+        });
     }
 
     fn on_expiry_timer(&mut self, clocks: Clocks, key: Key, fx: &mut Vec<Effect>) {
@@ -134,7 +198,10 @@ impl Coordinator {
         // The wall clock was stepped back since the timer was set: re-arm for what is left.
         let lease = self.leases[&key];
         let left_ns = (lease.expires_wall_ns - clocks.wall_ns).max(1) as u64;
-        fx.push(Effect::SetTimer { timer: Self::expiry_timer(key), after_ns: left_ns });
+        fx.push(Effect::SetTimer {
+            timer: Self::expiry_timer(key),
+            after_ns: left_ns,
+        });
     }
 }
 
@@ -149,13 +216,19 @@ impl Node for Coordinator {
                         word.copy_from_slice(bytes);
                         u64::from_le_bytes(word)
                     }
-                    Some(bytes) => panic!("coordinator record is {} bytes, expected 8", bytes.len()),
+                    Some(bytes) => {
+                        panic!("coordinator record is {} bytes, expected 8", bytes.len())
+                    }
                     None => 0,
                 };
             }
             Input::Message { from, msg } => match msg {
-                Msg::Acquire { req, key, owner } => self.on_acquire(clocks, from, req, key, owner, fx),
-                Msg::Release { req, key, owner } => self.on_release(clocks, from, req, key, owner, fx),
+                Msg::Acquire { req, key, owner } => {
+                    self.on_acquire(clocks, from, req, key, owner, fx)
+                }
+                Msg::Release { req, key, owner } => {
+                    self.on_release(clocks, from, req, key, owner, fx)
+                }
                 // Not addressed to a lock server: ignore, as a real one would drop a bad frame.
                 _ => {}
             },

@@ -32,21 +32,72 @@ pub type ReqId = u32;
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum Msg {
     // worker -> coordinator
-    Acquire { req: ReqId, key: Key, owner: u64 },
-    Release { req: ReqId, key: Key, owner: u64 },
+    Acquire {
+        req: ReqId,
+        key: Key,
+        owner: u64,
+    },
+    Release {
+        req: ReqId,
+        key: Key,
+        owner: u64,
+    },
     // coordinator -> worker
-    Granted { req: ReqId, key: Key, owner: u64, token: Option<Token>, ttl_ns: u64 },
-    Busy { req: ReqId, key: Key },
+    Granted {
+        req: ReqId,
+        key: Key,
+        owner: u64,
+        token: Option<Token>,
+        ttl_ns: u64,
+    },
+    Busy {
+        req: ReqId,
+        key: Key,
+    },
     /// `removed` is the owner nonce of the lease record the release deleted.
-    Released { req: ReqId, key: Key, removed: Option<u64> },
+    Released {
+        req: ReqId,
+        key: Key,
+        removed: Option<u64>,
+    },
     // worker -> resource
-    Read { req: ReqId, key: Key, op: OpId, token: Option<Token> },
-    Write { req: ReqId, key: Key, op: OpId, token: Option<Token>, value: OpId },
+    Read {
+        req: ReqId,
+        key: Key,
+        op: OpId,
+        token: Option<Token>,
+    },
+    Write {
+        req: ReqId,
+        key: Key,
+        op: OpId,
+        token: Option<Token>,
+        value: OpId,
+    },
     // resource -> worker
-    ReadOk { req: ReqId, key: Key, op: OpId, value: OpId },
-    ReadRejected { req: ReqId, key: Key, op: OpId, fence: Token },
-    WriteOk { req: ReqId, key: Key, op: OpId },
-    WriteRejected { req: ReqId, key: Key, op: OpId, fence: Token },
+    ReadOk {
+        req: ReqId,
+        key: Key,
+        op: OpId,
+        value: OpId,
+    },
+    ReadRejected {
+        req: ReqId,
+        key: Key,
+        op: OpId,
+        fence: Token,
+    },
+    WriteOk {
+        req: ReqId,
+        key: Key,
+        op: OpId,
+    },
+    WriteRejected {
+        req: ReqId,
+        key: Key,
+        op: OpId,
+        fence: Token,
+    },
 }
 
 impl Msg {
@@ -109,21 +160,52 @@ impl Msg {
             Msg::Acquire { req, key, owner } | Msg::Release { req, key, owner } => {
                 [req as u64, key.0 as u64, owner, 0, 0]
             }
-            Msg::Granted { req, key, owner, token, ttl_ns } => {
-                [req as u64, key.0 as u64, owner, tok(token), ttl_ns]
-            }
+            Msg::Granted {
+                req,
+                key,
+                owner,
+                token,
+                ttl_ns,
+            } => [req as u64, key.0 as u64, owner, tok(token), ttl_ns],
             Msg::Busy { req, key } => [req as u64, key.0 as u64, 0, 0, 0],
-            Msg::Released { req, key, removed } => {
-                [req as u64, key.0 as u64, removed.unwrap_or(0), removed.is_some() as u64, 0]
+            Msg::Released { req, key, removed } => [
+                req as u64,
+                key.0 as u64,
+                removed.unwrap_or(0),
+                removed.is_some() as u64,
+                0,
+            ],
+            Msg::Read {
+                req,
+                key,
+                op,
+                token,
+            } => [req as u64, key.0 as u64, op.0, tok(token), 0],
+            Msg::Write {
+                req,
+                key,
+                op,
+                token,
+                value,
+            } => [req as u64, key.0 as u64, op.0, tok(token), value.0],
+            Msg::ReadOk {
+                req,
+                key,
+                op,
+                value,
+            } => [req as u64, key.0 as u64, op.0, value.0, 0],
+            Msg::ReadRejected {
+                req,
+                key,
+                op,
+                fence,
             }
-            Msg::Read { req, key, op, token } => [req as u64, key.0 as u64, op.0, tok(token), 0],
-            Msg::Write { req, key, op, token, value } => {
-                [req as u64, key.0 as u64, op.0, tok(token), value.0]
-            }
-            Msg::ReadOk { req, key, op, value } => [req as u64, key.0 as u64, op.0, value.0, 0],
-            Msg::ReadRejected { req, key, op, fence } | Msg::WriteRejected { req, key, op, fence } => {
-                [req as u64, key.0 as u64, op.0, fence.0, 0]
-            }
+            | Msg::WriteRejected {
+                req,
+                key,
+                op,
+                fence,
+            } => [req as u64, key.0 as u64, op.0, fence.0, 0],
             Msg::WriteOk { req, key, op } => [req as u64, key.0 as u64, op.0, 0, 0],
         }
     }

@@ -52,9 +52,16 @@ pub enum Durability {
 pub enum Input<'a> {
     /// The node boots; `recovered` is the last record it persisted as synced
     /// (None on first boot, or when nothing durable was written).
-    Start { recovered: Option<&'a [u8]> },
-    Message { from: NodeId, msg: Msg },
-    Timer { timer: TimerId },
+    Start {
+        recovered: Option<&'a [u8]>,
+    },
+    Message {
+        from: NodeId,
+        msg: Msg,
+    },
+    Timer {
+        timer: TimerId,
+    },
 }
 
 /// Something a node noticed about itself that is worth recording but that
@@ -72,12 +79,23 @@ pub enum Observation {
 
 #[derive(Clone, Debug)]
 pub enum Effect {
-    Send { to: NodeId, msg: Msg },
+    Send {
+        to: NodeId,
+        msg: Msg,
+    },
     /// Fire `timer` after `after_ns` on the node's monotonic clock.
-    SetTimer { timer: TimerId, after_ns: Nanos },
-    CancelTimer { timer: TimerId },
+    SetTimer {
+        timer: TimerId,
+        after_ns: Nanos,
+    },
+    CancelTimer {
+        timer: TimerId,
+    },
     /// Replace the node's persisted record.
-    Persist { durability: Durability, record: Vec<u8> },
+    Persist {
+        durability: Durability,
+        record: Vec<u8>,
+    },
     Observe(Observation),
 }
 

@@ -51,7 +51,10 @@ pub struct Resource {
 
 impl Resource {
     pub fn new(check: FenceCheck) -> Self {
-        Resource { check, rows: BTreeMap::new() }
+        Resource {
+            check,
+            rows: BTreeMap::new(),
+        }
     }
 
     fn encode(&self) -> Vec<u8> {
@@ -66,7 +69,11 @@ impl Resource {
     }
 
     fn decode(bytes: &[u8]) -> BTreeMap<Key, Row> {
-        assert!(bytes.len() % 26 == 0, "resource record is {} bytes, not a multiple of 26", bytes.len());
+        assert!(
+            bytes.len() % 26 == 0,
+            "resource record is {} bytes, not a multiple of 26",
+            bytes.len()
+        );
         let word = |b: &[u8]| {
             let mut w = [0u8; 8];
             w.copy_from_slice(b);
@@ -76,13 +83,23 @@ impl Resource {
             .chunks_exact(26)
             .map(|c| {
                 let key = Key(u16::from_le_bytes([c[0], c[1]]));
-                (key, Row { value: word(&c[2..10]), write_fence: word(&c[10..18]), read_fence: word(&c[18..26]) })
+                (
+                    key,
+                    Row {
+                        value: word(&c[2..10]),
+                        write_fence: word(&c[10..18]),
+                        read_fence: word(&c[18..26]),
+                    },
+                )
             })
             .collect()
     }
 
     fn persist(&self, fx: &mut Vec<Effect>) {
-        fx.push(Effect::Persist { durability: Durability::Synced, record: self.encode() });
+        fx.push(Effect::Persist {
+            durability: Durability::Synced,
+            record: self.encode(),
+        });
     }
 
     fn fence(row: &Row) -> Token {
@@ -91,35 +108,100 @@ impl Resource {
 
     fn on_read(&mut self, req: u32, key: Key, op: OpId, token: Option<Token>) -> (Msg, bool) {
         let row = self.rows.entry(key).or_default();
-        let FenceCheck::Cas { fence_reads: true, .. } = self.check else {
-            return (Msg::ReadOk { req, key, op, value: OpId(row.value) }, false);
+        let FenceCheck::Cas {
+            fence_reads: true, ..
+        } = self.check
+        else {
+            return (
+                Msg::ReadOk {
+                    req,
+                    key,
+                    op,
+                    value: OpId(row.value),
+                },
+                false,
+            );
         };
         let Some(Token(t)) = token else {
-            return (Msg::ReadRejected { req, key, op, fence: Self::fence(row) }, false);
+            return (
+                Msg::ReadRejected {
+                    req,
+                    key,
+                    op,
+                    fence: Self::fence(row),
+                },
+                false,
+            );
         };
         if t < row.write_fence || t < row.read_fence {
-            return (Msg::ReadRejected { req, key, op, fence: Self::fence(row) }, false);
+            return (
+                Msg::ReadRejected {
+                    req,
+                    key,
+                    op,
+                    fence: Self::fence(row),
+                },
+                false,
+            );
         }
         let raised = t > row.read_fence;
         row.read_fence = t;
-        (Msg::ReadOk { req, key, op, value: OpId(row.value) }, raised)
+        (
+            Msg::ReadOk {
+                req,
+                key,
+                op,
+                value: OpId(row.value),
+            },
+            raised,
+        )
     }
 
-    fn on_write(&mut self, req: u32, key: Key, op: OpId, token: Option<Token>, value: OpId) -> (Msg, bool) {
+    fn on_write(
+        &mut self,
+        req: u32,
+        key: Key,
+        op: OpId,
+        token: Option<Token>,
+        value: OpId,
+    ) -> (Msg, bool) {
         let row = self.rows.entry(key).or_default();
         let FenceCheck::Cas { strict, .. } = self.check else {
             row.value = value.0;
             return (Msg::WriteOk { req, key, op }, true);
         };
         let Some(Token(t)) = token else {
-            return (Msg::WriteRejected { req, key, op, fence: Self::fence(row) }, false);
+            return (
+                Msg::WriteRejected {
+                    req,
+                    key,
+                    op,
+                    fence: Self::fence(row),
+                },
+                false,
+            );
         };
-        let above_write_fence = if strict { t > row.write_fence } else { t >= row.write_fence };
+        let above_write_fence = if strict {
+            t > row.write_fence
+        } else {
+            t >= row.write_fence
+        };
         if !above_write_fence || t < row.read_fence {
-            return (Msg::WriteRejected { req, key, op, fence: Self::fence(row) }, false);
+            return (
+                Msg::WriteRejected {
+                    req,
+                    key,
+                    op,
+                    fence: Self::fence(row),
+                },
+                false,
+            );
         }
         // Pair of the coordinator's "tokens strictly grow": what we accept never goes back.
-        assert!(t >= row.write_fence && t >= row.read_fence, "accepted a token below the fence");
+        assert!(
+            t >= row.write_fence && t >= row.read_fence,
+            "accepted a token below the fence"
+        );
         row.write_fence = t;
         row.value = value.0;
         (Msg::WriteOk { req, key, op }, true)
@@ -134,14 +216,28 @@ impl Node for Resource {
             }
             Input::Message { from, msg } => {
                 let (reply, changed) = match msg {
-                    Msg::Read { req, key, op, token } => self.on_read(req, key, op, token),
-                    Msg::Write { req, key, op, token, value } => self.on_write(req, key, op, token, value),
+                    Msg::Read {
+                        req,
+                        key,
+                        op,
+                        token,
+                    } => self.on_read(req, key, op, token),
+                    Msg::Write {
+                        req,
+                        key,
+                        op,
+                        token,
+                        value,
+                    } => self.on_write(req, key, op, token, value),
                     _ => return,
                 };
                 if changed {
                     self.persist(fx);
                 }
-                fx.push(Effect::Send { to: from, msg: reply });
+                fx.push(Effect::Send {
+                    to: from,
+                    msg: reply,
+                });
             }
             Input::Timer { .. } => {}
         }

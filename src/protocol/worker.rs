@@ -109,13 +109,19 @@ impl Worker {
         let mut record = Vec::with_capacity(8);
         record.extend_from_slice(&self.ops_started.to_le_bytes());
         record.extend_from_slice(&self.attempts.to_le_bytes());
-        fx.push(Effect::Persist { durability: Durability::Synced, record });
+        fx.push(Effect::Persist {
+            durability: Durability::Synced,
+            record,
+        });
     }
 
     fn request(&mut self, to: NodeId, msg: Msg, fx: &mut Vec<Effect>) {
         self.outstanding = Some((msg, 0));
         fx.push(Effect::Send { to, msg });
-        fx.push(Effect::SetTimer { timer: REQUEST_TIMEOUT, after_ns: self.cfg.request_timeout_ns });
+        fx.push(Effect::SetTimer {
+            timer: REQUEST_TIMEOUT,
+            after_ns: self.cfg.request_timeout_ns,
+        });
     }
 
     fn take_req(&mut self) -> ReqId {
@@ -131,7 +137,9 @@ impl Worker {
 
     fn settle(&mut self, fx: &mut Vec<Effect>) {
         self.outstanding = None;
-        fx.push(Effect::CancelTimer { timer: REQUEST_TIMEOUT });
+        fx.push(Effect::CancelTimer {
+            timer: REQUEST_TIMEOUT,
+        });
     }
 
     fn start_op(&mut self, fx: &mut Vec<Effect>) {
@@ -152,30 +160,57 @@ impl Worker {
         self.persist(fx);
         self.phase = Phase::Acquiring;
         let req = self.take_req();
-        let msg = Msg::Acquire { req, key: self.cfg.key, owner: self.owner };
+        let msg = Msg::Acquire {
+            req,
+            key: self.cfg.key,
+            owner: self.owner,
+        };
         self.request(self.cfg.coordinator, msg, fx);
     }
 
     fn read(&mut self, fx: &mut Vec<Effect>) {
         self.phase = Phase::Reading;
-        let token = if self.cfg.token_on_reads { self.token() } else { None };
+        let token = if self.cfg.token_on_reads {
+            self.token()
+        } else {
+            None
+        };
         let req = self.take_req();
-        let msg = Msg::Read { req, key: self.cfg.key, op: self.op, token };
+        let msg = Msg::Read {
+            req,
+            key: self.cfg.key,
+            op: self.op,
+            token,
+        };
         self.request(self.cfg.resource, msg, fx);
     }
 
     fn write(&mut self, fx: &mut Vec<Effect>) {
         self.phase = Phase::Writing;
-        let token = if self.cfg.send_token { self.token() } else { None };
+        let token = if self.cfg.send_token {
+            self.token()
+        } else {
+            None
+        };
         let req = self.take_req();
-        let msg = Msg::Write { req, key: self.cfg.key, op: self.op, token, value: self.op };
+        let msg = Msg::Write {
+            req,
+            key: self.cfg.key,
+            op: self.op,
+            token,
+            value: self.op,
+        };
         self.request(self.cfg.resource, msg, fx);
     }
 
     fn release(&mut self, fx: &mut Vec<Effect>) {
         self.phase = Phase::Releasing;
         let req = self.take_req();
-        let msg = Msg::Release { req, key: self.cfg.key, owner: self.owner };
+        let msg = Msg::Release {
+            req,
+            key: self.cfg.key,
+            owner: self.owner,
+        };
         self.request(self.cfg.coordinator, msg, fx);
     }
 
@@ -195,7 +230,10 @@ impl Worker {
     fn next_op_after_think(&mut self, fx: &mut Vec<Effect>) {
         self.grant = None;
         self.phase = Phase::Idle;
-        fx.push(Effect::SetTimer { timer: STEP, after_ns: self.cfg.think_ns });
+        fx.push(Effect::SetTimer {
+            timer: STEP,
+            after_ns: self.cfg.think_ns,
+        });
     }
 
     fn abandon(&mut self, fx: &mut Vec<Effect>) {
@@ -205,14 +243,26 @@ impl Worker {
 
     fn on_message(&mut self, msg: Msg, fx: &mut Vec<Effect>) {
         match (self.phase, msg) {
-            (Phase::Acquiring, Msg::Granted { req, owner, token, .. }) if self.answers(req) && owner == self.owner => {
+            (
+                Phase::Acquiring,
+                Msg::Granted {
+                    req, owner, token, ..
+                },
+            ) if self.answers(req) && owner == self.owner => {
                 self.settle(fx);
                 self.grant = Some(Grant { token });
                 self.read(fx);
             }
             // A newer grant for the acquisition we hold (a retransmitted acquire
             // answered after our lease lapsed): adopt it, never an older one.
-            (_, Msg::Granted { owner, token: Some(t), .. }) if owner == self.owner => {
+            (
+                _,
+                Msg::Granted {
+                    owner,
+                    token: Some(t),
+                    ..
+                },
+            ) if owner == self.owner => {
                 if let Some(g) = self.grant.as_mut() {
                     if g.token.is_some_and(|held| t > held) {
                         g.token = Some(t);
@@ -222,13 +272,19 @@ impl Worker {
             (Phase::Acquiring, Msg::Busy { req, .. }) if self.answers(req) => {
                 self.settle(fx);
                 self.phase = Phase::Backoff;
-                fx.push(Effect::SetTimer { timer: STEP, after_ns: self.cfg.retry_ns });
+                fx.push(Effect::SetTimer {
+                    timer: STEP,
+                    after_ns: self.cfg.retry_ns,
+                });
             }
             (Phase::Reading, Msg::ReadOk { req, value, .. }) if self.answers(req) => {
                 self.settle(fx);
                 self.read_value = Some(value);
                 self.phase = Phase::Working;
-                fx.push(Effect::SetTimer { timer: STEP, after_ns: self.cfg.work_ns });
+                fx.push(Effect::SetTimer {
+                    timer: STEP,
+                    after_ns: self.cfg.work_ns,
+                });
             }
             (Phase::Reading, Msg::ReadRejected { req, .. }) if self.answers(req) => {
                 self.settle(fx);
@@ -252,7 +308,9 @@ impl Worker {
     }
 
     fn on_request_timeout(&mut self, fx: &mut Vec<Effect>) {
-        let Some((msg, retries)) = self.outstanding else { return };
+        let Some((msg, retries)) = self.outstanding else {
+            return;
+        };
         if retries < self.cfg.max_retries {
             let to = match msg {
                 Msg::Acquire { .. } | Msg::Release { .. } => self.cfg.coordinator,
@@ -260,14 +318,20 @@ impl Worker {
             };
             self.outstanding = Some((msg, retries + 1));
             fx.push(Effect::Send { to, msg });
-            fx.push(Effect::SetTimer { timer: REQUEST_TIMEOUT, after_ns: self.cfg.request_timeout_ns });
+            fx.push(Effect::SetTimer {
+                timer: REQUEST_TIMEOUT,
+                after_ns: self.cfg.request_timeout_ns,
+            });
             return;
         }
         self.outstanding = None;
         match self.phase {
             Phase::Acquiring => {
                 self.phase = Phase::Backoff;
-                fx.push(Effect::SetTimer { timer: STEP, after_ns: self.cfg.retry_ns });
+                fx.push(Effect::SetTimer {
+                    timer: STEP,
+                    after_ns: self.cfg.retry_ns,
+                });
             }
             Phase::Reading | Phase::Writing => self.abandon(fx),
             Phase::Releasing => self.next_op_after_think(fx),
@@ -282,7 +346,8 @@ impl Worker {
             Phase::Idle => self.start_op(fx),
             Phase::Backoff => self.acquire(fx),
             Phase::Working => self.write(fx),
-            Phase::Acquiring | Phase::Reading | Phase::Writing | Phase::Releasing | Phase::Done => {}
+            Phase::Acquiring | Phase::Reading | Phase::Writing | Phase::Releasing | Phase::Done => {
+            }
         }
     }
 }
@@ -303,11 +368,16 @@ impl Node for Worker {
                 }
                 self.phase = Phase::Idle;
                 let delay_ns = if first_boot { self.cfg.start_ns } else { 0 };
-                fx.push(Effect::SetTimer { timer: STEP, after_ns: delay_ns });
+                fx.push(Effect::SetTimer {
+                    timer: STEP,
+                    after_ns: delay_ns,
+                });
             }
             Input::Message { msg, .. } => self.on_message(msg, fx),
             Input::Timer { timer: STEP } => self.on_step(fx),
-            Input::Timer { timer: REQUEST_TIMEOUT } => self.on_request_timeout(fx),
+            Input::Timer {
+                timer: REQUEST_TIMEOUT,
+            } => self.on_request_timeout(fx),
             Input::Timer { .. } => {}
         }
     }
@@ -336,7 +406,10 @@ mod tests {
         }
     }
 
-    const NOW: Clocks = Clocks { wall_ns: 0, mono_ns: 0 };
+    const NOW: Clocks = Clocks {
+        wall_ns: 0,
+        mono_ns: 0,
+    };
 
     #[test]
     fn stale_grant_reply_is_never_adopted_over_a_newer_one() {
@@ -345,11 +418,35 @@ mod tests {
         w.handle(NOW, Input::Start { recovered: None }, &mut fx);
         w.handle(NOW, Input::Timer { timer: STEP }, &mut fx);
         let owner = w.owner;
-        let granted = |token| Msg::Granted { req: 1, key: Key(0), owner, token: Some(Token(token)), ttl_ns: 1 };
-        w.handle(NOW, Input::Message { from: NodeId(1), msg: granted(3) }, &mut fx);
+        let granted = |token| Msg::Granted {
+            req: 1,
+            key: Key(0),
+            owner,
+            token: Some(Token(token)),
+            ttl_ns: 1,
+        };
+        w.handle(
+            NOW,
+            Input::Message {
+                from: NodeId(1),
+                msg: granted(3),
+            },
+            &mut fx,
+        );
         assert_eq!(w.token(), Some(Token(3)));
-        w.handle(NOW, Input::Message { from: NodeId(1), msg: granted(1) }, &mut fx);
-        assert_eq!(w.token(), Some(Token(3)), "an older grant must not replace a newer one");
+        w.handle(
+            NOW,
+            Input::Message {
+                from: NodeId(1),
+                msg: granted(1),
+            },
+            &mut fx,
+        );
+        assert_eq!(
+            w.token(),
+            Some(Token(3)),
+            "an older grant must not replace a newer one"
+        );
     }
 
     #[test]
@@ -359,12 +456,46 @@ mod tests {
         w.handle(NOW, Input::Start { recovered: None }, &mut fx);
         w.handle(NOW, Input::Timer { timer: STEP }, &mut fx);
         fx.clear();
-        w.handle(NOW, Input::Timer { timer: REQUEST_TIMEOUT }, &mut fx);
-        let sent: Vec<Msg> = fx.iter().filter_map(|e| if let Effect::Send { msg, .. } = e { Some(*msg) } else { None }).collect();
+        w.handle(
+            NOW,
+            Input::Timer {
+                timer: REQUEST_TIMEOUT,
+            },
+            &mut fx,
+        );
+        let sent: Vec<Msg> = fx
+            .iter()
+            .filter_map(|e| {
+                if let Effect::Send { msg, .. } = e {
+                    Some(*msg)
+                } else {
+                    None
+                }
+            })
+            .collect();
         assert_eq!(sent.len(), 1);
-        assert!(matches!(sent[0], Msg::Acquire { req: 1, .. }), "retransmission reuses the request id");
-        w.handle(NOW, Input::Timer { timer: REQUEST_TIMEOUT }, &mut fx);
-        w.handle(NOW, Input::Timer { timer: REQUEST_TIMEOUT }, &mut fx);
-        assert_eq!(w.phase, Phase::Backoff, "after max_retries the acquire backs off");
+        assert!(
+            matches!(sent[0], Msg::Acquire { req: 1, .. }),
+            "retransmission reuses the request id"
+        );
+        w.handle(
+            NOW,
+            Input::Timer {
+                timer: REQUEST_TIMEOUT,
+            },
+            &mut fx,
+        );
+        w.handle(
+            NOW,
+            Input::Timer {
+                timer: REQUEST_TIMEOUT,
+            },
+            &mut fx,
+        );
+        assert_eq!(
+            w.phase,
+            Phase::Backoff,
+            "after max_retries the acquire backs off"
+        );
     }
 }

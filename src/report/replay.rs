@@ -30,7 +30,13 @@ pub fn violations(history: &History, report: &Report) -> String {
         let _ = writeln!(s, "no violations");
     }
     for v in &report.violations {
-        let _ = writeln!(s, "VIOLATION {} on key {}: {}", v.kind, history.key_name(v.key), v.explanation);
+        let _ = writeln!(
+            s,
+            "VIOLATION {} on key {}: {}",
+            v.kind,
+            history.key_name(v.key),
+            v.explanation
+        );
         for seq in &v.evidence {
             if let Some(e) = history.by_seq(*seq) {
                 let _ = writeln!(s, "    {}", history.describe(e));
@@ -69,7 +75,11 @@ pub fn trace_lines(out: &RunOutcome) -> String {
 }
 
 pub fn evidence_set(report: &Report) -> BTreeSet<u64> {
-    report.violations.iter().flat_map(|v| v.evidence.iter().copied()).collect()
+    report
+        .violations
+        .iter()
+        .flat_map(|v| v.evidence.iter().copied())
+        .collect()
 }
 
 /// The whole replay text.
@@ -84,7 +94,11 @@ pub fn render(scenario: &Scenario, out: &RunOutcome, report: &Report, with_trace
     let _ = writeln!(s, "\n== verdict ==");
     s.push_str(&violations(&out.history, report));
     if !out.unfinished.is_empty() {
-        let names: Vec<&str> = out.unfinished.iter().map(|id| out.history.node_name(id.0)).collect();
+        let names: Vec<&str> = out
+            .unfinished
+            .iter()
+            .map(|id| out.history.node_name(id.0))
+            .collect();
         let _ = writeln!(s, "unfinished workers: {}", names.join(", "));
     }
     let _ = writeln!(
@@ -92,9 +106,12 @@ pub fn render(scenario: &Scenario, out: &RunOutcome, report: &Report, with_trace
         "run ended at {} after {} events{}",
         crate::history::fmt_time(out.end_ns).trim(),
         out.events,
-        if out.hit_max_time { " (max_time_ms reached)" } else { "" }
+        if out.hit_max_time {
+            " (max_time_ms reached)"
+        } else {
+            ""
+        }
     );
     let _ = writeln!(s, "trace hash {:016x}", out.trace_hash);
     s
 }
-

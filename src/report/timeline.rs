@@ -57,7 +57,10 @@ fn cell(e: &Event) -> Option<String> {
             Some(r) => format!("DEL {} (for {})", g(Some(r)), g(e.grant_id)),
             None => format!("release {}: none", g(e.grant_id)),
         },
-        Kind::Pause => format!("── paused {} ──", e.detail.as_deref().unwrap_or("").trim_start_matches("for ")),
+        Kind::Pause => format!(
+            "── paused {} ──",
+            e.detail.as_deref().unwrap_or("").trim_start_matches("for ")
+        ),
         Kind::Resume => "── resumes ──".to_string(),
         Kind::Crash => "✗ crash".to_string(),
         Kind::Restart => "restart".to_string(),
@@ -97,8 +100,14 @@ pub fn render(h: &History, evidence: &BTreeSet<u64>) -> String {
     let mut out_of_service: Vec<Option<&'static str>> = vec![None; lanes.len()];
     for e in &h.events {
         let Some(text) = cell(e) else { continue };
-        let Some(col) = lanes.iter().position(|(id, _)| *id == e.node) else { continue };
-        let mark = if evidence.contains(&e.seq) { ">> " } else { "   " };
+        let Some(col) = lanes.iter().position(|(id, _)| *id == e.node) else {
+            continue;
+        };
+        let mark = if evidence.contains(&e.seq) {
+            ">> "
+        } else {
+            "   "
+        };
         out.push_str(mark);
         out.push_str(&format!("{:<12}", fmt_time(e.t_true_ns).trim()));
         for (i, _) in lanes.iter().enumerate() {

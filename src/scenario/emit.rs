@@ -29,17 +29,28 @@ fn fault_table(o: &Options, f: &Fault) -> Table {
             t.insert("at_ms".into(), ms(*at));
         }
         When::After { node, kind, nth } => {
-            t.insert("after".into(), Value::String(format!("{}:{}#{}", o.node_name(*node), kind, nth)));
+            t.insert(
+                "after".into(),
+                Value::String(format!("{}:{}#{}", o.node_name(*node), kind, nth)),
+            );
         }
     };
     match f {
-        Fault::Pause { node, when: w, duration_ns } => {
+        Fault::Pause {
+            node,
+            when: w,
+            duration_ns,
+        } => {
             t.insert("kind".into(), "pause".into());
             t.insert("node".into(), name(o, *node));
             when(&mut t, w);
             t.insert("duration_ms".into(), ms(*duration_ns));
         }
-        Fault::Crash { node, when: w, restart_after_ns } => {
+        Fault::Crash {
+            node,
+            when: w,
+            restart_after_ns,
+        } => {
             t.insert("kind".into(), "crash".into());
             t.insert("node".into(), name(o, *node));
             when(&mut t, w);
@@ -47,15 +58,31 @@ fn fault_table(o: &Options, f: &Fault) -> Table {
                 t.insert("restart_after_ms".into(), ms(*r));
             }
         }
-        Fault::Partition { when: w, duration_ns, side_a, side_b, one_way } => {
+        Fault::Partition {
+            when: w,
+            duration_ns,
+            side_a,
+            side_b,
+            one_way,
+        } => {
             t.insert("kind".into(), "partition".into());
             when(&mut t, w);
             t.insert("duration_ms".into(), ms(*duration_ns));
-            let side = |s: &Vec<crate::protocol::NodeId>| Value::Array(s.iter().map(|&n| name(o, n)).collect());
-            t.insert("groups".into(), Value::Array(vec![side(side_a), side(side_b)]));
+            let side = |s: &Vec<crate::protocol::NodeId>| {
+                Value::Array(s.iter().map(|&n| name(o, n)).collect())
+            };
+            t.insert(
+                "groups".into(),
+                Value::Array(vec![side(side_a), side(side_b)]),
+            );
             t.insert("one_way".into(), Value::Boolean(*one_way));
         }
-        Fault::Delay { from, to, nth, delay_ns } => {
+        Fault::Delay {
+            from,
+            to,
+            nth,
+            delay_ns,
+        } => {
             t.insert("kind".into(), "delay".into());
             t.insert("from".into(), name(o, *from));
             t.insert("to".into(), name(o, *to));
@@ -81,14 +108,18 @@ pub fn scripted(source: &str, o: &Options, script: &[Fault], seed: u64) -> Resul
         net.remove("delay_probability");
         net.remove("delay_max_ms");
     }
-    let faults: Vec<Value> = script.iter().map(|f| Value::Table(fault_table(o, f))).collect();
+    let faults: Vec<Value> = script
+        .iter()
+        .map(|f| Value::Table(fault_table(o, f)))
+        .collect();
     if !faults.is_empty() {
         doc.insert("fault".into(), Value::Array(faults));
     }
     if let Some(Value::String(name)) = doc.get_mut("name") {
         name.push_str(&format!("-seed-{seed}-scripted"));
     }
-    let seed_value = i64::try_from(seed).map_err(|_| format!("seed {seed} does not fit a TOML integer"))?;
+    let seed_value =
+        i64::try_from(seed).map_err(|_| format!("seed {seed} does not fit a TOML integer"))?;
     doc.insert("seed_start".into(), Value::Integer(seed_value));
     let body = toml::to_string(&doc).map_err(|e| e.to_string())?;
     Ok(format!("# Fully scripted from seed {seed} by `fencesim replay --emit-scenario`: every fault is listed, none random.\n{body}"))

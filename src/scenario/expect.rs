@@ -27,8 +27,14 @@ pub enum CmpOp {
 }
 
 impl CmpOp {
-    pub const ALL: [(&'static str, CmpOp); 6] =
-        [("==", CmpOp::Eq), ("!=", CmpOp::Ne), ("<", CmpOp::Lt), ("<=", CmpOp::Le), (">", CmpOp::Gt), (">=", CmpOp::Ge)];
+    pub const ALL: [(&'static str, CmpOp); 6] = [
+        ("==", CmpOp::Eq),
+        ("!=", CmpOp::Ne),
+        ("<", CmpOp::Lt),
+        ("<=", CmpOp::Le),
+        (">", CmpOp::Gt),
+        (">=", CmpOp::Ge),
+    ];
 
     pub fn parse(s: &str) -> Option<CmpOp> {
         CmpOp::ALL.iter().find(|(n, _)| *n == s).map(|(_, op)| *op)
@@ -48,7 +54,10 @@ impl CmpOp {
 
 impl fmt::Display for CmpOp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let name = CmpOp::ALL.iter().find(|(_, op)| op == self).map_or("?", |(n, _)| n);
+        let name = CmpOp::ALL
+            .iter()
+            .find(|(_, op)| op == self)
+            .map_or("?", |(n, _)| n);
         f.write_str(name)
     }
 }

@@ -45,7 +45,12 @@ pub struct ScenarioError {
 }
 
 impl ScenarioError {
-    pub fn at(file: &str, source: &str, span: Range<usize>, message: impl Into<String>) -> ScenarioError {
+    pub fn at(
+        file: &str,
+        source: &str,
+        span: Range<usize>,
+        message: impl Into<String>,
+    ) -> ScenarioError {
         let start = span.start.min(source.len());
         let before = &source[..start];
         let line = before.matches('\n').count() + 1;
@@ -57,7 +62,13 @@ impl ScenarioError {
         } else {
             format!("\n  |\n  | {text}\n  | {}^", " ".repeat(column - 1))
         };
-        ScenarioError { file: file.to_string(), line, column, message: message.into(), snippet }
+        ScenarioError {
+            file: file.to_string(),
+            line,
+            column,
+            message: message.into(),
+            snippet,
+        }
     }
 }
 
@@ -65,7 +76,10 @@ impl ScenarioError {
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
     #[error("{path}: {source}")]
-    Io { path: String, source: std::io::Error },
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("{0}")]
     Invalid(#[from] ScenarioError),
     #[error("{path}: no scenario files (*.toml) found")]
@@ -85,7 +99,10 @@ pub fn parse(source: &str, file: &str) -> Result<Scenario, ScenarioError> {
 }
 
 pub fn load(path: &Path) -> Result<Scenario, LoadError> {
-    let text = std::fs::read_to_string(path).map_err(|source| LoadError::Io { path: path.display().to_string(), source })?;
+    let text = std::fs::read_to_string(path).map_err(|source| LoadError::Io {
+        path: path.display().to_string(),
+        source,
+    })?;
     Ok(parse(&text, &path.display().to_string())?)
 }
 
@@ -98,7 +115,9 @@ pub fn collect(paths: &[PathBuf]) -> Result<Vec<PathBuf>, LoadError> {
             let before = out.len();
             walk(p, &mut out)?;
             if out.len() == before {
-                return Err(LoadError::Empty { path: p.display().to_string() });
+                return Err(LoadError::Empty {
+                    path: p.display().to_string(),
+                });
             }
         } else {
             out.push(p.clone());
@@ -108,8 +127,15 @@ pub fn collect(paths: &[PathBuf]) -> Result<Vec<PathBuf>, LoadError> {
 }
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), LoadError> {
-    let io = |source| LoadError::Io { path: dir.display().to_string(), source };
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir).map_err(io)?.map(|e| e.map(|e| e.path())).collect::<Result<_, _>>().map_err(io)?;
+    let io = |source| LoadError::Io {
+        path: dir.display().to_string(),
+        source,
+    };
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(io)?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<_, _>>()
+        .map_err(io)?;
     entries.sort();
     for path in entries {
         if path.is_dir() {

@@ -32,24 +32,48 @@ impl Ctx<'_> {
     }
 
     fn node(&self, name: &Spanned<String>) -> Result<NodeId, ScenarioError> {
-        self.names.iter().position(|n| n == name.get_ref()).map(|i| NodeId(i as u16)).ok_or_else(|| {
-            self.err(name.span(), format!("no node named {:?}; expected one of {}", name.get_ref(), self.names.join(", ")))
-        })
+        self.names
+            .iter()
+            .position(|n| n == name.get_ref())
+            .map(|i| NodeId(i as u16))
+            .ok_or_else(|| {
+                self.err(
+                    name.span(),
+                    format!(
+                        "no node named {:?}; expected one of {}",
+                        name.get_ref(),
+                        self.names.join(", ")
+                    ),
+                )
+            })
     }
 
     fn probability(&self, p: &Spanned<f64>) -> Result<f64, ScenarioError> {
         let v = *p.get_ref();
         if !(0.0..=1.0).contains(&v) {
-            return Err(self.err(p.span(), format!("probability {v} is out of range; expected a number from 0.0 to 1.0")));
+            return Err(self.err(
+                p.span(),
+                format!("probability {v} is out of range; expected a number from 0.0 to 1.0"),
+            ));
         }
         Ok(v)
     }
 }
 
 pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, ScenarioError> {
-    let mut ctx = Ctx { file, source, names: Vec::new() };
+    let mut ctx = Ctx {
+        file,
+        source,
+        names: Vec::new(),
+    };
     if *raw.schema_version.get_ref() != 1 {
-        return Err(ctx.err(raw.schema_version.span(), format!("schema_version {} is not supported; expected 1", raw.schema_version.get_ref())));
+        return Err(ctx.err(
+            raw.schema_version.span(),
+            format!(
+                "schema_version {} is not supported; expected 1",
+                raw.schema_version.get_ref()
+            ),
+        ));
     }
     if raw.name.get_ref().trim().is_empty() {
         return Err(ctx.err(raw.name.span(), "name must not be empty"));
@@ -68,9 +92,15 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
     }
     for w in workers {
         let name = w.name.get_ref();
-        let valid = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        let valid = !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
         if !valid {
-            return Err(ctx.err(w.name.span(), format!("worker name {name:?} must be non-empty letters, digits, '-' or '_'")));
+            return Err(ctx.err(
+                w.name.span(),
+                format!("worker name {name:?} must be non-empty letters, digits, '-' or '_'"),
+            ));
         }
         let full = format!("worker/{name}");
         if ctx.names.contains(&full) {
@@ -78,7 +108,10 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
         }
         let ops = *w.ops.get_ref();
         if ops == 0 || ops > OPS_PER_WORKER_MAX {
-            return Err(ctx.err(w.ops.span(), format!("ops must be from 1 to {OPS_PER_WORKER_MAX}")));
+            return Err(ctx.err(
+                w.ops.span(),
+                format!("ops must be from 1 to {OPS_PER_WORKER_MAX}"),
+            ));
         }
         ctx.names.push(full);
     }
@@ -92,7 +125,10 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
 
     let wl = &raw.workload;
     if *wl.request_timeout_ms.get_ref() == 0 {
-        return Err(ctx.err(wl.request_timeout_ms.span(), "request_timeout_ms must be positive"));
+        return Err(ctx.err(
+            wl.request_timeout_ms.span(),
+            "request_timeout_ms must be positive",
+        ));
     }
     let mut nodes = Vec::with_capacity(ctx.names.len());
     for (i, w) in workers.iter().enumerate() {
@@ -112,25 +148,51 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
             send_token: protocol.worker_sends_token(),
             token_on_reads: protocol.worker_token_on_reads(),
         };
-        nodes.push(NodeSpec { name: ctx.names[i].clone(), role: Role::Worker(cfg), clock: ClockSpec::default() });
+        nodes.push(NodeSpec {
+            name: ctx.names[i].clone(),
+            role: Role::Worker(cfg),
+            clock: ClockSpec::default(),
+        });
     }
-    nodes.push(NodeSpec { name: "coord/0".into(), role: Role::Coordinator(protocol.coordinator()), clock: ClockSpec::default() });
-    nodes.push(NodeSpec { name: "resource/0".into(), role: Role::Resource(protocol.fence_check()), clock: ClockSpec::default() });
+    nodes.push(NodeSpec {
+        name: "coord/0".into(),
+        role: Role::Coordinator(protocol.coordinator()),
+        clock: ClockSpec::default(),
+    });
+    nodes.push(NodeSpec {
+        name: "resource/0".into(),
+        role: Role::Resource(protocol.fence_check()),
+        clock: ClockSpec::default(),
+    });
 
     for (name, clock) in &raw.clock {
         let id = ctx.node(&Spanned::new(clock.span(), name.clone()))?;
         let c = clock.get_ref();
         if *c.drift_ppm.get_ref() <= -1_000_000 {
-            return Err(ctx.err(c.drift_ppm.span(), "drift_ppm must be greater than -1000000 (a clock cannot stop)"));
+            return Err(ctx.err(
+                c.drift_ppm.span(),
+                "drift_ppm must be greater than -1000000 (a clock cannot stop)",
+            ));
         }
-        let mut jumps: Vec<(u64, i64)> = c.jumps.iter().map(|j| (j.at_ms * MS, j.by_ms * MS as i64)).collect();
+        let mut jumps: Vec<(u64, i64)> = c
+            .jumps
+            .iter()
+            .map(|j| (j.at_ms * MS, j.by_ms * MS as i64))
+            .collect();
         jumps.sort_by_key(|j| j.0);
-        nodes[id.0 as usize].clock = ClockSpec { offset_ns: c.offset_ms * MS as i64, drift_ppm: *c.drift_ppm.get_ref(), jumps };
+        nodes[id.0 as usize].clock = ClockSpec {
+            offset_ns: c.offset_ms * MS as i64,
+            drift_ppm: *c.drift_ppm.get_ref(),
+            jumps,
+        };
     }
 
     let n = &raw.network;
     if *n.latency_max_ms.get_ref() < n.latency_min_ms {
-        return Err(ctx.err(n.latency_max_ms.span(), "latency_max_ms must be >= latency_min_ms"));
+        return Err(ctx.err(
+            n.latency_max_ms.span(),
+            "latency_max_ms must be >= latency_min_ms",
+        ));
     }
     let network = NetworkOptions {
         latency_min_ns: n.latency_min_ms * MS,
@@ -141,7 +203,11 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
         partition_hits_in_flight: n.partition_hits_in_flight,
     };
 
-    let faults = raw.faults.iter().map(|f| resolve_fault(&ctx, f)).collect::<Result<Vec<_>, _>>()?;
+    let faults = raw
+        .faults
+        .iter()
+        .map(|f| resolve_fault(&ctx, f))
+        .collect::<Result<Vec<_>, _>>()?;
     let random = match &raw.random {
         Some(r) => resolve_random(&ctx, r.get_ref(), &nodes)?,
         None => RandomFaults::default(),
@@ -172,18 +238,33 @@ fn resolve_protocol(ctx: &Ctx, raw: &ScenarioFile) -> Result<ProtocolConfig, Sce
     let p = &raw.protocol;
     let kind = ProtocolKind::from_id(p.kind.get_ref()).ok_or_else(|| {
         let ids: Vec<&str> = ProtocolKind::ALL.iter().map(|k| k.id()).collect();
-        ctx.err(p.kind.span(), format!("unknown protocol {:?}; expected one of {}", p.kind.get_ref(), ids.join(", ")))
+        ctx.err(
+            p.kind.span(),
+            format!(
+                "unknown protocol {:?}; expected one of {}",
+                p.kind.get_ref(),
+                ids.join(", ")
+            ),
+        )
     })?;
     for (flag, name) in [(&p.strict, "strict"), (&p.fence_reads, "fence_reads")] {
         if *flag.get_ref() && !kind.is_fenced() {
-            return Err(ctx.err(flag.span(), format!("{name} only applies to fenced protocols, not {}", kind.id())));
+            return Err(ctx.err(
+                flag.span(),
+                format!("{name} only applies to fenced protocols, not {}", kind.id()),
+            ));
         }
     }
     let ttl = *raw.lease.ttl_ms.get_ref();
     if ttl == 0 {
         return Err(ctx.err(raw.lease.ttl_ms.span(), "ttl_ms must be positive"));
     }
-    Ok(ProtocolConfig { kind, lease_ttl_ns: ttl * MS, strict: *p.strict.get_ref(), fence_reads: *p.fence_reads.get_ref() })
+    Ok(ProtocolConfig {
+        kind,
+        lease_ttl_ns: ttl * MS,
+        strict: *p.strict.get_ref(),
+        fence_reads: *p.fence_reads.get_ref(),
+    })
 }
 
 const FAULT_KINDS: &str = "pause, crash, partition, delay, drop";
@@ -197,7 +278,12 @@ fn resolve_fault(ctx: &Ctx, f: &Spanned<FaultSection>) -> Result<Fault, Scenario
         "partition" => &["at_ms", "after", "duration_ms", "groups", "one_way"],
         "delay" => &["from", "to", "nth", "delay_ms"],
         "drop" => &["from", "to", "nth"],
-        other => return Err(ctx.err(s.kind.span(), format!("unknown fault kind {other:?}; expected one of {FAULT_KINDS}"))),
+        other => {
+            return Err(ctx.err(
+                s.kind.span(),
+                format!("unknown fault kind {other:?}; expected one of {FAULT_KINDS}"),
+            ))
+        }
     };
     let present = [
         ("node", s.node.is_some()),
@@ -212,10 +298,21 @@ fn resolve_fault(ctx: &Ctx, f: &Spanned<FaultSection>) -> Result<Fault, Scenario
         ("nth", s.nth.is_some()),
         ("delay_ms", s.delay_ms.is_some()),
     ];
-    if let Some((field, _)) = present.iter().find(|(name, set)| *set && !allowed.contains(name)) {
-        return Err(ctx.err(f.span(), format!("a {kind} fault takes {}; `{field}` does not apply", allowed.join(", "))));
+    if let Some((field, _)) = present
+        .iter()
+        .find(|(name, set)| *set && !allowed.contains(name))
+    {
+        return Err(ctx.err(
+            f.span(),
+            format!(
+                "a {kind} fault takes {}; `{field}` does not apply",
+                allowed.join(", ")
+            ),
+        ));
     }
-    let need = |v: Option<u64>, name: &str| v.ok_or_else(|| ctx.err(f.span(), format!("a {kind} fault needs `{name}`")));
+    let need = |v: Option<u64>, name: &str| {
+        v.ok_or_else(|| ctx.err(f.span(), format!("a {kind} fault needs `{name}`")))
+    };
     let node = |v: &Option<Spanned<String>>, name: &str| match v {
         Some(n) => ctx.node(n),
         None => Err(ctx.err(f.span(), format!("a {kind} fault needs `{name}`"))),
@@ -224,22 +321,47 @@ fn resolve_fault(ctx: &Ctx, f: &Spanned<FaultSection>) -> Result<Fault, Scenario
     let nth = || match s.nth {
         Some(0) => Err(ctx.err(f.span(), "nth counts from 1")),
         Some(n) => Ok(n),
-        None => Err(ctx.err(f.span(), format!("a {kind} fault needs `nth` (1 = first message on that link)"))),
+        None => Err(ctx.err(
+            f.span(),
+            format!("a {kind} fault needs `nth` (1 = first message on that link)"),
+        )),
     };
     Ok(match kind {
-        "pause" => Fault::Pause { node: node(&s.node, "node")?, when: when()?, duration_ns: need(s.duration_ms, "duration_ms")? * MS },
-        "crash" => Fault::Crash { node: node(&s.node, "node")?, when: when()?, restart_after_ns: s.restart_after_ms.map(|r| r * MS) },
+        "pause" => Fault::Pause {
+            node: node(&s.node, "node")?,
+            when: when()?,
+            duration_ns: need(s.duration_ms, "duration_ms")? * MS,
+        },
+        "crash" => Fault::Crash {
+            node: node(&s.node, "node")?,
+            when: when()?,
+            restart_after_ns: s.restart_after_ms.map(|r| r * MS),
+        },
         "partition" => {
-            let groups = s.groups.as_ref().ok_or_else(|| ctx.err(f.span(), "a partition fault needs `groups = [[...], [...]]`"))?;
+            let groups = s.groups.as_ref().ok_or_else(|| {
+                ctx.err(
+                    f.span(),
+                    "a partition fault needs `groups = [[...], [...]]`",
+                )
+            })?;
             if groups.get_ref().len() != 2 {
-                return Err(ctx.err(groups.span(), "groups must be exactly two lists of node names"));
+                return Err(ctx.err(
+                    groups.span(),
+                    "groups must be exactly two lists of node names",
+                ));
             }
             let side = |names: &Vec<String>| {
-                names.iter().map(|n| ctx.node(&Spanned::new(groups.span(), n.clone()))).collect::<Result<Vec<_>, _>>()
+                names
+                    .iter()
+                    .map(|n| ctx.node(&Spanned::new(groups.span(), n.clone())))
+                    .collect::<Result<Vec<_>, _>>()
             };
             let (a, b) = (side(&groups.get_ref()[0])?, side(&groups.get_ref()[1])?);
             if a.is_empty() || b.is_empty() || a.iter().any(|x| b.contains(x)) {
-                return Err(ctx.err(groups.span(), "partition groups must be non-empty and disjoint"));
+                return Err(ctx.err(
+                    groups.span(),
+                    "partition groups must be non-empty and disjoint",
+                ));
             }
             Fault::Partition {
                 when: when()?,
@@ -255,39 +377,84 @@ fn resolve_fault(ctx: &Ctx, f: &Spanned<FaultSection>) -> Result<Fault, Scenario
             nth: nth()?,
             delay_ns: need(s.delay_ms, "delay_ms")? * MS,
         },
-        _ => Fault::Drop { from: node(&s.from, "from")?, to: node(&s.to, "to")?, nth: nth()? },
+        _ => Fault::Drop {
+            from: node(&s.from, "from")?,
+            to: node(&s.to, "to")?,
+            nth: nth()?,
+        },
     })
 }
 
-fn resolve_when(ctx: &Ctx, span: Range<usize>, kind: &str, at_ms: Option<u64>, after: Option<&Spanned<String>>) -> Result<When, ScenarioError> {
+fn resolve_when(
+    ctx: &Ctx,
+    span: Range<usize>,
+    kind: &str,
+    at_ms: Option<u64>,
+    after: Option<&Spanned<String>>,
+) -> Result<When, ScenarioError> {
     match (at_ms, after) {
-        (Some(_), Some(a)) => Err(ctx.err(a.span(), format!("a {kind} fault takes `at_ms` or `after`, not both"))),
+        (Some(_), Some(a)) => Err(ctx.err(
+            a.span(),
+            format!("a {kind} fault takes `at_ms` or `after`, not both"),
+        )),
         (Some(t), None) => Ok(When::At(t * MS)),
-        (None, None) => Err(ctx.err(span, format!("a {kind} fault needs `at_ms = <time>` or `after = \"node:kind\"`"))),
+        (None, None) => Err(ctx.err(
+            span,
+            format!("a {kind} fault needs `at_ms = <time>` or `after = \"node:kind\"`"),
+        )),
         (None, Some(a)) => {
             let text = a.get_ref();
             let shape = "expected \"<node>:<history kind>\" or \"<node>:<history kind>#<n>\", e.g. \"worker/A:read_ok\"";
-            let (node, rest) = text.rsplit_once(':').ok_or_else(|| ctx.err(a.span(), shape))?;
+            let (node, rest) = text
+                .rsplit_once(':')
+                .ok_or_else(|| ctx.err(a.span(), shape))?;
             let (kind_name, nth) = match rest.split_once('#') {
-                Some((k, n)) => (k, n.parse::<u32>().ok().filter(|&n| n > 0).ok_or_else(|| ctx.err(a.span(), shape))?),
+                Some((k, n)) => (
+                    k,
+                    n.parse::<u32>()
+                        .ok()
+                        .filter(|&n| n > 0)
+                        .ok_or_else(|| ctx.err(a.span(), shape))?,
+                ),
                 None => (rest, 1),
             };
             let kind = Kind::from_name(kind_name).ok_or_else(|| {
                 let names: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
-                ctx.err(a.span(), format!("unknown history kind {kind_name:?}; expected one of {}", names.join(", ")))
+                ctx.err(
+                    a.span(),
+                    format!(
+                        "unknown history kind {kind_name:?}; expected one of {}",
+                        names.join(", ")
+                    ),
+                )
             })?;
-            Ok(When::After { node: ctx.node(&Spanned::new(a.span(), node.to_string()))?, kind, nth })
+            Ok(When::After {
+                node: ctx.node(&Spanned::new(a.span(), node.to_string()))?,
+                kind,
+                nth,
+            })
         }
     }
 }
 
-fn resolve_random(ctx: &Ctx, r: &RandomSection, nodes: &[NodeSpec]) -> Result<RandomFaults, ScenarioError> {
+fn resolve_random(
+    ctx: &Ctx,
+    r: &RandomSection,
+    nodes: &[NodeSpec],
+) -> Result<RandomFaults, ScenarioError> {
     let list = |names: &Option<Vec<Spanned<String>>>, default: Vec<NodeId>| match names {
-        Some(names) => names.iter().map(|n| ctx.node(n)).collect::<Result<Vec<_>, _>>(),
+        Some(names) => names
+            .iter()
+            .map(|n| ctx.node(n))
+            .collect::<Result<Vec<_>, _>>(),
         None => Ok(default),
     };
-    let workers: Vec<NodeId> =
-        nodes.iter().enumerate().filter(|(_, n)| n.role.is_worker()).map(|(i, _)| NodeId(i as u16)).collect();
+    let workers: Vec<NodeId> = nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| n.role.is_worker())
+        .map(|(i, _)| NodeId(i as u16))
+        .collect();
     let all: Vec<NodeId> = (0..nodes.len() as u16).map(NodeId).collect();
     Ok(RandomFaults {
         window_ns: r.window_ms * MS,
@@ -308,7 +475,14 @@ fn resolve_random(ctx: &Ctx, r: &RandomSection, nodes: &[NodeSpec]) -> Result<Ra
 fn violation_kind(ctx: &Ctx, name: &Spanned<String>) -> Result<ViolationKind, ScenarioError> {
     ViolationKind::from_name(name.get_ref()).ok_or_else(|| {
         let names: Vec<&str> = ViolationKind::ALL.iter().map(|k| k.name()).collect();
-        ctx.err(name.span(), format!("unknown violation kind {:?}; expected one of {}", name.get_ref(), names.join(", ")))
+        ctx.err(
+            name.span(),
+            format!(
+                "unknown violation kind {:?}; expected one of {}",
+                name.get_ref(),
+                names.join(", ")
+            ),
+        )
     })
 }
 
@@ -316,20 +490,39 @@ fn resolve_expect(ctx: &Ctx, raw: &ScenarioFile) -> Result<Expectation, Scenario
     let e = &raw.expect;
     let mut out = Expectation::default();
     for m in &e.must_find {
-        out.must_find.push((violation_kind(ctx, &m.kind)?, m.min_failing_seeds.max(1)));
+        out.must_find
+            .push((violation_kind(ctx, &m.kind)?, m.min_failing_seeds.max(1)));
     }
     for a in &e.allow {
         out.allow.push(violation_kind(ctx, a)?);
     }
     for m in &e.metrics {
         if !METRIC_NAMES.contains(&m.name.get_ref().as_str()) {
-            return Err(ctx.err(m.name.span(), format!("unknown metric {:?}; expected one of {}", m.name.get_ref(), METRIC_NAMES.join(", "))));
+            return Err(ctx.err(
+                m.name.span(),
+                format!(
+                    "unknown metric {:?}; expected one of {}",
+                    m.name.get_ref(),
+                    METRIC_NAMES.join(", ")
+                ),
+            ));
         }
         let op = CmpOp::parse(m.op.get_ref()).ok_or_else(|| {
             let ops: Vec<&str> = CmpOp::ALL.iter().map(|(n, _)| *n).collect();
-            ctx.err(m.op.span(), format!("unknown comparison {:?}; expected one of {}", m.op.get_ref(), ops.join(" ")))
+            ctx.err(
+                m.op.span(),
+                format!(
+                    "unknown comparison {:?}; expected one of {}",
+                    m.op.get_ref(),
+                    ops.join(" ")
+                ),
+            )
         })?;
-        out.metrics.push(MetricAssertion { name: m.name.get_ref().clone(), op, value: m.value });
+        out.metrics.push(MetricAssertion {
+            name: m.name.get_ref().clone(),
+            op,
+            value: m.value,
+        });
     }
     Ok(out)
 }

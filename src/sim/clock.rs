@@ -25,12 +25,20 @@ impl ClockSpec {
     }
 
     pub fn wall(&self, t: Nanos) -> i64 {
-        let stepped: i64 = self.jumps.iter().take_while(|(at, _)| *at <= t).map(|(_, by)| *by).sum();
+        let stepped: i64 = self
+            .jumps
+            .iter()
+            .take_while(|(at, _)| *at <= t)
+            .map(|(_, by)| *by)
+            .sum();
         self.mono(t) as i64 + self.offset_ns + stepped
     }
 
     pub fn read(&self, t: Nanos) -> Clocks {
-        Clocks { wall_ns: self.wall(t), mono_ns: self.mono(t) }
+        Clocks {
+            wall_ns: self.wall(t),
+            mono_ns: self.mono(t),
+        }
     }
 
     /// The earliest true time at which the monotonic clock reads >= `mono`.
@@ -54,7 +62,11 @@ mod tests {
 
     #[test]
     fn drifting_clock_inverts_exactly() {
-        let c = ClockSpec { offset_ns: 0, drift_ppm: 250, jumps: vec![] };
+        let c = ClockSpec {
+            offset_ns: 0,
+            drift_ppm: 250,
+            jumps: vec![],
+        };
         for m in [0, 1, 999, 10_000_000_000, 12_345_678_901] {
             let t = c.true_at_mono(m);
             assert!(c.mono(t) >= m);
@@ -65,7 +77,11 @@ mod tests {
 
     #[test]
     fn wall_clock_steps_but_monotonic_does_not() {
-        let c = ClockSpec { offset_ns: 5, drift_ppm: 0, jumps: vec![(100, -50)] };
+        let c = ClockSpec {
+            offset_ns: 5,
+            drift_ppm: 0,
+            jumps: vec![(100, -50)],
+        };
         assert_eq!(c.wall(99), 104);
         assert_eq!(c.wall(100), 55);
         assert_eq!(c.mono(100), 100);

@@ -34,7 +34,11 @@ pub fn resolve_random(o: &Options, seed: u64) -> Vec<Fault> {
         let at = rng.below(window_ms) * MS;
         let duration_ns = ms_between(&mut rng, r.pause_min_ns, r.pause_max_ns);
         if fires {
-            out.push(Fault::Pause { node, when: When::At(at), duration_ns });
+            out.push(Fault::Pause {
+                node,
+                when: When::At(at),
+                duration_ns,
+            });
         }
     }
     for &node in &r.crash_nodes {
@@ -42,7 +46,11 @@ pub fn resolve_random(o: &Options, seed: u64) -> Vec<Fault> {
         let at = rng.below(window_ms) * MS;
         let restart = ms_between(&mut rng, r.restart_min_ns, r.restart_max_ns);
         if fires {
-            out.push(Fault::Crash { node, when: When::At(at), restart_after_ns: Some(restart) });
+            out.push(Fault::Crash {
+                node,
+                when: When::At(at),
+                restart_after_ns: Some(restart),
+            });
         }
     }
     let fires = rng.chance(r.partition_probability);
@@ -50,8 +58,17 @@ pub fn resolve_random(o: &Options, seed: u64) -> Vec<Fault> {
     let duration_ns = ms_between(&mut rng, r.partition_min_ns, r.partition_max_ns);
     let isolated = rng.below(o.nodes.len().max(1) as u64) as u16;
     if fires && o.nodes.len() > 1 {
-        let rest = (0..o.nodes.len() as u16).filter(|&i| i != isolated).map(NodeId).collect();
-        out.push(Fault::Partition { when: When::At(at), duration_ns, side_a: vec![NodeId(isolated)], side_b: rest, one_way: false });
+        let rest = (0..o.nodes.len() as u16)
+            .filter(|&i| i != isolated)
+            .map(NodeId)
+            .collect();
+        out.push(Fault::Partition {
+            when: When::At(at),
+            duration_ns,
+            side_a: vec![NodeId(isolated)],
+            side_b: rest,
+            one_way: false,
+        });
     }
     out
 }

@@ -62,7 +62,12 @@ impl Network {
                 Fault::Drop { from, to, nth } => {
                     scripted.insert((from.0, to.0, nth), MsgFault::Drop);
                 }
-                Fault::Delay { from, to, nth, delay_ns } => {
+                Fault::Delay {
+                    from,
+                    to,
+                    nth,
+                    delay_ns,
+                } => {
                     scripted.insert((from.0, to.0, nth), MsgFault::Delay(delay_ns));
                 }
                 _ => {}
@@ -84,7 +89,8 @@ impl Network {
     pub fn cut(&self, from: NodeId, to: NodeId) -> bool {
         let (f, t) = (1u64 << from.0, 1u64 << to.0);
         self.partitions.iter().any(|p| {
-            (p.side_a & f != 0 && p.side_b & t != 0) || (!p.one_way && p.side_b & f != 0 && p.side_a & t != 0)
+            (p.side_a & f != 0 && p.side_b & t != 0)
+                || (!p.one_way && p.side_b & f != 0 && p.side_a & t != 0)
         })
     }
 
@@ -93,7 +99,12 @@ impl Network {
     }
 
     pub fn start_partition(&mut self, id: u32, side_a: u64, side_b: u64, one_way: bool) {
-        self.partitions.push(ActivePartition { id, side_a, side_b, one_way });
+        self.partitions.push(ActivePartition {
+            id,
+            side_a,
+            side_b,
+            one_way,
+        });
     }
 
     pub fn heal(&mut self, id: u32) {
@@ -104,29 +115,50 @@ impl Network {
         let link = from.0 as usize * self.nodes + to.0 as usize;
         self.link_counts[link] += 1;
         let nth = self.link_counts[link];
-        let latency = self.latency.between(self.opts.latency_min_ns, self.opts.latency_max_ns);
+        let latency = self
+            .latency
+            .between(self.opts.latency_min_ns, self.opts.latency_max_ns);
         let lost = self.loss.chance(self.opts.loss_probability);
         let spiked = self.delay.chance(self.opts.delay_probability);
         // Whole milliseconds, so a resolved delay writes back as `delay_ms` exactly.
         let spike_ns = self.delay.between(0, self.opts.delay_max_ns / 1_000_000) * 1_000_000;
         let mut extra = 0;
         match self.scripted.get(&(from.0, to.0, nth)) {
-            Some(MsgFault::Drop) => return Fate::Lost { reason: DropReason::Scripted, nth },
+            Some(MsgFault::Drop) => {
+                return Fate::Lost {
+                    reason: DropReason::Scripted,
+                    nth,
+                }
+            }
             Some(MsgFault::Delay(d)) => extra = *d,
             None => {
                 if lost {
                     self.resolved.push(Fault::Drop { from, to, nth });
-                    return Fate::Lost { reason: DropReason::Loss, nth };
+                    return Fate::Lost {
+                        reason: DropReason::Loss,
+                        nth,
+                    };
                 }
                 if spiked && spike_ns > 0 {
-                    self.resolved.push(Fault::Delay { from, to, nth, delay_ns: spike_ns });
+                    self.resolved.push(Fault::Delay {
+                        from,
+                        to,
+                        nth,
+                        delay_ns: spike_ns,
+                    });
                     extra = spike_ns;
                 }
             }
         }
         if self.cut(from, to) {
-            return Fate::Lost { reason: DropReason::Partition, nth };
+            return Fate::Lost {
+                reason: DropReason::Partition,
+                nth,
+            };
         }
-        Fate::Deliver { at_ns: now + latency + extra, nth }
+        Fate::Deliver {
+            at_ns: now + latency + extra,
+            nth,
+        }
     }
 }

@@ -38,22 +38,45 @@ pub enum When {
     At(Nanos),
     /// Right after the `nth` (1-based) history record of `kind` at `node`,
     /// e.g. `worker/A:read_ok` — "pause A in the middle of its update".
-    After { node: NodeId, kind: Kind, nth: u32 },
+    After {
+        node: NodeId,
+        kind: Kind,
+        nth: u32,
+    },
 }
 
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub enum Fault {
     /// GC pause / SIGSTOP: the node handles nothing; inputs and due timers
     /// wait and run, in order, at resume.
-    Pause { node: NodeId, when: When, duration_ns: Nanos },
+    Pause {
+        node: NodeId,
+        when: When,
+        duration_ns: Nanos,
+    },
     /// Volatile state and buffered writes are lost; with a restart, the node
     /// boots again from what it persisted as synced.
-    Crash { node: NodeId, when: When, restart_after_ns: Option<Nanos> },
+    Crash {
+        node: NodeId,
+        when: When,
+        restart_after_ns: Option<Nanos>,
+    },
     /// Messages from `side_a` to `side_b` (and back, unless `one_way`) are lost.
-    Partition { when: When, duration_ns: Nanos, side_a: Vec<NodeId>, side_b: Vec<NodeId>, one_way: bool },
+    Partition {
+        when: When,
+        duration_ns: Nanos,
+        side_a: Vec<NodeId>,
+        side_b: Vec<NodeId>,
+        one_way: bool,
+    },
     /// The `nth` (1-based) message sent on the link `from -> to` sits in the
     /// network for an extra `delay_ns`.
-    Delay { from: NodeId, to: NodeId, nth: u32, delay_ns: Nanos },
+    Delay {
+        from: NodeId,
+        to: NodeId,
+        nth: u32,
+        delay_ns: Nanos,
+    },
     /// The `nth` message on the link `from -> to` is lost.
     Drop { from: NodeId, to: NodeId, nth: u32 },
 }
@@ -97,11 +120,17 @@ impl Options {
         if id == NodeId::COORD_GROUP {
             return "coord";
         }
-        self.nodes.get(id.0 as usize).map_or("?", |n| n.name.as_str())
+        self.nodes
+            .get(id.0 as usize)
+            .map_or("?", |n| n.name.as_str())
     }
 
     pub fn workers(&self) -> impl Iterator<Item = (NodeId, &NodeSpec)> {
-        self.nodes.iter().enumerate().filter(|(_, n)| n.role.is_worker()).map(|(i, n)| (NodeId(i as u16), n))
+        self.nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.role.is_worker())
+            .map(|(i, n)| (NodeId(i as u16), n))
     }
 }
 
@@ -119,7 +148,13 @@ impl fmt::Display for Options {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let p = &self.protocol;
         let mut s = String::new();
-        let _ = writeln!(s, "protocol        = {} (strict={}, fence_reads={})", p.kind.id(), p.strict, p.fence_reads);
+        let _ = writeln!(
+            s,
+            "protocol        = {} (strict={}, fence_reads={})",
+            p.kind.id(),
+            p.strict,
+            p.fence_reads
+        );
         let _ = writeln!(s, "lease_ttl       = {}", ms(p.lease_ttl_ns));
         let _ = writeln!(s, "max_time        = {}", ms(self.max_time_ns));
         let n = &self.network;
@@ -145,14 +180,19 @@ impl fmt::Display for Options {
                     ms(w.request_timeout_ns),
                     w.max_retries
                 ),
-                Role::Coordinator(c) => format!("coordinator release {:?} tokens {}", c.release, c.tokens),
+                Role::Coordinator(c) => {
+                    format!("coordinator release {:?} tokens {}", c.release, c.tokens)
+                }
                 Role::Resource(check) => format!("resource check {check:?}"),
             };
             let c = &node.clock;
             let clock = if *c == ClockSpec::default() {
                 String::new()
             } else {
-                format!(", clock offset {}ns drift {}ppm jumps {:?}", c.offset_ns, c.drift_ppm, c.jumps)
+                format!(
+                    ", clock offset {}ns drift {}ppm jumps {:?}",
+                    c.offset_ns, c.drift_ppm, c.jumps
+                )
             };
             let _ = writeln!(s, "node {:<10} = {role}{clock}", node.name);
         }
@@ -188,18 +228,42 @@ pub fn describe_when(o: &Options, w: &When) -> String {
 }
 
 pub fn describe_fault(o: &Options, f: &Fault) -> String {
-    let names = |ids: &[NodeId]| ids.iter().map(|&i| o.node_name(i)).collect::<Vec<_>>().join(",");
+    let names = |ids: &[NodeId]| {
+        ids.iter()
+            .map(|&i| o.node_name(i))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
     match f {
-        Fault::Pause { node, when, duration_ns } => {
-            format!("pause {} {} for {}", o.node_name(*node), describe_when(o, when), ms(*duration_ns))
+        Fault::Pause {
+            node,
+            when,
+            duration_ns,
+        } => {
+            format!(
+                "pause {} {} for {}",
+                o.node_name(*node),
+                describe_when(o, when),
+                ms(*duration_ns)
+            )
         }
-        Fault::Crash { node, when, restart_after_ns } => format!(
+        Fault::Crash {
+            node,
+            when,
+            restart_after_ns,
+        } => format!(
             "crash {} {}{}",
             o.node_name(*node),
             describe_when(o, when),
             restart_after_ns.map_or(String::new(), |r| format!(", restart after {}", ms(r)))
         ),
-        Fault::Partition { when, duration_ns, side_a, side_b, one_way } => format!(
+        Fault::Partition {
+            when,
+            duration_ns,
+            side_a,
+            side_b,
+            one_way,
+        } => format!(
             "partition [{}] {} [{}] {} for {}",
             names(side_a),
             if *one_way { "-/->" } else { "<-/->" },
@@ -207,9 +271,25 @@ pub fn describe_fault(o: &Options, f: &Fault) -> String {
             describe_when(o, when),
             ms(*duration_ns)
         ),
-        Fault::Delay { from, to, nth, delay_ns } => {
-            format!("delay message #{} {} -> {} by {}", nth, o.node_name(*from), o.node_name(*to), ms(*delay_ns))
+        Fault::Delay {
+            from,
+            to,
+            nth,
+            delay_ns,
+        } => {
+            format!(
+                "delay message #{} {} -> {} by {}",
+                nth,
+                o.node_name(*from),
+                o.node_name(*to),
+                ms(*delay_ns)
+            )
         }
-        Fault::Drop { from, to, nth } => format!("drop message #{} {} -> {}", nth, o.node_name(*from), o.node_name(*to)),
+        Fault::Drop { from, to, nth } => format!(
+            "drop message #{} {} -> {}",
+            nth,
+            o.node_name(*from),
+            o.node_name(*to)
+        ),
     }
 }

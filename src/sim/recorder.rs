@@ -35,7 +35,12 @@ impl Recorder {
     pub fn on_send(&mut self, from: NodeId, to: NodeId, msg: &Msg) -> Option<Event> {
         let key = Some(msg.key().0);
         match *msg {
-            Msg::Granted { key: k, owner, token, .. } => {
+            Msg::Granted {
+                key: k,
+                owner,
+                token,
+                ..
+            } => {
                 let triple = (k.0, owner, token.map_or(0, |t| t.0));
                 if self.grants.contains_key(&triple) {
                     return None;
@@ -67,7 +72,9 @@ impl Recorder {
                 e.value = Some(fence.0);
                 e.outcome = Some(Outcome::Rejected);
             })),
-            Msg::Write { op, token, value, .. } => Some(ev(from, Kind::WriteSent, |e| {
+            Msg::Write {
+                op, token, value, ..
+            } => Some(ev(from, Kind::WriteSent, |e| {
                 e.key = key;
                 e.op_id = Some(op.0);
                 e.token = token.map(|t| t.0);
@@ -111,8 +118,16 @@ impl Recorder {
     pub fn on_deliver(&mut self, from: NodeId, to: NodeId, msg: &Msg) -> Option<Event> {
         let key = Some(msg.key().0);
         match *msg {
-            Msg::Granted { key: k, owner, token, .. } => {
-                let id = self.grants.get(&(k.0, owner, token.map_or(0, |t| t.0))).copied();
+            Msg::Granted {
+                key: k,
+                owner,
+                token,
+                ..
+            } => {
+                let id = self
+                    .grants
+                    .get(&(k.0, owner, token.map_or(0, |t| t.0)))
+                    .copied();
                 Some(ev(to, Kind::GrantReceived, |e| {
                     e.key = key;
                     e.grant_id = id;
@@ -129,12 +144,20 @@ impl Recorder {
                 e.op_id = Some(op.0);
                 e.value = Some(fence.0);
             })),
-            Msg::WriteOk { op, .. } | Msg::WriteRejected { op, .. } => Some(ev(to, Kind::WriteAcked, |e| {
-                e.key = key;
-                e.op_id = Some(op.0);
-                e.outcome = Some(if matches!(msg, Msg::WriteOk { .. }) { Outcome::Ok } else { Outcome::Rejected });
-            })),
-            Msg::Write { op, token, value, .. } => {
+            Msg::WriteOk { op, .. } | Msg::WriteRejected { op, .. } => {
+                Some(ev(to, Kind::WriteAcked, |e| {
+                    e.key = key;
+                    e.op_id = Some(op.0);
+                    e.outcome = Some(if matches!(msg, Msg::WriteOk { .. }) {
+                        Outcome::Ok
+                    } else {
+                        Outcome::Rejected
+                    });
+                }))
+            }
+            Msg::Write {
+                op, token, value, ..
+            } => {
                 self.writes_in.insert(op.0, (token.map(|t| t.0), value.0));
                 None
             }
@@ -142,11 +165,18 @@ impl Recorder {
                 self.releases_in.insert((from.0, req), owner);
                 None
             }
-            Msg::Acquire { .. } | Msg::Busy { .. } | Msg::Released { .. } | Msg::Read { .. } => None,
+            Msg::Acquire { .. } | Msg::Busy { .. } | Msg::Released { .. } | Msg::Read { .. } => {
+                None
+            }
         }
     }
 
-    pub fn on_observe(&mut self, node: NodeId, obs: &Observation, worker_key: Option<u16>) -> Option<Event> {
+    pub fn on_observe(
+        &mut self,
+        node: NodeId,
+        obs: &Observation,
+        worker_key: Option<u16>,
+    ) -> Option<Event> {
         match *obs {
             Observation::LeaseExpired { key, owner } => Some(ev(node, Kind::LeaseExpired, |e| {
                 e.key = Some(key.0);

@@ -71,10 +71,12 @@ mod tests {
 
     #[test]
     fn streams_are_pinned_to_their_seed_and_name() {
-        let a: Vec<u64> = (0..3).map({
-            let mut r = Rng::stream(7, "network");
-            move |_| r.next_u64()
-        }).collect();
+        let a: Vec<u64> = (0..3)
+            .map({
+                let mut r = Rng::stream(7, "network");
+                move |_| r.next_u64()
+            })
+            .collect();
         let mut again = Rng::stream(7, "network");
         assert_eq!(a, (0..3).map(|_| again.next_u64()).collect::<Vec<_>>());
         let mut other = Rng::stream(7, "faults");

@@ -30,7 +30,9 @@ use super::options::{describe_fault, Fault, Options, When};
 use super::recorder::{lifecycle, Recorder};
 use super::trace::{DropReason, Trace, TraceEvent, What};
 use crate::history::{Event, History, Kind};
-use crate::protocol::{Durability, Effect, Input, Msg, Nanos, Node, NodeId, Observation, Role, TimerId};
+use crate::protocol::{
+    Durability, Effect, Input, Msg, Nanos, Node, NodeId, Observation, Role, TimerId,
+};
 
 /// Builds the node for an id: built-in protocols, or a driver for an
 /// implementation under test. Called at boot and after every crash.
@@ -39,8 +41,17 @@ pub type NodeFactory<'a> = dyn FnMut(NodeId, &Role) -> Box<dyn Node> + 'a;
 #[derive(Clone, Copy, Debug)]
 enum Ev {
     Start(NodeId),
-    Deliver { from: NodeId, to: NodeId, msg: Msg },
-    Timer { node: NodeId, timer: TimerId, gen: u32, incarnation: u32 },
+    Deliver {
+        from: NodeId,
+        to: NodeId,
+        msg: Msg,
+    },
+    Timer {
+        node: NodeId,
+        timer: TimerId,
+        gen: u32,
+        incarnation: u32,
+    },
     Resume(NodeId),
     Fault(usize),
     Restart(NodeId),
@@ -135,7 +146,12 @@ pub fn run(opts: &Options, seed: u64, keep_trace: bool) -> RunOutcome {
 }
 
 /// Runs one seed with nodes from `factory`.
-pub fn run_with<'f>(opts: &Options, seed: u64, keep_trace: bool, factory: &'f mut NodeFactory<'f>) -> RunOutcome {
+pub fn run_with<'f>(
+    opts: &Options,
+    seed: u64,
+    keep_trace: bool,
+    factory: &'f mut NodeFactory<'f>,
+) -> RunOutcome {
     let mut script = opts.faults.clone();
     script.extend(resolve_random(opts, seed));
     let net = Network::new(&opts.network, opts.nodes.len(), &script, seed);
@@ -172,7 +188,11 @@ impl<'o, 'f> Sim<'o, 'f> {
     fn schedule(&mut self, t_ns: Nanos, ev: Ev) {
         debug_assert!(t_ns >= self.now, "scheduling into the past");
         self.order += 1;
-        self.queue.push(Reverse(Entry { t_ns, order: self.order, ev }));
+        self.queue.push(Reverse(Entry {
+            t_ns,
+            order: self.order,
+            ev,
+        }));
     }
 
     fn boot(&mut self) {
@@ -194,12 +214,20 @@ impl<'o, 'f> Sim<'o, 'f> {
         }
         for i in 0..self.script.len() {
             let when = match &self.script[i] {
-                Fault::Pause { when, .. } | Fault::Crash { when, .. } | Fault::Partition { when, .. } => when.clone(),
+                Fault::Pause { when, .. }
+                | Fault::Crash { when, .. }
+                | Fault::Partition { when, .. } => when.clone(),
                 Fault::Delay { .. } | Fault::Drop { .. } => continue,
             };
             match when {
                 When::At(t) => self.schedule(t, Ev::Fault(i)),
-                When::After { node, kind, nth } => self.triggers.push(Trigger { fault: i, node, kind, nth, seen: 0 }),
+                When::After { node, kind, nth } => self.triggers.push(Trigger {
+                    fault: i,
+                    node,
+                    kind,
+                    nth,
+                    seen: 0,
+                }),
             }
         }
     }
@@ -239,7 +267,12 @@ impl<'o, 'f> Sim<'o, 'f> {
         match ev {
             Ev::Start(node) => self.step(node, Input::Start { recovered: None }),
             Ev::Deliver { from, to, msg } => self.deliver(from, to, msg, ev),
-            Ev::Timer { node, timer, gen, incarnation } => {
+            Ev::Timer {
+                node,
+                timer,
+                gen,
+                incarnation,
+            } => {
                 let slot = &mut self.slots[node.0 as usize];
                 let current = slot.timer_gens.get(timer.0 as usize).copied();
                 if !slot.up || incarnation != slot.incarnation || current != Some(gen) {
@@ -271,11 +304,29 @@ impl<'o, 'f> Sim<'o, 'f> {
     fn deliver(&mut self, from: NodeId, to: NodeId, msg: Msg, ev: Ev) {
         let slot = &mut self.slots[to.0 as usize];
         if !slot.up {
-            self.trace(to, What::Drop { from, to, msg, reason: DropReason::Down }, None);
+            self.trace(
+                to,
+                What::Drop {
+                    from,
+                    to,
+                    msg,
+                    reason: DropReason::Down,
+                },
+                None,
+            );
             return;
         }
         if self.net.partition_hits_in_flight() && self.net.cut(from, to) {
-            self.trace(to, What::Drop { from, to, msg, reason: DropReason::Partition }, None);
+            self.trace(
+                to,
+                What::Drop {
+                    from,
+                    to,
+                    msg,
+                    reason: DropReason::Partition,
+                },
+                None,
+            );
             return;
         }
         if slot.paused_until.is_some() {
@@ -297,7 +348,10 @@ impl<'o, 'f> Sim<'o, 'f> {
         debug_assert!(fx.is_empty());
         {
             let slot = &mut self.slots[id.0 as usize];
-            assert!(slot.up && slot.paused_until.is_none(), "stepping a node that is down or paused");
+            assert!(
+                slot.up && slot.paused_until.is_none(),
+                "stepping a node that is down or paused"
+            );
             let node = slot.node.as_mut().expect("an up node has a state machine");
             node.handle(clocks, input, &mut fx);
         }
@@ -315,15 +369,33 @@ impl<'o, 'f> Sim<'o, 'f> {
                     let incarnation = slot.incarnation;
                     let due_mono = clocks.mono_ns.saturating_add(after_ns);
                     let at = spec.clock.true_at_mono(due_mono).max(self.now);
-                    self.schedule(at, Ev::Timer { node: id, timer, gen, incarnation });
+                    self.schedule(
+                        at,
+                        Ev::Timer {
+                            node: id,
+                            timer,
+                            gen,
+                            incarnation,
+                        },
+                    );
                 }
                 Effect::CancelTimer { timer } => {
-                    if let Some(g) = self.slots[id.0 as usize].timer_gens.get_mut(timer.0 as usize) {
+                    if let Some(g) = self.slots[id.0 as usize]
+                        .timer_gens
+                        .get_mut(timer.0 as usize)
+                    {
                         *g += 1;
                     }
                 }
                 Effect::Persist { durability, record } => {
-                    self.trace(id, What::Save { durability, bytes: record.len() as u32 }, None);
+                    self.trace(
+                        id,
+                        What::Save {
+                            durability,
+                            bytes: record.len() as u32,
+                        },
+                        None,
+                    );
                     let slot = &mut self.slots[id.0 as usize];
                     match durability {
                         Durability::Synced => {
@@ -334,9 +406,9 @@ impl<'o, 'f> Sim<'o, 'f> {
                     }
                 }
                 Effect::Observe(obs) => {
-                    if obs == Observation::WorkloadDone {
-                        let slot = &mut self.slots[id.0 as usize];
-                        assert!(!slot.done, "a worker finished twice");
+                    // A worker that crashes after finishing reports done again on restart.
+                    let slot = &mut self.slots[id.0 as usize];
+                    if obs == Observation::WorkloadDone && !slot.done {
                         slot.done = true;
                         self.workers_left -= 1;
                     }
@@ -354,8 +426,15 @@ impl<'o, 'f> Sim<'o, 'f> {
     }
 
     fn send(&mut self, from: NodeId, to: NodeId, msg: Msg) {
-        let to = if to == NodeId::COORD_GROUP { self.opts.coordinator_primary } else { to };
-        assert!((to.0 as usize) < self.slots.len(), "send to unknown node {to:?}");
+        let to = if to == NodeId::COORD_GROUP {
+            self.opts.coordinator_primary
+        } else {
+            to
+        };
+        assert!(
+            (to.0 as usize) < self.slots.len(),
+            "send to unknown node {to:?}"
+        );
         if let Some(e) = self.recorder.on_send(from, to, &msg) {
             self.record(e);
         }
@@ -367,14 +446,31 @@ impl<'o, 'f> Sim<'o, 'f> {
             }
             Fate::Lost { reason, nth } => {
                 self.trace(from, What::Send { to, msg, nth }, None);
-                self.trace(from, What::Drop { from, to, msg, reason }, None);
+                self.trace(
+                    from,
+                    What::Drop {
+                        from,
+                        to,
+                        msg,
+                        reason,
+                    },
+                    None,
+                );
             }
         }
     }
 
     fn trace(&mut self, node: NodeId, what: What, record: Option<&Event>) {
         self.seq += 1;
-        self.trace.push(TraceEvent { seq: self.seq, t_ns: self.now, node, what }, record);
+        self.trace.push(
+            TraceEvent {
+                seq: self.seq,
+                t_ns: self.now,
+                node,
+                what,
+            },
+            record,
+        );
     }
 
     fn record(&mut self, mut e: Event) {
@@ -382,7 +478,15 @@ impl<'o, 'f> Sim<'o, 'f> {
         e.seq = self.seq;
         e.t_true_ns = self.now;
         let index = self.history.events.len();
-        self.trace.push(TraceEvent { seq: e.seq, t_ns: self.now, node: NodeId(e.node), what: What::Record(index) }, Some(&e));
+        self.trace.push(
+            TraceEvent {
+                seq: e.seq,
+                t_ns: self.now,
+                node: NodeId(e.node),
+                what: What::Record(index),
+            },
+            Some(&e),
+        );
         for t in &mut self.triggers {
             if t.seen < t.nth && t.node.0 == e.node && t.kind == e.kind {
                 t.seen += 1;
@@ -397,7 +501,9 @@ impl<'o, 'f> Sim<'o, 'f> {
     fn apply_fault(&mut self, i: usize) {
         let fault = self.script[i].clone();
         match fault {
-            Fault::Pause { node, duration_ns, .. } => {
+            Fault::Pause {
+                node, duration_ns, ..
+            } => {
                 let now = self.now;
                 let slot = &mut self.slots[node.0 as usize];
                 if !slot.up {
@@ -409,7 +515,11 @@ impl<'o, 'f> Sim<'o, 'f> {
                 self.record(lifecycle(node, Kind::Pause, Some(detail)));
                 self.schedule(until, Ev::Resume(node));
             }
-            Fault::Crash { node, restart_after_ns, .. } => {
+            Fault::Crash {
+                node,
+                restart_after_ns,
+                ..
+            } => {
                 let slot = &mut self.slots[node.0 as usize];
                 if !slot.up {
                     return;
@@ -425,14 +535,23 @@ impl<'o, 'f> Sim<'o, 'f> {
                     self.schedule(self.now + after, Ev::Restart(node));
                 }
             }
-            Fault::Partition { duration_ns, ref side_a, ref side_b, one_way, .. } => {
-                self.net.start_partition(i as u32, mask(side_a), mask(side_b), one_way);
+            Fault::Partition {
+                duration_ns,
+                ref side_a,
+                ref side_b,
+                one_way,
+                ..
+            } => {
+                self.net
+                    .start_partition(i as u32, mask(side_a), mask(side_b), one_way);
                 let detail = describe_fault(self.opts, &fault);
                 let node = side_a.first().copied().unwrap_or(NodeId(0));
                 self.record(lifecycle(node, Kind::Partition, Some(detail)));
                 self.schedule(self.now + duration_ns, Ev::Heal(i as u32));
             }
-            Fault::Delay { .. } | Fault::Drop { .. } => unreachable!("message faults are applied by the network"),
+            Fault::Delay { .. } | Fault::Drop { .. } => {
+                unreachable!("message faults are applied by the network")
+            }
         }
     }
 
@@ -449,7 +568,9 @@ impl<'o, 'f> Sim<'o, 'f> {
             if !slot.up || slot.paused_until.is_some() {
                 break;
             }
-            let Some(ev) = slot.held.pop_front() else { break };
+            let Some(ev) = slot.held.pop_front() else {
+                break;
+            };
             self.dispatch_and_apply(ev);
         }
     }
@@ -464,7 +585,12 @@ impl<'o, 'f> Sim<'o, 'f> {
         slot.timer_gens.clear();
         let recovered = slot.synced.clone();
         self.record(lifecycle(node, Kind::Restart, None));
-        self.step(node, Input::Start { recovered: recovered.as_deref() });
+        self.step(
+            node,
+            Input::Start {
+                recovered: recovered.as_deref(),
+            },
+        );
     }
 
     fn finish(mut self, seed: u64, hit_max_time: bool) -> RunOutcome {

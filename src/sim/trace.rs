@@ -53,11 +53,28 @@ impl DropReason {
 pub enum What {
     /// Index into the run's history events.
     Record(usize),
-    Send { to: NodeId, msg: Msg, nth: u32 },
-    Recv { from: NodeId, msg: Msg },
-    Drop { from: NodeId, to: NodeId, msg: Msg, reason: DropReason },
-    Timer { timer: TimerId },
-    Save { durability: Durability, bytes: u32 },
+    Send {
+        to: NodeId,
+        msg: Msg,
+        nth: u32,
+    },
+    Recv {
+        from: NodeId,
+        msg: Msg,
+    },
+    Drop {
+        from: NodeId,
+        to: NodeId,
+        msg: Msg,
+        reason: DropReason,
+    },
+    Timer {
+        timer: TimerId,
+    },
+    Save {
+        durability: Durability,
+        bytes: u32,
+    },
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -79,7 +96,12 @@ pub struct Trace {
 
 impl Trace {
     pub fn new(keep: bool) -> Trace {
-        Trace { hasher: TraceHasher::new(), keep, events: Vec::new(), count: 0 }
+        Trace {
+            hasher: TraceHasher::new(),
+            keep,
+            events: Vec::new(),
+            count: 0,
+        }
     }
 
     pub fn hash(&self) -> u64 {
@@ -97,7 +119,14 @@ impl Trace {
                 h.u8(1);
                 let e = record.expect("record events carry their history event");
                 h.u8(e.kind as u8);
-                for field in [e.op_id, e.grant_id, e.key.map(u64::from), e.token, e.value, e.removed_grant_id] {
+                for field in [
+                    e.op_id,
+                    e.grant_id,
+                    e.key.map(u64::from),
+                    e.token,
+                    e.value,
+                    e.removed_grant_id,
+                ] {
                     h.u8(field.is_some() as u8);
                     h.u64(field.unwrap_or(0));
                 }
@@ -117,7 +146,12 @@ impl Trace {
                 h.u16(from.0);
                 hash_msg(h, &msg);
             }
-            What::Drop { from, to, msg, reason } => {
+            What::Drop {
+                from,
+                to,
+                msg,
+                reason,
+            } => {
                 h.u8(4);
                 h.u16(from.0);
                 h.u16(to.0);
@@ -151,16 +185,42 @@ fn hash_msg(h: &mut TraceHasher, msg: &Msg) {
 pub fn fmt_msg(msg: &Msg) -> String {
     let tok = |t: Option<crate::protocol::Token>| t.map_or("-".to_string(), |t| t.0.to_string());
     let body = match *msg {
-        Msg::Acquire { req, owner, .. } | Msg::Release { req, owner, .. } => format!("req={req} owner={owner:#x}"),
-        Msg::Granted { req, owner, token, ttl_ns, .. } => {
-            format!("req={req} owner={owner:#x} token={} ttl={}ms", tok(token), ttl_ns / 1_000_000)
+        Msg::Acquire { req, owner, .. } | Msg::Release { req, owner, .. } => {
+            format!("req={req} owner={owner:#x}")
+        }
+        Msg::Granted {
+            req,
+            owner,
+            token,
+            ttl_ns,
+            ..
+        } => {
+            format!(
+                "req={req} owner={owner:#x} token={} ttl={}ms",
+                tok(token),
+                ttl_ns / 1_000_000
+            )
         }
         Msg::Busy { req, .. } => format!("req={req}"),
         Msg::Released { req, removed, .. } => {
-            format!("req={req} removed={}", removed.map_or("-".to_string(), |o| format!("{o:#x}")))
+            format!(
+                "req={req} removed={}",
+                removed.map_or("-".to_string(), |o| format!("{o:#x}"))
+            )
         }
         Msg::Read { req, op, token, .. } => format!("req={req} op={} token={}", op.0, tok(token)),
-        Msg::Write { req, op, token, value, .. } => format!("req={req} op={} token={} value={}", op.0, tok(token), value.0),
+        Msg::Write {
+            req,
+            op,
+            token,
+            value,
+            ..
+        } => format!(
+            "req={req} op={} token={} value={}",
+            op.0,
+            tok(token),
+            value.0
+        ),
         Msg::ReadOk { req, op, value, .. } => format!("req={req} op={} value={}", op.0, value.0),
         Msg::ReadRejected { req, op, fence, .. } | Msg::WriteRejected { req, op, fence, .. } => {
             format!("req={req} op={} fence={}", op.0, fence.0)
@@ -172,16 +232,34 @@ pub fn fmt_msg(msg: &Msg) -> String {
 
 /// One trace line. `names` maps node ids to names.
 pub fn render(ev: &TraceEvent, history: &History, name: &dyn Fn(NodeId) -> String) -> String {
-    let head = format!("{:>6} {} {:<12}", ev.seq, history::fmt_time(ev.t_ns), name(ev.node));
+    let head = format!(
+        "{:>6} {} {:<12}",
+        ev.seq,
+        history::fmt_time(ev.t_ns),
+        name(ev.node)
+    );
     match ev.what {
         What::Record(i) => {
             let e = &history.events[i];
             format!("{head} OBS   {}{}", e.kind, history.describe_fields(e))
         }
-        What::Send { to, msg, nth } => format!("{head} SEND  -> {:<12} {} #{nth}", name(to), fmt_msg(&msg)),
+        What::Send { to, msg, nth } => {
+            format!("{head} SEND  -> {:<12} {} #{nth}", name(to), fmt_msg(&msg))
+        }
         What::Recv { from, msg } => format!("{head} RECV  <- {:<12} {}", name(from), fmt_msg(&msg)),
-        What::Drop { from, to, msg, reason } => {
-            format!("{head} DROP  {} -x {} {} ({})", name(from), name(to), fmt_msg(&msg), reason.name())
+        What::Drop {
+            from,
+            to,
+            msg,
+            reason,
+        } => {
+            format!(
+                "{head} DROP  {} -x {} {} ({})",
+                name(from),
+                name(to),
+                fmt_msg(&msg),
+                reason.name()
+            )
         }
         What::Timer { timer } => format!("{head} TIMER t{}", timer.0),
         What::Save { durability, bytes } => {

@@ -31,7 +31,14 @@ pub fn run_seed(scenario: &Scenario, seed: u64) -> SeedResult {
     let out = sim::run(&scenario.options, seed, false);
     let report = check::check(&out.history);
     let failed_metrics = scenario.expect.failed_metrics(&report);
-    SeedResult { seed, report, trace_hash: out.trace_hash, events: out.events, unfinished: out.unfinished.len(), failed_metrics }
+    SeedResult {
+        seed,
+        report,
+        trace_hash: out.trace_hash,
+        events: out.events,
+        unfinished: out.unfinished.len(),
+        failed_metrics,
+    }
 }
 
 /// Order-independent summary of many seeds.
@@ -78,7 +85,11 @@ impl Aggregate {
         if !r.failed_metrics.is_empty() {
             self.metric_failures += 1;
             let candidate = (r.seed, r.failed_metrics.join("; "));
-            if self.first_metric_failure.as_ref().is_none_or(|(s, _)| r.seed < *s) {
+            if self
+                .first_metric_failure
+                .as_ref()
+                .is_none_or(|(s, _)| r.seed < *s)
+            {
                 self.first_metric_failure = Some(candidate);
             }
         }
@@ -131,11 +142,16 @@ impl ScenarioResult {
 
 /// Runs `seeds` of `scenario` on `jobs` threads and judges them.
 pub fn run_scenario(scenario: &Scenario, seeds: Range<u64>, jobs: usize) -> ScenarioResult {
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs.max(1)).build().expect("thread pool");
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs.max(1))
+        .build()
+        .expect("thread pool");
     let agg = pool.install(|| {
         seeds
             .into_par_iter()
-            .fold(Aggregate::default, |acc, seed| acc.add(&run_seed(scenario, seed)))
+            .fold(Aggregate::default, |acc, seed| {
+                acc.add(&run_seed(scenario, seed))
+            })
             .reduce(Aggregate::default, Aggregate::merge)
     });
     judge(scenario, agg)
@@ -159,7 +175,10 @@ pub fn judge(scenario: &Scenario, agg: Aggregate) -> ScenarioResult {
         }
     }
     if let Some((seed, msg)) = &agg.first_metric_failure {
-        problems.push(format!("metric assertion failed in {} seeds (seed {seed}: {msg})", agg.metric_failures));
+        problems.push(format!(
+            "metric assertion failed in {} seeds (seed {seed}: {msg})",
+            agg.metric_failures
+        ));
         replay_seed = min_opt(replay_seed, Some(*seed));
     }
     if expect.expects_clean() && agg.seeds > 0 {

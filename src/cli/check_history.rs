@@ -1,0 +1,28 @@
+//! `fencesim check-history`: the checker on a history written by anyone.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use super::{BadInput, EXIT_FAILED, EXIT_OK};
+use crate::{check, history, report};
+
+pub fn cmd_check_history(path: &std::path::Path) -> Result<ExitCode> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| BadInput(format!("{}: {e}", path.display())))?;
+    let h = history::jsonl::read(&text, &path.display().to_string())
+        .map_err(|e| BadInput(e.to_string()))?;
+    let report = check::check(&h);
+    println!(
+        "fencesim {} — checked {} records from {}",
+        env!("CARGO_PKG_VERSION"),
+        h.events.len(),
+        path.display()
+    );
+    print!("{}", report::replay::violations(&h, &report));
+    Ok(ExitCode::from(if report.is_clean() {
+        EXIT_OK
+    } else {
+        EXIT_FAILED
+    }))
+}
