@@ -145,8 +145,9 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
             retry_ns: wl.retry_ms.max(1) * MS,
             request_timeout_ns: *wl.request_timeout_ms.get_ref() * MS,
             max_retries: wl.max_retries,
-            send_token: protocol.worker_sends_token(),
-            token_on_reads: protocol.worker_token_on_reads(),
+            // Both derived from the protocol by `Options::set_protocol` below.
+            send_token: false,
+            token_on_reads: false,
         };
         nodes.push(NodeSpec {
             name: ctx.names[i].clone(),
@@ -214,21 +215,23 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
     };
     let expect = resolve_expect(&ctx, &raw)?;
     let seeds = raw.seed_start..raw.seed_start.saturating_add(*raw.seeds.get_ref());
+    let mut options = Options {
+        protocol,
+        nodes,
+        keys: vec![raw.workload.key.clone()],
+        coordinator_primary: coord,
+        network,
+        faults,
+        random,
+        max_time_ns: raw.max_time_ms.into_inner().saturating_mul(MS),
+    };
+    options.set_protocol(protocol);
     Ok(Scenario {
         path: Default::default(),
         name: raw.name.into_inner(),
         description: raw.description,
         seeds,
-        options: Options {
-            protocol,
-            nodes,
-            keys: vec![raw.workload.key.clone()],
-            coordinator_primary: coord,
-            network,
-            faults,
-            random,
-            max_time_ns: raw.max_time_ms.into_inner().saturating_mul(MS),
-        },
+        options,
         expect,
         source_hash: 0,
     })

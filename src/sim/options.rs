@@ -125,6 +125,24 @@ impl Options {
             .map_or("?", |n| n.name.as_str())
     }
 
+    /// Switches protocol, re-deriving every node's role from it (what a
+    /// scenario's `[protocol]` table does) — how a test runs the unfenced
+    /// twin of a fenced scenario under identical faults.
+    pub fn set_protocol(&mut self, p: ProtocolConfig) {
+        self.protocol = p;
+        for n in &mut self.nodes {
+            n.role = match n.role {
+                Role::Worker(mut w) => {
+                    w.send_token = p.worker_sends_token();
+                    w.token_on_reads = p.worker_token_on_reads();
+                    Role::Worker(w)
+                }
+                Role::Coordinator(_) => Role::Coordinator(p.coordinator()),
+                Role::Resource(_) => Role::Resource(p.fence_check()),
+            };
+        }
+    }
+
     pub fn workers(&self) -> impl Iterator<Item = (NodeId, &NodeSpec)> {
         self.nodes
             .iter()
