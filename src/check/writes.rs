@@ -181,8 +181,7 @@ impl Writes {
             key,
             evidence,
             explanation: format!(
-                "op {} read value {} (#{read_seq}) but overwrote value {} written by op {}: that update is lost",
-                op, seen, current, current
+                "op {op} read value {seen} (#{read_seq}) but its write replaced value {current}, which it never saw: op {current}'s update is lost"
             ),
         });
         let _ = h;

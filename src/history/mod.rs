@@ -154,7 +154,7 @@ impl History {
     /// Human rendering of one record: `#412 12.004s worker/A write_accepted op=1001 token=1`.
     pub fn describe(&self, e: &Event) -> String {
         format!(
-            "#{} {} {:<12} {}{}",
+            "#{:<6}{} {:<12} {}{}",
             e.seq,
             fmt_time(e.t_true_ns),
             self.node_name(e.node),

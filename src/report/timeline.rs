@@ -91,12 +91,12 @@ pub fn render(h: &History, evidence: &BTreeSet<u64>) -> String {
     for (_, name) in &lanes {
         out.push_str(&fit(name));
     }
-    out.push('\n');
+    trim_line(&mut out);
     out.push_str(&format!("   {:<12}", ""));
     for _ in &lanes {
         out.push_str(&fit(&"─".repeat(LANE_WIDTH - 2)));
     }
-    out.push('\n');
+    trim_line(&mut out);
     let mut out_of_service: Vec<Option<&'static str>> = vec![None; lanes.len()];
     for e in &h.events {
         let Some(text) = cell(e) else { continue };
@@ -119,10 +119,7 @@ pub fn render(h: &History, evidence: &BTreeSet<u64>) -> String {
                 out.push_str(&fit("│"));
             }
         }
-        while out.ends_with(' ') {
-            out.pop();
-        }
-        out.push('\n');
+        trim_line(&mut out);
         match e.kind {
             Kind::Pause => out_of_service[col] = Some("┆ paused"),
             Kind::Crash => out_of_service[col] = Some("┆ down"),
@@ -131,4 +128,11 @@ pub fn render(h: &History, evidence: &BTreeSet<u64>) -> String {
         }
     }
     out
+}
+
+fn trim_line(out: &mut String) {
+    while out.ends_with(' ') {
+        out.pop();
+    }
+    out.push('\n');
 }

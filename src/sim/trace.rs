@@ -22,7 +22,8 @@
 //! 2 send, 3 recv, 4 drop, 5 timer, 6 save), then — record: kind index u8,
 //! each of op_id, grant_id, key, token, value, removed_grant_id as a presence
 //! byte plus u64, outcome u8, detail bytes; send: to u16, nth u64, message;
-//! recv: from u16, message; drop: from u16, to u16, reason u8, message;
+//! recv: from u16, message; drop: from u16, to u16, reason u8 (0 lost in
+//! the network — drawn or scripted alike, 1 partition, 2 receiver down), message;
 //! timer: id u16; save: durability u8, length u64. A message is its tag u8
 //! followed by its five field words (`Msg::words`), all little-endian.
 
@@ -39,6 +40,17 @@ pub enum DropReason {
 }
 
 impl DropReason {
+    /// In the hash, a message lost to a drawn loss and one lost to a
+    /// scripted drop are the same event: a random run and its scripted
+    /// rewrite (`--emit-scenario`) must hash alike.
+    fn hash_code(self) -> u8 {
+        match self {
+            DropReason::Loss | DropReason::Scripted => 0,
+            DropReason::Partition => 1,
+            DropReason::Down => 2,
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             DropReason::Loss => "loss",
@@ -155,7 +167,7 @@ impl Trace {
                 h.u8(4);
                 h.u16(from.0);
                 h.u16(to.0);
-                h.u8(reason as u8);
+                h.u8(reason.hash_code());
                 hash_msg(h, &msg);
             }
             What::Timer { timer } => {
