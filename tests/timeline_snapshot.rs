@@ -27,7 +27,7 @@ fn article_gc_pause_timeline_shows_the_stale_write_with_its_evidence() {
            10.223138s  ┆ paused                write 2001              │                       │
         >> 10.227561s  ┆ paused                │                       │                       ✓ 2001 stored
            10.229888s  ┆ paused                release g2              │                       │
-           10.233711s  ┆ paused                │                       DEL g2 (for g2)         │
+           10.233711s  ┆ paused                │                       released g2             │
            10.235144s  ┆ paused                done                    │                       │
            12.006936s  ── resumes ──           │                       │                       │
            12.006936s  write 1001              │                       │                       │

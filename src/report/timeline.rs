@@ -54,7 +54,8 @@ fn cell(e: &Event) -> Option<String> {
         Kind::WriteAcked if e.outcome == Some(Outcome::Rejected) => format!("{op} rejected"),
         Kind::ReleaseSent => format!("release {}", g(e.grant_id)),
         Kind::ReleaseApplied => match e.removed_grant_id {
-            Some(r) => format!("DEL {} (for {})", g(Some(r)), g(e.grant_id)),
+            Some(r) if Some(r) == e.grant_id => format!("released {}", g(Some(r))),
+            Some(r) => format!("deletes {} (for {})", g(Some(r)), g(e.grant_id)),
             None => format!("release {}: none", g(e.grant_id)),
         },
         Kind::Pause => format!(
