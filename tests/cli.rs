@@ -17,7 +17,8 @@ fn run_on_the_article_suite_meets_every_expectation_and_exits_zero() {
 #[test]
 fn unmet_expectation_exits_one_and_prints_the_replay_command() {
     let dir = tempfile::tempdir().unwrap();
-    let src = std::fs::read_to_string(common::scenario_path("article/gc-pause-fenced-cas.toml")).unwrap();
+    let src =
+        std::fs::read_to_string(common::scenario_path("article/gc-pause-fenced-cas.toml")).unwrap();
     // Claim the fenced protocol is unfenced: the expectation cannot be met.
     let lying = src.replace("kind = \"fenced-cas\"", "kind = \"redis-set-nx\"");
     let path = dir.path().join("lying.toml");
@@ -27,7 +28,13 @@ fn unmet_expectation_exits_one_and_prints_the_replay_command() {
     let text = stdout(&out);
     assert!(text.contains("NOT MET"), "{text}");
     assert!(text.contains("unexpected stale_write in 5 seeds"), "{text}");
-    assert!(text.contains(&format!("replay: fencesim replay {} --seed 0", path.display())), "{text}");
+    assert!(
+        text.contains(&format!(
+            "replay: fencesim replay {} --seed 0",
+            path.display()
+        )),
+        "{text}"
+    );
 }
 
 #[test]
@@ -38,35 +45,74 @@ fn malformed_scenario_exits_two_naming_file_line_and_column() {
     let out = fencesim(&["run", path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
-    assert!(err.contains(&format!("{}:2:8: invalid type: integer `3`, expected a string", path.display())), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{}:2:8: invalid type: integer `3`, expected a string",
+            path.display()
+        )),
+        "{err}"
+    );
 }
 
 #[test]
 fn missing_file_and_bad_seed_exit_two() {
     assert_eq!(fencesim(&["run", "no/such/dir"]).status.code(), Some(2));
-    let out = fencesim(&["replay", "scenarios/article/gc-pause-stale-write.toml", "--seed", "seven"]);
+    let out = fencesim(&[
+        "replay",
+        "scenarios/article/gc-pause-stale-write.toml",
+        "--seed",
+        "seven",
+    ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("is not a seed"));
 }
 
 #[test]
 fn replay_prints_options_timeline_trace_evidence_and_hash_in_that_order() {
-    let out = fencesim(&["replay", "scenarios/article/gc-pause-stale-write.toml", "--seed", "7"]);
+    let out = fencesim(&[
+        "replay",
+        "scenarios/article/gc-pause-stale-write.toml",
+        "--seed",
+        "7",
+    ]);
     // The scenario expects this stale write: the seed meets its expectation.
     assert_eq!(out.status.code(), Some(0));
     let text = stdout(&out);
-    let order = ["fencesim 0.", "seed 7", "protocol        = ttl-lease-del", "== timeline", "== trace ==", "legend:", "VIOLATION stale_write", "trace hash 850a764329240759"];
+    let order = [
+        "fencesim 0.",
+        "seed 7",
+        "protocol        = ttl-lease-del",
+        "== timeline",
+        "== trace ==",
+        "legend:",
+        "VIOLATION stale_write",
+        "trace hash 518963cad1e34c20",
+    ];
     let mut at = 0;
     for needle in order {
-        let found = text[at..].find(needle).unwrap_or_else(|| panic!("{needle:?} missing or out of order in:\n{text}"));
+        let found = text[at..]
+            .find(needle)
+            .unwrap_or_else(|| panic!("{needle:?} missing or out of order in:\n{text}"));
         at += found;
     }
 }
 
 #[test]
 fn seeds_are_accepted_in_hex() {
-    let dec = stdout(&fencesim(&["replay", "scenarios/article/gc-pause-stale-write.toml", "--seed", "255", "--no-trace"]));
-    let hex = stdout(&fencesim(&["replay", "scenarios/article/gc-pause-stale-write.toml", "--seed", "0xff", "--no-trace"]));
+    let dec = stdout(&fencesim(&[
+        "replay",
+        "scenarios/article/gc-pause-stale-write.toml",
+        "--seed",
+        "255",
+        "--no-trace",
+    ]));
+    let hex = stdout(&fencesim(&[
+        "replay",
+        "scenarios/article/gc-pause-stale-write.toml",
+        "--seed",
+        "0xff",
+        "--no-trace",
+    ]));
     assert_eq!(dec, hex.replace("--seed 0xff", "--seed 255"));
 }
 
@@ -74,10 +120,24 @@ fn seeds_are_accepted_in_hex() {
 fn written_history_checks_to_the_same_verdict() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("h.jsonl");
-    let replay = fencesim(&["replay", "scenarios/article/gc-pause-stale-write.toml", "--seed", "7", "--history", file.to_str().unwrap()]);
+    let replay = fencesim(&[
+        "replay",
+        "scenarios/article/gc-pause-stale-write.toml",
+        "--seed",
+        "7",
+        "--history",
+        file.to_str().unwrap(),
+    ]);
     let checked = fencesim(&["check-history", file.to_str().unwrap()]);
     assert_eq!(checked.status.code(), Some(1));
-    let verdict = |s: &str| s.lines().filter(|l| l.starts_with("VIOLATION") || l.starts_with("    #") || l.starts_with("info:")).map(str::to_string).collect::<Vec<_>>();
+    let verdict = |s: &str| {
+        s.lines()
+            .filter(|l| {
+                l.starts_with("VIOLATION") || l.starts_with("    #") || l.starts_with("info:")
+            })
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
     let (a, b) = (verdict(&stdout(&replay)), verdict(&stdout(&checked)));
     assert!(!a.is_empty());
     assert_eq!(a, b);
@@ -87,7 +147,14 @@ fn written_history_checks_to_the_same_verdict() {
 fn clean_history_exits_zero_and_broken_history_exits_two() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("h.jsonl");
-    fencesim(&["replay", "scenarios/article/gc-pause-fenced-cas.toml", "--seed", "1", "--history", file.to_str().unwrap()]);
+    fencesim(&[
+        "replay",
+        "scenarios/article/gc-pause-fenced-cas.toml",
+        "--seed",
+        "1",
+        "--history",
+        file.to_str().unwrap(),
+    ]);
     let ok = fencesim(&["check-history", file.to_str().unwrap()]);
     assert_eq!(ok.status.code(), Some(0), "{}", stdout(&ok));
     assert!(stdout(&ok).contains("no violations"));
@@ -103,13 +170,42 @@ fn emitted_scripted_scenario_replays_the_same_violation_without_random_faults() 
     let file = dir.path().join("scripted.toml");
     let src = "scenarios/random/random-faults-ttl-lease-del.toml";
     let seed = "4"; // a seed whose random faults produce a stale write
-    let first = fencesim(&["replay", src, "--seed", seed, "--no-trace", "--emit-scenario", file.to_str().unwrap()]);
-    assert!(stdout(&first).contains("VIOLATION stale_write"), "{}", stdout(&first));
+    let first = fencesim(&[
+        "replay",
+        src,
+        "--seed",
+        seed,
+        "--no-trace",
+        "--emit-scenario",
+        file.to_str().unwrap(),
+    ]);
+    assert!(
+        stdout(&first).contains("VIOLATION stale_write"),
+        "{}",
+        stdout(&first)
+    );
     let scripted = std::fs::read_to_string(&file).unwrap();
-    assert!(!scripted.contains("[random]") && !scripted.contains("loss_probability"), "{scripted}");
-    let again = fencesim(&["replay", file.to_str().unwrap(), "--seed", seed, "--no-trace"]);
-    let hash = |s: String| s.lines().find(|l| l.starts_with("trace hash")).map(str::to_string);
-    assert_eq!(hash(stdout(&first)), hash(stdout(&again)), "same seed, scripted faults: the same run");
+    assert!(
+        !scripted.contains("[random]") && !scripted.contains("loss_probability"),
+        "{scripted}"
+    );
+    let again = fencesim(&[
+        "replay",
+        file.to_str().unwrap(),
+        "--seed",
+        seed,
+        "--no-trace",
+    ]);
+    let hash = |s: String| {
+        s.lines()
+            .find(|l| l.starts_with("trace hash"))
+            .map(str::to_string)
+    };
+    assert_eq!(
+        hash(stdout(&first)),
+        hash(stdout(&again)),
+        "same seed, scripted faults: the same run"
+    );
 }
 
 #[test]

@@ -45,7 +45,8 @@ const MS: u64 = 1_000_000;
 
 fn fault() -> impl Strategy<Value = Fault> {
     let node = (0..NODES).prop_map(NodeId);
-    let link = (0..NODES, 1..NODES).prop_map(|(from, step)| (NodeId(from), NodeId((from + step) % NODES)));
+    let link =
+        (0..NODES, 1..NODES).prop_map(|(from, step)| (NodeId(from), NodeId((from + step) % NODES)));
     prop_oneof![
         3 => (node.clone(), 0..8_000u64, 1_000..10_000u64).prop_map(|(node, at, d)| Fault::Pause {
             node,
@@ -75,8 +76,13 @@ fn schedule() -> impl Strategy<Value = (Vec<Fault>, u64, u32)> {
 fn fenced_cas_survives_a_thousand_fault_schedules_that_break_ttl_leases() {
     let base = fencesim::scenario::parse(BASE, "proptest-base.toml").expect("base scenario parses");
     let cases = 1_000;
-    let config = Config { cases, failure_persistence: None, ..Config::default() };
-    let mut runner = TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha));
+    let config = Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    };
+    let mut runner =
+        TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha));
     let unfenced_stale = Cell::new(0u32);
     let ran = Cell::new(0u32);
     let result = runner.run(&schedule(), |(faults, seed, loss_percent)| {
@@ -85,15 +91,26 @@ fn fenced_cas_survives_a_thousand_fault_schedules_that_break_ttl_leases() {
         fenced.network.loss_probability = loss_percent as f64 / 100.0;
         let out = sim::run(&fenced, seed, false);
         let report = check::check(&out.history);
-        prop_assert_eq!(report.count(ViolationKind::StaleWrite), 0, "stale write under fencing: {:?}", report.violations);
-        prop_assert_eq!(report.count(ViolationKind::TokenOrder), 0, "token order under fencing: {:?}", report.violations);
+        prop_assert_eq!(
+            report.count(ViolationKind::StaleWrite),
+            0,
+            "stale write under fencing: {:?}",
+            report.violations
+        );
+        prop_assert_eq!(
+            report.count(ViolationKind::TokenOrder),
+            0,
+            "token order under fencing: {:?}",
+            report.violations
+        );
 
         let mut unfenced = fenced.clone();
         let mut p = unfenced.protocol;
         p.kind = ProtocolKind::TtlLeaseDel;
         unfenced.set_protocol(p);
         let broken = check::check(&sim::run(&unfenced, seed, false).history);
-        unfenced_stale.set(unfenced_stale.get() + (broken.count(ViolationKind::StaleWrite) > 0) as u32);
+        unfenced_stale
+            .set(unfenced_stale.get() + (broken.count(ViolationKind::StaleWrite) > 0) as u32);
         ran.set(ran.get() + 1);
         Ok(())
     });
@@ -102,6 +119,14 @@ fn fenced_cas_survives_a_thousand_fault_schedules_that_break_ttl_leases() {
     }
     assert!(ran.get() >= cases, "ran {} cases", ran.get());
     let share = unfenced_stale.get() as f64 / ran.get() as f64;
-    assert!(share >= 0.12, "ttl-lease-del broke in only {:.1}% of schedules", share * 100.0);
-    eprintln!("ttl-lease-del stale_write share: {:.1}% of {} schedules", share * 100.0, ran.get());
+    assert!(
+        share >= 0.12,
+        "ttl-lease-del broke in only {:.1}% of schedules",
+        share * 100.0
+    );
+    eprintln!(
+        "ttl-lease-del stale_write share: {:.1}% of {} schedules",
+        share * 100.0,
+        ran.get()
+    );
 }

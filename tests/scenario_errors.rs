@@ -74,7 +74,7 @@ fn unknown_protocol_lists_the_catalogue() {
     check(
         |s| s.replace("kind = \"fenced-cas\"", "kind = \"fenced-cass\""),
         expect![[r#"
-            broken.toml:5:8: unknown protocol "fenced-cass"; expected one of ttl-lease-del, redis-set-nx, fenced-cas
+            broken.toml:5:8: unknown protocol "fenced-cass"; expected one of ttl-lease-del, redis-set-nx, check-before-write, fenced-cas, fenced-check-then-write, incr-beside-lease, consensus-generation
               |
               | kind = "fenced-cass"
               |        ^"#]],
@@ -96,7 +96,12 @@ fn fault_on_unknown_node_lists_the_nodes() {
 #[test]
 fn malformed_after_trigger_shows_the_expected_shape() {
     check(
-        |s| s.replace("after = \"worker/A:read_ok\"", "after = \"worker/A read_ok\""),
+        |s| {
+            s.replace(
+                "after = \"worker/A:read_ok\"",
+                "after = \"worker/A read_ok\"",
+            )
+        },
         expect![[r#"
             broken.toml:13:9: expected "<node>:<history kind>" or "<node>:<history kind>#<n>", e.g. "worker/A:read_ok"
               |
@@ -144,7 +149,12 @@ fn probability_out_of_range_is_rejected() {
 #[test]
 fn unknown_violation_kind_in_expectation_is_rejected() {
     check(
-        |s| s.replace("[expect]\n", "[expect]\nmust_find = [{ kind = \"stale_writes\" }]\n"),
+        |s| {
+            s.replace(
+                "[expect]\n",
+                "[expect]\nmust_find = [{ kind = \"stale_writes\" }]\n",
+            )
+        },
         expect![[r#"
             broken.toml:16:23: unknown violation kind "stale_writes"; expected one of stale_write, lost_update, token_order, unsafe_release
               |

@@ -8,8 +8,13 @@ use fencesim::{scenario, suite};
 
 #[test]
 fn every_bundled_scenario_meets_its_expectation() {
-    let files = scenario::collect(&[common::root().join("scenarios")]).expect("scenarios/ is readable");
-    assert!(files.len() >= 14, "expected the bundled suite, found {} files", files.len());
+    let files =
+        scenario::collect(&[common::root().join("scenarios")]).expect("scenarios/ is readable");
+    assert!(
+        files.len() >= 14,
+        "expected the bundled suite, found {} files",
+        files.len()
+    );
     let mut failures = Vec::new();
     for file in &files {
         let s = common::load(file);
@@ -19,7 +24,11 @@ fn every_bundled_scenario_meets_its_expectation() {
             failures.push(format!("{}: {:?}", file.display(), result.problems));
         }
     }
-    assert!(failures.is_empty(), "unmet expectations:\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "unmet expectations:\n{}",
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -34,5 +43,8 @@ fn safe_twins_are_found_unsafe_without_the_fence() {
     let clean = suite::run_scenario(&fenced, 0..50, 1);
     let broken = suite::run_scenario(&unfenced, 0..50, 1);
     assert_eq!(clean.agg.failing_seeds, [0, 0, 0, 0]);
-    assert_eq!(broken.agg.failing_seeds[fencesim::check::ViolationKind::StaleWrite as usize], 50);
+    assert_eq!(
+        broken.agg.failing_seeds[fencesim::check::ViolationKind::StaleWrite as usize],
+        50
+    );
 }

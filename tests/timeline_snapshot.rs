@@ -35,7 +35,8 @@ fn article_gc_pause_timeline_shows_the_stale_write_with_its_evidence() {
            12.010054s  release g1              │                       │                       │
            12.014168s  │                       │                       release g1: none        │
            12.017769s  done                    │                       │                       │
-    "#]].assert_eq(&text);
+    "#]]
+    .assert_eq(&text);
 }
 
 #[test]
@@ -44,15 +45,15 @@ fn article_gc_pause_verdict_explains_the_stale_write() {
     let out = sim::run(&s.options, 7, false);
     let r = check::check(&out.history);
     expect![[r#"
-        VIOLATION stale_write on key doc: resource/0 accepted op 1001 of generation 1 at 12.008015s after op 2001 of generation 2 (#147): the older holder overwrote the newer one
-            #5        0.001557s coord/0      grant_issued grant=1 key=doc
-            #131     10.113265s coord/0      grant_issued grant=2 key=doc
-            #147     10.227561s resource/0   write_accepted op=2001 value=2001 key=doc
-            #165     12.008015s resource/0   write_accepted op=1001 value=1001 key=doc
-        VIOLATION lost_update on key doc: op 1001 read value 0 (#15) but its write replaced value 2001, which it never saw: op 2001's update is lost
-            #15       0.006936s worker/A     read_ok op=1001 value=0 key=doc
-            #147     10.227561s resource/0   write_accepted op=2001 value=2001 key=doc
-            #165     12.008015s resource/0   write_accepted op=1001 value=1001 key=doc
+        VIOLATION stale_write on key doc: resource/0 accepted op 1001 of generation 1 at 12.008015s after op 2001 of generation 2 (#168): the older holder overwrote the newer one
+            #7        0.001557s coord/0      grant_issued grant=1 key=doc
+            #152     10.113265s coord/0      grant_issued grant=2 key=doc
+            #168     10.227561s resource/0   write_accepted op=2001 value=2001 key=doc
+            #186     12.008015s resource/0   write_accepted op=1001 value=1001 key=doc
+        VIOLATION lost_update on key doc: op 1001 read value 0 (#17) but its write replaced value 2001, which it never saw: op 2001's update is lost
+            #17       0.006936s worker/A     read_ok op=1001 value=0 key=doc
+            #168     10.227561s resource/0   write_accepted op=2001 value=2001 key=doc
+            #186     12.008015s resource/0   write_accepted op=1001 value=1001 key=doc
         info: writes_accepted=2 stale_attempts=1 fence_rejected_total=0 fence_rejected_same_generation=0 late_writes=0 overlaps=1 overlap_ms=111
     "#]].assert_eq(&report::replay::violations(&out.history, &r));
 }

@@ -43,6 +43,7 @@ macro_rules! kinds {
 }
 
 kinds! {
+    AcquireSent => "acquire_sent": "a worker asked for a lease (each attempt; acquisition wait starts at an op's first)",
     GrantIssued => "grant_issued": "coordinator sent a grant (grant_id, token); re-sends of the same grant are not recorded again",
     GrantReceived => "grant_received": "a worker received a grant",
     ReadSent => "read_sent": "a worker sent a read (op_id, token if fenced)",
@@ -55,6 +56,10 @@ kinds! {
     WriteAcked => "write_acked": "a worker received the write's answer (outcome ok|rejected)",
     ReleaseSent => "release_sent": "a worker asked to release the lease of grant_id",
     ReleaseApplied => "release_applied": "coordinator processed a release for grant_id; removed_grant_id = whose lease it deleted",
+    RenewOk => "renew_ok": "coordinator extended grant_id's lease (value = slack in ns: time that was left before expiry)",
+    RenewFailed => "renew_failed": "coordinator refused a renewal: the lease was gone",
+    LeaseLost => "lease_lost": "a worker learned it lost its lease (failed renewal) and stopped its operation",
+    Failover => "failover": "the coordinator primary crashed and a backup was promoted (node = the new primary)",
     LeaseExpired => "lease_expired": "coordinator dropped grant_id's lease on its own clock",
     Pause => "pause": "node stops handling inputs (GC pause, SIGSTOP)",
     Resume => "resume": "paused node runs again; queued inputs follow",

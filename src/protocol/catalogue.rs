@@ -1,37 +1,53 @@
 //! The named protocols a scenario can pick, as compositions of orthogonal
-//! parts: lease release style × token source × resource check.
+//! parts: lease release style × token source (and its replication) ×
+//! resource check × worker discipline. Renewal (heartbeats) is an option on
+//! every lease protocol.
 //!
-//! | id             | real system                                   | release | tokens | resource check |
-//! |----------------|-----------------------------------------------|---------|--------|----------------|
-//! | ttl-lease-del  | a TTL lock released with plain `DEL`          | DEL     | none   | none           |
-//! | redis-set-nx   | `SET key rand NX PX ttl` + compare-and-delete | CAD     | none   | none           |
-//! | fenced-cas     | coordinator counter + the article's `UPDATE … WHERE fencing_token < $2` | CAD | counter | atomic CAS |
-//!
-//! The Redis pattern is documented at redis.io ("Distributed Locks with
-//! Redis"); the fenced update is the article's PostgreSQL statement.
+//! | id | real system | release | tokens | resource check | worker |
+//! |----|-------------|---------|--------|----------------|--------|
+//! | ttl-lease-del | a TTL lock released with plain `DEL` | DEL | none | none | writes blindly |
+//! | redis-set-nx | `SET key rand NX PX ttl` + compare-and-delete (redis.io "Distributed Locks with Redis") | CAD | none | none | writes blindly |
+//! | check-before-write | the holder re-checks its lease (local clock) right before saving | CAD | none | none | checks lease |
+//! | fenced-cas | coordinator counter + the article's `UPDATE … WHERE fencing_token < $2` | CAD | durable counter | atomic CAS | sends token |
+//! | fenced-check-then-write | the article's "subtly broken" read-fence-then-write | CAD | durable counter | check, then write later | sends token |
+//! | incr-beside-lease | Redis lease + `INCR lock:counter` on an async-replicated primary | CAD | async-replicated counter | atomic CAS | sends token |
+//! | consensus-generation | Chubby sequencer: generation committed on a majority (Burrows, OSDI '06) | CAD | quorum | atomic CAS | sends token |
 
-use super::coordinator::{CoordinatorConfig, ReleaseStyle};
-use super::resource::FenceCheck;
+use super::coordinator::{CoordinatorConfig, ReleaseStyle, Replication};
+use super::node::{Nanos, NodeId};
+use super::resource::{FenceCheck, ResourceConfig};
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
 pub enum ProtocolKind {
     TtlLeaseDel,
     RedisSetNx,
+    CheckBeforeWrite,
     FencedCas,
+    FencedCheckThenWrite,
+    IncrBesideLease,
+    ConsensusGeneration,
 }
 
 impl ProtocolKind {
-    pub const ALL: [ProtocolKind; 3] = [
+    pub const ALL: [ProtocolKind; 7] = [
         ProtocolKind::TtlLeaseDel,
         ProtocolKind::RedisSetNx,
+        ProtocolKind::CheckBeforeWrite,
         ProtocolKind::FencedCas,
+        ProtocolKind::FencedCheckThenWrite,
+        ProtocolKind::IncrBesideLease,
+        ProtocolKind::ConsensusGeneration,
     ];
 
     pub fn id(self) -> &'static str {
         match self {
             ProtocolKind::TtlLeaseDel => "ttl-lease-del",
             ProtocolKind::RedisSetNx => "redis-set-nx",
+            ProtocolKind::CheckBeforeWrite => "check-before-write",
             ProtocolKind::FencedCas => "fenced-cas",
+            ProtocolKind::FencedCheckThenWrite => "fenced-check-then-write",
+            ProtocolKind::IncrBesideLease => "incr-beside-lease",
+            ProtocolKind::ConsensusGeneration => "consensus-generation",
         }
     }
 
@@ -47,14 +63,66 @@ impl ProtocolKind {
             ProtocolKind::RedisSetNx => {
                 "Redis SET NX PX with a random value, compare-and-delete release; no fence"
             }
+            ProtocolKind::CheckBeforeWrite => {
+                "holder re-checks its lease just before saving; a pause after the check still wins"
+            }
             ProtocolKind::FencedCas => {
                 "coordinator issues increasing tokens; resource accepts token >= fence atomically"
+            }
+            ProtocolKind::FencedCheckThenWrite => {
+                "resource reads the fence, compares, then writes in a second step"
+            }
+            ProtocolKind::IncrBesideLease => {
+                "INCR counter beside the lease on an async-replicated primary; failover reissues"
+            }
+            ProtocolKind::ConsensusGeneration => {
+                "Chubby-style sequencer: generation committed on a majority before the grant"
+            }
+        }
+    }
+
+    /// Where the real system's behaviour is documented.
+    pub fn source(self) -> &'static str {
+        match self {
+            ProtocolKind::TtlLeaseDel => {
+                "the article; redis.io distributed-locks page (why not plain DEL)"
+            }
+            ProtocolKind::RedisSetNx => {
+                "redis.io 'Distributed Locks with Redis'; Redis 8.4 DELEX IFEQ"
+            }
+            ProtocolKind::CheckBeforeWrite => {
+                "the article: 'A can pause between the check and the write'"
+            }
+            ProtocolKind::FencedCas => "the article's UPDATE ... WHERE fencing_token < $2",
+            ProtocolKind::FencedCheckThenWrite => {
+                "the article's 'subtly broken' getFence-then-update"
+            }
+            ProtocolKind::IncrBesideLease => {
+                "the article: 'Why INCR is not automatically token 42'"
+            }
+            ProtocolKind::ConsensusGeneration => {
+                "Burrows, The Chubby lock service (OSDI 2006): sequencers"
             }
         }
     }
 
     pub fn is_fenced(self) -> bool {
-        matches!(self, ProtocolKind::FencedCas)
+        matches!(
+            self,
+            ProtocolKind::FencedCas
+                | ProtocolKind::FencedCheckThenWrite
+                | ProtocolKind::IncrBesideLease
+                | ProtocolKind::ConsensusGeneration
+        )
+    }
+
+    /// Replica count when the scenario does not say.
+    pub fn default_replicas(self) -> u8 {
+        match self {
+            ProtocolKind::IncrBesideLease => 2,
+            ProtocolKind::ConsensusGeneration => 3,
+            _ => 1,
+        }
     }
 }
 
@@ -62,34 +130,76 @@ impl ProtocolKind {
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct ProtocolConfig {
     pub kind: ProtocolKind,
-    pub lease_ttl_ns: u64,
-    /// fenced-cas: one write per token (`fence < $token`).
+    pub lease_ttl_ns: Nanos,
+    /// Fenced: one write per token (`fence < $token`).
     pub strict: bool,
-    /// fenced-cas: reads carry the token and raise the fence.
+    /// Fenced: reads carry the token and raise the fence.
     pub fence_reads: bool,
+    /// Coordinator replicas (`coord/0..`).
+    pub replicas: u8,
+    /// incr-beside-lease (and replicated plain leases): replication lag.
+    pub replication_lag_ns: Nanos,
+    /// Heartbeat period; `None`: no renewal.
+    pub renew_every_ns: Option<Nanos>,
+    /// fenced-check-then-write: time between the fence check and the write.
+    pub check_to_write_ns: Nanos,
+    /// The resource keeps its fence only in memory (lost on restart).
+    pub volatile_fence: bool,
 }
 
 impl ProtocolConfig {
-    pub fn coordinator(&self) -> CoordinatorConfig {
+    pub fn new(kind: ProtocolKind, lease_ttl_ns: Nanos) -> Self {
+        ProtocolConfig {
+            kind,
+            lease_ttl_ns,
+            strict: false,
+            fence_reads: false,
+            replicas: kind.default_replicas(),
+            replication_lag_ns: 50_000_000,
+            renew_every_ns: None,
+            check_to_write_ns: 5_000_000,
+            volatile_fence: false,
+        }
+    }
+
+    /// The coordinator replica `index` of a group starting at `first`.
+    pub fn coordinator(&self, first: NodeId, index: u8) -> CoordinatorConfig {
         let release = match self.kind {
             ProtocolKind::TtlLeaseDel => ReleaseStyle::Del,
-            ProtocolKind::RedisSetNx | ProtocolKind::FencedCas => ReleaseStyle::CompareAndDelete,
+            _ => ReleaseStyle::CompareAndDelete,
+        };
+        let replication = match self.kind {
+            ProtocolKind::ConsensusGeneration => Replication::Quorum,
+            _ if self.replicas > 1 => Replication::Async {
+                lag_ns: self.replication_lag_ns,
+            },
+            _ => Replication::None,
         };
         CoordinatorConfig {
             lease_ttl_ns: self.lease_ttl_ns,
             release,
             tokens: self.kind.is_fenced(),
+            replication,
+            first,
+            replicas: self.replicas,
+            index,
         }
     }
 
-    pub fn fence_check(&self) -> FenceCheck {
-        if self.kind.is_fenced() {
-            FenceCheck::Cas {
+    pub fn resource(&self) -> ResourceConfig {
+        let check = match self.kind {
+            ProtocolKind::FencedCheckThenWrite => FenceCheck::CheckThenWrite {
+                step_ns: self.check_to_write_ns,
+            },
+            k if k.is_fenced() => FenceCheck::Cas {
                 strict: self.strict,
                 fence_reads: self.fence_reads,
-            }
-        } else {
-            FenceCheck::None
+            },
+            _ => FenceCheck::None,
+        };
+        ResourceConfig {
+            check,
+            volatile_fence: self.volatile_fence,
         }
     }
 
@@ -99,5 +209,9 @@ impl ProtocolConfig {
 
     pub fn worker_token_on_reads(&self) -> bool {
         self.kind.is_fenced() && self.fence_reads
+    }
+
+    pub fn worker_checks_lease(&self) -> bool {
+        self.kind == ProtocolKind::CheckBeforeWrite
     }
 }

@@ -1,17 +1,30 @@
-//! The lease server: Redis `SET key value NX PX ttl` with an optional fencing
-//! counter beside it.
+//! The lease server: Redis `SET key value NX PX ttl` with an optional token
+//! source beside it, on one node or a replica group.
 //!
-//! Models the lock service of the article's first half. A lease record is
-//! (owner nonce, token, expiry on the server's wall clock — Redis stores
-//! absolute expiry times, so a wall-clock jump moves every lease). Release
-//! is either a plain `DEL` (removes whatever lease is there, the bug the
-//! Redis docs warn about) or compare-and-delete (Lua script / `DELEX IFEQ`).
+//! Models the lock services of the article. A lease record is (owner nonce,
+//! token, expiry on the server's wall clock — Redis stores absolute expiry
+//! times, so a wall-clock jump moves every lease). Release is either a plain
+//! `DEL` (removes whatever lease is there, the bug the Redis docs warn
+//! about) or compare-and-delete (Lua script / `DELEX IFEQ`). Renewal extends
+//! the caller's own lease by a full TTL (DynamoDB lock client heartbeat,
+//! Redisson watchdog).
 //!
-//! With a token source, every grant takes the next value of a counter that
-//! is persisted as *synced* before the grant is sent, so a crash and restart
-//! can never hand out the same token twice. The lease table itself is
-//! volatile: a restarted server forgets who held what, as Redis without AOF
-//! fsync does. Fencing is what keeps data safe through that.
+//! Token sources and replication (`Replication`):
+//! - `None` + tokens: one durable counter, persisted as *synced* before the
+//!   grant leaves, so a restart can never reissue a token (fenced-cas).
+//! - `Async`: a Redis primary replicating to its replicas after a lag
+//!   (INCR beside the lease). The counter is persisted *buffered* (AOF
+//!   everysec). A failover promotes a replica that may not have seen the
+//!   last grants: it reissues tokens and forgets leases (incr-beside-lease).
+//! - `Quorum`: Chubby-style sequencer. A generation is accepted by a
+//!   majority (each acceptor persists it synced) before the grant leaves; a
+//!   promoted primary first learns the highest accepted generation from a
+//!   majority. Majorities intersect, so generations only grow across
+//!   failover. Assumes, as Chubby's master lease does, that a deposed
+//!   primary has stopped (fencesim's failover crashes it first).
+//!
+//! The lease table itself is volatile: a restarted server forgets who held
+//! what. Fencing is what keeps data safe through that.
 //!
 //! Re-acquiring with the owner nonce that already holds the key answers with
 //! the same grant again (without extending it), so a retransmitted acquire
@@ -31,11 +44,44 @@ pub enum ReleaseStyle {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Replication {
+    /// A single node.
+    None,
+    /// Primary ships its state to the replicas `lag_ns` after it changes.
+    Async { lag_ns: Nanos },
+    /// Generations are committed on a majority before they are granted.
+    Quorum,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct CoordinatorConfig {
     pub lease_ttl_ns: Nanos,
     pub release: ReleaseStyle,
-    /// Issue fencing tokens from a durable counter.
+    /// Issue fencing tokens.
     pub tokens: bool,
+    pub replication: Replication,
+    /// The replica group: ids `first .. first + replicas`; this node is `index`.
+    pub first: NodeId,
+    pub replicas: u8,
+    pub index: u8,
+}
+
+impl CoordinatorConfig {
+    pub fn single(lease_ttl_ns: Nanos, release: ReleaseStyle, tokens: bool, id: NodeId) -> Self {
+        CoordinatorConfig {
+            lease_ttl_ns,
+            release,
+            tokens,
+            replication: Replication::None,
+            first: id,
+            replicas: 1,
+            index: 0,
+        }
+    }
+
+    fn majority(&self) -> u32 {
+        self.replicas as u32 / 2 + 1
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -45,44 +91,133 @@ struct Lease {
     expires_wall_ns: i64,
 }
 
+/// An acquire waiting for its generation to reach a majority.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+struct Proposal {
+    gen: u64,
+    acks: u8,
+    from: NodeId,
+    req: u32,
+    key: Key,
+    owner: u64,
+}
+
+/// Timer ids: one expiry check per key (`TimerId(key)`), and replication.
+const REPLICATE: TimerId = TimerId(u16::MAX);
+
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Coordinator {
     cfg: CoordinatorConfig,
     leases: BTreeMap<Key, Lease>,
-    /// The greatest token ever issued (0: none yet).
+    /// Greatest token issued (or, under `Quorum`, generation accepted).
     counter: u64,
+    primary: bool,
+    /// Quorum: a primary serves only after learning the highest generation.
+    ready: bool,
+    /// Quorum: replicas that answered `QueryMax`, and the highest answer.
+    query: Option<(u8, u64)>,
+    proposal: Option<Proposal>,
+    replicate_pending: bool,
 }
 
 impl Coordinator {
     pub fn new(cfg: CoordinatorConfig) -> Self {
         assert!(cfg.lease_ttl_ns > 0, "a lease needs a positive TTL");
+        assert!(cfg.replicas >= 1 && cfg.index < cfg.replicas && cfg.replicas <= 8);
         Coordinator {
             cfg,
             leases: BTreeMap::new(),
             counter: 0,
+            primary: false,
+            ready: false,
+            query: None,
+            proposal: None,
+            replicate_pending: false,
         }
     }
 
-    /// Timers are per key: the expiry check for `key`.
     fn expiry_timer(key: Key) -> TimerId {
         TimerId(key.0)
     }
 
+    fn peers(&self) -> impl Iterator<Item = NodeId> + '_ {
+        let (first, me) = (self.cfg.first.0, self.cfg.index as u16);
+        (0..self.cfg.replicas as u16)
+            .filter(move |&i| i != me)
+            .map(move |i| NodeId(first + i))
+    }
+
+    fn peer_bit(&self, from: NodeId) -> Option<u8> {
+        let i = from.0.checked_sub(self.cfg.first.0)?;
+        (i < self.cfg.replicas as u16).then_some(1u8 << i)
+    }
+
     /// Drops `key`'s lease if it ran out on our wall clock. Returns whether
     /// the key is now free.
-    fn expire_if_due(&mut self, clocks: Clocks, key: Key, effects: &mut Vec<Effect>) -> bool {
+    fn expire_if_due(&mut self, clocks: Clocks, key: Key, fx: &mut Vec<Effect>) -> bool {
         match self.leases.get(&key) {
             None => true,
             Some(lease) if clocks.wall_ns >= lease.expires_wall_ns => {
-                effects.push(Effect::Observe(Observation::LeaseExpired {
+                fx.push(Effect::Observe(Observation::LeaseExpired {
                     key,
                     owner: lease.owner,
                 }));
                 self.leases.remove(&key);
+                self.changed(fx);
                 true
             }
             Some(_) => false,
         }
+    }
+
+    /// Async replication: ship the new state after the lag.
+    fn changed(&mut self, fx: &mut Vec<Effect>) {
+        if let Replication::Async { lag_ns } = self.cfg.replication {
+            if self.primary && !self.replicate_pending {
+                self.replicate_pending = true;
+                fx.push(Effect::SetTimer {
+                    timer: REPLICATE,
+                    after_ns: lag_ns,
+                });
+            }
+        }
+    }
+
+    fn grant(
+        &mut self,
+        clocks: Clocks,
+        to: NodeId,
+        req: u32,
+        key: Key,
+        owner: u64,
+        token: Option<Token>,
+        fx: &mut Vec<Effect>,
+    ) {
+        let ttl_ns = self.cfg.lease_ttl_ns;
+        let expires_wall_ns = clocks.wall_ns.saturating_add(ttl_ns as i64);
+        self.leases.insert(
+            key,
+            Lease {
+                owner,
+                token,
+                expires_wall_ns,
+            },
+        );
+        fx.push(Effect::SetTimer {
+            timer: Self::expiry_timer(key),
+            after_ns: ttl_ns,
+        });
+        fx.push(Effect::Send {
+            to,
+            msg: Msg::Granted {
+                req,
+                key,
+                owner,
+                token,
+                ttl_ns,
+            },
+        });
+        self.changed(fx);
     }
 
     fn on_acquire(
@@ -94,65 +229,104 @@ impl Coordinator {
         owner: u64,
         fx: &mut Vec<Effect>,
     ) {
-        let free = self.expire_if_due(clocks, key, fx);
-        if !free {
-            let lease = self.leases[&key];
-            if lease.owner == owner {
-                let left_ns = (lease.expires_wall_ns - clocks.wall_ns).max(0) as u64;
-                fx.push(Effect::Send {
-                    to: from,
-                    msg: Msg::Granted {
-                        req,
-                        key,
-                        owner,
-                        token: lease.token,
-                        ttl_ns: left_ns,
-                    },
-                });
-            } else {
-                fx.push(Effect::Send {
-                    to: from,
-                    msg: Msg::Busy { req, key },
-                });
-            }
+        if !self.primary {
+            return; // a replica never serves clients; the request is lost with the old route
+        }
+        if !self.ready {
+            fx.push(Effect::Send {
+                to: from,
+                msg: Msg::Busy { req, key },
+            });
             return;
         }
-        let token = if self.cfg.tokens {
-            let next = self.counter.checked_add(1).expect("token counter overflow");
-            assert!(next > self.counter, "issued tokens must strictly grow");
-            self.counter = next;
-            // Durable before the grant leaves: a restarted server resumes above it.
-            fx.push(Effect::Persist {
-                durability: Durability::Synced,
-                record: next.to_le_bytes().to_vec(),
+        if !self.expire_if_due(clocks, key, fx) {
+            let lease = self.leases[&key];
+            let msg = if lease.owner == owner {
+                let left_ns = (lease.expires_wall_ns - clocks.wall_ns).max(0) as u64;
+                Msg::Granted {
+                    req,
+                    key,
+                    owner,
+                    token: lease.token,
+                    ttl_ns: left_ns,
+                }
+            } else {
+                Msg::Busy { req, key }
+            };
+            fx.push(Effect::Send { to: from, msg });
+            return;
+        }
+        if !self.cfg.tokens {
+            self.grant(clocks, from, req, key, owner, None, fx);
+            return;
+        }
+        if self.proposal.is_some() {
+            fx.push(Effect::Send {
+                to: from,
+                msg: Msg::Busy { req, key },
             });
-            Some(Token(next))
-        } else {
-            None
-        };
-        let ttl_ns = self.cfg.lease_ttl_ns;
-        self.leases.insert(
-            key,
-            Lease {
-                owner,
-                token,
-                expires_wall_ns: clocks.wall_ns.saturating_add(ttl_ns as i64),
-            },
+            return;
+        }
+        let next = self.counter.checked_add(1).expect("token counter overflow");
+        assert!(next > self.counter, "issued tokens must strictly grow");
+        self.counter = next;
+        match self.cfg.replication {
+            Replication::None => {
+                // Durable before the grant leaves: a restarted server resumes above it.
+                fx.push(Effect::Persist {
+                    durability: Durability::Synced,
+                    record: next.to_le_bytes().to_vec(),
+                });
+                self.grant(clocks, from, req, key, owner, Some(Token(next)), fx);
+            }
+            Replication::Async { .. } => {
+                // INCR: in memory, fsync'ed "every second" — i.e. not before replying.
+                fx.push(Effect::Persist {
+                    durability: Durability::Buffered,
+                    record: next.to_le_bytes().to_vec(),
+                });
+                self.grant(clocks, from, req, key, owner, Some(Token(next)), fx);
+            }
+            Replication::Quorum => {
+                fx.push(Effect::Persist {
+                    durability: Durability::Synced,
+                    record: next.to_le_bytes().to_vec(),
+                });
+                let me = 1u8 << self.cfg.index;
+                self.proposal = Some(Proposal {
+                    gen: next,
+                    acks: me,
+                    from,
+                    req,
+                    key,
+                    owner,
+                });
+                for peer in self.peers().collect::<Vec<_>>() {
+                    fx.push(Effect::Send {
+                        to: peer,
+                        msg: Msg::Propose { gen: next },
+                    });
+                }
+                self.try_commit(clocks, fx);
+            }
+        }
+    }
+
+    fn try_commit(&mut self, clocks: Clocks, fx: &mut Vec<Effect>) {
+        let Some(p) = self.proposal else { return };
+        if p.acks.count_ones() < self.cfg.majority() {
+            return;
+        }
+        self.proposal = None;
+        self.grant(
+            clocks,
+            p.from,
+            p.req,
+            p.key,
+            p.owner,
+            Some(Token(p.gen)),
+            fx,
         );
-        fx.push(Effect::SetTimer {
-            timer: Self::expiry_timer(key),
-            after_ns: ttl_ns,
-        });
-        fx.push(Effect::Send {
-            to: from,
-            msg: Msg::Granted {
-                req,
-                key,
-                owner,
-                token,
-                ttl_ns,
-            },
-        });
     }
 
     fn on_release(
@@ -164,6 +338,9 @@ impl Coordinator {
         owner: u64,
         fx: &mut Vec<Effect>,
     ) {
+        if !self.primary {
+            return;
+        }
         self.expire_if_due(clocks, key, fx);
         let removed = match (self.cfg.release, self.leases.get(&key)) {
             (_, None) => None,
@@ -178,6 +355,7 @@ impl Coordinator {
             fx.push(Effect::CancelTimer {
                 timer: Self::expiry_timer(key),
             });
+            self.changed(fx);
         }
         if self.cfg.release == ReleaseStyle::CompareAndDelete {
             assert!(
@@ -189,6 +367,40 @@ impl Coordinator {
             to: from,
             msg: Msg::Released { req, key, removed },
         });
+    }
+
+    fn on_renew(
+        &mut self,
+        clocks: Clocks,
+        from: NodeId,
+        req: u32,
+        key: Key,
+        owner: u64,
+        fx: &mut Vec<Effect>,
+    ) {
+        if !self.primary {
+            return;
+        }
+        self.expire_if_due(clocks, key, fx);
+        let ttl_ns = self.cfg.lease_ttl_ns;
+        let msg = match self.leases.get_mut(&key) {
+            Some(lease) if lease.owner == owner => {
+                lease.expires_wall_ns = clocks.wall_ns.saturating_add(ttl_ns as i64);
+                fx.push(Effect::SetTimer {
+                    timer: Self::expiry_timer(key),
+                    after_ns: ttl_ns,
+                });
+                self.changed(fx);
+                Msg::Renewed {
+                    req,
+                    key,
+                    owner,
+                    ttl_ns,
+                }
+            }
+            _ => Msg::RenewFailed { req, key, owner },
+        };
+        fx.push(Effect::Send { to: from, msg });
     }
 
     fn on_expiry_timer(&mut self, clocks: Clocks, key: Key, fx: &mut Vec<Effect>) {
@@ -203,6 +415,143 @@ impl Coordinator {
             after_ns: left_ns,
         });
     }
+
+    fn replicate(&mut self, fx: &mut Vec<Effect>) {
+        self.replicate_pending = false;
+        if !self.primary {
+            return;
+        }
+        let keys: Vec<Key> = self
+            .leases
+            .keys()
+            .copied()
+            .chain(std::iter::once(Key(0)))
+            .collect();
+        for peer in self.peers().collect::<Vec<_>>() {
+            for &key in &keys {
+                let lease = self.leases.get(&key);
+                let msg = Msg::Replicate {
+                    key,
+                    counter: self.counter,
+                    owner: lease.map_or(0, |l| l.owner),
+                    token: lease.and_then(|l| l.token),
+                    expires_wall_ns: lease.map_or(0, |l| l.expires_wall_ns),
+                };
+                fx.push(Effect::Send { to: peer, msg });
+                if lease.is_none() {
+                    break; // Key(0) with no lease: one message carries the counter
+                }
+            }
+        }
+    }
+
+    fn on_peer(&mut self, clocks: Clocks, from: NodeId, msg: Msg, fx: &mut Vec<Effect>) {
+        match msg {
+            Msg::Replicate {
+                key,
+                counter,
+                owner,
+                token,
+                expires_wall_ns,
+            } if !self.primary => {
+                self.counter = counter;
+                if owner == 0 {
+                    self.leases.remove(&key);
+                } else {
+                    self.leases.insert(
+                        key,
+                        Lease {
+                            owner,
+                            token,
+                            expires_wall_ns,
+                        },
+                    );
+                }
+            }
+            Msg::Propose { gen } => {
+                let ok = gen > self.counter;
+                if ok {
+                    self.counter = gen;
+                    fx.push(Effect::Persist {
+                        durability: Durability::Synced,
+                        record: gen.to_le_bytes().to_vec(),
+                    });
+                }
+                fx.push(Effect::Send {
+                    to: from,
+                    msg: Msg::Accepted { gen, ok },
+                });
+            }
+            Msg::Accepted { gen, ok } => {
+                let Some(bit) = self.peer_bit(from) else {
+                    return;
+                };
+                let Some(p) = self.proposal.as_mut() else {
+                    return;
+                };
+                if p.gen != gen {
+                    return;
+                }
+                if ok {
+                    p.acks |= bit;
+                    self.try_commit(clocks, fx);
+                } else {
+                    let p = *p;
+                    self.proposal = None;
+                    fx.push(Effect::Send {
+                        to: p.from,
+                        msg: Msg::Busy {
+                            req: p.req,
+                            key: p.key,
+                        },
+                    });
+                }
+            }
+            Msg::QueryMax => fx.push(Effect::Send {
+                to: from,
+                msg: Msg::MaxIs { gen: self.counter },
+            }),
+            Msg::MaxIs { gen } => {
+                let Some(bit) = self.peer_bit(from) else {
+                    return;
+                };
+                let Some((acks, max)) = self.query.as_mut() else {
+                    return;
+                };
+                *acks |= bit;
+                *max = (*max).max(gen);
+                if acks.count_ones() >= self.cfg.majority() {
+                    self.counter = self.counter.max(*max);
+                    self.query = None;
+                    self.ready = true;
+                }
+            }
+            Msg::Promote => self.promote(fx),
+            _ => {}
+        }
+    }
+
+    fn promote(&mut self, fx: &mut Vec<Effect>) {
+        self.primary = true;
+        self.proposal = None;
+        if self.cfg.replication == Replication::Quorum {
+            self.ready = false;
+            self.query = Some((1u8 << self.cfg.index, self.counter));
+            for peer in self.peers().collect::<Vec<_>>() {
+                fx.push(Effect::Send {
+                    to: peer,
+                    msg: Msg::QueryMax,
+                });
+            }
+            if self.cfg.majority() == 1 {
+                self.query = None;
+                self.ready = true;
+            }
+        } else {
+            self.ready = true;
+        }
+        self.changed(fx);
+    }
 }
 
 impl Node for Coordinator {
@@ -210,6 +559,8 @@ impl Node for Coordinator {
         match input {
             Input::Start { recovered } => {
                 self.leases.clear();
+                self.proposal = None;
+                self.query = None;
                 self.counter = match recovered {
                     Some(bytes) if bytes.len() == 8 => {
                         let mut word = [0u8; 8];
@@ -221,6 +572,11 @@ impl Node for Coordinator {
                     }
                     None => 0,
                 };
+                // Every (re)started node is a replica until told otherwise: the harness sends
+                // `Promote` to the node the group address points at, at boot and after a restart
+                // or failover, the way Sentinel or an election would.
+                self.primary = false;
+                self.ready = false;
             }
             Input::Message { from, msg } => match msg {
                 Msg::Acquire { req, key, owner } => {
@@ -229,9 +585,10 @@ impl Node for Coordinator {
                 Msg::Release { req, key, owner } => {
                     self.on_release(clocks, from, req, key, owner, fx)
                 }
-                // Not addressed to a lock server: ignore, as a real one would drop a bad frame.
-                _ => {}
+                Msg::Renew { req, key, owner } => self.on_renew(clocks, from, req, key, owner, fx),
+                other => self.on_peer(clocks, from, other, fx),
             },
+            Input::Timer { timer: REPLICATE } => self.replicate(fx),
             Input::Timer { timer } => self.on_expiry_timer(clocks, Key(timer.0), fx),
         }
     }

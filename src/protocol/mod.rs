@@ -17,7 +17,7 @@ pub use msg::{Key, Msg, OpId, Token};
 pub use node::{Clocks, Durability, Effect, Input, Nanos, Node, NodeId, Observation, TimerId};
 
 use coordinator::{Coordinator, CoordinatorConfig};
-use resource::{FenceCheck, Resource};
+use resource::{Resource, ResourceConfig};
 use worker::{Worker, WorkerConfig};
 
 /// What a node is, with its configuration resolved.
@@ -25,7 +25,7 @@ use worker::{Worker, WorkerConfig};
 pub enum Role {
     Worker(WorkerConfig),
     Coordinator(CoordinatorConfig),
-    Resource(FenceCheck),
+    Resource(ResourceConfig),
 }
 
 impl Role {
@@ -40,6 +40,6 @@ pub fn build(role: &Role) -> Box<dyn Node> {
     match *role {
         Role::Worker(cfg) => Box::new(Worker::new(cfg)),
         Role::Coordinator(cfg) => Box::new(Coordinator::new(cfg)),
-        Role::Resource(check) => Box::new(Resource::new(check)),
+        Role::Resource(cfg) => Box::new(Resource::new(cfg)),
     }
 }

@@ -42,6 +42,12 @@ pub enum Msg {
         key: Key,
         owner: u64,
     },
+    /// Heartbeat: extend the lease held under `owner` by a full TTL.
+    Renew {
+        req: ReqId,
+        key: Key,
+        owner: u64,
+    },
     // coordinator -> worker
     Granted {
         req: ReqId,
@@ -59,6 +65,19 @@ pub enum Msg {
         req: ReqId,
         key: Key,
         removed: Option<u64>,
+    },
+    /// The lease of `owner` now runs `ttl_ns` from the coordinator's step.
+    Renewed {
+        req: ReqId,
+        key: Key,
+        owner: u64,
+        ttl_ns: u64,
+    },
+    /// The lease is gone (expired, or someone else's now): the holder lost it.
+    RenewFailed {
+        req: ReqId,
+        key: Key,
+        owner: u64,
     },
     // worker -> resource
     Read {
@@ -98,6 +117,33 @@ pub enum Msg {
         op: OpId,
         fence: Token,
     },
+    // coordinator replica <-> replica
+    /// Asynchronous replication (Redis primary -> replica): the primary's
+    /// INCR counter and its lease on `key` (owner 0: none), as of now.
+    Replicate {
+        key: Key,
+        counter: u64,
+        owner: u64,
+        token: Option<Token>,
+        expires_wall_ns: i64,
+    },
+    /// Quorum commit of a generation before it is handed out (Chubby).
+    Propose {
+        gen: u64,
+    },
+    Accepted {
+        gen: u64,
+        ok: bool,
+    },
+    /// A newly promoted primary asks every replica for the highest
+    /// generation it accepted; it serves only after a majority answered.
+    QueryMax,
+    MaxIs {
+        gen: u64,
+    },
+    /// The failover orchestrator (Sentinel, an election) makes a backup
+    /// primary. Sent by the harness on a `failover` fault.
+    Promote,
 }
 
 impl Msg {
@@ -115,6 +161,15 @@ impl Msg {
             Msg::ReadRejected { .. } => "read_rejected",
             Msg::WriteOk { .. } => "write_ok",
             Msg::WriteRejected { .. } => "write_rejected",
+            Msg::Renew { .. } => "renew",
+            Msg::Renewed { .. } => "renew_ok",
+            Msg::RenewFailed { .. } => "renew_failed",
+            Msg::Replicate { .. } => "replicate",
+            Msg::Propose { .. } => "propose",
+            Msg::Accepted { .. } => "accepted",
+            Msg::QueryMax => "query_max",
+            Msg::MaxIs { .. } => "max_is",
+            Msg::Promote => "promote",
         }
     }
 
@@ -132,11 +187,27 @@ impl Msg {
             Msg::ReadRejected { .. } => 9,
             Msg::WriteOk { .. } => 10,
             Msg::WriteRejected { .. } => 11,
+            Msg::Renew { .. } => 12,
+            Msg::Renewed { .. } => 13,
+            Msg::RenewFailed { .. } => 14,
+            Msg::Replicate { .. } => 15,
+            Msg::Propose { .. } => 16,
+            Msg::Accepted { .. } => 17,
+            Msg::QueryMax => 18,
+            Msg::MaxIs { .. } => 19,
+            Msg::Promote => 20,
         }
     }
 
+    /// The key a message is about (`Key(0)` for replica-internal messages,
+    /// which are about the coordinator's state as a whole).
     pub fn key(&self) -> Key {
         match *self {
+            Msg::Propose { .. }
+            | Msg::Accepted { .. }
+            | Msg::QueryMax
+            | Msg::MaxIs { .. }
+            | Msg::Promote => Key(0),
             Msg::Acquire { key, .. }
             | Msg::Release { key, .. }
             | Msg::Granted { key, .. }
@@ -147,7 +218,11 @@ impl Msg {
             | Msg::ReadOk { key, .. }
             | Msg::ReadRejected { key, .. }
             | Msg::WriteOk { key, .. }
-            | Msg::WriteRejected { key, .. } => key,
+            | Msg::WriteRejected { key, .. }
+            | Msg::Renew { key, .. }
+            | Msg::Renewed { key, .. }
+            | Msg::RenewFailed { key, .. }
+            | Msg::Replicate { key, .. } => key,
         }
     }
 
@@ -207,6 +282,31 @@ impl Msg {
                 fence,
             } => [req as u64, key.0 as u64, op.0, fence.0, 0],
             Msg::WriteOk { req, key, op } => [req as u64, key.0 as u64, op.0, 0, 0],
+            Msg::Renew { req, key, owner } | Msg::RenewFailed { req, key, owner } => {
+                [req as u64, key.0 as u64, owner, 0, 0]
+            }
+            Msg::Renewed {
+                req,
+                key,
+                owner,
+                ttl_ns,
+            } => [req as u64, key.0 as u64, owner, ttl_ns, 0],
+            Msg::Replicate {
+                key,
+                counter,
+                owner,
+                token,
+                expires_wall_ns,
+            } => [
+                key.0 as u64,
+                counter,
+                owner,
+                tok(token),
+                expires_wall_ns as u64,
+            ],
+            Msg::Propose { gen } | Msg::MaxIs { gen } => [gen, 0, 0, 0, 0],
+            Msg::Accepted { gen, ok } => [gen, ok as u64, 0, 0, 0],
+            Msg::QueryMax | Msg::Promote => [0; 5],
         }
     }
 }

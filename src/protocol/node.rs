@@ -75,6 +75,8 @@ pub enum Observation {
     WorkloadDone,
     /// A worker gave up on an operation (retries exhausted, or rejected).
     OpAbandoned { op: super::msg::OpId },
+    /// A worker learned (a failed renewal) that its lease is gone.
+    LeaseLost { key: super::msg::Key, owner: u64 },
 }
 
 #[derive(Clone, Debug)]

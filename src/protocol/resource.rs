@@ -20,11 +20,19 @@
 //! write: no stale write by the checker's definition (generations are still
 //! in order at the resource), but the new holder overwrites a value it never
 //! saw — a lost update.
+//!
+//! `CheckThenWrite` is the article's "subtly broken" version: read the fence
+//! (`SELECT`), compare, and issue the `UPDATE` as a second step
+//! `step_ns` later without re-checking. Two writers can both pass the check
+//! before either update lands.
+//!
+//! `volatile_fence`: the fence lives only in memory (an in-process cache in
+//! front of the store) and is lost on restart, while the document survives.
 
 use std::collections::BTreeMap;
 
 use super::msg::{Key, Msg, OpId, Token};
-use super::node::{Clocks, Durability, Effect, Input, Node};
+use super::node::{Clocks, Durability, Effect, Input, Node, NodeId, TimerId};
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum FenceCheck {
@@ -32,6 +40,26 @@ pub enum FenceCheck {
     None,
     /// Atomic compare-and-set on the fence.
     Cas { strict: bool, fence_reads: bool },
+    /// Compare, then write `step_ns` later without re-checking.
+    CheckThenWrite { step_ns: u64 },
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct ResourceConfig {
+    pub check: FenceCheck,
+    pub volatile_fence: bool,
+}
+
+/// A write that passed the check and waits for its second step.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+struct PendingWrite {
+    timer: TimerId,
+    from: NodeId,
+    req: u32,
+    key: Key,
+    op: OpId,
+    token: u64,
+    value: OpId,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
@@ -45,15 +73,23 @@ struct Row {
 
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Resource {
-    check: FenceCheck,
+    cfg: ResourceConfig,
     rows: BTreeMap<Key, Row>,
+    pending: Vec<PendingWrite>,
+    next_timer: u16,
 }
 
+/// What handling a request produced: an answer now (and whether the row
+/// changed), or nothing yet (the check-then-write's second step is pending).
+type Answer = Option<(Msg, bool)>;
+
 impl Resource {
-    pub fn new(check: FenceCheck) -> Self {
+    pub fn new(cfg: ResourceConfig) -> Self {
         Resource {
-            check,
+            cfg,
             rows: BTreeMap::new(),
+            pending: Vec::new(),
+            next_timer: 0,
         }
     }
 
@@ -106,13 +142,13 @@ impl Resource {
         Token(row.write_fence.max(row.read_fence))
     }
 
-    fn on_read(&mut self, req: u32, key: Key, op: OpId, token: Option<Token>) -> (Msg, bool) {
+    fn on_read(&mut self, req: u32, key: Key, op: OpId, token: Option<Token>) -> Answer {
         let row = self.rows.entry(key).or_default();
         let FenceCheck::Cas {
             fence_reads: true, ..
-        } = self.check
+        } = self.cfg.check
         else {
-            return (
+            return Some((
                 Msg::ReadOk {
                     req,
                     key,
@@ -120,10 +156,10 @@ impl Resource {
                     value: OpId(row.value),
                 },
                 false,
-            );
+            ));
         };
         let Some(Token(t)) = token else {
-            return (
+            return Some((
                 Msg::ReadRejected {
                     req,
                     key,
@@ -131,10 +167,10 @@ impl Resource {
                     fence: Self::fence(row),
                 },
                 false,
-            );
+            ));
         };
         if t < row.write_fence || t < row.read_fence {
-            return (
+            return Some((
                 Msg::ReadRejected {
                     req,
                     key,
@@ -142,11 +178,11 @@ impl Resource {
                     fence: Self::fence(row),
                 },
                 false,
-            );
+            ));
         }
         let raised = t > row.read_fence;
         row.read_fence = t;
-        (
+        Some((
             Msg::ReadOk {
                 req,
                 key,
@@ -154,24 +190,20 @@ impl Resource {
                 value: OpId(row.value),
             },
             raised,
-        )
+        ))
     }
 
-    fn on_write(
-        &mut self,
-        req: u32,
-        key: Key,
-        op: OpId,
-        token: Option<Token>,
-        value: OpId,
-    ) -> (Msg, bool) {
+    fn on_write(&mut self, from: NodeId, w: WriteReq, fx: &mut Vec<Effect>) -> Answer {
+        let WriteReq {
+            req,
+            key,
+            op,
+            token,
+            value,
+        } = w;
         let row = self.rows.entry(key).or_default();
-        let FenceCheck::Cas { strict, .. } = self.check else {
-            row.value = value.0;
-            return (Msg::WriteOk { req, key, op }, true);
-        };
-        let Some(Token(t)) = token else {
-            return (
+        let rejected = |row: &Row| {
+            Some((
                 Msg::WriteRejected {
                     req,
                     key,
@@ -179,33 +211,88 @@ impl Resource {
                     fence: Self::fence(row),
                 },
                 false,
-            );
+            ))
         };
-        let above_write_fence = if strict {
-            t > row.write_fence
-        } else {
-            t >= row.write_fence
-        };
-        if !above_write_fence || t < row.read_fence {
-            return (
-                Msg::WriteRejected {
+        match self.cfg.check {
+            FenceCheck::None => {
+                row.value = value.0;
+                Some((Msg::WriteOk { req, key, op }, true))
+            }
+            FenceCheck::Cas { strict, .. } => {
+                let Some(Token(t)) = token else {
+                    return rejected(row);
+                };
+                let above_write_fence = if strict {
+                    t > row.write_fence
+                } else {
+                    t >= row.write_fence
+                };
+                if !above_write_fence || t < row.read_fence {
+                    return rejected(row);
+                }
+                // Pair of the coordinator's "tokens strictly grow": what we accept never goes back.
+                assert!(
+                    t >= row.write_fence && t >= row.read_fence,
+                    "accepted a token below the fence"
+                );
+                row.write_fence = t;
+                row.value = value.0;
+                Some((Msg::WriteOk { req, key, op }, true))
+            }
+            FenceCheck::CheckThenWrite { step_ns } => {
+                // Step 1: SELECT fence; compare. The UPDATE follows `step_ns` later.
+                let Some(Token(t)) = token.filter(|t| t.0 >= row.write_fence) else {
+                    return rejected(row);
+                };
+                self.next_timer = self.next_timer.wrapping_add(1);
+                let timer = TimerId(self.next_timer);
+                self.pending.push(PendingWrite {
+                    timer,
+                    from,
                     req,
                     key,
                     op,
-                    fence: Self::fence(row),
-                },
-                false,
-            );
+                    token: t,
+                    value,
+                });
+                fx.push(Effect::SetTimer {
+                    timer,
+                    after_ns: step_ns,
+                });
+                None
+            }
         }
-        // Pair of the coordinator's "tokens strictly grow": what we accept never goes back.
-        assert!(
-            t >= row.write_fence && t >= row.read_fence,
-            "accepted a token below the fence"
-        );
-        row.write_fence = t;
-        row.value = value.0;
-        (Msg::WriteOk { req, key, op }, true)
     }
+
+    /// Step 2 of a check-then-write: the UPDATE, with no second look at the
+    /// fence — the bug.
+    fn finish_pending(&mut self, timer: TimerId, fx: &mut Vec<Effect>) {
+        let Some(i) = self.pending.iter().position(|p| p.timer == timer) else {
+            return;
+        };
+        let p = self.pending.remove(i);
+        let row = self.rows.entry(p.key).or_default();
+        row.value = p.value.0;
+        row.write_fence = p.token;
+        self.persist(fx);
+        fx.push(Effect::Send {
+            to: p.from,
+            msg: Msg::WriteOk {
+                req: p.req,
+                key: p.key,
+                op: p.op,
+            },
+        });
+    }
+}
+
+#[derive(Clone, Copy)]
+struct WriteReq {
+    req: u32,
+    key: Key,
+    op: OpId,
+    token: Option<Token>,
+    value: OpId,
 }
 
 impl Node for Resource {
@@ -213,9 +300,16 @@ impl Node for Resource {
         match input {
             Input::Start { recovered } => {
                 self.rows = recovered.map(Self::decode).unwrap_or_default();
+                self.pending.clear();
+                if self.cfg.volatile_fence {
+                    for row in self.rows.values_mut() {
+                        row.write_fence = 0;
+                        row.read_fence = 0;
+                    }
+                }
             }
             Input::Message { from, msg } => {
-                let (reply, changed) = match msg {
+                let answer = match msg {
                     Msg::Read {
                         req,
                         key,
@@ -228,8 +322,21 @@ impl Node for Resource {
                         op,
                         token,
                         value,
-                    } => self.on_write(req, key, op, token, value),
+                    } => self.on_write(
+                        from,
+                        WriteReq {
+                            req,
+                            key,
+                            op,
+                            token,
+                            value,
+                        },
+                        fx,
+                    ),
                     _ => return,
+                };
+                let Some((reply, changed)) = answer else {
+                    return;
                 };
                 if changed {
                     self.persist(fx);
@@ -239,7 +346,7 @@ impl Node for Resource {
                     msg: reply,
                 });
             }
-            Input::Timer { .. } => {}
+            Input::Timer { timer } => self.finish_pending(timer, fx),
         }
     }
 }

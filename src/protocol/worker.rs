@@ -42,6 +42,11 @@ pub struct WorkerConfig {
     pub send_token: bool,
     /// Send the lease's token with reads too (`fence_reads`).
     pub token_on_reads: bool,
+    /// Re-check the lease on the local monotonic clock right before sending
+    /// the write, and give the op up if it ran out (check-before-write).
+    pub check_lease_before_write: bool,
+    /// Heartbeat period while holding a lease (`None`: never renew).
+    pub renew_every_ns: Option<Nanos>,
 }
 
 /// Op ids per worker: `index * OPS_PER_WORKER_MAX + n`, n in 1..=999.
@@ -49,6 +54,11 @@ pub const OPS_PER_WORKER_MAX: u32 = 999;
 
 const STEP: TimerId = TimerId(0);
 const REQUEST_TIMEOUT: TimerId = TimerId(1);
+const RENEW: TimerId = TimerId(2);
+
+/// Renew requests use their own id space (high bit set) so their answers
+/// never match the one outstanding read/write/acquire request.
+const RENEW_REQ_BIT: ReqId = 1 << 31;
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 enum Phase {
@@ -68,6 +78,8 @@ enum Phase {
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 struct Grant {
     token: Option<Token>,
+    /// When the lease runs out by our own monotonic clock.
+    deadline_mono_ns: Nanos,
 }
 
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
@@ -85,6 +97,7 @@ pub struct Worker {
     owner: u64,
     grant: Option<Grant>,
     read_value: Option<OpId>,
+    next_renew_req: ReqId,
 }
 
 impl Worker {
@@ -102,6 +115,7 @@ impl Worker {
             owner: 0,
             grant: None,
             read_value: None,
+            next_renew_req: RENEW_REQ_BIT,
         }
     }
 
@@ -241,17 +255,49 @@ impl Worker {
         self.finish_op(fx);
     }
 
-    fn on_message(&mut self, msg: Msg, fx: &mut Vec<Effect>) {
+    fn on_message(&mut self, clocks: Clocks, msg: Msg, fx: &mut Vec<Effect>) {
         match (self.phase, msg) {
             (
                 Phase::Acquiring,
                 Msg::Granted {
-                    req, owner, token, ..
+                    req,
+                    owner,
+                    token,
+                    ttl_ns,
+                    ..
                 },
             ) if self.answers(req) && owner == self.owner => {
                 self.settle(fx);
-                self.grant = Some(Grant { token });
+                self.grant = Some(Grant {
+                    token,
+                    deadline_mono_ns: clocks.mono_ns.saturating_add(ttl_ns),
+                });
+                if let Some(every) = self.cfg.renew_every_ns {
+                    fx.push(Effect::SetTimer {
+                        timer: RENEW,
+                        after_ns: every,
+                    });
+                }
                 self.read(fx);
+            }
+            (_, Msg::Renewed { owner, ttl_ns, .. }) if owner == self.owner => {
+                if let Some(g) = self.grant.as_mut() {
+                    g.deadline_mono_ns = clocks.mono_ns.saturating_add(ttl_ns);
+                }
+            }
+            (
+                Phase::Reading | Phase::Working | Phase::Writing,
+                Msg::RenewFailed { owner, key, .. },
+            ) if owner == self.owner && self.grant.is_some() => {
+                // The lease is gone: stop (DynamoDB's client reports the lock lost). The write
+                // may already be in flight — only a fence can stop that one.
+                fx.push(Effect::Observe(Observation::LeaseLost { key, owner }));
+                fx.push(Effect::CancelTimer { timer: STEP });
+                self.grant = None;
+                if self.outstanding.is_some() {
+                    self.settle(fx);
+                }
+                self.abandon(fx);
             }
             // A newer grant for the acquisition we hold (a retransmitted acquire
             // answered after our lease lapsed): adopt it, never an older one.
@@ -341,11 +387,43 @@ impl Worker {
         }
     }
 
-    fn on_step(&mut self, fx: &mut Vec<Effect>) {
+    fn on_renew_timer(&mut self, fx: &mut Vec<Effect>) {
+        let (Some(every), Some(_)) = (self.cfg.renew_every_ns, self.grant) else {
+            return;
+        };
+        if matches!(self.phase, Phase::Releasing | Phase::Idle | Phase::Done) {
+            return;
+        }
+        let req = self.next_renew_req;
+        self.next_renew_req = RENEW_REQ_BIT | self.next_renew_req.wrapping_add(1);
+        fx.push(Effect::Send {
+            to: self.cfg.coordinator,
+            msg: Msg::Renew {
+                req,
+                key: self.cfg.key,
+                owner: self.owner,
+            },
+        });
+        fx.push(Effect::SetTimer {
+            timer: RENEW,
+            after_ns: every,
+        });
+    }
+
+    fn on_step(&mut self, clocks: Clocks, fx: &mut Vec<Effect>) {
         match self.phase {
             Phase::Idle => self.start_op(fx),
             Phase::Backoff => self.acquire(fx),
-            Phase::Working => self.write(fx),
+            Phase::Working => {
+                let expired = self
+                    .grant
+                    .is_some_and(|g| clocks.mono_ns >= g.deadline_mono_ns);
+                if self.cfg.check_lease_before_write && expired {
+                    self.abandon(fx);
+                } else {
+                    self.write(fx);
+                }
+            }
             Phase::Acquiring | Phase::Reading | Phase::Writing | Phase::Releasing | Phase::Done => {
             }
         }
@@ -357,7 +435,7 @@ fn req_of(msg: &Msg) -> ReqId {
 }
 
 impl Node for Worker {
-    fn handle(&mut self, _clocks: Clocks, input: Input<'_>, fx: &mut Vec<Effect>) {
+    fn handle(&mut self, clocks: Clocks, input: Input<'_>, fx: &mut Vec<Effect>) {
         match input {
             Input::Start { recovered } => {
                 let first_boot = recovered.is_none();
@@ -373,8 +451,9 @@ impl Node for Worker {
                     after_ns: delay_ns,
                 });
             }
-            Input::Message { msg, .. } => self.on_message(msg, fx),
-            Input::Timer { timer: STEP } => self.on_step(fx),
+            Input::Message { msg, .. } => self.on_message(clocks, msg, fx),
+            Input::Timer { timer: STEP } => self.on_step(clocks, fx),
+            Input::Timer { timer: RENEW } => self.on_renew_timer(fx),
             Input::Timer {
                 timer: REQUEST_TIMEOUT,
             } => self.on_request_timeout(fx),
@@ -403,6 +482,8 @@ mod tests {
             max_retries: 2,
             send_token: true,
             token_on_reads: false,
+            check_lease_before_write: false,
+            renew_every_ns: None,
         }
     }
 

@@ -70,7 +70,14 @@ fn cell(e: &Event) -> Option<String> {
         Kind::OpAbandoned => format!("gives up {op}"),
         Kind::Unfinished => "unfinished".to_string(),
         Kind::WorkloadDone => "done".to_string(),
-        Kind::ReadSent | Kind::ReadServed | Kind::WriteAcked => return None,
+        Kind::RenewFailed => format!("renew {} refused", g(e.grant_id)),
+        Kind::LeaseLost => format!("lost lease {}", g(e.grant_id)),
+        Kind::Failover => "promoted (failover)".to_string(),
+        Kind::ReadSent
+        | Kind::ReadServed
+        | Kind::WriteAcked
+        | Kind::AcquireSent
+        | Kind::RenewOk => return None,
     })
 }
 

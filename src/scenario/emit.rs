@@ -95,6 +95,28 @@ fn fault_table(o: &Options, f: &Fault) -> Table {
             t.insert("to".into(), name(o, *to));
             t.insert("nth".into(), Value::Integer(*nth as i64));
         }
+        Fault::Duplicate {
+            from,
+            to,
+            nth,
+            delay_ns,
+        } => {
+            t.insert("kind".into(), "duplicate".into());
+            t.insert("from".into(), name(o, *from));
+            t.insert("to".into(), name(o, *to));
+            t.insert("nth".into(), Value::Integer(*nth as i64));
+            t.insert("delay_ms".into(), ms(*delay_ns));
+        }
+        Fault::Failover {
+            when: w,
+            restart_after_ns,
+        } => {
+            t.insert("kind".into(), "failover".into());
+            when(&mut t, w);
+            if let Some(r) = restart_after_ns {
+                t.insert("restart_after_ms".into(), ms(*r));
+            }
+        }
     }
     t
 }
@@ -107,6 +129,7 @@ pub fn scripted(source: &str, o: &Options, script: &[Fault], seed: u64) -> Resul
         net.remove("loss_probability");
         net.remove("delay_probability");
         net.remove("delay_max_ms");
+        net.remove("duplicate_probability");
     }
     let faults: Vec<Value> = script
         .iter()

@@ -116,7 +116,9 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
         ctx.names.push(full);
     }
     let coord = NodeId(ctx.names.len() as u16);
-    ctx.names.push("coord/0".into());
+    for i in 0..protocol.replicas {
+        ctx.names.push(format!("coord/{i}"));
+    }
     let resource = NodeId(ctx.names.len() as u16);
     ctx.names.push("resource/0".into());
     if ctx.names.len() > 64 {
@@ -145,9 +147,11 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
             retry_ns: wl.retry_ms.max(1) * MS,
             request_timeout_ns: *wl.request_timeout_ms.get_ref() * MS,
             max_retries: wl.max_retries,
-            // Both derived from the protocol by `Options::set_protocol` below.
+            // Derived from the protocol by `Options::set_protocol` below.
             send_token: false,
             token_on_reads: false,
+            check_lease_before_write: false,
+            renew_every_ns: None,
         };
         nodes.push(NodeSpec {
             name: ctx.names[i].clone(),
@@ -155,14 +159,16 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
             clock: ClockSpec::default(),
         });
     }
-    nodes.push(NodeSpec {
-        name: "coord/0".into(),
-        role: Role::Coordinator(protocol.coordinator()),
-        clock: ClockSpec::default(),
-    });
+    for i in 0..protocol.replicas {
+        nodes.push(NodeSpec {
+            name: format!("coord/{i}"),
+            role: Role::Coordinator(protocol.coordinator(coord, i)),
+            clock: ClockSpec::default(),
+        });
+    }
     nodes.push(NodeSpec {
         name: "resource/0".into(),
-        role: Role::Resource(protocol.fence_check()),
+        role: Role::Resource(protocol.resource()),
         clock: ClockSpec::default(),
     });
 
@@ -201,13 +207,14 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
         loss_probability: ctx.probability(&n.loss_probability)?,
         delay_probability: ctx.probability(&n.delay_probability)?,
         delay_max_ns: n.delay_max_ms * MS,
+        duplicate_probability: ctx.probability(&n.duplicate_probability)?,
         partition_hits_in_flight: n.partition_hits_in_flight,
     };
 
     let faults = raw
         .faults
         .iter()
-        .map(|f| resolve_fault(&ctx, f))
+        .map(|f| resolve_fault(&ctx, f, protocol.replicas))
         .collect::<Result<Vec<_>, _>>()?;
     let random = match &raw.random {
         Some(r) => resolve_random(&ctx, r.get_ref(), &nodes)?,
@@ -262,17 +269,70 @@ fn resolve_protocol(ctx: &Ctx, raw: &ScenarioFile) -> Result<ProtocolConfig, Sce
     if ttl == 0 {
         return Err(ctx.err(raw.lease.ttl_ms.span(), "ttl_ms must be positive"));
     }
-    Ok(ProtocolConfig {
-        kind,
-        lease_ttl_ns: ttl * MS,
-        strict: *p.strict.get_ref(),
-        fence_reads: *p.fence_reads.get_ref(),
-    })
+    let mut config = ProtocolConfig::new(kind, ttl * MS);
+    config.strict = *p.strict.get_ref();
+    config.fence_reads = *p.fence_reads.get_ref();
+    config.volatile_fence = *p.volatile_fence.get_ref();
+    if config.volatile_fence && !kind.is_fenced() {
+        return Err(ctx.err(
+            p.volatile_fence.span(),
+            format!(
+                "volatile_fence only applies to fenced protocols, not {}",
+                kind.id()
+            ),
+        ));
+    }
+    if let Some(r) = &p.replicas {
+        let n = *r.get_ref();
+        let allowed = match kind {
+            ProtocolKind::FencedCas | ProtocolKind::FencedCheckThenWrite => 1..=1,
+            ProtocolKind::IncrBesideLease => 2..=8,
+            _ => 1..=8,
+        };
+        if !allowed.contains(&n) {
+            return Err(ctx.err(
+                r.span(),
+                format!(
+                    "{} takes replicas from {} to {}",
+                    kind.id(),
+                    allowed.start(),
+                    allowed.end()
+                ),
+            ));
+        }
+        config.replicas = n;
+    }
+    if let Some(lag) = p.replication_lag_ms {
+        config.replication_lag_ns = lag * MS;
+    }
+    if let Some(every) = &p.renew_every_ms {
+        if *every.get_ref() == 0 || *every.get_ref() >= ttl {
+            return Err(ctx.err(
+                every.span(),
+                "renew_every_ms must be positive and shorter than ttl_ms",
+            ));
+        }
+        config.renew_every_ns = Some(*every.get_ref() * MS);
+    }
+    if let Some(step) = &p.check_to_write_ms {
+        if kind != ProtocolKind::FencedCheckThenWrite {
+            return Err(ctx.err(
+                step.span(),
+                "check_to_write_ms only applies to fenced-check-then-write",
+            ));
+        }
+        config.check_to_write_ns = *step.get_ref() * MS;
+    }
+    Ok(config)
 }
 
-const FAULT_KINDS: &str = "pause, crash, partition, delay, drop";
+const FAULT_KINDS: &str = "pause, crash, partition, delay, drop, duplicate, failover";
 
-fn resolve_fault(ctx: &Ctx, f: &Spanned<FaultSection>) -> Result<Fault, ScenarioError> {
+fn resolve_fault(
+    ctx: &Ctx,
+    f: &Spanned<FaultSection>,
+    replicas: u8,
+) -> Result<Fault, ScenarioError> {
     let s = f.get_ref();
     let kind = s.kind.get_ref().as_str();
     let allowed: &[&str] = match kind {
@@ -281,6 +341,8 @@ fn resolve_fault(ctx: &Ctx, f: &Spanned<FaultSection>) -> Result<Fault, Scenario
         "partition" => &["at_ms", "after", "duration_ms", "groups", "one_way"],
         "delay" => &["from", "to", "nth", "delay_ms"],
         "drop" => &["from", "to", "nth"],
+        "duplicate" => &["from", "to", "nth", "delay_ms"],
+        "failover" => &["at_ms", "after", "restart_after_ms"],
         other => {
             return Err(ctx.err(
                 s.kind.span(),
@@ -380,6 +442,24 @@ fn resolve_fault(ctx: &Ctx, f: &Spanned<FaultSection>) -> Result<Fault, Scenario
             nth: nth()?,
             delay_ns: need(s.delay_ms, "delay_ms")? * MS,
         },
+        "duplicate" => Fault::Duplicate {
+            from: node(&s.from, "from")?,
+            to: node(&s.to, "to")?,
+            nth: nth()?,
+            delay_ns: s.delay_ms.unwrap_or(0) * MS,
+        },
+        "failover" => {
+            if replicas < 2 {
+                return Err(ctx.err(
+                    f.span(),
+                    "a failover needs a replica to promote: set [protocol] replicas >= 2",
+                ));
+            }
+            Fault::Failover {
+                when: when()?,
+                restart_after_ns: s.restart_after_ms.map(|r| r * MS),
+            }
+        }
         _ => Fault::Drop {
             from: node(&s.from, "from")?,
             to: node(&s.to, "to")?,
@@ -407,7 +487,8 @@ fn resolve_when(
         )),
         (None, Some(a)) => {
             let text = a.get_ref();
-            let shape = "expected \"<node>:<history kind>\" or \"<node>:<history kind>#<n>\", e.g. \"worker/A:read_ok\"";
+            let shape =
+                "expected \"<node>:<history kind>\" or \"<node>:<history kind>#<n>\", e.g. \"worker/A:read_ok\"";
             let (node, rest) = text
                 .rsplit_once(':')
                 .ok_or_else(|| ctx.err(a.span(), shape))?;
@@ -472,6 +553,7 @@ fn resolve_random(
         partition_probability: ctx.probability(&r.partition_probability)?,
         partition_min_ns: r.partition_min_ms * MS,
         partition_max_ns: r.partition_max_ms.max(r.partition_min_ms) * MS,
+        failover_probability: ctx.probability(&r.failover_probability)?,
     })
 }
 

@@ -92,6 +92,17 @@ pub struct ProtocolSection {
     pub strict: Spanned<bool>,
     #[serde(default = "no")]
     pub fence_reads: Spanned<bool>,
+    /// Coordinator replicas (default: 1; incr-beside-lease 2; consensus-generation 3).
+    pub replicas: Option<Spanned<u8>>,
+    /// Async replication lag (replicated leases, incr-beside-lease). Default 50.
+    pub replication_lag_ms: Option<u64>,
+    /// Heartbeat period while holding a lease; absent: no renewal.
+    pub renew_every_ms: Option<Spanned<u64>>,
+    /// fenced-check-then-write: time from the fence check to the write. Default 5.
+    pub check_to_write_ms: Option<Spanned<u64>>,
+    /// The resource's fence is lost when it restarts (its data is not).
+    #[serde(default = "no")]
+    pub volatile_fence: Spanned<bool>,
 }
 
 #[derive(Deserialize, Debug)]
@@ -157,6 +168,8 @@ pub struct NetworkSection {
     pub delay_probability: Spanned<f64>,
     #[serde(default)]
     pub delay_max_ms: u64,
+    #[serde(default = "zero_p")]
+    pub duplicate_probability: Spanned<f64>,
     #[serde(default = "default_true")]
     pub partition_hits_in_flight: bool,
 }
@@ -169,6 +182,7 @@ impl Default for NetworkSection {
             loss_probability: Spanned::new(0..0, 0.0),
             delay_probability: Spanned::new(0..0, 0.0),
             delay_max_ms: 0,
+            duplicate_probability: zero_p(),
             partition_hits_in_flight: true,
         }
     }
@@ -237,6 +251,9 @@ pub struct RandomSection {
     pub partition_min_ms: u64,
     #[serde(default)]
     pub partition_max_ms: u64,
+    /// One coordinator failover per seed with this probability (replicas >= 2).
+    #[serde(default = "zero_p")]
+    pub failover_probability: Spanned<f64>,
 }
 
 #[derive(Deserialize, Debug)]

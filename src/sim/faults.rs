@@ -9,7 +9,7 @@
 //! `network.rs`) and join the script the same way.
 //!
 //! Draw order is fixed: pauses (node order), crashes (node order),
-//! partition. Every probability costs exactly one draw whether it fires or
+//! partition, failover. New kinds are appended, never inserted. Every probability costs exactly one draw whether it fires or
 //! not, so changing one rate does not move the others.
 
 use super::options::{Fault, Options, RandomFaults, When};
@@ -68,6 +68,15 @@ pub fn resolve_random(o: &Options, seed: u64) -> Vec<Fault> {
             side_a: vec![NodeId(isolated)],
             side_b: rest,
             one_way: false,
+        });
+    }
+    let fails_over = rng.chance(r.failover_probability);
+    let at = rng.below(window_ms) * MS;
+    let rejoin = ms_between(&mut rng, r.restart_min_ns, r.restart_max_ns);
+    if fails_over && o.protocol.replicas > 1 {
+        out.push(Fault::Failover {
+            when: When::At(at),
+            restart_after_ns: Some(rejoin),
         });
     }
     out

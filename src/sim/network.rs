@@ -6,10 +6,12 @@
 //! "A's first write to the resource". Each message costs exactly one draw
 //! from each of `net.latency`, `net.loss` and `net.delay` — whatever the
 //! rates — so that scripting the faults a random run happened to draw leaves
-//! every latency in the replay unchanged.
+//! every latency in the replay unchanged (likewise `net.duplicate`).
 //!
-//! Random loss and delay that fire are appended to `resolved` as scripted
-//! [`Fault::Drop`] / [`Fault::Delay`], making the run's fault script whole.
+//! Random loss, delay and duplication that fire are appended to `resolved`
+//! as scripted [`Fault::Drop`] / [`Fault::Delay`] / [`Fault::Duplicate`],
+//! making the run's fault script whole. A duplicate is a second delivery of
+//! the same message (a retransmitting middlebox, an at-least-once queue).
 
 use std::collections::BTreeMap;
 
@@ -18,10 +20,12 @@ use super::rng::Rng;
 use super::trace::DropReason;
 use crate::protocol::{Nanos, NodeId};
 
-#[derive(Clone, Copy, Debug)]
-enum MsgFault {
-    Drop,
-    Delay(Nanos),
+/// Scripted faults aimed at one message (several may hit the same one).
+#[derive(Clone, Copy, Debug, Default)]
+struct MsgFaults {
+    drop: bool,
+    delay_ns: Option<Nanos>,
+    duplicate_after_ns: Option<Nanos>,
 }
 
 struct ActivePartition {
@@ -32,19 +36,28 @@ struct ActivePartition {
 }
 
 pub enum Fate {
-    Deliver { at_ns: Nanos, nth: u32 },
-    Lost { reason: DropReason, nth: u32 },
+    /// Delivered at `at_ns`; with `copy_at_ns`, delivered again then.
+    Deliver {
+        at_ns: Nanos,
+        nth: u32,
+        copy_at_ns: Option<Nanos>,
+    },
+    Lost {
+        reason: DropReason,
+        nth: u32,
+    },
 }
 
 pub struct Network {
     opts: NetworkOptions,
     nodes: usize,
     link_counts: Vec<u32>,
-    scripted: BTreeMap<(u16, u16, u32), MsgFault>,
+    scripted: BTreeMap<(u16, u16, u32), MsgFaults>,
     partitions: Vec<ActivePartition>,
     latency: Rng,
     loss: Rng,
     delay: Rng,
+    duplicate: Rng,
     pub resolved: Vec<Fault>,
 }
 
@@ -52,23 +65,34 @@ pub fn mask(nodes: &[NodeId]) -> u64 {
     nodes.iter().fold(0, |m, n| m | (1u64 << n.0))
 }
 
+const MS: u64 = 1_000_000;
+
 impl Network {
     pub fn new(opts: &NetworkOptions, nodes: usize, faults: &[Fault], seed: u64) -> Network {
         assert!(nodes <= 64, "partitions use 64-bit node masks");
         assert!(opts.latency_min_ns <= opts.latency_max_ns);
-        let mut scripted = BTreeMap::new();
+        let mut scripted: BTreeMap<(u16, u16, u32), MsgFaults> = BTreeMap::new();
         for f in faults {
             match *f {
                 Fault::Drop { from, to, nth } => {
-                    scripted.insert((from.0, to.0, nth), MsgFault::Drop);
+                    scripted.entry((from.0, to.0, nth)).or_default().drop = true
                 }
                 Fault::Delay {
                     from,
                     to,
                     nth,
                     delay_ns,
+                } => scripted.entry((from.0, to.0, nth)).or_default().delay_ns = Some(delay_ns),
+                Fault::Duplicate {
+                    from,
+                    to,
+                    nth,
+                    delay_ns,
                 } => {
-                    scripted.insert((from.0, to.0, nth), MsgFault::Delay(delay_ns));
+                    scripted
+                        .entry((from.0, to.0, nth))
+                        .or_default()
+                        .duplicate_after_ns = Some(delay_ns)
                 }
                 _ => {}
             }
@@ -82,6 +106,7 @@ impl Network {
             latency: Rng::stream(seed, "net.latency"),
             loss: Rng::stream(seed, "net.loss"),
             delay: Rng::stream(seed, "net.delay"),
+            duplicate: Rng::stream(seed, "net.duplicate"),
             resolved: Vec::new(),
         }
     }
@@ -115,40 +140,53 @@ impl Network {
         let link = from.0 as usize * self.nodes + to.0 as usize;
         self.link_counts[link] += 1;
         let nth = self.link_counts[link];
+        // Fixed draws per message, whatever fires (see the module doc).
         let latency = self
             .latency
             .between(self.opts.latency_min_ns, self.opts.latency_max_ns);
         let lost = self.loss.chance(self.opts.loss_probability);
         let spiked = self.delay.chance(self.opts.delay_probability);
         // Whole milliseconds, so a resolved delay writes back as `delay_ms` exactly.
-        let spike_ns = self.delay.between(0, self.opts.delay_max_ns / 1_000_000) * 1_000_000;
-        let mut extra = 0;
-        match self.scripted.get(&(from.0, to.0, nth)) {
-            Some(MsgFault::Drop) => {
-                return Fate::Lost {
-                    reason: DropReason::Scripted,
-                    nth,
-                }
-            }
-            Some(MsgFault::Delay(d)) => extra = *d,
+        let spike_ns = self.delay.between(0, self.opts.delay_max_ns / MS) * MS;
+        let duplicated = self.duplicate.chance(self.opts.duplicate_probability);
+        let copy_after_ns = self.duplicate.between(0, self.opts.delay_max_ns / MS) * MS;
+        let mut fx = match self.scripted.get(&(from.0, to.0, nth)) {
+            Some(f) => *f,
             None => {
+                let mut f = MsgFaults::default();
                 if lost {
                     self.resolved.push(Fault::Drop { from, to, nth });
-                    return Fate::Lost {
-                        reason: DropReason::Loss,
-                        nth,
-                    };
+                    f.drop = true;
+                } else {
+                    if spiked && spike_ns > 0 {
+                        self.resolved.push(Fault::Delay {
+                            from,
+                            to,
+                            nth,
+                            delay_ns: spike_ns,
+                        });
+                        f.delay_ns = Some(spike_ns);
+                    }
+                    if duplicated {
+                        self.resolved.push(Fault::Duplicate {
+                            from,
+                            to,
+                            nth,
+                            delay_ns: copy_after_ns,
+                        });
+                        f.duplicate_after_ns = Some(copy_after_ns);
+                    }
                 }
-                if spiked && spike_ns > 0 {
-                    self.resolved.push(Fault::Delay {
-                        from,
-                        to,
-                        nth,
-                        delay_ns: spike_ns,
-                    });
-                    extra = spike_ns;
-                }
+                f
             }
+        };
+        if fx.drop {
+            let reason = if lost && !self.scripted.contains_key(&(from.0, to.0, nth)) {
+                DropReason::Loss
+            } else {
+                DropReason::Scripted
+            };
+            return Fate::Lost { reason, nth };
         }
         if self.cut(from, to) {
             return Fate::Lost {
@@ -156,9 +194,11 @@ impl Network {
                 nth,
             };
         }
+        let at_ns = now + latency + fx.delay_ns.take().unwrap_or(0);
         Fate::Deliver {
-            at_ns: now + latency + extra,
+            at_ns,
             nth,
+            copy_at_ns: fx.duplicate_after_ns.map(|d| at_ns + d),
         }
     }
 }

@@ -27,6 +27,8 @@ pub struct NetworkOptions {
     /// Per message: held in a queue for an extra uniform `0..=delay_max_ns`.
     pub delay_probability: f64,
     pub delay_max_ns: Nanos,
+    /// Per message: delivered twice (the copy up to `delay_max_ns` later).
+    pub duplicate_probability: f64,
     /// Whether a partition also drops messages already in flight when it
     /// starts (checked at delivery) or only messages sent while it lasts.
     pub partition_hits_in_flight: bool,
@@ -79,6 +81,21 @@ pub enum Fault {
     },
     /// The `nth` message on the link `from -> to` is lost.
     Drop { from: NodeId, to: NodeId, nth: u32 },
+    /// The `nth` message on the link `from -> to` is delivered twice, the
+    /// copy `delay_ns` after the original.
+    Duplicate {
+        from: NodeId,
+        to: NodeId,
+        nth: u32,
+        delay_ns: Nanos,
+    },
+    /// The coordinator primary crashes and the next replica is promoted
+    /// (Sentinel, an election). With a restart, the old primary rejoins as
+    /// a replica.
+    Failover {
+        when: When,
+        restart_after_ns: Option<Nanos>,
+    },
 }
 
 /// Random faults, resolved into scripted [`Fault`]s at the start of a run
@@ -99,6 +116,9 @@ pub struct RandomFaults {
     pub partition_probability: f64,
     pub partition_min_ns: Nanos,
     pub partition_max_ns: Nanos,
+    /// Probability of one coordinator failover (the old primary rejoins
+    /// after `restart_min_ns..=restart_max_ns`).
+    pub failover_probability: f64,
 }
 
 #[derive(Clone, PartialEq, Debug)]
@@ -129,16 +149,33 @@ impl Options {
     /// scenario's `[protocol]` table does) — how a test runs the unfenced
     /// twin of a fenced scenario under identical faults.
     pub fn set_protocol(&mut self, p: ProtocolConfig) {
+        let coords: Vec<usize> = self
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| matches!(n.role, Role::Coordinator(_)))
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(
+            coords.len(),
+            p.replicas as usize,
+            "set_protocol cannot change the replica count"
+        );
+        let first = NodeId(coords.first().copied().unwrap_or(0) as u16);
         self.protocol = p;
-        for n in &mut self.nodes {
+        for (i, n) in self.nodes.iter_mut().enumerate() {
             n.role = match n.role {
                 Role::Worker(mut w) => {
                     w.send_token = p.worker_sends_token();
                     w.token_on_reads = p.worker_token_on_reads();
+                    w.check_lease_before_write = p.worker_checks_lease();
+                    w.renew_every_ns = p.renew_every_ns;
                     Role::Worker(w)
                 }
-                Role::Coordinator(_) => Role::Coordinator(p.coordinator()),
-                Role::Resource(_) => Role::Resource(p.fence_check()),
+                Role::Coordinator(_) => {
+                    Role::Coordinator(p.coordinator(first, (i - first.0 as usize) as u8))
+                }
+                Role::Resource(_) => Role::Resource(p.resource()),
             };
         }
     }
@@ -178,12 +215,13 @@ impl fmt::Display for Options {
         let n = &self.network;
         let _ = writeln!(
             s,
-            "network         = latency {}..{}, loss {}, delay {} up to {}, partition_hits_in_flight {}",
+            "network         = latency {}..{}, loss {}, delay {} up to {}, duplicate {}, partition_hits_in_flight {}",
             ms(n.latency_min_ns),
             ms(n.latency_max_ns),
             n.loss_probability,
             n.delay_probability,
             ms(n.delay_max_ns),
+            n.duplicate_probability,
             n.partition_hits_in_flight
         );
         for node in &self.nodes {
@@ -218,10 +256,14 @@ impl fmt::Display for Options {
             let _ = writeln!(s, "fault           = {}", describe_fault(self, fault));
         }
         let r = &self.random;
-        if r.pause_probability > 0.0 || r.crash_probability > 0.0 || r.partition_probability > 0.0 {
+        if r.pause_probability > 0.0
+            || r.crash_probability > 0.0
+            || r.partition_probability > 0.0
+            || r.failover_probability > 0.0
+        {
             let _ = writeln!(
                 s,
-                "random          = window {}, pause p={} {}..{}, crash p={} restart {}..{}, partition p={} {}..{}",
+                "random          = window {}, pause p={} {}..{}, crash p={} restart {}..{}, partition p={} {}..{}, failover p={}",
                 ms(r.window_ns),
                 r.pause_probability,
                 ms(r.pause_min_ns),
@@ -231,7 +273,8 @@ impl fmt::Display for Options {
                 ms(r.restart_max_ns),
                 r.partition_probability,
                 ms(r.partition_min_ns),
-                ms(r.partition_max_ns)
+                ms(r.partition_max_ns),
+                r.failover_probability
             );
         }
         f.write_str(s.trim_end())
@@ -303,11 +346,36 @@ pub fn describe_fault(o: &Options, f: &Fault) -> String {
                 ms(*delay_ns)
             )
         }
-        Fault::Drop { from, to, nth } => format!(
-            "drop message #{} {} -> {}",
+        Fault::Drop { from, to, nth } => {
+            format!(
+                "drop message #{} {} -> {}",
+                nth,
+                o.node_name(*from),
+                o.node_name(*to)
+            )
+        }
+        Fault::Duplicate {
+            from,
+            to,
+            nth,
+            delay_ns,
+        } => format!(
+            "duplicate message #{} {} -> {} (copy {} later)",
             nth,
             o.node_name(*from),
-            o.node_name(*to)
+            o.node_name(*to),
+            ms(*delay_ns)
+        ),
+        Fault::Failover {
+            when,
+            restart_after_ns,
+        } => format!(
+            "failover of the coordinator primary {}{}",
+            describe_when(o, when),
+            restart_after_ns.map_or(String::new(), |r| format!(
+                ", old primary rejoins after {}",
+                ms(r)
+            ))
         ),
     }
 }

@@ -21,6 +21,8 @@ pub struct Recorder {
     next_grant: u64,
     writes_in: BTreeMap<u64, (Option<u64>, u64)>,
     releases_in: BTreeMap<(u16, u32), u64>,
+    /// owner -> true time its lease runs out, as last granted or renewed.
+    expiry: BTreeMap<u64, u64>,
 }
 
 /// A record without its seq and time (the simulator assigns those).
@@ -31,16 +33,21 @@ fn ev(node: NodeId, kind: Kind, f: impl FnOnce(&mut Event)) -> Event {
 }
 
 impl Recorder {
-    /// What `from` handing `msg` (to `to`) to the network tells us.
-    pub fn on_send(&mut self, from: NodeId, to: NodeId, msg: &Msg) -> Option<Event> {
+    /// What `from` handing `msg` (to `to`) to the network at true time
+    /// `now` tells us.
+    pub fn on_send(&mut self, now: u64, from: NodeId, to: NodeId, msg: &Msg) -> Option<Event> {
         let key = Some(msg.key().0);
         match *msg {
             Msg::Granted {
                 key: k,
                 owner,
                 token,
+                ttl_ns,
                 ..
             } => {
+                if self.expiry.get(&owner).is_none_or(|&e| e < now + ttl_ns) {
+                    self.expiry.insert(owner, now + ttl_ns);
+                }
                 let triple = (k.0, owner, token.map_or(0, |t| t.0));
                 if self.grants.contains_key(&triple) {
                     return None;
@@ -55,6 +62,23 @@ impl Recorder {
                     e.token = token.map(|t| t.0);
                 }))
             }
+            Msg::Acquire { .. } => Some(ev(from, Kind::AcquireSent, |e| e.key = key)),
+            Msg::Renewed { owner, ttl_ns, .. } => {
+                let slack_ns = self
+                    .expiry
+                    .get(&owner)
+                    .map_or(0, |&e| e.saturating_sub(now));
+                self.expiry.insert(owner, now + ttl_ns);
+                Some(ev(from, Kind::RenewOk, |e| {
+                    e.key = key;
+                    e.grant_id = self.owner_grant.get(&owner).copied();
+                    e.value = Some(slack_ns);
+                }))
+            }
+            Msg::RenewFailed { owner, .. } => Some(ev(from, Kind::RenewFailed, |e| {
+                e.key = key;
+                e.grant_id = self.owner_grant.get(&owner).copied();
+            })),
             Msg::Read { op, token, .. } => Some(ev(from, Kind::ReadSent, |e| {
                 e.key = key;
                 e.op_id = Some(op.0);
@@ -110,7 +134,14 @@ impl Recorder {
                     e.removed_grant_id = removed.and_then(|o| self.owner_grant.get(&o).copied());
                 }))
             }
-            Msg::Acquire { .. } | Msg::Busy { .. } => None,
+            Msg::Busy { .. }
+            | Msg::Renew { .. }
+            | Msg::Replicate { .. }
+            | Msg::Propose { .. }
+            | Msg::Accepted { .. }
+            | Msg::QueryMax
+            | Msg::MaxIs { .. }
+            | Msg::Promote => None,
         }
     }
 
@@ -165,9 +196,19 @@ impl Recorder {
                 self.releases_in.insert((from.0, req), owner);
                 None
             }
-            Msg::Acquire { .. } | Msg::Busy { .. } | Msg::Released { .. } | Msg::Read { .. } => {
-                None
-            }
+            Msg::Acquire { .. }
+            | Msg::Busy { .. }
+            | Msg::Released { .. }
+            | Msg::Read { .. }
+            | Msg::Renew { .. }
+            | Msg::Renewed { .. }
+            | Msg::RenewFailed { .. }
+            | Msg::Replicate { .. }
+            | Msg::Propose { .. }
+            | Msg::Accepted { .. }
+            | Msg::QueryMax
+            | Msg::MaxIs { .. }
+            | Msg::Promote => None,
         }
     }
 
@@ -186,6 +227,10 @@ impl Recorder {
             Observation::OpAbandoned { op } => Some(ev(node, Kind::OpAbandoned, |e| {
                 e.op_id = Some(op.0);
                 e.key = worker_key;
+            })),
+            Observation::LeaseLost { key, owner } => Some(ev(node, Kind::LeaseLost, |e| {
+                e.key = Some(key.0);
+                e.grant_id = self.owner_grant.get(&owner).copied();
             })),
         }
     }

@@ -16,9 +16,11 @@
 //! - **partition**: messages across the cut are dropped when sent, and —
 //!   if `partition_hits_in_flight` — when delivered.
 //!
-//! A run ends when every worker is done and no message is in flight, when
-//! the queue is empty, or at `max_time_ns`; workers not done are recorded as
-//! `unfinished`. There is no wall clock, no ambient randomness and no
+//! A run ends when nothing is pending — no message in flight, no timer set,
+//! no pause or restart to come (every workload done, or stuck) — or at
+//! `max_time_ns`; workers not done are recorded as `unfinished`. Draining
+//! the queue rather than stopping at the last worker's answer matters: a
+//! resource may still hold a write it has not applied. There is no wall clock, no ambient randomness and no
 //! threading inside a run.
 
 use std::cmp::{Ordering, Reverse};
@@ -137,6 +139,8 @@ struct Sim<'o, 'f> {
     in_flight: u64,
     workers_left: usize,
     events_processed: u64,
+    /// Where `NodeId::COORD_GROUP` is routed now (changes on failover).
+    primary: NodeId,
 }
 
 /// Runs one seed of `opts` with the built-in protocol nodes.
@@ -178,6 +182,7 @@ pub fn run_with<'f>(
         in_flight: 0,
         workers_left: opts.workers().count(),
         events_processed: 0,
+        primary: opts.coordinator_primary,
     };
     sim.boot();
     let hit_max_time = sim.run_loop();
@@ -216,8 +221,9 @@ impl<'o, 'f> Sim<'o, 'f> {
             let when = match &self.script[i] {
                 Fault::Pause { when, .. }
                 | Fault::Crash { when, .. }
-                | Fault::Partition { when, .. } => when.clone(),
-                Fault::Delay { .. } | Fault::Drop { .. } => continue,
+                | Fault::Partition { when, .. }
+                | Fault::Failover { when, .. } => when.clone(),
+                Fault::Delay { .. } | Fault::Drop { .. } | Fault::Duplicate { .. } => continue,
             };
             match when {
                 When::At(t) => self.schedule(t, Ev::Fault(i)),
@@ -248,9 +254,6 @@ impl<'o, 'f> Sim<'o, 'f> {
                 self.in_flight -= 1;
             }
             self.dispatch_and_apply(entry.ev);
-            if self.workers_left == 0 && self.in_flight == 0 {
-                break;
-            }
         }
         self.events_processed = processed;
         false
@@ -265,7 +268,10 @@ impl<'o, 'f> Sim<'o, 'f> {
 
     fn dispatch(&mut self, ev: Ev) {
         match ev {
-            Ev::Start(node) => self.step(node, Input::Start { recovered: None }),
+            Ev::Start(node) => {
+                self.step(node, Input::Start { recovered: None });
+                self.promote_if_primary(node);
+            }
             Ev::Deliver { from, to, msg } => self.deliver(from, to, msg, ev),
             Ev::Timer {
                 node,
@@ -427,7 +433,7 @@ impl<'o, 'f> Sim<'o, 'f> {
 
     fn send(&mut self, from: NodeId, to: NodeId, msg: Msg) {
         let to = if to == NodeId::COORD_GROUP {
-            self.opts.coordinator_primary
+            self.primary
         } else {
             to
         };
@@ -435,14 +441,22 @@ impl<'o, 'f> Sim<'o, 'f> {
             (to.0 as usize) < self.slots.len(),
             "send to unknown node {to:?}"
         );
-        if let Some(e) = self.recorder.on_send(from, to, &msg) {
+        if let Some(e) = self.recorder.on_send(self.now, from, to, &msg) {
             self.record(e);
         }
         match self.net.send(self.now, from, to) {
-            Fate::Deliver { at_ns, nth } => {
+            Fate::Deliver {
+                at_ns,
+                nth,
+                copy_at_ns,
+            } => {
                 self.trace(from, What::Send { to, msg, nth }, None);
                 self.in_flight += 1;
                 self.schedule(at_ns, Ev::Deliver { from, to, msg });
+                if let Some(copy_at) = copy_at_ns {
+                    self.in_flight += 1;
+                    self.schedule(copy_at, Ev::Deliver { from, to, msg });
+                }
             }
             Fate::Lost { reason, nth } => {
                 self.trace(from, What::Send { to, msg, nth }, None);
@@ -519,22 +533,10 @@ impl<'o, 'f> Sim<'o, 'f> {
                 node,
                 restart_after_ns,
                 ..
-            } => {
-                let slot = &mut self.slots[node.0 as usize];
-                if !slot.up {
-                    return;
-                }
-                slot.up = false;
-                slot.node = None;
-                slot.held.clear();
-                slot.paused_until = None;
-                slot.incarnation += 1;
-                slot.buffered = None;
-                self.record(lifecycle(node, Kind::Crash, None));
-                if let Some(after) = restart_after_ns {
-                    self.schedule(self.now + after, Ev::Restart(node));
-                }
-            }
+            } => self.crash(node, restart_after_ns),
+            Fault::Failover {
+                restart_after_ns, ..
+            } => self.failover(restart_after_ns),
             Fault::Partition {
                 duration_ns,
                 ref side_a,
@@ -549,10 +551,91 @@ impl<'o, 'f> Sim<'o, 'f> {
                 self.record(lifecycle(node, Kind::Partition, Some(detail)));
                 self.schedule(self.now + duration_ns, Ev::Heal(i as u32));
             }
-            Fault::Delay { .. } | Fault::Drop { .. } => {
+            Fault::Delay { .. } | Fault::Drop { .. } | Fault::Duplicate { .. } => {
                 unreachable!("message faults are applied by the network")
             }
         }
+    }
+
+    fn crash(&mut self, node: NodeId, restart_after_ns: Option<Nanos>) {
+        let slot = &mut self.slots[node.0 as usize];
+        if !slot.up {
+            return;
+        }
+        slot.up = false;
+        slot.node = None;
+        slot.held.clear();
+        slot.paused_until = None;
+        slot.incarnation += 1;
+        slot.buffered = None;
+        self.record(lifecycle(node, Kind::Crash, None));
+        if let Some(after) = restart_after_ns {
+            self.schedule(self.now + after, Ev::Restart(node));
+        }
+    }
+
+    /// Crash the coordinator primary and promote the next live replica.
+    fn failover(&mut self, restart_after_ns: Option<Nanos>) {
+        let old = self.primary;
+        let replicas: Vec<NodeId> = (0..self.opts.nodes.len() as u16)
+            .map(NodeId)
+            .filter(|id| matches!(self.opts.nodes[id.0 as usize].role, Role::Coordinator(_)))
+            .collect();
+        let at = replicas.iter().position(|&r| r == old).unwrap_or(0);
+        let next = (1..replicas.len())
+            .map(|k| replicas[(at + k) % replicas.len()])
+            .find(|r| self.slots[r.0 as usize].up);
+        self.crash(old, restart_after_ns);
+        let Some(next) = next else { return }; // no live replica: the group is down
+        self.primary = next;
+        let detail = format!(
+            "{} -> {}",
+            self.opts.node_name(old),
+            self.opts.node_name(next)
+        );
+        self.record(lifecycle(next, Kind::Failover, Some(detail)));
+        self.promote(next);
+    }
+
+    fn promote_if_primary(&mut self, node: NodeId) {
+        if node == self.primary
+            && matches!(self.opts.nodes[node.0 as usize].role, Role::Coordinator(_))
+        {
+            self.promote(node);
+        }
+    }
+
+    /// The orchestrator's word to the new primary: a `Promote` input, held
+    /// like any other if the node is paused.
+    fn promote(&mut self, node: NodeId) {
+        let ev = Ev::Deliver {
+            from: node,
+            to: node,
+            msg: Msg::Promote,
+        };
+        let slot = &mut self.slots[node.0 as usize];
+        if !slot.up {
+            return;
+        }
+        if slot.paused_until.is_some() {
+            slot.held.push_back(ev);
+            return;
+        }
+        self.trace(
+            node,
+            What::Recv {
+                from: node,
+                msg: Msg::Promote,
+            },
+            None,
+        );
+        self.step(
+            node,
+            Input::Message {
+                from: node,
+                msg: Msg::Promote,
+            },
+        );
     }
 
     fn resume(&mut self, node: NodeId) {
@@ -591,6 +674,7 @@ impl<'o, 'f> Sim<'o, 'f> {
                 recovered: recovered.as_deref(),
             },
         );
+        self.promote_if_primary(node);
     }
 
     fn finish(mut self, seed: u64, hit_max_time: bool) -> RunOutcome {

@@ -227,17 +227,39 @@ pub fn fmt_msg(msg: &Msg) -> String {
             token,
             value,
             ..
-        } => format!(
-            "req={req} op={} token={} value={}",
-            op.0,
-            tok(token),
-            value.0
-        ),
+        } => {
+            format!(
+                "req={req} op={} token={} value={}",
+                op.0,
+                tok(token),
+                value.0
+            )
+        }
         Msg::ReadOk { req, op, value, .. } => format!("req={req} op={} value={}", op.0, value.0),
         Msg::ReadRejected { req, op, fence, .. } | Msg::WriteRejected { req, op, fence, .. } => {
             format!("req={req} op={} fence={}", op.0, fence.0)
         }
         Msg::WriteOk { req, op, .. } => format!("req={req} op={}", op.0),
+        Msg::Renew { req, owner, .. } | Msg::RenewFailed { req, owner, .. } => {
+            format!("req={req} owner={owner:#x}")
+        }
+        Msg::Renewed {
+            req, owner, ttl_ns, ..
+        } => format!("req={req} owner={owner:#x} ttl={}ms", ttl_ns / 1_000_000),
+        Msg::Replicate {
+            counter,
+            owner,
+            token,
+            ..
+        } => {
+            format!(
+                "counter={counter} lease_owner={owner:#x} token={}",
+                tok(token)
+            )
+        }
+        Msg::Propose { gen } | Msg::MaxIs { gen } => format!("gen={gen}"),
+        Msg::Accepted { gen, ok } => format!("gen={gen} ok={ok}"),
+        Msg::QueryMax | Msg::Promote => String::new(),
     };
     format!("{} {body}", msg.name())
 }
