@@ -402,6 +402,16 @@ fn marks(s: &mut String, scene: &Scene, axis: &Axis, line_y: &dyn Fn(usize) -> u
             MarkKind::Accepted => (6, "#1f9d55", "ok-text"),
             MarkKind::Rejected => (6, "#d23c3c", "bad-text"),
         };
+        // An accepted write that completes a violation is the bad news: red, not green.
+        let completes = scene
+            .citations
+            .iter()
+            .any(|c| c.evidence.last() == Some(&m.seq));
+        let (fill, text_class) = if m.kind == MarkKind::Accepted && completes {
+            ("#d23c3c", "bad-text")
+        } else {
+            (fill, text_class)
+        };
         let _ = write!(
             s,
             r##"<circle cx="{x}" cy="{y}" r="{r}" fill="{fill}" stroke="#ffffff" stroke-width="1"/>"##
