@@ -41,6 +41,9 @@ pub enum Command {
         /// Worker threads (default: all cores). Results do not depend on it.
         #[arg(long)]
         jobs: Option<usize>,
+        /// Also write a report directory: index.html (SVG timelines), summary.md, results.json.
+        #[arg(long, value_name = "DIR")]
+        report: Option<PathBuf>,
     },
     /// Re-run one seed of a scenario and show its timeline, trace, violations and hash.
     Replay {
@@ -56,6 +59,9 @@ pub enum Command {
         /// Write this run as a fully scripted scenario (random faults resolved).
         #[arg(long)]
         emit_scenario: Option<PathBuf>,
+        /// Also write a report directory: index.html (SVG timeline), summary.md, results.json.
+        #[arg(long, value_name = "DIR")]
+        report: Option<PathBuf>,
     },
     /// Check a history written by anyone (JSON lines, docs/history.md).
     CheckHistory { path: PathBuf },

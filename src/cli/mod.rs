@@ -30,14 +30,16 @@ pub fn run(cli: args::Cli) -> Result<ExitCode> {
             seeds,
             seed_start,
             jobs,
-        } => run::cmd_run(&paths, seeds, seed_start, jobs),
+            report,
+        } => run::cmd_run(&paths, seeds, seed_start, jobs, report),
         Command::Replay {
             path,
             seed,
             history,
             no_trace,
             emit_scenario,
-        } => replay::cmd_replay(&path, seed, history, !no_trace, emit_scenario),
+            report,
+        } => replay::cmd_replay(&path, seed, history, !no_trace, emit_scenario, report),
         Command::CheckHistory { path } => check_history::cmd_check_history(&path),
         Command::List => {
             print!("{}", catalogue());

@@ -17,6 +17,7 @@ pub fn cmd_replay(
     history_out: Option<PathBuf>,
     with_trace: bool,
     emit: Option<PathBuf>,
+    report_dir: Option<PathBuf>,
 ) -> Result<ExitCode> {
     let s = load(path)?;
     let out = sim::run(&s.options, seed, true);
@@ -37,6 +38,10 @@ pub fn cmd_replay(
             .map_err(|e| BadInput(format!("{}: {e}", path.display())))?;
         std::fs::write(&file, scripted).with_context(|| format!("writing {}", file.display()))?;
         println!("scripted scenario written to {}", file.display());
+    }
+    if let Some(dir) = report_dir {
+        report::write::write(&dir, &report::write::replay_doc(&s, &out, &report))?;
+        println!("report written to {}", dir.join("index.html").display());
     }
     let failing = !report.is_clean() && report.kinds().any(|k| !s.expect.tolerates(k));
     if !report.is_clean() {

@@ -13,6 +13,7 @@ pub fn cmd_run(
     seeds: Option<u64>,
     seed_start: Option<u64>,
     jobs: Option<usize>,
+    report_dir: Option<PathBuf>,
 ) -> Result<ExitCode> {
     let files = scenario::collect(paths).map_err(|e| BadInput(e.to_string()))?;
     // Load everything first: a typo in the last file should not cost a long sweep.
@@ -42,6 +43,11 @@ pub fn cmd_run(
         results.iter().map(|r| r.agg.seeds).sum::<u64>(),
         results.iter().map(|r| r.agg.events).sum::<u64>()
     );
+    if let Some(dir) = report_dir {
+        let doc = report::write::run_doc(&scenarios, &results, seeds, seed_start, jobs);
+        report::write::write(&dir, &doc)?;
+        println!("report written to {}", dir.join("index.html").display());
+    }
     let met = results.iter().all(|r| r.met());
     Ok(ExitCode::from(if met { EXIT_OK } else { EXIT_FAILED }))
 }

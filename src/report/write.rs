@@ -1,0 +1,269 @@
+//! The report directory written by `--report DIR`: `index.html` (the page,
+//! timelines inline), `summary.md` (links the same timelines as
+//! `timelines/*.svg`, which GitHub renders), and `results.json`.
+//!
+//! This module decides *what* goes in — which seed each scenario's timeline
+//! shows and why — and leaves *how* to [`super::html`], [`super::markdown`]
+//! and [`super::svg`]. A scenario gets a timeline when it found a violation
+//! (the seed to replay first) or, when clean, when its fence rejected a
+//! stale write (the lowest such seed: the safe twin telling the same
+//! story). Output depends only on the scenarios, seeds and code — never on
+//! the time, the machine or `--jobs`.
+
+use std::collections::BTreeSet;
+use std::ops::Range;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+
+use super::results::{self, MetricSeries, Results, ScenarioResults, TimelineResults};
+use super::stats::{self, SeedStats, SERIES};
+use super::{html, markdown, scene, svg, table};
+use crate::check::{self, Report};
+use crate::scenario::Scenario;
+use crate::sim::{self, RunOutcome};
+use crate::suite::ScenarioResult;
+
+/// A report's content: the results plus each scenario's timeline markup.
+pub struct Doc {
+    pub results: Results,
+    /// Parallel to `results.scenarios`.
+    pub svgs: Vec<Option<String>>,
+}
+
+/// The seeds `fencesim run` ran for `s` under the same overrides.
+pub fn seed_range(s: &Scenario, seeds: Option<u64>, seed_start: Option<u64>) -> Range<u64> {
+    let start = seed_start.unwrap_or(s.seeds.start);
+    let count = seeds.unwrap_or(s.seeds.end - s.seeds.start);
+    start..start.saturating_add(count)
+}
+
+/// Builds the report of a `fencesim run`.
+pub fn run_doc(
+    scenarios: &[Scenario],
+    results: &[ScenarioResult],
+    seeds: Option<u64>,
+    seed_start: Option<u64>,
+    jobs: usize,
+) -> Doc {
+    assert_eq!(scenarios.len(), results.len(), "one result per scenario");
+    let mut slugs = Slugs::default();
+    let mut doc = Doc {
+        results: Results {
+            schema_version: results::SCHEMA_VERSION,
+            fencesim_version: env!("CARGO_PKG_VERSION").to_string(),
+            command: "run".to_string(),
+            scenarios: Vec::new(),
+        },
+        svgs: Vec::new(),
+    };
+    for (s, r) in scenarios.iter().zip(results) {
+        let range = seed_range(s, seeds, seed_start);
+        assert_eq!(
+            range.end - range.start,
+            r.agg.seeds,
+            "report and suite must cover the same seeds"
+        );
+        let stats = stats::collect(s, range.clone(), jobs);
+        let any_violation = r.agg.failing_seeds.iter().any(|&n| n > 0);
+        let pick = match (r.replay_seed, stats.first_rejected_seed) {
+            (Some(seed), _) if !r.met() => Some((seed, "the seed to replay first")),
+            (Some(seed), _) if any_violation => Some((seed, "the lowest seed with a violation")),
+            (_, Some(seed)) => Some((
+                seed,
+                "the lowest seed in which the fence rejected a stale write",
+            )),
+            (seed, None) => seed.map(|s| (s, "the seed to replay first")),
+        };
+        let slug = slugs.next(&s.name);
+        let (timeline, svg) = match pick {
+            Some((seed, reason)) => {
+                let out = sim::run(&s.options, seed, true);
+                let report = check::check(&out.history);
+                let (t, svg) = timeline(s, &out, &report, reason, &slug);
+                (Some(t), Some(svg))
+            }
+            None => (None, None),
+        };
+        doc.results.scenarios.push(ScenarioResults {
+            name: r.name.clone(),
+            path: r.path.clone(),
+            description: s.description.trim().to_string(),
+            protocol: r.protocol.clone(),
+            seed_start: range.start,
+            seeds: r.agg.seeds,
+            failing_seeds: results::kinds_map(|k| r.agg.failing_seeds[k as usize]),
+            seeds_with_stale_attempts: r.agg.seeds_with_stale_attempts,
+            fence_rejected_total: r.agg.fence_rejected_total,
+            seeds_with_unfinished: r.agg.seeds_with_unfinished,
+            expectation_met: r.met(),
+            problems: r.problems.clone(),
+            replay_seed: r.replay_seed,
+            digest: format!("{:016x}", r.agg.digest),
+            metrics: metric_series(&stats),
+            timeline,
+        });
+        doc.svgs.push(svg);
+    }
+    doc
+}
+
+/// Builds the report of a `fencesim replay` of one seed.
+pub fn replay_doc(s: &Scenario, out: &RunOutcome, report: &Report) -> Doc {
+    let mut problems: Vec<String> = report
+        .kinds()
+        .filter(|k| !s.expect.tolerates(*k))
+        .map(|k| format!("unexpected {k} in this seed"))
+        .collect();
+    problems.extend(s.expect.failed_metrics(report));
+    let slug = format!("{}-seed-{}", Slugs::default().next(&s.name), out.seed);
+    let (timeline, svg) = timeline(s, out, report, "the replayed seed", &slug);
+    let stats = SeedStats::default().add(out.seed, report);
+    let scenario = ScenarioResults {
+        name: s.name.clone(),
+        path: s.path.display().to_string(),
+        description: s.description.trim().to_string(),
+        protocol: crate::suite::protocol_label(s),
+        seed_start: out.seed,
+        seeds: 1,
+        failing_seeds: results::kinds_map(|k| (report.count(k) > 0) as u64),
+        seeds_with_stale_attempts: (report.info.stale_attempts > 0) as u64,
+        fence_rejected_total: report.info.fence_rejected_total,
+        seeds_with_unfinished: (!out.unfinished.is_empty()) as u64,
+        expectation_met: problems.is_empty(),
+        problems,
+        replay_seed: Some(out.seed),
+        digest: format!("{:016x}", out.trace_hash),
+        metrics: metric_series(&stats),
+        timeline: Some(timeline),
+    };
+    Doc {
+        results: Results {
+            schema_version: results::SCHEMA_VERSION,
+            fencesim_version: env!("CARGO_PKG_VERSION").to_string(),
+            command: "replay".to_string(),
+            scenarios: vec![scenario],
+        },
+        svgs: vec![Some(svg)],
+    }
+}
+
+fn metric_series(stats: &SeedStats) -> Vec<MetricSeries> {
+    SERIES
+        .iter()
+        .zip(&stats.hist)
+        .map(|((name, description), hist)| MetricSeries {
+            name: name.to_string(),
+            description: description.to_string(),
+            seeds_per_value: hist.iter().map(|(&v, &n)| (v, n)).collect(),
+        })
+        .collect()
+}
+
+fn timeline(
+    s: &Scenario,
+    out: &RunOutcome,
+    report: &Report,
+    reason: &str,
+    slug: &str,
+) -> (TimelineResults, String) {
+    let scene = scene::build(&out.history, &out.trace, report, out.end_ns);
+    let verdict = if report.is_clean() {
+        match report.info.fence_rejected_total {
+            0 => "no violations".to_string(),
+            n => format!("no violations — the fence rejected {n} stale write(s)"),
+        }
+    } else {
+        let kinds: Vec<&str> = report.kinds().map(|k| k.name()).collect();
+        kinds.join(", ")
+    };
+    let title = format!(
+        "{} · {} · seed {} — {verdict}",
+        s.name,
+        crate::suite::protocol_label(s),
+        out.seed
+    );
+    let svg = svg::render(&scene, &format!("tl-{slug}"), &title);
+    let path = s.path.display().to_string();
+    let t = TimelineResults {
+        seed: out.seed,
+        reason: reason.to_string(),
+        replay_command: table::repro_command(&path, out.seed),
+        svg: format!("timelines/{slug}.svg"),
+        trace_hash: format!("{:016x}", out.trace_hash),
+        records: out.history.events.len() as u64,
+        end_ns: out.end_ns,
+        metrics: results::metrics_map(report),
+        violations: results::violations(&out.history, report),
+    };
+    (t, svg)
+}
+
+/// File-name-safe, unique scenario slugs.
+#[derive(Default)]
+struct Slugs {
+    used: BTreeSet<String>,
+}
+
+impl Slugs {
+    fn next(&mut self, name: &str) -> String {
+        let base: String = name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c.to_ascii_lowercase()
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        let base = if base.is_empty() {
+            "scenario".into()
+        } else {
+            base
+        };
+        let mut slug = base.clone();
+        let mut n = 2;
+        while !self.used.insert(slug.clone()) {
+            slug = format!("{base}-{n}");
+            n += 1;
+        }
+        slug
+    }
+}
+
+/// Writes `index.html`, `summary.md`, `results.json` and
+/// `timelines/*.svg` into `dir` (created if missing).
+pub fn write(dir: &Path, doc: &Doc) -> Result<()> {
+    let timelines = dir.join("timelines");
+    std::fs::create_dir_all(&timelines)
+        .with_context(|| format!("creating {}", timelines.display()))?;
+    let put = |name: &str, text: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))
+    };
+    put("index.html", &html::render(doc))?;
+    put("summary.md", &markdown::render(doc))?;
+    put("results.json", &results::to_json(&doc.results))?;
+    for (sc, svg) in doc.results.scenarios.iter().zip(&doc.svgs) {
+        if let (Some(t), Some(svg)) = (&sc.timeline, svg) {
+            let mut standalone = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+            standalone.push_str(svg);
+            put(&t.svg, &standalone)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Slugs;
+
+    #[test]
+    fn slugs_are_file_safe_and_unique() {
+        let mut s = Slugs::default();
+        assert_eq!(s.next("GC pause/v2"), "gc-pause-v2");
+        assert_eq!(s.next("GC pause/v2"), "gc-pause-v2-2");
+        assert_eq!(s.next(""), "scenario");
+    }
+}

@@ -1,0 +1,30 @@
+//! Escaping for text placed in HTML and SVG. The reports embed names,
+//! explanations and file paths that come from user scenario files, so every
+//! piece of text goes through [`esc`] before it lands in markup.
+
+/// Escapes `&`, `<`, `>`, `"` and `'` for element text and attribute values.
+pub fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::esc;
+
+    #[test]
+    fn markup_characters_are_escaped_and_text_is_kept() {
+        assert_eq!(esc("a<b>&\"c'"), "a&lt;b&gt;&amp;&quot;c&#39;");
+        assert_eq!(esc("worker/A ✓"), "worker/A ✓");
+    }
+}
