@@ -15,3 +15,4 @@ pub mod report;
 pub mod scenario;
 pub mod sim;
 pub mod suite;
+pub mod tradeoff;

@@ -11,6 +11,7 @@
 //! [`token_order`], [`release`], [`overlap`].
 
 pub mod generations;
+pub mod metrics;
 pub mod overlap;
 pub mod release;
 pub mod token_order;
@@ -108,6 +109,8 @@ pub const METRIC_NAMES: &[&str] = &[
     "late_writes",
     "overlaps",
     "overlap_ms",
+    "renewal_failures",
+    "lost_leases",
     "stale_write",
     "lost_update",
     "token_order",
@@ -124,6 +127,7 @@ pub struct Report {
     /// Count per kind, including ones not kept.
     pub counts: [u64; 4],
     pub info: Info,
+    pub metrics: metrics::RunMetrics,
 }
 
 impl Report {
@@ -151,6 +155,8 @@ impl Report {
             "late_writes" => i.late_writes,
             "overlaps" => i.overlaps,
             "overlap_ms" => i.overlap_ns / 1_000_000,
+            "renewal_failures" => self.metrics.renewal_failures,
+            "lost_leases" => self.metrics.lost_leases,
             other => self.count(ViolationKind::from_name(other)?),
         })
     }
@@ -163,6 +169,7 @@ pub fn check(history: &History) -> Report {
     let mut tokens = token_order::TokenOrder::default();
     let mut releases = release::Releases::default();
     let mut overlap = overlap::Overlap::default();
+    let mut measured = metrics::Metrics::default();
     let mut report = Report::default();
     let mut found = Vec::new();
     let mut last_seq = None;
@@ -177,6 +184,7 @@ pub fn check(history: &History) -> Report {
         writes.observe(history, e, &gens, &mut report.info, &mut found);
         releases.observe(history, e, &gens, &mut found);
         overlap.observe(e, &mut report.info);
+        measured.observe(e);
         for v in found.drain(..) {
             let n = &mut report.counts[v.kind.index()];
             *n += 1;

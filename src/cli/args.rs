@@ -65,6 +65,27 @@ pub enum Command {
     },
     /// Check a history written by anyone (JSON lines, docs/history.md).
     CheckHistory { path: PathBuf },
+    /// Sweep a scenario over lease TTLs, with and without fencing: takeover
+    /// time, false lease loss, corrupted writes.
+    Tradeoff {
+        /// Base scenario (scenarios/tradeoff/ttl-tradeoff.toml).
+        path: PathBuf,
+        /// TTLs to try, comma-separated milliseconds.
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "1000,2000,5000,10000,20000"
+        )]
+        ttls_ms: Vec<u64>,
+        /// Seeds per point (default: the scenario's).
+        #[arg(long)]
+        seeds: Option<u64>,
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Also write the chart (tradeoff.svg) and table (tradeoff.md) here.
+        #[arg(long)]
+        report: Option<PathBuf>,
+    },
     /// Print the catalogue: protocols, faults, checkers, history kinds.
     List,
 }

@@ -6,6 +6,7 @@ pub mod args;
 mod check_history;
 mod replay;
 mod run;
+mod tradeoff;
 
 use std::process::ExitCode;
 
@@ -41,6 +42,13 @@ pub fn run(cli: args::Cli) -> Result<ExitCode> {
             report,
         } => replay::cmd_replay(&path, seed, history, !no_trace, emit_scenario, report),
         Command::CheckHistory { path } => check_history::cmd_check_history(&path),
+        Command::Tradeoff {
+            path,
+            ttls_ms,
+            seeds,
+            jobs,
+            report,
+        } => tradeoff::cmd_tradeoff(&path, &ttls_ms, seeds, jobs, report),
         Command::List => {
             print!("{}", catalogue());
             Ok(ExitCode::from(EXIT_OK))

@@ -1,0 +1,49 @@
+//! `fencesim tradeoff`: the TTL sweep as a table (and a chart with `--report`).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+
+use super::{default_jobs, load, BadInput, EXIT_OK};
+
+pub fn cmd_tradeoff(
+    path: &Path,
+    ttls_ms: &[u64],
+    seeds: Option<u64>,
+    jobs: Option<usize>,
+    report: Option<PathBuf>,
+) -> Result<ExitCode> {
+    if ttls_ms.is_empty() || ttls_ms.contains(&0) {
+        return Err(
+            BadInput("--ttls-ms takes positive milliseconds, e.g. 1000,5000,20000".into()).into(),
+        );
+    }
+    let s = load(path)?;
+    let count = seeds.unwrap_or(s.seeds.end - s.seeds.start);
+    let range = s.seeds.start..s.seeds.start.saturating_add(count);
+    println!(
+        "fencesim {} — TTL trade-off of {} over {count} seeds per point",
+        env!("CARGO_PKG_VERSION"),
+        s.name
+    );
+    let rows = crate::tradeoff::sweep(&s, ttls_ms, range, jobs.unwrap_or_else(default_jobs));
+    let table = crate::tradeoff::table(&rows, count);
+    print!("{table}");
+    if let Some(dir) = report {
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        std::fs::write(
+            dir.join("tradeoff.svg"),
+            crate::report::tradeoff::render(&rows),
+        )?;
+        std::fs::write(
+            dir.join("tradeoff.md"),
+            format!(
+                "# TTL trade-off: {}\n\n![chart](tradeoff.svg)\n\n```\n{table}```\n",
+                s.name
+            ),
+        )?;
+        println!("chart written to {}", dir.join("tradeoff.svg").display());
+    }
+    Ok(ExitCode::from(EXIT_OK))
+}
