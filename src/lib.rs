@@ -13,5 +13,7 @@ pub mod history;
 pub mod protocol;
 pub mod report;
 pub mod scenario;
+pub mod shrink;
 pub mod sim;
 pub mod suite;
+pub mod swarm;
