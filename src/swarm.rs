@@ -147,7 +147,11 @@ mod tests {
             assert!(o.random.crash_probability <= 1.0);
             seen.insert(mix);
         }
-        assert!(seen.len() > 20, "200 seeds explore many mixes: {}", seen.len());
+        assert!(
+            seen.len() > 20,
+            "200 seeds explore many mixes: {}",
+            seen.len()
+        );
     }
 
     #[test]

@@ -20,8 +20,8 @@ use crate::suite::json::{parse_hex, RunJson, ScenarioJson, SCHEMA, SCHEMA_VERSIO
 use crate::suite::{self, Aggregate, ScenarioResult, SweepConfig};
 
 fn read(file: &Path) -> Result<RunJson, BadInput> {
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| BadInput(format!("{}: {e}", file.display())))?;
+    let text =
+        std::fs::read_to_string(file).map_err(|e| BadInput(format!("{}: {e}", file.display())))?;
     let report: RunJson = serde_json::from_str(&text).map_err(|e| {
         BadInput(format!(
             "{}:{}:{}: {e}; expected the output of `fencesim run --format json --shard I/N`",
@@ -52,7 +52,13 @@ fn check_shards(files: &[PathBuf], reports: &[RunJson]) -> Result<(), BadInput> 
     let count = first.shard.map_or(0, |s| s.count);
     let mut seen = vec![false; count as usize];
     for (file, r) in files.iter().zip(reports) {
-        let bad = |what: &str| BadInput(format!("{}: {what} differs from {}", file.display(), files[0].display()));
+        let bad = |what: &str| {
+            BadInput(format!(
+                "{}: {what} differs from {}",
+                file.display(),
+                files[0].display()
+            ))
+        };
         let Some(shard) = r.shard else {
             return Err(BadInput(format!(
                 "{}: not a shard (run it with --shard I/N)",
@@ -75,8 +81,15 @@ fn check_shards(files: &[PathBuf], reports: &[RunJson]) -> Result<(), BadInput> 
         if (r.swarm, r.check_determinism) != (first.swarm, first.check_determinism) {
             return Err(bad("--swarm / --check-determinism"));
         }
-        if !r.scenarios.iter().map(identity).eq(first.scenarios.iter().map(identity)) {
-            return Err(bad("the scenario list (paths, content hashes, seed ranges)"));
+        if !r
+            .scenarios
+            .iter()
+            .map(identity)
+            .eq(first.scenarios.iter().map(identity))
+        {
+            return Err(bad(
+                "the scenario list (paths, content hashes, seed ranges)",
+            ));
         }
     }
     let missing: Vec<String> = (0..count)
@@ -95,7 +108,10 @@ fn merge_scenario(reports: &[RunJson], i: usize, cfg: &SweepConfig) -> Result<Sc
     let mut divergence: Option<(u64, String)> = None;
     for r in reports {
         let s = &r.scenarios[i];
-        let part = s.aggregate.to_agg().map_err(|e| BadInput(format!("{}: {e}", s.path)))?;
+        let part = s
+            .aggregate
+            .to_agg()
+            .map_err(|e| BadInput(format!("{}: {e}", s.path)))?;
         if let (Some(seed), Some(text)) = (part.first_diverged, &s.divergence) {
             if divergence.as_ref().is_none_or(|(d, _)| seed < *d) {
                 divergence = Some((seed, text.clone()));
@@ -123,7 +139,10 @@ fn merge_scenario(reports: &[RunJson], i: usize, cfg: &SweepConfig) -> Result<Sc
 }
 
 pub fn cmd_merge(files: &[PathBuf], format: Format, junit: Option<PathBuf>) -> Result<ExitCode> {
-    let reports = files.iter().map(|f| read(f)).collect::<Result<Vec<_>, _>>()?;
+    let reports = files
+        .iter()
+        .map(|f| read(f))
+        .collect::<Result<Vec<_>, _>>()?;
     check_shards(files, &reports)?;
     let cfg = SweepConfig {
         swarm: reports[0].swarm,

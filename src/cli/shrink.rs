@@ -12,7 +12,9 @@ use crate::shrink::{self, ShrinkError};
 
 /// `scenarios/x.toml` seed 7 -> `x-seed-7-shrunk.toml` beside it.
 fn default_out(path: &Path, seed: u64) -> PathBuf {
-    let stem = path.file_stem().map_or("scenario".into(), |s| s.to_string_lossy());
+    let stem = path
+        .file_stem()
+        .map_or("scenario".into(), |s| s.to_string_lossy());
     path.with_file_name(format!("{stem}-seed-{seed}-shrunk.toml"))
 }
 
@@ -28,7 +30,10 @@ pub fn cmd_shrink(
         .map(|k| {
             ViolationKind::from_name(k).ok_or_else(|| {
                 let names: Vec<&str> = ViolationKind::ALL.iter().map(|k| k.name()).collect();
-                BadInput(format!("--kind {k:?}: expected one of {}", names.join(", ")))
+                BadInput(format!(
+                    "--kind {k:?}: expected one of {}",
+                    names.join(", ")
+                ))
             })
         })
         .transpose()?;
@@ -51,7 +56,11 @@ pub fn cmd_shrink(
         env!("CARGO_PKG_VERSION"),
         shrunk.kind,
         shrunk.runs,
-        if shrunk.hit_budget { " (run budget hit: may not be minimal)" } else { "" }
+        if shrunk.hit_budget {
+            " (run budget hit: may not be minimal)"
+        } else {
+            ""
+        }
     );
     println!("            before  after");
     println!("  faults    {:>6}  {:>5}", b.faults, a.faults);
@@ -61,10 +70,17 @@ pub fn cmd_shrink(
     let (failing, tried) = shrunk.other_seeds_failing;
     println!(
         "latency {}; {} under {failing}/{tried} other seeds",
-        if shrunk.latency_pinned { "pinned (seed-independent)" } else { "jitter kept (seed-dependent)" },
+        if shrunk.latency_pinned {
+            "pinned (seed-independent)"
+        } else {
+            "jitter kept (seed-dependent)"
+        },
         shrunk.kind
     );
     println!("written to {}", out.display());
-    println!("check it: fencesim run {}", crate::suite::shell_quote(&out.display().to_string()));
+    println!(
+        "check it: fencesim run {}",
+        crate::suite::shell_quote(&out.display().to_string())
+    );
     Ok(ExitCode::from(EXIT_OK))
 }

@@ -65,7 +65,9 @@ pub const CHECK_SEEDS: u64 = 16;
 pub enum ShrinkError {
     #[error("{0}")]
     Scenario(String),
-    #[error("seed {seed} shows no violation; nothing to shrink (try `fencesim run` for a failing seed)")]
+    #[error(
+        "seed {seed} shows no violation; nothing to shrink (try `fencesim run` for a failing seed)"
+    )]
     NotFailing { seed: u64 },
     #[error("seed {seed} shows {found}, not {wanted}")]
     KindAbsent {
@@ -207,7 +209,10 @@ fn without_worker(doc: &Table, i: usize) -> Option<Table> {
                     names.retain(|n| n.as_str() != Some(&node));
                 }
             }
-            if groups.iter().any(|g| g.as_array().is_some_and(Vec::is_empty)) {
+            if groups
+                .iter()
+                .any(|g| g.as_array().is_some_and(Vec::is_empty))
+            {
                 continue;
             }
         }
@@ -277,8 +282,14 @@ fn fewer_ops(s: &mut Search, doc: &mut Table) {
 /// Tries `latency_min_ms = latency_max_ms = v` for each v of the range.
 fn pin_latency(s: &mut Search, doc: &mut Table) -> bool {
     let net = doc.get("network").and_then(Value::as_table);
-    let lo = net.and_then(|n| n.get("latency_min_ms")).and_then(Value::as_integer).unwrap_or(1);
-    let hi = net.and_then(|n| n.get("latency_max_ms")).and_then(Value::as_integer).unwrap_or(5);
+    let lo = net
+        .and_then(|n| n.get("latency_min_ms"))
+        .and_then(Value::as_integer)
+        .unwrap_or(1);
+    let hi = net
+        .and_then(|n| n.get("latency_max_ms"))
+        .and_then(Value::as_integer)
+        .unwrap_or(5);
     if lo == hi {
         return true;
     }
@@ -299,26 +310,52 @@ fn pin_latency(s: &mut Search, doc: &mut Table) -> bool {
     false
 }
 
-/// Final touches: name, seeds and `must_find` counts that fit the file.
-fn finish_doc(doc: &mut Table, s: &Scenario, seed: u64, pinned: bool) -> Result<(), ShrinkError> {
+/// The shrunk file's `[expect]`: if the scenario expected the kind (an
+/// unsafe protocol shown unsafe), the file must find it in every seed it
+/// runs; if the kind was unexpected (a bug), the original tolerances stay,
+/// so the file fails until the bug is fixed — a regression test either way.
+/// Metric assertions are dropped: they were about the full workload.
+fn expect_table(s: &Scenario, kind: ViolationKind, seeds: i64) -> Value {
+    let mut t = Table::new();
+    let mut allow: Vec<ViolationKind> = s.expect.allow.clone();
+    allow.extend(s.expect.must_find.iter().map(|(k, _)| *k));
+    allow.sort();
+    allow.dedup();
+    if s.expect.tolerates(kind) {
+        allow.retain(|k| *k != kind);
+        let mut must = Table::new();
+        must.insert("kind".into(), Value::String(kind.name().into()));
+        must.insert("min_failing_seeds".into(), Value::Integer(seeds));
+        t.insert("must_find".into(), Value::Array(vec![Value::Table(must)]));
+    } else {
+        allow = s.expect.allow.clone();
+    }
+    let allow = allow
+        .iter()
+        .map(|k| Value::String(k.name().into()))
+        .collect();
+    t.insert("allow".into(), Value::Array(allow));
+    Value::Table(t)
+}
+
+/// Final touches: name, seeds and an expectation that fits the file.
+fn finish_doc(
+    doc: &mut Table,
+    s: &Scenario,
+    kind: ViolationKind,
+    seed: u64,
+    pinned: bool,
+) -> Result<(), ShrinkError> {
     let seeds = if pinned { CHECK_SEEDS as i64 } else { 1 };
-    doc.insert("name".into(), Value::String(format!("{}-seed-{seed}-shrunk", s.name)));
+    doc.insert(
+        "name".into(),
+        Value::String(format!("{}-seed-{seed}-shrunk", s.name)),
+    );
     doc.insert("seeds".into(), Value::Integer(seeds));
     let start = i64::try_from(seed)
         .map_err(|_| ShrinkError::Scenario(format!("seed {seed} does not fit a TOML integer")))?;
     doc.insert("seed_start".into(), Value::Integer(start));
-    if let Some(Value::Array(must)) = doc
-        .get_mut("expect")
-        .and_then(|e| e.as_table_mut())
-        .and_then(|e| e.get_mut("must_find"))
-    {
-        for m in must.iter_mut() {
-            if let Value::Table(t) = m {
-                let min = t.get("min_failing_seeds").and_then(Value::as_integer).unwrap_or(1);
-                t.insert("min_failing_seeds".into(), Value::Integer(min.min(seeds)));
-            }
-        }
-    }
+    doc.insert("expect".into(), expect_table(s, kind, seeds));
     Ok(())
 }
 
@@ -331,7 +368,8 @@ pub fn shrink(
     kind: Option<ViolationKind>,
     max_runs: u64,
 ) -> Result<Shrunk, ShrinkError> {
-    let scenario = scenario::parse(source, file).map_err(|e| ShrinkError::Scenario(e.to_string()))?;
+    let scenario =
+        scenario::parse(source, file).map_err(|e| ShrinkError::Scenario(e.to_string()))?;
     let (opts, _) = crate::suite::seed_options(&scenario, seed, swarm);
     let out = sim::run(&opts, seed, false);
     let report = check::check(&out.history);
@@ -342,16 +380,27 @@ pub fn shrink(
             return Err(ShrinkError::KindAbsent {
                 seed,
                 wanted,
-                found: if found.is_empty() { "no violation".into() } else { found.join(", ") },
+                found: if found.is_empty() {
+                    "no violation".into()
+                } else {
+                    found.join(", ")
+                },
             });
         }
         None => default_kind(&scenario, &report).ok_or(ShrinkError::NotFailing { seed })?,
     };
     let scripted = scenario::emit::scripted(source, &scenario.options, &out.script, seed)
         .map_err(|e| ShrinkError::Scenario(format!("{file}: {e}")))?;
-    let mut doc: Table = toml::from_str(&scripted).map_err(|e| ShrinkError::Scenario(e.to_string()))?;
+    let mut doc: Table =
+        toml::from_str(&scripted).map_err(|e| ShrinkError::Scenario(e.to_string()))?;
     let before = size(&doc, out.events);
-    let mut s = Search { seed, kind, file: file.to_string(), runs: 0, max_runs };
+    let mut s = Search {
+        seed,
+        kind,
+        file: file.to_string(),
+        runs: 0,
+        max_runs,
+    };
     if s.fails(&doc).is_none() {
         return Err(ShrinkError::ScriptedDiffers { seed, kind });
     }
@@ -369,8 +418,9 @@ pub fn shrink(
             break;
         }
     }
-    finish_doc(&mut doc, &scenario, seed, pinned)?;
-    let events = fails_under(&doc, file, seed, kind).ok_or(ShrinkError::ScriptedDiffers { seed, kind })?;
+    finish_doc(&mut doc, &scenario, kind, seed, pinned)?;
+    let events =
+        fails_under(&doc, file, seed, kind).ok_or(ShrinkError::ScriptedDiffers { seed, kind })?;
     let failing = (1..=CHECK_SEEDS)
         .filter(|i| fails_under(&doc, file, seed.wrapping_add(*i), kind).is_some())
         .count() as u64;

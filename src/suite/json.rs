@@ -164,13 +164,12 @@ impl AggregateJson {
             fence_rejected_total: a.fence_rejected_total,
             seeds_with_unfinished: a.seeds_with_unfinished,
             metric_failures: a.metric_failures,
-            first_metric_failure: a
-                .first_metric_failure
-                .as_ref()
-                .map(|(seed, message)| MetricFailureJson {
+            first_metric_failure: a.first_metric_failure.as_ref().map(|(seed, message)| {
+                MetricFailureJson {
                     seed: *seed,
                     message: message.clone(),
-                }),
+                }
+            }),
             digest: hex(a.digest),
             failing: a
                 .failing

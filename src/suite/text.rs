@@ -43,7 +43,11 @@ pub fn render(results: &[ScenarioResult]) -> String {
 /// Which swarm mixes found which violations in one scenario.
 fn mixes(r: &ScenarioResult) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "\nswarm mixes of {} (seeds run, seeds per violation):", r.name);
+    let _ = writeln!(
+        s,
+        "\nswarm mixes of {} (seeds run, seeds per violation):",
+        r.name
+    );
     let width = r
         .agg
         .mixes
@@ -57,7 +61,12 @@ fn mixes(r: &ScenarioResult) -> String {
             quiet += stats.seeds;
             continue;
         }
-        let _ = write!(s, "  {:<width$}  {:>5} seeds", swarm::label(mix), stats.seeds);
+        let _ = write!(
+            s,
+            "  {:<width$}  {:>5} seeds",
+            swarm::label(mix),
+            stats.seeds
+        );
         for k in ViolationKind::ALL {
             let n = stats.failing_seeds[k as usize];
             if n > 0 {
