@@ -13,6 +13,8 @@ pub mod history;
 pub mod protocol;
 pub mod report;
 pub mod scenario;
+pub mod shrink;
 pub mod sim;
 pub mod suite;
+pub mod swarm;
 pub mod tradeoff;

@@ -25,6 +25,17 @@ pub fn parse_seed(s: &str) -> Result<u64, String> {
     parsed.map_err(|_| format!("{s:?} is not a seed; expected a decimal or 0x-prefixed hex u64"))
 }
 
+/// A shard `I/N`, 0-based.
+pub fn parse_shard(s: &str) -> Result<crate::suite::Shard, String> {
+    s.parse()
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Json,
+}
+
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Run scenario files (or directories of them) over their seeds and check every run.
@@ -44,6 +55,48 @@ pub enum Command {
         /// Also write a report directory: index.html (SVG timelines), summary.md, results.json.
         #[arg(long, value_name = "DIR")]
         report: Option<PathBuf>,
+        /// Swarm testing: each seed switches random fault kinds on/off and scales their rates.
+        #[arg(long)]
+        swarm: bool,
+        /// Run every seed twice and compare trace hashes (exit 3 on divergence).
+        #[arg(long)]
+        check_determinism: bool,
+        /// Output format on stdout.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+        /// Also write JUnit XML (one test case per scenario) to this file.
+        #[arg(long)]
+        junit: Option<PathBuf>,
+        /// Run only shard I of N (0-based): seeds whose offset from the start is I mod N.
+        #[arg(long, value_parser = parse_shard)]
+        shard: Option<crate::suite::Shard>,
+    },
+    /// Minimize a failing seed into a small, fully scripted scenario file.
+    Shrink {
+        path: PathBuf,
+        #[arg(long, value_parser = parse_seed)]
+        seed: u64,
+        /// The seed was found with `run --swarm`.
+        #[arg(long)]
+        swarm: bool,
+        /// Violation kind to preserve (default: the first unexpected one, else the first found).
+        #[arg(long)]
+        kind: Option<String>,
+        /// Where to write the minimal scenario (default: FILE stem + `-seed-S-shrunk.toml`).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Give up after this many candidate runs.
+        #[arg(long, default_value_t = 5_000)]
+        max_runs: u64,
+    },
+    /// Combine the JSON outputs of `run --shard I/N` into the unsharded report.
+    Merge {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+        #[arg(long)]
+        junit: Option<PathBuf>,
     },
     /// Re-run one seed of a scenario and show its timeline, trace, violations and hash.
     Replay {
@@ -62,6 +115,15 @@ pub enum Command {
         /// Also write a report directory: index.html (SVG timeline), summary.md, results.json.
         #[arg(long, value_name = "DIR")]
         report: Option<PathBuf>,
+        /// Replay the seed as `run --swarm` ran it.
+        #[arg(long)]
+        swarm: bool,
+        /// Warn unless this is the fencesim version running (from a repro line).
+        #[arg(long)]
+        expect_version: Option<String>,
+        /// Warn unless the scenario file has this content hash (from a repro line).
+        #[arg(long)]
+        expect_hash: Option<String>,
     },
     /// Check a history written by anyone (JSON lines, docs/history.md).
     CheckHistory { path: PathBuf },

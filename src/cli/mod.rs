@@ -1,11 +1,15 @@
 //! The command-line front end: parse, call the library, map verdicts to
 //! exit codes. Exit codes: 0 every expectation met (or history clean),
-//! 1 an expectation failed (or violations found), 2 bad input.
+//! 1 an expectation failed (or violations found), 2 bad input,
+//! 3 implementation error (a run panicked, or `--check-determinism` found
+//! a seed that ran differently twice).
 
 pub mod args;
 mod check_history;
+mod merge;
 mod replay;
 mod run;
+mod shrink;
 mod tradeoff;
 
 use std::process::ExitCode;
@@ -18,6 +22,7 @@ use args::Command;
 pub const EXIT_OK: u8 = 0;
 pub const EXIT_FAILED: u8 = 1;
 pub const EXIT_BAD_INPUT: u8 = 2;
+pub const EXIT_INTERNAL: u8 = 3;
 
 /// Errors that are the user's input, not a failed expectation.
 #[derive(Debug, thiserror::Error)]
@@ -32,7 +37,40 @@ pub fn run(cli: args::Cli) -> Result<ExitCode> {
             seed_start,
             jobs,
             report,
-        } => run::cmd_run(&paths, seeds, seed_start, jobs, report),
+            swarm,
+            check_determinism,
+            format,
+            junit,
+            shard,
+        } => run::cmd_run(
+            &paths,
+            run::RunArgs {
+                seeds,
+                seed_start,
+                jobs,
+                cfg: crate::suite::SweepConfig {
+                    swarm,
+                    check_determinism,
+                    shard,
+                },
+                format,
+                junit,
+                report,
+            },
+        ),
+        Command::Shrink {
+            path,
+            seed,
+            swarm,
+            kind,
+            out,
+            max_runs,
+        } => shrink::cmd_shrink(&path, seed, swarm, kind.as_deref(), out, max_runs),
+        Command::Merge {
+            files,
+            format,
+            junit,
+        } => merge::cmd_merge(&files, format, junit),
         Command::Replay {
             path,
             seed,
@@ -40,7 +78,21 @@ pub fn run(cli: args::Cli) -> Result<ExitCode> {
             no_trace,
             emit_scenario,
             report,
-        } => replay::cmd_replay(&path, seed, history, !no_trace, emit_scenario, report),
+            swarm,
+            expect_version,
+            expect_hash,
+        } => {
+            replay::warn_if_changed(&path, expect_version.as_deref(), expect_hash.as_deref())?;
+            replay::cmd_replay(
+                &path,
+                seed,
+                history,
+                !no_trace,
+                emit_scenario,
+                swarm,
+                report,
+            )
+        }
         Command::CheckHistory { path } => check_history::cmd_check_history(&path),
         Command::Tradeoff {
             path,

@@ -11,16 +11,49 @@ use anyhow::{Context, Result};
 use super::{load, BadInput, EXIT_FAILED, EXIT_OK};
 use crate::{check, history, report, scenario, sim};
 
+/// Warns (stderr) when a repro line's `--expect-version` / `--expect-hash`
+/// differ from this binary and this file: the replay may then not be the
+/// run that failed. A warning, not an error: replaying an edited scenario
+/// is also how people check their fix.
+pub fn warn_if_changed(
+    path: &std::path::Path,
+    version: Option<&str>,
+    hash: Option<&str>,
+) -> Result<()> {
+    let running = env!("CARGO_PKG_VERSION");
+    if let Some(v) = version.filter(|v| *v != running) {
+        eprintln!("warning: the repro line is from fencesim {v}, this is {running}; the replay may differ from the run that failed");
+    }
+    if let Some(h) = hash {
+        let expected = crate::suite::json::parse_hex(h)
+            .map_err(|e| BadInput(format!("--expect-hash: {e}")))?;
+        let actual = load(path)?.source_hash;
+        if expected != actual {
+            eprintln!(
+                "warning: {} has changed since the repro line was printed (content hash {actual:016x}, expected {expected:016x}); the replay may differ from the run that failed",
+                path.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `swarm`: replay the seed with the options `run --swarm` gave it.
 pub fn cmd_replay(
     path: &std::path::Path,
     seed: u64,
     history_out: Option<PathBuf>,
     with_trace: bool,
     emit: Option<PathBuf>,
+    swarm: bool,
     report_dir: Option<PathBuf>,
 ) -> Result<ExitCode> {
     let s = load(path)?;
-    let out = sim::run(&s.options, seed, true);
+    let (opts, mix) = crate::suite::seed_options(&s, seed, swarm);
+    if let Some(mix) = mix {
+        println!("swarm mix for seed {seed}: {}", crate::swarm::label(mix));
+    }
+    let out = sim::run(&opts, seed, true);
     let report = check::check(&out.history);
     print!("{}", report::replay::render(&s, &out, &report, with_trace));
     if let Some(file) = history_out {
@@ -47,7 +80,7 @@ pub fn cmd_replay(
     if !report.is_clean() {
         println!(
             "replay: {}",
-            report::table::repro_command(&path.display().to_string(), seed)
+            crate::suite::repro_command(&path.display().to_string(), seed, swarm, s.source_hash)
         );
     }
     Ok(ExitCode::from(

@@ -1,53 +1,143 @@
-//! `fencesim run`: every scenario over its seeds, one table row each.
+//! `fencesim run`: every scenario over its seeds (optionally swarmed,
+//! twice-run for determinism, or one shard of them), one table row each —
+//! or the JSON report — plus JUnit XML for CI. A progress bar goes to
+//! stderr when, and only when, stderr is a terminal.
 
-use std::path::PathBuf;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
 
-use super::{default_jobs, load, BadInput, EXIT_FAILED, EXIT_OK};
-use crate::{report, scenario, suite};
+use super::args::Format;
+use super::{default_jobs, load, BadInput, EXIT_FAILED, EXIT_INTERNAL, EXIT_OK};
+use crate::suite::{self, ScenarioResult, SweepConfig};
+use crate::{report, scenario, swarm};
 
-pub fn cmd_run(
-    paths: &[PathBuf],
-    seeds: Option<u64>,
-    seed_start: Option<u64>,
-    jobs: Option<usize>,
-    report_dir: Option<PathBuf>,
-) -> Result<ExitCode> {
+pub struct RunArgs {
+    pub seeds: Option<u64>,
+    pub seed_start: Option<u64>,
+    pub jobs: Option<usize>,
+    pub cfg: SweepConfig,
+    pub format: Format,
+    pub junit: Option<PathBuf>,
+    /// Also write the HTML/Markdown/JSON report here.
+    pub report: Option<PathBuf>,
+}
+
+/// 3 if any seed ran differently twice, else 1 if an expectation failed.
+pub fn exit_code(results: &[ScenarioResult]) -> u8 {
+    if results.iter().any(|r| r.agg.diverged_seeds > 0) {
+        EXIT_INTERNAL
+    } else if results.iter().all(|r| r.met()) {
+        EXIT_OK
+    } else {
+        EXIT_FAILED
+    }
+}
+
+fn progress_bar(total: u64) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(total);
+    if let Ok(style) = ProgressStyle::with_template(
+        "{elapsed_precise} [{bar:40}] {pos}/{len} seeds ({per_sec}, eta {eta}) {msg}",
+    ) {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar
+}
+
+/// Prints the report as text or JSON and writes JUnit XML if asked.
+pub fn emit(
+    results: &[ScenarioResult],
+    cfg: &SweepConfig,
+    format: Format,
+    junit: Option<&Path>,
+    code: u8,
+) -> Result<()> {
+    match format {
+        Format::Text => print!("{}", suite::text::render(results)),
+        Format::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&suite::json::report(results, cfg, code))?
+        ),
+    }
+    if let Some(file) = junit {
+        std::fs::write(file, suite::junit::render(results))
+            .with_context(|| format!("writing {}", file.display()))?;
+    }
+    Ok(())
+}
+
+pub fn cmd_run(paths: &[PathBuf], args: RunArgs) -> Result<ExitCode> {
     let files = scenario::collect(paths).map_err(|e| BadInput(e.to_string()))?;
     // Load everything first: a typo in the last file should not cost a long sweep.
     let scenarios = files.iter().map(|f| load(f)).collect::<Result<Vec<_>>>()?;
-    let jobs = jobs.unwrap_or_else(default_jobs).max(1);
-    println!(
-        "fencesim {} — {} scenarios, jobs {jobs}",
-        env!("CARGO_PKG_VERSION"),
-        scenarios.len()
-    );
-    let mut results = Vec::with_capacity(scenarios.len());
-    for s in &scenarios {
-        let start = seed_start.unwrap_or(s.seeds.start);
-        let count = seeds.unwrap_or(s.seeds.end - s.seeds.start);
-        results.push(suite::run_scenario(
-            s,
-            start..start.saturating_add(count),
-            jobs,
-        ));
-    }
-    print!("{}", report::table::render(&results));
-    let digest = results
+    let jobs = args.jobs.unwrap_or_else(default_jobs).max(1);
+    let cfg = args.cfg;
+    let ranges: Vec<_> = scenarios
         .iter()
-        .fold(0u64, |d, r| d.wrapping_mul(31).wrapping_add(r.agg.digest));
-    println!(
-        "\nsuite digest {digest:016x} ({} seeds, {} events)",
-        results.iter().map(|r| r.agg.seeds).sum::<u64>(),
-        results.iter().map(|r| r.agg.events).sum::<u64>()
-    );
-    if let Some(dir) = report_dir {
-        let doc = report::write::run_doc(&scenarios, &results, seeds, seed_start, jobs);
-        report::write::write(&dir, &doc)?;
-        println!("report written to {}", dir.join("index.html").display());
+        .map(|s| {
+            let start = args.seed_start.unwrap_or(s.seeds.start);
+            let count = args.seeds.unwrap_or(s.seeds.end - s.seeds.start);
+            start..start.saturating_add(count)
+        })
+        .collect();
+    if args.format == Format::Text {
+        let mut flags = String::new();
+        if cfg.swarm {
+            flags.push_str(&format!(", swarm over {}", swarm::KINDS.join("/")));
+        }
+        if cfg.check_determinism {
+            flags.push_str(", every seed run twice (determinism check)");
+        }
+        if let Some(shard) = cfg.shard {
+            flags.push_str(&format!(", shard {shard}"));
+        }
+        println!(
+            "fencesim {} — {} scenarios, jobs {jobs}{flags}",
+            env!("CARGO_PKG_VERSION"),
+            scenarios.len()
+        );
     }
-    let met = results.iter().all(|r| r.met());
-    Ok(ExitCode::from(if met { EXIT_OK } else { EXIT_FAILED }))
+    let total: u64 = ranges
+        .iter()
+        .map(|r| {
+            r.clone()
+                .filter(|&seed| cfg.shard.is_none_or(|s| s.owns(r.start, seed)))
+                .count() as u64
+        })
+        .sum();
+    let bar = progress_bar(total);
+    let tick = || bar.inc(1);
+    // A panic inside a run is a bug in fencesim (or in a node under test),
+    // not a failed expectation: exit 3. The panic hook has printed it.
+    let swept = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        scenarios
+            .iter()
+            .zip(&ranges)
+            .map(|(s, range)| {
+                bar.set_message(s.name.clone());
+                suite::sweep(s, range.clone(), jobs, &cfg, &tick)
+            })
+            .collect::<Vec<_>>()
+    }));
+    bar.finish_and_clear();
+    let Ok(results) = swept else {
+        eprintln!("error: a simulation run panicked (implementation error); see the message above");
+        return Ok(ExitCode::from(EXIT_INTERNAL));
+    };
+    let code = exit_code(&results);
+    emit(&results, &cfg, args.format, args.junit.as_deref(), code)?;
+    if let Some(dir) = args.report {
+        let doc = report::write::run_doc(&scenarios, &results, args.seeds, args.seed_start, jobs);
+        report::write::write(&dir, &doc)?;
+        if args.format == Format::Text {
+            println!("report written to {}", dir.join("index.html").display());
+        }
+    }
+    Ok(ExitCode::from(code))
 }

@@ -20,6 +20,9 @@ pub struct ClockSpec {
 
 impl ClockSpec {
     pub fn mono(&self, t: Nanos) -> Nanos {
+        if self.drift_ppm == 0 {
+            return t; // the common case, without the i128 division
+        }
         let t = t as i128;
         (t + t * self.drift_ppm as i128 / 1_000_000) as Nanos
     }
@@ -43,6 +46,9 @@ impl ClockSpec {
 
     /// The earliest true time at which the monotonic clock reads >= `mono`.
     pub fn true_at_mono(&self, mono: Nanos) -> Nanos {
+        if self.drift_ppm == 0 {
+            return mono;
+        }
         let rate = 1_000_000i128 + self.drift_ppm as i128;
         assert!(rate > 0, "drift_ppm must be > -1000000");
         let mut t = (mono as i128 * 1_000_000 / rate).max(0) as Nanos;

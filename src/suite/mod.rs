@@ -3,10 +3,27 @@
 //!
 //! Seeds run in parallel on a rayon pool of `jobs` threads; each run is
 //! single-threaded and independent, and per-seed results are folded into an
-//! [`Aggregate`] whose merge is commutative, so the outcome — including the
-//! suite digest of all trace hashes — is identical for any job count and
-//! memory stays flat in the number of seeds.
+//! [`Aggregate`] whose merge is commutative and associative, so the outcome
+//! — including the suite digest of all trace hashes — is identical for any
+//! job count, and for any split into shards merged afterwards
+//! (`fencesim merge`). Memory stays flat in the number of seeds: an
+//! aggregate holds counters, the [`KEPT_FAILING`] lowest failing seeds in
+//! detail, and at most 32 swarm mixes.
+//!
+//! Per-seed variations of a sweep ([`SweepConfig`]): `--swarm` (see
+//! [`crate::swarm`]), `--check-determinism` (every seed twice, trace hashes
+//! compared; see [`determinism`]) and `--shard I/N` (see [`Shard`]).
 
+pub mod determinism;
+pub mod json;
+pub mod junit;
+pub mod shard;
+pub mod text;
+
+pub use shard::Shard;
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::ops::Range;
 
 use rayon::prelude::*;
@@ -15,6 +32,19 @@ use crate::check::{self, ViolationKind};
 use crate::scenario::expect::VACUITY_MIN_FRACTION;
 use crate::scenario::Scenario;
 use crate::sim;
+use crate::swarm::{self, Mix};
+
+/// How many failing seeds an aggregate keeps in detail (the lowest ones).
+pub const KEPT_FAILING: usize = 16;
+
+/// What varies a sweep beyond the seed range. Each option is part of the
+/// run's identity: a failing seed found with `swarm` replays with `--swarm`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SweepConfig {
+    pub swarm: bool,
+    pub check_determinism: bool,
+    pub shard: Option<Shard>,
+}
 
 /// What one seed contributes.
 #[derive(Clone, Debug)]
@@ -25,10 +55,38 @@ pub struct SeedResult {
     pub events: u64,
     pub unfinished: usize,
     pub failed_metrics: Vec<String>,
+    /// The swarm mix this seed ran, under `--swarm`.
+    pub mix: Option<Mix>,
+    /// Under `--check-determinism`: the second run's trace hash differed.
+    pub diverged: bool,
+}
+
+/// The options seed `seed` of `scenario` runs with (swarmed or as written),
+/// and the swarm mix drawn.
+pub fn seed_options(
+    scenario: &Scenario,
+    seed: u64,
+    swarm: bool,
+) -> (Cow<'_, sim::Options>, Option<Mix>) {
+    if swarm {
+        let (o, mix) = swarm::configure(&scenario.options, seed);
+        (Cow::Owned(o), Some(mix))
+    } else {
+        (Cow::Borrowed(&scenario.options), None)
+    }
 }
 
 pub fn run_seed(scenario: &Scenario, seed: u64) -> SeedResult {
-    let out = sim::run(&scenario.options, seed, false);
+    run_seed_with(scenario, seed, &SweepConfig::default())
+}
+
+pub fn run_seed_with(scenario: &Scenario, seed: u64, cfg: &SweepConfig) -> SeedResult {
+    let (opts, mix) = seed_options(scenario, seed, cfg.swarm);
+    let out = sim::run(&opts, seed, false);
+    let diverged = cfg.check_determinism && {
+        let again = sim::run(&opts, seed, false);
+        (again.trace_hash, again.events) != (out.trace_hash, out.events)
+    };
     let report = check::check(&out.history);
     let failed_metrics = scenario.expect.failed_metrics(&report);
     SeedResult {
@@ -38,7 +96,28 @@ pub fn run_seed(scenario: &Scenario, seed: u64) -> SeedResult {
         events: out.events,
         unfinished: out.unfinished.len(),
         failed_metrics,
+        mix,
+        diverged,
     }
+}
+
+/// One failing seed, in enough detail to replay and triage it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FailingSeed {
+    pub seed: u64,
+    pub kinds: Vec<ViolationKind>,
+    pub failed_metrics: Vec<String>,
+    pub trace_hash: u64,
+    pub events: u64,
+    pub mix: Option<Mix>,
+}
+
+/// Seeds and violations of one swarm mix.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MixStats {
+    pub seeds: u64,
+    /// Seeds in which each violation kind appeared.
+    pub failing_seeds: [u64; 4],
 }
 
 /// Order-independent summary of many seeds.
@@ -60,6 +139,14 @@ pub struct Aggregate {
     /// Wrapping sum of FNV(seed, trace hash): equal iff (almost surely) every
     /// seed produced the same trace, in any order of completion.
     pub digest: u64,
+    /// The lowest [`KEPT_FAILING`] seeds with a violation or failed metric,
+    /// ascending.
+    pub failing: Vec<FailingSeed>,
+    /// Under `--swarm`: per mix, seeds run and violations found.
+    pub mixes: BTreeMap<Mix, MixStats>,
+    /// Under `--check-determinism`: seeds whose two runs differed.
+    pub diverged_seeds: u64,
+    pub first_diverged: Option<u64>,
 }
 
 fn min_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
@@ -68,6 +155,16 @@ fn min_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
         (x, None) => x,
         (None, y) => y,
     }
+}
+
+/// Merges two ascending lists of failing seeds, keeping the lowest.
+fn merge_failing(a: Vec<FailingSeed>, b: Vec<FailingSeed>) -> Vec<FailingSeed> {
+    let mut all = a;
+    all.extend(b);
+    all.sort_by_key(|f| f.seed);
+    all.dedup_by_key(|f| f.seed);
+    all.truncate(KEPT_FAILING);
+    all
 }
 
 impl Aggregate {
@@ -97,6 +194,31 @@ impl Aggregate {
         h.u64(r.seed);
         h.u64(r.trace_hash);
         self.digest = self.digest.wrapping_add(h.finish());
+        let fails = !r.report.is_clean() || !r.failed_metrics.is_empty();
+        let worth_keeping = self.failing.len() < KEPT_FAILING
+            || self.failing.last().is_some_and(|l| r.seed < l.seed);
+        if fails && worth_keeping {
+            let detail = FailingSeed {
+                seed: r.seed,
+                kinds: r.report.kinds().collect(),
+                failed_metrics: r.failed_metrics.clone(),
+                trace_hash: r.trace_hash,
+                events: r.events,
+                mix: r.mix,
+            };
+            self.failing = merge_failing(std::mem::take(&mut self.failing), vec![detail]);
+        }
+        if let Some(mix) = r.mix {
+            let m = self.mixes.entry(mix).or_default();
+            m.seeds += 1;
+            for kind in r.report.kinds() {
+                m.failing_seeds[kind as usize] += 1;
+            }
+        }
+        if r.diverged {
+            self.diverged_seeds += 1;
+            self.first_diverged = min_opt(self.first_diverged, Some(r.seed));
+        }
         self
     }
 
@@ -116,48 +238,133 @@ impl Aggregate {
             (a, b) => a.or(b),
         };
         self.digest = self.digest.wrapping_add(o.digest);
+        self.failing = merge_failing(self.failing, o.failing);
+        for (mix, stats) in o.mixes {
+            let m = self.mixes.entry(mix).or_default();
+            m.seeds += stats.seeds;
+            for i in 0..4 {
+                m.failing_seeds[i] += stats.failing_seeds[i];
+            }
+        }
+        self.diverged_seeds += o.diverged_seeds;
+        self.first_diverged = min_opt(self.first_diverged, o.first_diverged);
         self
     }
 }
 
 /// A scenario's verdict.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ScenarioResult {
     pub name: String,
     pub path: String,
     pub protocol: String,
+    /// FNV-1a of the scenario file, for the repro line.
+    pub source_hash: u64,
+    /// The seed range swept (before any sharding).
+    pub seeds: Range<u64>,
+    pub cfg: SweepConfig,
     pub agg: Aggregate,
     /// Why the expectation was not met (empty: met).
     pub problems: Vec<String>,
     /// The seed to replay first: the lowest seed with an unexpected
     /// violation or failed assertion, else the lowest with any violation.
     pub replay_seed: Option<u64>,
+    /// Under `--check-determinism`: the first differing event of the lowest
+    /// diverging seed.
+    pub divergence: Option<String>,
 }
 
 impl ScenarioResult {
     pub fn met(&self) -> bool {
         self.problems.is_empty()
     }
+
+    /// The one command that reproduces `seed` of this scenario exactly.
+    pub fn repro(&self, seed: u64) -> String {
+        repro_command(&self.path, seed, self.cfg.swarm, self.source_hash)
+    }
+}
+
+/// The one command that reproduces `seed` of the scenario at `path`: with
+/// `--swarm` when the seed ran swarmed (it changes the run), and the
+/// version and file hash it ran with, so `replay` can warn when either
+/// differs and the replay may not be the same run.
+pub fn repro_command(path: &str, seed: u64, swarm: bool, source_hash: u64) -> String {
+    format!(
+        "fencesim replay {} --seed {seed}{} --expect-version {} --expect-hash {source_hash:016x}",
+        shell_quote(path),
+        if swarm { " --swarm" } else { "" },
+        env!("CARGO_PKG_VERSION"),
+    )
+}
+
+/// `path` as one shell word: unchanged when it is plain, single-quoted else.
+pub fn shell_quote(path: &str) -> String {
+    let plain = !path.is_empty()
+        && path
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+:=,@".contains(c));
+    if plain {
+        path.to_string()
+    } else {
+        format!("'{}'", path.replace('\'', "'\\''"))
+    }
 }
 
 /// Runs `seeds` of `scenario` on `jobs` threads and judges them.
 pub fn run_scenario(scenario: &Scenario, seeds: Range<u64>, jobs: usize) -> ScenarioResult {
+    sweep(scenario, seeds, jobs, &SweepConfig::default(), &|| {})
+}
+
+/// Runs the seeds of `seeds` that fall in `cfg.shard` on `jobs` threads,
+/// calling `tick` once per seed finished (a progress bar), and judges them.
+pub fn sweep(
+    scenario: &Scenario,
+    seeds: Range<u64>,
+    jobs: usize,
+    cfg: &SweepConfig,
+    tick: &(dyn Fn() + Sync),
+) -> ScenarioResult {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(jobs.max(1))
         .build()
         .expect("thread pool");
+    let start = seeds.start;
     let agg = pool.install(|| {
         seeds
+            .clone()
             .into_par_iter()
+            .filter(|&seed| cfg.shard.is_none_or(|s| s.owns(start, seed)))
             .fold(Aggregate::default, |acc, seed| {
-                acc.add(&run_seed(scenario, seed))
+                let r = run_seed_with(scenario, seed, cfg);
+                tick();
+                acc.add(&r)
             })
             .reduce(Aggregate::default, Aggregate::merge)
     });
-    judge(scenario, agg)
+    let divergence = agg
+        .first_diverged
+        .map(|seed| determinism::explain(scenario, seed, cfg.swarm));
+    judge_sweep(scenario, seeds, cfg, agg, divergence)
 }
 
 pub fn judge(scenario: &Scenario, agg: Aggregate) -> ScenarioResult {
+    judge_sweep(
+        scenario,
+        scenario.seeds.clone(),
+        &SweepConfig::default(),
+        agg,
+        None,
+    )
+}
+
+pub fn judge_sweep(
+    scenario: &Scenario,
+    seeds: Range<u64>,
+    cfg: &SweepConfig,
+    agg: Aggregate,
+    divergence: Option<String>,
+) -> ScenarioResult {
     let expect = &scenario.expect;
     let mut problems = Vec::new();
     let mut replay_seed = None;
@@ -168,7 +375,11 @@ pub fn judge(scenario: &Scenario, agg: Aggregate) -> ScenarioResult {
             replay_seed = min_opt(replay_seed, agg.first_seed[kind as usize]);
         }
     }
-    for &(kind, min) in &expect.must_find {
+    // A shard sees a fraction of the seeds: thresholds over all seeds
+    // (`must_find` counts, the vacuity guard) are judged by `merge`; what
+    // one seed proves wrong (unexpected kinds, metrics) fails a shard too.
+    let whole = cfg.shard.is_none();
+    for &(kind, min) in expect.must_find.iter().filter(|_| whole) {
         // A run over fewer seeds (--seeds) than the file's budget cannot owe more.
         let min = min.min(agg.seeds);
         let n = agg.failing_seeds[kind as usize];
@@ -183,7 +394,7 @@ pub fn judge(scenario: &Scenario, agg: Aggregate) -> ScenarioResult {
         ));
         replay_seed = min_opt(replay_seed, Some(*seed));
     }
-    if expect.expects_clean() && agg.seeds > 0 {
+    if whole && expect.expects_clean() && agg.seeds > 0 {
         let fraction = agg.seeds_with_stale_attempts as f64 / agg.seeds as f64;
         if fraction < VACUITY_MIN_FRACTION {
             problems.push(format!(
@@ -194,6 +405,13 @@ pub fn judge(scenario: &Scenario, agg: Aggregate) -> ScenarioResult {
             ));
         }
     }
+    if let Some(seed) = agg.first_diverged {
+        problems.push(format!(
+            "nondeterministic: {} seeds ran differently twice (seed {seed}: {})",
+            agg.diverged_seeds,
+            divergence.as_deref().unwrap_or("not re-run")
+        ));
+    }
     if replay_seed.is_none() {
         replay_seed = agg.first_seed.iter().flatten().min().copied();
     }
@@ -201,10 +419,21 @@ pub fn judge(scenario: &Scenario, agg: Aggregate) -> ScenarioResult {
         name: scenario.name.clone(),
         path: scenario.path.display().to_string(),
         protocol: protocol_label(scenario),
+        source_hash: scenario.source_hash,
+        seeds,
+        cfg: *cfg,
         agg,
         problems,
         replay_seed,
+        divergence,
     }
+}
+
+/// Combines per-scenario digests in suite order into one number.
+pub fn suite_digest(results: &[ScenarioResult]) -> u64 {
+    results
+        .iter()
+        .fold(0u64, |d, r| d.wrapping_mul(31).wrapping_add(r.agg.digest))
 }
 
 pub fn protocol_label(s: &Scenario) -> String {

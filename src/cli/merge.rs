@@ -1,0 +1,158 @@
+//! `fencesim merge`: combine the JSON reports of `run --shard I/N` (one per
+//! shard, any order) into the report an unsharded run prints — same table,
+//! same JSON, same digest, same exit code.
+//!
+//! Aggregates merge exactly (see `suite`); the verdict is then judged again
+//! from the scenario files, which must be at the same paths with the same
+//! content hash as when the shards ran. Shards that disagree on version,
+//! flags, scenarios or seed ranges, or that do not cover `0..N` exactly
+//! once, are bad input: merging them would report a sweep nobody ran.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use super::args::Format;
+use super::run::{emit, exit_code};
+use super::{load, BadInput};
+use crate::suite::json::{parse_hex, RunJson, ScenarioJson, SCHEMA, SCHEMA_VERSION};
+use crate::suite::{self, Aggregate, ScenarioResult, SweepConfig};
+
+fn read(file: &Path) -> Result<RunJson, BadInput> {
+    let text =
+        std::fs::read_to_string(file).map_err(|e| BadInput(format!("{}: {e}", file.display())))?;
+    let report: RunJson = serde_json::from_str(&text).map_err(|e| {
+        BadInput(format!(
+            "{}:{}:{}: {e}; expected the output of `fencesim run --format json --shard I/N`",
+            file.display(),
+            e.line(),
+            e.column()
+        ))
+    })?;
+    if report.schema != SCHEMA || report.schema_version != SCHEMA_VERSION {
+        return Err(BadInput(format!(
+            "{}: schema {} version {} is not supported; expected {SCHEMA} version {SCHEMA_VERSION}",
+            file.display(),
+            report.schema,
+            report.schema_version
+        )));
+    }
+    Ok(report)
+}
+
+/// What must be equal across shards for one scenario.
+fn identity(s: &ScenarioJson) -> (&str, &str, u64, u64) {
+    (&s.path, &s.source_hash, s.seed_start, s.seed_end)
+}
+
+/// Checks that `reports` are the shards `0..N` of one sweep.
+fn check_shards(files: &[PathBuf], reports: &[RunJson]) -> Result<(), BadInput> {
+    let first = &reports[0];
+    let count = first.shard.map_or(0, |s| s.count);
+    let mut seen = vec![false; count as usize];
+    for (file, r) in files.iter().zip(reports) {
+        let bad = |what: &str| {
+            BadInput(format!(
+                "{}: {what} differs from {}",
+                file.display(),
+                files[0].display()
+            ))
+        };
+        let Some(shard) = r.shard else {
+            return Err(BadInput(format!(
+                "{}: not a shard (run it with --shard I/N)",
+                file.display()
+            )));
+        };
+        if shard.count != count {
+            return Err(bad("the shard count"));
+        }
+        if std::mem::replace(&mut seen[shard.index as usize], true) {
+            return Err(BadInput(format!(
+                "{}: shard {}/{count} appears twice",
+                file.display(),
+                shard.index
+            )));
+        }
+        if r.fencesim_version != first.fencesim_version {
+            return Err(bad("the fencesim version"));
+        }
+        if (r.swarm, r.check_determinism) != (first.swarm, first.check_determinism) {
+            return Err(bad("--swarm / --check-determinism"));
+        }
+        if !r
+            .scenarios
+            .iter()
+            .map(identity)
+            .eq(first.scenarios.iter().map(identity))
+        {
+            return Err(bad(
+                "the scenario list (paths, content hashes, seed ranges)",
+            ));
+        }
+    }
+    let missing: Vec<String> = (0..count)
+        .filter(|&i| !seen[i as usize])
+        .map(|i| format!("{i}/{count}"))
+        .collect();
+    if !missing.is_empty() {
+        return Err(BadInput(format!("missing shards: {}", missing.join(", "))));
+    }
+    Ok(())
+}
+
+/// Merges scenario `i` of every shard and judges it from its file.
+fn merge_scenario(reports: &[RunJson], i: usize, cfg: &SweepConfig) -> Result<ScenarioResult> {
+    let mut agg = Aggregate::default();
+    let mut divergence: Option<(u64, String)> = None;
+    for r in reports {
+        let s = &r.scenarios[i];
+        let part = s
+            .aggregate
+            .to_agg()
+            .map_err(|e| BadInput(format!("{}: {e}", s.path)))?;
+        if let (Some(seed), Some(text)) = (part.first_diverged, &s.divergence) {
+            if divergence.as_ref().is_none_or(|(d, _)| seed < *d) {
+                divergence = Some((seed, text.clone()));
+            }
+        }
+        agg = agg.merge(part);
+    }
+    let s = &reports[0].scenarios[i];
+    let scenario = load(Path::new(&s.path))?;
+    let hash = parse_hex(&s.source_hash).map_err(BadInput)?;
+    if scenario.source_hash != hash {
+        return Err(BadInput(format!(
+            "{}: the file changed since the shards ran (content hash {:016x}, shards ran {hash:016x})",
+            s.path, scenario.source_hash
+        ))
+        .into());
+    }
+    Ok(suite::judge_sweep(
+        &scenario,
+        s.seed_start..s.seed_end,
+        cfg,
+        agg,
+        divergence.map(|(_, text)| text),
+    ))
+}
+
+pub fn cmd_merge(files: &[PathBuf], format: Format, junit: Option<PathBuf>) -> Result<ExitCode> {
+    let reports = files
+        .iter()
+        .map(|f| read(f))
+        .collect::<Result<Vec<_>, _>>()?;
+    check_shards(files, &reports)?;
+    let cfg = SweepConfig {
+        swarm: reports[0].swarm,
+        check_determinism: reports[0].check_determinism,
+        shard: None,
+    };
+    let results = (0..reports[0].scenarios.len())
+        .map(|i| merge_scenario(&reports, i, &cfg))
+        .collect::<Result<Vec<_>>>()?;
+    let code = exit_code(&results);
+    emit(&results, &cfg, format, junit.as_deref(), code)?;
+    Ok(ExitCode::from(code))
+}

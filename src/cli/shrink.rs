@@ -1,0 +1,86 @@
+//! `fencesim shrink`: minimize a failing seed into a fully scripted
+//! scenario file (see `crate::shrink`) and say how much it shrank.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+
+use super::{BadInput, EXIT_INTERNAL, EXIT_OK};
+use crate::check::ViolationKind;
+use crate::shrink::{self, ShrinkError};
+
+/// `scenarios/x.toml` seed 7 -> `x-seed-7-shrunk.toml` beside it.
+fn default_out(path: &Path, seed: u64) -> PathBuf {
+    let stem = path
+        .file_stem()
+        .map_or("scenario".into(), |s| s.to_string_lossy());
+    path.with_file_name(format!("{stem}-seed-{seed}-shrunk.toml"))
+}
+
+pub fn cmd_shrink(
+    path: &Path,
+    seed: u64,
+    swarm: bool,
+    kind: Option<&str>,
+    out: Option<PathBuf>,
+    max_runs: u64,
+) -> Result<ExitCode> {
+    let kind = kind
+        .map(|k| {
+            ViolationKind::from_name(k).ok_or_else(|| {
+                let names: Vec<&str> = ViolationKind::ALL.iter().map(|k| k.name()).collect();
+                BadInput(format!(
+                    "--kind {k:?}: expected one of {}",
+                    names.join(", ")
+                ))
+            })
+        })
+        .transpose()?;
+    let source =
+        std::fs::read_to_string(path).map_err(|e| BadInput(format!("{}: {e}", path.display())))?;
+    let file = path.display().to_string();
+    let shrunk = match shrink::shrink(&source, &file, seed, swarm, kind, max_runs) {
+        Ok(s) => s,
+        Err(e @ ShrinkError::ScriptedDiffers { .. }) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::from(EXIT_INTERNAL));
+        }
+        Err(e) => return Err(BadInput(e.to_string()).into()),
+    };
+    let out = out.unwrap_or_else(|| default_out(path, seed));
+    std::fs::write(&out, &shrunk.text).with_context(|| format!("writing {}", out.display()))?;
+    let (b, a) = (shrunk.before, shrunk.after);
+    println!(
+        "fencesim {} — shrank {file} seed {seed}, keeping {}, in {} runs{}",
+        env!("CARGO_PKG_VERSION"),
+        shrunk.kind,
+        shrunk.runs,
+        if shrunk.hit_budget {
+            " (run budget hit: may not be minimal)"
+        } else {
+            ""
+        }
+    );
+    println!("            before  after");
+    println!("  faults    {:>6}  {:>5}", b.faults, a.faults);
+    println!("  events    {:>6}  {:>5}", b.events, a.events);
+    println!("  workers   {:>6}  {:>5}", b.workers, a.workers);
+    println!("  ops       {:>6}  {:>5}", b.ops, a.ops);
+    let (failing, tried) = shrunk.other_seeds_failing;
+    println!(
+        "latency {}; {} under {failing}/{tried} other seeds",
+        if shrunk.latency_pinned {
+            "pinned (seed-independent)"
+        } else {
+            "jitter kept (seed-dependent)"
+        },
+        shrunk.kind
+    );
+    println!("written to {}", out.display());
+    println!(
+        "check it: fencesim run {}",
+        crate::suite::shell_quote(&out.display().to_string())
+    );
+    Ok(ExitCode::from(EXIT_OK))
+}
