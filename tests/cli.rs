@@ -215,3 +215,62 @@ fn list_prints_protocols_faults_and_checkers() {
         assert!(text.contains(needle), "{needle} missing");
     }
 }
+
+#[test]
+fn metrics_flag_writes_prometheus_text_with_the_articles_production_metrics() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("m.prom");
+    let out = fencesim(&[
+        "run",
+        "scenarios/real-systems/renewal-gc-pause-fenced.toml",
+        "--seeds",
+        "10",
+        "--metrics",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(stdout(&out).contains("production metrics"));
+    let text = std::fs::read_to_string(&file).unwrap();
+    for name in [
+        "acquisition_wait_seconds",
+        "lease_held_seconds",
+        "renewal_slack_seconds",
+    ] {
+        assert!(
+            text.contains(&format!("# TYPE fencesim_{name} summary")),
+            "{name}"
+        );
+    }
+    // Every sample line is `name{labels} number`.
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let (head, value) = line.rsplit_once(' ').expect("sample line");
+        assert!(
+            head.starts_with("fencesim_") && head.ends_with('}'),
+            "{line}"
+        );
+        value
+            .parse::<f64>()
+            .unwrap_or_else(|_| panic!("not a number: {line}"));
+    }
+    let scenario = r#"scenario="renewal-gc-pause-fenced",protocol="fenced-cas""#;
+    assert!(
+        text.contains(&format!("fencesim_fence_rejected_total{{{scenario}}} 10")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("fencesim_renewal_failures_total{{{scenario}}} 10")),
+        "{text}"
+    );
+    let slack = text
+        .lines()
+        .find(|l| {
+            l.starts_with(&format!(
+                "fencesim_renewal_slack_seconds_count{{{scenario}}}"
+            ))
+        })
+        .unwrap();
+    assert!(
+        !slack.ends_with(" 0"),
+        "C's heartbeats were measured: {slack}"
+    );
+}

@@ -193,10 +193,9 @@ pub fn check(history: &History) -> Report {
             }
         }
     }
-    overlap.finish(
-        history.events.last().map_or(0, |e| e.t_true_ns),
-        &mut report.info,
-    );
+    let end_ns = history.events.last().map_or(0, |e| e.t_true_ns);
+    overlap.finish(end_ns, &mut report.info);
+    report.metrics = measured.finish(end_ns);
     report
 }
 

@@ -55,6 +55,9 @@ pub enum Command {
         /// Also write a report directory: index.html (SVG timelines), summary.md, results.json.
         #[arg(long, value_name = "DIR")]
         report: Option<PathBuf>,
+        /// Also write the production metrics as Prometheus text exposition to this file.
+        #[arg(long, value_name = "FILE")]
+        metrics: Option<PathBuf>,
         /// Swarm testing: each seed switches random fault kinds on/off and scales their rates.
         #[arg(long)]
         swarm: bool,

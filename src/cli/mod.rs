@@ -37,6 +37,7 @@ pub fn run(cli: args::Cli) -> Result<ExitCode> {
             seed_start,
             jobs,
             report,
+            metrics,
             swarm,
             check_determinism,
             format,
@@ -56,6 +57,7 @@ pub fn run(cli: args::Cli) -> Result<ExitCode> {
                 format,
                 junit,
                 report,
+                metrics,
             },
         ),
         Command::Shrink {

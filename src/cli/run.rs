@@ -24,6 +24,8 @@ pub struct RunArgs {
     pub junit: Option<PathBuf>,
     /// Also write the HTML/Markdown/JSON report here.
     pub report: Option<PathBuf>,
+    /// Also write Prometheus text exposition here.
+    pub metrics: Option<PathBuf>,
 }
 
 /// 3 if any seed ran differently twice, else 1 if an expectation failed.
@@ -132,6 +134,10 @@ pub fn cmd_run(paths: &[PathBuf], args: RunArgs) -> Result<ExitCode> {
     };
     let code = exit_code(&results);
     emit(&results, &cfg, args.format, args.junit.as_deref(), code)?;
+    if let Some(file) = &args.metrics {
+        std::fs::write(file, suite::production::prometheus(&results))
+            .with_context(|| format!("writing {}", file.display()))?;
+    }
     if let Some(dir) = args.report {
         let doc = report::write::run_doc(&scenarios, &results, args.seeds, args.seed_start, jobs);
         report::write::write(&dir, &doc)?;

@@ -1,7 +1,7 @@
 //! The suite table printed by `fencesim run`: one row per scenario with its
 //! protocol, seeds run, failing seeds per violation kind, the seed to replay
-//! and whether the expectation was met — then, for each scenario that
-//! failed, why and the command that replays it.
+//! and whether the expectation was met. Failures and repro lines follow it
+//! (`suite::text`).
 
 use std::fmt::Write;
 
@@ -53,15 +53,6 @@ pub fn render(results: &[ScenarioResult]) -> String {
             stale,
             if r.met() { "met" } else { "NOT MET" }
         );
-    }
-    for r in results.iter().filter(|r| !r.met()) {
-        let _ = writeln!(s, "\n{} ({}): expectation not met", r.name, r.path);
-        for p in &r.problems {
-            let _ = writeln!(s, "  - {p}");
-        }
-        if let Some(seed) = r.replay_seed {
-            let _ = writeln!(s, "  replay: {}", repro_command(&r.path, seed));
-        }
     }
     s
 }

@@ -88,6 +88,7 @@ pub struct AggregateJson {
     pub swarm_mixes: Vec<MixJson>,
     pub diverged_seeds: u64,
     pub first_diverged_seed: Option<u64>,
+    pub production: super::production::Production,
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
@@ -195,6 +196,7 @@ impl AggregateJson {
                 .collect(),
             diverged_seeds: a.diverged_seeds,
             first_diverged_seed: a.first_diverged,
+            production: a.production.clone(),
         }
     }
 
@@ -244,6 +246,7 @@ impl AggregateJson {
             mixes,
             diverged_seeds: self.diverged_seeds,
             first_diverged: self.first_diverged_seed,
+            production: self.production.clone(),
         })
     }
 }

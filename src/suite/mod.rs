@@ -15,8 +15,10 @@
 //! compared; see [`determinism`]) and `--shard I/N` (see [`Shard`]).
 
 pub mod determinism;
+pub mod histogram;
 pub mod json;
 pub mod junit;
+pub mod production;
 pub mod shard;
 pub mod text;
 
@@ -147,6 +149,8 @@ pub struct Aggregate {
     /// Under `--check-determinism`: seeds whose two runs differed.
     pub diverged_seeds: u64,
     pub first_diverged: Option<u64>,
+    /// The article's production metrics over all seeds.
+    pub production: production::Production,
 }
 
 fn min_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
@@ -219,6 +223,7 @@ impl Aggregate {
             self.diverged_seeds += 1;
             self.first_diverged = min_opt(self.first_diverged, Some(r.seed));
         }
+        self.production.add(&r.report.metrics);
         self
     }
 
@@ -248,6 +253,7 @@ impl Aggregate {
         }
         self.diverged_seeds += o.diverged_seeds;
         self.first_diverged = min_opt(self.first_diverged, o.first_diverged);
+        self.production.merge(&o.production);
         self
     }
 }

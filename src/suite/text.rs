@@ -11,13 +11,8 @@ use crate::check::ViolationKind;
 use crate::swarm;
 
 pub fn render(results: &[ScenarioResult]) -> String {
-    // `report::table::render` ends the table at its first blank line and
-    // then lists failures with a repro line that lacks `--swarm`, version
-    // and hash; the fuller failure section below replaces that part.
-    let full = crate::report::table::render(results);
-    let table = full.split("\n\n").next().unwrap_or(&full);
-    let mut s = table.trim_end().to_string();
-    s.push('\n');
+    let mut s = crate::report::table::render(results);
+    s.push_str(&super::production::table(results));
     for r in results.iter().filter(|r| !r.met()) {
         let _ = writeln!(s, "\n{} ({}): expectation not met", r.name, r.path);
         for p in &r.problems {
