@@ -42,7 +42,10 @@ fn safe_twins_are_found_unsafe_without_the_fence() {
     unfenced.options.set_protocol(p);
     let clean = suite::run_scenario(&fenced, 0..50, 1);
     let broken = suite::run_scenario(&unfenced, 0..50, 1);
-    assert_eq!(clean.agg.failing_seeds, [0, 0, 0, 0]);
+    assert_eq!(
+        clean.agg.failing_seeds,
+        [0; fencesim::check::VIOLATION_KINDS]
+    );
     assert_eq!(
         broken.agg.failing_seeds[fencesim::check::ViolationKind::StaleWrite as usize],
         50

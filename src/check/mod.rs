@@ -11,6 +11,7 @@
 //! [`token_order`], [`release`], [`overlap`].
 
 pub mod generations;
+pub mod liveness;
 pub mod metrics;
 pub mod overlap;
 pub mod release;
@@ -27,14 +28,19 @@ pub enum ViolationKind {
     LostUpdate,
     TokenOrder,
     UnsafeRelease,
+    Liveness,
 }
 
+/// How many violation kinds there are (array sizes of per-kind counters).
+pub const VIOLATION_KINDS: usize = 5;
+
 impl ViolationKind {
-    pub const ALL: [ViolationKind; 4] = [
+    pub const ALL: [ViolationKind; VIOLATION_KINDS] = [
         ViolationKind::StaleWrite,
         ViolationKind::LostUpdate,
         ViolationKind::TokenOrder,
         ViolationKind::UnsafeRelease,
+        ViolationKind::Liveness,
     ];
 
     pub fn name(self) -> &'static str {
@@ -43,6 +49,7 @@ impl ViolationKind {
             ViolationKind::LostUpdate => "lost_update",
             ViolationKind::TokenOrder => "token_order",
             ViolationKind::UnsafeRelease => "unsafe_release",
+            ViolationKind::Liveness => "liveness",
         }
     }
 
@@ -59,6 +66,9 @@ impl ViolationKind {
             ViolationKind::TokenOrder => "a later grant carries a token <= an earlier grant's",
             ViolationKind::UnsafeRelease => {
                 "a release on behalf of grant g removed another grant's lease"
+            }
+            ViolationKind::Liveness => {
+                "a live worker never finished its workload by the end of the run (stuck, no takeover)"
             }
         }
     }
@@ -115,6 +125,7 @@ pub const METRIC_NAMES: &[&str] = &[
     "lost_update",
     "token_order",
     "unsafe_release",
+    "liveness",
 ];
 
 /// Keep at most this many violations of a kind with full evidence; the
@@ -125,7 +136,7 @@ const KEPT_PER_KIND: usize = 16;
 pub struct Report {
     pub violations: Vec<Violation>,
     /// Count per kind, including ones not kept.
-    pub counts: [u64; 4],
+    pub counts: [u64; VIOLATION_KINDS],
     pub info: Info,
     pub metrics: metrics::RunMetrics,
 }
@@ -170,6 +181,7 @@ pub fn check(history: &History) -> Report {
     let mut releases = release::Releases::default();
     let mut overlap = overlap::Overlap::default();
     let mut measured = metrics::Metrics::default();
+    let mut live = liveness::Liveness::default();
     let mut report = Report::default();
     let mut found = Vec::new();
     let mut last_seq = None;
@@ -185,6 +197,7 @@ pub fn check(history: &History) -> Report {
         releases.observe(history, e, &gens, &mut found);
         overlap.observe(e, &mut report.info);
         measured.observe(e);
+        live.observe(history, e, &mut found);
         for v in found.drain(..) {
             let n = &mut report.counts[v.kind.index()];
             *n += 1;

@@ -118,42 +118,71 @@ pub fn default_jobs() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
+const FAULTS: [(&str, &str); 12] = [
+    (
+        "pause",
+        "process pause (GC, SIGSTOP, page fault): inputs and due timers wait until resume",
+    ),
+    (
+        "crash",
+        "crash, optional restart from synced storage; volatile state and buffered writes lost",
+    ),
+    (
+        "partition",
+        "full or one-way partition between two node groups; in-flight messages per knob",
+    ),
+    (
+        "delay",
+        "one message (nth on a link) held in a queue for extra time after it was sent",
+    ),
+    ("drop", "one message (nth on a link) lost"),
+    (
+        "duplicate",
+        "one message (nth on a link) delivered twice, the copy later",
+    ),
+    (
+        "failover",
+        "coordinator primary crashes, the next replica is promoted (Sentinel, election)",
+    ),
+    (
+        "network.loss/delay/duplicate",
+        "random per-message loss, delay spikes, duplication",
+    ),
+    (
+        "network.partition_hits_in_flight",
+        "whether a partition also drops messages already in flight",
+    ),
+    (
+        "clock",
+        "per-node wall offset, drift (ppm) and jumps; monotonic clocks drift only",
+    ),
+    (
+        "protocol.volatile_fence",
+        "the resource loses its fence (not its data) on restart",
+    ),
+    (
+        "random",
+        "per-seed random pauses, crashes, partitions, failovers, resolved into a script",
+    ),
+];
+
 pub fn catalogue() -> String {
     use std::fmt::Write as _;
-    let mut s = String::from("protocols:\n");
+    let mut s =
+        String::from("protocols (id, what it models, where the behaviour is documented):\n");
     for k in crate::protocol::ProtocolKind::ALL {
-        let _ = writeln!(s, "  {:<28} {}", k.id(), k.summary());
+        let _ = writeln!(
+            s,
+            "  {:<26} {}\n  {:<26}   source: {}",
+            k.id(),
+            k.summary(),
+            "",
+            k.source()
+        );
     }
-    s.push_str("faults:\n");
-    for (name, doc) in [
-        (
-            "pause",
-            "process pause (GC, SIGSTOP): inputs and due timers wait until resume",
-        ),
-        (
-            "crash",
-            "crash, optional restart from synced storage; buffered writes lost",
-        ),
-        (
-            "partition",
-            "full or one-way partition between two node groups, on a schedule",
-        ),
-        (
-            "delay",
-            "one message (nth on a link) held in the network for extra time",
-        ),
-        ("drop", "one message (nth on a link) lost"),
-        (
-            "network.loss/delay",
-            "random per-message loss and delay spikes",
-        ),
-        (
-            "clock",
-            "per-node wall offset, drift (ppm) and jumps; monotonic drift",
-        ),
-        ("random", "per-seed random pauses, crashes, partitions"),
-    ] {
-        let _ = writeln!(s, "  {name:<28} {doc}");
+    s.push_str("faults (scenario [[fault]] kinds, [network] and [random] knobs, [clock]):\n");
+    for (name, doc) in FAULTS {
+        let _ = writeln!(s, "  {name:<34} {doc}");
     }
     s.push_str("checkers:\n");
     for k in check::ViolationKind::ALL {

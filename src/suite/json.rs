@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::{Aggregate, FailingSeed, MixStats, ScenarioResult, Shard, SweepConfig};
-use crate::check::ViolationKind;
+use crate::check::{ViolationKind, VIOLATION_KINDS};
 use crate::swarm;
 
 pub const SCHEMA: &str = "fencesim-run";
@@ -126,15 +126,17 @@ pub fn parse_hex(s: &str) -> Result<u64, String> {
     u64::from_str_radix(s, 16).map_err(|_| format!("{s:?} is not a 16-digit hex hash"))
 }
 
-fn per_kind<T: Copy>(v: &[T; 4]) -> BTreeMap<String, T> {
+fn per_kind<T: Copy>(v: &[T; VIOLATION_KINDS]) -> BTreeMap<String, T> {
     ViolationKind::ALL
         .iter()
         .map(|k| (k.name().to_string(), v[*k as usize]))
         .collect()
 }
 
-fn from_per_kind<T: Copy + Default>(m: &BTreeMap<String, T>) -> Result<[T; 4], String> {
-    let mut out = [T::default(); 4];
+fn from_per_kind<T: Copy + Default>(
+    m: &BTreeMap<String, T>,
+) -> Result<[T; VIOLATION_KINDS], String> {
+    let mut out = [T::default(); VIOLATION_KINDS];
     for (name, v) in m {
         let k = ViolationKind::from_name(name)
             .ok_or_else(|| format!("unknown violation kind {name:?}"))?;

@@ -30,7 +30,7 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use crate::check::{self, ViolationKind};
+use crate::check::{self, ViolationKind, VIOLATION_KINDS};
 use crate::scenario::expect::VACUITY_MIN_FRACTION;
 use crate::scenario::Scenario;
 use crate::sim;
@@ -119,7 +119,7 @@ pub struct FailingSeed {
 pub struct MixStats {
     pub seeds: u64,
     /// Seeds in which each violation kind appeared.
-    pub failing_seeds: [u64; 4],
+    pub failing_seeds: [u64; VIOLATION_KINDS],
 }
 
 /// Order-independent summary of many seeds.
@@ -128,9 +128,9 @@ pub struct Aggregate {
     pub seeds: u64,
     pub events: u64,
     /// Seeds in which each violation kind appeared.
-    pub failing_seeds: [u64; 4],
+    pub failing_seeds: [u64; VIOLATION_KINDS],
     /// Lowest seed in which each kind appeared.
-    pub first_seed: [Option<u64>; 4],
+    pub first_seed: [Option<u64>; VIOLATION_KINDS],
     /// Seeds where a stale attempt reached the resource (vacuity guard).
     pub seeds_with_stale_attempts: u64,
     pub fence_rejected_total: u64,
@@ -230,7 +230,7 @@ impl Aggregate {
     pub fn merge(mut self, o: Aggregate) -> Aggregate {
         self.seeds += o.seeds;
         self.events += o.events;
-        for i in 0..4 {
+        for i in 0..VIOLATION_KINDS {
             self.failing_seeds[i] += o.failing_seeds[i];
             self.first_seed[i] = min_opt(self.first_seed[i], o.first_seed[i]);
         }
@@ -247,7 +247,7 @@ impl Aggregate {
         for (mix, stats) in o.mixes {
             let m = self.mixes.entry(mix).or_default();
             m.seeds += stats.seeds;
-            for i in 0..4 {
+            for i in 0..VIOLATION_KINDS {
                 m.failing_seeds[i] += stats.failing_seeds[i];
             }
         }

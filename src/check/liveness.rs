@@ -1,0 +1,49 @@
+//! liveness: a worker that is alive at the end of the run but never
+//! finished its workload — the run hit `max_time_ms`, or nothing was left
+//! to happen (every waiter stuck: a lock nobody will release, a takeover
+//! that never comes, a deadlock). A worker that crashed and stayed down is
+//! not a liveness failure of the protocol. Evidence: the worker's last
+//! record before the end, and the `unfinished` record.
+
+use std::collections::BTreeMap;
+
+use super::{Violation, ViolationKind};
+use crate::history::{Event, History, Kind};
+
+#[derive(Default)]
+pub struct Liveness {
+    /// node -> seq of its last record
+    last: BTreeMap<u16, u64>,
+    down: std::collections::BTreeSet<u16>,
+}
+
+impl Liveness {
+    pub fn observe(&mut self, h: &History, e: &Event, out: &mut Vec<Violation>) {
+        match e.kind {
+            Kind::Crash => {
+                self.down.insert(e.node);
+            }
+            Kind::Restart => {
+                self.down.remove(&e.node);
+            }
+            Kind::Unfinished if !self.down.contains(&e.node) => {
+                let mut evidence: Vec<u64> = self.last.get(&e.node).copied().into_iter().collect();
+                evidence.push(e.seq);
+                out.push(Violation {
+                    kind: ViolationKind::Liveness,
+                    key: e.key.unwrap_or(0),
+                    evidence,
+                    explanation: format!(
+                        "{} is alive but never finished its workload (run ended at {})",
+                        h.node_name(e.node),
+                        crate::history::fmt_time(e.t_true_ns).trim()
+                    ),
+                });
+            }
+            _ => {}
+        }
+        if e.kind != Kind::Unfinished {
+            self.last.insert(e.node, e.seq);
+        }
+    }
+}
