@@ -14,6 +14,7 @@ pub mod generations;
 pub mod metrics;
 pub mod overlap;
 pub mod release;
+pub mod store_claims;
 pub mod token_order;
 pub mod writes;
 
