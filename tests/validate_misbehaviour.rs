@@ -70,7 +70,7 @@ fn assert_reported(o: &Outcome, kind: &str, detail: &str) {
         text.contains("== gc-pause-fenced-cas seed 1: implementation error =="),
         "{text}"
     );
-    assert!(text.contains("answering stdin line 2: "), "{text}");
+    assert!(text.contains("answering stdin line 3: "), "{text}");
     assert!(
         text.contains(r#""type":"acquire""#),
         "the input is quoted:\n{text}"
@@ -112,7 +112,7 @@ fn malformed_json_is_reported_with_the_stdout_line_that_is_not_json() {
     let o = validate_with_fake("malformed");
     assert_reported(&o, "malformed JSON", "EOF while parsing");
     assert!(
-        o.stdout.contains(r#"stdout line 3: {"src": "coord/0""#),
+        o.stdout.contains(r#"stdout line 4: {"src": "coord/0""#),
         "{}",
         o.stdout
     );
@@ -124,7 +124,7 @@ fn an_unknown_message_type_is_named_with_the_types_that_exist() {
     assert_reported(
         &o,
         "unknown message type",
-        r#"unknown message type "renew""#,
+        r#"unknown message type "heartbeat""#,
     );
     assert!(
         o.stdout.contains("expected one of init_ok, step_done"),
@@ -139,7 +139,7 @@ fn a_reply_to_a_request_never_delivered_is_a_wrong_in_reply_to() {
     assert_reported(
         &o,
         "wrong in_reply_to",
-        "in_reply_to 1002 is not the msg_id of any request delivered to coord/0",
+        "in_reply_to 1003 is not the msg_id of any request delivered to coord/0",
     );
 }
 

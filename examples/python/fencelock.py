@@ -57,6 +57,10 @@ class Node:
     def cancel_timer(self, timer):
         self.to_harness({"type": "cancel_timer", "timer": timer})
 
+    def on_promote(self, env):
+        """The harness made this coordinator the primary (at boot, or on a
+        failover fault). A single coordinator has nothing to do."""
+
     def serve(self, lines):
         for line in lines:
             env = json.loads(line)
@@ -128,6 +132,17 @@ class Coordinator(Node):
             del self.leases[key]
             self.cancel_timer(self.keys.index(key))
         self.reply(req, {"type": "release_ok", "removed": removed})
+
+    def on_renew(self, req):
+        key, owner = req["body"]["key"], req["body"]["owner"]
+        self.expire_if_due(key)
+        lease = self.leases.get(key)
+        if lease is None or lease[0] != owner:
+            return self.reply(req, {"type": "error", "code": PRECONDITION_FAILED,
+                                    "text": "lease lost"})
+        self.leases[key] = (owner, lease[1], self.clock["wall_ns"] + self.ttl_ns)
+        self.set_timer(self.keys.index(key), self.ttl_ns)
+        self.reply(req, {"type": "renew_ok", "ttl_ns": self.ttl_ns})
 
     def on_timer(self, timer):
         key = self.keys[timer]

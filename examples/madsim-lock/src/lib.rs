@@ -71,8 +71,30 @@ pub fn unsupported(opts: &Options) -> Option<String> {
     if opts.nodes.iter().any(|n| n.clock != ClockSpec::default()) {
         return Some("[clock] skew, drift or jumps".into());
     }
+    let coordinators = opts
+        .nodes
+        .iter()
+        .filter(|n| matches!(n.role, Role::Coordinator(_)));
+    if coordinators.count() != 1 {
+        return Some("replicated coordinators (failover)".into());
+    }
+    for n in &opts.nodes {
+        match n.role {
+            Role::Worker(w) if w.renew_every_ns.is_some() => {
+                return Some("lease renewal (workload.renew_every_ms)".into())
+            }
+            Role::Resource(r) if r.volatile_fence => return Some("a volatile fence".into()),
+            Role::Resource(r) if matches!(r.check, FenceCheck::CheckThenWrite { .. }) => {
+                return Some("the check-then-write store".into())
+            }
+            _ => {}
+        }
+    }
     opts.faults.iter().find_map(|f| match f {
-        Fault::Delay { .. } | Fault::Drop { .. } => Some("per-link delay/drop faults".into()),
+        Fault::Delay { .. } | Fault::Drop { .. } | Fault::Duplicate { .. } => {
+            Some("per-link delay/drop/duplicate faults".into())
+        }
+        Fault::Failover { .. } => Some("failover faults".into()),
         _ => None,
     })
 }
@@ -230,18 +252,25 @@ impl Ctx {
                     links(&|a, b| net.unclog_link(a, b));
                     ctx.record(lifecycle(first, Kind::Heal, None));
                 }
-                Fault::Delay { .. } | Fault::Drop { .. } => unreachable!("refused up front"),
+                Fault::Delay { .. }
+                | Fault::Drop { .. }
+                | Fault::Duplicate { .. }
+                | Fault::Failover { .. } => unreachable!("refused up front"),
             }
         });
     }
 }
 
 impl Shared {
+    fn now_ns(&self) -> u64 {
+        Instant::now().duration_since(self.start).as_nanos() as u64
+    }
+
     /// Appends a record; returns the faults it triggers.
     fn record(&mut self, mut e: Event) -> Vec<usize> {
         self.seq += 1;
         e.seq = self.seq;
-        e.t_true_ns = Instant::now().duration_since(self.start).as_nanos() as u64;
+        e.t_true_ns = self.now_ns();
         let mut fired = Vec::new();
         for t in &mut self.triggers {
             if t.seen < t.nth && t.node.0 == e.node && t.kind == e.kind {
@@ -275,7 +304,11 @@ impl Net {
         } else {
             to
         };
-        let e = self.ctx.lock().recorder.on_send(self.me, to, &msg);
+        let e = {
+            let mut s = self.ctx.lock();
+            let now = s.now_ns();
+            s.recorder.on_send(now, self.me, to, &msg)
+        };
         if let Some(e) = e {
             self.ctx.record(e);
         }
@@ -527,6 +560,7 @@ async fn resource(ctx: Ctx, me: NodeId, check: FenceCheck) {
                 let fence = Token(row.1.max(row.2));
                 let accept = match check {
                     FenceCheck::None => true,
+                    FenceCheck::CheckThenWrite { .. } => unreachable!("refused up front"),
                     FenceCheck::Cas { strict, .. } => token.is_some_and(|t| {
                         let above = if strict { t.0 > row.1 } else { t.0 >= row.1 };
                         above && t.0 >= row.2
@@ -561,7 +595,7 @@ fn spawn_node(ctx: &Ctx, id: NodeId, role: Role) -> NodeHandle {
         match role {
             Role::Worker(cfg) => Box::pin(worker(c, id, cfg)),
             Role::Coordinator(cfg) => Box::pin(coordinator(c, id, cfg)),
-            Role::Resource(check) => Box::pin(resource(c, id, check)),
+            Role::Resource(cfg) => Box::pin(resource(c, id, cfg.check)),
         }
     };
     Handle::current()
@@ -593,7 +627,10 @@ pub fn run_seed(opts: &Options, seed: u64) -> History {
                 Fault::Pause { when, .. }
                 | Fault::Crash { when, .. }
                 | Fault::Partition { when, .. } => when,
-                Fault::Delay { .. } | Fault::Drop { .. } => continue,
+                Fault::Delay { .. }
+                | Fault::Drop { .. }
+                | Fault::Duplicate { .. }
+                | Fault::Failover { .. } => continue,
             };
             match *when {
                 When::At(t) => timed.push((t, i)),

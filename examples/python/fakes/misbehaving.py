@@ -43,7 +43,7 @@ class Misbehaving(fencelock.Coordinator):
         if MODE == "malformed":
             raw('{"src": "%s", "dest": "harness", "body": {"type": "step_done"' % me)
         elif MODE == "unknown_type":
-            raw('{"src": "%s", "dest": "worker/A", "body": {"type": "renew", "msg_id": 1}}' % me)
+            raw('{"src": "%s", "dest": "worker/A", "body": {"type": "heartbeat", "msg_id": 1}}' % me)
         elif MODE == "wrong_in_reply_to":
             wrong = req["body"]["msg_id"] + 1000
             raw('{"src": "%s", "dest": "%s", "body": {"type": "acquire_ok", "in_reply_to": %d, "token": 1, "ttl_ns": 5}}'
