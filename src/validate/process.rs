@@ -62,8 +62,8 @@ pub struct Abort(pub Box<ImplError>);
 
 /// Stops the current run with `err`. Uses `resume_unwind`, so no panic
 /// message is printed: the error is reported by the caller.
-pub fn abort(err: ImplError) -> ! {
-    std::panic::resume_unwind(Box::new(Abort(Box::new(err))))
+pub fn abort(err: Box<ImplError>) -> ! {
+    std::panic::resume_unwind(Box::new(Abort(err)))
 }
 
 enum Line {
@@ -87,8 +87,8 @@ pub struct ProcessNode {
     stdout_lines: u64,
     /// Requests delivered to the process, by the `msg_id` it saw: (sender, request).
     requests: BTreeMap<u64, (NodeId, Msg)>,
-    /// The input being answered: (msg_id, stdin line number, text).
-    current: Option<(u64, u64, String)>,
+    /// The input being answered: (stdin line number = its msg_id, text).
+    current: Option<(u64, String)>,
 }
 
 impl ProcessNode {
@@ -100,7 +100,7 @@ impl ProcessNode {
         role: Value,
         limits: Limits,
         seed: u64,
-    ) -> Result<ProcessNode, ImplError> {
+    ) -> Result<ProcessNode, Box<ImplError>> {
         let name = dir.node_name(id).to_string();
         let mut cmd = Command::new("sh");
         cmd.arg("-c")
@@ -111,14 +111,16 @@ impl ProcessNode {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         own_process_group(&mut cmd);
-        let mut child = cmd.spawn().map_err(|e| ImplError {
-            kind: ImplErrorKind::Spawn,
-            node: name.clone(),
-            command: command.to_string(),
-            detail: format!("cannot start `sh -c {command:?}`: {e}"),
-            input: None,
-            output: None,
-            stderr_tail: String::new(),
+        let mut child = cmd.spawn().map_err(|e| {
+            Box::new(ImplError {
+                kind: ImplErrorKind::Spawn,
+                node: name.clone(),
+                command: command.to_string(),
+                detail: format!("cannot start `sh -c {command:?}`: {e}"),
+                input: None,
+                output: None,
+                stderr_tail: String::new(),
+            })
         })?;
         let stdin = child.stdin.take().expect("stdin is piped");
         let stdout = child.stdout.take().expect("stdout is piped");
@@ -169,14 +171,14 @@ impl ProcessNode {
             node: self.dir.node_name(self.id).to_string(),
             command: self.command.clone(),
             detail,
-            input: self.current.as_ref().map(|(_, n, t)| (*n, t.clone())),
+            input: self.current.clone(),
             output,
             stderr_tail: tail,
         }
     }
 
     fn fail(&self, kind: ImplErrorKind, detail: String, output: Option<(u64, String)>) -> ! {
-        abort(self.error(kind, detail, output))
+        abort(Box::new(self.error(kind, detail, output)))
     }
 
     fn send_input(&mut self, line: Value, msg_id: u64) {
@@ -197,7 +199,7 @@ impl ProcessNode {
             );
         }
         let text = line.to_string();
-        self.current = Some((msg_id, msg_id, text.clone()));
+        self.current = Some((msg_id, text.clone()));
         let written = writeln!(self.stdin, "{text}").and_then(|_| self.stdin.flush());
         if let Err(e) = written {
             let status = self.exit_status();
