@@ -621,7 +621,7 @@ mod tests {
     #[test]
     fn unknown_types_and_bad_json_and_foreign_src_are_told_apart() {
         let d = dir();
-        let unknown = r#"{"src":"coord/0","dest":"harness","body":{"type":"renew"}}"#;
+        let unknown = r#"{"src":"coord/0","dest":"harness","body":{"type":"heartbeat"}}"#;
         assert!(matches!(
             parse_output(&d, NodeId(1), unknown),
             Err(WireError::UnknownType(_))
