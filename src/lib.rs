@@ -18,3 +18,4 @@ pub mod sim;
 pub mod suite;
 pub mod swarm;
 pub mod tradeoff;
+pub mod validate;

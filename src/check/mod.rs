@@ -15,6 +15,7 @@ pub mod liveness;
 pub mod metrics;
 pub mod overlap;
 pub mod release;
+pub mod store_claims;
 pub mod token_order;
 pub mod writes;
 

@@ -153,4 +153,28 @@ pub enum Command {
     },
     /// Print the catalogue: protocols, faults, checkers, history kinds.
     List,
+    /// Run other implementations (JSON lines on stdin/stdout, docs/validate.md)
+    /// as simulated nodes under each scenario's faults, and check them.
+    Validate {
+        /// ROLE=COMMAND, ROLE one of coordinator, resource, worker; the command
+        /// runs under `sh -c`. Roles not given stay built-in.
+        #[arg(long = "node", value_name = "ROLE=CMD", required = true)]
+        nodes: Vec<String>,
+        /// Scenario files or directories (their [expect] sections are not used:
+        /// the question is whether the implementation violates safety).
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Override each scenario's seed count.
+        #[arg(long)]
+        seeds: Option<u64>,
+        /// Override each scenario's first seed.
+        #[arg(long, value_parser = parse_seed)]
+        seed_start: Option<u64>,
+        /// Seeds run in parallel (each with its own processes).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Abort a run if a process takes longer than this to answer one input.
+        #[arg(long, default_value_t = 5_000)]
+        step_timeout_ms: u64,
+    },
 }

@@ -2,7 +2,8 @@
 //! exit codes. Exit codes: 0 every expectation met (or history clean),
 //! 1 an expectation failed (or violations found), 2 bad input,
 //! 3 implementation error (a run panicked, or `--check-determinism` found
-//! a seed that ran differently twice).
+//! a seed that ran differently twice, or an implementation under
+//! `validate` broke the wire protocol).
 
 pub mod args;
 mod check_history;
@@ -11,6 +12,7 @@ mod replay;
 mod run;
 mod shrink;
 mod tradeoff;
+mod validate;
 
 use std::process::ExitCode;
 
@@ -103,6 +105,14 @@ pub fn run(cli: args::Cli) -> Result<ExitCode> {
             jobs,
             report,
         } => tradeoff::cmd_tradeoff(&path, &ttls_ms, seeds, jobs, report),
+        Command::Validate {
+            nodes,
+            paths,
+            seeds,
+            seed_start,
+            jobs,
+            step_timeout_ms,
+        } => validate::cmd_validate(&nodes, &paths, seeds, seed_start, jobs, step_timeout_ms),
         Command::List => {
             print!("{}", catalogue());
             Ok(ExitCode::from(EXIT_OK))

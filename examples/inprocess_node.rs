@@ -1,0 +1,180 @@
+//! Your own node, in-process: a fenced document store written in your crate
+//! against fencesim's public [`Node`] trait, run under a scenario's faults by
+//! the simulator and judged by the checker.
+//!
+//! ```text
+//! cargo run --example inprocess_node
+//! ```
+//!
+//! The contract (see `fencesim::protocol::node`): `handle` gets one input —
+//! boot with the record you last persisted as synced, a message, or a timer
+//! you set — plus your clock readings, and pushes effects. No I/O, no clock,
+//! no randomness inside: the simulator owns them, so every run replays from
+//! its seed. `sim::run_with` takes a factory that builds each node (at boot
+//! and after every crash); here it builds `MyStore` for the resource and the
+//! built-in protocol for everything else.
+//!
+//! The safe verdict means something only beside its unsafe twin: the same
+//! store with its fence check switched off is run on the same scenario and
+//! must be caught (`stale_write`).
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::Path;
+
+use fencesim::protocol::{self, Clocks, Durability, Effect, Input, Msg, Node, NodeId, Role};
+use fencesim::{check, scenario, sim};
+
+/// A store that keeps, per key, the value and the greatest token that wrote it.
+pub struct MyStore {
+    check_fence: bool,
+    rows: BTreeMap<u16, (u64, u64)>,
+}
+
+impl MyStore {
+    pub fn new(check_fence: bool) -> MyStore {
+        MyStore {
+            check_fence,
+            rows: BTreeMap::new(),
+        }
+    }
+
+    /// (key u16, value u64, fence u64) little-endian, one row after another.
+    fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.rows.len() * 18);
+        for (key, (value, fence)) in &self.rows {
+            out.extend_from_slice(&key.to_le_bytes());
+            out.extend_from_slice(&value.to_le_bytes());
+            out.extend_from_slice(&fence.to_le_bytes());
+        }
+        out
+    }
+
+    fn decode(bytes: &[u8]) -> BTreeMap<u16, (u64, u64)> {
+        let word = |b: &[u8]| u64::from_le_bytes(b.try_into().expect("8 bytes"));
+        bytes
+            .chunks_exact(18)
+            .map(|c| {
+                (
+                    u16::from_le_bytes([c[0], c[1]]),
+                    (word(&c[2..10]), word(&c[10..18])),
+                )
+            })
+            .collect()
+    }
+}
+
+impl Node for MyStore {
+    fn handle(&mut self, _clocks: Clocks, input: Input<'_>, fx: &mut Vec<Effect>) {
+        let (from, msg) = match input {
+            Input::Start { recovered } => {
+                self.rows = recovered.map(Self::decode).unwrap_or_default();
+                return;
+            }
+            Input::Message { from, msg } => (from, msg),
+            Input::Timer { .. } => return,
+        };
+        let reply = match msg {
+            Msg::Read { req, key, op, .. } => {
+                let (value, _) = self.rows.get(&key.0).copied().unwrap_or_default();
+                Msg::ReadOk {
+                    req,
+                    key,
+                    op,
+                    value: protocol::OpId(value),
+                }
+            }
+            Msg::Write {
+                req,
+                key,
+                op,
+                token,
+                value,
+            } => {
+                let (_, fence) = self.rows.get(&key.0).copied().unwrap_or_default();
+                let token = token.map_or(0, |t| t.0);
+                if self.check_fence && token < fence {
+                    // UPDATE … WHERE fencing_token <= $token updated zero rows.
+                    Msg::WriteRejected {
+                        req,
+                        key,
+                        op,
+                        fence: protocol::Token(fence),
+                    }
+                } else {
+                    self.rows.insert(key.0, (value.0, token.max(fence)));
+                    // Durable before the answer leaves: a crash cannot undo an ack.
+                    fx.push(Effect::Persist {
+                        durability: Durability::Synced,
+                        record: self.encode(),
+                    });
+                    Msg::WriteOk { req, key, op }
+                }
+            }
+            _ => return, // not a store message
+        };
+        fx.push(Effect::Send {
+            to: from,
+            msg: reply,
+        });
+    }
+}
+
+/// What a scenario's seeds came to with `MyStore` as the resource.
+pub struct Summary {
+    pub seeds: u64,
+    /// (seed, violation kinds) of every seed with a violation.
+    pub failing: Vec<(u64, Vec<&'static str>)>,
+    pub fence_rejections: u64,
+}
+
+pub fn run_with_my_store(path: &Path, check_fence: bool, seeds: Range<u64>) -> Summary {
+    let scenario = scenario::load(path).unwrap_or_else(|e| panic!("{e}"));
+    let mut summary = Summary {
+        seeds: seeds.end - seeds.start,
+        failing: Vec::new(),
+        fence_rejections: 0,
+    };
+    for seed in seeds {
+        let mut factory = |_id: NodeId, role: &Role| -> Box<dyn Node> {
+            match role {
+                Role::Resource(_) => Box::new(MyStore::new(check_fence)),
+                other => protocol::build(other),
+            }
+        };
+        let out = sim::run_with(&scenario.options, seed, false, &mut factory);
+        let report = check::check(&out.history);
+        summary.fence_rejections += report.info.fence_rejected_total;
+        if !report.is_clean() {
+            summary
+                .failing
+                .push((seed, report.kinds().map(|k| k.name()).collect()));
+        }
+    }
+    summary
+}
+
+fn main() {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/article/gc-pause-fenced-cas.toml");
+    for check_fence in [true, false] {
+        let s = run_with_my_store(&path, check_fence, 0..50);
+        let kinds: Vec<&str> = s
+            .failing
+            .first()
+            .map(|(_, k)| k.clone())
+            .unwrap_or_default();
+        println!(
+            "MyStore (check_fence = {check_fence}) on {}: {}/{} seeds clean, {} stale writes fenced off{}",
+            path.file_name().unwrap_or_default().to_string_lossy(),
+            s.seeds - s.failing.len() as u64,
+            s.seeds,
+            s.fence_rejections,
+            if kinds.is_empty() {
+                String::new()
+            } else {
+                format!("; first failing seed {} found {}", s.failing[0].0, kinds.join(", "))
+            }
+        );
+    }
+}

@@ -1,0 +1,161 @@
+//! `fencesim validate`: external implementations as simulated nodes, every
+//! seed judged by the checker and the store-claims check. Exit 0 all clean,
+//! 1 violations found, 3 an implementation broke the wire protocol (also
+//! when violations were found elsewhere: a protocol break hides results).
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Result;
+
+use super::{default_jobs, load, BadInput, EXIT_FAILED, EXIT_INTERNAL, EXIT_OK};
+use crate::scenario;
+use crate::validate::{self, Implementations, Limits, ScenarioValidation};
+
+fn parse_nodes(specs: &[String]) -> Result<Implementations, BadInput> {
+    let mut impls = Implementations::default();
+    for spec in specs {
+        let Some((role, command)) = spec.split_once('=') else {
+            return Err(BadInput(format!(
+                "--node {spec:?}: expected ROLE=COMMAND, e.g. --node resource='python3 examples/python/fencelock.py'"
+            )));
+        };
+        let slot = match role.trim() {
+            "coordinator" => &mut impls.coordinator,
+            "resource" => &mut impls.resource,
+            "worker" => &mut impls.worker,
+            other => {
+                return Err(BadInput(format!(
+                "--node {spec:?}: unknown role {other:?}; expected coordinator, resource or worker"
+            )))
+            }
+        };
+        if command.trim().is_empty() {
+            return Err(BadInput(format!("--node {spec:?}: empty command")));
+        }
+        if slot.replace(command.to_string()).is_some() {
+            return Err(BadInput(format!("--node {role}=… given twice")));
+        }
+    }
+    Ok(impls)
+}
+
+fn shell_quote(s: &str) -> String {
+    if s.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-_./=:".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+fn repro(specs: &[String], path: &str, seed: u64) -> String {
+    let nodes: Vec<String> = specs
+        .iter()
+        .map(|s| format!("--node {}", shell_quote(s)))
+        .collect();
+    format!(
+        "fencesim validate {} --seed-start {seed} --seeds 1 {}",
+        nodes.join(" "),
+        shell_quote(path)
+    )
+}
+
+fn table(results: &[ScenarioValidation]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:<34} {:>6} {:>6} {:>8} {:>12}  violations (failing seeds)",
+        "scenario", "seeds", "clean", "failing", "impl-errors"
+    );
+    for r in results {
+        let kinds: Vec<String> = r
+            .kind_counts()
+            .iter()
+            .map(|(k, n)| format!("{k}×{n}"))
+            .collect();
+        let _ = writeln!(
+            s,
+            "{:<34} {:>6} {:>6} {:>8} {:>12}  {}",
+            r.name,
+            r.seeds.len(),
+            r.clean(),
+            r.failing(),
+            r.impl_errors().count(),
+            if kinds.is_empty() {
+                "-".into()
+            } else {
+                kinds.join(" ")
+            }
+        );
+    }
+    s
+}
+
+pub fn cmd_validate(
+    specs: &[String],
+    paths: &[PathBuf],
+    seeds: Option<u64>,
+    seed_start: Option<u64>,
+    jobs: Option<usize>,
+    step_timeout_ms: u64,
+) -> Result<ExitCode> {
+    let impls = parse_nodes(specs)?;
+    if step_timeout_ms == 0 {
+        return Err(BadInput("--step-timeout-ms must be positive".into()).into());
+    }
+    let files = scenario::collect(paths).map_err(|e| BadInput(e.to_string()))?;
+    let scenarios = files.iter().map(|f| load(f)).collect::<Result<Vec<_>>>()?;
+    let jobs = jobs.unwrap_or_else(default_jobs).max(1);
+    let limits = Limits {
+        step_timeout: Duration::from_millis(step_timeout_ms),
+        ..Limits::default()
+    };
+    println!(
+        "fencesim {} — validate: {} scenarios, jobs {jobs}, step timeout {step_timeout_ms} ms",
+        env!("CARGO_PKG_VERSION"),
+        scenarios.len()
+    );
+    print!("{}", impls.describe());
+    let mut results = Vec::with_capacity(scenarios.len());
+    for s in &scenarios {
+        let start = seed_start.unwrap_or(s.seeds.start);
+        let count = seeds.unwrap_or(s.seeds.end - s.seeds.start);
+        let range = start..start.saturating_add(count);
+        results.push(validate::validate_scenario(s, range, &impls, limits, jobs));
+    }
+    println!();
+    print!("{}", table(&results));
+    for r in &results {
+        if let Some((seed, judged)) = &r.first_failure {
+            println!("\n== {} seed {seed} (lowest failing seed) ==", r.name);
+            print!("{}", judged.render());
+            println!("repro: {}", repro(specs, &r.path, *seed));
+        }
+    }
+    let mut impl_errors = 0;
+    for r in &results {
+        for (seed, err) in r.impl_errors() {
+            impl_errors += 1;
+            println!("\n== {} seed {seed}: implementation error ==", r.name);
+            println!("{err}");
+            println!("repro: {}", repro(specs, &r.path, seed));
+        }
+    }
+    let failing: usize = results.iter().map(|r| r.failing()).sum();
+    let (verdict, code) = if impl_errors > 0 {
+        (
+            format!("IMPLEMENTATION ERROR in {impl_errors} runs (those runs were not judged)"),
+            EXIT_INTERNAL,
+        )
+    } else if failing > 0 {
+        (format!("VIOLATIONS in {failing} runs"), EXIT_FAILED)
+    } else {
+        ("CLEAN: no violations in any run".to_string(), EXIT_OK)
+    };
+    println!("\nverdict: {verdict}");
+    Ok(ExitCode::from(code))
+}
