@@ -17,8 +17,14 @@ RUSTFLAGS="--cfg madsim" CARGO_TARGET_DIR="$here/target" \
 "$here/target/debug/madsim-lock" "$root/scenarios/article/gc-pause-fenced-cas.toml" --seed 3 --history "$tmp/fenced.jsonl"
 "$here/target/debug/madsim-lock" "$root/scenarios/article/gc-pause-stale-write.toml" --seed 3 --history "$tmp/unfenced.jsonl"
 
+# The main crate's binary: FENCESIM_BIN when the caller has one (tests/madsim.rs
+# passes the binary cargo built for the test run), else built here.
 check() {
-    env -u RUSTFLAGS -u CARGO_TARGET_DIR cargo run -q --manifest-path "$root/Cargo.toml" -j 1 -- check-history "$1"
+    if [ -n "${FENCESIM_BIN:-}" ]; then
+        "$FENCESIM_BIN" check-history "$1"
+    else
+        env -u RUSTFLAGS -u CARGO_TARGET_DIR cargo run -q --manifest-path "$root/Cargo.toml" -j 1 -- check-history "$1"
+    fi
 }
 check "$tmp/fenced.jsonl" > "$tmp/fenced.out" || { cat "$tmp/fenced.out"; echo "madsim fenced history: expected clean"; exit 1; }
 if check "$tmp/unfenced.jsonl" > "$tmp/unfenced.out"; then

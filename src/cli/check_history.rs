@@ -1,4 +1,5 @@
-//! `fencesim check-history`: the checker on a history written by anyone.
+//! `fencesim check-history`: the checker on a history written by anyone —
+//! the lock checkers and the store-claims check that `validate` applies.
 
 use std::process::ExitCode;
 
@@ -20,7 +21,12 @@ pub fn cmd_check_history(path: &std::path::Path) -> Result<ExitCode> {
         path.display()
     );
     print!("{}", report::replay::violations(&h, &report));
-    Ok(ExitCode::from(if report.is_clean() {
+    // The store's own claims (acknowledged writes stay visible, ...), as `validate` checks them.
+    let claims = check::store_claims::check(&h);
+    if !claims.is_clean() {
+        print!("{}", claims.render(&h));
+    }
+    Ok(ExitCode::from(if report.is_clean() && claims.is_clean() {
         EXIT_OK
     } else {
         EXIT_FAILED
