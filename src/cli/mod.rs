@@ -3,7 +3,11 @@
 //! 1 an expectation failed (or violations found), 2 bad input.
 
 pub mod args;
+// `fencesim check` (model checking); named apart from `crate::check`, the history checker.
 mod check_history;
+#[path = "check.rs"]
+mod check_models;
+mod explore;
 mod replay;
 mod run;
 
@@ -41,6 +45,12 @@ pub fn run(cli: args::Cli) -> Result<ExitCode> {
             report,
         } => replay::cmd_replay(&path, seed, history, !no_trace, emit_scenario, report),
         Command::CheckHistory { path } => check_history::cmd_check_history(&path),
+        Command::Check {
+            paths,
+            threads,
+            emit_scenario,
+        } => check_models::cmd_check(&paths, threads, emit_scenario),
+        Command::Explore { path, port } => explore::cmd_explore(&path, port),
         Command::List => {
             print!("{}", catalogue());
             Ok(ExitCode::from(EXIT_OK))

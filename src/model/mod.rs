@@ -14,12 +14,15 @@
 //! - `checker`: proofs (multi-threaded DFS), shortest counterexamples (single-threaded BFS),
 //!   statistics, the web explorer.
 //! - `counterexample`: typed, described steps for timelines and scripted scenarios.
+//! - `to_scenario`: a counterexample as a fully scripted simulator scenario, the mechanical
+//!   link between the models and the message-level protocol code.
 
 pub mod checker;
 pub mod counterexample;
 pub mod lock_model;
 pub mod spec;
 pub mod state;
+pub mod to_scenario;
 
 pub use checker::{
     check, explore, prove, shortest_counterexample, CheckOptions, CheckReport, Phase, Proof,
