@@ -17,7 +17,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use super::{default_jobs, BadInput, EXIT_FAILED, EXIT_OK};
-use crate::model::to_scenario::{file_name, to_scenario, violation_kind};
+use crate::model::to_scenario::{file_name, scripted_path, to_scenario, violation_kind};
 use crate::model::{self, CheckOptions, CheckReport, Counterexample, ModelSpec, Phase, Stats};
 use crate::{check, report, scenario, sim, suite};
 
@@ -265,6 +265,9 @@ fn emit_and_replay(
         }
     };
     std::fs::write(file, &text).with_context(|| format!("writing {}", file.display()))?;
+    if scripted_path(spec, c).is_ok_and(|p| p.actions() != c.actions()) {
+        println!("\n  (the scenario checks the writes in commit order, as the simulator's resource does; the model reaches the same violation on that path — see the file's header)");
+    }
     let shown = file.display().to_string();
     let s = scenario::parse(&text, &shown).map_err(|e| {
         anyhow::anyhow!("implementation error: the emitted scenario is invalid: {e}")

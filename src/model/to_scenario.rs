@@ -106,7 +106,7 @@ pub fn to_scenario(spec: &ModelSpec, counterexample: &Counterexample) -> Result<
             b.protocol.id()
         )
     })?;
-    let c = commits_in_check_order(spec, counterexample)?;
+    let c = scripted_path(spec, counterexample)?;
     let steps = &c.steps;
     let n = steps.len();
     if n == 0 {
@@ -415,10 +415,12 @@ fn solve_times(n: usize, grants: &[Grant]) -> Result<(Vec<u64>, u64), String> {
     Ok((t.into_iter().map(|x| x as u64).collect(), delay as u64))
 }
 
-/// fenced-check-then-write commits each checked write a fixed time after its check, so
-/// commits follow check order. If the search found them in another order, reorder the runs of
-/// consecutive passing checks to match the commits, and let the model confirm the new path.
-fn commits_in_check_order(spec: &ModelSpec, c: &Counterexample) -> Result<Counterexample, String> {
+/// The path the scenario scripts: the counterexample itself, or, for fenced-check-then-write,
+/// the counterexample with its checks in commit order. The simulator's resource commits each
+/// checked write a fixed time after its check, so commits follow check order; if the search
+/// found them in another order, the runs of consecutive passing checks are reordered to match
+/// the commits, and the model replays the new path, which must reach the same violation.
+pub fn scripted_path(spec: &ModelSpec, c: &Counterexample) -> Result<Counterexample, String> {
     let commit_order: Vec<u8> = c
         .steps
         .iter()
