@@ -29,9 +29,10 @@ pub fn cmd_check(
     let specs = load_specs(paths)?;
     let threads = threads.unwrap_or_else(default_jobs).max(1);
     println!(
-        "fencesim {} — {} models, threads {threads}",
+        "fencesim {} — {} model{}, threads {threads}",
         env!("CARGO_PKG_VERSION"),
-        specs.len()
+        specs.len(),
+        if specs.len() == 1 { "" } else { "s" }
     );
     let progress = std::io::stderr().is_terminal().then(progress_line);
     let mut reports = Vec::with_capacity(specs.len());
@@ -167,6 +168,19 @@ fn si(x: f64) -> String {
     }
 }
 
+/// `2,823,695`.
+fn grouped(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 fn elapsed(d: Duration) -> String {
     let ms = d.as_secs_f64() * 1e3;
     if ms >= 1e3 {
@@ -188,7 +202,7 @@ fn render_table(reports: &[CheckReport]) -> String {
     let _ = writeln!(
         s,
         "{:<name_w$}  {:<proto_w$}  {:<bounds_w$}  {:>10}  {:>10}  {:>5}  {:>8}  {:>8}  {:<verdict_w$}  {:<8}  expectation",
-        "model", "protocol", "bounds", "states", "unique", "depth", "states/s", "elapsed", "verdict", "vacuity"
+        "model", "protocol", "bounds", "total", "unique", "depth", "states/s", "elapsed", "verdict", "vacuity"
     );
     for r in reports {
         let t = totals(r);
@@ -204,8 +218,8 @@ fn render_table(reports: &[CheckReport]) -> String {
             r.spec.name,
             r.spec.bounds.protocol.id(),
             bounds_label(&r.spec),
-            t.total_states,
-            t.unique_states,
+            grouped(t.total_states),
+            grouped(t.unique_states),
             t.max_depth,
             si(t.states_per_sec()),
             elapsed(t.elapsed),
