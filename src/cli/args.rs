@@ -177,4 +177,26 @@ pub enum Command {
         #[arg(long, default_value_t = 5_000)]
         step_timeout_ms: u64,
     },
+    /// Model-check specs (models/*.toml) exhaustively within their bounds: prove them safe or
+    /// find shortest counterexamples.
+    Check {
+        /// Model spec files or directories of them (*.toml).
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Threads for the exhaustive proofs (default: all cores). Counterexample searches are
+        /// single-threaded so that they are shortest and deterministic.
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Write every counterexample as a fully scripted simulator scenario and run it: a
+        /// `.toml` path for a single counterexample, else a directory (created) that receives
+        /// `<model>-<violation>.toml` files.
+        #[arg(long, value_name = "PATH")]
+        emit_scenario: Option<PathBuf>,
+    },
+    /// Serve stateright's web explorer for one model spec on 127.0.0.1.
+    Explore {
+        path: PathBuf,
+        #[arg(long, default_value_t = 3000)]
+        port: u16,
+    },
 }

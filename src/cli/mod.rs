@@ -6,7 +6,11 @@
 //! `validate` broke the wire protocol).
 
 pub mod args;
+// `fencesim check` (model checking); named apart from `crate::check`, the history checker.
 mod check_history;
+#[path = "check.rs"]
+mod check_models;
+mod explore;
 mod merge;
 mod replay;
 mod run;
@@ -113,6 +117,12 @@ pub fn run(cli: args::Cli) -> Result<ExitCode> {
             jobs,
             step_timeout_ms,
         } => validate::cmd_validate(&nodes, &paths, seeds, seed_start, jobs, step_timeout_ms),
+        Command::Check {
+            paths,
+            threads,
+            emit_scenario,
+        } => check_models::cmd_check(&paths, threads, emit_scenario),
+        Command::Explore { path, port } => explore::cmd_explore(&path, port),
         Command::List => {
             print!("{}", catalogue());
             Ok(ExitCode::from(EXIT_OK))

@@ -1,0 +1,320 @@
+//! `fencesim check`: model-check specs (models/*.toml), one table row each, then every
+//! counterexample as a numbered timeline — and, with `--emit-scenario`, as a scripted
+//! simulator scenario that is run at once, so the user sees the message-level code fail the
+//! same way (its lanes timeline, as `fencesim replay` draws it).
+//!
+//! Exit codes as for `run`: 0 every model met its expectation (and every emitted scenario
+//! reproduced its violation), 1 something did not, 2 bad input.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::io::{IsTerminal, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use super::{default_jobs, BadInput, EXIT_FAILED, EXIT_OK};
+use crate::model::to_scenario::{file_name, scripted_path, to_scenario, violation_kind};
+use crate::model::{self, CheckOptions, CheckReport, Counterexample, ModelSpec, Phase, Stats};
+use crate::{check, report, scenario, sim, suite};
+
+pub fn cmd_check(
+    paths: &[PathBuf],
+    threads: Option<usize>,
+    emit: Option<PathBuf>,
+) -> Result<ExitCode> {
+    let specs = load_specs(paths)?;
+    let threads = threads.unwrap_or_else(default_jobs).max(1);
+    println!(
+        "fencesim {} — {} model{}, threads {threads}",
+        env!("CARGO_PKG_VERSION"),
+        specs.len(),
+        if specs.len() == 1 { "" } else { "s" }
+    );
+    let progress = std::io::stderr().is_terminal().then(progress_line);
+    let mut reports = Vec::with_capacity(specs.len());
+    for spec in &specs {
+        let options = CheckOptions {
+            threads,
+            progress: progress.as_ref().map(|p| p(spec.name.clone())),
+        };
+        reports.push(model::check(spec, &options));
+        if progress.is_some() {
+            eprint!("\r\x1b[2K");
+        }
+    }
+    print!("{}", render_table(&reports));
+    let mut met = reports.iter().all(CheckReport::meets_expectation);
+
+    let counterexamples: Vec<(&ModelSpec, &Counterexample)> = reports
+        .iter()
+        .flat_map(|r| r.counterexamples().map(move |c| (&r.spec, c)))
+        .collect();
+    let targets = match &emit {
+        Some(path) => Some(emit_targets(path, &counterexamples)?),
+        None => None,
+    };
+    for (i, &(spec, c)) in counterexamples.iter().enumerate() {
+        println!(
+            "\n{}: {} in {} steps (shortest)",
+            spec.name,
+            c.violation,
+            c.len()
+        );
+        for (k, step) in c.steps.iter().enumerate() {
+            println!("{:>4}  {}", k + 1, step.description);
+        }
+        if let Some(targets) = &targets {
+            met &= emit_and_replay(spec, c, &targets[i], threads)?;
+        }
+    }
+    Ok(ExitCode::from(if met { EXIT_OK } else { EXIT_FAILED }))
+}
+
+/// Loads every spec first: a typo in the last file should not cost a long proof.
+fn load_specs(paths: &[PathBuf]) -> Result<Vec<ModelSpec>> {
+    let files = scenario::collect(paths).map_err(|e| match e {
+        scenario::LoadError::Empty { path } => {
+            BadInput(format!("{path}: no model specs (*.toml) found"))
+        }
+        other => BadInput(other.to_string()),
+    })?;
+    files
+        .iter()
+        .map(|f| model::load(f).map_err(|e| BadInput(e.to_string()).into()))
+        .collect()
+}
+
+/// A progress callback per model, drawing one overwritten line on stderr.
+fn progress_line() -> impl Fn(String) -> model::checker::ProgressFn {
+    |name: String| {
+        Arc::new(move |phase: Phase, stats: &Stats| {
+            let what = match phase {
+                Phase::Proof => "proof".to_string(),
+                Phase::Search(v) => format!("search {v}"),
+            };
+            eprint!(
+                "\r\x1b[2K  {name}: {what}: {} unique states, depth {}, {}/s, {}",
+                stats.unique_states,
+                stats.max_depth,
+                si(stats.states_per_sec()),
+                elapsed(stats.elapsed)
+            );
+            let _ = std::io::stderr().flush();
+        }) as model::checker::ProgressFn
+    }
+}
+
+/// All searches of a report added up: the proof (if any) and each counterexample search.
+fn totals(r: &CheckReport) -> Stats {
+    let all = r
+        .proof
+        .iter()
+        .map(|p| p.stats)
+        .chain(r.searches.iter().map(|s| s.stats));
+    all.fold(Stats::default(), |a, s| Stats {
+        total_states: a.total_states + s.total_states,
+        unique_states: a.unique_states + s.unique_states,
+        max_depth: a.max_depth.max(s.max_depth),
+        elapsed: a.elapsed + s.elapsed,
+    })
+}
+
+fn bounds_label(spec: &ModelSpec) -> String {
+    let b = &spec.bounds;
+    let mut s = format!("{}c/{}g", b.clients, b.grants_max);
+    if b.failovers_max > 0 {
+        let _ = write!(s, "/{}f", b.failovers_max);
+    }
+    if b.replicas > 1 {
+        let _ = write!(s, "/{}r", b.replicas);
+    }
+    if b.reads {
+        s.push_str(if b.fence_reads {
+            "/fenced-reads"
+        } else {
+            "/reads"
+        });
+    }
+    if b.symmetry {
+        s.push_str("/sym");
+    }
+    s
+}
+
+fn verdict_label(r: &CheckReport) -> String {
+    let found: Vec<String> = r
+        .counterexamples()
+        .map(|c| format!("{}({})", c.violation, c.len()))
+        .collect();
+    if found.is_empty() {
+        r.verdict.to_string()
+    } else {
+        format!("{} {}", r.verdict, found.join(" "))
+    }
+}
+
+/// `12.3M`, `456K`, `789`.
+fn si(x: f64) -> String {
+    if x >= 1e6 {
+        format!("{:.1}M", x / 1e6)
+    } else if x >= 1e3 {
+        format!("{:.0}K", x / 1e3)
+    } else {
+        format!("{x:.0}")
+    }
+}
+
+/// `2,823,695`.
+fn grouped(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn elapsed(d: Duration) -> String {
+    let ms = d.as_secs_f64() * 1e3;
+    if ms >= 1e3 {
+        format!("{:.2}s", ms / 1e3)
+    } else {
+        format!("{ms:.1}ms")
+    }
+}
+
+fn render_table(reports: &[CheckReport]) -> String {
+    let width = |f: &dyn Fn(&CheckReport) -> usize, min: usize| {
+        reports.iter().map(f).max().unwrap_or(min).max(min)
+    };
+    let name_w = width(&|r| r.spec.name.len(), 5);
+    let proto_w = width(&|r| r.spec.bounds.protocol.id().len(), 8);
+    let bounds_w = width(&|r| bounds_label(&r.spec).len(), 6);
+    let verdict_w = width(&|r| verdict_label(r).len(), 7);
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:<name_w$}  {:<proto_w$}  {:<bounds_w$}  {:>10}  {:>10}  {:>5}  {:>8}  {:>8}  {:<verdict_w$}  {:<8}  expectation",
+        "model", "protocol", "bounds", "total", "unique", "depth", "states/s", "elapsed", "verdict", "vacuity"
+    );
+    for r in reports {
+        let t = totals(r);
+        // An unsafe verdict is its own witness; a safe one counts only if both were reached.
+        let vacuity = match (r.verdict, r.unreached.is_empty()) {
+            (model::Verdict::Unsafe, _) => "-",
+            (model::Verdict::Safe, true) => "ok",
+            (model::Verdict::Safe, false) => "VACUOUS",
+        };
+        let _ = writeln!(
+            s,
+            "{:<name_w$}  {:<proto_w$}  {:<bounds_w$}  {:>10}  {:>10}  {:>5}  {:>8}  {:>8}  {:<verdict_w$}  {:<8}  {}",
+            r.spec.name,
+            r.spec.bounds.protocol.id(),
+            bounds_label(&r.spec),
+            grouped(t.total_states),
+            grouped(t.unique_states),
+            t.max_depth,
+            si(t.states_per_sec()),
+            elapsed(t.elapsed),
+            verdict_label(r),
+            vacuity,
+            if r.meets_expectation() { "met" } else { "NOT MET" }
+        );
+    }
+    for r in reports.iter().filter(|r| !r.meets_expectation()) {
+        let _ = writeln!(s, "\n{}: expectation not met", r.spec.name);
+        for m in &r.mismatches {
+            let _ = writeln!(s, "  - {m}");
+        }
+    }
+    s
+}
+
+/// Where each counterexample's scenario goes: `PATH` itself if it names a `.toml` file (then
+/// there must be exactly one counterexample), else `PATH/<model>-<violation>.toml`.
+fn emit_targets(
+    path: &Path,
+    counterexamples: &[(&ModelSpec, &Counterexample)],
+) -> Result<Vec<PathBuf>> {
+    if path.extension().is_some_and(|e| e == "toml") {
+        if counterexamples.len() != 1 {
+            return Err(BadInput(format!(
+                "--emit-scenario {}: {} counterexamples need a directory, not one .toml file",
+                path.display(),
+                counterexamples.len()
+            ))
+            .into());
+        }
+        return Ok(vec![path.to_path_buf()]);
+    }
+    if !counterexamples.is_empty() {
+        std::fs::create_dir_all(path).with_context(|| format!("creating {}", path.display()))?;
+    }
+    Ok(counterexamples
+        .iter()
+        .map(|(spec, c)| path.join(file_name(spec, c)))
+        .collect())
+}
+
+/// Writes the scenario, runs all its seeds, and shows seed 0's lanes timeline. Returns whether
+/// the simulator reproduced the violation as the scenario expects.
+fn emit_and_replay(
+    spec: &ModelSpec,
+    c: &Counterexample,
+    file: &Path,
+    threads: usize,
+) -> Result<bool> {
+    let text = match to_scenario(spec, c) {
+        Ok(text) => text,
+        Err(why) => {
+            println!("  cannot script this counterexample for the simulator: {why}");
+            return Ok(false);
+        }
+    };
+    std::fs::write(file, &text).with_context(|| format!("writing {}", file.display()))?;
+    if scripted_path(spec, c).is_ok_and(|p| p.actions() != c.actions()) {
+        println!("\n  (the scenario checks the writes in commit order, as the simulator's resource does; the model reaches the same violation on that path — see the file's header)");
+    }
+    let shown = file.display().to_string();
+    let s = scenario::parse(&text, &shown).map_err(|e| {
+        anyhow::anyhow!("implementation error: the emitted scenario is invalid: {e}")
+    })?;
+    let result = suite::run_scenario(&s, s.seeds.clone(), threads);
+    let kind = violation_kind(c.violation);
+    println!(
+        "\n  scripted scenario written to {shown}; the simulator finds {kind} in {}/{} seeds: {}",
+        result.agg.failing_seeds[kind as usize],
+        result.agg.seeds,
+        if result.met() {
+            "reproduced"
+        } else {
+            "NOT REPRODUCED"
+        }
+    );
+    for p in &result.problems {
+        println!("  - {p}");
+    }
+    let out = sim::run(&s.options, s.seeds.start, false);
+    let found = check::check(&out.history);
+    let evidence: BTreeSet<u64> = found
+        .violations
+        .iter()
+        .filter(|v| v.kind == kind)
+        .flat_map(|v| v.evidence.iter().copied())
+        .collect();
+    println!(
+        "  simulator timeline ({}):",
+        report::table::repro_command(&shown, s.seeds.start)
+    );
+    for line in report::timeline::render(&out.history, &evidence).lines() {
+        println!("  {line}");
+    }
+    Ok(result.met())
+}

@@ -1,0 +1,602 @@
+//! The atomic-step model of a lease-and-fencing-token lock, as a stateright `Model`.
+//!
+//! Each protocol action is one atomic step and all nondeterminism is in the action's
+//! parameters: which client acquires, which majority answered, which in-flight write the
+//! resource processes next. Time is abstracted away: `Expire` may end the live lease at any
+//! moment, which covers every pause, clock skew and TTL choice at once (a lease's expiry
+//! appears in no safety definition; it only enables the next grant). Packet delay is the
+//! in-flight write set: a sent write reaches the resource whenever the checker chooses.
+//!
+//! Protocols (DESIGN.md's catalogue ids):
+//! - `no-fence`: grants carry no ordered token, the resource accepts everything.
+//! - `fenced-cas`: token = generation; the resource accepts `token >= fence` and writes in the
+//!   same step. With `reads`, each grant reads the value first; with `fence_reads` the read
+//!   carries the token and raises the fence, which closes the lost-update window.
+//! - `fenced-check-then-write`: as `fenced-cas`, but `DeliverWrite` only compares and
+//!   `CommitWrite` later writes the body and sets the fence to its own token.
+//! - `incr-beside-lease`: the token is `INCR` on a primary that replicates to its backup
+//!   asynchronously (`Replicate`); `Failover` promotes a backup that lacks the last
+//!   unreplicated `INCR`, and the lease stored on the same primary is lost with it.
+//! - `consensus-generation`: the leader commits generation + 1 on a majority (the action's
+//!   `quorum`) before granting; `Failover` may first leave an uncommitted value on a minority,
+//!   then the new leader takes the maximum over any majority.
+//! - `zk-sequential`: `CreateNode` appends a sequential node; the lowest node's client is
+//!   granted with its sequence number as token; expiry deletes the holder's ephemeral node.
+//!
+//! Violating states are terminal (no successors) for the properties in `terminal_mask`, so
+//! every discovery path ends at its first violation.
+
+use super::counterexample::describe;
+use super::spec::{Bounds, Protocol, Violation};
+use super::state::{Client, State, Write, NO_HOLDER, REPLICAS_CAP, STAGE_CHECKED, STAGE_IN_FLIGHT};
+use stateright::{Model, Property};
+
+/// One atomic step. Client indices are slots of the state the action applies to (with
+/// symmetry on, slots are re-sorted after each step; `counterexample::replay` maps them back to
+/// stable client ids).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// The coordinator grants the free lease to `client`. `quorum` is the bitmask of voters
+    /// that stored the new generation (consensus-generation), 0 for the other protocols.
+    Acquire { client: u8, quorum: u8 },
+    /// zk-sequential: `client` creates its ephemeral sequential node.
+    CreateNode { client: u8 },
+    /// The live lease ends (TTL elapsed, session expired); its holder is not told.
+    Expire,
+    /// `client` reads the resource's current value under its grant.
+    Read { client: u8 },
+    /// `client` sends its one write under its grant; it goes in flight.
+    SendWrite { client: u8 },
+    /// The resource processes the in-flight write of generation `gen` (fenced-check-then-write:
+    /// only the compare).
+    DeliverWrite { gen: u8 },
+    /// fenced-check-then-write: the resource writes the body of a write that passed its check.
+    CommitWrite { gen: u8 },
+    /// incr-beside-lease: the backup catches up with the primary's counter.
+    Replicate,
+    /// The coordinator fails over. consensus-generation: `uncommitted` voters first store the
+    /// crashed leader's unfinished generation, then the new leader reads majority `quorum`.
+    Failover { uncommitted: u8, quorum: u8 },
+}
+
+/// What a resource did with a write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    Accepted,
+    Rejected,
+    /// fenced-check-then-write: the compare passed; the body is written by a later commit.
+    CheckPassed,
+}
+
+/// An action with the values it produced, for timelines and scripted scenarios.
+/// `client` in write events is `UNKNOWN_CLIENT` from `step`; `counterexample::replay` fills it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Event {
+    Granted {
+        client: u8,
+        generation: u8,
+        token: u8,
+        quorum: u8,
+    },
+    NodeCreated {
+        client: u8,
+        seq: u8,
+    },
+    LeaseExpired {
+        client: u8,
+    },
+    /// `value` is the generation whose write produced the value read (0 = initial).
+    ValueRead {
+        client: u8,
+        generation: u8,
+        token: u8,
+        value: u8,
+        rejected: bool,
+    },
+    WriteSent {
+        client: u8,
+        generation: u8,
+        token: u8,
+        read_value: Option<u8>,
+    },
+    WriteDelivered {
+        client: u8,
+        generation: u8,
+        token: u8,
+        fence_before: u8,
+        outcome: Outcome,
+    },
+    WriteCommitted {
+        client: u8,
+        generation: u8,
+        token: u8,
+        fence_before: u8,
+    },
+    Replicated {
+        counter: u8,
+    },
+    FailedOver {
+        counter_before: u8,
+        counter_after: u8,
+        uncommitted: u8,
+        quorum: u8,
+    },
+}
+
+pub const UNKNOWN_CLIENT: u8 = u8::MAX;
+
+pub const PROPERTY_WRITE_ACCEPTED: &str = "write_accepted";
+pub const PROPERTY_STALE_ATTEMPT: &str = "stale_attempt_reaches_resource";
+
+#[derive(Clone, Debug)]
+pub struct LockModel {
+    pub bounds: Bounds,
+    /// Violation bits that make a state terminal.
+    pub terminal_mask: u8,
+    majorities: Vec<u8>,
+    minorities: Vec<u8>,
+}
+
+impl LockModel {
+    /// A model whose violating states are all terminal.
+    pub fn new(bounds: Bounds) -> LockModel {
+        let replicas = bounds.replicas as u32;
+        let majority = replicas / 2 + 1;
+        let masks = 0..(1u32 << replicas);
+        let majorities = masks
+            .clone()
+            .filter(|m| m.count_ones() >= majority)
+            .map(|m| m as u8)
+            .collect();
+        let minorities = masks
+            .filter(|m| m.count_ones() < majority)
+            .map(|m| m as u8)
+            .collect();
+        LockModel {
+            bounds,
+            terminal_mask: u8::MAX,
+            majorities,
+            minorities,
+        }
+    }
+
+    /// Only states violating one of `violations` are terminal: searching for a stale write in
+    /// incr-beside-lease must continue past the token regression that causes it.
+    pub fn with_terminal(mut self, violations: &[Violation]) -> LockModel {
+        self.terminal_mask = violations.iter().fold(0, |mask, v| mask | v.bit());
+        self
+    }
+
+    /// The safety properties this model can violate, in reporting order.
+    pub fn violations(&self) -> Vec<Violation> {
+        let b = &self.bounds;
+        Violation::ALL
+            .into_iter()
+            .filter(|v| match v {
+                Violation::TokenOrder => b.protocol.issues_tokens(),
+                Violation::StaleWrite => true,
+                Violation::LostUpdate => b.reads,
+            })
+            .collect()
+    }
+
+    fn clients(&self) -> u8 {
+        self.bounds.clients
+    }
+
+    /// With symmetry on, identical slots are sorted next to each other and yield identical
+    /// successors; offering the action for the first of them only saves the duplicate work.
+    fn is_duplicate_slot(&self, s: &State, c: u8) -> bool {
+        self.bounds.symmetry
+            && c > 0
+            && s.clients[c as usize] == s.clients[c as usize - 1]
+            && s.holder != c
+            && s.holder != c - 1
+    }
+
+    fn lowest_node(&self, s: &State) -> Option<u8> {
+        s.clients[..self.clients() as usize]
+            .iter()
+            .map(|c| c.node)
+            .filter(|&n| n != 0)
+            .min()
+    }
+
+    /// Applies `action` without canonicalising. `None` when the action is not enabled.
+    pub fn step(&self, s: &State, action: Action) -> Option<(State, Event)> {
+        let b = &self.bounds;
+        let mut n = *s;
+        let event = match action {
+            Action::Acquire { client, quorum } => {
+                let c = client as usize;
+                if s.holder != NO_HOLDER || s.grants >= b.grants_max || !s.clients[c].is_idle() {
+                    return None;
+                }
+                let token = match b.protocol {
+                    Protocol::NoFence => 0,
+                    Protocol::FencedCas | Protocol::FencedCheckThenWrite => s.grants + 1,
+                    Protocol::IncrBesideLease => {
+                        n.counter = s.counter + 1;
+                        n.counter
+                    }
+                    Protocol::ConsensusGeneration => {
+                        let generation = s.counter + 1;
+                        assert!(quorum != 0 && self.majorities.contains(&quorum));
+                        for (i, r) in n.replicas.iter_mut().enumerate() {
+                            if quorum & (1 << i) != 0 {
+                                *r = (*r).max(generation);
+                            }
+                        }
+                        n.counter = generation;
+                        generation
+                    }
+                    Protocol::ZkSequential => {
+                        let node = s.clients[c].node;
+                        if node == 0 || self.lowest_node(s) != Some(node) {
+                            return None;
+                        }
+                        node
+                    }
+                };
+                if b.protocol.token_source_is_monotonic() {
+                    assert!(
+                        token > s.token_max,
+                        "{} issued token {token} after {}",
+                        b.protocol.id(),
+                        s.token_max
+                    );
+                }
+                if b.protocol.issues_tokens() && s.grants > 0 && token <= s.token_max {
+                    n.violations |= Violation::TokenOrder.bit();
+                }
+                n.grants = s.grants + 1;
+                n.token_max = s.token_max.max(token);
+                n.clients[c] = Client {
+                    gen: n.grants,
+                    token,
+                    read: 0,
+                    node: s.clients[c].node,
+                };
+                n.holder = client;
+                Event::Granted {
+                    client,
+                    generation: n.grants,
+                    token,
+                    quorum,
+                }
+            }
+            Action::CreateNode { client } => {
+                let c = client as usize;
+                let slot = s.clients[c];
+                if b.protocol != Protocol::ZkSequential
+                    || slot.node != 0
+                    || !slot.is_idle()
+                    || s.counter >= b.grants_max
+                {
+                    return None;
+                }
+                n.counter = s.counter + 1;
+                n.clients[c].node = n.counter;
+                Event::NodeCreated {
+                    client,
+                    seq: n.counter,
+                }
+            }
+            Action::Expire => {
+                if s.holder == NO_HOLDER {
+                    return None;
+                }
+                if b.protocol == Protocol::ZkSequential {
+                    // The session's ephemeral node goes with it.
+                    n.clients[s.holder as usize].node = 0;
+                }
+                n.holder = NO_HOLDER;
+                Event::LeaseExpired { client: s.holder }
+            }
+            Action::Read { client } => {
+                let slot = s.clients[client as usize];
+                if !b.reads || slot.is_idle() || slot.read != 0 {
+                    return None;
+                }
+                let rejected = b.fence_reads && slot.token < s.fence;
+                if rejected {
+                    // The resource refuses a superseded reader, so this grant can do nothing.
+                    n.clients[client as usize] = Client {
+                        node: slot.node,
+                        ..Client::default()
+                    };
+                } else {
+                    if b.fence_reads {
+                        n.fence = s.fence.max(slot.token);
+                    }
+                    n.clients[client as usize].read = s.value + 1;
+                }
+                Event::ValueRead {
+                    client,
+                    generation: slot.gen,
+                    token: slot.token,
+                    value: s.value,
+                    rejected,
+                }
+            }
+            Action::SendWrite { client } => {
+                let slot = s.clients[client as usize];
+                if slot.is_idle() || (b.reads && slot.read == 0) {
+                    return None;
+                }
+                n.push_write(Write {
+                    gen: slot.gen,
+                    token: slot.token,
+                    read: slot.read,
+                    stage: STAGE_IN_FLIGHT,
+                });
+                // The grant has done its work; forgetting it keeps equivalent states equal.
+                n.clients[client as usize] = Client {
+                    node: slot.node,
+                    ..Client::default()
+                };
+                let read_value = if b.reads { Some(slot.read - 1) } else { None };
+                Event::WriteSent {
+                    client,
+                    generation: slot.gen,
+                    token: slot.token,
+                    read_value,
+                }
+            }
+            Action::DeliverWrite { gen } => {
+                let i = s.write_index(gen)?;
+                let w = s.writes[i];
+                if w.stage != STAGE_IN_FLIGHT {
+                    return None;
+                }
+                if w.gen < s.grants {
+                    n.stale_attempt_seen = true;
+                }
+                let outcome = match b.protocol {
+                    Protocol::NoFence => {
+                        self.accept(&mut n, &w);
+                        Outcome::Accepted
+                    }
+                    _ if w.token < s.fence => Outcome::Rejected,
+                    Protocol::FencedCheckThenWrite => Outcome::CheckPassed,
+                    _ => {
+                        assert!(w.token >= s.fence);
+                        self.accept(&mut n, &w);
+                        n.fence = w.token;
+                        Outcome::Accepted
+                    }
+                };
+                if outcome == Outcome::CheckPassed {
+                    n.writes[i].stage = STAGE_CHECKED;
+                } else {
+                    n.remove_write(i);
+                }
+                Event::WriteDelivered {
+                    client: UNKNOWN_CLIENT,
+                    generation: gen,
+                    token: w.token,
+                    fence_before: s.fence,
+                    outcome,
+                }
+            }
+            Action::CommitWrite { gen } => {
+                let i = s.write_index(gen)?;
+                let w = s.writes[i];
+                if w.stage != STAGE_CHECKED {
+                    return None;
+                }
+                assert!(b.protocol == Protocol::FencedCheckThenWrite);
+                self.accept(&mut n, &w);
+                // The article's broken code: `updateDocument(id, body, token)` sets the fence to
+                // its own token, even if a newer one landed since the check.
+                n.fence = w.token;
+                n.remove_write(i);
+                Event::WriteCommitted {
+                    client: UNKNOWN_CLIENT,
+                    generation: gen,
+                    token: w.token,
+                    fence_before: s.fence,
+                }
+            }
+            Action::Replicate => {
+                if b.protocol != Protocol::IncrBesideLease || s.backup >= s.counter {
+                    return None;
+                }
+                n.backup = s.counter;
+                Event::Replicated { counter: n.backup }
+            }
+            Action::Failover {
+                uncommitted,
+                quorum,
+            } => {
+                if !b.protocol.has_failover() || s.failovers >= b.failovers_max {
+                    return None;
+                }
+                n.failovers = s.failovers + 1;
+                match b.protocol {
+                    Protocol::IncrBesideLease => {
+                        // Only failovers that lose an INCR differ from a lease expiry.
+                        if s.backup >= s.counter {
+                            return None;
+                        }
+                        n.counter = s.backup;
+                        n.holder = NO_HOLDER;
+                    }
+                    Protocol::ConsensusGeneration => {
+                        assert!(
+                            self.minorities.contains(&uncommitted)
+                                && self.majorities.contains(&quorum)
+                        );
+                        for (i, r) in n.replicas.iter_mut().enumerate() {
+                            if uncommitted & (1 << i) != 0 {
+                                *r = (*r).max(s.counter + 1);
+                            }
+                        }
+                        let replicas = n.replicas;
+                        n.counter = (0..b.replicas as usize)
+                            .filter(|i| quorum & (1 << i) != 0)
+                            .map(|i| replicas[i])
+                            .max()
+                            .unwrap_or(0);
+                        // Every grant was stored on a majority, and any two majorities meet.
+                        assert!(n.counter >= s.token_max);
+                    }
+                    _ => return None,
+                }
+                Event::FailedOver {
+                    counter_before: s.counter,
+                    counter_after: n.counter,
+                    uncommitted,
+                    quorum,
+                }
+            }
+        };
+        self.forget_dead_data(&mut n);
+        Some((n, event))
+    }
+
+    /// Resets what no future step can read, so that states differing only there are one
+    /// state. Both rules are exact (the reachable behaviours and properties are unchanged).
+    fn forget_dead_data(&self, n: &mut State) {
+        let b = &self.bounds;
+        // Voters' generations are only read by a failover.
+        if b.protocol == Protocol::ConsensusGeneration && n.failovers >= b.failovers_max {
+            n.replicas = [0; REPLICAS_CAP];
+        }
+        // An atomic fence never decreases, so a write below it will be rejected whenever it
+        // arrives; once a stale attempt has been seen, its arrival changes nothing.
+        if b.protocol.resource_fences()
+            && b.protocol != Protocol::FencedCheckThenWrite
+            && n.stale_attempt_seen
+        {
+            let fence = n.fence;
+            let doomed = |w: &Write| w.gen != 0 && w.stage == STAGE_IN_FLIGHT && w.token < fence;
+            if n.writes.iter().any(doomed) {
+                for w in n.writes.iter_mut().filter(|w| doomed(w)) {
+                    *w = Write::default();
+                }
+                n.sort_writes();
+            }
+        }
+    }
+
+    /// The resource applies a write's body.
+    fn accept(&self, n: &mut State, w: &Write) {
+        if w.gen < n.accepted_gen_max {
+            n.violations |= Violation::StaleWrite.bit();
+        }
+        if self.bounds.reads && w.read != n.value + 1 {
+            n.violations |= Violation::LostUpdate.bit();
+        }
+        n.accepted_gen_max = n.accepted_gen_max.max(w.gen);
+        n.value = w.gen;
+    }
+}
+
+fn violated(s: &State, v: Violation) -> bool {
+    s.violations & v.bit() != 0
+}
+
+impl Model for LockModel {
+    type State = State;
+    type Action = Action;
+
+    fn init_states(&self) -> Vec<State> {
+        vec![State::initial()]
+    }
+
+    fn actions(&self, s: &State, actions: &mut Vec<Action>) {
+        let b = &self.bounds;
+        if s.violations & self.terminal_mask != 0 {
+            return;
+        }
+        for client in 0..self.clients() {
+            if self.is_duplicate_slot(s, client) {
+                continue;
+            }
+            if b.protocol == Protocol::ConsensusGeneration {
+                for &quorum in &self.majorities {
+                    actions.push(Action::Acquire { client, quorum });
+                }
+            } else {
+                actions.push(Action::Acquire { client, quorum: 0 });
+            }
+            if b.protocol == Protocol::ZkSequential {
+                actions.push(Action::CreateNode { client });
+            }
+            if b.reads {
+                actions.push(Action::Read { client });
+            }
+            actions.push(Action::SendWrite { client });
+        }
+        actions.push(Action::Expire);
+        for w in s.writes_in_flight() {
+            actions.push(if w.stage == STAGE_CHECKED {
+                Action::CommitWrite { gen: w.gen }
+            } else {
+                Action::DeliverWrite { gen: w.gen }
+            });
+        }
+        match b.protocol {
+            Protocol::IncrBesideLease => {
+                actions.push(Action::Replicate);
+                actions.push(Action::Failover {
+                    uncommitted: 0,
+                    quorum: 0,
+                });
+            }
+            Protocol::ConsensusGeneration if s.failovers < b.failovers_max => {
+                for &uncommitted in &self.minorities {
+                    for &quorum in &self.majorities {
+                        actions.push(Action::Failover {
+                            uncommitted,
+                            quorum,
+                        });
+                    }
+                }
+            }
+            _ => {}
+        }
+        // Candidates only: `step` checks each guard and next_state returns None for a
+        // disabled action, which stateright skips. Filtering here would run every step twice.
+    }
+
+    fn next_state(&self, s: &State, action: Action) -> Option<State> {
+        let (mut n, _) = self.step(s, action)?;
+        if self.bounds.symmetry {
+            n.canonicalize(self.clients() as usize);
+        }
+        Some(n)
+    }
+
+    fn format_step(&self, s: &State, action: Action) -> Option<String> {
+        let (n, event) = self.step(s, action)?;
+        Some(describe(&event, n.violations & !s.violations))
+    }
+
+    fn properties(&self) -> Vec<Property<Self>> {
+        let mut properties = Vec::new();
+        for v in self.violations() {
+            properties.push(match v {
+                Violation::TokenOrder => {
+                    Property::always(v.name(), |_, s| !violated(s, Violation::TokenOrder))
+                }
+                Violation::StaleWrite => {
+                    Property::always(v.name(), |_, s| !violated(s, Violation::StaleWrite))
+                }
+                Violation::LostUpdate => {
+                    Property::always(v.name(), |_, s| !violated(s, Violation::LostUpdate))
+                }
+            });
+        }
+        properties.push(Property::sometimes(
+            PROPERTY_WRITE_ACCEPTED,
+            |_, s: &State| s.accepted_gen_max > 0,
+        ));
+        properties.push(Property::sometimes(
+            PROPERTY_STALE_ATTEMPT,
+            |_, s: &State| s.stale_attempt_seen,
+        ));
+        properties
+    }
+}

@@ -1,0 +1,543 @@
+//! Model specs: the data in `models/*.toml` that says which protocol to explore, within which
+//! bounds, and what verdict the author expects.
+//!
+//! A spec is data so that adding a model is a file, not code, and so that the expected verdict
+//! sits next to the bounds it was established at. Parsing is two-layered (raw, then resolved)
+//! the way ripgrep splits low-level and high-level arguments: the raw layer keeps toml's spans,
+//! so every error — a typo, a bound out of range, a knob the protocol does not have — names the
+//! file, line and column instead of panicking deep inside the checker.
+
+use super::state::{CLIENTS_CAP, GRANTS_CAP, REPLICAS_CAP};
+use serde::de::{self, Deserializer, SeqAccess, Visitor};
+use serde::Deserialize;
+use std::fmt;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use toml::Spanned;
+
+/// The only schema this code reads; bumped when a field changes meaning.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Failovers are explored exhaustively, so each one multiplies the state space.
+pub const FAILOVERS_CAP: u8 = 3;
+
+/// The protocol variants that have an atomic-step model (DESIGN.md's catalogue ids).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Protocol {
+    /// TTL lease, the resource accepts every write.
+    NoFence,
+    /// Lease plus an `INCR` counter on an asynchronously replicated primary that can fail over.
+    IncrBesideLease,
+    /// Correct tokens, but the resource compares and writes in two separate steps.
+    FencedCheckThenWrite,
+    /// Correct tokens, the resource compares and writes in one atomic step.
+    FencedCas,
+    /// Chubby-style sequencer: the generation is committed on a majority before the grant.
+    ConsensusGeneration,
+    /// ZooKeeper recipe: sequential nodes, the lowest owns, its sequence number is the token.
+    ZkSequential,
+}
+
+impl Protocol {
+    pub fn id(self) -> &'static str {
+        match self {
+            Protocol::NoFence => "no-fence",
+            Protocol::IncrBesideLease => "incr-beside-lease",
+            Protocol::FencedCheckThenWrite => "fenced-check-then-write",
+            Protocol::FencedCas => "fenced-cas",
+            Protocol::ConsensusGeneration => "consensus-generation",
+            Protocol::ZkSequential => "zk-sequential",
+        }
+    }
+
+    /// Whether grants carry an ordered token at all (a bare lease has only an opaque id).
+    pub fn issues_tokens(self) -> bool {
+        self != Protocol::NoFence
+    }
+
+    /// Whether the resource compares tokens before accepting a write.
+    pub fn resource_fences(self) -> bool {
+        self != Protocol::NoFence
+    }
+
+    /// Whether the model has a coordinator failover action.
+    pub fn has_failover(self) -> bool {
+        matches!(
+            self,
+            Protocol::IncrBesideLease | Protocol::ConsensusGeneration
+        )
+    }
+
+    /// Whether the token source is designed to be strictly increasing in issue order; the model
+    /// asserts it in the coordinator step, so a modelling mistake panics instead of passing.
+    pub fn token_source_is_monotonic(self) -> bool {
+        matches!(
+            self,
+            Protocol::FencedCheckThenWrite
+                | Protocol::FencedCas
+                | Protocol::ConsensusGeneration
+                | Protocol::ZkSequential
+        )
+    }
+}
+
+/// The safety properties, named as in the history checker (DESIGN.md, "Checkers").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Violation {
+    TokenOrder,
+    StaleWrite,
+    LostUpdate,
+}
+
+impl Violation {
+    pub const ALL: [Violation; 3] = [
+        Violation::TokenOrder,
+        Violation::StaleWrite,
+        Violation::LostUpdate,
+    ];
+
+    /// The property name used by stateright and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Violation::TokenOrder => "token_order",
+            Violation::StaleWrite => "stale_write",
+            Violation::LostUpdate => "lost_update",
+        }
+    }
+
+    /// The bit of this violation in `State::violations`.
+    pub fn bit(self) -> u8 {
+        match self {
+            Violation::TokenOrder => 1 << 0,
+            Violation::StaleWrite => 1 << 1,
+            Violation::LostUpdate => 1 << 2,
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Violation> {
+        Violation::ALL.into_iter().find(|v| v.name() == name)
+    }
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Safe,
+    Unsafe,
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Verdict::Safe => "safe",
+            Verdict::Unsafe => "unsafe",
+        })
+    }
+}
+
+/// What the spec's author expects: `unsafe` lists exactly the violations that must be found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Expected {
+    pub verdict: Verdict,
+    pub violations: Vec<Violation>,
+}
+
+/// The bounds and knobs of one model, validated. `Copy` because the model consults it on every
+/// transition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Bounds {
+    pub protocol: Protocol,
+    pub clients: u8,
+    pub grants_max: u8,
+    pub failovers_max: u8,
+    /// incr-beside-lease: primary + backup (2); consensus-generation: voters; otherwise 1.
+    pub replicas: u8,
+    /// Whether each grant reads the value before writing (needed for lost_update).
+    pub reads: bool,
+    /// Whether reads carry the token and raise the resource's fence.
+    pub fence_reads: bool,
+    /// Whether next_state canonicalises interchangeable client slots.
+    pub symmetry: bool,
+}
+
+/// A resolved model spec.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelSpec {
+    /// The file stem, e.g. `fenced-cas-reads`.
+    pub name: String,
+    pub description: Option<String>,
+    pub bounds: Bounds,
+    pub expected: Expected,
+}
+
+/// A spec that could not be read: where, and what was expected instead.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpecError {
+    pub file: PathBuf,
+    /// 1-based; `None` when the error is not about a place in the text (e.g. I/O).
+    pub line: Option<usize>,
+    pub column: Option<usize>,
+    pub message: String,
+}
+
+impl fmt::Display for SpecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.line, self.column) {
+            (Some(line), Some(column)) => {
+                write!(
+                    f,
+                    "{}:{}:{}: {}",
+                    self.file.display(),
+                    line,
+                    column,
+                    self.message
+                )
+            }
+            _ => write!(f, "{}: {}", self.file.display(), self.message),
+        }
+    }
+}
+
+impl std::error::Error for SpecError {}
+
+/// `violation = "stale_write"` or `violation = ["token_order", "stale_write"]`.
+struct ViolationList(Vec<Violation>);
+
+impl<'de> Deserialize<'de> for ViolationList {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ListVisitor;
+        impl<'de> Visitor<'de> for ListVisitor {
+            type Value = ViolationList;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(
+                    "a violation name (token_order, stale_write, lost_update) or a list of them",
+                )
+            }
+            fn visit_str<E: de::Error>(self, name: &str) -> Result<ViolationList, E> {
+                parse_violation(name).map(|v| ViolationList(vec![v]))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ViolationList, A::Error> {
+                let mut list = Vec::new();
+                while let Some(name) = seq.next_element::<String>()? {
+                    list.push(parse_violation(&name)?);
+                }
+                Ok(ViolationList(list))
+            }
+        }
+        deserializer.deserialize_any(ListVisitor)
+    }
+}
+
+fn parse_violation<E: de::Error>(name: &str) -> Result<Violation, E> {
+    Violation::from_name(name).ok_or_else(|| {
+        E::custom(format!(
+            "unknown violation `{name}`, expected one of token_order, stale_write, lost_update"
+        ))
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSpec {
+    schema_version: Spanned<u32>,
+    protocol: Spanned<Protocol>,
+    description: Option<String>,
+    clients: Spanned<u8>,
+    grants_max: Spanned<u8>,
+    failovers_max: Option<Spanned<u8>>,
+    replicas: Option<Spanned<u8>>,
+    reads: Option<Spanned<bool>>,
+    fence_reads: Option<Spanned<bool>>,
+    symmetry: Option<Spanned<bool>>,
+    expect: RawExpect,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawExpect {
+    verdict: Spanned<Verdict>,
+    violation: Option<Spanned<ViolationList>>,
+}
+
+/// Reads and validates one spec file.
+pub fn load(path: &Path) -> Result<ModelSpec, SpecError> {
+    let text = std::fs::read_to_string(path).map_err(|err| SpecError {
+        file: path.to_path_buf(),
+        line: None,
+        column: None,
+        message: format!("cannot read model spec: {err}"),
+    })?;
+    let name = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    parse(path, &name, &text)
+}
+
+/// Parses spec text; `file` and `name` are only used in errors and reports.
+pub fn parse(file: &Path, name: &str, text: &str) -> Result<ModelSpec, SpecError> {
+    let error_at = |span: Option<Range<usize>>, message: String| {
+        let (line, column) = match span {
+            Some(span) => {
+                let (line, column) = line_column(text, span.start);
+                (Some(line), Some(column))
+            }
+            None => (None, None),
+        };
+        SpecError {
+            file: file.to_path_buf(),
+            line,
+            column,
+            message,
+        }
+    };
+    let raw: RawSpec =
+        toml::from_str(text).map_err(|err| error_at(err.span(), err.message().to_string()))?;
+    resolve(raw, name).map_err(|(span, message)| error_at(Some(span), message))
+}
+
+type Invalid = (Range<usize>, String);
+
+fn resolve(raw: RawSpec, name: &str) -> Result<ModelSpec, Invalid> {
+    let invalid = |span: Range<usize>, message: String| Err((span, message));
+    if *raw.schema_version.get_ref() != SCHEMA_VERSION {
+        return invalid(
+            raw.schema_version.span(),
+            format!(
+                "schema_version {} is not supported, expected {SCHEMA_VERSION}",
+                raw.schema_version.get_ref()
+            ),
+        );
+    }
+    let protocol = *raw.protocol.get_ref();
+    let clients = in_range(&raw.clients, "clients", 1, CLIENTS_CAP as u8)?;
+    let grants_max = in_range(&raw.grants_max, "grants_max", 1, GRANTS_CAP as u8)?;
+
+    let failovers_max = match &raw.failovers_max {
+        None => 0,
+        Some(value) if !protocol.has_failover() && *value.get_ref() != 0 => {
+            return invalid(
+                value.span(),
+                format!("protocol {} has no coordinator failover in its model; set failovers_max = 0 or remove it", protocol.id()),
+            );
+        }
+        Some(value) => in_range(value, "failovers_max", 0, FAILOVERS_CAP)?,
+    };
+
+    let replicas = match (protocol, &raw.replicas) {
+        (Protocol::ConsensusGeneration, None) => {
+            return invalid(
+                raw.protocol.span(),
+                "consensus-generation needs `replicas` (the number of voters, 1 to 5)".into(),
+            );
+        }
+        (Protocol::ConsensusGeneration, Some(value)) => {
+            in_range(value, "replicas", 1, REPLICAS_CAP as u8)?
+        }
+        (Protocol::IncrBesideLease, None) => 2,
+        (Protocol::IncrBesideLease, Some(value)) => {
+            in_range(value, "replicas (primary + backup)", 2, 2)?
+        }
+        (_, None) => 1,
+        (_, Some(value)) => in_range(
+            value,
+            "replicas (this protocol has a single coordinator)",
+            1,
+            1,
+        )?,
+    };
+
+    let reads = raw.reads.as_ref().map(|r| *r.get_ref()).unwrap_or(false);
+    let fence_reads = match &raw.fence_reads {
+        None => false,
+        Some(value) if *value.get_ref() && !reads => {
+            return invalid(value.span(), "fence_reads = true needs reads = true".into());
+        }
+        Some(value) if *value.get_ref() && !protocol.resource_fences() => {
+            return invalid(
+                value.span(),
+                format!(
+                    "fence_reads needs a resource that checks tokens; {} does not",
+                    protocol.id()
+                ),
+            );
+        }
+        Some(value) => *value.get_ref(),
+    };
+    let symmetry = raw.symmetry.as_ref().map(|s| *s.get_ref()).unwrap_or(false);
+
+    let verdict = *raw.expect.verdict.get_ref();
+    let violations = match (&raw.expect.violation, verdict) {
+        (None, Verdict::Safe) => Vec::new(),
+        (None, Verdict::Unsafe) => {
+            return invalid(
+                raw.expect.verdict.span(),
+                "verdict = \"unsafe\" needs `violation` (a name or a list of names)".into(),
+            );
+        }
+        (Some(list), Verdict::Safe) => {
+            return invalid(
+                list.span(),
+                "a safe model lists no violation; remove `violation` or expect \"unsafe\"".into(),
+            );
+        }
+        (Some(list), Verdict::Unsafe) => {
+            let mut violations = list.get_ref().0.clone();
+            violations.sort();
+            violations.dedup();
+            if violations.is_empty() {
+                return invalid(
+                    list.span(),
+                    "verdict = \"unsafe\" needs at least one violation".into(),
+                );
+            }
+            if violations.contains(&Violation::LostUpdate) && !reads {
+                return invalid(
+                    list.span(),
+                    "lost_update can only be found in a model with reads = true".into(),
+                );
+            }
+            if violations.contains(&Violation::TokenOrder) && !protocol.issues_tokens() {
+                return invalid(
+                    list.span(),
+                    format!(
+                        "{} issues no tokens, so token_order cannot be violated",
+                        protocol.id()
+                    ),
+                );
+            }
+            violations
+        }
+    };
+
+    Ok(ModelSpec {
+        name: name.to_string(),
+        description: raw.description,
+        bounds: Bounds {
+            protocol,
+            clients,
+            grants_max,
+            failovers_max,
+            replicas,
+            reads,
+            fence_reads,
+            symmetry,
+        },
+        expected: Expected {
+            verdict,
+            violations,
+        },
+    })
+}
+
+fn in_range(value: &Spanned<u8>, what: &str, min: u8, max: u8) -> Result<u8, Invalid> {
+    let v = *value.get_ref();
+    if v < min || v > max {
+        let allowed = if min == max {
+            format!("{min}")
+        } else {
+            format!("{min} to {max}")
+        };
+        return Err((
+            value.span(),
+            format!("{what} = {v} is out of range, expected {allowed}"),
+        ));
+    }
+    Ok(v)
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = text.get(..offset).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map(|i| i + 1).unwrap_or(0);
+    let column = before[line_start..].chars().count() + 1;
+    (line, column)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+schema_version = 1
+protocol = "incr-beside-lease"
+clients = 2
+grants_max = 3
+failovers_max = 1
+
+[expect]
+verdict = "unsafe"
+violation = ["token_order", "stale_write"]
+"#;
+
+    #[test]
+    fn a_valid_spec_resolves_with_defaults() {
+        let spec = parse(Path::new("m.toml"), "m", GOOD).expect("valid");
+        assert_eq!(spec.bounds.replicas, 2);
+        assert!(!spec.bounds.reads);
+        assert_eq!(
+            spec.expected.violations,
+            vec![Violation::TokenOrder, Violation::StaleWrite]
+        );
+    }
+
+    #[test]
+    fn a_bound_out_of_range_names_its_line_and_column() {
+        let text = GOOD.replace("clients = 2", "clients = 9");
+        let err = parse(Path::new("m.toml"), "m", &text).unwrap_err();
+        assert_eq!((err.line, err.column), (Some(4), Some(11)));
+        assert!(
+            err.to_string()
+                .starts_with("m.toml:4:11: clients = 9 is out of range"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn an_unknown_protocol_is_a_parse_error_with_a_position() {
+        let text = GOOD.replace("incr-beside-lease", "incr-besides-lease");
+        let err = parse(Path::new("m.toml"), "m", &text).unwrap_err();
+        assert_eq!(err.line, Some(3));
+        assert!(err.message.contains("unknown variant"), "{err}");
+    }
+
+    #[test]
+    fn failovers_on_a_protocol_without_failover_are_rejected() {
+        let text = GOOD.replace("incr-beside-lease", "fenced-cas");
+        let err = parse(Path::new("m.toml"), "m", &text).unwrap_err();
+        assert_eq!(err.line, Some(6));
+        assert!(err.message.contains("no coordinator failover"), "{err}");
+    }
+
+    #[test]
+    fn an_unknown_violation_name_is_rejected() {
+        let text = GOOD.replace("\"token_order\"", "\"token_ordr\"");
+        let err = parse(Path::new("m.toml"), "m", &text).unwrap_err();
+        assert_eq!(err.line, Some(10));
+        assert!(
+            err.message.contains("unknown violation `token_ordr`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn an_unknown_field_is_rejected() {
+        let text = format!("{GOOD}\n");
+        let text = text.replace("clients = 2", "clients = 2\nclient_count = 2");
+        let err = parse(Path::new("m.toml"), "m", &text).unwrap_err();
+        assert!(
+            err.message.contains("unknown field `client_count`"),
+            "{err}"
+        );
+    }
+}
