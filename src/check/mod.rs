@@ -97,6 +97,7 @@ pub struct Info {
     pub late_writes: u64,
     pub overlaps: u64,
     pub overlap_ns: u64,
+    pub watch_notifications: u64,
 }
 
 /// Names a scenario can assert on, with how to read them.
@@ -108,6 +109,7 @@ pub const METRIC_NAMES: &[&str] = &[
     "late_writes",
     "overlaps",
     "overlap_ms",
+    "watch_notifications",
     "stale_write",
     "lost_update",
     "token_order",
@@ -151,6 +153,7 @@ impl Report {
             "late_writes" => i.late_writes,
             "overlaps" => i.overlaps,
             "overlap_ms" => i.overlap_ns / 1_000_000,
+            "watch_notifications" => i.watch_notifications,
             other => self.count(ViolationKind::from_name(other)?),
         })
     }
@@ -177,6 +180,7 @@ pub fn check(history: &History) -> Report {
         writes.observe(history, e, &gens, &mut report.info, &mut found);
         releases.observe(history, e, &gens, &mut found);
         overlap.observe(e, &mut report.info);
+        report.info.watch_notifications += (e.kind == crate::history::Kind::WatchNotified) as u64;
         for v in found.drain(..) {
             let n = &mut report.counts[v.kind.index()];
             *n += 1;
