@@ -21,9 +21,11 @@
 //! | id | real system | lock service | token | resource check |
 //! |----|-------------|--------------|-------|----------------|
 //! | zk-sequential | ZooKeeper lock recipe / Curator `InterProcessMutex` | sessions, ephemeral sequential znodes, watches | znode sequence | atomic CAS (`fence = false`: none) |
+//! | dynamodb-heartbeat | AWS DynamoDB Lock Client | lock table, conditional put on a record version number | none (`fence = true`: owner-change counter) | none (`fence = true`: atomic CAS) |
 
 use super::client::LockKind;
 use super::coordinator::{CoordinatorConfig, ReleaseStyle, Replication};
+use super::dynamodb::DynamoClientConfig;
 use super::node::{Nanos, NodeId};
 use super::resource::{FenceCheck, ResourceConfig};
 use super::zookeeper::{ZkClientConfig, ZkServerConfig};
@@ -39,10 +41,11 @@ pub enum ProtocolKind {
     IncrBesideLease,
     ConsensusGeneration,
     ZkSequential,
+    DynamodbHeartbeat,
 }
 
 impl ProtocolKind {
-    pub const ALL: [ProtocolKind; 8] = [
+    pub const ALL: [ProtocolKind; 9] = [
         ProtocolKind::TtlLeaseDel,
         ProtocolKind::RedisSetNx,
         ProtocolKind::CheckBeforeWrite,
@@ -51,6 +54,7 @@ impl ProtocolKind {
         ProtocolKind::IncrBesideLease,
         ProtocolKind::ConsensusGeneration,
         ProtocolKind::ZkSequential,
+        ProtocolKind::DynamodbHeartbeat,
     ];
 
     pub fn id(self) -> &'static str {
@@ -63,6 +67,7 @@ impl ProtocolKind {
             ProtocolKind::IncrBesideLease => "incr-beside-lease",
             ProtocolKind::ConsensusGeneration => "consensus-generation",
             ProtocolKind::ZkSequential => "zk-sequential",
+            ProtocolKind::DynamodbHeartbeat => "dynamodb-heartbeat",
         }
     }
 
@@ -96,6 +101,9 @@ impl ProtocolKind {
             ProtocolKind::ZkSequential => {
                 "ZooKeeper recipe: ephemeral sequential znodes, lowest owns, watch predecessor; seq is the token"
             }
+            ProtocolKind::DynamodbHeartbeat => {
+                "DynamoDB lock client: RVN heartbeat; waiter takes over after a lease of no change; no fence"
+            }
         }
     }
 
@@ -124,6 +132,9 @@ impl ProtocolKind {
             ProtocolKind::ZkSequential => {
                 "zookeeper.apache.org 'ZooKeeper Recipes and Solutions: Locks'; Curator InterProcessMutex"
             }
+            ProtocolKind::DynamodbHeartbeat => {
+                "github.com/awslabs/amazon-dynamodb-lock-client; AWS blog 'Building Distributed Locks with the DynamoDB Lock Client'"
+            }
         }
     }
 
@@ -140,13 +151,19 @@ impl ProtocolKind {
 
     /// The client, not a server, decides that it holds the lock.
     pub fn is_client_decided(self) -> bool {
-        matches!(self, ProtocolKind::ZkSequential)
+        matches!(
+            self,
+            ProtocolKind::ZkSequential | ProtocolKind::DynamodbHeartbeat
+        )
     }
 
     /// Its token comes from the lock service itself (a znode sequence, a
     /// revision), so `fence = false` — not sending it — is a variant.
     pub fn has_native_token(self) -> bool {
-        matches!(self, ProtocolKind::ZkSequential)
+        matches!(
+            self,
+            ProtocolKind::ZkSequential | ProtocolKind::DynamodbHeartbeat
+        )
     }
 
     /// Replica count when the scenario does not say.
@@ -196,14 +213,19 @@ impl ProtocolConfig {
             renew_every_ns: None,
             check_to_write_ns: 5_000_000,
             volatile_fence: false,
-            fence: true,
+            // The DynamoDB lock client has no token; `fence = true` adds one.
+            fence: kind != ProtocolKind::DynamodbHeartbeat,
             herd: false,
         }
     }
 
     /// Whether writes carry a token the resource checks.
     pub fn fenced(&self) -> bool {
-        self.kind.is_fenced() && self.fence
+        if self.kind.has_native_token() {
+            self.fence
+        } else {
+            self.kind.is_fenced()
+        }
     }
 
     /// The node at coordinator address `first + index`.
@@ -212,6 +234,7 @@ impl ProtocolConfig {
             ProtocolKind::ZkSequential => Role::Server(ServerConfig::ZooKeeper(ZkServerConfig {
                 session_timeout_ns: self.lease_ttl_ns,
             })),
+            ProtocolKind::DynamodbHeartbeat => Role::Server(ServerConfig::DynamoDb),
             _ => Role::Coordinator(self.coordinator(first, index)),
         }
     }
@@ -224,6 +247,16 @@ impl ProtocolConfig {
                 server: NodeId::COORD_GROUP,
                 session_timeout_ns: self.lease_ttl_ns,
                 herd: self.herd,
+            }),
+            ProtocolKind::DynamodbHeartbeat => LockKind::Dynamo(DynamoClientConfig {
+                table: NodeId::COORD_GROUP,
+                lease_ns: self.lease_ttl_ns,
+                // The client's defaults: 3 s heartbeats against a 10 s lease.
+                heartbeat_ns: self
+                    .renew_every_ns
+                    .unwrap_or(self.lease_ttl_ns * 3 / 10)
+                    .max(1),
+                fence: self.fence,
             }),
             _ => LockKind::Lease,
         }

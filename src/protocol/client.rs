@@ -11,6 +11,7 @@
 //! which the harness records as the grant. [`Requests`] is the one
 //! request/retransmit helper the clients share.
 
+use super::dynamodb::{DynamoClient, DynamoClientConfig};
 use super::msg::{Key, Msg, ReqId, Token};
 use super::node::{Clocks, Effect, Nanos, NodeId, TimerId};
 use super::zookeeper::{ZkClient, ZkClientConfig};
@@ -21,6 +22,7 @@ pub enum LockKind {
     /// The lease coordinator's own grant (`acquire` -> `acquire_ok`).
     Lease,
     Zk(ZkClientConfig),
+    Dynamo(DynamoClientConfig),
 }
 
 /// What a lock client tells the worker.
@@ -51,6 +53,7 @@ pub const CLIENT_TIMER_B: TimerId = TimerId(CLIENT_TIMER_BASE + 2);
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum LockClient {
     Zk(ZkClient),
+    Dynamo(DynamoClient),
 }
 
 /// What every client needs from the worker's configuration.
@@ -66,6 +69,7 @@ impl LockClient {
         match kind {
             LockKind::Lease => None,
             LockKind::Zk(cfg) => Some(LockClient::Zk(ZkClient::new(cfg, base))),
+            LockKind::Dynamo(cfg) => Some(LockClient::Dynamo(DynamoClient::new(cfg, base))),
         }
     }
 
@@ -73,24 +77,28 @@ impl LockClient {
     pub fn acquire(&mut self, clocks: Clocks, owner: u64, fx: &mut Vec<Effect>) {
         match self {
             LockClient::Zk(c) => c.acquire(clocks, owner, fx),
+            LockClient::Dynamo(c) => c.acquire(clocks, owner, fx),
         }
     }
 
     pub fn release(&mut self, clocks: Clocks, fx: &mut Vec<Effect>) {
         match self {
             LockClient::Zk(c) => c.release(clocks, fx),
+            LockClient::Dynamo(c) => c.release(clocks, fx),
         }
     }
 
     pub fn on_message(&mut self, clocks: Clocks, msg: Msg, fx: &mut Vec<Effect>) -> LockEvent {
         match self {
             LockClient::Zk(c) => c.on_message(clocks, msg, fx),
+            LockClient::Dynamo(c) => c.on_message(clocks, msg, fx),
         }
     }
 
     pub fn on_timer(&mut self, clocks: Clocks, timer: TimerId, fx: &mut Vec<Effect>) -> LockEvent {
         match self {
             LockClient::Zk(c) => c.on_timer(clocks, timer, fx),
+            LockClient::Dynamo(c) => c.on_timer(clocks, timer, fx),
         }
     }
 }

@@ -8,6 +8,7 @@
 pub mod catalogue;
 pub mod client;
 pub mod coordinator;
+pub mod dynamodb;
 pub mod msg;
 pub mod node;
 pub mod resource;
@@ -19,6 +20,7 @@ pub use msg::{Key, Msg, OpId, Token};
 pub use node::{Clocks, Durability, Effect, Input, Nanos, Node, NodeId, Observation, TimerId};
 
 use coordinator::{Coordinator, CoordinatorConfig};
+use dynamodb::LockTable;
 use resource::{Resource, ResourceConfig};
 use worker::{Worker, WorkerConfig};
 use zookeeper::{ZkServer, ZkServerConfig};
@@ -38,6 +40,8 @@ pub enum Role {
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum ServerConfig {
     ZooKeeper(ZkServerConfig),
+    /// A DynamoDB lock table.
+    DynamoDb,
 }
 
 impl Role {
@@ -54,5 +58,6 @@ pub fn build(role: &Role) -> Box<dyn Node> {
         Role::Coordinator(cfg) => Box::new(Coordinator::new(cfg)),
         Role::Resource(cfg) => Box::new(Resource::new(cfg)),
         Role::Server(ServerConfig::ZooKeeper(cfg)) => Box::new(ZkServer::new(cfg)),
+        Role::Server(ServerConfig::DynamoDb) => Box::new(LockTable::new()),
     }
 }

@@ -216,6 +216,47 @@ pub enum Msg {
         key: Key,
         session: u64,
     },
+    // DynamoDB lock table (src/protocol/dynamodb.rs).
+    /// `GetItem` (consistent read) of the lock item.
+    DdbGet {
+        req: ReqId,
+        key: Key,
+    },
+    /// The item: its owner (0: no item) and record version number.
+    DdbItem {
+        req: ReqId,
+        key: Key,
+        owner: u64,
+        rvn: u64,
+    },
+    /// Conditional `PutItem`: only if the item's RVN is `expect_rvn`
+    /// (0: only if there is no item).
+    DdbPut {
+        req: ReqId,
+        key: Key,
+        owner: u64,
+        rvn: u64,
+        expect_rvn: u64,
+    },
+    /// `fence`: the key's owner-change counter after the put.
+    DdbPutResult {
+        req: ReqId,
+        key: Key,
+        ok: bool,
+        fence: u64,
+    },
+    /// Conditional `DeleteItem` on owner and RVN: the release.
+    DdbDelete {
+        req: ReqId,
+        key: Key,
+        owner: u64,
+        rvn: u64,
+    },
+    DdbDeleted {
+        req: ReqId,
+        key: Key,
+        ok: bool,
+    },
 }
 
 impl Msg {
@@ -253,6 +294,12 @@ impl Msg {
             Msg::ZkDelete { .. } => "zk_delete",
             Msg::ZkDeleted { .. } => "zk_deleted",
             Msg::ZkSessionExpired { .. } => "zk_session_expired",
+            Msg::DdbGet { .. } => "ddb_get",
+            Msg::DdbItem { .. } => "ddb_item",
+            Msg::DdbPut { .. } => "ddb_put",
+            Msg::DdbPutResult { .. } => "ddb_put_result",
+            Msg::DdbDelete { .. } => "ddb_delete",
+            Msg::DdbDeleted { .. } => "ddb_deleted",
         }
     }
 
@@ -290,6 +337,12 @@ impl Msg {
             Msg::ZkDelete { .. } => 29,
             Msg::ZkDeleted { .. } => 30,
             Msg::ZkSessionExpired { .. } => 31,
+            Msg::DdbGet { .. } => 32,
+            Msg::DdbItem { .. } => 33,
+            Msg::DdbPut { .. } => 34,
+            Msg::DdbPutResult { .. } => 35,
+            Msg::DdbDelete { .. } => 36,
+            Msg::DdbDeleted { .. } => 37,
         }
     }
 
@@ -327,7 +380,13 @@ impl Msg {
             | Msg::ZkPing { key, .. }
             | Msg::ZkDelete { key, .. }
             | Msg::ZkDeleted { key, .. }
-            | Msg::ZkSessionExpired { key, .. } => key,
+            | Msg::ZkSessionExpired { key, .. }
+            | Msg::DdbGet { key, .. }
+            | Msg::DdbItem { key, .. }
+            | Msg::DdbPut { key, .. }
+            | Msg::DdbPutResult { key, .. }
+            | Msg::DdbDelete { key, .. }
+            | Msg::DdbDeleted { key, .. } => key,
         }
     }
 
@@ -345,7 +404,11 @@ impl Msg {
             Msg::ZkStat { .. } => ["req", "", "seq", "exists", ""],
             Msg::ZkWatch { .. } => ["", "deleted", "", "", ""],
             Msg::ZkPing { .. } => ["", "session", "", "", ""],
-            Msg::ZkDeleted { .. } => ["req", "", "", "", ""],
+            Msg::ZkDeleted { .. } | Msg::DdbGet { .. } => ["req", "", "", "", ""],
+            Msg::DdbItem { .. } | Msg::DdbDelete { .. } => ["req", "", "owner", "rvn", ""],
+            Msg::DdbPut { .. } => ["req", "", "owner", "rvn", "expect_rvn"],
+            Msg::DdbPutResult { .. } => ["req", "", "ok", "fence", ""],
+            Msg::DdbDeleted { .. } => ["req", "", "ok", "", ""],
             _ => [""; 5],
         }
     }
@@ -476,6 +539,33 @@ impl Msg {
             Msg::ZkSessionExpired { req, key, session } => {
                 [req as u64, key.0 as u64, session, 0, 0]
             }
+            Msg::DdbGet { req, key } => [req as u64, key.0 as u64, 0, 0, 0],
+            Msg::DdbItem {
+                req,
+                key,
+                owner,
+                rvn,
+            }
+            | Msg::DdbDelete {
+                req,
+                key,
+                owner,
+                rvn,
+            } => [req as u64, key.0 as u64, owner, rvn, 0],
+            Msg::DdbPut {
+                req,
+                key,
+                owner,
+                rvn,
+                expect_rvn,
+            } => [req as u64, key.0 as u64, owner, rvn, expect_rvn],
+            Msg::DdbPutResult {
+                req,
+                key,
+                ok,
+                fence,
+            } => [req as u64, key.0 as u64, ok as u64, fence, 0],
+            Msg::DdbDeleted { req, key, ok } => [req as u64, key.0 as u64, ok as u64, 0, 0],
         }
     }
 }

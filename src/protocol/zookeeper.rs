@@ -436,11 +436,10 @@ impl ZkServer {
                 }
             }
             Msg::ZkGetChildren { seq, watch, .. } => {
-                let children = self.nodes.range((key, 1)..=(key, u64::MAX));
+                let mut children = self.nodes.range((key, 1)..=(key, u64::MAX));
                 let lowest = children.clone().next().map_or(0, |(&(_, s), _)| s);
                 let pred = children
-                    .filter(|(&(_, s), _)| s < seq)
-                    .next_back()
+                    .rfind(|(&(_, s), _)| s < seq)
                     .map_or(0, |(&(_, s), _)| s);
                 if watch {
                     self.watches.push(Watch {

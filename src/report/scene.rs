@@ -108,6 +108,9 @@ impl MsgClass {
             | Msg::ZkStat { .. }
             | Msg::ZkWatch { .. } => MsgClass::Acquire,
             Msg::ZkDelete { .. } | Msg::ZkDeleted { .. } => MsgClass::Release,
+            Msg::DdbGet { .. } | Msg::DdbItem { .. } | Msg::DdbPut { .. } => MsgClass::Acquire,
+            Msg::DdbPutResult { .. } => MsgClass::Grant,
+            Msg::DdbDelete { .. } | Msg::DdbDeleted { .. } => MsgClass::Release,
             Msg::ZkSessionExpired { .. } => MsgClass::Rejected,
         }
     }

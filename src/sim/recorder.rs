@@ -141,10 +141,12 @@ impl Recorder {
                 }))
             }
             Msg::ZkWatch { .. } => Some(ev(from, Kind::WatchNotified, |e| e.key = key)),
-            Msg::ZkDelete { session, .. } => Some(ev(from, Kind::ReleaseSent, |e| {
-                e.key = key;
-                e.grant_id = self.owner_grant.get(&session).copied();
-            })),
+            Msg::ZkDelete { session, .. } | Msg::DdbDelete { owner: session, .. } => {
+                Some(ev(from, Kind::ReleaseSent, |e| {
+                    e.key = key;
+                    e.grant_id = self.owner_grant.get(&session).copied();
+                }))
+            }
             Msg::Busy { .. }
             | Msg::Renew { .. }
             | Msg::Replicate { .. }
@@ -161,7 +163,12 @@ impl Recorder {
             | Msg::ZkStat { .. }
             | Msg::ZkPing { .. }
             | Msg::ZkDeleted { .. }
-            | Msg::ZkSessionExpired { .. } => None,
+            | Msg::ZkSessionExpired { .. }
+            | Msg::DdbGet { .. }
+            | Msg::DdbItem { .. }
+            | Msg::DdbPut { .. }
+            | Msg::DdbPutResult { .. }
+            | Msg::DdbDeleted { .. } => None,
         }
     }
 
@@ -239,7 +246,13 @@ impl Recorder {
             | Msg::ZkPing { .. }
             | Msg::ZkDelete { .. }
             | Msg::ZkDeleted { .. }
-            | Msg::ZkSessionExpired { .. } => None,
+            | Msg::ZkSessionExpired { .. }
+            | Msg::DdbGet { .. }
+            | Msg::DdbItem { .. }
+            | Msg::DdbPut { .. }
+            | Msg::DdbPutResult { .. }
+            | Msg::DdbDelete { .. }
+            | Msg::DdbDeleted { .. } => None,
         }
     }
 

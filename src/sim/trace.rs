@@ -270,7 +270,13 @@ pub fn fmt_msg(msg: &Msg) -> String {
         | Msg::ZkPing { .. }
         | Msg::ZkDelete { .. }
         | Msg::ZkDeleted { .. }
-        | Msg::ZkSessionExpired { .. } => fmt_words(msg),
+        | Msg::ZkSessionExpired { .. }
+        | Msg::DdbGet { .. }
+        | Msg::DdbItem { .. }
+        | Msg::DdbPut { .. }
+        | Msg::DdbPutResult { .. }
+        | Msg::DdbDelete { .. }
+        | Msg::DdbDeleted { .. } => fmt_words(msg),
     };
     format!("{} {body}", msg.name())
 }
