@@ -109,6 +109,7 @@ pub struct Info {
     pub late_writes: u64,
     pub overlaps: u64,
     pub overlap_ns: u64,
+    pub watch_notifications: u64,
 }
 
 /// Names a scenario can assert on, with how to read them.
@@ -122,6 +123,7 @@ pub const METRIC_NAMES: &[&str] = &[
     "overlap_ms",
     "renewal_failures",
     "lost_leases",
+    "watch_notifications",
     "stale_write",
     "lost_update",
     "token_order",
@@ -169,6 +171,7 @@ impl Report {
             "overlap_ms" => i.overlap_ns / 1_000_000,
             "renewal_failures" => self.metrics.renewal_failures,
             "lost_leases" => self.metrics.lost_leases,
+            "watch_notifications" => i.watch_notifications,
             other => self.count(ViolationKind::from_name(other)?),
         })
     }
@@ -199,6 +202,7 @@ pub fn check(history: &History) -> Report {
         overlap.observe(e, &mut report.info);
         measured.observe(e);
         live.observe(history, e, &mut found);
+        report.info.watch_notifications += (e.kind == crate::history::Kind::WatchNotified) as u64;
         for v in found.drain(..) {
             let n = &mut report.counts[v.kind.index()];
             *n += 1;

@@ -109,6 +109,22 @@ pub fn cmd_validate(
     }
     let files = scenario::collect(paths).map_err(|e| BadInput(e.to_string()))?;
     let scenarios = files.iter().map(|f| load(f)).collect::<Result<Vec<_>>>()?;
+    for s in &scenarios {
+        let server = s
+            .options
+            .nodes
+            .iter()
+            .any(|n| matches!(n.role, crate::protocol::Role::Server(_)));
+        if server && impls.coordinator.is_some() {
+            return Err(BadInput(format!(
+                "{}: protocol {} is client-decided (its lock server speaks its own API); \
+                 `validate --node coordinator=` covers lease-server protocols only (docs/validate.md)",
+                s.path.display(),
+                s.options.protocol.kind.id()
+            ))
+            .into());
+        }
+    }
     let jobs = jobs.unwrap_or_else(default_jobs).max(1);
     let limits = Limits {
         step_timeout: Duration::from_millis(step_timeout_ms),

@@ -70,6 +70,7 @@ kinds! {
     WorkloadDone => "workload_done": "a worker finished all its operations",
     OpAbandoned => "op_abandoned": "a worker gave up an operation (rejected, or retries exhausted)",
     Unfinished => "unfinished": "run ended (max_time_ms) with this worker's workload not done",
+    WatchNotified => "watch_notified": "a ZooKeeper server sent a watch notification (a waiter woken by a znode change)",
 }
 
 impl fmt::Display for Kind {

@@ -12,10 +12,24 @@
 //! | fenced-check-then-write | the article's "subtly broken" read-fence-then-write | CAD | durable counter | check, then write later | sends token |
 //! | incr-beside-lease | Redis lease + `INCR lock:counter` on an async-replicated primary | CAD | async-replicated counter | atomic CAS | sends token |
 //! | consensus-generation | Chubby sequencer: generation committed on a majority (Burrows, OSDI '06) | CAD | quorum | atomic CAS | sends token |
+//!
+//! The real-system protocols below are *client-decided*: a library in the
+//! worker concludes it holds the lock from what lock servers said
+//! (`Role::Server`, `client::LockClient`), and the harness records that
+//! decision as the grant.
+//!
+//! | id | real system | lock service | token | resource check |
+//! |----|-------------|--------------|-------|----------------|
+//! | zk-sequential | ZooKeeper lock recipe / Curator `InterProcessMutex` | sessions, ephemeral sequential znodes, watches | znode sequence | atomic CAS (`fence = false`: none) |
+//! | dynamodb-heartbeat | AWS DynamoDB Lock Client | lock table, conditional put on a record version number | none (`fence = true`: owner-change counter) | none (`fence = true`: atomic CAS) |
 
+use super::client::LockKind;
 use super::coordinator::{CoordinatorConfig, ReleaseStyle, Replication};
+use super::dynamodb::DynamoClientConfig;
 use super::node::{Nanos, NodeId};
 use super::resource::{FenceCheck, ResourceConfig};
+use super::zookeeper::{ZkClientConfig, ZkServerConfig};
+use super::{Role, ServerConfig};
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
 pub enum ProtocolKind {
@@ -26,10 +40,12 @@ pub enum ProtocolKind {
     FencedCheckThenWrite,
     IncrBesideLease,
     ConsensusGeneration,
+    ZkSequential,
+    DynamodbHeartbeat,
 }
 
 impl ProtocolKind {
-    pub const ALL: [ProtocolKind; 7] = [
+    pub const ALL: [ProtocolKind; 9] = [
         ProtocolKind::TtlLeaseDel,
         ProtocolKind::RedisSetNx,
         ProtocolKind::CheckBeforeWrite,
@@ -37,6 +53,8 @@ impl ProtocolKind {
         ProtocolKind::FencedCheckThenWrite,
         ProtocolKind::IncrBesideLease,
         ProtocolKind::ConsensusGeneration,
+        ProtocolKind::ZkSequential,
+        ProtocolKind::DynamodbHeartbeat,
     ];
 
     pub fn id(self) -> &'static str {
@@ -48,6 +66,8 @@ impl ProtocolKind {
             ProtocolKind::FencedCheckThenWrite => "fenced-check-then-write",
             ProtocolKind::IncrBesideLease => "incr-beside-lease",
             ProtocolKind::ConsensusGeneration => "consensus-generation",
+            ProtocolKind::ZkSequential => "zk-sequential",
+            ProtocolKind::DynamodbHeartbeat => "dynamodb-heartbeat",
         }
     }
 
@@ -78,6 +98,12 @@ impl ProtocolKind {
             ProtocolKind::ConsensusGeneration => {
                 "Chubby-style sequencer: generation committed on a majority before the grant"
             }
+            ProtocolKind::ZkSequential => {
+                "ZooKeeper recipe: ephemeral sequential znodes, lowest owns, watch predecessor; seq is the token"
+            }
+            ProtocolKind::DynamodbHeartbeat => {
+                "DynamoDB lock client: RVN heartbeat; waiter takes over after a lease of no change; no fence"
+            }
         }
     }
 
@@ -103,6 +129,12 @@ impl ProtocolKind {
             ProtocolKind::ConsensusGeneration => {
                 "Burrows, The Chubby lock service (OSDI 2006): sequencers"
             }
+            ProtocolKind::ZkSequential => {
+                "zookeeper.apache.org 'ZooKeeper Recipes and Solutions: Locks'; Curator InterProcessMutex"
+            }
+            ProtocolKind::DynamodbHeartbeat => {
+                "github.com/awslabs/amazon-dynamodb-lock-client; AWS blog 'Building Distributed Locks with the DynamoDB Lock Client'"
+            }
         }
     }
 
@@ -113,6 +145,24 @@ impl ProtocolKind {
                 | ProtocolKind::FencedCheckThenWrite
                 | ProtocolKind::IncrBesideLease
                 | ProtocolKind::ConsensusGeneration
+                | ProtocolKind::ZkSequential
+        )
+    }
+
+    /// The client, not a server, decides that it holds the lock.
+    pub fn is_client_decided(self) -> bool {
+        matches!(
+            self,
+            ProtocolKind::ZkSequential | ProtocolKind::DynamodbHeartbeat
+        )
+    }
+
+    /// Its token comes from the lock service itself (a znode sequence, a
+    /// revision), so `fence = false` — not sending it — is a variant.
+    pub fn has_native_token(self) -> bool {
+        matches!(
+            self,
+            ProtocolKind::ZkSequential | ProtocolKind::DynamodbHeartbeat
         )
     }
 
@@ -145,6 +195,10 @@ pub struct ProtocolConfig {
     pub check_to_write_ns: Nanos,
     /// The resource keeps its fence only in memory (lost on restart).
     pub volatile_fence: bool,
+    /// Protocols with a native token: send it and check it (default true).
+    pub fence: bool,
+    /// zk-sequential: every waiter watches the lock node (the herd effect).
+    pub herd: bool,
 }
 
 impl ProtocolConfig {
@@ -159,6 +213,52 @@ impl ProtocolConfig {
             renew_every_ns: None,
             check_to_write_ns: 5_000_000,
             volatile_fence: false,
+            // The DynamoDB lock client has no token; `fence = true` adds one.
+            fence: kind != ProtocolKind::DynamodbHeartbeat,
+            herd: false,
+        }
+    }
+
+    /// Whether writes carry a token the resource checks.
+    pub fn fenced(&self) -> bool {
+        if self.kind.has_native_token() {
+            self.fence
+        } else {
+            self.kind.is_fenced()
+        }
+    }
+
+    /// The node at coordinator address `first + index`.
+    pub fn server_role(&self, first: NodeId, index: u8) -> Role {
+        match self.kind {
+            ProtocolKind::ZkSequential => Role::Server(ServerConfig::ZooKeeper(ZkServerConfig {
+                session_timeout_ns: self.lease_ttl_ns,
+            })),
+            ProtocolKind::DynamodbHeartbeat => Role::Server(ServerConfig::DynamoDb),
+            _ => Role::Coordinator(self.coordinator(first, index)),
+        }
+    }
+
+    /// Who decides a worker holds the lock; `first` is `coord/0`'s id.
+    pub fn lock_kind(&self, first: NodeId) -> LockKind {
+        let _ = first;
+        match self.kind {
+            ProtocolKind::ZkSequential => LockKind::Zk(ZkClientConfig {
+                server: NodeId::COORD_GROUP,
+                session_timeout_ns: self.lease_ttl_ns,
+                herd: self.herd,
+            }),
+            ProtocolKind::DynamodbHeartbeat => LockKind::Dynamo(DynamoClientConfig {
+                table: NodeId::COORD_GROUP,
+                lease_ns: self.lease_ttl_ns,
+                // The client's defaults: 3 s heartbeats against a 10 s lease.
+                heartbeat_ns: self
+                    .renew_every_ns
+                    .unwrap_or(self.lease_ttl_ns * 3 / 10)
+                    .max(1),
+                fence: self.fence,
+            }),
+            _ => LockKind::Lease,
         }
     }
 
@@ -191,7 +291,7 @@ impl ProtocolConfig {
             ProtocolKind::FencedCheckThenWrite => FenceCheck::CheckThenWrite {
                 step_ns: self.check_to_write_ns,
             },
-            k if k.is_fenced() => FenceCheck::Cas {
+            _ if self.fenced() => FenceCheck::Cas {
                 strict: self.strict,
                 fence_reads: self.fence_reads,
             },
@@ -204,11 +304,11 @@ impl ProtocolConfig {
     }
 
     pub fn worker_sends_token(&self) -> bool {
-        self.kind.is_fenced()
+        self.fenced()
     }
 
     pub fn worker_token_on_reads(&self) -> bool {
-        self.kind.is_fenced() && self.fence_reads
+        self.fenced() && self.fence_reads
     }
 
     pub fn worker_checks_lease(&self) -> bool {

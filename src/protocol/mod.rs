@@ -6,19 +6,24 @@
 //! the one [`Node`] trait.
 
 pub mod catalogue;
+pub mod client;
 pub mod coordinator;
+pub mod dynamodb;
 pub mod msg;
 pub mod node;
 pub mod resource;
 pub mod worker;
+pub mod zookeeper;
 
 pub use catalogue::{ProtocolConfig, ProtocolKind};
 pub use msg::{Key, Msg, OpId, Token};
 pub use node::{Clocks, Durability, Effect, Input, Nanos, Node, NodeId, Observation, TimerId};
 
 use coordinator::{Coordinator, CoordinatorConfig};
+use dynamodb::LockTable;
 use resource::{Resource, ResourceConfig};
 use worker::{Worker, WorkerConfig};
+use zookeeper::{ZkServer, ZkServerConfig};
 
 /// What a node is, with its configuration resolved.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -26,6 +31,17 @@ pub enum Role {
     Worker(WorkerConfig),
     Coordinator(CoordinatorConfig),
     Resource(ResourceConfig),
+    /// The lock service of a real-system protocol, at a coordinator's
+    /// address (`coord/<i>`): the clients decide, the server only answers.
+    Server(ServerConfig),
+}
+
+/// The real-system lock services.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum ServerConfig {
+    ZooKeeper(ZkServerConfig),
+    /// A DynamoDB lock table.
+    DynamoDb,
 }
 
 impl Role {
@@ -41,5 +57,7 @@ pub fn build(role: &Role) -> Box<dyn Node> {
         Role::Worker(cfg) => Box::new(Worker::new(cfg)),
         Role::Coordinator(cfg) => Box::new(Coordinator::new(cfg)),
         Role::Resource(cfg) => Box::new(Resource::new(cfg)),
+        Role::Server(ServerConfig::ZooKeeper(cfg)) => Box::new(ZkServer::new(cfg)),
+        Role::Server(ServerConfig::DynamoDb) => Box::new(LockTable::new()),
     }
 }

@@ -144,6 +144,119 @@ pub enum Msg {
     /// The failover orchestrator (Sentinel, an election) makes a backup
     /// primary. Sent by the harness on a `failover` fault.
     Promote,
+    // ZooKeeper (src/protocol/zookeeper.rs). A session is the client's
+    // acquisition nonce; any request from it keeps it alive.
+    /// `create(lock/lock-, EPHEMERAL_SEQUENTIAL)`; idempotent per session
+    /// (Curator's protected mode), so a retransmission makes no second node.
+    ZkCreate {
+        req: ReqId,
+        key: Key,
+        session: u64,
+    },
+    ZkCreated {
+        req: ReqId,
+        key: Key,
+        session: u64,
+        seq: u64,
+    },
+    /// `getChildren(lock, watch)` as seen by the owner of node `seq`.
+    ZkGetChildren {
+        req: ReqId,
+        key: Key,
+        session: u64,
+        seq: u64,
+        watch: bool,
+    },
+    /// The children as the recipe reads them: the lowest sequence, the
+    /// highest one below `seq` (0: none), and whether `seq` still exists.
+    ZkChildren {
+        req: ReqId,
+        key: Key,
+        lowest: u64,
+        pred: u64,
+        mine: bool,
+    },
+    /// `exists(lock/<seq>, watch = true)`.
+    ZkExists {
+        req: ReqId,
+        key: Key,
+        session: u64,
+        seq: u64,
+    },
+    ZkStat {
+        req: ReqId,
+        key: Key,
+        seq: u64,
+        exists: bool,
+    },
+    /// A watch fired: node `seq` was deleted (a child of the lock node changed).
+    ZkWatch {
+        key: Key,
+        seq: u64,
+    },
+    /// Client heartbeat.
+    ZkPing {
+        key: Key,
+        session: u64,
+    },
+    /// `delete(lock/<seq>)` and close the session: the release.
+    ZkDelete {
+        req: ReqId,
+        key: Key,
+        session: u64,
+        seq: u64,
+    },
+    ZkDeleted {
+        req: ReqId,
+        key: Key,
+    },
+    /// The session expired on the server: its ephemeral nodes are gone.
+    ZkSessionExpired {
+        req: ReqId,
+        key: Key,
+        session: u64,
+    },
+    // DynamoDB lock table (src/protocol/dynamodb.rs).
+    /// `GetItem` (consistent read) of the lock item.
+    DdbGet {
+        req: ReqId,
+        key: Key,
+    },
+    /// The item: its owner (0: no item) and record version number.
+    DdbItem {
+        req: ReqId,
+        key: Key,
+        owner: u64,
+        rvn: u64,
+    },
+    /// Conditional `PutItem`: only if the item's RVN is `expect_rvn`
+    /// (0: only if there is no item).
+    DdbPut {
+        req: ReqId,
+        key: Key,
+        owner: u64,
+        rvn: u64,
+        expect_rvn: u64,
+    },
+    /// `fence`: the key's owner-change counter after the put.
+    DdbPutResult {
+        req: ReqId,
+        key: Key,
+        ok: bool,
+        fence: u64,
+    },
+    /// Conditional `DeleteItem` on owner and RVN: the release.
+    DdbDelete {
+        req: ReqId,
+        key: Key,
+        owner: u64,
+        rvn: u64,
+    },
+    DdbDeleted {
+        req: ReqId,
+        key: Key,
+        ok: bool,
+    },
 }
 
 impl Msg {
@@ -170,6 +283,23 @@ impl Msg {
             Msg::QueryMax => "query_max",
             Msg::MaxIs { .. } => "max_is",
             Msg::Promote => "promote",
+            Msg::ZkCreate { .. } => "zk_create",
+            Msg::ZkCreated { .. } => "zk_created",
+            Msg::ZkGetChildren { .. } => "zk_get_children",
+            Msg::ZkChildren { .. } => "zk_children",
+            Msg::ZkExists { .. } => "zk_exists",
+            Msg::ZkStat { .. } => "zk_stat",
+            Msg::ZkWatch { .. } => "zk_watch",
+            Msg::ZkPing { .. } => "zk_ping",
+            Msg::ZkDelete { .. } => "zk_delete",
+            Msg::ZkDeleted { .. } => "zk_deleted",
+            Msg::ZkSessionExpired { .. } => "zk_session_expired",
+            Msg::DdbGet { .. } => "ddb_get",
+            Msg::DdbItem { .. } => "ddb_item",
+            Msg::DdbPut { .. } => "ddb_put",
+            Msg::DdbPutResult { .. } => "ddb_put_result",
+            Msg::DdbDelete { .. } => "ddb_delete",
+            Msg::DdbDeleted { .. } => "ddb_deleted",
         }
     }
 
@@ -196,6 +326,23 @@ impl Msg {
             Msg::QueryMax => 18,
             Msg::MaxIs { .. } => 19,
             Msg::Promote => 20,
+            Msg::ZkCreate { .. } => 21,
+            Msg::ZkCreated { .. } => 22,
+            Msg::ZkGetChildren { .. } => 23,
+            Msg::ZkChildren { .. } => 24,
+            Msg::ZkExists { .. } => 25,
+            Msg::ZkStat { .. } => 26,
+            Msg::ZkWatch { .. } => 27,
+            Msg::ZkPing { .. } => 28,
+            Msg::ZkDelete { .. } => 29,
+            Msg::ZkDeleted { .. } => 30,
+            Msg::ZkSessionExpired { .. } => 31,
+            Msg::DdbGet { .. } => 32,
+            Msg::DdbItem { .. } => 33,
+            Msg::DdbPut { .. } => 34,
+            Msg::DdbPutResult { .. } => 35,
+            Msg::DdbDelete { .. } => 36,
+            Msg::DdbDeleted { .. } => 37,
         }
     }
 
@@ -222,7 +369,47 @@ impl Msg {
             | Msg::Renew { key, .. }
             | Msg::Renewed { key, .. }
             | Msg::RenewFailed { key, .. }
-            | Msg::Replicate { key, .. } => key,
+            | Msg::Replicate { key, .. }
+            | Msg::ZkCreate { key, .. }
+            | Msg::ZkCreated { key, .. }
+            | Msg::ZkGetChildren { key, .. }
+            | Msg::ZkChildren { key, .. }
+            | Msg::ZkExists { key, .. }
+            | Msg::ZkStat { key, .. }
+            | Msg::ZkWatch { key, .. }
+            | Msg::ZkPing { key, .. }
+            | Msg::ZkDelete { key, .. }
+            | Msg::ZkDeleted { key, .. }
+            | Msg::ZkSessionExpired { key, .. }
+            | Msg::DdbGet { key, .. }
+            | Msg::DdbItem { key, .. }
+            | Msg::DdbPut { key, .. }
+            | Msg::DdbPutResult { key, .. }
+            | Msg::DdbDelete { key, .. }
+            | Msg::DdbDeleted { key, .. } => key,
+        }
+    }
+
+    /// The names of [`Msg::words`] for the real-system protocols' messages,
+    /// which the trace renders generically (`""`: not shown). Other
+    /// messages have hand-written renderings and answer all blanks.
+    pub fn field_names(&self) -> [&'static str; 5] {
+        match self {
+            Msg::ZkCreate { .. } | Msg::ZkSessionExpired { .. } => ["req", "", "session", "", ""],
+            Msg::ZkCreated { .. } | Msg::ZkExists { .. } | Msg::ZkDelete { .. } => {
+                ["req", "", "session", "seq", ""]
+            }
+            Msg::ZkGetChildren { .. } => ["req", "", "session", "seq", "watch"],
+            Msg::ZkChildren { .. } => ["req", "", "lowest", "pred", "mine"],
+            Msg::ZkStat { .. } => ["req", "", "seq", "exists", ""],
+            Msg::ZkWatch { .. } => ["", "deleted", "", "", ""],
+            Msg::ZkPing { .. } => ["", "session", "", "", ""],
+            Msg::ZkDeleted { .. } | Msg::DdbGet { .. } => ["req", "", "", "", ""],
+            Msg::DdbItem { .. } | Msg::DdbDelete { .. } => ["req", "", "owner", "rvn", ""],
+            Msg::DdbPut { .. } => ["req", "", "owner", "rvn", "expect_rvn"],
+            Msg::DdbPutResult { .. } => ["req", "", "ok", "fence", ""],
+            Msg::DdbDeleted { .. } => ["req", "", "ok", "", ""],
+            _ => [""; 5],
         }
     }
 
@@ -307,6 +494,78 @@ impl Msg {
             Msg::Propose { gen } | Msg::MaxIs { gen } => [gen, 0, 0, 0, 0],
             Msg::Accepted { gen, ok } => [gen, ok as u64, 0, 0, 0],
             Msg::QueryMax | Msg::Promote => [0; 5],
+            Msg::ZkCreate { req, key, session } => [req as u64, key.0 as u64, session, 0, 0],
+            Msg::ZkCreated {
+                req,
+                key,
+                session,
+                seq,
+            } => [req as u64, key.0 as u64, session, seq, 0],
+            Msg::ZkGetChildren {
+                req,
+                key,
+                session,
+                seq,
+                watch,
+            } => [req as u64, key.0 as u64, session, seq, watch as u64],
+            Msg::ZkChildren {
+                req,
+                key,
+                lowest,
+                pred,
+                mine,
+            } => [req as u64, key.0 as u64, lowest, pred, mine as u64],
+            Msg::ZkExists {
+                req,
+                key,
+                session,
+                seq,
+            }
+            | Msg::ZkDelete {
+                req,
+                key,
+                session,
+                seq,
+            } => [req as u64, key.0 as u64, session, seq, 0],
+            Msg::ZkStat {
+                req,
+                key,
+                seq,
+                exists,
+            } => [req as u64, key.0 as u64, seq, exists as u64, 0],
+            Msg::ZkWatch { key, seq } => [key.0 as u64, seq, 0, 0, 0],
+            Msg::ZkPing { key, session } => [key.0 as u64, session, 0, 0, 0],
+            Msg::ZkDeleted { req, key } => [req as u64, key.0 as u64, 0, 0, 0],
+            Msg::ZkSessionExpired { req, key, session } => {
+                [req as u64, key.0 as u64, session, 0, 0]
+            }
+            Msg::DdbGet { req, key } => [req as u64, key.0 as u64, 0, 0, 0],
+            Msg::DdbItem {
+                req,
+                key,
+                owner,
+                rvn,
+            }
+            | Msg::DdbDelete {
+                req,
+                key,
+                owner,
+                rvn,
+            } => [req as u64, key.0 as u64, owner, rvn, 0],
+            Msg::DdbPut {
+                req,
+                key,
+                owner,
+                rvn,
+                expect_rvn,
+            } => [req as u64, key.0 as u64, owner, rvn, expect_rvn],
+            Msg::DdbPutResult {
+                req,
+                key,
+                ok,
+                fence,
+            } => [req as u64, key.0 as u64, ok as u64, fence, 0],
+            Msg::DdbDeleted { req, key, ok } => [req as u64, key.0 as u64, ok as u64, 0, 0],
         }
     }
 }

@@ -77,6 +77,16 @@ pub enum Observation {
     OpAbandoned { op: super::msg::OpId },
     /// A worker learned (a failed renewal) that its lease is gone.
     LeaseLost { key: super::msg::Key, owner: u64 },
+    /// A client-decided protocol's client (ZooKeeper recipe, Redlock,
+    /// DynamoDB lock client, etcd mutex) concluded, at this step, that it
+    /// holds the lock of `key` under acquisition `owner`, with fencing
+    /// `token` if the protocol has one. No server issues such a lock, so the
+    /// harness records this decision as the grant.
+    Acquired {
+        key: super::msg::Key,
+        owner: u64,
+        token: Option<super::msg::Token>,
+    },
 }
 
 #[derive(Clone, Debug)]

@@ -15,7 +15,13 @@
 //! nonce stands for Redis's random value: what matters is that it is unique
 //! per acquisition, so it is built from the node id and an attempt counter
 //! that is persisted (synced) before it is used.
+//!
+//! Where the lock comes from is the one thing that differs between
+//! protocols: a coordinator's grant (the default), or a [`LockClient`] that
+//! decides it holds the lock (ZooKeeper's recipe, Redlock, …). The
+//! workload around it is this one loop for every protocol.
 
+use super::client::{ClientBase, LockClient, LockEvent, LockKind, CLIENT_TIMER_BASE};
 use super::msg::{Key, Msg, OpId, ReqId, Token};
 use super::node::{Clocks, Durability, Effect, Input, Nanos, Node, NodeId, Observation, TimerId};
 
@@ -47,6 +53,8 @@ pub struct WorkerConfig {
     pub check_lease_before_write: bool,
     /// Heartbeat period while holding a lease (`None`: never renew).
     pub renew_every_ns: Option<Nanos>,
+    /// Who decides that the worker holds the lock.
+    pub lock: LockKind,
 }
 
 /// Op ids per worker: `index * OPS_PER_WORKER_MAX + n`, n in 1..=999.
@@ -98,6 +106,8 @@ pub struct Worker {
     grant: Option<Grant>,
     read_value: Option<OpId>,
     next_renew_req: ReqId,
+    /// The lock client of a client-decided protocol (`None`: coordinator grants).
+    client: Option<LockClient>,
 }
 
 impl Worker {
@@ -116,6 +126,14 @@ impl Worker {
             grant: None,
             read_value: None,
             next_renew_req: RENEW_REQ_BIT,
+            client: LockClient::new(
+                cfg.lock,
+                ClientBase {
+                    key: cfg.key,
+                    request_timeout_ns: cfg.request_timeout_ns,
+                    max_retries: cfg.max_retries,
+                },
+            ),
         }
     }
 
@@ -156,7 +174,7 @@ impl Worker {
         });
     }
 
-    fn start_op(&mut self, fx: &mut Vec<Effect>) {
+    fn start_op(&mut self, clocks: Clocks, fx: &mut Vec<Effect>) {
         if self.ops_started >= self.cfg.ops {
             self.phase = Phase::Done;
             fx.push(Effect::Observe(Observation::WorkloadDone));
@@ -165,14 +183,18 @@ impl Worker {
         self.ops_started += 1;
         self.op = OpId(self.cfg.index as u64 * 1000 + self.ops_started as u64);
         self.read_value = None;
-        self.acquire(fx);
+        self.acquire(clocks, fx);
     }
 
-    fn acquire(&mut self, fx: &mut Vec<Effect>) {
+    fn acquire(&mut self, clocks: Clocks, fx: &mut Vec<Effect>) {
         self.attempts += 1;
         self.owner = ((self.cfg.id.0 as u64) << 32) | self.attempts as u64;
         self.persist(fx);
         self.phase = Phase::Acquiring;
+        if let Some(client) = self.client.as_mut() {
+            client.acquire(clocks, self.owner, fx);
+            return;
+        }
         let req = self.take_req();
         let msg = Msg::Acquire {
             req,
@@ -217,8 +239,12 @@ impl Worker {
         self.request(self.cfg.resource, msg, fx);
     }
 
-    fn release(&mut self, fx: &mut Vec<Effect>) {
+    fn release(&mut self, clocks: Clocks, fx: &mut Vec<Effect>) {
         self.phase = Phase::Releasing;
+        if let Some(client) = self.client.as_mut() {
+            client.release(clocks, fx);
+            return;
+        }
         let req = self.take_req();
         let msg = Msg::Release {
             req,
@@ -233,9 +259,9 @@ impl Worker {
     }
 
     /// The op ends (done or abandoned): release if we hold a lease, then think.
-    fn finish_op(&mut self, fx: &mut Vec<Effect>) {
+    fn finish_op(&mut self, clocks: Clocks, fx: &mut Vec<Effect>) {
         if self.grant.is_some() {
-            self.release(fx);
+            self.release(clocks, fx);
         } else {
             self.next_op_after_think(fx);
         }
@@ -250,12 +276,73 @@ impl Worker {
         });
     }
 
-    fn abandon(&mut self, fx: &mut Vec<Effect>) {
+    fn abandon(&mut self, clocks: Clocks, fx: &mut Vec<Effect>) {
         fx.push(Effect::Observe(Observation::OpAbandoned { op: self.op }));
-        self.finish_op(fx);
+        self.finish_op(clocks, fx);
+    }
+
+    /// The lease is gone: stop (DynamoDB's client reports the lock lost). The
+    /// write may already be in flight — only a fence can stop that one.
+    fn lose_lease(&mut self, clocks: Clocks, fx: &mut Vec<Effect>) {
+        fx.push(Effect::Observe(Observation::LeaseLost {
+            key: self.cfg.key,
+            owner: self.owner,
+        }));
+        fx.push(Effect::CancelTimer { timer: STEP });
+        self.grant = None;
+        if self.outstanding.is_some() {
+            self.settle(fx);
+        }
+        self.abandon(clocks, fx);
+    }
+
+    /// What the lock client of a client-decided protocol concluded.
+    fn on_lock_event(&mut self, clocks: Clocks, event: LockEvent, fx: &mut Vec<Effect>) {
+        match (self.phase, event) {
+            (Phase::Acquiring, LockEvent::Acquired { token, valid_ns }) => {
+                fx.push(Effect::Observe(Observation::Acquired {
+                    key: self.cfg.key,
+                    owner: self.owner,
+                    token,
+                }));
+                self.grant = Some(Grant {
+                    token,
+                    deadline_mono_ns: clocks.mono_ns.saturating_add(valid_ns),
+                });
+                self.read(fx);
+            }
+            (Phase::Acquiring, LockEvent::Busy) => {
+                self.phase = Phase::Backoff;
+                fx.push(Effect::SetTimer {
+                    timer: STEP,
+                    after_ns: self.cfg.retry_ns,
+                });
+            }
+            (Phase::Reading | Phase::Working | Phase::Writing, LockEvent::Lost)
+                if self.grant.is_some() =>
+            {
+                self.lose_lease(clocks, fx)
+            }
+            (Phase::Releasing, LockEvent::Released) => self.next_op_after_think(fx),
+            _ => {}
+        }
     }
 
     fn on_message(&mut self, clocks: Clocks, msg: Msg, fx: &mut Vec<Effect>) {
+        if let Some(client) = self.client.as_mut() {
+            let from_resource = matches!(
+                msg,
+                Msg::ReadOk { .. }
+                    | Msg::ReadRejected { .. }
+                    | Msg::WriteOk { .. }
+                    | Msg::WriteRejected { .. }
+            );
+            if !from_resource {
+                let event = client.on_message(clocks, msg, fx);
+                self.on_lock_event(clocks, event, fx);
+                return;
+            }
+        }
         match (self.phase, msg) {
             (
                 Phase::Acquiring,
@@ -288,16 +375,8 @@ impl Worker {
             (
                 Phase::Reading | Phase::Working | Phase::Writing,
                 Msg::RenewFailed { owner, key, .. },
-            ) if owner == self.owner && self.grant.is_some() => {
-                // The lease is gone: stop (DynamoDB's client reports the lock lost). The write
-                // may already be in flight — only a fence can stop that one.
-                fx.push(Effect::Observe(Observation::LeaseLost { key, owner }));
-                fx.push(Effect::CancelTimer { timer: STEP });
-                self.grant = None;
-                if self.outstanding.is_some() {
-                    self.settle(fx);
-                }
-                self.abandon(fx);
+            ) if owner == self.owner && key == self.cfg.key && self.grant.is_some() => {
+                self.lose_lease(clocks, fx)
             }
             // A newer grant for the acquisition we hold (a retransmitted acquire
             // answered after our lease lapsed): adopt it, never an older one.
@@ -334,15 +413,15 @@ impl Worker {
             }
             (Phase::Reading, Msg::ReadRejected { req, .. }) if self.answers(req) => {
                 self.settle(fx);
-                self.abandon(fx);
+                self.abandon(clocks, fx);
             }
             (Phase::Writing, Msg::WriteOk { req, .. }) if self.answers(req) => {
                 self.settle(fx);
-                self.finish_op(fx);
+                self.finish_op(clocks, fx);
             }
             (Phase::Writing, Msg::WriteRejected { req, .. }) if self.answers(req) => {
                 self.settle(fx);
-                self.abandon(fx);
+                self.abandon(clocks, fx);
             }
             (Phase::Releasing, Msg::Released { req, .. }) if self.answers(req) => {
                 self.settle(fx);
@@ -353,7 +432,7 @@ impl Worker {
         }
     }
 
-    fn on_request_timeout(&mut self, fx: &mut Vec<Effect>) {
+    fn on_request_timeout(&mut self, clocks: Clocks, fx: &mut Vec<Effect>) {
         let Some((msg, retries)) = self.outstanding else {
             return;
         };
@@ -379,7 +458,7 @@ impl Worker {
                     after_ns: self.cfg.retry_ns,
                 });
             }
-            Phase::Reading | Phase::Writing => self.abandon(fx),
+            Phase::Reading | Phase::Writing => self.abandon(clocks, fx),
             Phase::Releasing => self.next_op_after_think(fx),
             Phase::Idle | Phase::Backoff | Phase::Working | Phase::Done => {
                 unreachable!("request outstanding in phase {:?}", self.phase)
@@ -412,14 +491,14 @@ impl Worker {
 
     fn on_step(&mut self, clocks: Clocks, fx: &mut Vec<Effect>) {
         match self.phase {
-            Phase::Idle => self.start_op(fx),
-            Phase::Backoff => self.acquire(fx),
+            Phase::Idle => self.start_op(clocks, fx),
+            Phase::Backoff => self.acquire(clocks, fx),
             Phase::Working => {
                 let expired = self
                     .grant
                     .is_some_and(|g| clocks.mono_ns >= g.deadline_mono_ns);
                 if self.cfg.check_lease_before_write && expired {
-                    self.abandon(fx);
+                    self.abandon(clocks, fx);
                 } else {
                     self.write(fx);
                 }
@@ -456,7 +535,13 @@ impl Node for Worker {
             Input::Timer { timer: RENEW } => self.on_renew_timer(fx),
             Input::Timer {
                 timer: REQUEST_TIMEOUT,
-            } => self.on_request_timeout(fx),
+            } => self.on_request_timeout(clocks, fx),
+            Input::Timer { timer } if timer.0 >= CLIENT_TIMER_BASE => {
+                if let Some(client) = self.client.as_mut() {
+                    let event = client.on_timer(clocks, timer, fx);
+                    self.on_lock_event(clocks, event, fx);
+                }
+            }
             Input::Timer { .. } => {}
         }
     }
@@ -484,6 +569,7 @@ mod tests {
             token_on_reads: false,
             check_lease_before_write: false,
             renew_every_ns: None,
+            lock: LockKind::Lease,
         }
     }
 

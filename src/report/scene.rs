@@ -98,7 +98,20 @@ impl MsgClass {
             | Msg::Accepted { .. }
             | Msg::QueryMax
             | Msg::MaxIs { .. }
-            | Msg::Promote => MsgClass::Replica,
+            | Msg::Promote
+            | Msg::ZkPing { .. } => MsgClass::Replica,
+            Msg::ZkCreate { .. }
+            | Msg::ZkCreated { .. }
+            | Msg::ZkGetChildren { .. }
+            | Msg::ZkChildren { .. }
+            | Msg::ZkExists { .. }
+            | Msg::ZkStat { .. }
+            | Msg::ZkWatch { .. } => MsgClass::Acquire,
+            Msg::ZkDelete { .. } | Msg::ZkDeleted { .. } => MsgClass::Release,
+            Msg::DdbGet { .. } | Msg::DdbItem { .. } | Msg::DdbPut { .. } => MsgClass::Acquire,
+            Msg::DdbPutResult { .. } => MsgClass::Grant,
+            Msg::DdbDelete { .. } | Msg::DdbDeleted { .. } => MsgClass::Release,
+            Msg::ZkSessionExpired { .. } => MsgClass::Rejected,
         }
     }
 
@@ -323,7 +336,7 @@ fn mark(e: &Event) -> Option<(MarkKind, String)> {
         )),
         Kind::LeaseLost => labelled(format!("lost lease {}", g(e.grant_id))),
         Kind::Failover => labelled("promoted (failover)".to_string()),
-        Kind::AcquireSent | Kind::RenewOk => None,
+        Kind::AcquireSent | Kind::RenewOk | Kind::WatchNotified => None,
         Kind::Unfinished => labelled("unfinished".to_string()),
         Kind::GrantReceived
         | Kind::ReadSent

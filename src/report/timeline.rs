@@ -77,7 +77,8 @@ fn cell(e: &Event) -> Option<String> {
         | Kind::ReadServed
         | Kind::WriteAcked
         | Kind::AcquireSent
-        | Kind::RenewOk => return None,
+        | Kind::RenewOk
+        | Kind::WatchNotified => return None,
     })
 }
 

@@ -14,6 +14,7 @@ use super::schema::{FaultSection, RandomSection, ScenarioFile};
 use super::{Scenario, ScenarioError};
 use crate::check::{ViolationKind, METRIC_NAMES};
 use crate::history::Kind;
+use crate::protocol::client::LockKind;
 use crate::protocol::worker::{WorkerConfig, OPS_PER_WORKER_MAX};
 use crate::protocol::{Key, NodeId, ProtocolConfig, ProtocolKind, Role};
 use crate::sim::{ClockSpec, Fault, NetworkOptions, NodeSpec, Options, RandomFaults, When};
@@ -152,6 +153,7 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
             token_on_reads: false,
             check_lease_before_write: false,
             renew_every_ns: None,
+            lock: LockKind::Lease,
         };
         nodes.push(NodeSpec {
             name: ctx.names[i].clone(),
@@ -162,7 +164,7 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
     for i in 0..protocol.replicas {
         nodes.push(NodeSpec {
             name: format!("coord/{i}"),
-            role: Role::Coordinator(protocol.coordinator(coord, i)),
+            role: protocol.server_role(coord, i),
             clock: ClockSpec::default(),
         });
     }
@@ -214,7 +216,7 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
     let faults = raw
         .faults
         .iter()
-        .map(|f| resolve_fault(&ctx, f, protocol.replicas))
+        .map(|f| resolve_fault(&ctx, f, &protocol))
         .collect::<Result<Vec<_>, _>>()?;
     let random = match &raw.random {
         Some(r) => resolve_random(&ctx, r.get_ref(), &nodes)?,
@@ -273,6 +275,25 @@ fn resolve_protocol(ctx: &Ctx, raw: &ScenarioFile) -> Result<ProtocolConfig, Sce
     config.strict = *p.strict.get_ref();
     config.fence_reads = *p.fence_reads.get_ref();
     config.volatile_fence = *p.volatile_fence.get_ref();
+    if let Some(fence) = &p.fence {
+        if !kind.has_native_token() {
+            return Err(ctx.err(
+                fence.span(),
+                format!(
+                    "fence only applies to protocols whose lock service yields a token ({}), not {}",
+                    native_token_ids(),
+                    kind.id()
+                ),
+            ));
+        }
+        config.fence = *fence.get_ref();
+    }
+    if let Some(herd) = &p.herd {
+        if kind != ProtocolKind::ZkSequential {
+            return Err(ctx.err(herd.span(), "herd only applies to zk-sequential"));
+        }
+        config.herd = *herd.get_ref();
+    }
     if config.volatile_fence && !kind.is_fenced() {
         return Err(ctx.err(
             p.volatile_fence.span(),
@@ -328,11 +349,21 @@ fn resolve_protocol(ctx: &Ctx, raw: &ScenarioFile) -> Result<ProtocolConfig, Sce
 
 const FAULT_KINDS: &str = "pause, crash, partition, delay, drop, duplicate, failover";
 
+fn native_token_ids() -> String {
+    let ids: Vec<&str> = ProtocolKind::ALL
+        .iter()
+        .filter(|k| k.has_native_token())
+        .map(|k| k.id())
+        .collect();
+    ids.join(", ")
+}
+
 fn resolve_fault(
     ctx: &Ctx,
     f: &Spanned<FaultSection>,
-    replicas: u8,
+    protocol: &ProtocolConfig,
 ) -> Result<Fault, ScenarioError> {
+    let replicas = protocol.replicas;
     let s = f.get_ref();
     let kind = s.kind.get_ref().as_str();
     let allowed: &[&str] = match kind {
@@ -449,6 +480,15 @@ fn resolve_fault(
             delay_ns: s.delay_ms.unwrap_or(0) * MS,
         },
         "failover" => {
+            if protocol.kind.is_client_decided() {
+                return Err(ctx.err(
+                    f.span(),
+                    format!(
+                        "{} has no coordinator to fail over; crash its lock servers instead",
+                        protocol.kind.id()
+                    ),
+                ));
+            }
             if replicas < 2 {
                 return Err(ctx.err(
                     f.span(),

@@ -103,6 +103,10 @@ pub struct ProtocolSection {
     /// The resource's fence is lost when it restarts (its data is not).
     #[serde(default = "no")]
     pub volatile_fence: Spanned<bool>,
+    /// Protocols with a native token (zk-sequential): send and check it. Default true.
+    pub fence: Option<Spanned<bool>>,
+    /// zk-sequential: every waiter watches the lock node (the herd effect). Default false.
+    pub herd: Option<Spanned<bool>>,
 }
 
 #[derive(Deserialize, Debug)]

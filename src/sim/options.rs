@@ -153,7 +153,7 @@ impl Options {
             .nodes
             .iter()
             .enumerate()
-            .filter(|(_, n)| matches!(n.role, Role::Coordinator(_)))
+            .filter(|(_, n)| matches!(n.role, Role::Coordinator(_) | Role::Server(_)))
             .map(|(i, _)| i)
             .collect();
         assert_eq!(
@@ -170,10 +170,11 @@ impl Options {
                     w.token_on_reads = p.worker_token_on_reads();
                     w.check_lease_before_write = p.worker_checks_lease();
                     w.renew_every_ns = p.renew_every_ns;
+                    w.lock = p.lock_kind(first);
                     Role::Worker(w)
                 }
-                Role::Coordinator(_) => {
-                    Role::Coordinator(p.coordinator(first, (i - first.0 as usize) as u8))
+                Role::Coordinator(_) | Role::Server(_) => {
+                    p.server_role(first, (i - first.0 as usize) as u8)
                 }
                 Role::Resource(_) => Role::Resource(p.resource()),
             };
@@ -240,6 +241,7 @@ impl fmt::Display for Options {
                     format!("coordinator release {:?} tokens {}", c.release, c.tokens)
                 }
                 Role::Resource(check) => format!("resource check {check:?}"),
+                Role::Server(server) => format!("lock server {server:?}"),
             };
             let c = &node.clock;
             let clock = if *c == ClockSpec::default() {

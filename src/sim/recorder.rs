@@ -8,6 +8,12 @@
 //! token and value, and a release's owner, are taken from the request as it
 //! was delivered, so the record of what the resource applied does not depend
 //! on what its reply chooses to repeat.
+//!
+//! In the client-decided protocols (ZooKeeper's recipe, Redlock, DynamoDB's
+//! lock client, etcd's mutex) no message is a grant: the client concludes it
+//! holds the lock. The worker's `Acquired` observation marks that step, and
+//! becomes a `grant_issued` and a `grant_received` at the worker, so the
+//! generation order is the true-time order of the decisions.
 
 use std::collections::BTreeMap;
 
@@ -134,6 +140,13 @@ impl Recorder {
                     e.removed_grant_id = removed.and_then(|o| self.owner_grant.get(&o).copied());
                 }))
             }
+            Msg::ZkWatch { .. } => Some(ev(from, Kind::WatchNotified, |e| e.key = key)),
+            Msg::ZkDelete { session, .. } | Msg::DdbDelete { owner: session, .. } => {
+                Some(ev(from, Kind::ReleaseSent, |e| {
+                    e.key = key;
+                    e.grant_id = self.owner_grant.get(&session).copied();
+                }))
+            }
             Msg::Busy { .. }
             | Msg::Renew { .. }
             | Msg::Replicate { .. }
@@ -141,7 +154,21 @@ impl Recorder {
             | Msg::Accepted { .. }
             | Msg::QueryMax
             | Msg::MaxIs { .. }
-            | Msg::Promote => None,
+            | Msg::Promote
+            | Msg::ZkCreate { .. }
+            | Msg::ZkCreated { .. }
+            | Msg::ZkGetChildren { .. }
+            | Msg::ZkChildren { .. }
+            | Msg::ZkExists { .. }
+            | Msg::ZkStat { .. }
+            | Msg::ZkPing { .. }
+            | Msg::ZkDeleted { .. }
+            | Msg::ZkSessionExpired { .. }
+            | Msg::DdbGet { .. }
+            | Msg::DdbItem { .. }
+            | Msg::DdbPut { .. }
+            | Msg::DdbPutResult { .. }
+            | Msg::DdbDeleted { .. } => None,
         }
     }
 
@@ -208,17 +235,54 @@ impl Recorder {
             | Msg::Accepted { .. }
             | Msg::QueryMax
             | Msg::MaxIs { .. }
-            | Msg::Promote => None,
+            | Msg::Promote
+            | Msg::ZkCreate { .. }
+            | Msg::ZkCreated { .. }
+            | Msg::ZkGetChildren { .. }
+            | Msg::ZkChildren { .. }
+            | Msg::ZkExists { .. }
+            | Msg::ZkStat { .. }
+            | Msg::ZkWatch { .. }
+            | Msg::ZkPing { .. }
+            | Msg::ZkDelete { .. }
+            | Msg::ZkDeleted { .. }
+            | Msg::ZkSessionExpired { .. }
+            | Msg::DdbGet { .. }
+            | Msg::DdbItem { .. }
+            | Msg::DdbPut { .. }
+            | Msg::DdbPutResult { .. }
+            | Msg::DdbDelete { .. }
+            | Msg::DdbDeleted { .. } => None,
         }
     }
 
+    /// What a node's observation tells us: usually one record, two for a
+    /// client's decision that it holds a lock.
     pub fn on_observe(
         &mut self,
         node: NodeId,
         obs: &Observation,
         worker_key: Option<u16>,
-    ) -> Option<Event> {
-        match *obs {
+    ) -> [Option<Event>; 2] {
+        if let Observation::Acquired { key, owner, token } = *obs {
+            // Each decision is a new grant, even with a token seen before: two
+            // clients deciding under one token is exactly what must show.
+            self.next_grant += 1;
+            let id = self.next_grant;
+            self.owner_grant.insert(owner, id);
+            let record = |kind| {
+                ev(node, kind, |e| {
+                    e.key = Some(key.0);
+                    e.grant_id = Some(id);
+                    e.token = token.map(|t| t.0);
+                })
+            };
+            return [
+                Some(record(Kind::GrantIssued)),
+                Some(record(Kind::GrantReceived)),
+            ];
+        }
+        let one = match *obs {
             Observation::LeaseExpired { key, owner } => Some(ev(node, Kind::LeaseExpired, |e| {
                 e.key = Some(key.0);
                 e.grant_id = self.owner_grant.get(&owner).copied();
@@ -232,7 +296,9 @@ impl Recorder {
                 e.key = Some(key.0);
                 e.grant_id = self.owner_grant.get(&owner).copied();
             })),
-        }
+            Observation::Acquired { .. } => unreachable!("handled above"),
+        };
+        [one, None]
     }
 }
 

@@ -422,7 +422,12 @@ impl<'o, 'f> Sim<'o, 'f> {
                         Role::Worker(w) => Some(w.key.0),
                         _ => None,
                     };
-                    if let Some(e) = self.recorder.on_observe(id, &obs, key) {
+                    for e in self
+                        .recorder
+                        .on_observe(id, &obs, key)
+                        .into_iter()
+                        .flatten()
+                    {
                         self.record(e);
                     }
                 }

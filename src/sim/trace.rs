@@ -260,8 +260,40 @@ pub fn fmt_msg(msg: &Msg) -> String {
         Msg::Propose { gen } | Msg::MaxIs { gen } => format!("gen={gen}"),
         Msg::Accepted { gen, ok } => format!("gen={gen} ok={ok}"),
         Msg::QueryMax | Msg::Promote => String::new(),
+        Msg::ZkCreate { .. }
+        | Msg::ZkCreated { .. }
+        | Msg::ZkGetChildren { .. }
+        | Msg::ZkChildren { .. }
+        | Msg::ZkExists { .. }
+        | Msg::ZkStat { .. }
+        | Msg::ZkWatch { .. }
+        | Msg::ZkPing { .. }
+        | Msg::ZkDelete { .. }
+        | Msg::ZkDeleted { .. }
+        | Msg::ZkSessionExpired { .. }
+        | Msg::DdbGet { .. }
+        | Msg::DdbItem { .. }
+        | Msg::DdbPut { .. }
+        | Msg::DdbPutResult { .. }
+        | Msg::DdbDelete { .. }
+        | Msg::DdbDeleted { .. } => fmt_words(msg),
     };
     format!("{} {body}", msg.name())
+}
+
+/// `req=3 session=0x100000001 seq=2`: a message rendered from its word names.
+fn fmt_words(msg: &Msg) -> String {
+    let fields: Vec<String> = msg
+        .field_names()
+        .iter()
+        .zip(msg.words())
+        .filter(|(name, _)| !name.is_empty())
+        .map(|(name, w)| match *name {
+            "session" => format!("{name}={w:#x}"),
+            _ => format!("{name}={w}"),
+        })
+        .collect();
+    fields.join(" ")
 }
 
 /// One trace line. `names` maps node ids to names.

@@ -50,6 +50,8 @@ impl Implementations {
             Role::Coordinator(_) => self.coordinator.as_deref(),
             Role::Resource(_) => self.resource.as_deref(),
             Role::Worker(_) => self.worker.as_deref(),
+            // Client-decided lock servers are not on the wire (refused by the CLI).
+            Role::Server(_) => None,
         }
     }
 
@@ -114,6 +116,8 @@ pub fn role_config(dir: &Directory, role: &Role) -> (&'static str, Value) {
                 "renew_every_ns": w.renew_every_ns,
             }),
         ),
+        // Never spawned (`command_for` gives none); named for completeness.
+        Role::Server(_) => ("server", json!({})),
     }
 }
 

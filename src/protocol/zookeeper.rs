@@ -1,0 +1,614 @@
+//! ZooKeeper's lock recipe: a ZooKeeper server with sessions, ephemeral
+//! sequential znodes and one-shot watches, and the client that runs the
+//! recipe.
+//!
+//! Documented in the ZooKeeper manual, "ZooKeeper Recipes and Solutions" →
+//! Locks (zookeeper.apache.org/doc/current/recipes.html), and implemented
+//! by Apache Curator's `InterProcessMutex`:
+//!
+//! 1. `create(lock/lock-, EPHEMERAL_SEQUENTIAL)`;
+//! 2. `getChildren(lock)` (no watch); the lowest sequence number owns;
+//! 3. otherwise `exists(predecessor, watch = true)`: watch only the next
+//!    lower node, and on its deletion go back to 2.
+//!
+//! Every acquisition runs in its own session (the acquisition nonce is the
+//! session id). The client pings every third of the session timeout; the
+//! server expires a session it has not heard from for the whole timeout
+//! and deletes its ephemeral node — which is how a paused or partitioned
+//! holder loses the lock without knowing it. The sequence number is the
+//! fencing token (the article: "ZooKeeper's zxid or znode version").
+//!
+//! `herd`: the naive variant in which every waiter sets a watch on the lock
+//! node's children (`getChildren(lock, watch = true)`) and re-lists on any
+//! change — each create and delete wakes every waiter (the recipe page's
+//! "herd effect"). Watch notifications are counted (`watch_notified`).
+//!
+//! The client only trusts a "you are lowest" answer that came back within
+//! two thirds of the session timeout of asking (ZooKeeper's client read
+//! timeout): the server saw the session alive when it answered, so no one
+//! else can hold the lock before the session could have expired. An older
+//! answer (the client was paused with the reply queued) is asked again.
+//! Not modelled: server crashes (a ZooKeeper ensemble is replicated; a
+//! restarted server here forgets every session and node).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::client::{ClientBase, LockEvent, Requests, Timeout, CLIENT_REQUEST, CLIENT_TIMER_A};
+use super::msg::{Key, Msg, Token};
+use super::node::{Clocks, Effect, Input, Nanos, Node, NodeId, Observation, TimerId};
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct ZkClientConfig {
+    pub server: NodeId,
+    pub session_timeout_ns: Nanos,
+    /// Every waiter watches the lock node's children (the herd effect).
+    pub herd: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+enum Phase {
+    Idle,
+    Creating,
+    Listing,
+    Checking,
+    Waiting,
+    Holding,
+    Deleting,
+}
+
+const PING: TimerId = CLIENT_TIMER_A;
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct ZkClient {
+    cfg: ZkClientConfig,
+    base: ClientBase,
+    requests: Requests,
+    phase: Phase,
+    session: u64,
+    seq: u64,
+    /// A watch fired while a request was in flight: list again before waiting.
+    changed: bool,
+}
+
+impl ZkClient {
+    pub fn new(cfg: ZkClientConfig, base: ClientBase) -> Self {
+        assert!(cfg.session_timeout_ns >= 3, "a session needs a timeout");
+        ZkClient {
+            cfg,
+            base,
+            requests: Requests::new(base),
+            phase: Phase::Idle,
+            session: 0,
+            seq: 0,
+            changed: false,
+        }
+    }
+
+    fn ping_every_ns(&self) -> Nanos {
+        self.cfg.session_timeout_ns / 3
+    }
+
+    pub fn acquire(&mut self, clocks: Clocks, owner: u64, fx: &mut Vec<Effect>) {
+        self.session = owner;
+        self.seq = 0;
+        self.changed = false;
+        self.phase = Phase::Creating;
+        let req = self.requests.take_req();
+        let msg = Msg::ZkCreate {
+            req,
+            key: self.base.key,
+            session: owner,
+        };
+        self.requests.send(clocks, self.cfg.server, msg, fx);
+        fx.push(Effect::SetTimer {
+            timer: PING,
+            after_ns: self.ping_every_ns(),
+        });
+    }
+
+    pub fn release(&mut self, clocks: Clocks, fx: &mut Vec<Effect>) {
+        self.phase = Phase::Deleting;
+        let req = self.requests.take_req();
+        let msg = Msg::ZkDelete {
+            req,
+            key: self.base.key,
+            session: self.session,
+            seq: self.seq,
+        };
+        self.requests.send(clocks, self.cfg.server, msg, fx);
+    }
+
+    fn list(&mut self, clocks: Clocks, fx: &mut Vec<Effect>) {
+        self.phase = Phase::Listing;
+        self.changed = false;
+        let req = self.requests.take_req();
+        let msg = Msg::ZkGetChildren {
+            req,
+            key: self.base.key,
+            session: self.session,
+            seq: self.seq,
+            watch: self.cfg.herd,
+        };
+        self.requests.send(clocks, self.cfg.server, msg, fx);
+    }
+
+    /// The session is over for us (closed, expired or given up).
+    fn end_session(&mut self, fx: &mut Vec<Effect>) {
+        self.phase = Phase::Idle;
+        self.requests.forget(fx);
+        fx.push(Effect::CancelTimer { timer: PING });
+    }
+
+    fn wait(&mut self, clocks: Clocks, fx: &mut Vec<Effect>) {
+        if self.changed {
+            self.list(clocks, fx);
+        } else {
+            self.phase = Phase::Waiting;
+        }
+    }
+
+    pub fn on_message(&mut self, clocks: Clocks, msg: Msg, fx: &mut Vec<Effect>) -> LockEvent {
+        match (self.phase, msg) {
+            (Phase::Creating, Msg::ZkCreated { req, seq, .. }) if self.requests.answers(req) => {
+                self.requests.forget(fx);
+                self.seq = seq;
+                self.list(clocks, fx);
+            }
+            (
+                Phase::Listing,
+                Msg::ZkChildren {
+                    req,
+                    lowest,
+                    pred,
+                    mine,
+                    ..
+                },
+            ) => {
+                let Some(sent) = self.requests.answer(req, fx) else {
+                    return LockEvent::Pending;
+                };
+                if !mine {
+                    // Our node is gone: the session expired under us.
+                    self.end_session(fx);
+                    return LockEvent::Busy;
+                }
+                if lowest == self.seq {
+                    let age_ns = clocks.mono_ns.saturating_sub(sent.first_sent_mono_ns);
+                    if age_ns >= self.cfg.session_timeout_ns / 3 * 2 {
+                        self.list(clocks, fx); // too old to trust: ask again
+                        return LockEvent::Pending;
+                    }
+                    self.phase = Phase::Holding;
+                    return LockEvent::Acquired {
+                        token: Some(Token(self.seq)),
+                        valid_ns: self.cfg.session_timeout_ns,
+                    };
+                }
+                if self.cfg.herd {
+                    self.wait(clocks, fx); // the children watch is set
+                } else {
+                    self.phase = Phase::Checking;
+                    let req = self.requests.take_req();
+                    let msg = Msg::ZkExists {
+                        req,
+                        key: self.base.key,
+                        session: self.session,
+                        seq: pred,
+                    };
+                    self.requests.send(clocks, self.cfg.server, msg, fx);
+                }
+            }
+            (Phase::Checking, Msg::ZkStat { req, exists, .. }) if self.requests.answers(req) => {
+                self.requests.forget(fx);
+                if exists {
+                    self.wait(clocks, fx);
+                } else {
+                    self.list(clocks, fx);
+                }
+            }
+            (Phase::Waiting, Msg::ZkWatch { .. }) => self.list(clocks, fx),
+            (Phase::Listing | Phase::Checking, Msg::ZkWatch { .. }) => self.changed = true,
+            (Phase::Deleting, Msg::ZkDeleted { req, .. }) if self.requests.answers(req) => {
+                self.end_session(fx);
+                return LockEvent::Released;
+            }
+            (_, Msg::ZkSessionExpired { req, .. }) if self.requests.answers(req) => {
+                let released = self.phase == Phase::Deleting;
+                self.end_session(fx);
+                return if released {
+                    LockEvent::Released
+                } else {
+                    LockEvent::Busy
+                };
+            }
+            _ => {}
+        }
+        LockEvent::Pending
+    }
+
+    pub fn on_timer(&mut self, _clocks: Clocks, timer: TimerId, fx: &mut Vec<Effect>) -> LockEvent {
+        match timer {
+            CLIENT_REQUEST => match self.requests.on_timeout(fx) {
+                Timeout::Idle | Timeout::Retransmitted => LockEvent::Pending,
+                Timeout::GaveUp(_) => {
+                    // Stop pinging: the server expires the session and its node.
+                    let released = self.phase == Phase::Deleting;
+                    self.end_session(fx);
+                    if released {
+                        LockEvent::Released
+                    } else {
+                        LockEvent::Busy
+                    }
+                }
+            },
+            PING if self.phase != Phase::Idle => {
+                fx.push(Effect::Send {
+                    to: self.cfg.server,
+                    msg: Msg::ZkPing {
+                        key: self.base.key,
+                        session: self.session,
+                    },
+                });
+                fx.push(Effect::SetTimer {
+                    timer: PING,
+                    after_ns: self.ping_every_ns(),
+                });
+                LockEvent::Pending
+            }
+            _ => LockEvent::Pending,
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct ZkServerConfig {
+    pub session_timeout_ns: Nanos,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+struct Session {
+    expires_mono_ns: Nanos,
+    /// Its ephemeral node, if it created one.
+    node: Option<(Key, u64)>,
+}
+
+/// A one-shot watch: on node `seq` (data watch) or, with `seq == 0`, on the
+/// children of `key`.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+struct Watch {
+    client: NodeId,
+    session: u64,
+    key: Key,
+    seq: u64,
+}
+
+const SESSION_CHECK: TimerId = TimerId(0);
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct ZkServer {
+    cfg: ZkServerConfig,
+    /// The lock node's cversion: next sequence number per key.
+    last_seq: BTreeMap<Key, u64>,
+    /// (key, seq) -> owning session.
+    nodes: BTreeMap<(Key, u64), u64>,
+    sessions: BTreeMap<u64, Session>,
+    expired: BTreeSet<u64>,
+    watches: Vec<Watch>,
+    /// When the session check timer fires (None: not armed).
+    check_at_mono_ns: Option<Nanos>,
+}
+
+impl ZkServer {
+    pub fn new(cfg: ZkServerConfig) -> Self {
+        ZkServer {
+            cfg,
+            last_seq: BTreeMap::new(),
+            nodes: BTreeMap::new(),
+            sessions: BTreeMap::new(),
+            expired: BTreeSet::new(),
+            watches: Vec::new(),
+            check_at_mono_ns: None,
+        }
+    }
+
+    /// Any request from a session keeps it alive. Returns false if the
+    /// session already expired.
+    fn touch(&mut self, clocks: Clocks, session: u64, fx: &mut Vec<Effect>) -> bool {
+        if self.expired.contains(&session) {
+            return false;
+        }
+        let expires_mono_ns = clocks.mono_ns + self.cfg.session_timeout_ns;
+        self.sessions
+            .entry(session)
+            .and_modify(|s| s.expires_mono_ns = expires_mono_ns)
+            .or_insert(Session {
+                expires_mono_ns,
+                node: None,
+            });
+        if self.check_at_mono_ns.is_none() {
+            self.arm(clocks, expires_mono_ns, fx);
+        }
+        true
+    }
+
+    fn arm(&mut self, clocks: Clocks, at_mono_ns: Nanos, fx: &mut Vec<Effect>) {
+        self.check_at_mono_ns = Some(at_mono_ns);
+        fx.push(Effect::SetTimer {
+            timer: SESSION_CHECK,
+            after_ns: at_mono_ns.saturating_sub(clocks.mono_ns),
+        });
+    }
+
+    fn on_session_check(&mut self, clocks: Clocks, fx: &mut Vec<Effect>) {
+        self.check_at_mono_ns = None;
+        let due: Vec<u64> = self
+            .sessions
+            .iter()
+            .filter(|(_, s)| s.expires_mono_ns <= clocks.mono_ns)
+            .map(|(&id, _)| id)
+            .collect();
+        for id in due {
+            let s = self.sessions.remove(&id).expect("due session exists");
+            self.expired.insert(id);
+            self.watches.retain(|w| w.session != id);
+            if let Some((key, seq)) = s.node {
+                fx.push(Effect::Observe(Observation::LeaseExpired {
+                    key,
+                    owner: id,
+                }));
+                self.delete_node(key, seq, fx);
+            }
+        }
+        if let Some(next) = self.sessions.values().map(|s| s.expires_mono_ns).min() {
+            self.arm(clocks, next, fx);
+        }
+    }
+
+    /// Fires (and removes) every watch the change of `(key, seq)` triggers.
+    fn fire(&mut self, key: Key, seq: u64, fx: &mut Vec<Effect>) {
+        let mut kept = Vec::with_capacity(self.watches.len());
+        for w in self.watches.drain(..) {
+            if w.key == key && (w.seq == seq || w.seq == 0) {
+                fx.push(Effect::Send {
+                    to: w.client,
+                    msg: Msg::ZkWatch { key, seq },
+                });
+            } else {
+                kept.push(w);
+            }
+        }
+        self.watches = kept;
+    }
+
+    fn delete_node(&mut self, key: Key, seq: u64, fx: &mut Vec<Effect>) {
+        if self.nodes.remove(&(key, seq)).is_some() {
+            self.fire(key, seq, fx);
+        }
+    }
+
+    fn on_request(&mut self, clocks: Clocks, from: NodeId, msg: Msg, fx: &mut Vec<Effect>) {
+        let (req, key, session) = match msg {
+            Msg::ZkCreate { req, key, session }
+            | Msg::ZkGetChildren {
+                req, key, session, ..
+            }
+            | Msg::ZkExists {
+                req, key, session, ..
+            }
+            | Msg::ZkDelete {
+                req, key, session, ..
+            } => (req, key, session),
+            Msg::ZkPing { session, .. } => {
+                self.touch(clocks, session, fx);
+                return;
+            }
+            _ => return,
+        };
+        if !self.touch(clocks, session, fx) {
+            fx.push(Effect::Send {
+                to: from,
+                msg: Msg::ZkSessionExpired { req, key, session },
+            });
+            return;
+        }
+        let reply = match msg {
+            Msg::ZkCreate { .. } => {
+                let existing = self.sessions[&session].node;
+                let seq = match existing {
+                    Some((_, seq)) => seq,
+                    None => {
+                        let last = self.last_seq.entry(key).or_insert(0);
+                        *last += 1;
+                        let seq = *last;
+                        self.nodes.insert((key, seq), session);
+                        if let Some(s) = self.sessions.get_mut(&session) {
+                            s.node = Some((key, seq));
+                        }
+                        self.fire(key, seq, fx);
+                        seq
+                    }
+                };
+                Msg::ZkCreated {
+                    req,
+                    key,
+                    session,
+                    seq,
+                }
+            }
+            Msg::ZkGetChildren { seq, watch, .. } => {
+                let mut children = self.nodes.range((key, 1)..=(key, u64::MAX));
+                let lowest = children.clone().next().map_or(0, |(&(_, s), _)| s);
+                let pred = children
+                    .rfind(|(&(_, s), _)| s < seq)
+                    .map_or(0, |(&(_, s), _)| s);
+                if watch {
+                    self.watches.push(Watch {
+                        client: from,
+                        session,
+                        key,
+                        seq: 0,
+                    });
+                }
+                Msg::ZkChildren {
+                    req,
+                    key,
+                    lowest,
+                    pred,
+                    mine: self.nodes.contains_key(&(key, seq)),
+                }
+            }
+            Msg::ZkExists { seq, .. } => {
+                let exists = self.nodes.contains_key(&(key, seq));
+                if exists {
+                    self.watches.push(Watch {
+                        client: from,
+                        session,
+                        key,
+                        seq,
+                    });
+                }
+                Msg::ZkStat {
+                    req,
+                    key,
+                    seq,
+                    exists,
+                }
+            }
+            Msg::ZkDelete { seq, .. } => {
+                if self.nodes.get(&(key, seq)) == Some(&session) {
+                    self.delete_node(key, seq, fx);
+                }
+                // Closing the session: its watches go with it.
+                self.sessions.remove(&session);
+                self.watches.retain(|w| w.session != session);
+                Msg::ZkDeleted { req, key }
+            }
+            _ => unreachable!("only requests reach here"),
+        };
+        fx.push(Effect::Send {
+            to: from,
+            msg: reply,
+        });
+    }
+}
+
+impl Node for ZkServer {
+    fn handle(&mut self, clocks: Clocks, input: Input<'_>, fx: &mut Vec<Effect>) {
+        match input {
+            Input::Start { .. } => {}
+            Input::Message { from, msg } => self.on_request(clocks, from, msg, fx),
+            Input::Timer { .. } => self.on_session_check(clocks, fx),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T: Nanos = 1_000;
+
+    fn at(mono_ns: Nanos) -> Clocks {
+        Clocks {
+            wall_ns: mono_ns as i64,
+            mono_ns,
+        }
+    }
+
+    fn sent(fx: &[Effect]) -> Vec<(NodeId, Msg)> {
+        fx.iter()
+            .filter_map(|e| match e {
+                Effect::Send { to, msg } => Some((*to, *msg)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn create(s: &mut ZkServer, now: Nanos, client: u16, session: u64) -> u64 {
+        let mut fx = Vec::new();
+        let msg = Msg::ZkCreate {
+            req: 1,
+            key: Key(0),
+            session,
+        };
+        s.handle(
+            at(now),
+            Input::Message {
+                from: NodeId(client),
+                msg,
+            },
+            &mut fx,
+        );
+        match sent(&fx).last() {
+            Some((_, Msg::ZkCreated { seq, .. })) => *seq,
+            other => panic!("expected zk_created, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn sequence_numbers_grow_and_a_retransmitted_create_makes_no_second_node() {
+        let mut s = ZkServer::new(ZkServerConfig {
+            session_timeout_ns: 10 * T,
+        });
+        assert_eq!(create(&mut s, 0, 1, 11), 1);
+        assert_eq!(create(&mut s, 0, 2, 22), 2);
+        assert_eq!(create(&mut s, 1, 1, 11), 1, "same session, same node");
+    }
+
+    #[test]
+    fn an_expired_session_loses_its_node_and_wakes_only_its_successor() {
+        let mut s = ZkServer::new(ZkServerConfig {
+            session_timeout_ns: 10 * T,
+        });
+        create(&mut s, 0, 1, 11);
+        create(&mut s, 0, 2, 22);
+        create(&mut s, 0, 3, 33);
+        let mut fx = Vec::new();
+        for (client, session, pred) in [(2u16, 22u64, 1u64), (3, 33, 2)] {
+            let msg = Msg::ZkExists {
+                req: 2,
+                key: Key(0),
+                session,
+                seq: pred,
+            };
+            s.handle(
+                at(T),
+                Input::Message {
+                    from: NodeId(client),
+                    msg,
+                },
+                &mut fx,
+            );
+            // The waiters keep pinging; session 11 does not.
+            s.handle(
+                at(8 * T),
+                Input::Message {
+                    from: NodeId(client),
+                    msg: Msg::ZkPing {
+                        key: Key(0),
+                        session,
+                    },
+                },
+                &mut fx,
+            );
+        }
+        fx.clear();
+        s.handle(
+            at(10 * T),
+            Input::Timer {
+                timer: SESSION_CHECK,
+            },
+            &mut fx,
+        );
+        let watches: Vec<NodeId> = sent(&fx)
+            .into_iter()
+            .filter(|(_, m)| matches!(m, Msg::ZkWatch { .. }))
+            .map(|(to, _)| to)
+            .collect();
+        assert_eq!(watches, vec![NodeId(2)], "only the successor is notified");
+        assert!(fx.iter().any(|e| matches!(
+            e,
+            Effect::Observe(Observation::LeaseExpired { owner: 11, .. })
+        )));
+    }
+}
