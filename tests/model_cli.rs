@@ -146,3 +146,44 @@ fn explore_on_a_busy_port_exits_2_instead_of_panicking() {
         stderr(&out)
     );
 }
+
+#[test]
+fn check_json_lists_every_model_with_its_verdict_and_shortest_counterexample() {
+    let out = fencesim(&["check", "models/", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("stdout is one JSON document");
+    assert_eq!(v["schema"], "fencesim-check");
+    assert_eq!(v["schema_version"], 1);
+    let models = v["models"].as_array().expect("models");
+    assert_eq!(models.len(), 8);
+    assert!(models.iter().all(|m| m["met"] == true));
+    let incr = models
+        .iter()
+        .find(|m| m["name"] == "incr-beside-lease")
+        .expect("incr model");
+    let steps: Vec<(String, u64)> = incr["counterexamples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["violation"].as_str().unwrap().to_string(),
+                c["steps"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        steps,
+        vec![
+            ("token_order".to_string(), 3),
+            ("stale_write".to_string(), 7)
+        ]
+    );
+    let cas = models
+        .iter()
+        .find(|m| m["name"] == "fenced-cas")
+        .expect("fenced-cas model");
+    assert_eq!(cas["verdict"], "safe");
+    assert_eq!(cas["unique_states"], 11_193);
+}

@@ -192,6 +192,9 @@ pub enum Command {
         /// `<model>-<violation>.toml` files.
         #[arg(long, value_name = "PATH")]
         emit_scenario: Option<PathBuf>,
+        /// Output format on stdout (json: schema `fencesim-check`, version 1).
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
     },
     /// Serve stateright's web explorer for one model spec on 127.0.0.1.
     Explore {

@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
+use super::args::Format;
 use super::{default_jobs, BadInput, EXIT_FAILED, EXIT_OK};
 use crate::model::to_scenario::{file_name, scripted_path, to_scenario, violation_kind};
 use crate::model::{self, CheckOptions, CheckReport, Counterexample, ModelSpec, Phase, Stats};
@@ -25,9 +26,33 @@ pub fn cmd_check(
     paths: &[PathBuf],
     threads: Option<usize>,
     emit: Option<PathBuf>,
+    format: Format,
 ) -> Result<ExitCode> {
     let specs = load_specs(paths)?;
     let threads = threads.unwrap_or_else(default_jobs).max(1);
+    if format == Format::Json {
+        if emit.is_some() {
+            return Err(BadInput(
+                "--emit-scenario prints its replays as text: use it without --format json".into(),
+            )
+            .into());
+        }
+        let options = CheckOptions {
+            threads,
+            progress: None,
+        };
+        let reports: Vec<CheckReport> = specs
+            .iter()
+            .map(|spec| model::check(spec, &options))
+            .collect();
+        let met = reports.iter().all(CheckReport::meets_expectation);
+        let code = if met { EXIT_OK } else { EXIT_FAILED };
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json_report(&reports, threads, code))?
+        );
+        return Ok(ExitCode::from(code));
+    }
     println!(
         "fencesim {} — {} model{}, threads {threads}",
         env!("CARGO_PKG_VERSION"),
@@ -317,4 +342,50 @@ fn emit_and_replay(
         println!("  {line}");
     }
     Ok(result.met())
+}
+
+/// `fencesim check --format json`: schema `fencesim-check`, version 1. State
+/// counts, depths and counterexamples are deterministic; `elapsed_ms` and
+/// `states_per_sec` are wall-clock measurements.
+fn json_report(reports: &[CheckReport], threads: usize, exit_code: u8) -> serde_json::Value {
+    let models: Vec<serde_json::Value> = reports
+        .iter()
+        .map(|r| {
+            let t = totals(r);
+            let counterexamples: Vec<serde_json::Value> = r
+                .counterexamples()
+                .map(|c| {
+                    serde_json::json!({
+                        "violation": c.violation.name(),
+                        "steps": c.len(),
+                        "path": c.steps.iter().map(|s| s.description.clone()).collect::<Vec<_>>(),
+                    })
+                })
+                .collect();
+            serde_json::json!({
+                "name": r.spec.name,
+                "protocol": r.spec.bounds.protocol.id(),
+                "bounds": bounds_label(&r.spec),
+                "total_states": t.total_states,
+                "unique_states": t.unique_states,
+                "max_depth": t.max_depth,
+                "states_per_sec": t.states_per_sec().round(),
+                "elapsed_ms": t.elapsed.as_secs_f64() * 1e3,
+                "verdict": r.verdict.to_string(),
+                "expected": r.spec.expected.verdict.to_string(),
+                "counterexamples": counterexamples,
+                "unreached": r.unreached,
+                "mismatches": r.mismatches,
+                "met": r.meets_expectation(),
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "schema": "fencesim-check",
+        "schema_version": 1,
+        "fencesim_version": env!("CARGO_PKG_VERSION"),
+        "threads": threads,
+        "exit_code": exit_code,
+        "models": models,
+    })
 }

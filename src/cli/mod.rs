@@ -121,7 +121,8 @@ pub fn run(cli: args::Cli) -> Result<ExitCode> {
             paths,
             threads,
             emit_scenario,
-        } => check_models::cmd_check(&paths, threads, emit_scenario),
+            format,
+        } => check_models::cmd_check(&paths, threads, emit_scenario, format),
         Command::Explore { path, port } => explore::cmd_explore(&path, port),
         Command::List => {
             print!("{}", catalogue());

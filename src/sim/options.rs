@@ -206,10 +206,13 @@ impl fmt::Display for Options {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "protocol        = {} (strict={}, fence_reads={})",
+            "protocol        = {} (strict={}, fence_reads={}, replicas={}, replication_lag={}, renew_every={})",
             p.kind.id(),
             p.strict,
-            p.fence_reads
+            p.fence_reads,
+            p.replicas,
+            ms(p.replication_lag_ns),
+            p.renew_every_ns.map_or("off".to_string(), ms)
         );
         let _ = writeln!(s, "lease_ttl       = {}", ms(p.lease_ttl_ns));
         let _ = writeln!(s, "max_time        = {}", ms(self.max_time_ns));
@@ -240,7 +243,27 @@ impl fmt::Display for Options {
                 Role::Coordinator(c) => {
                     format!("coordinator release {:?} tokens {}", c.release, c.tokens)
                 }
-                Role::Resource(check) => format!("resource check {check:?}"),
+                Role::Resource(r) => {
+                    use crate::protocol::resource::FenceCheck;
+                    let check = match r.check {
+                        FenceCheck::None => "none".to_string(),
+                        FenceCheck::Cas {
+                            strict,
+                            fence_reads,
+                        } => {
+                            format!("atomic fence (strict={strict}, fence_reads={fence_reads})")
+                        }
+                        FenceCheck::CheckThenWrite { step_ns } => {
+                            format!("check, then write {} later", ms(step_ns))
+                        }
+                    };
+                    let fence = if r.volatile_fence {
+                        ", fence in memory only"
+                    } else {
+                        ""
+                    };
+                    format!("resource check {check}{fence}")
+                }
                 Role::Server(server) => format!("lock server {server:?}"),
             };
             let c = &node.clock;
