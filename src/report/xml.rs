@@ -1,8 +1,10 @@
-//! Escaping for text placed in HTML and SVG. The reports embed names,
-//! explanations and file paths that come from user scenario files, so every
-//! piece of text goes through [`esc`] before it lands in markup.
+//! Escaping for text placed in HTML, SVG and XML (the reports and JUnit).
+//! They embed names, explanations and file paths that come from user
+//! scenario files, so every piece of text goes through [`esc`] before it
+//! lands in markup.
 
-/// Escapes `&`, `<`, `>`, `"` and `'` for element text and attribute values.
+/// Escapes `&`, `<`, `>`, `"` and `'` for element text and attribute
+/// values, and drops control characters XML 1.0 cannot carry at all.
 pub fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
@@ -12,6 +14,8 @@ pub fn esc(s: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
+            '\t' | '\n' | '\r' => out.push(c),
+            c if (c as u32) < 0x20 => {}
             c => out.push(c),
         }
     }

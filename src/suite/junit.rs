@@ -7,25 +7,7 @@
 use std::fmt::Write;
 
 use super::ScenarioResult;
-
-/// XML-escapes text for attributes and element content; drops characters
-/// XML 1.0 cannot carry at all.
-pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\t' | '\n' | '\r' => out.push(c),
-            c if (c as u32) < 0x20 => {}
-            c => out.push(c),
-        }
-    }
-    out
-}
+use crate::report::xml::esc;
 
 pub fn render(results: &[ScenarioResult]) -> String {
     let failures = results.iter().filter(|r| !r.met()).count();
@@ -44,9 +26,9 @@ pub fn render(results: &[ScenarioResult]) -> String {
         let _ = write!(
             s,
             "    <testcase classname=\"{}\" name=\"{}\" file=\"{}\"",
-            escape(&r.protocol),
-            escape(&r.name),
-            escape(&r.path)
+            esc(&r.protocol),
+            esc(&r.name),
+            esc(&r.path)
         );
         if r.met() {
             let _ = writeln!(s, "/>");
@@ -59,8 +41,8 @@ pub fn render(results: &[ScenarioResult]) -> String {
         let _ = writeln!(
             s,
             ">\n      <failure message=\"{}\" type=\"expectation\">{}</failure>\n    </testcase>",
-            escape(r.problems.first().map_or("", String::as_str)),
-            escape(&text)
+            esc(r.problems.first().map_or("", String::as_str)),
+            esc(&text)
         );
     }
     s.push_str("  </testsuite>\n</testsuites>\n");
@@ -74,8 +56,8 @@ mod tests {
     #[test]
     fn markup_and_control_characters_cannot_break_the_xml() {
         assert_eq!(
-            escape("a<b & \"c\" 'd'>\u{1}"),
-            "a&lt;b &amp; &quot;c&quot; &apos;d&apos;&gt;"
+            esc("a<b & \"c\" 'd'>\u{1}"),
+            "a&lt;b &amp; &quot;c&quot; &#39;d&#39;&gt;"
         );
     }
 }
