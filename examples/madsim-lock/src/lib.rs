@@ -84,6 +84,9 @@ pub fn unsupported(opts: &Options) -> Option<String> {
                 return Some("lease renewal (workload.renew_every_ms)".into())
             }
             Role::Resource(r) if r.volatile_fence => return Some("a volatile fence".into()),
+            Role::Server(_) => {
+                return Some("client-decided lock servers (zk-sequential, dynamodb-heartbeat)".into())
+            }
             Role::Resource(r) if matches!(r.check, FenceCheck::CheckThenWrite { .. }) => {
                 return Some("the check-then-write store".into())
             }
@@ -170,7 +173,7 @@ impl Ctx {
             }
             s.recorder.on_observe(node, &obs, key)
         };
-        if let Some(e) = e {
+        for e in e.into_iter().flatten() {
             self.record(e);
         }
     }
@@ -596,6 +599,7 @@ fn spawn_node(ctx: &Ctx, id: NodeId, role: Role) -> NodeHandle {
             Role::Worker(cfg) => Box::pin(worker(c, id, cfg)),
             Role::Coordinator(cfg) => Box::pin(coordinator(c, id, cfg)),
             Role::Resource(cfg) => Box::pin(resource(c, id, cfg.check)),
+            Role::Server(_) => unreachable!("refused up front by unsupported()"),
         }
     };
     Handle::current()
