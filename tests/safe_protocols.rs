@@ -10,7 +10,8 @@ const SEEDS: u64 = 10_000;
 
 #[test]
 fn every_safe_scenario_is_clean_across_ten_thousand_seeds() {
-    let files = scenario::collect(&[common::root().join("scenarios")]).expect("scenarios/ is readable");
+    let files =
+        scenario::collect(&[common::root().join("scenarios")]).expect("scenarios/ is readable");
     let mut checked = 0;
     let mut failures = Vec::new();
     for file in &files {
@@ -25,6 +26,9 @@ fn every_safe_scenario_is_clean_across_ten_thousand_seeds() {
             failures.push(format!("{}: {:?}", file.display(), result.problems));
         }
     }
-    assert!(checked >= 10, "expected the bundled safe twins, found {checked}");
+    assert!(
+        checked >= 10,
+        "expected the bundled safe twins, found {checked}"
+    );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

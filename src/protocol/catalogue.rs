@@ -12,6 +12,12 @@
 //! | fenced-check-then-write | the article's "subtly broken" read-fence-then-write | CAD | durable counter | check, then write later | sends token |
 //! | incr-beside-lease | Redis lease + `INCR lock:counter` on an async-replicated primary | CAD | async-replicated counter | atomic CAS | sends token |
 //! | consensus-generation | Chubby sequencer: generation committed on a majority (Burrows, OSDI '06) | CAD | quorum | atomic CAS | sends token |
+//! | effect-naive | fenced-cas, then an email/payment call retried on timeout | CAD | durable counter | atomic CAS | + effect call, no key |
+//! | effect-idempotency-key | fenced-cas, then the call with the op id as idempotency key | CAD | durable counter | atomic CAS | + effect call, keyed |
+//! | single-db | one database owns lock and data: `SELECT … FOR UPDATE`, `UPDATE`, `COMMIT` | COMMIT | transaction ids | live transaction | unchanged, pointed at the db |
+//! | queue-claim | SQS-style claim / visibility timeout / delete, results keyed by job | delete | delivery numbers | first result per job | unchanged, pointed at the queue |
+//! | cache-lease | best-effort `SET NX PX` lease before a memcached `gets`/`cas` refresh | CAD | none | cas on the entry read | writes blindly |
+//! | effect-outbox | fenced-cas whose write also enqueues an outbox entry; one dispatcher delivers | CAD | durable counter | atomic CAS + outbox | sends token |
 
 use super::coordinator::{CoordinatorConfig, ReleaseStyle, Replication};
 use super::node::{Nanos, NodeId};
@@ -26,10 +32,16 @@ pub enum ProtocolKind {
     FencedCheckThenWrite,
     IncrBesideLease,
     ConsensusGeneration,
+    EffectNaive,
+    EffectIdempotencyKey,
+    EffectOutbox,
+    SingleDb,
+    QueueClaim,
+    CacheLease,
 }
 
 impl ProtocolKind {
-    pub const ALL: [ProtocolKind; 7] = [
+    pub const ALL: [ProtocolKind; 13] = [
         ProtocolKind::TtlLeaseDel,
         ProtocolKind::RedisSetNx,
         ProtocolKind::CheckBeforeWrite,
@@ -37,6 +49,12 @@ impl ProtocolKind {
         ProtocolKind::FencedCheckThenWrite,
         ProtocolKind::IncrBesideLease,
         ProtocolKind::ConsensusGeneration,
+        ProtocolKind::EffectNaive,
+        ProtocolKind::EffectIdempotencyKey,
+        ProtocolKind::EffectOutbox,
+        ProtocolKind::SingleDb,
+        ProtocolKind::QueueClaim,
+        ProtocolKind::CacheLease,
     ];
 
     pub fn id(self) -> &'static str {
@@ -48,6 +66,12 @@ impl ProtocolKind {
             ProtocolKind::FencedCheckThenWrite => "fenced-check-then-write",
             ProtocolKind::IncrBesideLease => "incr-beside-lease",
             ProtocolKind::ConsensusGeneration => "consensus-generation",
+            ProtocolKind::EffectNaive => "effect-naive",
+            ProtocolKind::EffectIdempotencyKey => "effect-idempotency-key",
+            ProtocolKind::EffectOutbox => "effect-outbox",
+            ProtocolKind::SingleDb => "single-db",
+            ProtocolKind::QueueClaim => "queue-claim",
+            ProtocolKind::CacheLease => "cache-lease",
         }
     }
 
@@ -78,6 +102,24 @@ impl ProtocolKind {
             ProtocolKind::ConsensusGeneration => {
                 "Chubby-style sequencer: generation committed on a majority before the grant"
             }
+            ProtocolKind::EffectNaive => {
+                "fenced update, then the holder calls an email/payment provider, retrying on timeout"
+            }
+            ProtocolKind::EffectIdempotencyKey => {
+                "fenced update, then the provider call carries an idempotency key it dedups on"
+            }
+            ProtocolKind::EffectOutbox => {
+                "effect enqueued in the same fenced write; one dispatcher delivers with the entry id as key"
+            }
+            ProtocolKind::SingleDb => {
+                "no coordinator: one database owns lock and data (row lock, UPDATE + COMMIT in one transaction)"
+            }
+            ProtocolKind::QueueClaim => {
+                "durable queue claim / visibility timeout / ack; a redelivered job is done twice, stored once"
+            }
+            ProtocolKind::CacheLease => {
+                "best-effort lease before a cache refresh that is a gets/cas: duplicates only waste work"
+            }
         }
     }
 
@@ -103,6 +145,24 @@ impl ProtocolKind {
             ProtocolKind::ConsensusGeneration => {
                 "Burrows, The Chubby lock service (OSDI 2006): sequencers"
             }
+            ProtocolKind::EffectNaive => {
+                "the article: 'You cannot fence an email after it was sent'"
+            }
+            ProtocolKind::EffectIdempotencyKey => {
+                "the article ('use the provider's idempotency facility'); Stripe Idempotency-Key"
+            }
+            ProtocolKind::EffectOutbox => {
+                "the article ('record an outbox entry transactionally'); Richardson, transactional outbox"
+            }
+            ProtocolKind::SingleDb => {
+                "the article's alternatives table; PostgreSQL SELECT FOR UPDATE, idle_in_transaction_session_timeout"
+            }
+            ProtocolKind::QueueClaim => {
+                "the article's alternatives table; Amazon SQS visibility timeout and DeleteMessage"
+            }
+            ProtocolKind::CacheLease => {
+                "the article's alternatives table ('duplicate cache refresh is only wasted work'); memcached cas"
+            }
         }
     }
 
@@ -113,6 +173,19 @@ impl ProtocolKind {
                 | ProtocolKind::FencedCheckThenWrite
                 | ProtocolKind::IncrBesideLease
                 | ProtocolKind::ConsensusGeneration
+                | ProtocolKind::EffectNaive
+                | ProtocolKind::EffectIdempotencyKey
+                | ProtocolKind::EffectOutbox
+        )
+    }
+
+    /// Protocols that deliver an irreversible effect through `sink/0`.
+    pub fn has_effect_sink(self) -> bool {
+        matches!(
+            self,
+            ProtocolKind::EffectNaive
+                | ProtocolKind::EffectIdempotencyKey
+                | ProtocolKind::EffectOutbox
         )
     }
 
@@ -121,6 +194,7 @@ impl ProtocolKind {
         match self {
             ProtocolKind::IncrBesideLease => 2,
             ProtocolKind::ConsensusGeneration => 3,
+            ProtocolKind::SingleDb | ProtocolKind::QueueClaim => 0,
             _ => 1,
         }
     }
@@ -205,10 +279,11 @@ impl ProtocolConfig {
 
     pub fn worker_sends_token(&self) -> bool {
         self.kind.is_fenced()
+            || matches!(self.kind, ProtocolKind::SingleDb | ProtocolKind::QueueClaim)
     }
 
     pub fn worker_token_on_reads(&self) -> bool {
-        self.kind.is_fenced() && self.fence_reads
+        self.kind.is_fenced() && self.fence_reads || self.kind == ProtocolKind::SingleDb
     }
 
     pub fn worker_checks_lease(&self) -> bool {

@@ -5,11 +5,16 @@
 //! The simulator, tests and external drivers all drive these nodes through
 //! the one [`Node`] trait.
 
+pub mod alt_role;
+pub mod cache_lease;
 pub mod catalogue;
 pub mod coordinator;
+pub mod effects;
 pub mod msg;
 pub mod node;
+pub mod queue_claim;
 pub mod resource;
+pub mod single_db;
 pub mod worker;
 
 pub use catalogue::{ProtocolConfig, ProtocolKind};
@@ -26,6 +31,8 @@ pub enum Role {
     Worker(WorkerConfig),
     Coordinator(CoordinatorConfig),
     Resource(ResourceConfig),
+    /// Effect sinks, outboxes and the article's alternatives (see [`alt_role`]).
+    Alt(alt_role::AltRole),
 }
 
 impl Role {
@@ -41,5 +48,6 @@ pub fn build(role: &Role) -> Box<dyn Node> {
         Role::Worker(cfg) => Box::new(Worker::new(cfg)),
         Role::Coordinator(cfg) => Box::new(Coordinator::new(cfg)),
         Role::Resource(cfg) => Box::new(Resource::new(cfg)),
+        Role::Alt(alt) => alt.build(),
     }
 }

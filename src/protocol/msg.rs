@@ -144,6 +144,36 @@ pub enum Msg {
     /// The failover orchestrator (Sentinel, an election) makes a backup
     /// primary. Sent by the harness on a `failover` fault.
     Promote,
+    // worker or outbox dispatcher -> effect sink (email / payment provider)
+    /// Perform the irreversible effect of `op`; `idem_key` is the provider's
+    /// idempotency key (`None`: the caller sends none).
+    Effect {
+        req: ReqId,
+        key: Key,
+        op: OpId,
+        idem_key: Option<u64>,
+    },
+    /// `performed`: false when the provider recognised the key and did nothing.
+    EffectOk {
+        req: ReqId,
+        key: Key,
+        op: OpId,
+        performed: bool,
+    },
+    // outbox dispatcher <-> store
+    /// Mark `delivered` delivered (`OpId::INITIAL`: nothing), then ask for
+    /// the oldest undelivered outbox entry — one round trip, so an
+    /// acknowledgement can never arrive after the poll that follows it.
+    OutboxPoll {
+        req: ReqId,
+        delivered: OpId,
+    },
+    /// The oldest undelivered entry (`op` = `OpId::INITIAL`: none).
+    OutboxEntry {
+        req: ReqId,
+        key: Key,
+        op: OpId,
+    },
 }
 
 impl Msg {
@@ -170,6 +200,10 @@ impl Msg {
             Msg::QueryMax => "query_max",
             Msg::MaxIs { .. } => "max_is",
             Msg::Promote => "promote",
+            Msg::Effect { .. } => "effect",
+            Msg::EffectOk { .. } => "effect_ok",
+            Msg::OutboxPoll { .. } => "outbox_poll",
+            Msg::OutboxEntry { .. } => "outbox_entry",
         }
     }
 
@@ -196,6 +230,10 @@ impl Msg {
             Msg::QueryMax => 18,
             Msg::MaxIs { .. } => 19,
             Msg::Promote => 20,
+            Msg::Effect { .. } => 40,
+            Msg::EffectOk { .. } => 41,
+            Msg::OutboxPoll { .. } => 42,
+            Msg::OutboxEntry { .. } => 43,
         }
     }
 
@@ -207,7 +245,8 @@ impl Msg {
             | Msg::Accepted { .. }
             | Msg::QueryMax
             | Msg::MaxIs { .. }
-            | Msg::Promote => Key(0),
+            | Msg::Promote
+            | Msg::OutboxPoll { .. } => Key(0),
             Msg::Acquire { key, .. }
             | Msg::Release { key, .. }
             | Msg::Granted { key, .. }
@@ -222,7 +261,10 @@ impl Msg {
             | Msg::Renew { key, .. }
             | Msg::Renewed { key, .. }
             | Msg::RenewFailed { key, .. }
-            | Msg::Replicate { key, .. } => key,
+            | Msg::Replicate { key, .. }
+            | Msg::Effect { key, .. }
+            | Msg::EffectOk { key, .. }
+            | Msg::OutboxEntry { key, .. } => key,
         }
     }
 
@@ -307,6 +349,26 @@ impl Msg {
             Msg::Propose { gen } | Msg::MaxIs { gen } => [gen, 0, 0, 0, 0],
             Msg::Accepted { gen, ok } => [gen, ok as u64, 0, 0, 0],
             Msg::QueryMax | Msg::Promote => [0; 5],
+            Msg::Effect {
+                req,
+                key,
+                op,
+                idem_key,
+            } => [
+                req as u64,
+                key.0 as u64,
+                op.0,
+                idem_key.unwrap_or(0),
+                idem_key.is_some() as u64,
+            ],
+            Msg::EffectOk {
+                req,
+                key,
+                op,
+                performed,
+            } => [req as u64, key.0 as u64, op.0, performed as u64, 0],
+            Msg::OutboxPoll { req, delivered } => [req as u64, delivered.0, 0, 0, 0],
+            Msg::OutboxEntry { req, key, op } => [req as u64, key.0 as u64, op.0, 0, 0],
         }
     }
 }

@@ -16,6 +16,7 @@
 //! per acquisition, so it is built from the node id and an attempt counter
 //! that is persisted (synced) before it is used.
 
+use super::effects::EffectCall;
 use super::msg::{Key, Msg, OpId, ReqId, Token};
 use super::node::{Clocks, Durability, Effect, Input, Nanos, Node, NodeId, Observation, TimerId};
 
@@ -47,6 +48,9 @@ pub struct WorkerConfig {
     pub check_lease_before_write: bool,
     /// Heartbeat period while holding a lease (`None`: never renew).
     pub renew_every_ns: Option<Nanos>,
+    /// After the write is acknowledged, call an effect sink (still holding
+    /// the lease) before releasing — see [`super::effects`].
+    pub effect: Option<EffectCall>,
 }
 
 /// Op ids per worker: `index * OPS_PER_WORKER_MAX + n`, n in 1..=999.
@@ -71,6 +75,8 @@ enum Phase {
     /// Holding the read value; STEP fires when the update is computed.
     Working,
     Writing,
+    /// Waiting for the effect sink to answer (`effect` protocols).
+    Effecting,
     Releasing,
     Done,
 }
@@ -338,6 +344,17 @@ impl Worker {
             }
             (Phase::Writing, Msg::WriteOk { req, .. }) if self.answers(req) => {
                 self.settle(fx);
+                match self.cfg.effect {
+                    Some(call) => {
+                        self.phase = Phase::Effecting;
+                        let msg = call.request(self.take_req(), self.cfg.key, self.op);
+                        self.request(call.sink, msg, fx);
+                    }
+                    None => self.finish_op(fx),
+                }
+            }
+            (Phase::Effecting, Msg::EffectOk { req, .. }) if self.answers(req) => {
+                self.settle(fx);
                 self.finish_op(fx);
             }
             (Phase::Writing, Msg::WriteRejected { req, .. }) if self.answers(req) => {
@@ -358,8 +375,9 @@ impl Worker {
             return;
         };
         if retries < self.cfg.max_retries {
-            let to = match msg {
-                Msg::Acquire { .. } | Msg::Release { .. } => self.cfg.coordinator,
+            let to = match (msg, self.cfg.effect) {
+                (Msg::Acquire { .. } | Msg::Release { .. }, _) => self.cfg.coordinator,
+                (Msg::Effect { .. }, Some(call)) => call.sink,
                 _ => self.cfg.resource,
             };
             self.outstanding = Some((msg, retries + 1));
@@ -379,7 +397,7 @@ impl Worker {
                     after_ns: self.cfg.retry_ns,
                 });
             }
-            Phase::Reading | Phase::Writing => self.abandon(fx),
+            Phase::Reading | Phase::Writing | Phase::Effecting => self.abandon(fx),
             Phase::Releasing => self.next_op_after_think(fx),
             Phase::Idle | Phase::Backoff | Phase::Working | Phase::Done => {
                 unreachable!("request outstanding in phase {:?}", self.phase)
@@ -424,8 +442,12 @@ impl Worker {
                     self.write(fx);
                 }
             }
-            Phase::Acquiring | Phase::Reading | Phase::Writing | Phase::Releasing | Phase::Done => {
-            }
+            Phase::Acquiring
+            | Phase::Reading
+            | Phase::Writing
+            | Phase::Effecting
+            | Phase::Releasing
+            | Phase::Done => {}
         }
     }
 }
@@ -484,6 +506,7 @@ mod tests {
             token_on_reads: false,
             check_lease_before_write: false,
             renew_every_ns: None,
+            effect: None,
         }
     }
 

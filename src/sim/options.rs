@@ -176,6 +176,7 @@ impl Options {
                     Role::Coordinator(p.coordinator(first, (i - first.0 as usize) as u8))
                 }
                 Role::Resource(_) => Role::Resource(p.resource()),
+                Role::Alt(alt) => Role::Alt(alt),
             };
         }
     }
@@ -240,6 +241,7 @@ impl fmt::Display for Options {
                     format!("coordinator release {:?} tokens {}", c.release, c.tokens)
                 }
                 Role::Resource(check) => format!("resource check {check:?}"),
+                Role::Alt(alt) => alt.describe(),
             };
             let c = &node.clock;
             let clock = if *c == ClockSpec::default() {

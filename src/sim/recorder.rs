@@ -134,6 +134,24 @@ impl Recorder {
                     e.removed_grant_id = removed.and_then(|o| self.owner_grant.get(&o).copied());
                 }))
             }
+            Msg::Effect { op, idem_key, .. } => Some(ev(from, Kind::EffectSent, |e| {
+                e.key = key;
+                e.op_id = Some(op.0);
+                e.value = idem_key;
+            })),
+            // The provider's answer says what it did; it is the environment,
+            // like the resource whose write_ok records write_accepted.
+            Msg::EffectOk { op, performed, .. } => {
+                let kind = if performed {
+                    Kind::EffectPerformed
+                } else {
+                    Kind::EffectDeduplicated
+                };
+                Some(ev(from, kind, |e| {
+                    e.key = key;
+                    e.op_id = Some(op.0);
+                }))
+            }
             Msg::Busy { .. }
             | Msg::Renew { .. }
             | Msg::Replicate { .. }
@@ -141,7 +159,9 @@ impl Recorder {
             | Msg::Accepted { .. }
             | Msg::QueryMax
             | Msg::MaxIs { .. }
-            | Msg::Promote => None,
+            | Msg::Promote
+            | Msg::OutboxPoll { .. }
+            | Msg::OutboxEntry { .. } => None,
         }
     }
 
@@ -208,7 +228,11 @@ impl Recorder {
             | Msg::Accepted { .. }
             | Msg::QueryMax
             | Msg::MaxIs { .. }
-            | Msg::Promote => None,
+            | Msg::Promote
+            | Msg::Effect { .. }
+            | Msg::EffectOk { .. }
+            | Msg::OutboxPoll { .. }
+            | Msg::OutboxEntry { .. } => None,
         }
     }
 
