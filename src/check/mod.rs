@@ -3,13 +3,16 @@
 //! observed plus true time.
 //!
 //! Violations (each with evidence: the `seq` numbers of the records that
-//! prove it): `stale_write`, `lost_update`, `token_order`, `unsafe_release`.
+//! prove it): `stale_write`, `lost_update`, `token_order`, `unsafe_release`,
+//! `liveness`, `duplicate_effect`.
 //! Informational counters, never failures: `late_writes`, `stale_attempts`,
 //! `fence_rejected_total` (superseded generations) and
 //! `fence_rejected_same_generation` (retries, duplicates), ownership
-//! overlaps. Definitions live with each check: [`generations`], [`writes`],
-//! [`token_order`], [`release`], [`overlap`].
+//! overlaps, `wasted_work`. Definitions live with each check: [`generations`],
+//! [`writes`], [`token_order`], [`release`], [`overlap`], [`liveness`],
+//! [`effects`], [`work`].
 
+pub mod effects;
 pub mod generations;
 pub mod liveness;
 pub mod metrics;
@@ -17,6 +20,7 @@ pub mod overlap;
 pub mod release;
 pub mod store_claims;
 pub mod token_order;
+pub mod work;
 pub mod writes;
 
 use std::fmt;
@@ -30,10 +34,11 @@ pub enum ViolationKind {
     TokenOrder,
     UnsafeRelease,
     Liveness,
+    DuplicateEffect,
 }
 
 /// How many violation kinds there are (array sizes of per-kind counters).
-pub const VIOLATION_KINDS: usize = 5;
+pub const VIOLATION_KINDS: usize = 6;
 
 impl ViolationKind {
     pub const ALL: [ViolationKind; VIOLATION_KINDS] = [
@@ -42,6 +47,7 @@ impl ViolationKind {
         ViolationKind::TokenOrder,
         ViolationKind::UnsafeRelease,
         ViolationKind::Liveness,
+        ViolationKind::DuplicateEffect,
     ];
 
     pub fn name(self) -> &'static str {
@@ -51,6 +57,7 @@ impl ViolationKind {
             ViolationKind::TokenOrder => "token_order",
             ViolationKind::UnsafeRelease => "unsafe_release",
             ViolationKind::Liveness => "liveness",
+            ViolationKind::DuplicateEffect => "duplicate_effect",
         }
     }
 
@@ -70,6 +77,9 @@ impl ViolationKind {
             }
             ViolationKind::Liveness => {
                 "a live worker never finished its workload by the end of the run (stuck, no takeover)"
+            }
+            ViolationKind::DuplicateEffect => {
+                "an effect sink (email, payment) performed one operation's irreversible effect twice"
             }
         }
     }
@@ -110,6 +120,8 @@ pub struct Info {
     pub overlaps: u64,
     pub overlap_ns: u64,
     pub watch_notifications: u64,
+    /// Ops whose finished work was refused (see [`work`]).
+    pub wasted_work: u64,
 }
 
 /// Names a scenario can assert on, with how to read them.
@@ -124,11 +136,13 @@ pub const METRIC_NAMES: &[&str] = &[
     "renewal_failures",
     "lost_leases",
     "watch_notifications",
+    "wasted_work",
     "stale_write",
     "lost_update",
     "token_order",
     "unsafe_release",
     "liveness",
+    "duplicate_effect",
 ];
 
 /// Keep at most this many violations of a kind with full evidence; the
@@ -172,6 +186,7 @@ impl Report {
             "renewal_failures" => self.metrics.renewal_failures,
             "lost_leases" => self.metrics.lost_leases,
             "watch_notifications" => i.watch_notifications,
+            "wasted_work" => i.wasted_work,
             other => self.count(ViolationKind::from_name(other)?),
         })
     }
@@ -186,6 +201,8 @@ pub fn check(history: &History) -> Report {
     let mut overlap = overlap::Overlap::default();
     let mut measured = metrics::Metrics::default();
     let mut live = liveness::Liveness::default();
+    let mut effects = effects::Effects::default();
+    let mut work = work::Work::default();
     let mut report = Report::default();
     let mut found = Vec::new();
     let mut last_seq = None;
@@ -203,6 +220,8 @@ pub fn check(history: &History) -> Report {
         measured.observe(e);
         live.observe(history, e, &mut found);
         report.info.watch_notifications += (e.kind == crate::history::Kind::WatchNotified) as u64;
+        effects.observe(history, e, &mut found);
+        work.observe(e, &mut report.info);
         for v in found.drain(..) {
             let n = &mut report.counts[v.kind.index()];
             *n += 1;

@@ -117,8 +117,8 @@ pub fn cmd_validate(
             .any(|n| matches!(n.role, crate::protocol::Role::Server(_)));
         if server && impls.coordinator.is_some() {
             return Err(BadInput(format!(
-                "{}: protocol {} is client-decided (its lock server speaks its own API); \
-                 `validate --node coordinator=` covers lease-server protocols only (docs/validate.md)",
+                "{}: protocol {} is client-decided or one of the article's alternatives (its nodes \
+                 speak their own API); `validate --node coordinator=` covers lease-server protocols only (docs/validate.md)",
                 s.path.display(),
                 s.options.protocol.kind.id()
             ))

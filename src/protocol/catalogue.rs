@@ -22,6 +22,12 @@
 //! |----|-------------|--------------|-------|----------------|
 //! | zk-sequential | ZooKeeper lock recipe / Curator `InterProcessMutex` | sessions, ephemeral sequential znodes, watches | znode sequence | atomic CAS (`fence = false`: none) |
 //! | dynamodb-heartbeat | AWS DynamoDB Lock Client | lock table, conditional put on a record version number | none (`fence = true`: owner-change counter) | none (`fence = true`: atomic CAS) |
+//! | effect-naive | fenced-cas, then an email/payment call retried on timeout | CAD | durable counter | atomic CAS | + effect call, no key |
+//! | effect-idempotency-key | fenced-cas, then the call with the op id as idempotency key | CAD | durable counter | atomic CAS | + effect call, keyed |
+//! | single-db | one database owns lock and data: `SELECT … FOR UPDATE`, `UPDATE`, `COMMIT` | COMMIT | transaction ids | live transaction | unchanged, pointed at the db |
+//! | queue-claim | SQS-style claim / visibility timeout / delete, results keyed by job | delete | delivery numbers | first result per job | unchanged, pointed at the queue |
+//! | cache-lease | best-effort `SET NX PX` lease before a memcached `gets`/`cas` refresh | CAD | none | cas on the entry read | writes blindly |
+//! | effect-outbox | fenced-cas whose write also enqueues an outbox entry; one dispatcher delivers | CAD | durable counter | atomic CAS + outbox | sends token |
 
 use super::client::LockKind;
 use super::coordinator::{CoordinatorConfig, ReleaseStyle, Replication};
@@ -42,10 +48,16 @@ pub enum ProtocolKind {
     ConsensusGeneration,
     ZkSequential,
     DynamodbHeartbeat,
+    EffectNaive,
+    EffectIdempotencyKey,
+    EffectOutbox,
+    SingleDb,
+    QueueClaim,
+    CacheLease,
 }
 
 impl ProtocolKind {
-    pub const ALL: [ProtocolKind; 9] = [
+    pub const ALL: [ProtocolKind; 15] = [
         ProtocolKind::TtlLeaseDel,
         ProtocolKind::RedisSetNx,
         ProtocolKind::CheckBeforeWrite,
@@ -55,6 +67,12 @@ impl ProtocolKind {
         ProtocolKind::ConsensusGeneration,
         ProtocolKind::ZkSequential,
         ProtocolKind::DynamodbHeartbeat,
+        ProtocolKind::EffectNaive,
+        ProtocolKind::EffectIdempotencyKey,
+        ProtocolKind::EffectOutbox,
+        ProtocolKind::SingleDb,
+        ProtocolKind::QueueClaim,
+        ProtocolKind::CacheLease,
     ];
 
     pub fn id(self) -> &'static str {
@@ -68,6 +86,12 @@ impl ProtocolKind {
             ProtocolKind::ConsensusGeneration => "consensus-generation",
             ProtocolKind::ZkSequential => "zk-sequential",
             ProtocolKind::DynamodbHeartbeat => "dynamodb-heartbeat",
+            ProtocolKind::EffectNaive => "effect-naive",
+            ProtocolKind::EffectIdempotencyKey => "effect-idempotency-key",
+            ProtocolKind::EffectOutbox => "effect-outbox",
+            ProtocolKind::SingleDb => "single-db",
+            ProtocolKind::QueueClaim => "queue-claim",
+            ProtocolKind::CacheLease => "cache-lease",
         }
     }
 
@@ -104,6 +128,24 @@ impl ProtocolKind {
             ProtocolKind::DynamodbHeartbeat => {
                 "DynamoDB lock client: RVN heartbeat; waiter takes over after a lease of no change; no fence"
             }
+            ProtocolKind::EffectNaive => {
+                "fenced update, then the holder calls an email/payment provider, retrying on timeout"
+            }
+            ProtocolKind::EffectIdempotencyKey => {
+                "fenced update, then the provider call carries an idempotency key it dedups on"
+            }
+            ProtocolKind::EffectOutbox => {
+                "effect enqueued in the same fenced write; one dispatcher delivers with the entry id as key"
+            }
+            ProtocolKind::SingleDb => {
+                "no coordinator: one database owns lock and data (row lock, UPDATE + COMMIT in one transaction)"
+            }
+            ProtocolKind::QueueClaim => {
+                "durable queue claim / visibility timeout / ack; a redelivered job is done twice, stored once"
+            }
+            ProtocolKind::CacheLease => {
+                "best-effort lease before a cache refresh that is a gets/cas: duplicates only waste work"
+            }
         }
     }
 
@@ -135,6 +177,24 @@ impl ProtocolKind {
             ProtocolKind::DynamodbHeartbeat => {
                 "github.com/awslabs/amazon-dynamodb-lock-client; AWS blog 'Building Distributed Locks with the DynamoDB Lock Client'"
             }
+            ProtocolKind::EffectNaive => {
+                "the article: 'You cannot fence an email after it was sent'"
+            }
+            ProtocolKind::EffectIdempotencyKey => {
+                "the article ('use the provider's idempotency facility'); Stripe Idempotency-Key"
+            }
+            ProtocolKind::EffectOutbox => {
+                "the article ('record an outbox entry transactionally'); Richardson, transactional outbox"
+            }
+            ProtocolKind::SingleDb => {
+                "the article's alternatives table; PostgreSQL SELECT FOR UPDATE, idle_in_transaction_session_timeout"
+            }
+            ProtocolKind::QueueClaim => {
+                "the article's alternatives table; Amazon SQS visibility timeout and DeleteMessage"
+            }
+            ProtocolKind::CacheLease => {
+                "the article's alternatives table ('duplicate cache refresh is only wasted work'); memcached cas"
+            }
         }
     }
 
@@ -146,6 +206,9 @@ impl ProtocolKind {
                 | ProtocolKind::IncrBesideLease
                 | ProtocolKind::ConsensusGeneration
                 | ProtocolKind::ZkSequential
+                | ProtocolKind::EffectNaive
+                | ProtocolKind::EffectIdempotencyKey
+                | ProtocolKind::EffectOutbox
         )
     }
 
@@ -162,7 +225,21 @@ impl ProtocolKind {
     pub fn has_native_token(self) -> bool {
         matches!(
             self,
-            ProtocolKind::ZkSequential | ProtocolKind::DynamodbHeartbeat
+            ProtocolKind::ZkSequential
+                | ProtocolKind::DynamodbHeartbeat
+                | ProtocolKind::EffectNaive
+                | ProtocolKind::EffectIdempotencyKey
+                | ProtocolKind::EffectOutbox
+        )
+    }
+
+    /// Protocols that deliver an irreversible effect through `sink/0`.
+    pub fn has_effect_sink(self) -> bool {
+        matches!(
+            self,
+            ProtocolKind::EffectNaive
+                | ProtocolKind::EffectIdempotencyKey
+                | ProtocolKind::EffectOutbox
         )
     }
 
@@ -171,6 +248,7 @@ impl ProtocolKind {
         match self {
             ProtocolKind::IncrBesideLease => 2,
             ProtocolKind::ConsensusGeneration => 3,
+            ProtocolKind::SingleDb | ProtocolKind::QueueClaim => 0,
             _ => 1,
         }
     }
@@ -304,11 +382,11 @@ impl ProtocolConfig {
     }
 
     pub fn worker_sends_token(&self) -> bool {
-        self.fenced()
+        self.fenced() || matches!(self.kind, ProtocolKind::SingleDb | ProtocolKind::QueueClaim)
     }
 
     pub fn worker_token_on_reads(&self) -> bool {
-        self.fenced() && self.fence_reads
+        self.fenced() && self.fence_reads || self.kind == ProtocolKind::SingleDb
     }
 
     pub fn worker_checks_lease(&self) -> bool {

@@ -5,13 +5,18 @@
 //! The simulator, tests and external drivers all drive these nodes through
 //! the one [`Node`] trait.
 
+pub mod alt_role;
+pub mod cache_lease;
 pub mod catalogue;
 pub mod client;
 pub mod coordinator;
 pub mod dynamodb;
+pub mod effects;
 pub mod msg;
 pub mod node;
+pub mod queue_claim;
 pub mod resource;
+pub mod single_db;
 pub mod worker;
 pub mod zookeeper;
 
@@ -34,6 +39,8 @@ pub enum Role {
     /// The lock service of a real-system protocol, at a coordinator's
     /// address (`coord/<i>`): the clients decide, the server only answers.
     Server(ServerConfig),
+    /// Effect sinks, outboxes and the article's alternatives (see [`alt_role`]).
+    Alt(alt_role::AltRole),
 }
 
 /// The real-system lock services.
@@ -59,5 +66,6 @@ pub fn build(role: &Role) -> Box<dyn Node> {
         Role::Resource(cfg) => Box::new(Resource::new(cfg)),
         Role::Server(ServerConfig::ZooKeeper(cfg)) => Box::new(ZkServer::new(cfg)),
         Role::Server(ServerConfig::DynamoDb) => Box::new(LockTable::new()),
+        Role::Alt(alt) => alt.build(),
     }
 }

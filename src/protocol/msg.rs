@@ -257,6 +257,36 @@ pub enum Msg {
         key: Key,
         ok: bool,
     },
+    // worker or outbox dispatcher -> effect sink (email / payment provider)
+    /// Perform the irreversible effect of `op`; `idem_key` is the provider's
+    /// idempotency key (`None`: the caller sends none).
+    Effect {
+        req: ReqId,
+        key: Key,
+        op: OpId,
+        idem_key: Option<u64>,
+    },
+    /// `performed`: false when the provider recognised the key and did nothing.
+    EffectOk {
+        req: ReqId,
+        key: Key,
+        op: OpId,
+        performed: bool,
+    },
+    // outbox dispatcher <-> store
+    /// Mark `delivered` delivered (`OpId::INITIAL`: nothing), then ask for
+    /// the oldest undelivered outbox entry — one round trip, so an
+    /// acknowledgement can never arrive after the poll that follows it.
+    OutboxPoll {
+        req: ReqId,
+        delivered: OpId,
+    },
+    /// The oldest undelivered entry (`op` = `OpId::INITIAL`: none).
+    OutboxEntry {
+        req: ReqId,
+        key: Key,
+        op: OpId,
+    },
 }
 
 impl Msg {
@@ -300,6 +330,10 @@ impl Msg {
             Msg::DdbPutResult { .. } => "ddb_put_result",
             Msg::DdbDelete { .. } => "ddb_delete",
             Msg::DdbDeleted { .. } => "ddb_deleted",
+            Msg::Effect { .. } => "effect",
+            Msg::EffectOk { .. } => "effect_ok",
+            Msg::OutboxPoll { .. } => "outbox_poll",
+            Msg::OutboxEntry { .. } => "outbox_entry",
         }
     }
 
@@ -343,6 +377,10 @@ impl Msg {
             Msg::DdbPutResult { .. } => 35,
             Msg::DdbDelete { .. } => 36,
             Msg::DdbDeleted { .. } => 37,
+            Msg::Effect { .. } => 40,
+            Msg::EffectOk { .. } => 41,
+            Msg::OutboxPoll { .. } => 42,
+            Msg::OutboxEntry { .. } => 43,
         }
     }
 
@@ -354,7 +392,8 @@ impl Msg {
             | Msg::Accepted { .. }
             | Msg::QueryMax
             | Msg::MaxIs { .. }
-            | Msg::Promote => Key(0),
+            | Msg::Promote
+            | Msg::OutboxPoll { .. } => Key(0),
             Msg::Acquire { key, .. }
             | Msg::Release { key, .. }
             | Msg::Granted { key, .. }
@@ -386,7 +425,10 @@ impl Msg {
             | Msg::DdbPut { key, .. }
             | Msg::DdbPutResult { key, .. }
             | Msg::DdbDelete { key, .. }
-            | Msg::DdbDeleted { key, .. } => key,
+            | Msg::DdbDeleted { key, .. }
+            | Msg::Effect { key, .. }
+            | Msg::EffectOk { key, .. }
+            | Msg::OutboxEntry { key, .. } => key,
         }
     }
 
@@ -566,6 +608,26 @@ impl Msg {
                 fence,
             } => [req as u64, key.0 as u64, ok as u64, fence, 0],
             Msg::DdbDeleted { req, key, ok } => [req as u64, key.0 as u64, ok as u64, 0, 0],
+            Msg::Effect {
+                req,
+                key,
+                op,
+                idem_key,
+            } => [
+                req as u64,
+                key.0 as u64,
+                op.0,
+                idem_key.unwrap_or(0),
+                idem_key.is_some() as u64,
+            ],
+            Msg::EffectOk {
+                req,
+                key,
+                op,
+                performed,
+            } => [req as u64, key.0 as u64, op.0, performed as u64, 0],
+            Msg::OutboxPoll { req, delivered } => [req as u64, delivered.0, 0, 0, 0],
+            Msg::OutboxEntry { req, key, op } => [req as u64, key.0 as u64, op.0, 0, 0],
         }
     }
 }

@@ -22,6 +22,7 @@
 //! workload around it is this one loop for every protocol.
 
 use super::client::{ClientBase, LockClient, LockEvent, LockKind, CLIENT_TIMER_BASE};
+use super::effects::EffectCall;
 use super::msg::{Key, Msg, OpId, ReqId, Token};
 use super::node::{Clocks, Durability, Effect, Input, Nanos, Node, NodeId, Observation, TimerId};
 
@@ -55,6 +56,9 @@ pub struct WorkerConfig {
     pub renew_every_ns: Option<Nanos>,
     /// Who decides that the worker holds the lock.
     pub lock: LockKind,
+    /// After the write is acknowledged, call an effect sink (still holding
+    /// the lease) before releasing — see [`super::effects`].
+    pub effect: Option<EffectCall>,
 }
 
 /// Op ids per worker: `index * OPS_PER_WORKER_MAX + n`, n in 1..=999.
@@ -79,6 +83,8 @@ enum Phase {
     /// Holding the read value; STEP fires when the update is computed.
     Working,
     Writing,
+    /// Waiting for the effect sink to answer (`effect` protocols).
+    Effecting,
     Releasing,
     Done,
 }
@@ -417,6 +423,17 @@ impl Worker {
             }
             (Phase::Writing, Msg::WriteOk { req, .. }) if self.answers(req) => {
                 self.settle(fx);
+                match self.cfg.effect {
+                    Some(call) => {
+                        self.phase = Phase::Effecting;
+                        let msg = call.request(self.take_req(), self.cfg.key, self.op);
+                        self.request(call.sink, msg, fx);
+                    }
+                    None => self.finish_op(clocks, fx),
+                }
+            }
+            (Phase::Effecting, Msg::EffectOk { req, .. }) if self.answers(req) => {
+                self.settle(fx);
                 self.finish_op(clocks, fx);
             }
             (Phase::Writing, Msg::WriteRejected { req, .. }) if self.answers(req) => {
@@ -437,8 +454,9 @@ impl Worker {
             return;
         };
         if retries < self.cfg.max_retries {
-            let to = match msg {
-                Msg::Acquire { .. } | Msg::Release { .. } => self.cfg.coordinator,
+            let to = match (msg, self.cfg.effect) {
+                (Msg::Acquire { .. } | Msg::Release { .. }, _) => self.cfg.coordinator,
+                (Msg::Effect { .. }, Some(call)) => call.sink,
                 _ => self.cfg.resource,
             };
             self.outstanding = Some((msg, retries + 1));
@@ -458,7 +476,7 @@ impl Worker {
                     after_ns: self.cfg.retry_ns,
                 });
             }
-            Phase::Reading | Phase::Writing => self.abandon(clocks, fx),
+            Phase::Reading | Phase::Writing | Phase::Effecting => self.abandon(clocks, fx),
             Phase::Releasing => self.next_op_after_think(fx),
             Phase::Idle | Phase::Backoff | Phase::Working | Phase::Done => {
                 unreachable!("request outstanding in phase {:?}", self.phase)
@@ -503,8 +521,12 @@ impl Worker {
                     self.write(fx);
                 }
             }
-            Phase::Acquiring | Phase::Reading | Phase::Writing | Phase::Releasing | Phase::Done => {
-            }
+            Phase::Acquiring
+            | Phase::Reading
+            | Phase::Writing
+            | Phase::Effecting
+            | Phase::Releasing
+            | Phase::Done => {}
         }
     }
 }
@@ -570,6 +592,7 @@ mod tests {
             check_lease_before_write: false,
             renew_every_ns: None,
             lock: LockKind::Lease,
+            effect: None,
         }
     }
 

@@ -93,6 +93,8 @@ impl MsgClass {
             Msg::ReadRejected { .. } | Msg::WriteRejected { .. } => MsgClass::Rejected,
             Msg::Renew { .. } | Msg::Renewed { .. } => MsgClass::Grant,
             Msg::RenewFailed { .. } => MsgClass::Rejected,
+            Msg::Effect { .. } | Msg::EffectOk { .. } => MsgClass::Write,
+            Msg::OutboxPoll { .. } | Msg::OutboxEntry { .. } => MsgClass::Read,
             Msg::Replicate { .. }
             | Msg::Propose { .. }
             | Msg::Accepted { .. }
@@ -338,6 +340,9 @@ fn mark(e: &Event) -> Option<(MarkKind, String)> {
         Kind::Failover => labelled("promoted (failover)".to_string()),
         Kind::AcquireSent | Kind::RenewOk | Kind::WatchNotified => None,
         Kind::Unfinished => labelled("unfinished".to_string()),
+        Kind::EffectSent => labelled(format!("effect {op}")),
+        Kind::EffectPerformed => Some((MarkKind::Accepted, format!("✉ effect {op} performed"))),
+        Kind::EffectDeduplicated => labelled(format!("effect {op} deduplicated")),
         Kind::GrantReceived
         | Kind::ReadSent
         | Kind::ReadServed

@@ -73,6 +73,9 @@ fn cell(e: &Event) -> Option<String> {
         Kind::RenewFailed => format!("renew {} refused", g(e.grant_id)),
         Kind::LeaseLost => format!("lost lease {}", g(e.grant_id)),
         Kind::Failover => "promoted (failover)".to_string(),
+        Kind::EffectSent => format!("effect {op}"),
+        Kind::EffectPerformed => format!("✉ effect {op} performed"),
+        Kind::EffectDeduplicated => format!("effect {op} deduplicated"),
         Kind::ReadSent
         | Kind::ReadServed
         | Kind::WriteAcked

@@ -16,7 +16,7 @@ use crate::check::{ViolationKind, METRIC_NAMES};
 use crate::history::Kind;
 use crate::protocol::client::LockKind;
 use crate::protocol::worker::{WorkerConfig, OPS_PER_WORKER_MAX};
-use crate::protocol::{Key, NodeId, ProtocolConfig, ProtocolKind, Role};
+use crate::protocol::{alt_role, Key, NodeId, ProtocolConfig, ProtocolKind, Role};
 use crate::sim::{ClockSpec, Fault, NetworkOptions, NodeSpec, Options, RandomFaults, When};
 
 const MS: u64 = 1_000_000;
@@ -122,6 +122,13 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
     }
     let resource = NodeId(ctx.names.len() as u16);
     ctx.names.push("resource/0".into());
+    let layout = alt_role::layout(
+        &protocol,
+        resource,
+        *raw.workload.request_timeout_ms.get_ref() * MS,
+    );
+    ctx.names
+        .extend(layout.extra.iter().map(|(name, _)| name.clone()));
     if ctx.names.len() > 64 {
         return Err(ctx.err(raw.workers.span(), "at most 62 workers are supported"));
     }
@@ -139,7 +146,7 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
             id: NodeId(i as u16),
             index: i as u16 + 1,
             key: Key(0),
-            coordinator: NodeId::COORD_GROUP,
+            coordinator: layout.worker_coordinator.unwrap_or(NodeId::COORD_GROUP),
             resource,
             start_ns: w.start_ms * MS,
             ops: *w.ops.get_ref(),
@@ -154,6 +161,7 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
             check_lease_before_write: false,
             renew_every_ns: None,
             lock: LockKind::Lease,
+            effect: layout.worker_effect,
         };
         nodes.push(NodeSpec {
             name: ctx.names[i].clone(),
@@ -170,9 +178,18 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
     }
     nodes.push(NodeSpec {
         name: "resource/0".into(),
-        role: Role::Resource(protocol.resource()),
+        role: layout
+            .resource
+            .unwrap_or(Role::Resource(protocol.resource())),
         clock: ClockSpec::default(),
     });
+    for (name, role) in layout.extra {
+        nodes.push(NodeSpec {
+            name,
+            role,
+            clock: ClockSpec::default(),
+        });
+    }
 
     for (name, clock) in &raw.clock {
         let id = ctx.node(&Spanned::new(clock.span(), name.clone()))?;
@@ -308,6 +325,7 @@ fn resolve_protocol(ctx: &Ctx, raw: &ScenarioFile) -> Result<ProtocolConfig, Sce
         let allowed = match kind {
             ProtocolKind::FencedCas | ProtocolKind::FencedCheckThenWrite => 1..=1,
             ProtocolKind::IncrBesideLease => 2..=8,
+            ProtocolKind::SingleDb | ProtocolKind::QueueClaim => 0..=0,
             _ => 1..=8,
         };
         if !allowed.contains(&n) {

@@ -177,6 +177,7 @@ impl Options {
                     p.server_role(first, (i - first.0 as usize) as u8)
                 }
                 Role::Resource(_) => Role::Resource(p.resource()),
+                Role::Alt(alt) => Role::Alt(alt),
             };
         }
     }
@@ -265,6 +266,7 @@ impl fmt::Display for Options {
                     format!("resource check {check}{fence}")
                 }
                 Role::Server(server) => format!("lock server {server:?}"),
+                Role::Alt(alt) => alt.describe(),
             };
             let c = &node.clock;
             let clock = if *c == ClockSpec::default() {

@@ -147,6 +147,24 @@ impl Recorder {
                     e.grant_id = self.owner_grant.get(&session).copied();
                 }))
             }
+            Msg::Effect { op, idem_key, .. } => Some(ev(from, Kind::EffectSent, |e| {
+                e.key = key;
+                e.op_id = Some(op.0);
+                e.value = idem_key;
+            })),
+            // The provider's answer says what it did; it is the environment,
+            // like the resource whose write_ok records write_accepted.
+            Msg::EffectOk { op, performed, .. } => {
+                let kind = if performed {
+                    Kind::EffectPerformed
+                } else {
+                    Kind::EffectDeduplicated
+                };
+                Some(ev(from, kind, |e| {
+                    e.key = key;
+                    e.op_id = Some(op.0);
+                }))
+            }
             Msg::Busy { .. }
             | Msg::Renew { .. }
             | Msg::Replicate { .. }
@@ -168,7 +186,9 @@ impl Recorder {
             | Msg::DdbItem { .. }
             | Msg::DdbPut { .. }
             | Msg::DdbPutResult { .. }
-            | Msg::DdbDeleted { .. } => None,
+            | Msg::DdbDeleted { .. }
+            | Msg::OutboxPoll { .. }
+            | Msg::OutboxEntry { .. } => None,
         }
     }
 
@@ -252,7 +272,11 @@ impl Recorder {
             | Msg::DdbPut { .. }
             | Msg::DdbPutResult { .. }
             | Msg::DdbDelete { .. }
-            | Msg::DdbDeleted { .. } => None,
+            | Msg::DdbDeleted { .. }
+            | Msg::Effect { .. }
+            | Msg::EffectOk { .. }
+            | Msg::OutboxPoll { .. }
+            | Msg::OutboxEntry { .. } => None,
         }
     }
 

@@ -277,6 +277,18 @@ pub fn fmt_msg(msg: &Msg) -> String {
         | Msg::DdbPutResult { .. }
         | Msg::DdbDelete { .. }
         | Msg::DdbDeleted { .. } => fmt_words(msg),
+        Msg::Effect {
+            req, op, idem_key, ..
+        } => format!(
+            "req={req} op={} idempotency_key={}",
+            op.0,
+            idem_key.map_or("-".to_string(), |k| k.to_string())
+        ),
+        Msg::EffectOk {
+            req, op, performed, ..
+        } => format!("req={req} op={} performed={performed}", op.0),
+        Msg::OutboxPoll { req, delivered } => format!("req={req} delivered={}", delivered.0),
+        Msg::OutboxEntry { req, op, .. } => format!("req={req} op={}", op.0),
     };
     format!("{} {body}", msg.name())
 }

@@ -50,8 +50,9 @@ impl Implementations {
             Role::Coordinator(_) => self.coordinator.as_deref(),
             Role::Resource(_) => self.resource.as_deref(),
             Role::Worker(_) => self.worker.as_deref(),
-            // Client-decided lock servers are not on the wire (refused by the CLI).
-            Role::Server(_) => None,
+            // Client-decided lock servers and the alternatives' nodes are not
+            // on the wire (refused by the CLI).
+            Role::Server(_) | Role::Alt(_) => None,
         }
     }
 
@@ -117,7 +118,7 @@ pub fn role_config(dir: &Directory, role: &Role) -> (&'static str, Value) {
             }),
         ),
         // Never spawned (`command_for` gives none); named for completeness.
-        Role::Server(_) => ("server", json!({})),
+        Role::Server(_) | Role::Alt(_) => ("server", json!({})),
     }
 }
 

@@ -85,7 +85,12 @@ pub fn unsupported(opts: &Options) -> Option<String> {
             }
             Role::Resource(r) if r.volatile_fence => return Some("a volatile fence".into()),
             Role::Server(_) => {
-                return Some("client-decided lock servers (zk-sequential, dynamodb-heartbeat)".into())
+                return Some(
+                    "client-decided lock servers (zk-sequential, dynamodb-heartbeat)".into(),
+                )
+            }
+            Role::Alt(_) => {
+                return Some("effect sinks, outboxes and the article's alternatives".into())
             }
             Role::Resource(r) if matches!(r.check, FenceCheck::CheckThenWrite { .. }) => {
                 return Some("the check-then-write store".into())
@@ -599,7 +604,7 @@ fn spawn_node(ctx: &Ctx, id: NodeId, role: Role) -> NodeHandle {
             Role::Worker(cfg) => Box::pin(worker(c, id, cfg)),
             Role::Coordinator(cfg) => Box::pin(coordinator(c, id, cfg)),
             Role::Resource(cfg) => Box::pin(resource(c, id, cfg.check)),
-            Role::Server(_) => unreachable!("refused up front by unsupported()"),
+            Role::Server(_) | Role::Alt(_) => unreachable!("refused up front by unsupported()"),
         }
     };
     Handle::current()

@@ -1,0 +1,29 @@
+//! wasted_work (informational, never a failure): operations that did their
+//! work and then had its result refused — a duplicate job result, a cache
+//! fill that lost its compare-and-set, a stale holder's fenced-off update.
+//! Counted once per op, at its first `write_rejected`. Under a queue or a
+//! best-effort cache lease this is the whole cost of a duplicate: the work
+//! was done twice, the data was stored once.
+
+use std::collections::BTreeSet;
+
+use super::Info;
+use crate::history::{Event, Kind};
+
+#[derive(Default)]
+pub struct Work {
+    wasted_ops: BTreeSet<u64>,
+}
+
+impl Work {
+    pub fn observe(&mut self, e: &Event, info: &mut Info) {
+        if e.kind != Kind::WriteRejected {
+            return;
+        }
+        if let Some(op) = e.op_id {
+            if self.wasted_ops.insert(op) {
+                info.wasted_work += 1;
+            }
+        }
+    }
+}

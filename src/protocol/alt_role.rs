@@ -1,0 +1,126 @@
+//! Roles beyond the lock domain's worker / coordinator / resource: the
+//! effect sink and outbox nodes, and the article's alternatives to a
+//! distributed lock. One enum so the shared `Role` gains a single variant.
+
+use super::cache_lease::CasCache;
+use super::catalogue::{ProtocolConfig, ProtocolKind};
+use super::effects::{Dispatcher, DispatcherConfig, EffectCall, OutboxStore, Sink};
+use super::node::{Nanos, Node, NodeId};
+use super::queue_claim::{Queue, QueueConfig};
+use super::resource::ResourceConfig;
+use super::single_db::{Db, DbConfig};
+use super::Role;
+
+/// How often the outbox dispatcher polls an empty outbox.
+pub const OUTBOX_POLL_NS: Nanos = 100_000_000;
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum AltRole {
+    /// An email / payment provider that cannot check tokens (`sink/0`).
+    Sink,
+    /// The fenced document store with a transactional outbox (`resource/0`).
+    OutboxStore(ResourceConfig),
+    /// The single outbox dispatcher (`dispatcher/0`).
+    Dispatcher(DispatcherConfig),
+    /// One database owning lock and data (`resource/0`, no coordinator).
+    Db(DbConfig),
+    /// A durable job queue with claims and results (`resource/0`, no coordinator).
+    Queue(QueueConfig),
+    /// A cache whose refresh is a gets/cas (`resource/0`).
+    CasCache,
+}
+
+impl AltRole {
+    pub fn build(&self) -> Box<dyn Node> {
+        match *self {
+            AltRole::Sink => Box::new(Sink::new()),
+            AltRole::OutboxStore(cfg) => Box::new(OutboxStore::new(cfg)),
+            AltRole::Dispatcher(cfg) => Box::new(Dispatcher::new(cfg)),
+            AltRole::Db(cfg) => Box::new(Db::new(cfg)),
+            AltRole::Queue(cfg) => Box::new(Queue::new(cfg)),
+            AltRole::CasCache => Box::new(CasCache::new()),
+        }
+    }
+
+    /// A short description for the resolved-options block.
+    pub fn describe(&self) -> String {
+        match self {
+            AltRole::Sink => "effect sink (performs every request; dedups idempotency keys)".into(),
+            AltRole::OutboxStore(cfg) => format!("resource check {cfg:?} + transactional outbox"),
+            AltRole::Dispatcher(cfg) => format!(
+                "outbox dispatcher poll {}ms timeout {}ms",
+                cfg.poll_ns / 1_000_000,
+                cfg.request_timeout_ns / 1_000_000
+            ),
+            AltRole::Db(cfg) => format!(
+                "database: row locks + data, transaction timeout {}ms",
+                cfg.txn_timeout_ns / 1_000_000
+            ),
+            AltRole::Queue(cfg) => format!(
+                "job queue: claims, visibility timeout {}ms, results keyed by job",
+                cfg.visibility_timeout_ns / 1_000_000
+            ),
+            AltRole::CasCache => "cache: gets/cas refresh, no fence".into(),
+        }
+    }
+}
+
+/// What a protocol changes in the standard node layout (workers, `coord/*`,
+/// `resource/0`): nodes added after `resource/0` (ids follow on), the role
+/// `resource/0` takes instead of the plain store, and how workers call the
+/// effect sink.
+#[derive(Debug, Default)]
+pub struct Layout {
+    pub extra: Vec<(String, Role)>,
+    pub resource: Option<Role>,
+    pub worker_effect: Option<EffectCall>,
+    /// Where workers send acquire/release, when not the coordinator group.
+    pub worker_coordinator: Option<NodeId>,
+}
+
+pub fn layout(p: &ProtocolConfig, resource: NodeId, request_timeout_ns: Nanos) -> Layout {
+    let mut out = Layout::default();
+    let ttl_ns = p.lease_ttl_ns;
+    match p.kind {
+        ProtocolKind::SingleDb => {
+            out.resource = Some(Role::Alt(AltRole::Db(DbConfig {
+                txn_timeout_ns: ttl_ns,
+            })));
+            out.worker_coordinator = Some(resource);
+        }
+        ProtocolKind::QueueClaim => {
+            out.resource = Some(Role::Alt(AltRole::Queue(QueueConfig {
+                visibility_timeout_ns: ttl_ns,
+            })));
+            out.worker_coordinator = Some(resource);
+        }
+        ProtocolKind::CacheLease => out.resource = Some(Role::Alt(AltRole::CasCache)),
+        _ => {}
+    }
+    if !p.kind.has_effect_sink() {
+        return out;
+    }
+    let sink = NodeId(resource.0 + 1);
+    out.extra.push(("sink/0".into(), Role::Alt(AltRole::Sink)));
+    match p.kind {
+        ProtocolKind::EffectOutbox => {
+            out.resource = Some(Role::Alt(AltRole::OutboxStore(p.resource())));
+            out.extra.push((
+                "dispatcher/0".into(),
+                Role::Alt(AltRole::Dispatcher(DispatcherConfig {
+                    store: resource,
+                    sink,
+                    poll_ns: OUTBOX_POLL_NS,
+                    request_timeout_ns,
+                })),
+            ));
+        }
+        kind => {
+            out.worker_effect = Some(EffectCall {
+                sink,
+                idempotency_key: kind == ProtocolKind::EffectIdempotencyKey,
+            });
+        }
+    }
+    out
+}
