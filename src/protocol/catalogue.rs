@@ -11,6 +11,7 @@
 //! | fenced-cas | coordinator counter + the article's `UPDATE … WHERE fencing_token < $2` | CAD | durable counter | atomic CAS | sends token |
 //! | fenced-check-then-write | the article's "subtly broken" read-fence-then-write | CAD | durable counter | check, then write later | sends token |
 //! | incr-beside-lease | Redis lease + `INCR lock:counter` on an async-replicated primary | CAD | async-replicated counter | atomic CAS | sends token |
+//! | object-store-cas | a lease plus a conditional object write (If-Match / generation match) | CAD | none | generation read == current | sends what it read |
 //! | consensus-generation | Chubby sequencer: generation committed on a majority (Burrows, OSDI '06) | CAD | quorum | atomic CAS | sends token |
 //!
 //! The real-system protocols below are *client-decided*: a library in the
@@ -54,10 +55,11 @@ pub enum ProtocolKind {
     SingleDb,
     QueueClaim,
     CacheLease,
+    ObjectStoreCas,
 }
 
 impl ProtocolKind {
-    pub const ALL: [ProtocolKind; 15] = [
+    pub const ALL: [ProtocolKind; 16] = [
         ProtocolKind::TtlLeaseDel,
         ProtocolKind::RedisSetNx,
         ProtocolKind::CheckBeforeWrite,
@@ -73,6 +75,7 @@ impl ProtocolKind {
         ProtocolKind::SingleDb,
         ProtocolKind::QueueClaim,
         ProtocolKind::CacheLease,
+        ProtocolKind::ObjectStoreCas,
     ];
 
     pub fn id(self) -> &'static str {
@@ -92,6 +95,7 @@ impl ProtocolKind {
             ProtocolKind::SingleDb => "single-db",
             ProtocolKind::QueueClaim => "queue-claim",
             ProtocolKind::CacheLease => "cache-lease",
+            ProtocolKind::ObjectStoreCas => "object-store-cas",
         }
     }
 
@@ -146,6 +150,9 @@ impl ProtocolKind {
             ProtocolKind::CacheLease => {
                 "best-effort lease before a cache refresh that is a gets/cas: duplicates only waste work"
             }
+            ProtocolKind::ObjectStoreCas => {
+                "lease + conditional object write: the write carries the generation it read (If-Match)"
+            }
         }
     }
 
@@ -194,6 +201,9 @@ impl ProtocolKind {
             }
             ProtocolKind::CacheLease => {
                 "the article's alternatives table ('duplicate cache refresh is only wasted work'); memcached cas"
+            }
+            ProtocolKind::ObjectStoreCas => {
+                "the article ('use its conditional-write primitive'); GCS x-goog-if-generation-match, S3 If-Match"
             }
         }
     }
@@ -366,6 +376,7 @@ impl ProtocolConfig {
 
     pub fn resource(&self) -> ResourceConfig {
         let check = match self.kind {
+            ProtocolKind::ObjectStoreCas => FenceCheck::GenerationMatch,
             ProtocolKind::FencedCheckThenWrite => FenceCheck::CheckThenWrite {
                 step_ns: self.check_to_write_ns,
             },
@@ -391,5 +402,10 @@ impl ProtocolConfig {
 
     pub fn worker_checks_lease(&self) -> bool {
         self.kind == ProtocolKind::CheckBeforeWrite
+    }
+
+    /// The write carries the object generation its read returned (If-Match).
+    pub fn worker_writes_if_match(&self) -> bool {
+        self.kind == ProtocolKind::ObjectStoreCas
     }
 }

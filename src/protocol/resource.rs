@@ -42,6 +42,10 @@ pub enum FenceCheck {
     Cas { strict: bool, fence_reads: bool },
     /// Compare, then write `step_ns` later without re-checking.
     CheckThenWrite { step_ns: u64 },
+    /// An object store's conditional write: accepted only if the write's
+    /// `token` names the object generation stored now (If-Match). The
+    /// generation is the op id of the current value (unique per write).
+    GenerationMatch,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -236,6 +240,21 @@ impl Resource {
                     "accepted a token below the fence"
                 );
                 row.write_fence = t;
+                row.value = value.0;
+                Some((Msg::WriteOk { req, key, op }, true))
+            }
+            FenceCheck::GenerationMatch => {
+                if token != Some(Token(row.value)) {
+                    return Some((
+                        Msg::WriteRejected {
+                            req,
+                            key,
+                            op,
+                            fence: Token(row.value),
+                        },
+                        false,
+                    ));
+                }
                 row.value = value.0;
                 Some((Msg::WriteOk { req, key, op }, true))
             }

@@ -54,6 +54,9 @@ pub struct WorkerConfig {
     pub check_lease_before_write: bool,
     /// Heartbeat period while holding a lease (`None`: never renew).
     pub renew_every_ns: Option<Nanos>,
+    /// Send, as the write's token, the object generation the read returned
+    /// (an If-Match conditional write, object-store-cas).
+    pub write_if_match: bool,
     /// Who decides that the worker holds the lock.
     pub lock: LockKind,
     /// After the write is acknowledged, call an effect sink (still holding
@@ -229,7 +232,9 @@ impl Worker {
 
     fn write(&mut self, fx: &mut Vec<Effect>) {
         self.phase = Phase::Writing;
-        let token = if self.cfg.send_token {
+        let token = if self.cfg.write_if_match {
+            self.read_value.map(|v| Token(v.0))
+        } else if self.cfg.send_token {
             self.token()
         } else {
             None
@@ -591,6 +596,7 @@ mod tests {
             token_on_reads: false,
             check_lease_before_write: false,
             renew_every_ns: None,
+            write_if_match: false,
             lock: LockKind::Lease,
             effect: None,
         }

@@ -160,6 +160,7 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
             token_on_reads: false,
             check_lease_before_write: false,
             renew_every_ns: None,
+            write_if_match: false,
             lock: LockKind::Lease,
             effect: layout.worker_effect,
         };

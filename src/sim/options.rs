@@ -169,6 +169,7 @@ impl Options {
                     w.send_token = p.worker_sends_token();
                     w.token_on_reads = p.worker_token_on_reads();
                     w.check_lease_before_write = p.worker_checks_lease();
+                    w.write_if_match = p.worker_writes_if_match();
                     w.renew_every_ns = p.renew_every_ns;
                     w.lock = p.lock_kind(first);
                     Role::Worker(w)
@@ -256,6 +257,9 @@ impl fmt::Display for Options {
                         }
                         FenceCheck::CheckThenWrite { step_ns } => {
                             format!("check, then write {} later", ms(step_ns))
+                        }
+                        FenceCheck::GenerationMatch => {
+                            "conditional write (generation match)".to_string()
                         }
                     };
                     let fence = if r.volatile_fence {

@@ -92,6 +92,8 @@ pub fn role_config(dir: &Directory, role: &Role) -> (&'static str, Value) {
                 // The catalogue's deliberately broken store; an implementation
                 // under test is told only that it should fence.
                 FenceCheck::CheckThenWrite { .. } => (true, false, false),
+                // If-Match stores are not on the wire yet: told to fence like the others.
+                FenceCheck::GenerationMatch => (true, false, false),
             };
             (
                 "resource",

@@ -92,6 +92,9 @@ pub fn unsupported(opts: &Options) -> Option<String> {
             Role::Alt(_) => {
                 return Some("effect sinks, outboxes and the article's alternatives".into())
             }
+            Role::Resource(r) if matches!(r.check, FenceCheck::GenerationMatch) => {
+                return Some("the object store's conditional write (object-store-cas)".into())
+            }
             Role::Resource(r) if matches!(r.check, FenceCheck::CheckThenWrite { .. }) => {
                 return Some("the check-then-write store".into())
             }
@@ -568,7 +571,9 @@ async fn resource(ctx: Ctx, me: NodeId, check: FenceCheck) {
                 let fence = Token(row.1.max(row.2));
                 let accept = match check {
                     FenceCheck::None => true,
-                    FenceCheck::CheckThenWrite { .. } => unreachable!("refused up front"),
+                    FenceCheck::CheckThenWrite { .. } | FenceCheck::GenerationMatch => {
+                        unreachable!("refused up front")
+                    }
                     FenceCheck::Cas { strict, .. } => token.is_some_and(|t| {
                         let above = if strict { t.0 > row.1 } else { t.0 >= row.1 };
                         above && t.0 >= row.2
