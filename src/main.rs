@@ -6,6 +6,13 @@ use clap::Parser;
 use fencesim::cli::{self, args::Cli};
 
 fn main() -> ExitCode {
+    // `fencesim run … | head` should end quietly when the reader goes away,
+    // as other command-line tools do, not panic on a broken pipe.
+    #[cfg(unix)]
+    // SAFETY: restoring the default disposition of one signal, before any thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let parsed = match Cli::try_parse() {
         Ok(p) => p,
         Err(e) => {
