@@ -23,7 +23,7 @@
 //! resource may still hold a write it has not applied. There is no wall clock, no ambient randomness and no
 //! threading inside a run.
 
-use std::cmp::{Ordering, Reverse};
+use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
 use super::faults::resolve_random;
@@ -60,28 +60,10 @@ enum Ev {
     Heal(u32),
 }
 
-struct Entry {
-    t_ns: Nanos,
-    order: u64,
-    ev: Ev,
-}
-
-impl PartialEq for Entry {
-    fn eq(&self, other: &Self) -> bool {
-        (self.t_ns, self.order) == (other.t_ns, other.order)
-    }
-}
-impl Eq for Entry {}
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Entry {
-    fn cmp(&self, other: &Self) -> Ordering {
-        (self.t_ns, self.order).cmp(&(other.t_ns, other.order))
-    }
-}
+/// The queue orders small keys — (true time, insertion number, slab slot) —
+/// and keeps the events themselves in a slab: sifting 24-byte keys instead
+/// of whole events (a `Msg` is several words) is what keeps the heap cheap.
+type QueueKey = Reverse<(Nanos, u64, u32)>;
 
 struct Slot {
     node: Option<Box<dyn Node>>,
@@ -126,7 +108,10 @@ struct Sim<'o, 'f> {
     now: Nanos,
     order: u64,
     seq: u64,
-    queue: BinaryHeap<Reverse<Entry>>,
+    queue: BinaryHeap<QueueKey>,
+    /// Events by slot; `free` lists the slots to reuse.
+    slab: Vec<Ev>,
+    free: Vec<u32>,
     slots: Vec<Slot>,
     net: Network,
     recorder: Recorder,
@@ -166,6 +151,8 @@ pub fn run_with<'f>(
         order: 0,
         seq: 0,
         queue: BinaryHeap::with_capacity(64),
+        slab: Vec::with_capacity(64),
+        free: Vec::with_capacity(64),
         slots: Vec::with_capacity(opts.nodes.len()),
         net,
         recorder: Recorder::default(),
@@ -193,11 +180,17 @@ impl<'o, 'f> Sim<'o, 'f> {
     fn schedule(&mut self, t_ns: Nanos, ev: Ev) {
         debug_assert!(t_ns >= self.now, "scheduling into the past");
         self.order += 1;
-        self.queue.push(Reverse(Entry {
-            t_ns,
-            order: self.order,
-            ev,
-        }));
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                self.slab[slot as usize] = ev;
+                slot
+            }
+            None => {
+                self.slab.push(ev);
+                u32::try_from(self.slab.len() - 1).expect("fewer than 2^32 pending events")
+            }
+        };
+        self.queue.push(Reverse((t_ns, self.order, slot)));
     }
 
     fn boot(&mut self) {
@@ -241,19 +234,21 @@ impl<'o, 'f> Sim<'o, 'f> {
     /// Returns whether the run was cut off at `max_time_ns`.
     fn run_loop(&mut self) -> bool {
         let mut processed = 0u64;
-        while let Some(Reverse(entry)) = self.queue.pop() {
-            if entry.t_ns > self.opts.max_time_ns {
+        while let Some(Reverse((t_ns, _, slot))) = self.queue.pop() {
+            if t_ns > self.opts.max_time_ns {
                 self.now = self.opts.max_time_ns;
                 self.events_processed = processed;
                 return true;
             }
-            assert!(entry.t_ns >= self.now, "time went backwards");
-            self.now = entry.t_ns;
+            assert!(t_ns >= self.now, "time went backwards");
+            self.now = t_ns;
             processed += 1;
-            if let Ev::Deliver { .. } = entry.ev {
+            let ev = self.slab[slot as usize];
+            self.free.push(slot);
+            if let Ev::Deliver { .. } = ev {
                 self.in_flight -= 1;
             }
-            self.dispatch_and_apply(entry.ev);
+            self.dispatch_and_apply(ev);
         }
         self.events_processed = processed;
         false
