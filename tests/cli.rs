@@ -86,7 +86,7 @@ fn replay_prints_options_timeline_trace_evidence_and_hash_in_that_order() {
         "== trace ==",
         "legend:",
         "VIOLATION stale_write",
-        "trace hash 518963cad1e34c20",
+        "trace hash 792c70c99fecc29a",
     ];
     let mut at = 0;
     for needle in order {

@@ -3,10 +3,12 @@
 //!
 //! Links are directed (`from -> to`) and every message sent on a link gets
 //! the next per-link number (`nth`, from 1), which is how a scenario names
-//! "A's first write to the resource". Each message costs exactly one draw
-//! from each of `net.latency`, `net.loss` and `net.delay` — whatever the
-//! rates — so that scripting the faults a random run happened to draw leaves
-//! every latency in the replay unchanged (likewise `net.duplicate`).
+//! "A's first write to the resource". Each message costs exactly one
+//! latency draw from `net.latency`, and a fixed number of draws from each of
+//! `net.loss`, `net.delay` and `net.duplicate` whose rate is not zero —
+//! whatever the rate — so that scripting the faults a random run happened
+//! to draw (which sets the rates to zero) leaves every latency in the replay
+//! unchanged. A zero rate draws nothing: its stream feeds nothing else.
 //!
 //! Random loss, delay and duplication that fire are appended to `resolved`
 //! as scripted [`Fault::Drop`] / [`Fault::Delay`] / [`Fault::Duplicate`],
@@ -140,16 +142,16 @@ impl Network {
         let link = from.0 as usize * self.nodes + to.0 as usize;
         self.link_counts[link] += 1;
         let nth = self.link_counts[link];
-        // Fixed draws per message, whatever fires (see the module doc).
+        // Fixed draws per message and stream, whatever fires (see the module doc).
         let latency = self
             .latency
             .between(self.opts.latency_min_ns, self.opts.latency_max_ns);
-        let lost = self.loss.chance(self.opts.loss_probability);
-        let spiked = self.delay.chance(self.opts.delay_probability);
+        let max_ms = self.opts.delay_max_ns / MS;
+        let lost = self.opts.loss_probability > 0.0 && self.loss.chance(self.opts.loss_probability);
         // Whole milliseconds, so a resolved delay writes back as `delay_ms` exactly.
-        let spike_ns = self.delay.between(0, self.opts.delay_max_ns / MS) * MS;
-        let duplicated = self.duplicate.chance(self.opts.duplicate_probability);
-        let copy_after_ns = self.duplicate.between(0, self.opts.delay_max_ns / MS) * MS;
+        let (spiked, spike_ns) = draw_spike(&mut self.delay, self.opts.delay_probability, max_ms);
+        let (duplicated, copy_after_ns) =
+            draw_spike(&mut self.duplicate, self.opts.duplicate_probability, max_ms);
         let mut fx = match self.scripted.get(&(from.0, to.0, nth)) {
             Some(f) => *f,
             None => {
@@ -201,4 +203,14 @@ impl Network {
             copy_at_ns: fx.duplicate_after_ns.map(|d| at_ns + d),
         }
     }
+}
+
+/// Whether a per-message fault fires, and its extra delay in whole
+/// milliseconds: two draws when `p > 0`, none otherwise.
+fn draw_spike(rng: &mut Rng, p: f64, max_ms: u64) -> (bool, Nanos) {
+    if p <= 0.0 {
+        return (false, 0);
+    }
+    let fires = rng.chance(p);
+    (fires, rng.between(0, max_ms) * MS)
 }

@@ -60,10 +60,20 @@ enum Ev {
     Heal(u32),
 }
 
-/// The queue orders small keys — (true time, insertion number, slab slot) —
-/// and keeps the events themselves in a slab: sifting 24-byte keys instead
-/// of whole events (a `Msg` is several words) is what keeps the heap cheap.
-type QueueKey = Reverse<(Nanos, u64, u32)>;
+/// The queue orders small keys and keeps the events themselves in a slab:
+/// sifting 16-byte integers instead of whole events (a `Msg` is several
+/// words) is what keeps the heap cheap. A key packs, high to low, true time
+/// (64 bits), insertion number (32) and slab slot (32); insertion numbers
+/// are unique, so the slot never decides an order.
+type QueueKey = Reverse<u128>;
+
+fn queue_key(t_ns: Nanos, order: u32, slot: u32) -> QueueKey {
+    Reverse((t_ns as u128) << 64 | (order as u128) << 32 | slot as u128)
+}
+
+fn unpack(key: u128) -> (Nanos, u32) {
+    ((key >> 64) as Nanos, key as u32)
+}
 
 struct Slot {
     node: Option<Box<dyn Node>>,
@@ -106,7 +116,7 @@ struct Sim<'o, 'f> {
     opts: &'o Options,
     factory: &'f mut NodeFactory<'f>,
     now: Nanos,
-    order: u64,
+    order: u32,
     seq: u64,
     queue: BinaryHeap<QueueKey>,
     /// Events by slot; `free` lists the slots to reuse.
@@ -179,7 +189,10 @@ pub fn run_with<'f>(
 impl<'o, 'f> Sim<'o, 'f> {
     fn schedule(&mut self, t_ns: Nanos, ev: Ev) {
         debug_assert!(t_ns >= self.now, "scheduling into the past");
-        self.order += 1;
+        self.order = self
+            .order
+            .checked_add(1)
+            .expect("fewer than 2^32 events scheduled in one run");
         let slot = match self.free.pop() {
             Some(slot) => {
                 self.slab[slot as usize] = ev;
@@ -190,7 +203,7 @@ impl<'o, 'f> Sim<'o, 'f> {
                 u32::try_from(self.slab.len() - 1).expect("fewer than 2^32 pending events")
             }
         };
-        self.queue.push(Reverse((t_ns, self.order, slot)));
+        self.queue.push(queue_key(t_ns, self.order, slot));
     }
 
     fn boot(&mut self) {
@@ -234,7 +247,8 @@ impl<'o, 'f> Sim<'o, 'f> {
     /// Returns whether the run was cut off at `max_time_ns`.
     fn run_loop(&mut self) -> bool {
         let mut processed = 0u64;
-        while let Some(Reverse((t_ns, _, slot))) = self.queue.pop() {
+        while let Some(Reverse(key)) = self.queue.pop() {
+            let (t_ns, slot) = unpack(key);
             if t_ns > self.opts.max_time_ns {
                 self.now = self.opts.max_time_ns;
                 self.events_processed = processed;

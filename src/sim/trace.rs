@@ -3,8 +3,8 @@
 //!
 //! Every event gets the next `seq`; history records share that numbering,
 //! so checker evidence (`#412`) points at a trace line. The hash is computed
-//! over a binary encoding of each event as it happens (see [`super::hash`]
-//! for the function; field order below), never over the rendered text —
+//! over a word encoding of each event as it happens (see [`super::hash`]
+//! for the function; the encoding below), never over the rendered text —
 //! text is for people and may change.
 //!
 //! Legend (as printed by `fencesim replay`):
@@ -18,14 +18,18 @@
 //! | `SAVE`   | the node persisted a record, `synced` (survives a crash) or `buffered` |
 //! | `OBS`    | a history record: what the checker reads (kind and fields) |
 //!
-//! Binary encoding per event: seq u64, t_ns u64, node u16, tag u8 (1 record,
-//! 2 send, 3 recv, 4 drop, 5 timer, 6 save), then — record: kind index u8,
-//! each of op_id, grant_id, key, token, value, removed_grant_id as a presence
-//! byte plus u64, outcome u8, detail bytes; send: to u16, nth u64, message;
-//! recv: from u16, message; drop: from u16, to u16, reason u8 (0 lost in
-//! the network — drawn or scripted alike, 1 partition, 2 receiver down), message;
-//! timer: id u16; save: durability u8, length u64. A message is its tag u8
-//! followed by its five field words (`Msg::words`), all little-endian.
+//! Encoding per event, as 64-bit words. `seq` is not hashed: events are
+//! hashed in `seq` order, so it is their position. Word 1 is `t_ns`; word 2
+//! packs `node | tag << 16 | peer << 24 | a << 40 | b << 48` with tag 1
+//! record, 2 send, 3 recv, 4 drop, 5 timer, 6 save. Then — record (a = kind
+//! index, b = outcome + 1 or 0): a presence bitmask of op_id, grant_id, key,
+//! token, value, removed_grant_id, each present field as a word, then the
+//! detail bytes; send (peer = to, a = message tag): nth, the message; recv
+//! (peer = from, a = message tag): the message; drop (peer = from, a =
+//! message tag, b = reason: 0 lost in the network — drawn or scripted alike,
+//! 1 partition, 2 receiver down): to, the message; timer (peer = timer id);
+//! save (a = durability): length. A message is its five field words
+//! (`Msg::words`).
 
 use super::hash::TraceHasher;
 use crate::history::{self, Event, History};
@@ -123,39 +127,43 @@ impl Trace {
     pub fn push(&mut self, ev: TraceEvent, record: Option<&Event>) {
         self.count += 1;
         let h = &mut self.hasher;
-        h.u64(ev.seq);
-        h.u64(ev.t_ns);
-        h.u16(ev.node.0);
+        h.word(ev.t_ns);
+        // node | tag << 16 | peer << 24 | a << 40 | b << 48 (see the module doc)
+        let head = |tag: u64, peer: u16, a: u8, b: u8| {
+            ev.node.0 as u64 | tag << 16 | (peer as u64) << 24 | (a as u64) << 40 | (b as u64) << 48
+        };
         match ev.what {
             What::Record(_) => {
-                h.u8(1);
                 let e = record.expect("record events carry their history event");
-                h.u8(e.kind as u8);
-                for field in [
+                let outcome = e.outcome.map_or(0, |o| o as u8 + 1);
+                h.word(head(1, 0, e.kind as u8, outcome));
+                let fields = [
                     e.op_id,
                     e.grant_id,
                     e.key.map(u64::from),
                     e.token,
                     e.value,
                     e.removed_grant_id,
-                ] {
-                    h.u8(field.is_some() as u8);
-                    h.u64(field.unwrap_or(0));
+                ];
+                let present = fields
+                    .iter()
+                    .enumerate()
+                    .fold(0u64, |m, (i, f)| m | (f.is_some() as u64) << i);
+                h.word(present);
+                for f in fields.into_iter().flatten() {
+                    h.word(f);
                 }
-                h.u8(e.outcome.map_or(0, |o| o as u8 + 1));
                 if let Some(d) = &e.detail {
                     h.bytes(d.as_bytes());
                 }
             }
             What::Send { to, msg, nth } => {
-                h.u8(2);
-                h.u16(to.0);
-                h.u64(nth as u64);
+                h.word(head(2, to.0, msg.tag(), 0));
+                h.word(nth as u64);
                 hash_msg(h, &msg);
             }
             What::Recv { from, msg } => {
-                h.u8(3);
-                h.u16(from.0);
+                h.word(head(3, from.0, msg.tag(), 0));
                 hash_msg(h, &msg);
             }
             What::Drop {
@@ -164,20 +172,16 @@ impl Trace {
                 msg,
                 reason,
             } => {
-                h.u8(4);
-                h.u16(from.0);
-                h.u16(to.0);
-                h.u8(reason.hash_code());
+                h.word(head(4, from.0, msg.tag(), reason.hash_code()));
+                h.word(to.0 as u64);
                 hash_msg(h, &msg);
             }
             What::Timer { timer } => {
-                h.u8(5);
-                h.u16(timer.0);
+                h.word(head(5, timer.0, 0, 0));
             }
             What::Save { durability, bytes } => {
-                h.u8(6);
-                h.u8(durability as u8);
-                h.u64(bytes as u64);
+                h.word(head(6, 0, durability as u8, 0));
+                h.word(bytes as u64);
             }
         }
         if self.keep {
@@ -186,10 +190,10 @@ impl Trace {
     }
 }
 
+#[inline]
 fn hash_msg(h: &mut TraceHasher, msg: &Msg) {
-    h.u8(msg.tag());
     for w in msg.words() {
-        h.u64(w);
+        h.word(w);
     }
 }
 

@@ -196,8 +196,8 @@ impl Aggregate {
             }
         }
         let mut h = sim::hash::TraceHasher::new();
-        h.u64(r.seed);
-        h.u64(r.trace_hash);
+        h.word(r.seed);
+        h.word(r.trace_hash);
         self.digest = self.digest.wrapping_add(h.finish());
         let fails = !r.report.is_clean() || !r.failed_metrics.is_empty();
         let worth_keeping = self.failing.len() < KEPT_FAILING
