@@ -107,6 +107,12 @@ pub struct ProtocolSection {
     pub fence: Option<Spanned<bool>>,
     /// zk-sequential: every waiter watches the lock node (the herd effect). Default false.
     pub herd: Option<Spanned<bool>>,
+    /// redlock: how many independent Redis masters (default 5).
+    pub masters: Option<Spanned<u8>>,
+    /// redlock: "always" (sync every write) or "never" (the default: lost on a crash).
+    pub fsync: Option<Spanned<String>>,
+    /// redlock: a restarted master answers nothing for this long. Default 0.
+    pub restart_delay_ms: Option<Spanned<u64>>,
 }
 
 #[derive(Deserialize, Debug)]
