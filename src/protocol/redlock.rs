@@ -584,6 +584,24 @@ mod tests {
         );
     }
 
+    #[test]
+    fn the_client_reports_the_lock_lost_when_its_validity_runs_out() {
+        let mut c = client();
+        let mut fx = Vec::new();
+        c.acquire(at(0), 7, &mut fx);
+        for req in 16..21 {
+            answer(&mut c, req, true, at(1));
+        }
+        assert_eq!(c.phase, Phase::Holding);
+        let mut fx = Vec::new();
+        assert_eq!(c.on_timer(at(9_000), VALIDITY, &mut fx), LockEvent::Lost);
+        assert_eq!(
+            c.on_timer(at(9_001), VALIDITY, &mut fx),
+            LockEvent::Pending,
+            "lost once"
+        );
+    }
+
     fn set(req: ReqId, owner: u64) -> Msg {
         Msg::RedisSetNx {
             req,
