@@ -124,6 +124,17 @@ pub struct Info {
     pub wasted_work: u64,
 }
 
+impl Info {
+    /// The hazard a lock exists for reached the resource: a write of a
+    /// superseded generation, or a write from a holder whose lease had
+    /// expired. The vacuity guard counts seeds where this is true: a clean
+    /// verdict means something only if the protection (a fence, or a lock
+    /// server's lock-delay) was actually put to the test.
+    pub fn hazard_reached(&self) -> bool {
+        self.stale_attempts > 0 || self.late_writes > 0
+    }
+}
+
 /// Names a scenario can assert on, with how to read them.
 pub const METRIC_NAMES: &[&str] = &[
     "writes_accepted",

@@ -187,6 +187,65 @@ const FAULTS: [(&str, &str); 12] = [
     ),
 ];
 
+/// `[protocol]` options that compose with the protocols above.
+const OPTIONS: [(&str, &str, &str); 11] = [
+    (
+        "strict",
+        "fenced: one write per token (fence < $token, not <=)",
+        "the article's UPDATE ... WHERE fencing_token < $2",
+    ),
+    (
+        "fence_reads",
+        "fenced: reads carry the token and raise the fence too",
+        "the article's lost-update window between the new holder's read and write",
+    ),
+    (
+        "fence",
+        "native-token protocols and consensus-generation: whether the resource checks the token",
+        "Chubby sequencers; ZooKeeper/etcd revisions as tokens",
+    ),
+    (
+        "renew_every_ms",
+        "heartbeat renewal while holding, on any lease protocol",
+        "DynamoDB lock client heartbeats; Redisson watchdog",
+    ),
+    (
+        "replicas / replication_lag_ms",
+        "lease server replicas: async (INCR beside a lease) or quorum (consensus-generation)",
+        "Redis replication; Chubby/Paxos",
+    ),
+    (
+        "lock_delay_ms",
+        "after a lease expires (no release), the key is refused this long",
+        "Burrows, The Chubby lock service (OSDI 2006) 2.4: lock-delay",
+    ),
+    (
+        "check_to_write_ms",
+        "fenced-check-then-write: time between the fence check and the write",
+        "the article's 'subtly broken' getFence-then-update",
+    ),
+    (
+        "herd",
+        "zk-sequential: every waiter watches the lock node (herd effect)",
+        "ZooKeeper Recipes and Solutions: Locks (the herd effect)",
+    ),
+    (
+        "masters",
+        "redlock: how many independent Redis masters (coord/0..N-1, default 5)",
+        "redis.io 'Distributed Locks with Redis' (N = 5 in its example)",
+    ),
+    (
+        "fsync",
+        "redlock: \"always\" syncs every write; \"never\" (default) forgets keys on a crash",
+        "redis.io 'Distributed Locks with Redis': crash recovery and fsync; Kleppmann (2016)",
+    ),
+    (
+        "restart_delay_ms",
+        "redlock: a restarted master answers nothing this long (safe from one TTL up)",
+        "antirez, 'Is Redlock safe?' (2016): delayed restarts",
+    ),
+];
+
 pub fn catalogue() -> String {
     use std::fmt::Write as _;
     let mut s =
@@ -200,6 +259,10 @@ pub fn catalogue() -> String {
             "",
             k.source()
         );
+    }
+    s.push_str("protocol options ([protocol] keys, composable where natural):\n");
+    for (name, doc, source) in OPTIONS {
+        let _ = writeln!(s, "  {name:<30} {doc}\n  {:<30}   source: {source}", "");
     }
     s.push_str("faults (scenario [[fault]] kinds, [network] and [random] knobs, [clock]):\n");
     for (name, doc) in FAULTS {

@@ -296,10 +296,13 @@ pub struct ProtocolConfig {
     pub check_to_write_ns: Nanos,
     /// The resource keeps its fence only in memory (lost on restart).
     pub volatile_fence: bool,
-    /// Protocols with a native token: send it and check it (default true).
+    /// Protocols with a native token: send it and check it (default true);
+    /// consensus-generation: the resource checks the sequencer.
     pub fence: bool,
     /// zk-sequential: every waiter watches the lock node (the herd effect).
     pub herd: bool,
+    /// Chubby's lock-delay after a lease expires (0: none).
+    pub lock_delay_ns: Nanos,
     /// redlock: masters sync every write (`appendfsync always`).
     pub fsync_always: bool,
     /// redlock: a restarted master stays silent this long (antirez's fix).
@@ -321,6 +324,7 @@ impl ProtocolConfig {
             // The DynamoDB lock client has no token; `fence = true` adds one.
             fence: kind != ProtocolKind::DynamodbHeartbeat,
             herd: false,
+            lock_delay_ns: 0,
             fsync_always: false,
             restart_delay_ns: 0,
         }
@@ -331,7 +335,9 @@ impl ProtocolConfig {
         if self.kind.has_native_token() {
             self.fence
         } else {
-            self.kind.is_fenced()
+            // consensus-generation with `fence = false`: a resource that
+            // cannot check sequencers (what Chubby's lock-delay is for).
+            self.kind.is_fenced() && self.fence
         }
     }
 
@@ -398,6 +404,7 @@ impl ProtocolConfig {
             first,
             replicas: self.replicas,
             index,
+            lock_delay_ns: self.lock_delay_ns,
         }
     }
 

@@ -26,6 +26,15 @@
 //! The lease table itself is volatile: a restarted server forgets who held
 //! what. Fencing is what keeps data safe through that.
 //!
+//! Lock-delay (Chubby, Burrows OSDI '06 §2.4): when a lease ends because
+//! its TTL ran out — the holder failed or became unreachable, as opposed to
+//! releasing — the key is refused to everyone for `lock_delay_ns` more. It
+//! is for resources that cannot check sequencers: a holder's delayed
+//! message that arrives within the delay lands before anyone else holds the
+//! lock. It is a bound, not a proof: a pause or delay longer than TTL plus
+//! lock-delay still lets a stale write in. The delay is judged on this
+//! server's wall clock and, like the lease table, not replicated.
+//!
 //! Re-acquiring with the owner nonce that already holds the key answers with
 //! the same grant again (without extending it), so a retransmitted acquire
 //! is idempotent instead of locking its own sender out.
@@ -64,6 +73,8 @@ pub struct CoordinatorConfig {
     pub first: NodeId,
     pub replicas: u8,
     pub index: u8,
+    /// Chubby's lock-delay after a lease *expires* (0: none).
+    pub lock_delay_ns: Nanos,
 }
 
 impl CoordinatorConfig {
@@ -76,6 +87,7 @@ impl CoordinatorConfig {
             first: id,
             replicas: 1,
             index: 0,
+            lock_delay_ns: 0,
         }
     }
 
@@ -109,6 +121,8 @@ const REPLICATE: TimerId = TimerId(u16::MAX);
 pub struct Coordinator {
     cfg: CoordinatorConfig,
     leases: BTreeMap<Key, Lease>,
+    /// Lock-delay: an expired key is refused until this wall-clock instant.
+    delayed_until_wall_ns: BTreeMap<Key, i64>,
     /// Greatest token issued (or, under `Quorum`, generation accepted).
     counter: u64,
     primary: bool,
@@ -127,6 +141,7 @@ impl Coordinator {
         Coordinator {
             cfg,
             leases: BTreeMap::new(),
+            delayed_until_wall_ns: BTreeMap::new(),
             counter: 0,
             primary: false,
             ready: false,
@@ -162,11 +177,29 @@ impl Coordinator {
                     key,
                     owner: lease.owner,
                 }));
+                if self.cfg.lock_delay_ns > 0 {
+                    let until = lease
+                        .expires_wall_ns
+                        .saturating_add(self.cfg.lock_delay_ns as i64);
+                    self.delayed_until_wall_ns.insert(key, until);
+                }
                 self.leases.remove(&key);
                 self.changed(fx);
                 true
             }
             Some(_) => false,
+        }
+    }
+
+    /// Whether `key` is free but still inside its lock-delay.
+    fn lock_delayed(&mut self, clocks: Clocks, key: Key) -> bool {
+        match self.delayed_until_wall_ns.get(&key) {
+            Some(&until) if clocks.wall_ns < until => true,
+            Some(_) => {
+                self.delayed_until_wall_ns.remove(&key);
+                false
+            }
+            None => false,
         }
     }
 
@@ -254,6 +287,13 @@ impl Coordinator {
                 Msg::Busy { req, key }
             };
             fx.push(Effect::Send { to: from, msg });
+            return;
+        }
+        if self.lock_delayed(clocks, key) {
+            fx.push(Effect::Send {
+                to: from,
+                msg: Msg::Busy { req, key },
+            });
             return;
         }
         if !self.cfg.tokens {
@@ -559,6 +599,7 @@ impl Node for Coordinator {
         match input {
             Input::Start { recovered } => {
                 self.leases.clear();
+                self.delayed_until_wall_ns.clear();
                 self.proposal = None;
                 self.query = None;
                 self.counter = match recovered {
@@ -591,5 +632,99 @@ impl Node for Coordinator {
             Input::Timer { timer: REPLICATE } => self.replicate(fx),
             Input::Timer { timer } => self.on_expiry_timer(clocks, Key(timer.0), fx),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SEC: u64 = 1_000_000_000;
+    const A: NodeId = NodeId(10);
+    const B: NodeId = NodeId(11);
+    const KEY: Key = Key(0);
+
+    fn at(t_ns: u64) -> Clocks {
+        Clocks {
+            wall_ns: t_ns as i64,
+            mono_ns: t_ns,
+        }
+    }
+
+    fn server(lock_delay_ns: Nanos) -> Coordinator {
+        let mut cfg =
+            CoordinatorConfig::single(10 * SEC, ReleaseStyle::CompareAndDelete, false, NodeId(0));
+        cfg.lock_delay_ns = lock_delay_ns;
+        let mut c = Coordinator::new(cfg);
+        let mut fx = Vec::new();
+        c.handle(at(0), Input::Start { recovered: None }, &mut fx);
+        c.handle(
+            at(0),
+            Input::Message {
+                from: NodeId(0),
+                msg: Msg::Promote,
+            },
+            &mut fx,
+        );
+        c
+    }
+
+    fn send(c: &mut Coordinator, t_ns: u64, from: NodeId, msg: Msg) -> Vec<Msg> {
+        let mut fx = Vec::new();
+        c.handle(at(t_ns), Input::Message { from, msg }, &mut fx);
+        fx.into_iter()
+            .filter_map(|e| match e {
+                Effect::Send { msg, .. } => Some(msg),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn acquire(c: &mut Coordinator, t_ns: u64, from: NodeId, owner: u64) -> bool {
+        let replies = send(
+            c,
+            t_ns,
+            from,
+            Msg::Acquire {
+                req: 1,
+                key: KEY,
+                owner,
+            },
+        );
+        matches!(replies.as_slice(), [Msg::Granted { .. }])
+    }
+
+    #[test]
+    fn an_expired_lease_keeps_its_key_refused_for_the_lock_delay() {
+        let mut c = server(5 * SEC);
+        assert!(acquire(&mut c, 0, A, 1));
+        // Expired at 10 s, refused until 15 s on the server's wall clock.
+        assert!(!acquire(&mut c, 11 * SEC, B, 2));
+        assert!(!acquire(&mut c, 15 * SEC - 1, B, 2));
+        assert!(acquire(&mut c, 15 * SEC, B, 2));
+    }
+
+    #[test]
+    fn without_lock_delay_an_expired_key_is_granted_at_once() {
+        let mut c = server(0);
+        assert!(acquire(&mut c, 0, A, 1));
+        assert!(acquire(&mut c, 10 * SEC, B, 2));
+    }
+
+    #[test]
+    fn a_released_key_is_not_lock_delayed() {
+        let mut c = server(5 * SEC);
+        assert!(acquire(&mut c, 0, A, 1));
+        send(
+            &mut c,
+            SEC,
+            A,
+            Msg::Release {
+                req: 2,
+                key: KEY,
+                owner: 1,
+            },
+        );
+        assert!(acquire(&mut c, SEC, B, 2));
     }
 }

@@ -127,7 +127,7 @@ pub fn replay_doc(s: &Scenario, out: &RunOutcome, report: &Report) -> Doc {
         seed_start: out.seed,
         seeds: 1,
         failing_seeds: results::kinds_map(|k| (report.count(k) > 0) as u64),
-        seeds_with_stale_attempts: (report.info.stale_attempts > 0) as u64,
+        seeds_with_stale_attempts: report.info.hazard_reached() as u64,
         fence_rejected_total: report.info.fence_rejected_total,
         seeds_with_unfinished: (!out.unfinished.is_empty()) as u64,
         expectation_met: problems.is_empty(),

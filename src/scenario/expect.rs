@@ -6,9 +6,11 @@
 //! - any other safety violation in any seed fails the scenario.
 //! - `metric`: assertions checked on every seed (`fence_rejected_total == 1`).
 //! - a scenario that must find nothing is *vacuous* unless stale attempts
-//!   (writes of a superseded generation reaching the resource) happen in at
-//!   least [`VACUITY_MIN_FRACTION`] of its seeds: a fence that was never
-//!   tested proves nothing.
+//!   (writes of a superseded generation reaching the resource) — or late
+//!   writes (from a holder whose lease had expired, before anyone else got
+//!   it: what Chubby's lock-delay is for) — happen in at least
+//!   [`VACUITY_MIN_FRACTION`] of its seeds: a fence that was never tested
+//!   proves nothing.
 
 use std::fmt;
 

@@ -295,11 +295,11 @@ fn resolve_protocol(ctx: &Ctx, raw: &ScenarioFile) -> Result<ProtocolConfig, Sce
     config.fence_reads = *p.fence_reads.get_ref();
     config.volatile_fence = *p.volatile_fence.get_ref();
     if let Some(fence) = &p.fence {
-        if !kind.has_native_token() {
+        if !kind.has_native_token() && kind != ProtocolKind::ConsensusGeneration {
             return Err(ctx.err(
                 fence.span(),
                 format!(
-                    "fence only applies to protocols whose lock service yields a token ({}), not {}",
+                    "fence only applies to protocols whose lock service yields a token ({}, consensus-generation), not {}",
                     native_token_ids(),
                     kind.id()
                 ),
@@ -312,6 +312,18 @@ fn resolve_protocol(ctx: &Ctx, raw: &ScenarioFile) -> Result<ProtocolConfig, Sce
             return Err(ctx.err(herd.span(), "herd only applies to zk-sequential"));
         }
         config.herd = *herd.get_ref();
+    }
+    if let Some(delay) = &p.lock_delay_ms {
+        if kind.is_client_decided() || kind.default_replicas() == 0 {
+            return Err(ctx.err(
+                delay.span(),
+                format!(
+                    "lock_delay_ms only applies to protocols with a lease server, not {}",
+                    kind.id()
+                ),
+            ));
+        }
+        config.lock_delay_ns = *delay.get_ref() * MS;
     }
     if config.volatile_fence && !kind.is_fenced() {
         return Err(ctx.err(

@@ -103,10 +103,13 @@ pub struct ProtocolSection {
     /// The resource's fence is lost when it restarts (its data is not).
     #[serde(default = "no")]
     pub volatile_fence: Spanned<bool>,
-    /// Protocols with a native token (zk-sequential): send and check it. Default true.
+    /// Protocols with a native token (zk-sequential), and consensus-generation
+    /// (does the resource check the sequencer?): send and check it. Default true.
     pub fence: Option<Spanned<bool>>,
     /// zk-sequential: every waiter watches the lock node (the herd effect). Default false.
     pub herd: Option<Spanned<bool>>,
+    /// Chubby's lock-delay: an expired lease's key stays refused this long. Default 0.
+    pub lock_delay_ms: Option<Spanned<u64>>,
     /// redlock: how many independent Redis masters (default 5).
     pub masters: Option<Spanned<u8>>,
     /// redlock: "always" (sync every write) or "never" (the default: lost on a crash).

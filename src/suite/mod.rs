@@ -131,7 +131,8 @@ pub struct Aggregate {
     pub failing_seeds: [u64; VIOLATION_KINDS],
     /// Lowest seed in which each kind appeared.
     pub first_seed: [Option<u64>; VIOLATION_KINDS],
-    /// Seeds where a stale attempt reached the resource (vacuity guard).
+    /// Seeds where a stale or late write reached the resource
+    /// ([`Info::hazard_reached`](crate::check::Info::hazard_reached); vacuity guard).
     pub seeds_with_stale_attempts: u64,
     pub fence_rejected_total: u64,
     pub seeds_with_unfinished: u64,
@@ -180,7 +181,7 @@ impl Aggregate {
             self.failing_seeds[i] += 1;
             self.first_seed[i] = min_opt(self.first_seed[i], Some(r.seed));
         }
-        self.seeds_with_stale_attempts += (r.report.info.stale_attempts > 0) as u64;
+        self.seeds_with_stale_attempts += r.report.info.hazard_reached() as u64;
         self.fence_rejected_total += r.report.info.fence_rejected_total;
         self.seeds_with_unfinished += (r.unfinished > 0) as u64;
         if !r.failed_metrics.is_empty() {
@@ -404,7 +405,7 @@ pub fn judge_sweep(
         let fraction = agg.seeds_with_stale_attempts as f64 / agg.seeds as f64;
         if fraction < VACUITY_MIN_FRACTION {
             problems.push(format!(
-                "vacuous: stale attempts reached the resource in {}/{} seeds (< {:.0}%), so a clean result proves nothing",
+                "vacuous: stale or late writes reached the resource in {}/{} seeds (< {:.0}%), so a clean result proves nothing",
                 agg.seeds_with_stale_attempts,
                 agg.seeds,
                 VACUITY_MIN_FRACTION * 100.0
@@ -450,6 +451,18 @@ pub fn protocol_label(s: &Scenario) -> String {
     }
     if p.fence_reads {
         label.push_str("+fence_reads");
+    }
+    if p.fence != crate::protocol::ProtocolConfig::new(p.kind, p.lease_ttl_ns).fence {
+        label.push_str(if p.fence { "+fence" } else { "+no_fence" });
+    }
+    if p.lock_delay_ns > 0 {
+        label.push_str("+lock_delay");
+    }
+    if p.fsync_always {
+        label.push_str("+fsync");
+    }
+    if p.restart_delay_ns > 0 {
+        label.push_str("+restart_delay");
     }
     label
 }
