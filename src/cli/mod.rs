@@ -188,7 +188,7 @@ const FAULTS: [(&str, &str); 12] = [
 ];
 
 /// `[protocol]` options that compose with the protocols above.
-const OPTIONS: [(&str, &str, &str); 8] = [
+const OPTIONS: [(&str, &str, &str); 11] = [
     (
         "strict",
         "fenced: one write per token (fence < $token, not <=)",
@@ -228,6 +228,21 @@ const OPTIONS: [(&str, &str, &str); 8] = [
         "herd",
         "zk-sequential: every waiter watches the lock node (herd effect)",
         "ZooKeeper Recipes and Solutions: Locks (the herd effect)",
+    ),
+    (
+        "masters",
+        "redlock: how many independent Redis masters (coord/0..N-1, default 5)",
+        "redis.io 'Distributed Locks with Redis' (N = 5 in its example)",
+    ),
+    (
+        "fsync",
+        "redlock: \"always\" syncs every write; \"never\" (default) forgets keys on a crash",
+        "redis.io 'Distributed Locks with Redis': crash recovery and fsync; Kleppmann (2016)",
+    ),
+    (
+        "restart_delay_ms",
+        "redlock: a restarted master answers nothing this long (safe from one TTL up)",
+        "antirez, 'Is Redlock safe?' (2016): delayed restarts",
     ),
 ];
 

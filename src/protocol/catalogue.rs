@@ -23,6 +23,7 @@
 //! |----|-------------|--------------|-------|----------------|
 //! | zk-sequential | ZooKeeper lock recipe / Curator `InterProcessMutex` | sessions, ephemeral sequential znodes, watches | znode sequence | atomic CAS (`fence = false`: none) |
 //! | dynamodb-heartbeat | AWS DynamoDB Lock Client | lock table, conditional put on a record version number | none (`fence = true`: owner-change counter) | none (`fence = true`: atomic CAS) |
+//! | redlock | Redlock (redis.io "Distributed Locks with Redis") | N independent Redis masters, `SET NX PX` on a majority within validity | none | none |
 //! | effect-naive | fenced-cas, then an email/payment call retried on timeout | CAD | durable counter | atomic CAS | + effect call, no key |
 //! | effect-idempotency-key | fenced-cas, then the call with the op id as idempotency key | CAD | durable counter | atomic CAS | + effect call, keyed |
 //! | single-db | one database owns lock and data: `SELECT … FOR UPDATE`, `UPDATE`, `COMMIT` | COMMIT | transaction ids | live transaction | unchanged, pointed at the db |
@@ -34,6 +35,7 @@ use super::client::LockKind;
 use super::coordinator::{CoordinatorConfig, ReleaseStyle, Replication};
 use super::dynamodb::DynamoClientConfig;
 use super::node::{Nanos, NodeId};
+use super::redlock::{RedisMasterConfig, RedlockClientConfig};
 use super::resource::{FenceCheck, ResourceConfig};
 use super::zookeeper::{ZkClientConfig, ZkServerConfig};
 use super::{Role, ServerConfig};
@@ -49,6 +51,7 @@ pub enum ProtocolKind {
     ConsensusGeneration,
     ZkSequential,
     DynamodbHeartbeat,
+    Redlock,
     EffectNaive,
     EffectIdempotencyKey,
     EffectOutbox,
@@ -59,7 +62,7 @@ pub enum ProtocolKind {
 }
 
 impl ProtocolKind {
-    pub const ALL: [ProtocolKind; 16] = [
+    pub const ALL: [ProtocolKind; 17] = [
         ProtocolKind::TtlLeaseDel,
         ProtocolKind::RedisSetNx,
         ProtocolKind::CheckBeforeWrite,
@@ -69,6 +72,7 @@ impl ProtocolKind {
         ProtocolKind::ConsensusGeneration,
         ProtocolKind::ZkSequential,
         ProtocolKind::DynamodbHeartbeat,
+        ProtocolKind::Redlock,
         ProtocolKind::EffectNaive,
         ProtocolKind::EffectIdempotencyKey,
         ProtocolKind::EffectOutbox,
@@ -89,6 +93,7 @@ impl ProtocolKind {
             ProtocolKind::ConsensusGeneration => "consensus-generation",
             ProtocolKind::ZkSequential => "zk-sequential",
             ProtocolKind::DynamodbHeartbeat => "dynamodb-heartbeat",
+            ProtocolKind::Redlock => "redlock",
             ProtocolKind::EffectNaive => "effect-naive",
             ProtocolKind::EffectIdempotencyKey => "effect-idempotency-key",
             ProtocolKind::EffectOutbox => "effect-outbox",
@@ -131,6 +136,9 @@ impl ProtocolKind {
             }
             ProtocolKind::DynamodbHeartbeat => {
                 "DynamoDB lock client: RVN heartbeat; waiter takes over after a lease of no change; no fence"
+            }
+            ProtocolKind::Redlock => {
+                "Redlock: SET NX PX on N independent Redis masters; a majority within validity = TTL - elapsed - drift; no fence"
             }
             ProtocolKind::EffectNaive => {
                 "fenced update, then the holder calls an email/payment provider, retrying on timeout"
@@ -184,6 +192,9 @@ impl ProtocolKind {
             ProtocolKind::DynamodbHeartbeat => {
                 "github.com/awslabs/amazon-dynamodb-lock-client; AWS blog 'Building Distributed Locks with the DynamoDB Lock Client'"
             }
+            ProtocolKind::Redlock => {
+                "redis.io 'Distributed Locks with Redis' (Redlock); Kleppmann 'How to do distributed locking' (2016); antirez 'Is Redlock safe?' (2016)"
+            }
             ProtocolKind::EffectNaive => {
                 "the article: 'You cannot fence an email after it was sent'"
             }
@@ -226,7 +237,7 @@ impl ProtocolKind {
     pub fn is_client_decided(self) -> bool {
         matches!(
             self,
-            ProtocolKind::ZkSequential | ProtocolKind::DynamodbHeartbeat
+            ProtocolKind::ZkSequential | ProtocolKind::DynamodbHeartbeat | ProtocolKind::Redlock
         )
     }
 
@@ -258,6 +269,8 @@ impl ProtocolKind {
         match self {
             ProtocolKind::IncrBesideLease => 2,
             ProtocolKind::ConsensusGeneration => 3,
+            // Five masters, the redis.io page's example.
+            ProtocolKind::Redlock => 5,
             ProtocolKind::SingleDb | ProtocolKind::QueueClaim => 0,
             _ => 1,
         }
@@ -290,6 +303,10 @@ pub struct ProtocolConfig {
     pub herd: bool,
     /// Chubby's lock-delay after a lease expires (0: none).
     pub lock_delay_ns: Nanos,
+    /// redlock: masters sync every write (`appendfsync always`).
+    pub fsync_always: bool,
+    /// redlock: a restarted master stays silent this long (antirez's fix).
+    pub restart_delay_ns: Nanos,
 }
 
 impl ProtocolConfig {
@@ -308,6 +325,8 @@ impl ProtocolConfig {
             fence: kind != ProtocolKind::DynamodbHeartbeat,
             herd: false,
             lock_delay_ns: 0,
+            fsync_always: false,
+            restart_delay_ns: 0,
         }
     }
 
@@ -329,13 +348,16 @@ impl ProtocolConfig {
                 session_timeout_ns: self.lease_ttl_ns,
             })),
             ProtocolKind::DynamodbHeartbeat => Role::Server(ServerConfig::DynamoDb),
+            ProtocolKind::Redlock => Role::Server(ServerConfig::Redis(RedisMasterConfig {
+                fsync_always: self.fsync_always,
+                restart_delay_ns: self.restart_delay_ns,
+            })),
             _ => Role::Coordinator(self.coordinator(first, index)),
         }
     }
 
     /// Who decides a worker holds the lock; `first` is `coord/0`'s id.
     pub fn lock_kind(&self, first: NodeId) -> LockKind {
-        let _ = first;
         match self.kind {
             ProtocolKind::ZkSequential => LockKind::Zk(ZkClientConfig {
                 server: NodeId::COORD_GROUP,
@@ -351,6 +373,11 @@ impl ProtocolConfig {
                     .unwrap_or(self.lease_ttl_ns * 3 / 10)
                     .max(1),
                 fence: self.fence,
+            }),
+            ProtocolKind::Redlock => LockKind::Redlock(RedlockClientConfig {
+                first_master: first,
+                masters: self.replicas,
+                ttl_ns: self.lease_ttl_ns,
             }),
             _ => LockKind::Lease,
         }

@@ -15,6 +15,7 @@ pub mod effects;
 pub mod msg;
 pub mod node;
 pub mod queue_claim;
+pub mod redlock;
 pub mod resource;
 pub mod single_db;
 pub mod worker;
@@ -26,6 +27,7 @@ pub use node::{Clocks, Durability, Effect, Input, Nanos, Node, NodeId, Observati
 
 use coordinator::{Coordinator, CoordinatorConfig};
 use dynamodb::LockTable;
+use redlock::{RedisMaster, RedisMasterConfig};
 use resource::{Resource, ResourceConfig};
 use worker::{Worker, WorkerConfig};
 use zookeeper::{ZkServer, ZkServerConfig};
@@ -49,6 +51,8 @@ pub enum ServerConfig {
     ZooKeeper(ZkServerConfig),
     /// A DynamoDB lock table.
     DynamoDb,
+    /// One of Redlock's independent Redis masters.
+    Redis(RedisMasterConfig),
 }
 
 impl Role {
@@ -66,6 +70,7 @@ pub fn build(role: &Role) -> Box<dyn Node> {
         Role::Resource(cfg) => Box::new(Resource::new(cfg)),
         Role::Server(ServerConfig::ZooKeeper(cfg)) => Box::new(ZkServer::new(cfg)),
         Role::Server(ServerConfig::DynamoDb) => Box::new(LockTable::new()),
+        Role::Server(ServerConfig::Redis(cfg)) => Box::new(RedisMaster::new(cfg)),
         Role::Alt(alt) => alt.build(),
     }
 }

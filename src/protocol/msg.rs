@@ -257,6 +257,31 @@ pub enum Msg {
         key: Key,
         ok: bool,
     },
+    // Redlock: client <-> each independent Redis master (src/protocol/redlock.rs).
+    /// `SET key <owner> NX PX <ttl>`.
+    RedisSetNx {
+        req: ReqId,
+        key: Key,
+        owner: u64,
+        ttl_ns: u64,
+    },
+    /// `OK` (`ok`) or nil: the key exists and has not expired on the master's clock.
+    RedisSetNxResult {
+        req: ReqId,
+        key: Key,
+        ok: bool,
+    },
+    /// The compare-and-delete script: `DEL key` only if its value is `owner`.
+    RedisCad {
+        req: ReqId,
+        key: Key,
+        owner: u64,
+    },
+    RedisCadResult {
+        req: ReqId,
+        key: Key,
+        deleted: bool,
+    },
     // worker or outbox dispatcher -> effect sink (email / payment provider)
     /// Perform the irreversible effect of `op`; `idem_key` is the provider's
     /// idempotency key (`None`: the caller sends none).
@@ -330,6 +355,10 @@ impl Msg {
             Msg::DdbPutResult { .. } => "ddb_put_result",
             Msg::DdbDelete { .. } => "ddb_delete",
             Msg::DdbDeleted { .. } => "ddb_deleted",
+            Msg::RedisSetNx { .. } => "redis_set_nx",
+            Msg::RedisSetNxResult { .. } => "redis_set_nx_result",
+            Msg::RedisCad { .. } => "redis_cad",
+            Msg::RedisCadResult { .. } => "redis_cad_result",
             Msg::Effect { .. } => "effect",
             Msg::EffectOk { .. } => "effect_ok",
             Msg::OutboxPoll { .. } => "outbox_poll",
@@ -377,6 +406,11 @@ impl Msg {
             Msg::DdbPutResult { .. } => 35,
             Msg::DdbDelete { .. } => 36,
             Msg::DdbDeleted { .. } => 37,
+            // New tags, so existing golden trace hashes do not move.
+            Msg::RedisSetNx { .. } => 60,
+            Msg::RedisSetNxResult { .. } => 61,
+            Msg::RedisCad { .. } => 62,
+            Msg::RedisCadResult { .. } => 63,
             Msg::Effect { .. } => 40,
             Msg::EffectOk { .. } => 41,
             Msg::OutboxPoll { .. } => 42,
@@ -426,6 +460,10 @@ impl Msg {
             | Msg::DdbPutResult { key, .. }
             | Msg::DdbDelete { key, .. }
             | Msg::DdbDeleted { key, .. }
+            | Msg::RedisSetNx { key, .. }
+            | Msg::RedisSetNxResult { key, .. }
+            | Msg::RedisCad { key, .. }
+            | Msg::RedisCadResult { key, .. }
             | Msg::Effect { key, .. }
             | Msg::EffectOk { key, .. }
             | Msg::OutboxEntry { key, .. } => key,
@@ -451,6 +489,10 @@ impl Msg {
             Msg::DdbPut { .. } => ["req", "", "owner", "rvn", "expect_rvn"],
             Msg::DdbPutResult { .. } => ["req", "", "ok", "fence", ""],
             Msg::DdbDeleted { .. } => ["req", "", "ok", "", ""],
+            Msg::RedisSetNx { .. } => ["req", "", "owner", "ttl_ns", ""],
+            Msg::RedisSetNxResult { .. } => ["req", "", "ok", "", ""],
+            Msg::RedisCad { .. } => ["req", "", "owner", "", ""],
+            Msg::RedisCadResult { .. } => ["req", "", "deleted", "", ""],
             _ => [""; 5],
         }
     }
@@ -608,6 +650,17 @@ impl Msg {
                 fence,
             } => [req as u64, key.0 as u64, ok as u64, fence, 0],
             Msg::DdbDeleted { req, key, ok } => [req as u64, key.0 as u64, ok as u64, 0, 0],
+            Msg::RedisSetNx {
+                req,
+                key,
+                owner,
+                ttl_ns,
+            } => [req as u64, key.0 as u64, owner, ttl_ns, 0],
+            Msg::RedisSetNxResult { req, key, ok } => [req as u64, key.0 as u64, ok as u64, 0, 0],
+            Msg::RedisCad { req, key, owner } => [req as u64, key.0 as u64, owner, 0, 0],
+            Msg::RedisCadResult { req, key, deleted } => {
+                [req as u64, key.0 as u64, deleted as u64, 0, 0]
+            }
             Msg::Effect {
                 req,
                 key,

@@ -114,6 +114,8 @@ impl MsgClass {
             Msg::DdbPutResult { .. } => MsgClass::Grant,
             Msg::DdbDelete { .. } | Msg::DdbDeleted { .. } => MsgClass::Release,
             Msg::ZkSessionExpired { .. } => MsgClass::Rejected,
+            Msg::RedisSetNx { .. } | Msg::RedisSetNxResult { .. } => MsgClass::Acquire,
+            Msg::RedisCad { .. } | Msg::RedisCadResult { .. } => MsgClass::Release,
         }
     }
 

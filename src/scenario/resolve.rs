@@ -10,11 +10,12 @@ use std::ops::Range;
 use toml::Spanned;
 
 use super::expect::{CmpOp, Expectation, MetricAssertion};
-use super::schema::{FaultSection, RandomSection, ScenarioFile};
+use super::schema::{FaultSection, ProtocolSection, RandomSection, ScenarioFile};
 use super::{Scenario, ScenarioError};
 use crate::check::{ViolationKind, METRIC_NAMES};
 use crate::history::Kind;
 use crate::protocol::client::LockKind;
+use crate::protocol::redlock::MASTERS_MAX;
 use crate::protocol::worker::{WorkerConfig, OPS_PER_WORKER_MAX};
 use crate::protocol::{alt_role, Key, NodeId, ProtocolConfig, ProtocolKind, Role};
 use crate::sim::{ClockSpec, Fault, NetworkOptions, NodeSpec, Options, RandomFaults, When};
@@ -333,6 +334,7 @@ fn resolve_protocol(ctx: &Ctx, raw: &ScenarioFile) -> Result<ProtocolConfig, Sce
             ),
         ));
     }
+    resolve_redlock(ctx, p, kind, &mut config)?;
     if let Some(r) = &p.replicas {
         let n = *r.get_ref();
         let allowed = match kind {
@@ -376,6 +378,63 @@ fn resolve_protocol(ctx: &Ctx, raw: &ScenarioFile) -> Result<ProtocolConfig, Sce
         config.check_to_write_ns = *step.get_ref() * MS;
     }
     Ok(config)
+}
+
+/// Redlock's knobs: `masters`, `fsync`, `restart_delay_ms` (and not `replicas`).
+fn resolve_redlock(
+    ctx: &Ctx,
+    p: &ProtocolSection,
+    kind: ProtocolKind,
+    config: &mut ProtocolConfig,
+) -> Result<(), ScenarioError> {
+    let redlock = kind == ProtocolKind::Redlock;
+    let only = |span: Range<usize>, name: &str| {
+        Err(ctx.err(
+            span,
+            format!("{name} only applies to redlock, not {}", kind.id()),
+        ))
+    };
+    if let (true, Some(r)) = (redlock, &p.replicas) {
+        return Err(ctx.err(
+            r.span(),
+            "redlock has independent masters, not replicas: set `masters`",
+        ));
+    }
+    if let Some(m) = &p.masters {
+        if !redlock {
+            return only(m.span(), "masters");
+        }
+        let n = *m.get_ref();
+        if !(1..=MASTERS_MAX).contains(&n) {
+            return Err(ctx.err(
+                m.span(),
+                format!("redlock takes masters from 1 to {MASTERS_MAX}"),
+            ));
+        }
+        config.replicas = n;
+    }
+    if let Some(f) = &p.fsync {
+        if !redlock {
+            return only(f.span(), "fsync");
+        }
+        config.fsync_always = match f.get_ref().as_str() {
+            "always" => true,
+            "never" => false,
+            other => {
+                return Err(ctx.err(
+                    f.span(),
+                    format!("unknown fsync policy {other:?}; expected \"always\" or \"never\""),
+                ))
+            }
+        };
+    }
+    if let Some(d) = &p.restart_delay_ms {
+        if !redlock {
+            return only(d.span(), "restart_delay_ms");
+        }
+        config.restart_delay_ns = *d.get_ref() * MS;
+    }
+    Ok(())
 }
 
 const FAULT_KINDS: &str = "pause, crash, partition, delay, drop, duplicate, failover";

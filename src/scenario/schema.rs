@@ -110,6 +110,12 @@ pub struct ProtocolSection {
     pub herd: Option<Spanned<bool>>,
     /// Chubby's lock-delay: an expired lease's key stays refused this long. Default 0.
     pub lock_delay_ms: Option<Spanned<u64>>,
+    /// redlock: how many independent Redis masters (default 5).
+    pub masters: Option<Spanned<u8>>,
+    /// redlock: "always" (sync every write) or "never" (the default: lost on a crash).
+    pub fsync: Option<Spanned<String>>,
+    /// redlock: a restarted master answers nothing for this long. Default 0.
+    pub restart_delay_ms: Option<Spanned<u64>>,
 }
 
 #[derive(Deserialize, Debug)]

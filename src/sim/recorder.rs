@@ -15,7 +15,7 @@
 //! becomes a `grant_issued` and a `grant_received` at the worker, so the
 //! generation order is the true-time order of the decisions.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::history::{Event, Kind, Outcome};
 use crate::protocol::{Msg, NodeId, Observation};
@@ -29,6 +29,10 @@ pub struct Recorder {
     releases_in: BTreeMap<(u16, u32), u64>,
     /// owner -> true time its lease runs out, as last granted or renewed.
     expiry: BTreeMap<u64, u64>,
+    /// Redlock: owners whose acquire / release was already recorded (one
+    /// decision goes to N masters as N messages; it is one record).
+    redlock_acquires: BTreeSet<u64>,
+    redlock_releases: BTreeSet<u64>,
 }
 
 /// A record without its seq and time (the simulator assigns those).
@@ -147,6 +151,20 @@ impl Recorder {
                     e.grant_id = self.owner_grant.get(&session).copied();
                 }))
             }
+            Msg::RedisSetNx { owner, .. } => self
+                .redlock_acquires
+                .insert(owner)
+                .then(|| ev(from, Kind::AcquireSent, |e| e.key = key)),
+            // Only a holder's release is one; a failed attempt's unlock is not.
+            Msg::RedisCad { owner, .. } => {
+                let grant = self.owner_grant.get(&owner).copied()?;
+                self.redlock_releases.insert(owner).then(|| {
+                    ev(from, Kind::ReleaseSent, |e| {
+                        e.key = key;
+                        e.grant_id = Some(grant);
+                    })
+                })
+            }
             Msg::Effect { op, idem_key, .. } => Some(ev(from, Kind::EffectSent, |e| {
                 e.key = key;
                 e.op_id = Some(op.0);
@@ -187,6 +205,8 @@ impl Recorder {
             | Msg::DdbPut { .. }
             | Msg::DdbPutResult { .. }
             | Msg::DdbDeleted { .. }
+            | Msg::RedisSetNxResult { .. }
+            | Msg::RedisCadResult { .. }
             | Msg::OutboxPoll { .. }
             | Msg::OutboxEntry { .. } => None,
         }
@@ -273,6 +293,10 @@ impl Recorder {
             | Msg::DdbPutResult { .. }
             | Msg::DdbDelete { .. }
             | Msg::DdbDeleted { .. }
+            | Msg::RedisSetNx { .. }
+            | Msg::RedisSetNxResult { .. }
+            | Msg::RedisCad { .. }
+            | Msg::RedisCadResult { .. }
             | Msg::Effect { .. }
             | Msg::EffectOk { .. }
             | Msg::OutboxPoll { .. }

@@ -280,7 +280,11 @@ pub fn fmt_msg(msg: &Msg) -> String {
         | Msg::DdbPut { .. }
         | Msg::DdbPutResult { .. }
         | Msg::DdbDelete { .. }
-        | Msg::DdbDeleted { .. } => fmt_words(msg),
+        | Msg::DdbDeleted { .. }
+        | Msg::RedisSetNx { .. }
+        | Msg::RedisSetNxResult { .. }
+        | Msg::RedisCad { .. }
+        | Msg::RedisCadResult { .. } => fmt_words(msg),
         Msg::Effect {
             req, op, idem_key, ..
         } => format!(

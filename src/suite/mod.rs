@@ -458,5 +458,11 @@ pub fn protocol_label(s: &Scenario) -> String {
     if p.lock_delay_ns > 0 {
         label.push_str("+lock_delay");
     }
+    if p.fsync_always {
+        label.push_str("+fsync");
+    }
+    if p.restart_delay_ns > 0 {
+        label.push_str("+restart_delay");
+    }
     label
 }

@@ -86,7 +86,7 @@ pub fn unsupported(opts: &Options) -> Option<String> {
             Role::Resource(r) if r.volatile_fence => return Some("a volatile fence".into()),
             Role::Server(_) => {
                 return Some(
-                    "client-decided lock servers (zk-sequential, dynamodb-heartbeat)".into(),
+                    "client-decided lock servers (zk-sequential, dynamodb-heartbeat, redlock)".into(),
                 )
             }
             Role::Alt(_) => {
