@@ -23,6 +23,8 @@
 //! |----|-------------|--------------|-------|----------------|
 //! | zk-sequential | ZooKeeper lock recipe / Curator `InterProcessMutex` | sessions, ephemeral sequential znodes, watches | znode sequence | atomic CAS (`fence = false`: none) |
 //! | dynamodb-heartbeat | AWS DynamoDB Lock Client | lock table, conditional put on a record version number | none (`fence = true`: owner-change counter) | none (`fence = true`: atomic CAS) |
+//! | etcd-mutex | etcd clientv3 `concurrency.Mutex` after PR #11408 (re-reads its key after waiting) | revisions, leases, watches | create revision | atomic CAS (`fence = false`: none) |
+//! | etcd-mutex-no-recheck | the same Mutex as in etcd 3.4.3 (Jepsen: returns the lock after its lease expired while waiting) | revisions, leases, watches | create revision | atomic CAS (`fence = false`: none) |
 //! | effect-naive | fenced-cas, then an email/payment call retried on timeout | CAD | durable counter | atomic CAS | + effect call, no key |
 //! | effect-idempotency-key | fenced-cas, then the call with the op id as idempotency key | CAD | durable counter | atomic CAS | + effect call, keyed |
 //! | single-db | one database owns lock and data: `SELECT … FOR UPDATE`, `UPDATE`, `COMMIT` | COMMIT | transaction ids | live transaction | unchanged, pointed at the db |
@@ -33,6 +35,7 @@
 use super::client::LockKind;
 use super::coordinator::{CoordinatorConfig, ReleaseStyle, Replication};
 use super::dynamodb::DynamoClientConfig;
+use super::etcd::EtcdClientConfig;
 use super::node::{Nanos, NodeId};
 use super::resource::{FenceCheck, ResourceConfig};
 use super::zookeeper::{ZkClientConfig, ZkServerConfig};
@@ -56,10 +59,12 @@ pub enum ProtocolKind {
     QueueClaim,
     CacheLease,
     ObjectStoreCas,
+    EtcdMutex,
+    EtcdMutexNoRecheck,
 }
 
 impl ProtocolKind {
-    pub const ALL: [ProtocolKind; 16] = [
+    pub const ALL: [ProtocolKind; 18] = [
         ProtocolKind::TtlLeaseDel,
         ProtocolKind::RedisSetNx,
         ProtocolKind::CheckBeforeWrite,
@@ -76,6 +81,8 @@ impl ProtocolKind {
         ProtocolKind::QueueClaim,
         ProtocolKind::CacheLease,
         ProtocolKind::ObjectStoreCas,
+        ProtocolKind::EtcdMutex,
+        ProtocolKind::EtcdMutexNoRecheck,
     ];
 
     pub fn id(self) -> &'static str {
@@ -96,6 +103,8 @@ impl ProtocolKind {
             ProtocolKind::QueueClaim => "queue-claim",
             ProtocolKind::CacheLease => "cache-lease",
             ProtocolKind::ObjectStoreCas => "object-store-cas",
+            ProtocolKind::EtcdMutex => "etcd-mutex",
+            ProtocolKind::EtcdMutexNoRecheck => "etcd-mutex-no-recheck",
         }
     }
 
@@ -153,6 +162,12 @@ impl ProtocolKind {
             ProtocolKind::ObjectStoreCas => {
                 "lease + conditional object write: the write carries the generation it read (If-Match)"
             }
+            ProtocolKind::EtcdMutex => {
+                "etcd Mutex: lease-bound key, waiters by create revision, own key re-read after waiting; revision is the token"
+            }
+            ProtocolKind::EtcdMutexNoRecheck => {
+                "etcd 3.4.3 Mutex: returns the lock after waiting even if its lease expired meanwhile"
+            }
         }
     }
 
@@ -205,6 +220,12 @@ impl ProtocolKind {
             ProtocolKind::ObjectStoreCas => {
                 "the article ('use its conditional-write primitive'); GCS x-goog-if-generation-match, S3 If-Match"
             }
+            ProtocolKind::EtcdMutex => {
+                "etcd clientv3/concurrency Mutex; etcd PR #11408 'concurrency: make lock more reliable'"
+            }
+            ProtocolKind::EtcdMutexNoRecheck => {
+                "jepsen.io/analyses/etcd-3.4.3 ('locks are not mutually exclusive'; revision as fencing token)"
+            }
         }
     }
 
@@ -219,6 +240,8 @@ impl ProtocolKind {
                 | ProtocolKind::EffectNaive
                 | ProtocolKind::EffectIdempotencyKey
                 | ProtocolKind::EffectOutbox
+                | ProtocolKind::EtcdMutex
+                | ProtocolKind::EtcdMutexNoRecheck
         )
     }
 
@@ -226,7 +249,10 @@ impl ProtocolKind {
     pub fn is_client_decided(self) -> bool {
         matches!(
             self,
-            ProtocolKind::ZkSequential | ProtocolKind::DynamodbHeartbeat
+            ProtocolKind::ZkSequential
+                | ProtocolKind::DynamodbHeartbeat
+                | ProtocolKind::EtcdMutex
+                | ProtocolKind::EtcdMutexNoRecheck
         )
     }
 
@@ -240,6 +266,8 @@ impl ProtocolKind {
                 | ProtocolKind::EffectNaive
                 | ProtocolKind::EffectIdempotencyKey
                 | ProtocolKind::EffectOutbox
+                | ProtocolKind::EtcdMutex
+                | ProtocolKind::EtcdMutexNoRecheck
         )
     }
 
@@ -323,6 +351,9 @@ impl ProtocolConfig {
                 session_timeout_ns: self.lease_ttl_ns,
             })),
             ProtocolKind::DynamodbHeartbeat => Role::Server(ServerConfig::DynamoDb),
+            ProtocolKind::EtcdMutex | ProtocolKind::EtcdMutexNoRecheck => {
+                Role::Server(ServerConfig::Etcd)
+            }
             _ => Role::Coordinator(self.coordinator(first, index)),
         }
     }
@@ -346,6 +377,15 @@ impl ProtocolConfig {
                     .max(1),
                 fence: self.fence,
             }),
+            ProtocolKind::EtcdMutex | ProtocolKind::EtcdMutexNoRecheck => {
+                LockKind::Etcd(EtcdClientConfig {
+                    server: NodeId::COORD_GROUP,
+                    lease_ttl_ns: self.lease_ttl_ns,
+                    // clientv3 keeps a lease alive every third of its TTL.
+                    keepalive_every_ns: self.renew_every_ns.unwrap_or(self.lease_ttl_ns / 3).max(1),
+                    recheck: self.kind == ProtocolKind::EtcdMutex,
+                })
+            }
             _ => LockKind::Lease,
         }
     }

@@ -12,6 +12,7 @@
 //! request/retransmit helper the clients share.
 
 use super::dynamodb::{DynamoClient, DynamoClientConfig};
+use super::etcd::{EtcdClient, EtcdClientConfig};
 use super::msg::{Key, Msg, ReqId, Token};
 use super::node::{Clocks, Effect, Nanos, NodeId, TimerId};
 use super::zookeeper::{ZkClient, ZkClientConfig};
@@ -23,6 +24,7 @@ pub enum LockKind {
     Lease,
     Zk(ZkClientConfig),
     Dynamo(DynamoClientConfig),
+    Etcd(EtcdClientConfig),
 }
 
 /// What a lock client tells the worker.
@@ -54,6 +56,7 @@ pub const CLIENT_TIMER_B: TimerId = TimerId(CLIENT_TIMER_BASE + 2);
 pub enum LockClient {
     Zk(ZkClient),
     Dynamo(DynamoClient),
+    Etcd(EtcdClient),
 }
 
 /// What every client needs from the worker's configuration.
@@ -70,6 +73,7 @@ impl LockClient {
             LockKind::Lease => None,
             LockKind::Zk(cfg) => Some(LockClient::Zk(ZkClient::new(cfg, base))),
             LockKind::Dynamo(cfg) => Some(LockClient::Dynamo(DynamoClient::new(cfg, base))),
+            LockKind::Etcd(cfg) => Some(LockClient::Etcd(EtcdClient::new(cfg, base))),
         }
     }
 
@@ -78,6 +82,7 @@ impl LockClient {
         match self {
             LockClient::Zk(c) => c.acquire(clocks, owner, fx),
             LockClient::Dynamo(c) => c.acquire(clocks, owner, fx),
+            LockClient::Etcd(c) => c.acquire(clocks, owner, fx),
         }
     }
 
@@ -85,6 +90,7 @@ impl LockClient {
         match self {
             LockClient::Zk(c) => c.release(clocks, fx),
             LockClient::Dynamo(c) => c.release(clocks, fx),
+            LockClient::Etcd(c) => c.release(clocks, fx),
         }
     }
 
@@ -92,6 +98,7 @@ impl LockClient {
         match self {
             LockClient::Zk(c) => c.on_message(clocks, msg, fx),
             LockClient::Dynamo(c) => c.on_message(clocks, msg, fx),
+            LockClient::Etcd(c) => c.on_message(clocks, msg, fx),
         }
     }
 
@@ -99,6 +106,7 @@ impl LockClient {
         match self {
             LockClient::Zk(c) => c.on_timer(clocks, timer, fx),
             LockClient::Dynamo(c) => c.on_timer(clocks, timer, fx),
+            LockClient::Etcd(c) => c.on_timer(clocks, timer, fx),
         }
     }
 }

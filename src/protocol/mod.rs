@@ -12,6 +12,7 @@ pub mod client;
 pub mod coordinator;
 pub mod dynamodb;
 pub mod effects;
+pub mod etcd;
 pub mod msg;
 pub mod node;
 pub mod queue_claim;
@@ -26,6 +27,7 @@ pub use node::{Clocks, Durability, Effect, Input, Nanos, Node, NodeId, Observati
 
 use coordinator::{Coordinator, CoordinatorConfig};
 use dynamodb::LockTable;
+use etcd::EtcdServer;
 use resource::{Resource, ResourceConfig};
 use worker::{Worker, WorkerConfig};
 use zookeeper::{ZkServer, ZkServerConfig};
@@ -49,6 +51,8 @@ pub enum ServerConfig {
     ZooKeeper(ZkServerConfig),
     /// A DynamoDB lock table.
     DynamoDb,
+    /// An etcd server (revisions, leases, watches).
+    Etcd,
 }
 
 impl Role {
@@ -66,6 +70,7 @@ pub fn build(role: &Role) -> Box<dyn Node> {
         Role::Resource(cfg) => Box::new(Resource::new(cfg)),
         Role::Server(ServerConfig::ZooKeeper(cfg)) => Box::new(ZkServer::new(cfg)),
         Role::Server(ServerConfig::DynamoDb) => Box::new(LockTable::new()),
+        Role::Server(ServerConfig::Etcd) => Box::new(EtcdServer::new()),
         Role::Alt(alt) => alt.build(),
     }
 }

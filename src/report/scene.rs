@@ -114,6 +114,17 @@ impl MsgClass {
             Msg::DdbPutResult { .. } => MsgClass::Grant,
             Msg::DdbDelete { .. } | Msg::DdbDeleted { .. } => MsgClass::Release,
             Msg::ZkSessionExpired { .. } => MsgClass::Rejected,
+            Msg::EtcdKeepAlive { .. } => MsgClass::Replica,
+            Msg::EtcdLeaseGrant { .. }
+            | Msg::EtcdLeaseGranted { .. }
+            | Msg::EtcdLockTxn { .. }
+            | Msg::EtcdTxnResult { .. }
+            | Msg::EtcdWaitDeletes { .. }
+            | Msg::EtcdPredecessor { .. }
+            | Msg::EtcdDeleteEvent { .. }
+            | Msg::EtcdGetOwn { .. }
+            | Msg::EtcdOwnKey { .. } => MsgClass::Acquire,
+            Msg::EtcdRevoke { .. } | Msg::EtcdRevoked { .. } => MsgClass::Release,
         }
     }
 
