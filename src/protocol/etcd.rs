@@ -36,6 +36,11 @@
 //! - `waitDeletes`' read and its watch are one request: a watch that starts
 //!   at the read's revision sees every deletion after the read, so the two
 //!   steps behave as one atomic step.
+//! - A watch rides a gRPC stream that clientv3 re-creates from its revision
+//!   when it breaks, so no delete event is lost for good. Here an event is
+//!   one message the network can drop; a waiter that has heard nothing for
+//!   a request timeout reads and watches again, which is what the resumed
+//!   stream would deliver.
 //! - The application does not watch `Session.Done()` (etcd's own Mutex
 //!   example does not): keep-alive answers are not awaited and a lost lease
 //!   is never reported to the worker. Keep-alives go every third of the TTL
@@ -47,7 +52,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::client::{ClientBase, LockEvent, Requests, Timeout, CLIENT_REQUEST, CLIENT_TIMER_A};
+use super::client::{
+    ClientBase, LockEvent, Requests, Timeout, CLIENT_REQUEST, CLIENT_TIMER_A, CLIENT_TIMER_B,
+};
 use super::msg::{Key, Msg, Token};
 use super::node::{Clocks, Effect, Input, Nanos, Node, NodeId, Observation, TimerId};
 
@@ -75,6 +82,8 @@ enum Phase {
 }
 
 const KEEPALIVE: TimerId = CLIENT_TIMER_A;
+/// While watching: resume the watch (read again and re-register it).
+const WATCH_RESUME: TimerId = CLIENT_TIMER_B;
 
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct EtcdClient {
@@ -227,12 +236,19 @@ impl EtcdClient {
                 } else {
                     self.phase = Phase::Watching;
                     self.waiting_on = pred_rev;
+                    fx.push(Effect::SetTimer {
+                        timer: WATCH_RESUME,
+                        after_ns: self.base.request_timeout_ns,
+                    });
                 }
             }
             (Phase::Querying, Msg::EtcdDeleteEvent { rev, .. }) => {
                 self.deleted_meanwhile.insert(rev);
             }
             (Phase::Watching, Msg::EtcdDeleteEvent { rev, .. }) if rev == self.waiting_on => {
+                fx.push(Effect::CancelTimer {
+                    timer: WATCH_RESUME,
+                });
                 self.wait_deletes(clocks, fx);
             }
             (
@@ -256,7 +272,11 @@ impl EtcdClient {
         LockEvent::Pending
     }
 
-    pub fn on_timer(&mut self, _clocks: Clocks, timer: TimerId, fx: &mut Vec<Effect>) -> LockEvent {
+    pub fn on_timer(&mut self, clocks: Clocks, timer: TimerId, fx: &mut Vec<Effect>) -> LockEvent {
+        if timer == WATCH_RESUME && self.phase == Phase::Watching {
+            self.wait_deletes(clocks, fx);
+            return LockEvent::Pending;
+        }
         if timer == KEEPALIVE && self.phase != Phase::Idle {
             let msg = Msg::EtcdKeepAlive {
                 key: self.base.key,
