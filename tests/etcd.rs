@@ -7,12 +7,9 @@
 mod common;
 
 use fencesim::check::ViolationKind;
-use fencesim::protocol::{ProtocolKind, Role};
+use fencesim::protocol::ProtocolKind;
 use fencesim::scenario::Scenario;
-use fencesim::sim::RandomFaults;
 use fencesim::suite;
-
-const MS: u64 = 1_000_000;
 
 fn scenario(name: &str) -> Scenario {
     common::load(&common::scenario_path(&format!("real-systems/{name}.toml")))
@@ -63,38 +60,6 @@ fn pr_11408_recheck_ends_the_overlap_the_3_4_3_mutex_has_under_the_same_pause() 
     }
 }
 
-/// The bundled pair under random pauses, crashes and partitions instead of
-/// one scripted pause, with workers busy for the whole fault window.
-fn with_random_faults(mut s: Scenario) -> Scenario {
-    let workers: Vec<_> = s.options.workers().map(|(id, _)| id).collect();
-    for node in &mut s.options.nodes {
-        if let Role::Worker(w) = &mut node.role {
-            w.ops = 20;
-            w.start_ns = 0;
-            w.work_ns = 500 * MS;
-            w.think_ns = 200 * MS;
-        }
-    }
-    s.options.max_time_ns = 120_000 * MS;
-    s.options.faults.clear();
-    s.options.random = RandomFaults {
-        window_ns: 20_000 * MS,
-        pause_probability: 0.5,
-        pause_min_ns: 1_000 * MS,
-        pause_max_ns: 15_000 * MS,
-        pause_nodes: workers.clone(),
-        crash_probability: 0.1,
-        restart_min_ns: 500 * MS,
-        restart_max_ns: 3_000 * MS,
-        crash_nodes: workers,
-        partition_probability: 0.2,
-        partition_min_ns: 1_000 * MS,
-        partition_max_ns: 12_000 * MS,
-        failover_probability: 0.0,
-    };
-    s
-}
-
 /// One Mutex on the bundled pair's nodes under random faults: fenced
 /// (with tokens on reads too) or not.
 fn random(kind: ProtocolKind, fenced: bool) -> Scenario {
@@ -103,7 +68,7 @@ fn random(kind: ProtocolKind, fenced: bool) -> Scenario {
     } else {
         "etcd-mutex-no-recheck"
     };
-    let mut s = with_random_faults(with_kind(scenario(name), kind));
+    let mut s = common::with_random_faults(with_kind(scenario(name), kind));
     let mut p = s.options.protocol;
     // Write-only fencing still lets a stale write land between the new
     // holder's read and write (gc-pause-write-fence-lost-update).
