@@ -47,6 +47,13 @@
 //!   (clientv3's period) unless `renew_every_ms` says otherwise.
 //! - Revisions start at 1 as in etcd; puts, deletions and lease-expiry
 //!   deletions each take the next one.
+//! - No age check on answers (ZooKeeper's client here has one): clientv3
+//!   acts on a reply whenever it arrives. A pause between the server's
+//!   "you are first" (or, with the re-check, "your key is there") and the
+//!   client acting on it still lets a client decide after a newer holder,
+//!   with an older revision — `token_order`, harmless only behind the fence.
+//!   Under random faults the re-check makes that rare, not impossible
+//!   (tests/etcd.rs).
 //! - Not modelled: server crashes (etcd is a replicated log; a restarted
 //!   server here forgets every lease and key), compaction, auth.
 
