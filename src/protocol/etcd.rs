@@ -826,4 +826,29 @@ mod tests {
             "reads again instead of waiting for an event already seen"
         );
     }
+
+    #[test]
+    fn a_waiter_whose_delete_event_was_lost_reads_again_after_a_request_timeout() {
+        let mut s = querying(false);
+        let pred = Msg::EtcdPredecessor {
+            req: s.req(),
+            key: Key(0),
+            pred_rev: 2,
+        };
+        assert_eq!(s.reply(pred), LockEvent::Pending);
+        assert!(s.fx.iter().any(|e| matches!(
+            e,
+            Effect::SetTimer {
+                timer: WATCH_RESUME,
+                ..
+            }
+        )));
+        s.fx.clear();
+        let event = s.client.on_timer(at(200 * T), WATCH_RESUME, &mut s.fx);
+        assert_eq!(event, LockEvent::Pending);
+        assert!(matches!(
+            s.last_request(),
+            Msg::EtcdWaitDeletes { my_rev: 3, .. }
+        ));
+    }
 }
