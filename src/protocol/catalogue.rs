@@ -24,6 +24,8 @@
 //! | zk-sequential | ZooKeeper lock recipe / Curator `InterProcessMutex` | sessions, ephemeral sequential znodes, watches | znode sequence | atomic CAS (`fence = false`: none) |
 //! | dynamodb-heartbeat | AWS DynamoDB Lock Client | lock table, conditional put on a record version number | none (`fence = true`: owner-change counter) | none (`fence = true`: atomic CAS) |
 //! | redlock | Redlock (redis.io "Distributed Locks with Redis") | N independent Redis masters, `SET NX PX` on a majority within validity | none | none |
+//! | etcd-mutex | etcd clientv3 `concurrency.Mutex` after PR #11408 (re-reads its key after waiting) | revisions, leases, watches | create revision | atomic CAS (`fence = false`: none) |
+//! | etcd-mutex-no-recheck | the same Mutex as in etcd 3.4.3 (Jepsen: returns the lock after its lease expired while waiting) | revisions, leases, watches | create revision | atomic CAS (`fence = false`: none) |
 //! | effect-naive | fenced-cas, then an email/payment call retried on timeout | CAD | durable counter | atomic CAS | + effect call, no key |
 //! | effect-idempotency-key | fenced-cas, then the call with the op id as idempotency key | CAD | durable counter | atomic CAS | + effect call, keyed |
 //! | single-db | one database owns lock and data: `SELECT … FOR UPDATE`, `UPDATE`, `COMMIT` | COMMIT | transaction ids | live transaction | unchanged, pointed at the db |
@@ -34,6 +36,7 @@
 use super::client::LockKind;
 use super::coordinator::{CoordinatorConfig, ReleaseStyle, Replication};
 use super::dynamodb::DynamoClientConfig;
+use super::etcd::EtcdClientConfig;
 use super::node::{Nanos, NodeId};
 use super::redlock::{RedisMasterConfig, RedlockClientConfig};
 use super::resource::{FenceCheck, ResourceConfig};
@@ -59,10 +62,12 @@ pub enum ProtocolKind {
     QueueClaim,
     CacheLease,
     ObjectStoreCas,
+    EtcdMutex,
+    EtcdMutexNoRecheck,
 }
 
 impl ProtocolKind {
-    pub const ALL: [ProtocolKind; 17] = [
+    pub const ALL: [ProtocolKind; 19] = [
         ProtocolKind::TtlLeaseDel,
         ProtocolKind::RedisSetNx,
         ProtocolKind::CheckBeforeWrite,
@@ -73,6 +78,8 @@ impl ProtocolKind {
         ProtocolKind::ZkSequential,
         ProtocolKind::DynamodbHeartbeat,
         ProtocolKind::Redlock,
+        ProtocolKind::EtcdMutex,
+        ProtocolKind::EtcdMutexNoRecheck,
         ProtocolKind::EffectNaive,
         ProtocolKind::EffectIdempotencyKey,
         ProtocolKind::EffectOutbox,
@@ -101,6 +108,8 @@ impl ProtocolKind {
             ProtocolKind::QueueClaim => "queue-claim",
             ProtocolKind::CacheLease => "cache-lease",
             ProtocolKind::ObjectStoreCas => "object-store-cas",
+            ProtocolKind::EtcdMutex => "etcd-mutex",
+            ProtocolKind::EtcdMutexNoRecheck => "etcd-mutex-no-recheck",
         }
     }
 
@@ -161,6 +170,12 @@ impl ProtocolKind {
             ProtocolKind::ObjectStoreCas => {
                 "lease + conditional object write: the write carries the generation it read (If-Match)"
             }
+            ProtocolKind::EtcdMutex => {
+                "etcd Mutex: lease-bound key, waiters by create revision, own key re-read after waiting; revision is the token"
+            }
+            ProtocolKind::EtcdMutexNoRecheck => {
+                "etcd 3.4.3 Mutex: returns the lock after waiting even if its lease expired meanwhile"
+            }
         }
     }
 
@@ -216,6 +231,12 @@ impl ProtocolKind {
             ProtocolKind::ObjectStoreCas => {
                 "the article ('use its conditional-write primitive'); GCS x-goog-if-generation-match, S3 If-Match"
             }
+            ProtocolKind::EtcdMutex => {
+                "etcd clientv3/concurrency Mutex; etcd PR #11408 'concurrency: make lock more reliable'"
+            }
+            ProtocolKind::EtcdMutexNoRecheck => {
+                "jepsen.io/analyses/etcd-3.4.3 ('locks are not mutually exclusive'; revision as fencing token)"
+            }
         }
     }
 
@@ -230,6 +251,8 @@ impl ProtocolKind {
                 | ProtocolKind::EffectNaive
                 | ProtocolKind::EffectIdempotencyKey
                 | ProtocolKind::EffectOutbox
+                | ProtocolKind::EtcdMutex
+                | ProtocolKind::EtcdMutexNoRecheck
         )
     }
 
@@ -237,7 +260,11 @@ impl ProtocolKind {
     pub fn is_client_decided(self) -> bool {
         matches!(
             self,
-            ProtocolKind::ZkSequential | ProtocolKind::DynamodbHeartbeat | ProtocolKind::Redlock
+            ProtocolKind::ZkSequential
+                | ProtocolKind::DynamodbHeartbeat
+                | ProtocolKind::Redlock
+                | ProtocolKind::EtcdMutex
+                | ProtocolKind::EtcdMutexNoRecheck
         )
     }
 
@@ -251,6 +278,8 @@ impl ProtocolKind {
                 | ProtocolKind::EffectNaive
                 | ProtocolKind::EffectIdempotencyKey
                 | ProtocolKind::EffectOutbox
+                | ProtocolKind::EtcdMutex
+                | ProtocolKind::EtcdMutexNoRecheck
         )
     }
 
@@ -352,6 +381,9 @@ impl ProtocolConfig {
                 fsync_always: self.fsync_always,
                 restart_delay_ns: self.restart_delay_ns,
             })),
+            ProtocolKind::EtcdMutex | ProtocolKind::EtcdMutexNoRecheck => {
+                Role::Server(ServerConfig::Etcd)
+            }
             _ => Role::Coordinator(self.coordinator(first, index)),
         }
     }
@@ -379,6 +411,15 @@ impl ProtocolConfig {
                 masters: self.replicas,
                 ttl_ns: self.lease_ttl_ns,
             }),
+            ProtocolKind::EtcdMutex | ProtocolKind::EtcdMutexNoRecheck => {
+                LockKind::Etcd(EtcdClientConfig {
+                    server: NodeId::COORD_GROUP,
+                    lease_ttl_ns: self.lease_ttl_ns,
+                    // clientv3 keeps a lease alive every third of its TTL.
+                    keepalive_every_ns: self.renew_every_ns.unwrap_or(self.lease_ttl_ns / 3).max(1),
+                    recheck: self.kind == ProtocolKind::EtcdMutex,
+                })
+            }
             _ => LockKind::Lease,
         }
     }

@@ -12,6 +12,7 @@
 //! request/retransmit helper the clients share.
 
 use super::dynamodb::{DynamoClient, DynamoClientConfig};
+use super::etcd::{EtcdClient, EtcdClientConfig};
 use super::msg::{Key, Msg, ReqId, Token};
 use super::node::{Clocks, Effect, Nanos, NodeId, TimerId};
 use super::redlock::{RedlockClient, RedlockClientConfig};
@@ -25,6 +26,7 @@ pub enum LockKind {
     Zk(ZkClientConfig),
     Dynamo(DynamoClientConfig),
     Redlock(RedlockClientConfig),
+    Etcd(EtcdClientConfig),
 }
 
 /// What a lock client tells the worker.
@@ -57,6 +59,7 @@ pub enum LockClient {
     Zk(ZkClient),
     Dynamo(DynamoClient),
     Redlock(RedlockClient),
+    Etcd(EtcdClient),
 }
 
 /// What every client needs from the worker's configuration.
@@ -74,6 +77,7 @@ impl LockClient {
             LockKind::Zk(cfg) => Some(LockClient::Zk(ZkClient::new(cfg, base))),
             LockKind::Dynamo(cfg) => Some(LockClient::Dynamo(DynamoClient::new(cfg, base))),
             LockKind::Redlock(cfg) => Some(LockClient::Redlock(RedlockClient::new(cfg, base))),
+            LockKind::Etcd(cfg) => Some(LockClient::Etcd(EtcdClient::new(cfg, base))),
         }
     }
 
@@ -83,6 +87,7 @@ impl LockClient {
             LockClient::Zk(c) => c.acquire(clocks, owner, fx),
             LockClient::Dynamo(c) => c.acquire(clocks, owner, fx),
             LockClient::Redlock(c) => c.acquire(clocks, owner, fx),
+            LockClient::Etcd(c) => c.acquire(clocks, owner, fx),
         }
     }
 
@@ -91,6 +96,7 @@ impl LockClient {
             LockClient::Zk(c) => c.release(clocks, fx),
             LockClient::Dynamo(c) => c.release(clocks, fx),
             LockClient::Redlock(c) => c.release(clocks, fx),
+            LockClient::Etcd(c) => c.release(clocks, fx),
         }
     }
 
@@ -99,6 +105,7 @@ impl LockClient {
             LockClient::Zk(c) => c.on_message(clocks, msg, fx),
             LockClient::Dynamo(c) => c.on_message(clocks, msg, fx),
             LockClient::Redlock(c) => c.on_message(clocks, msg, fx),
+            LockClient::Etcd(c) => c.on_message(clocks, msg, fx),
         }
     }
 
@@ -107,6 +114,7 @@ impl LockClient {
             LockClient::Zk(c) => c.on_timer(clocks, timer, fx),
             LockClient::Dynamo(c) => c.on_timer(clocks, timer, fx),
             LockClient::Redlock(c) => c.on_timer(clocks, timer, fx),
+            LockClient::Etcd(c) => c.on_timer(clocks, timer, fx),
         }
     }
 }

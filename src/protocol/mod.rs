@@ -12,6 +12,7 @@ pub mod client;
 pub mod coordinator;
 pub mod dynamodb;
 pub mod effects;
+pub mod etcd;
 pub mod msg;
 pub mod node;
 pub mod queue_claim;
@@ -27,6 +28,7 @@ pub use node::{Clocks, Durability, Effect, Input, Nanos, Node, NodeId, Observati
 
 use coordinator::{Coordinator, CoordinatorConfig};
 use dynamodb::LockTable;
+use etcd::EtcdServer;
 use redlock::{RedisMaster, RedisMasterConfig};
 use resource::{Resource, ResourceConfig};
 use worker::{Worker, WorkerConfig};
@@ -53,6 +55,8 @@ pub enum ServerConfig {
     DynamoDb,
     /// One of Redlock's independent Redis masters.
     Redis(RedisMasterConfig),
+    /// An etcd server (revisions, leases, watches).
+    Etcd,
 }
 
 impl Role {
@@ -71,6 +75,7 @@ pub fn build(role: &Role) -> Box<dyn Node> {
         Role::Server(ServerConfig::ZooKeeper(cfg)) => Box::new(ZkServer::new(cfg)),
         Role::Server(ServerConfig::DynamoDb) => Box::new(LockTable::new()),
         Role::Server(ServerConfig::Redis(cfg)) => Box::new(RedisMaster::new(cfg)),
+        Role::Server(ServerConfig::Etcd) => Box::new(EtcdServer::new()),
         Role::Alt(alt) => alt.build(),
     }
 }

@@ -282,6 +282,85 @@ pub enum Msg {
         key: Key,
         deleted: bool,
     },
+    // etcd (src/protocol/etcd.rs). A lease id is the client's acquisition
+    // nonce (`LeaseGrant` lets the client choose the ID); a revision is the
+    // store's global revision counter.
+    /// `LeaseGrant(TTL, ID)`: the lock session's lease.
+    EtcdLeaseGrant {
+        req: ReqId,
+        key: Key,
+        lease: u64,
+        ttl_ns: u64,
+    },
+    /// `ttl_ns` 0: refused (the ID belonged to a lease that is gone).
+    EtcdLeaseGranted {
+        req: ReqId,
+        key: Key,
+        lease: u64,
+        ttl_ns: u64,
+    },
+    /// The Mutex's Lock transaction: if `prefix/<lease>` does not exist, put
+    /// it bound to the lease; read its create revision and the lowest create
+    /// revision under the prefix (the owner).
+    EtcdLockTxn {
+        req: ReqId,
+        key: Key,
+        lease: u64,
+    },
+    /// `my_rev` 0: the put failed, the lease was not found.
+    EtcdTxnResult {
+        req: ReqId,
+        key: Key,
+        my_rev: u64,
+        owner_rev: u64,
+    },
+    /// waitDeletes: `Get(prefix, WithLastCreate, WithMaxCreateRev(my_rev - 1))`
+    /// and a watch, from that read's revision, on the key it returns.
+    EtcdWaitDeletes {
+        req: ReqId,
+        key: Key,
+        my_rev: u64,
+    },
+    /// The create revision of the key just before mine (0: none left —
+    /// waitDeletes returns).
+    EtcdPredecessor {
+        req: ReqId,
+        key: Key,
+        pred_rev: u64,
+    },
+    /// A watch event: the key created at `rev` was deleted.
+    EtcdDeleteEvent {
+        key: Key,
+        rev: u64,
+    },
+    /// The re-check of etcd PR #11408: `Get(prefix/<lease>)`.
+    EtcdGetOwn {
+        req: ReqId,
+        key: Key,
+        lease: u64,
+    },
+    /// The own key's create revision (0: it is gone).
+    EtcdOwnKey {
+        req: ReqId,
+        key: Key,
+        create_rev: u64,
+    },
+    /// `LeaseKeepAlive`.
+    EtcdKeepAlive {
+        key: Key,
+        lease: u64,
+    },
+    /// `LeaseRevoke`, deleting the keys bound to the lease: Unlock and
+    /// Session.Close in one request.
+    EtcdRevoke {
+        req: ReqId,
+        key: Key,
+        lease: u64,
+    },
+    EtcdRevoked {
+        req: ReqId,
+        key: Key,
+    },
     // worker or outbox dispatcher -> effect sink (email / payment provider)
     /// Perform the irreversible effect of `op`; `idem_key` is the provider's
     /// idempotency key (`None`: the caller sends none).
@@ -359,6 +438,18 @@ impl Msg {
             Msg::RedisSetNxResult { .. } => "redis_set_nx_result",
             Msg::RedisCad { .. } => "redis_cad",
             Msg::RedisCadResult { .. } => "redis_cad_result",
+            Msg::EtcdLeaseGrant { .. } => "etcd_lease_grant",
+            Msg::EtcdLeaseGranted { .. } => "etcd_lease_granted",
+            Msg::EtcdLockTxn { .. } => "etcd_lock_txn",
+            Msg::EtcdTxnResult { .. } => "etcd_txn_result",
+            Msg::EtcdWaitDeletes { .. } => "etcd_wait_deletes",
+            Msg::EtcdPredecessor { .. } => "etcd_predecessor",
+            Msg::EtcdDeleteEvent { .. } => "etcd_delete_event",
+            Msg::EtcdGetOwn { .. } => "etcd_get_own",
+            Msg::EtcdOwnKey { .. } => "etcd_own_key",
+            Msg::EtcdKeepAlive { .. } => "etcd_keepalive",
+            Msg::EtcdRevoke { .. } => "etcd_revoke",
+            Msg::EtcdRevoked { .. } => "etcd_revoked",
             Msg::Effect { .. } => "effect",
             Msg::EffectOk { .. } => "effect_ok",
             Msg::OutboxPoll { .. } => "outbox_poll",
@@ -411,6 +502,18 @@ impl Msg {
             Msg::RedisSetNxResult { .. } => 61,
             Msg::RedisCad { .. } => 62,
             Msg::RedisCadResult { .. } => 63,
+            Msg::EtcdLeaseGrant { .. } => 70,
+            Msg::EtcdLeaseGranted { .. } => 71,
+            Msg::EtcdLockTxn { .. } => 72,
+            Msg::EtcdTxnResult { .. } => 73,
+            Msg::EtcdWaitDeletes { .. } => 74,
+            Msg::EtcdPredecessor { .. } => 75,
+            Msg::EtcdDeleteEvent { .. } => 76,
+            Msg::EtcdGetOwn { .. } => 77,
+            Msg::EtcdOwnKey { .. } => 78,
+            Msg::EtcdKeepAlive { .. } => 79,
+            Msg::EtcdRevoke { .. } => 80,
+            Msg::EtcdRevoked { .. } => 81,
             Msg::Effect { .. } => 40,
             Msg::EffectOk { .. } => 41,
             Msg::OutboxPoll { .. } => 42,
@@ -464,6 +567,18 @@ impl Msg {
             | Msg::RedisSetNxResult { key, .. }
             | Msg::RedisCad { key, .. }
             | Msg::RedisCadResult { key, .. }
+            | Msg::EtcdLeaseGrant { key, .. }
+            | Msg::EtcdLeaseGranted { key, .. }
+            | Msg::EtcdLockTxn { key, .. }
+            | Msg::EtcdTxnResult { key, .. }
+            | Msg::EtcdWaitDeletes { key, .. }
+            | Msg::EtcdPredecessor { key, .. }
+            | Msg::EtcdDeleteEvent { key, .. }
+            | Msg::EtcdGetOwn { key, .. }
+            | Msg::EtcdOwnKey { key, .. }
+            | Msg::EtcdKeepAlive { key, .. }
+            | Msg::EtcdRevoke { key, .. }
+            | Msg::EtcdRevoked { key, .. }
             | Msg::Effect { key, .. }
             | Msg::EffectOk { key, .. }
             | Msg::OutboxEntry { key, .. } => key,
@@ -493,6 +608,19 @@ impl Msg {
             Msg::RedisSetNxResult { .. } => ["req", "", "ok", "", ""],
             Msg::RedisCad { .. } => ["req", "", "owner", "", ""],
             Msg::RedisCadResult { .. } => ["req", "", "deleted", "", ""],
+            Msg::EtcdLeaseGrant { .. } | Msg::EtcdLeaseGranted { .. } => {
+                ["req", "", "lease", "ttl_ns", ""]
+            }
+            Msg::EtcdLockTxn { .. } | Msg::EtcdGetOwn { .. } | Msg::EtcdRevoke { .. } => {
+                ["req", "", "lease", "", ""]
+            }
+            Msg::EtcdTxnResult { .. } => ["req", "", "my_rev", "owner_rev", ""],
+            Msg::EtcdWaitDeletes { .. } => ["req", "", "my_rev", "", ""],
+            Msg::EtcdPredecessor { .. } => ["req", "", "pred_rev", "", ""],
+            Msg::EtcdDeleteEvent { .. } => ["", "deleted_rev", "", "", ""],
+            Msg::EtcdOwnKey { .. } => ["req", "", "create_rev", "", ""],
+            Msg::EtcdKeepAlive { .. } => ["", "lease", "", "", ""],
+            Msg::EtcdRevoked { .. } => ["req", "", "", "", ""],
             _ => [""; 5],
         }
     }
@@ -661,6 +789,45 @@ impl Msg {
             Msg::RedisCadResult { req, key, deleted } => {
                 [req as u64, key.0 as u64, deleted as u64, 0, 0]
             }
+            Msg::EtcdLeaseGrant {
+                req,
+                key,
+                lease,
+                ttl_ns,
+            }
+            | Msg::EtcdLeaseGranted {
+                req,
+                key,
+                lease,
+                ttl_ns,
+            } => [req as u64, key.0 as u64, lease, ttl_ns, 0],
+            Msg::EtcdLockTxn { req, key, lease }
+            | Msg::EtcdGetOwn { req, key, lease }
+            | Msg::EtcdRevoke { req, key, lease } => [req as u64, key.0 as u64, lease, 0, 0],
+            Msg::EtcdTxnResult {
+                req,
+                key,
+                my_rev,
+                owner_rev,
+            } => [req as u64, key.0 as u64, my_rev, owner_rev, 0],
+            Msg::EtcdWaitDeletes {
+                req,
+                key,
+                my_rev: rev,
+            }
+            | Msg::EtcdPredecessor {
+                req,
+                key,
+                pred_rev: rev,
+            }
+            | Msg::EtcdOwnKey {
+                req,
+                key,
+                create_rev: rev,
+            } => [req as u64, key.0 as u64, rev, 0, 0],
+            Msg::EtcdDeleteEvent { key, rev } => [key.0 as u64, rev, 0, 0, 0],
+            Msg::EtcdKeepAlive { key, lease } => [key.0 as u64, lease, 0, 0, 0],
+            Msg::EtcdRevoked { req, key } => [req as u64, key.0 as u64, 0, 0, 0],
             Msg::Effect {
                 req,
                 key,

@@ -116,6 +116,17 @@ impl MsgClass {
             Msg::ZkSessionExpired { .. } => MsgClass::Rejected,
             Msg::RedisSetNx { .. } | Msg::RedisSetNxResult { .. } => MsgClass::Acquire,
             Msg::RedisCad { .. } | Msg::RedisCadResult { .. } => MsgClass::Release,
+            Msg::EtcdKeepAlive { .. } => MsgClass::Replica,
+            Msg::EtcdLeaseGrant { .. }
+            | Msg::EtcdLeaseGranted { .. }
+            | Msg::EtcdLockTxn { .. }
+            | Msg::EtcdTxnResult { .. }
+            | Msg::EtcdWaitDeletes { .. }
+            | Msg::EtcdPredecessor { .. }
+            | Msg::EtcdDeleteEvent { .. }
+            | Msg::EtcdGetOwn { .. }
+            | Msg::EtcdOwnKey { .. } => MsgClass::Acquire,
+            Msg::EtcdRevoke { .. } | Msg::EtcdRevoked { .. } => MsgClass::Release,
         }
     }
 

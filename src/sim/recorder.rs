@@ -183,6 +183,21 @@ impl Recorder {
                     e.op_id = Some(op.0);
                 }))
             }
+            Msg::EtcdDeleteEvent { .. } => Some(ev(from, Kind::WatchNotified, |e| e.key = key)),
+            Msg::EtcdRevoke { lease, .. } => Some(ev(from, Kind::ReleaseSent, |e| {
+                e.key = key;
+                e.grant_id = self.owner_grant.get(&lease).copied();
+            })),
+            Msg::EtcdLeaseGrant { .. }
+            | Msg::EtcdLeaseGranted { .. }
+            | Msg::EtcdLockTxn { .. }
+            | Msg::EtcdTxnResult { .. }
+            | Msg::EtcdWaitDeletes { .. }
+            | Msg::EtcdPredecessor { .. }
+            | Msg::EtcdGetOwn { .. }
+            | Msg::EtcdOwnKey { .. }
+            | Msg::EtcdKeepAlive { .. }
+            | Msg::EtcdRevoked { .. } => None,
             Msg::Busy { .. }
             | Msg::Renew { .. }
             | Msg::Replicate { .. }
@@ -301,6 +316,18 @@ impl Recorder {
             | Msg::EffectOk { .. }
             | Msg::OutboxPoll { .. }
             | Msg::OutboxEntry { .. } => None,
+            Msg::EtcdLeaseGrant { .. }
+            | Msg::EtcdLeaseGranted { .. }
+            | Msg::EtcdLockTxn { .. }
+            | Msg::EtcdTxnResult { .. }
+            | Msg::EtcdWaitDeletes { .. }
+            | Msg::EtcdPredecessor { .. }
+            | Msg::EtcdDeleteEvent { .. }
+            | Msg::EtcdGetOwn { .. }
+            | Msg::EtcdOwnKey { .. }
+            | Msg::EtcdKeepAlive { .. }
+            | Msg::EtcdRevoke { .. }
+            | Msg::EtcdRevoked { .. } => None,
         }
     }
 

@@ -285,6 +285,18 @@ pub fn fmt_msg(msg: &Msg) -> String {
         | Msg::RedisSetNxResult { .. }
         | Msg::RedisCad { .. }
         | Msg::RedisCadResult { .. } => fmt_words(msg),
+        Msg::EtcdLeaseGrant { .. }
+        | Msg::EtcdLeaseGranted { .. }
+        | Msg::EtcdLockTxn { .. }
+        | Msg::EtcdTxnResult { .. }
+        | Msg::EtcdWaitDeletes { .. }
+        | Msg::EtcdPredecessor { .. }
+        | Msg::EtcdDeleteEvent { .. }
+        | Msg::EtcdGetOwn { .. }
+        | Msg::EtcdOwnKey { .. }
+        | Msg::EtcdKeepAlive { .. }
+        | Msg::EtcdRevoke { .. }
+        | Msg::EtcdRevoked { .. } => fmt_words(msg),
         Msg::Effect {
             req, op, idem_key, ..
         } => format!(
@@ -309,7 +321,7 @@ fn fmt_words(msg: &Msg) -> String {
         .zip(msg.words())
         .filter(|(name, _)| !name.is_empty())
         .map(|(name, w)| match *name {
-            "session" => format!("{name}={w:#x}"),
+            "session" | "lease" => format!("{name}={w:#x}"),
             _ => format!("{name}={w}"),
         })
         .collect();

@@ -86,7 +86,8 @@ pub fn unsupported(opts: &Options) -> Option<String> {
             Role::Resource(r) if r.volatile_fence => return Some("a volatile fence".into()),
             Role::Server(_) => {
                 return Some(
-                    "client-decided lock servers (zk-sequential, dynamodb-heartbeat, redlock)".into(),
+                    "client-decided lock servers (zk-sequential, dynamodb-heartbeat, redlock, etcd-mutex)"
+                        .into(),
                 )
             }
             Role::Alt(_) => {
