@@ -849,4 +849,256 @@ mod tests {
             "after max_retries the acquire backs off"
         );
     }
+
+    /// Drives one worker by hand and answers its requests.
+    struct Drive {
+        w: Worker,
+        fx: Vec<Effect>,
+    }
+
+    impl Drive {
+        fn two_locks(renew_every_ns: Option<Nanos>) -> Drive {
+            let mut c = cfg();
+            c.more_locks = MoreLocks::new(&[Key(1)]);
+            c.renew_every_ns = renew_every_ns;
+            let mut d = Drive {
+                w: Worker::new(c),
+                fx: Vec::new(),
+            };
+            d.input(Input::Start { recovered: None });
+            d
+        }
+
+        /// Feeds one input; returns the messages the worker sent.
+        fn input(&mut self, input: Input<'_>) -> Vec<Msg> {
+            self.fx.clear();
+            self.w.handle(NOW, input, &mut self.fx);
+            self.fx
+                .iter()
+                .filter_map(|e| match e {
+                    Effect::Send { msg, .. } => Some(*msg),
+                    _ => None,
+                })
+                .collect()
+        }
+
+        fn step(&mut self) -> Vec<Msg> {
+            self.input(Input::Timer { timer: STEP })
+        }
+
+        fn reply(&mut self, msg: Msg) -> Vec<Msg> {
+            self.input(Input::Message {
+                from: NodeId(1),
+                msg,
+            })
+        }
+
+        fn observed(&self) -> Vec<Observation> {
+            self.fx
+                .iter()
+                .filter_map(|e| match e {
+                    Effect::Observe(o) => Some(*o),
+                    _ => None,
+                })
+                .collect()
+        }
+    }
+
+    fn grant(request: Msg, token: u64) -> Msg {
+        let Msg::Acquire { req, key, owner } = request else {
+            panic!("expected an acquire, got {request:?}");
+        };
+        Msg::Granted {
+            req,
+            key,
+            owner,
+            token: Some(Token(token)),
+            ttl_ns: 1_000,
+        }
+    }
+
+    fn read_ok(request: Msg) -> Msg {
+        let Msg::Read { req, key, op, .. } = request else {
+            panic!("expected a read, got {request:?}");
+        };
+        Msg::ReadOk {
+            req,
+            key,
+            op,
+            value: OpId::INITIAL,
+        }
+    }
+
+    fn write_ok(request: Msg) -> Msg {
+        let Msg::Write { req, key, op, .. } = request else {
+            panic!("expected a write, got {request:?}");
+        };
+        Msg::WriteOk { req, key, op }
+    }
+
+    fn released(request: Msg) -> Msg {
+        let Msg::Release { req, key, owner } = request else {
+            panic!("expected a release, got {request:?}");
+        };
+        Msg::Released {
+            req,
+            key,
+            removed: Some(owner),
+        }
+    }
+
+    /// Takes both locks (a with token 5, b with token 6) and reads both rows.
+    fn hold_both_and_read(d: &mut Drive) {
+        let acquire_a = d.step()[0];
+        let acquire_b = d.reply(grant(acquire_a, 5))[0];
+        let read_a = d.reply(grant(acquire_b, 6))[0];
+        let read_b = d.reply(read_ok(read_a))[0];
+        assert!(
+            d.reply(read_ok(read_b)).is_empty(),
+            "then the update is computed"
+        );
+    }
+
+    #[test]
+    fn a_two_lock_op_holds_the_first_lock_while_it_retries_the_second() {
+        let mut d = Drive::two_locks(None);
+        let acquire_a = d.step();
+        assert!(matches!(acquire_a[..], [Msg::Acquire { key: Key(0), .. }]));
+        let acquire_b = d.reply(grant(acquire_a[0], 5));
+        let [Msg::Acquire {
+            req,
+            key: Key(1),
+            owner: first_try,
+        }] = acquire_b[..]
+        else {
+            panic!("the second lock is asked for next, nothing read yet: {acquire_b:?}");
+        };
+        assert!(d.reply(Msg::Busy { req, key: Key(1) }).is_empty());
+        assert_eq!(d.w.phase, Phase::Backoff);
+        assert!(
+            d.w.grants[0].is_some(),
+            "the first lock stays held while backing off"
+        );
+        let retry = d.step();
+        let [Msg::Acquire {
+            key: Key(1), owner, ..
+        }] = retry[..]
+        else {
+            panic!("the retry asks for the second lock again: {retry:?}");
+        };
+        assert_ne!(
+            owner, first_try,
+            "every acquisition has a fresh owner nonce"
+        );
+        let read_a = d.reply(grant(retry[0], 6));
+        assert!(matches!(
+            read_a[..],
+            [Msg::Read {
+                key: Key(0),
+                op: OpId(1001),
+                ..
+            }]
+        ));
+    }
+
+    #[test]
+    fn a_two_lock_op_reads_and_writes_each_row_under_its_own_token_and_releases_in_reverse() {
+        let mut d = Drive::two_locks(None);
+        let acquire_a = d.step()[0];
+        let acquire_b = d.reply(grant(acquire_a, 5))[0];
+        let read_a = d.reply(grant(acquire_b, 6))[0];
+        let read_b = d.reply(read_ok(read_a))[0];
+        assert!(matches!(
+            read_b,
+            Msg::Read {
+                key: Key(1),
+                op: OpId(1002),
+                ..
+            }
+        ));
+        assert!(d.reply(read_ok(read_b)).is_empty());
+        let write_a = d.step()[0];
+        assert!(matches!(
+            write_a,
+            Msg::Write {
+                key: Key(0),
+                op: OpId(1001),
+                token: Some(Token(5)),
+                value: OpId(1001),
+                ..
+            }
+        ));
+        let write_b = d.reply(write_ok(write_a))[0];
+        assert!(matches!(
+            write_b,
+            Msg::Write {
+                key: Key(1),
+                op: OpId(1002),
+                token: Some(Token(6)),
+                ..
+            }
+        ));
+        let release_b = d.reply(write_ok(write_b))[0];
+        assert!(matches!(release_b, Msg::Release { key: Key(1), .. }));
+        let release_a = d.reply(released(release_b))[0];
+        assert!(matches!(release_a, Msg::Release { key: Key(0), .. }));
+        assert!(d.reply(released(release_a)).is_empty());
+        assert_eq!(d.w.phase, Phase::Idle);
+        d.step();
+        assert_eq!(d.observed(), [Observation::WorkloadDone]);
+    }
+
+    #[test]
+    fn the_first_lock_is_renewed_while_waiting_for_the_second_and_its_loss_ends_the_op() {
+        let mut d = Drive::two_locks(Some(50));
+        let acquire_a = d.step()[0];
+        let Msg::Acquire { owner, .. } = acquire_a else {
+            unreachable!()
+        };
+        let Msg::Acquire { req, .. } = d.reply(grant(acquire_a, 5))[0] else {
+            panic!("the second lock is asked for next");
+        };
+        d.reply(Msg::Busy { req, key: Key(1) });
+        let renew = d.input(Input::Timer { timer: RENEW });
+        assert!(
+            matches!(renew[..], [Msg::Renew { key: Key(0), owner: o, .. }] if o == owner),
+            "the held lock is renewed during the backoff: {renew:?}"
+        );
+        let sent = d.reply(Msg::RenewFailed {
+            req: RENEW_REQ_BIT,
+            key: Key(0),
+            owner,
+        });
+        assert!(
+            sent.is_empty(),
+            "nothing else is held, so nothing to release"
+        );
+        assert_eq!(
+            d.observed(),
+            [
+                Observation::LeaseLost { key: Key(0), owner },
+                Observation::OpAbandoned { op: OpId(1001) }
+            ]
+        );
+        assert_eq!(d.w.phase, Phase::Idle);
+    }
+
+    #[test]
+    fn a_rejected_write_gives_the_op_up_and_releases_every_held_lock_last_first() {
+        let mut d = Drive::two_locks(None);
+        hold_both_and_read(&mut d);
+        let Msg::Write { req, op, .. } = d.step()[0] else {
+            panic!("the first row is written first");
+        };
+        let release_b = d.reply(Msg::WriteRejected {
+            req,
+            key: Key(0),
+            op,
+            fence: Token(7),
+        });
+        assert_eq!(d.observed(), [Observation::OpAbandoned { op: OpId(1001) }]);
+        assert!(matches!(release_b[..], [Msg::Release { key: Key(1), .. }]));
+        let release_a = d.reply(released(release_b[0]));
+        assert!(matches!(release_a[..], [Msg::Release { key: Key(0), .. }]));
+    }
 }

@@ -293,17 +293,18 @@ fn resolve_locks(
     let sorted = match &raw.workload.lock_order {
         None => false,
         Some(order) => {
-            let sorted =
-                match order.get_ref().as_str() {
-                    "as-listed" => false,
-                    "sorted" => true,
-                    other => return Err(ctx.err(
+            let sorted = match order.get_ref().as_str() {
+                "as-listed" => false,
+                "sorted" => true,
+                other => {
+                    return Err(ctx.err(
                         order.span(),
                         format!(
                             "unknown lock_order {other:?}; expected \"as-listed\" or \"sorted\""
                         ),
-                    )),
-                };
+                    ))
+                }
+            };
             if workers.iter().all(|w| w.locks.is_none()) {
                 return Err(ctx.err(
                     order.span(),
