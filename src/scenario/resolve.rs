@@ -140,7 +140,10 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
             "request_timeout_ms must be positive",
         ));
     }
-    let (keys, worker_locks) = resolve_locks(&ctx, &raw, &protocol)?;
+    let Locks {
+        keys,
+        per_worker: worker_locks,
+    } = resolve_locks(&ctx, &raw, &protocol)?;
     let mut nodes = Vec::with_capacity(ctx.names.len());
     for (i, w) in workers.iter().enumerate() {
         let (key, more_locks) = worker_locks[i];
@@ -281,14 +284,18 @@ fn supports_multi_lock(p: &ProtocolConfig) -> bool {
 }
 
 /// The scenario's keys (`workload.key` first, then every lock name in order
-/// of appearance) and each worker's locks in the order it takes them
+/// of appearance) and, per worker, its locks in the order it takes them
 /// (`workload.lock_order = "sorted"`: lock names in sorted order).
-#[allow(clippy::type_complexity)]
+struct Locks {
+    keys: Vec<String>,
+    per_worker: Vec<(Key, MoreLocks)>,
+}
+
 fn resolve_locks(
     ctx: &Ctx,
     raw: &ScenarioFile,
     protocol: &ProtocolConfig,
-) -> Result<(Vec<String>, Vec<(Key, MoreLocks)>), ScenarioError> {
+) -> Result<Locks, ScenarioError> {
     let workers = raw.workers.get_ref();
     let sorted = match &raw.workload.lock_order {
         None => false,
@@ -387,7 +394,10 @@ fn resolve_locks(
         }
         out.push((ids[0], MoreLocks::new(&ids[1..])));
     }
-    Ok((keys, out))
+    Ok(Locks {
+        keys,
+        per_worker: out,
+    })
 }
 
 fn resolve_protocol(ctx: &Ctx, raw: &ScenarioFile) -> Result<ProtocolConfig, ScenarioError> {
