@@ -247,3 +247,111 @@ fn too_many_ops_for_the_op_id_space_are_rejected() {
               |       ^"#]],
     );
 }
+
+#[test]
+fn validate_refuses_an_external_worker_for_multi_lock_scenarios() {
+    let out = common::fencesim(&[
+        "validate",
+        "--node",
+        "worker=true",
+        "scenarios/real-systems/multi-lock-consistent-order.toml",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "bad input");
+    assert!(
+        common::stderr(&out).contains("take several locks per operation"),
+        "{}",
+        common::stderr(&out)
+    );
+}
+
+/// Three workers over three locks, one of them taking all three, with 20
+/// ops each under random pauses, worker crashes, partitions, loss,
+/// duplication and delay spikes.
+const RANDOM: &str = r#"schema_version = 1
+name = "multi-lock-random"
+max_time_ms = 200_000
+
+[protocol]
+kind = "fenced-cas"
+renew_every_ms = 3_000
+fence_reads = true
+
+[lease]
+ttl_ms = 10_000
+
+[workload]
+retry_ms = 300
+work_ms = 500
+think_ms = 200
+lock_order = "sorted"
+
+[network]
+loss_probability = 0.02
+duplicate_probability = 0.02
+delay_probability = 0.02
+delay_max_ms = 3000
+
+[[worker]]
+name = "A"
+locks = ["b", "a"]
+ops = 20
+
+[[worker]]
+name = "B"
+locks = ["c", "b"]
+ops = 20
+
+[[worker]]
+name = "C"
+locks = ["c", "a", "b"]
+ops = 20
+
+[random]
+window_ms = 20_000
+pause_probability = 0.5
+pause_min_ms = 1_000
+pause_max_ms = 15_000
+crash_probability = 0.2
+restart_min_ms = 500
+restart_max_ms = 3_000
+crash_nodes = ["worker/A", "worker/B", "worker/C"]
+partition_probability = 0.2
+partition_min_ms = 1_000
+partition_max_ms = 12_000
+
+[expect]
+"#;
+
+#[test]
+fn under_random_faults_a_global_order_stays_live_and_fenced_while_the_listed_order_deadlocks() {
+    let sorted = fencesim::scenario::parse(RANDOM, "random.toml").expect("valid");
+    let listed = fencesim::scenario::parse(
+        &RANDOM.replace(r#"lock_order = "sorted""#, r#"lock_order = "as-listed""#),
+        "random-listed.toml",
+    )
+    .expect("valid");
+    let mut unfenced = sorted.clone();
+    let mut p = unfenced.options.protocol;
+    (p.kind, p.fence_reads) = (ProtocolKind::RedisSetNx, false);
+    unfenced.options.set_protocol(p);
+
+    let seeds = 0..500;
+    let r = suite::run_scenario(&sorted, seeds.clone(), 2);
+    assert_eq!(r.agg.failing_seeds, [0; check::VIOLATION_KINDS]);
+    assert!(
+        r.agg.seeds_with_stale_attempts >= 400,
+        "the fence is exercised"
+    );
+    let r = suite::run_scenario(&listed, seeds.clone(), 2);
+    assert!(
+        failing(&r, ViolationKind::Liveness) >= 300,
+        "A takes b then a, C takes a then b: deadlocked in {} of 500 seeds",
+        failing(&r, ViolationKind::Liveness)
+    );
+    let r = suite::run_scenario(&unfenced, seeds, 2);
+    assert!(
+        failing(&r, ViolationKind::StaleWrite) >= 300,
+        "the global order is no substitute for the fence: {} of 500 seeds",
+        failing(&r, ViolationKind::StaleWrite)
+    );
+}
