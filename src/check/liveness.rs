@@ -3,7 +3,9 @@
 //! to happen (every waiter stuck: a lock nobody will release, a takeover
 //! that never comes, a deadlock). A worker that crashed and stayed down is
 //! not a liveness failure of the protocol. Evidence: the worker's last
-//! record before the end, and the `unfinished` record.
+//! record before the end, and the `unfinished` record. The violation's key
+//! is that last record's key (a multi-lock worker stuck in a deadlock is
+//! named with the lock it waits for).
 
 use std::collections::BTreeMap;
 
@@ -12,8 +14,8 @@ use crate::history::{Event, History, Kind};
 
 #[derive(Default)]
 pub struct Liveness {
-    /// node -> seq of its last record
-    last: BTreeMap<u16, u64>,
+    /// node -> seq and key of its last record
+    last: BTreeMap<u16, (u64, Option<u16>)>,
     down: std::collections::BTreeSet<u16>,
 }
 
@@ -27,11 +29,12 @@ impl Liveness {
                 self.down.remove(&e.node);
             }
             Kind::Unfinished if !self.down.contains(&e.node) => {
-                let mut evidence: Vec<u64> = self.last.get(&e.node).copied().into_iter().collect();
+                let last = self.last.get(&e.node).copied();
+                let mut evidence: Vec<u64> = last.map(|(seq, _)| seq).into_iter().collect();
                 evidence.push(e.seq);
                 out.push(Violation {
                     kind: ViolationKind::Liveness,
-                    key: e.key.unwrap_or(0),
+                    key: e.key.or(last.and_then(|(_, key)| key)).unwrap_or(0),
                     evidence,
                     explanation: format!(
                         "{} is alive but never finished its workload (run ended at {})",
@@ -43,7 +46,7 @@ impl Liveness {
             _ => {}
         }
         if e.kind != Kind::Unfinished {
-            self.last.insert(e.node, e.seq);
+            self.last.insert(e.node, (e.seq, e.key));
         }
     }
 }

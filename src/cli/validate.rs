@@ -110,6 +110,17 @@ pub fn cmd_validate(
     let files = scenario::collect(paths).map_err(|e| BadInput(e.to_string()))?;
     let scenarios = files.iter().map(|f| load(f)).collect::<Result<Vec<_>>>()?;
     for s in &scenarios {
+        let multi_lock = s.options.nodes.iter().any(
+            |n| matches!(n.role, crate::protocol::Role::Worker(w) if !w.more_locks.is_empty()),
+        );
+        if multi_lock && impls.worker.is_some() {
+            return Err(BadInput(format!(
+                "{}: its workers take several locks per operation ([[worker]] locks), which the wire \
+                 protocol's worker config does not carry; run it with the built-in worker",
+                s.path.display()
+            ))
+            .into());
+        }
         let server = s
             .options
             .nodes

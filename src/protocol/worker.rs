@@ -20,6 +20,21 @@
 //! protocols: a coordinator's grant (the default), or a [`LockClient`] that
 //! decides it holds the lock (ZooKeeper's recipe, Redlock, …). The
 //! workload around it is this one loop for every protocol.
+//!
+//! Multi-lock operations (`more_locks`, coordinator grants only): an
+//! operation that needs several locks — a transfer between two accounts —
+//! takes them one at a time in the configured order, holding (and renewing)
+//! the ones it has while it waits and retries for the next. Each lock
+//! guards its own row (the resource row of the same key), so under all its
+//! locks the operation reads every row, works once, and writes every row,
+//! each write fenced by that row's own lock's token; then it releases in
+//! reverse order. In the history each row's read-modify-write is one op
+//! (op ids `first, first + 1, …`), so every op touches exactly one key and
+//! the per-key checkers judge it unchanged. Rows are not updated atomically
+//! together: a rejected write stops the operation, rows already written stay
+//! written. Two workers that take the same locks in opposite orders can each
+//! hold one and wait for the other forever (with renewal on) — a deadlock
+//! the liveness checker reports; a consistent global order cannot.
 
 use super::client::{ClientBase, LockClient, LockEvent, LockKind, CLIENT_TIMER_BASE};
 use super::effects::EffectCall;
@@ -62,6 +77,56 @@ pub struct WorkerConfig {
     /// After the write is acknowledged, call an effect sink (still holding
     /// the lease) before releasing — see [`super::effects`].
     pub effect: Option<EffectCall>,
+    /// Locks an operation takes after `key`, in the order taken (none: the
+    /// single-lock worker). Coordinator grants only.
+    pub more_locks: MoreLocks,
+}
+
+impl WorkerConfig {
+    /// Every lock an operation takes, in the order it takes them.
+    pub fn locks(&self) -> impl Iterator<Item = Key> + '_ {
+        std::iter::once(self.key).chain(self.more_locks.as_slice().iter().copied())
+    }
+
+    /// How many locks (and rows, and history ops) one operation takes.
+    pub fn lock_count(&self) -> usize {
+        1 + self.more_locks.as_slice().len()
+    }
+}
+
+/// Most locks one operation may take (`key` plus `more_locks`).
+pub const MAX_LOCKS: usize = 4;
+
+/// The locks an operation takes after its first, as a fixed-size value so
+/// [`WorkerConfig`] stays `Copy`.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct MoreLocks {
+    keys: [Key; MAX_LOCKS - 1],
+    len: u8,
+}
+
+impl MoreLocks {
+    pub const NONE: MoreLocks = MoreLocks {
+        keys: [Key(0); MAX_LOCKS - 1],
+        len: 0,
+    };
+
+    /// `keys` in order; at most `MAX_LOCKS - 1` of them.
+    pub fn new(keys: &[Key]) -> MoreLocks {
+        assert!(keys.len() < MAX_LOCKS, "at most {MAX_LOCKS} locks per op");
+        let mut out = MoreLocks::NONE;
+        out.keys[..keys.len()].copy_from_slice(keys);
+        out.len = keys.len() as u8;
+        out
+    }
+
+    pub fn as_slice(&self) -> &[Key] {
+        &self.keys[..self.len as usize]
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
 }
 
 /// Op ids per worker: `index * OPS_PER_WORKER_MAX + n`, n in 1..=999.
@@ -110,10 +175,18 @@ pub struct Worker {
     next_req: ReqId,
     /// The request we are waiting on and how often it was retransmitted.
     outstanding: Option<(Msg, u32)>,
+    /// The op id of row 0 of the current operation (row `i`: `op + i`).
     op: OpId,
-    owner: u64,
-    grant: Option<Grant>,
-    read_value: Option<OpId>,
+    /// The operation's locks in the order taken (`n_locks` of them).
+    locks: [Key; MAX_LOCKS],
+    n_locks: usize,
+    /// The lock being acquired or released, or the row being read or written.
+    cur: usize,
+    /// Per lock: the owner nonce of its latest acquisition, its grant while
+    /// held, and the value its row's read returned.
+    owners: [u64; MAX_LOCKS],
+    grants: [Option<Grant>; MAX_LOCKS],
+    read_values: [Option<OpId>; MAX_LOCKS],
     next_renew_req: ReqId,
     /// The lock client of a client-decided protocol (`None`: coordinator grants).
     client: Option<LockClient>,
@@ -122,7 +195,16 @@ pub struct Worker {
 impl Worker {
     pub fn new(cfg: WorkerConfig) -> Self {
         assert!(cfg.index >= 1, "worker index is 1-based");
-        assert!(cfg.ops <= OPS_PER_WORKER_MAX);
+        let n_locks = cfg.lock_count();
+        assert!(cfg.ops as usize * n_locks <= OPS_PER_WORKER_MAX as usize);
+        assert!(
+            n_locks == 1 || (cfg.lock == LockKind::Lease && cfg.effect.is_none()),
+            "multi-lock operations take coordinator grants and call no effect sink"
+        );
+        let mut locks = [cfg.key; MAX_LOCKS];
+        for (slot, key) in locks.iter_mut().zip(cfg.locks()) {
+            *slot = key;
+        }
         Worker {
             cfg,
             phase: Phase::Idle,
@@ -131,9 +213,12 @@ impl Worker {
             next_req: 1,
             outstanding: None,
             op: OpId::INITIAL,
-            owner: 0,
-            grant: None,
-            read_value: None,
+            locks,
+            n_locks,
+            cur: 0,
+            owners: [0; MAX_LOCKS],
+            grants: [None; MAX_LOCKS],
+            read_values: [None; MAX_LOCKS],
             next_renew_req: RENEW_REQ_BIT,
             client: LockClient::new(
                 cfg.lock,
@@ -190,68 +275,102 @@ impl Worker {
             return;
         }
         self.ops_started += 1;
-        self.op = OpId(self.cfg.index as u64 * 1000 + self.ops_started as u64);
-        self.read_value = None;
+        // One history op per row: a single-lock worker's ops are index*1000 + n.
+        let rows = self.n_locks as u64;
+        self.op = OpId(self.cfg.index as u64 * 1000 + (self.ops_started as u64 - 1) * rows + 1);
+        self.read_values = [None; MAX_LOCKS];
+        self.cur = 0;
         self.acquire(clocks, fx);
     }
 
+    /// The history op of row `row` of the current operation.
+    fn op_of(&self, row: usize) -> OpId {
+        OpId(self.op.0 + row as u64)
+    }
+
+    /// Asks for lock `cur` (the locks before it are held).
     fn acquire(&mut self, clocks: Clocks, fx: &mut Vec<Effect>) {
         self.attempts += 1;
-        self.owner = ((self.cfg.id.0 as u64) << 32) | self.attempts as u64;
+        let owner = ((self.cfg.id.0 as u64) << 32) | self.attempts as u64;
+        self.owners[self.cur] = owner;
         self.persist(fx);
         self.phase = Phase::Acquiring;
         if let Some(client) = self.client.as_mut() {
-            client.acquire(clocks, self.owner, fx);
+            client.acquire(clocks, owner, fx);
             return;
         }
         let req = self.take_req();
         let msg = Msg::Acquire {
             req,
-            key: self.cfg.key,
-            owner: self.owner,
+            key: self.locks[self.cur],
+            owner,
         };
         self.request(self.cfg.coordinator, msg, fx);
     }
 
+    /// Reads row `cur` under its lock.
     fn read(&mut self, fx: &mut Vec<Effect>) {
         self.phase = Phase::Reading;
         let token = if self.cfg.token_on_reads {
-            self.token()
+            self.token(self.cur)
         } else {
             None
         };
         let req = self.take_req();
         let msg = Msg::Read {
             req,
-            key: self.cfg.key,
-            op: self.op,
+            key: self.locks[self.cur],
+            op: self.op_of(self.cur),
             token,
         };
         self.request(self.cfg.resource, msg, fx);
+    }
+
+    /// Writes row `cur` — unless the worker re-checks its leases first
+    /// (check-before-write) and one ran out, then the op is given up.
+    fn write_or_give_up(&mut self, clocks: Clocks, fx: &mut Vec<Effect>) {
+        let expired = self.grants[..self.n_locks]
+            .iter()
+            .flatten()
+            .any(|g| clocks.mono_ns >= g.deadline_mono_ns);
+        if self.cfg.check_lease_before_write && expired {
+            self.abandon(clocks, fx);
+        } else {
+            self.write(fx);
+        }
     }
 
     fn write(&mut self, fx: &mut Vec<Effect>) {
         self.phase = Phase::Writing;
         let token = if self.cfg.write_if_match {
-            self.read_value.map(|v| Token(v.0))
+            self.read_values[self.cur].map(|v| Token(v.0))
         } else if self.cfg.send_token {
-            self.token()
+            self.token(self.cur)
         } else {
             None
         };
         let req = self.take_req();
+        let op = self.op_of(self.cur);
         let msg = Msg::Write {
             req,
-            key: self.cfg.key,
-            op: self.op,
+            key: self.locks[self.cur],
+            op,
             token,
-            value: self.op,
+            value: op,
         };
         self.request(self.cfg.resource, msg, fx);
     }
 
+    /// Releases the last-taken lock still held (reverse order), or — none
+    /// left — thinks before the next op.
     fn release(&mut self, clocks: Clocks, fx: &mut Vec<Effect>) {
+        let Some(i) = (0..self.n_locks).rev().find(|&i| self.grants[i].is_some()) else {
+            self.next_op_after_think(fx);
+            return;
+        };
         self.phase = Phase::Releasing;
+        self.cur = i;
+        self.grants[i] = None;
         if let Some(client) = self.client.as_mut() {
             client.release(clocks, fx);
             return;
@@ -259,27 +378,28 @@ impl Worker {
         let req = self.take_req();
         let msg = Msg::Release {
             req,
-            key: self.cfg.key,
-            owner: self.owner,
+            key: self.locks[i],
+            owner: self.owners[i],
         };
         self.request(self.cfg.coordinator, msg, fx);
     }
 
-    fn token(&self) -> Option<Token> {
-        self.grant.and_then(|g| g.token)
+    fn token(&self, lock: usize) -> Option<Token> {
+        self.grants[lock].and_then(|g| g.token)
     }
 
-    /// The op ends (done or abandoned): release if we hold a lease, then think.
+    /// The held lock acquired under `owner`, if any.
+    fn held_by(&self, owner: u64) -> Option<usize> {
+        (0..self.n_locks).find(|&i| self.owners[i] == owner && self.grants[i].is_some())
+    }
+
+    /// The op ends (done or abandoned): release the locks we hold, then think.
     fn finish_op(&mut self, clocks: Clocks, fx: &mut Vec<Effect>) {
-        if self.grant.is_some() {
-            self.release(clocks, fx);
-        } else {
-            self.next_op_after_think(fx);
-        }
+        self.release(clocks, fx);
     }
 
     fn next_op_after_think(&mut self, fx: &mut Vec<Effect>) {
-        self.grant = None;
+        self.grants = [None; MAX_LOCKS];
         self.phase = Phase::Idle;
         fx.push(Effect::SetTimer {
             timer: STEP,
@@ -292,19 +412,32 @@ impl Worker {
         self.finish_op(clocks, fx);
     }
 
-    /// The lease is gone: stop (DynamoDB's client reports the lock lost). The
-    /// write may already be in flight — only a fence can stop that one.
-    fn lose_lease(&mut self, clocks: Clocks, fx: &mut Vec<Effect>) {
+    /// Lock `lock`'s lease is gone: stop (DynamoDB's client reports the lock
+    /// lost) and release the others. The write may already be in flight —
+    /// only a fence can stop that one.
+    fn lose_lease(&mut self, clocks: Clocks, lock: usize, fx: &mut Vec<Effect>) {
         fx.push(Effect::Observe(Observation::LeaseLost {
-            key: self.cfg.key,
-            owner: self.owner,
+            key: self.locks[lock],
+            owner: self.owners[lock],
         }));
         fx.push(Effect::CancelTimer { timer: STEP });
-        self.grant = None;
+        self.grants[lock] = None;
         if self.outstanding.is_some() {
             self.settle(fx);
         }
         self.abandon(clocks, fx);
+    }
+
+    /// Lock `cur` is ours: take the next one, or read the first row.
+    fn granted(&mut self, clocks: Clocks, grant: Grant, fx: &mut Vec<Effect>) {
+        self.grants[self.cur] = Some(grant);
+        if self.cur + 1 < self.n_locks {
+            self.cur += 1;
+            self.acquire(clocks, fx);
+        } else {
+            self.cur = 0;
+            self.read(fx);
+        }
     }
 
     /// What the lock client of a client-decided protocol concluded.
@@ -313,14 +446,14 @@ impl Worker {
             (Phase::Acquiring, LockEvent::Acquired { token, valid_ns }) => {
                 fx.push(Effect::Observe(Observation::Acquired {
                     key: self.cfg.key,
-                    owner: self.owner,
+                    owner: self.owners[0],
                     token,
                 }));
-                self.grant = Some(Grant {
+                let grant = Grant {
                     token,
                     deadline_mono_ns: clocks.mono_ns.saturating_add(valid_ns),
-                });
-                self.read(fx);
+                };
+                self.granted(clocks, grant, fx);
             }
             (Phase::Acquiring, LockEvent::Busy) => {
                 self.phase = Phase::Backoff;
@@ -330,9 +463,9 @@ impl Worker {
                 });
             }
             (Phase::Reading | Phase::Working | Phase::Writing, LockEvent::Lost)
-                if self.grant.is_some() =>
+                if self.grants[0].is_some() =>
             {
-                self.lose_lease(clocks, fx)
+                self.lose_lease(clocks, 0, fx)
             }
             (Phase::Releasing, LockEvent::Released) => self.next_op_after_think(fx),
             _ => {}
@@ -364,32 +497,40 @@ impl Worker {
                     ttl_ns,
                     ..
                 },
-            ) if self.answers(req) && owner == self.owner => {
+            ) if self.answers(req) && owner == self.owners[self.cur] => {
                 self.settle(fx);
-                self.grant = Some(Grant {
+                let grant = Grant {
                     token,
                     deadline_mono_ns: clocks.mono_ns.saturating_add(ttl_ns),
-                });
-                if let Some(every) = self.cfg.renew_every_ns {
+                };
+                // One heartbeat timer renews every held lock; it starts with the first.
+                if let (0, Some(every)) = (self.cur, self.cfg.renew_every_ns) {
                     fx.push(Effect::SetTimer {
                         timer: RENEW,
                         after_ns: every,
                     });
                 }
-                self.read(fx);
+                self.granted(clocks, grant, fx);
             }
-            (_, Msg::Renewed { owner, ttl_ns, .. }) if owner == self.owner => {
-                if let Some(g) = self.grant.as_mut() {
+            (_, Msg::Renewed { owner, ttl_ns, .. }) if self.held_by(owner).is_some() => {
+                if let Some(g) = self.held_by(owner).and_then(|i| self.grants[i].as_mut()) {
                     g.deadline_mono_ns = clocks.mono_ns.saturating_add(ttl_ns);
                 }
             }
+            // Holding locks while waiting for the next counts: a lost lease
+            // ends the operation there too.
             (
-                Phase::Reading | Phase::Working | Phase::Writing,
+                Phase::Acquiring
+                | Phase::Backoff
+                | Phase::Reading
+                | Phase::Working
+                | Phase::Writing,
                 Msg::RenewFailed { owner, key, .. },
-            ) if owner == self.owner && key == self.cfg.key && self.grant.is_some() => {
-                self.lose_lease(clocks, fx)
+            ) if self.held_by(owner).is_some_and(|i| self.locks[i] == key) => {
+                let lock = self.held_by(owner).unwrap_or(0);
+                self.lose_lease(clocks, lock, fx)
             }
-            // A newer grant for the acquisition we hold (a retransmitted acquire
+            // A newer grant for an acquisition we hold (a retransmitted acquire
             // answered after our lease lapsed): adopt it, never an older one.
             (
                 _,
@@ -398,8 +539,8 @@ impl Worker {
                     token: Some(t),
                     ..
                 },
-            ) if owner == self.owner => {
-                if let Some(g) = self.grant.as_mut() {
+            ) if self.held_by(owner).is_some() => {
+                if let Some(g) = self.held_by(owner).and_then(|i| self.grants[i].as_mut()) {
                     if g.token.is_some_and(|held| t > held) {
                         g.token = Some(t);
                     }
@@ -415,12 +556,18 @@ impl Worker {
             }
             (Phase::Reading, Msg::ReadOk { req, value, .. }) if self.answers(req) => {
                 self.settle(fx);
-                self.read_value = Some(value);
-                self.phase = Phase::Working;
-                fx.push(Effect::SetTimer {
-                    timer: STEP,
-                    after_ns: self.cfg.work_ns,
-                });
+                self.read_values[self.cur] = Some(value);
+                if self.cur + 1 < self.n_locks {
+                    self.cur += 1;
+                    self.read(fx);
+                } else {
+                    self.cur = 0;
+                    self.phase = Phase::Working;
+                    fx.push(Effect::SetTimer {
+                        timer: STEP,
+                        after_ns: self.cfg.work_ns,
+                    });
+                }
             }
             (Phase::Reading, Msg::ReadRejected { req, .. }) if self.answers(req) => {
                 self.settle(fx);
@@ -428,6 +575,11 @@ impl Worker {
             }
             (Phase::Writing, Msg::WriteOk { req, .. }) if self.answers(req) => {
                 self.settle(fx);
+                if self.cur + 1 < self.n_locks {
+                    self.cur += 1;
+                    self.write_or_give_up(clocks, fx);
+                    return;
+                }
                 match self.cfg.effect {
                     Some(call) => {
                         self.phase = Phase::Effecting;
@@ -447,7 +599,7 @@ impl Worker {
             }
             (Phase::Releasing, Msg::Released { req, .. }) if self.answers(req) => {
                 self.settle(fx);
-                self.next_op_after_think(fx);
+                self.release(clocks, fx);
             }
             // Late or duplicate replies to requests we no longer wait for.
             _ => {}
@@ -482,30 +634,41 @@ impl Worker {
                 });
             }
             Phase::Reading | Phase::Writing | Phase::Effecting => self.abandon(clocks, fx),
-            Phase::Releasing => self.next_op_after_think(fx),
+            // Give this lock up for lost and release the next one.
+            Phase::Releasing => self.release(clocks, fx),
             Phase::Idle | Phase::Backoff | Phase::Working | Phase::Done => {
                 unreachable!("request outstanding in phase {:?}", self.phase)
             }
         }
     }
 
+    /// One heartbeat renews every lock held, including while waiting for
+    /// the next one (that is what keeps a deadlock alive).
     fn on_renew_timer(&mut self, fx: &mut Vec<Effect>) {
-        let (Some(every), Some(_)) = (self.cfg.renew_every_ns, self.grant) else {
+        let Some(every) = self.cfg.renew_every_ns else {
             return;
         };
+        if self.grants.iter().all(Option::is_none) {
+            return;
+        }
         if matches!(self.phase, Phase::Releasing | Phase::Idle | Phase::Done) {
             return;
         }
-        let req = self.next_renew_req;
-        self.next_renew_req = RENEW_REQ_BIT | self.next_renew_req.wrapping_add(1);
-        fx.push(Effect::Send {
-            to: self.cfg.coordinator,
-            msg: Msg::Renew {
-                req,
-                key: self.cfg.key,
-                owner: self.owner,
-            },
-        });
+        for i in 0..self.n_locks {
+            if self.grants[i].is_none() {
+                continue;
+            }
+            let req = self.next_renew_req;
+            self.next_renew_req = RENEW_REQ_BIT | self.next_renew_req.wrapping_add(1);
+            fx.push(Effect::Send {
+                to: self.cfg.coordinator,
+                msg: Msg::Renew {
+                    req,
+                    key: self.locks[i],
+                    owner: self.owners[i],
+                },
+            });
+        }
         fx.push(Effect::SetTimer {
             timer: RENEW,
             after_ns: every,
@@ -516,16 +679,7 @@ impl Worker {
         match self.phase {
             Phase::Idle => self.start_op(clocks, fx),
             Phase::Backoff => self.acquire(clocks, fx),
-            Phase::Working => {
-                let expired = self
-                    .grant
-                    .is_some_and(|g| clocks.mono_ns >= g.deadline_mono_ns);
-                if self.cfg.check_lease_before_write && expired {
-                    self.abandon(clocks, fx);
-                } else {
-                    self.write(fx);
-                }
-            }
+            Phase::Working => self.write_or_give_up(clocks, fx),
             Phase::Acquiring
             | Phase::Reading
             | Phase::Writing
@@ -599,6 +753,7 @@ mod tests {
             write_if_match: false,
             lock: LockKind::Lease,
             effect: None,
+            more_locks: MoreLocks::NONE,
         }
     }
 
@@ -613,7 +768,7 @@ mod tests {
         let mut fx = Vec::new();
         w.handle(NOW, Input::Start { recovered: None }, &mut fx);
         w.handle(NOW, Input::Timer { timer: STEP }, &mut fx);
-        let owner = w.owner;
+        let owner = w.owners[0];
         let granted = |token| Msg::Granted {
             req: 1,
             key: Key(0),
@@ -629,7 +784,7 @@ mod tests {
             },
             &mut fx,
         );
-        assert_eq!(w.token(), Some(Token(3)));
+        assert_eq!(w.token(0), Some(Token(3)));
         w.handle(
             NOW,
             Input::Message {
@@ -639,7 +794,7 @@ mod tests {
             &mut fx,
         );
         assert_eq!(
-            w.token(),
+            w.token(0),
             Some(Token(3)),
             "an older grant must not replace a newer one"
         );
@@ -693,5 +848,257 @@ mod tests {
             Phase::Backoff,
             "after max_retries the acquire backs off"
         );
+    }
+
+    /// Drives one worker by hand and answers its requests.
+    struct Drive {
+        w: Worker,
+        fx: Vec<Effect>,
+    }
+
+    impl Drive {
+        fn two_locks(renew_every_ns: Option<Nanos>) -> Drive {
+            let mut c = cfg();
+            c.more_locks = MoreLocks::new(&[Key(1)]);
+            c.renew_every_ns = renew_every_ns;
+            let mut d = Drive {
+                w: Worker::new(c),
+                fx: Vec::new(),
+            };
+            d.input(Input::Start { recovered: None });
+            d
+        }
+
+        /// Feeds one input; returns the messages the worker sent.
+        fn input(&mut self, input: Input<'_>) -> Vec<Msg> {
+            self.fx.clear();
+            self.w.handle(NOW, input, &mut self.fx);
+            self.fx
+                .iter()
+                .filter_map(|e| match e {
+                    Effect::Send { msg, .. } => Some(*msg),
+                    _ => None,
+                })
+                .collect()
+        }
+
+        fn step(&mut self) -> Vec<Msg> {
+            self.input(Input::Timer { timer: STEP })
+        }
+
+        fn reply(&mut self, msg: Msg) -> Vec<Msg> {
+            self.input(Input::Message {
+                from: NodeId(1),
+                msg,
+            })
+        }
+
+        fn observed(&self) -> Vec<Observation> {
+            self.fx
+                .iter()
+                .filter_map(|e| match e {
+                    Effect::Observe(o) => Some(*o),
+                    _ => None,
+                })
+                .collect()
+        }
+    }
+
+    fn grant(request: Msg, token: u64) -> Msg {
+        let Msg::Acquire { req, key, owner } = request else {
+            panic!("expected an acquire, got {request:?}");
+        };
+        Msg::Granted {
+            req,
+            key,
+            owner,
+            token: Some(Token(token)),
+            ttl_ns: 1_000,
+        }
+    }
+
+    fn read_ok(request: Msg) -> Msg {
+        let Msg::Read { req, key, op, .. } = request else {
+            panic!("expected a read, got {request:?}");
+        };
+        Msg::ReadOk {
+            req,
+            key,
+            op,
+            value: OpId::INITIAL,
+        }
+    }
+
+    fn write_ok(request: Msg) -> Msg {
+        let Msg::Write { req, key, op, .. } = request else {
+            panic!("expected a write, got {request:?}");
+        };
+        Msg::WriteOk { req, key, op }
+    }
+
+    fn released(request: Msg) -> Msg {
+        let Msg::Release { req, key, owner } = request else {
+            panic!("expected a release, got {request:?}");
+        };
+        Msg::Released {
+            req,
+            key,
+            removed: Some(owner),
+        }
+    }
+
+    /// Takes both locks (a with token 5, b with token 6) and reads both rows.
+    fn hold_both_and_read(d: &mut Drive) {
+        let acquire_a = d.step()[0];
+        let acquire_b = d.reply(grant(acquire_a, 5))[0];
+        let read_a = d.reply(grant(acquire_b, 6))[0];
+        let read_b = d.reply(read_ok(read_a))[0];
+        assert!(
+            d.reply(read_ok(read_b)).is_empty(),
+            "then the update is computed"
+        );
+    }
+
+    #[test]
+    fn a_two_lock_op_holds_the_first_lock_while_it_retries_the_second() {
+        let mut d = Drive::two_locks(None);
+        let acquire_a = d.step();
+        assert!(matches!(acquire_a[..], [Msg::Acquire { key: Key(0), .. }]));
+        let acquire_b = d.reply(grant(acquire_a[0], 5));
+        let [Msg::Acquire {
+            req,
+            key: Key(1),
+            owner: first_try,
+        }] = acquire_b[..]
+        else {
+            panic!("the second lock is asked for next, nothing read yet: {acquire_b:?}");
+        };
+        assert!(d.reply(Msg::Busy { req, key: Key(1) }).is_empty());
+        assert_eq!(d.w.phase, Phase::Backoff);
+        assert!(
+            d.w.grants[0].is_some(),
+            "the first lock stays held while backing off"
+        );
+        let retry = d.step();
+        let [Msg::Acquire {
+            key: Key(1), owner, ..
+        }] = retry[..]
+        else {
+            panic!("the retry asks for the second lock again: {retry:?}");
+        };
+        assert_ne!(
+            owner, first_try,
+            "every acquisition has a fresh owner nonce"
+        );
+        let read_a = d.reply(grant(retry[0], 6));
+        assert!(matches!(
+            read_a[..],
+            [Msg::Read {
+                key: Key(0),
+                op: OpId(1001),
+                ..
+            }]
+        ));
+    }
+
+    #[test]
+    fn a_two_lock_op_reads_and_writes_each_row_under_its_own_token_and_releases_in_reverse() {
+        let mut d = Drive::two_locks(None);
+        let acquire_a = d.step()[0];
+        let acquire_b = d.reply(grant(acquire_a, 5))[0];
+        let read_a = d.reply(grant(acquire_b, 6))[0];
+        let read_b = d.reply(read_ok(read_a))[0];
+        assert!(matches!(
+            read_b,
+            Msg::Read {
+                key: Key(1),
+                op: OpId(1002),
+                ..
+            }
+        ));
+        assert!(d.reply(read_ok(read_b)).is_empty());
+        let write_a = d.step()[0];
+        assert!(matches!(
+            write_a,
+            Msg::Write {
+                key: Key(0),
+                op: OpId(1001),
+                token: Some(Token(5)),
+                value: OpId(1001),
+                ..
+            }
+        ));
+        let write_b = d.reply(write_ok(write_a))[0];
+        assert!(matches!(
+            write_b,
+            Msg::Write {
+                key: Key(1),
+                op: OpId(1002),
+                token: Some(Token(6)),
+                ..
+            }
+        ));
+        let release_b = d.reply(write_ok(write_b))[0];
+        assert!(matches!(release_b, Msg::Release { key: Key(1), .. }));
+        let release_a = d.reply(released(release_b))[0];
+        assert!(matches!(release_a, Msg::Release { key: Key(0), .. }));
+        assert!(d.reply(released(release_a)).is_empty());
+        assert_eq!(d.w.phase, Phase::Idle);
+        d.step();
+        assert_eq!(d.observed(), [Observation::WorkloadDone]);
+    }
+
+    #[test]
+    fn the_first_lock_is_renewed_while_waiting_for_the_second_and_its_loss_ends_the_op() {
+        let mut d = Drive::two_locks(Some(50));
+        let acquire_a = d.step()[0];
+        let Msg::Acquire { owner, .. } = acquire_a else {
+            unreachable!()
+        };
+        let Msg::Acquire { req, .. } = d.reply(grant(acquire_a, 5))[0] else {
+            panic!("the second lock is asked for next");
+        };
+        d.reply(Msg::Busy { req, key: Key(1) });
+        let renew = d.input(Input::Timer { timer: RENEW });
+        assert!(
+            matches!(renew[..], [Msg::Renew { key: Key(0), owner: o, .. }] if o == owner),
+            "the held lock is renewed during the backoff: {renew:?}"
+        );
+        let sent = d.reply(Msg::RenewFailed {
+            req: RENEW_REQ_BIT,
+            key: Key(0),
+            owner,
+        });
+        assert!(
+            sent.is_empty(),
+            "nothing else is held, so nothing to release"
+        );
+        assert_eq!(
+            d.observed(),
+            [
+                Observation::LeaseLost { key: Key(0), owner },
+                Observation::OpAbandoned { op: OpId(1001) }
+            ]
+        );
+        assert_eq!(d.w.phase, Phase::Idle);
+    }
+
+    #[test]
+    fn a_rejected_write_gives_the_op_up_and_releases_every_held_lock_last_first() {
+        let mut d = Drive::two_locks(None);
+        hold_both_and_read(&mut d);
+        let Msg::Write { req, op, .. } = d.step()[0] else {
+            panic!("the first row is written first");
+        };
+        let release_b = d.reply(Msg::WriteRejected {
+            req,
+            key: Key(0),
+            op,
+            fence: Token(7),
+        });
+        assert_eq!(d.observed(), [Observation::OpAbandoned { op: OpId(1001) }]);
+        assert!(matches!(release_b[..], [Msg::Release { key: Key(1), .. }]));
+        let release_a = d.reply(released(release_b[0]));
+        assert!(matches!(release_a[..], [Msg::Release { key: Key(0), .. }]));
     }
 }

@@ -16,7 +16,7 @@ use crate::check::{ViolationKind, METRIC_NAMES};
 use crate::history::Kind;
 use crate::protocol::client::LockKind;
 use crate::protocol::redlock::MASTERS_MAX;
-use crate::protocol::worker::{WorkerConfig, OPS_PER_WORKER_MAX};
+use crate::protocol::worker::{MoreLocks, WorkerConfig, MAX_LOCKS, OPS_PER_WORKER_MAX};
 use crate::protocol::{alt_role, Key, NodeId, ProtocolConfig, ProtocolKind, Role};
 use crate::sim::{ClockSpec, Fault, NetworkOptions, NodeSpec, Options, RandomFaults, When};
 
@@ -141,12 +141,17 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
             "request_timeout_ms must be positive",
         ));
     }
+    let Locks {
+        keys,
+        per_worker: worker_locks,
+    } = resolve_locks(&ctx, &raw, &protocol)?;
     let mut nodes = Vec::with_capacity(ctx.names.len());
     for (i, w) in workers.iter().enumerate() {
+        let (key, more_locks) = worker_locks[i];
         let cfg = WorkerConfig {
             id: NodeId(i as u16),
             index: i as u16 + 1,
-            key: Key(0),
+            key,
             coordinator: layout.worker_coordinator.unwrap_or(NodeId::COORD_GROUP),
             resource,
             start_ns: w.start_ms * MS,
@@ -164,6 +169,7 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
             write_if_match: false,
             lock: LockKind::Lease,
             effect: layout.worker_effect,
+            more_locks,
         };
         nodes.push(NodeSpec {
             name: ctx.names[i].clone(),
@@ -246,7 +252,7 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
     let mut options = Options {
         protocol,
         nodes,
-        keys: vec![raw.workload.key.clone()],
+        keys,
         coordinator_primary: coord,
         network,
         faults,
@@ -262,6 +268,136 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
         options,
         expect,
         source_hash: 0,
+    })
+}
+
+/// Can a worker of protocol `p` take several locks per operation? Only
+/// where the coordinator grants leases (one `acquire` per key) and the
+/// resource is the plain keyed store: client-decided locks, effect sinks
+/// and the alternatives' own nodes speak for one key.
+fn supports_multi_lock(p: &ProtocolConfig) -> bool {
+    let l = alt_role::layout(p, NodeId(0), 1);
+    p.lock_kind(NodeId(0)) == LockKind::Lease
+        && l.extra.is_empty()
+        && l.resource.is_none()
+        && l.worker_effect.is_none()
+        && l.worker_coordinator.is_none()
+}
+
+/// The scenario's keys (`workload.key` first, then every lock name in order
+/// of appearance) and, per worker, its locks in the order it takes them
+/// (`workload.lock_order = "sorted"`: lock names in sorted order).
+struct Locks {
+    keys: Vec<String>,
+    per_worker: Vec<(Key, MoreLocks)>,
+}
+
+fn resolve_locks(
+    ctx: &Ctx,
+    raw: &ScenarioFile,
+    protocol: &ProtocolConfig,
+) -> Result<Locks, ScenarioError> {
+    let workers = raw.workers.get_ref();
+    let sorted = match &raw.workload.lock_order {
+        None => false,
+        Some(order) => {
+            let sorted = match order.get_ref().as_str() {
+                "as-listed" => false,
+                "sorted" => true,
+                other => {
+                    return Err(ctx.err(
+                        order.span(),
+                        format!(
+                            "unknown lock_order {other:?}; expected \"as-listed\" or \"sorted\""
+                        ),
+                    ))
+                }
+            };
+            if workers.iter().all(|w| w.locks.is_none()) {
+                return Err(ctx.err(
+                    order.span(),
+                    "lock_order applies to multi-lock workers; no [[worker]] lists `locks`",
+                ));
+            }
+            sorted
+        }
+    };
+    let mut keys = vec![raw.workload.key.clone()];
+    let mut out = Vec::with_capacity(workers.len());
+    for w in workers {
+        let Some(list) = &w.locks else {
+            out.push((Key(0), MoreLocks::NONE));
+            continue;
+        };
+        let n = list.get_ref().len();
+        if n == 0 || n > MAX_LOCKS {
+            return Err(ctx.err(
+                list.span(),
+                format!("locks takes 1 to {MAX_LOCKS} lock names"),
+            ));
+        }
+        if !supports_multi_lock(protocol) {
+            let ids: Vec<&str> = ProtocolKind::ALL
+                .iter()
+                .filter(|k| supports_multi_lock(&ProtocolConfig::new(**k, protocol.lease_ttl_ns)))
+                .map(|k| k.id())
+                .collect();
+            return Err(ctx.err(
+                list.span(),
+                format!(
+                    "locks (multi-lock operations) needs a lease coordinator and a plain store; {} is not one (expected one of {})",
+                    protocol.kind.id(),
+                    ids.join(", ")
+                ),
+            ));
+        }
+        let ops = *w.ops.get_ref() as usize;
+        if ops * n > OPS_PER_WORKER_MAX as usize {
+            return Err(ctx.err(
+                w.ops.span(),
+                format!(
+                    "an operation taking {n} locks is {n} ops in the history; ops must be at most {}",
+                    OPS_PER_WORKER_MAX as usize / n
+                ),
+            ));
+        }
+        let mut names: Vec<&Spanned<String>> = Vec::with_capacity(n);
+        for name in list.get_ref() {
+            let text = name.get_ref();
+            let valid = !text.is_empty()
+                && text
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.:/".contains(c));
+            if !valid {
+                return Err(ctx.err(
+                    name.span(),
+                    format!("lock name {text:?} must be non-empty letters, digits, '-', '_', '.', ':' or '/'"),
+                ));
+            }
+            if names.iter().any(|seen| seen.get_ref() == text) {
+                return Err(ctx.err(name.span(), format!("lock {text:?} is listed twice")));
+            }
+            names.push(name);
+        }
+        if sorted {
+            names.sort_by(|a, b| a.get_ref().cmp(b.get_ref()));
+        }
+        let mut ids = Vec::with_capacity(n);
+        for name in names {
+            let i = match keys.iter().position(|k| k == name.get_ref()) {
+                Some(i) => i,
+                None => {
+                    keys.push(name.get_ref().clone());
+                    keys.len() - 1
+                }
+            };
+            ids.push(Key(i as u16));
+        }
+        out.push((ids[0], MoreLocks::new(&ids[1..])));
+    }
+    Ok(Locks {
+        keys,
+        per_worker: out,
     })
 }
 

@@ -139,6 +139,9 @@ pub struct WorkloadSection {
     pub work_ms: u64,
     #[serde(default)]
     pub think_ms: u64,
+    /// Multi-lock workers: `"as-listed"` (default; each worker's own order)
+    /// or `"sorted"` (one global order: lock names sorted).
+    pub lock_order: Option<Spanned<String>>,
 }
 
 impl Default for WorkloadSection {
@@ -150,6 +153,7 @@ impl Default for WorkloadSection {
             max_retries: default_max_retries(),
             work_ms: default_work_ms(),
             think_ms: 0,
+            lock_order: None,
         }
     }
 }
@@ -166,6 +170,9 @@ pub struct WorkerSection {
     pub work_ms: Option<u64>,
     /// Overrides `workload.think_ms` for this worker.
     pub think_ms: Option<u64>,
+    /// The locks each of this worker's operations takes, in this order
+    /// (multi-lock); absent: the one lock `workload.key`.
+    pub locks: Option<Spanned<Vec<Spanned<String>>>>,
 }
 
 #[derive(Deserialize, Debug)]

@@ -232,16 +232,26 @@ impl fmt::Display for Options {
         );
         for node in &self.nodes {
             let role = match &node.role {
-                Role::Worker(w) => format!(
-                    "worker start {} ops {} work {} think {} retry {} timeout {} x{}",
-                    ms(w.start_ns),
-                    w.ops,
-                    ms(w.work_ns),
-                    ms(w.think_ns),
-                    ms(w.retry_ns),
-                    ms(w.request_timeout_ns),
-                    w.max_retries
-                ),
+                Role::Worker(w) => {
+                    let mut line = format!(
+                        "worker start {} ops {} work {} think {} retry {} timeout {} x{}",
+                        ms(w.start_ns),
+                        w.ops,
+                        ms(w.work_ns),
+                        ms(w.think_ns),
+                        ms(w.retry_ns),
+                        ms(w.request_timeout_ns),
+                        w.max_retries
+                    );
+                    if !w.more_locks.is_empty() {
+                        let names: Vec<&str> = w
+                            .locks()
+                            .map(|k| self.keys.get(k.0 as usize).map_or("?", String::as_str))
+                            .collect();
+                        let _ = write!(line, " locks {}", names.join(","));
+                    }
+                    line
+                }
                 Role::Coordinator(c) => {
                     format!("coordinator release {:?} tokens {}", c.release, c.tokens)
                 }

@@ -83,6 +83,9 @@ pub fn unsupported(opts: &Options) -> Option<String> {
             Role::Worker(w) if w.renew_every_ns.is_some() => {
                 return Some("lease renewal (workload.renew_every_ms)".into())
             }
+            Role::Worker(w) if !w.more_locks.is_empty() => {
+                return Some("multi-lock workers ([[worker]] locks)".into())
+            }
             Role::Resource(r) if r.volatile_fence => return Some("a volatile fence".into()),
             Role::Server(_) => {
                 return Some(
