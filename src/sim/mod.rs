@@ -10,6 +10,7 @@ pub mod faults;
 pub mod hash;
 pub mod network;
 pub mod options;
+pub mod queue;
 pub mod recorder;
 pub mod rng;
 pub mod simulator;

@@ -1,6 +1,7 @@
 //! The discrete-event loop.
 //!
-//! One priority queue ordered by (true time, insertion number): ties run in
+//! One priority queue ([`EventQueue`]) ordered by (true time, insertion
+//! number), events kept in a slab beside it: ties run in
 //! the order they were scheduled, so the order of simultaneous events is
 //! total and reproducible. Nodes are driven through the sans-IO
 //! [`Node`] trait; the loop owns everything they cannot: true time, clocks,
@@ -23,12 +24,12 @@
 //! resource may still hold a write it has not applied. There is no wall clock, no ambient randomness and no
 //! threading inside a run.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
 use super::faults::resolve_random;
 use super::network::{mask, Fate, Network};
 use super::options::{describe_fault, Fault, Options, When};
+use super::queue::EventQueue;
 use super::recorder::{lifecycle, Recorder};
 use super::trace::{DropReason, Trace, TraceEvent, What};
 use crate::history::{Event, History, Kind};
@@ -58,21 +59,6 @@ enum Ev {
     Fault(usize),
     Restart(NodeId),
     Heal(u32),
-}
-
-/// The queue orders small keys and keeps the events themselves in a slab:
-/// sifting 16-byte integers instead of whole events (a `Msg` is several
-/// words) is what keeps the heap cheap. A key packs, high to low, true time
-/// (64 bits), insertion number (32) and slab slot (32); insertion numbers
-/// are unique, so the slot never decides an order.
-type QueueKey = Reverse<u128>;
-
-fn queue_key(t_ns: Nanos, order: u32, slot: u32) -> QueueKey {
-    Reverse((t_ns as u128) << 64 | (order as u128) << 32 | slot as u128)
-}
-
-fn unpack(key: u128) -> (Nanos, u32) {
-    ((key >> 64) as Nanos, key as u32)
 }
 
 struct Slot {
@@ -118,7 +104,7 @@ struct Sim<'o, 'f> {
     now: Nanos,
     order: u32,
     seq: u64,
-    queue: BinaryHeap<QueueKey>,
+    queue: EventQueue,
     /// Events by slot; `free` lists the slots to reuse.
     slab: Vec<Ev>,
     free: Vec<u32>,
@@ -160,7 +146,7 @@ pub fn run_with<'f>(
         now: 0,
         order: 0,
         seq: 0,
-        queue: BinaryHeap::with_capacity(64),
+        queue: EventQueue::with_capacity(64),
         slab: Vec::with_capacity(64),
         free: Vec::with_capacity(64),
         slots: Vec::with_capacity(opts.nodes.len()),
@@ -203,7 +189,7 @@ impl<'o, 'f> Sim<'o, 'f> {
                 u32::try_from(self.slab.len() - 1).expect("fewer than 2^32 pending events")
             }
         };
-        self.queue.push(queue_key(t_ns, self.order, slot));
+        self.queue.push(t_ns, self.order, slot);
     }
 
     fn boot(&mut self) {
@@ -247,8 +233,7 @@ impl<'o, 'f> Sim<'o, 'f> {
     /// Returns whether the run was cut off at `max_time_ns`.
     fn run_loop(&mut self) -> bool {
         let mut processed = 0u64;
-        while let Some(Reverse(key)) = self.queue.pop() {
-            let (t_ns, slot) = unpack(key);
+        while let Some((t_ns, slot)) = self.queue.pop() {
             if t_ns > self.opts.max_time_ns {
                 self.now = self.opts.max_time_ns;
                 self.events_processed = processed;

@@ -1,0 +1,91 @@
+//! The simulator's pending-event order: 128-bit keys that pack, high to
+//! low, true time (64 bits), insertion number (32) and slab slot (32).
+//! Insertion numbers are unique, so keys are, and ties in time run in the
+//! order they were scheduled.
+//!
+//! A run has few events pending at once (a node has a timer or two, a
+//! message or two in flight: under ten in the article's scenarios), so the
+//! keys live in one `Vec` kept sorted, largest first: `pop` takes the last
+//! element, `push` finds its place by binary search and shifts the few
+//! keys above it. For queues this small that beats a binary heap, whose
+//! sift loops branch unpredictably on every level (benches/sweep.rs); the
+//! order of events, and so every trace hash, is the same either way.
+
+use crate::protocol::Nanos;
+
+#[derive(Default)]
+pub struct EventQueue {
+    /// Sorted descending; the next event is last.
+    keys: Vec<u128>,
+}
+
+impl EventQueue {
+    pub fn with_capacity(n: usize) -> Self {
+        EventQueue {
+            keys: Vec::with_capacity(n),
+        }
+    }
+
+    pub fn push(&mut self, t_ns: Nanos, order: u32, slot: u32) {
+        let key = (t_ns as u128) << 64 | (order as u128) << 32 | slot as u128;
+        let at = self.keys.partition_point(|&k| k > key);
+        debug_assert!(
+            at == self.keys.len() || self.keys[at] != key,
+            "keys are unique"
+        );
+        self.keys.insert(at, key);
+    }
+
+    /// The earliest event: (true time, slab slot).
+    pub fn pop(&mut self) -> Option<(Nanos, u32)> {
+        let key = self.keys.pop()?;
+        debug_assert!(self.keys.last().is_none_or(|&k| k > key));
+        Some(((key >> 64) as Nanos, key as u32))
+    }
+
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_pop_in_time_order_and_ties_in_insertion_order() {
+        let mut q = EventQueue::default();
+        let pushes = [(5, 1, 10), (3, 2, 11), (5, 3, 12), (0, 4, 13), (3, 5, 14)];
+        for (t, order, slot) in pushes {
+            q.push(t, order, slot);
+        }
+        let popped: Vec<(Nanos, u32)> = std::iter::from_fn(|| q.pop()).collect();
+        assert_eq!(popped, vec![(0, 13), (3, 11), (3, 14), (5, 10), (5, 12)]);
+        assert!(q.is_empty());
+    }
+
+    #[test]
+    fn it_orders_exactly_like_a_binary_heap() {
+        use std::cmp::Reverse;
+        use std::collections::BinaryHeap;
+        let (mut q, mut heap) = (EventQueue::default(), BinaryHeap::new());
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for order in 1..5_000u32 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            if x % 3 == 0 {
+                assert_eq!(q.pop().map(|(t, _)| t), heap.pop().map(|Reverse((t, _))| t));
+            } else {
+                let t = x % 1_000;
+                q.push(t, order, order);
+                heap.push(Reverse((t, order)));
+            }
+            assert_eq!(q.len(), heap.len());
+        }
+    }
+}
