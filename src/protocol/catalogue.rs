@@ -29,6 +29,11 @@
 //! | queue-claim | SQS-style claim / visibility timeout / delete, results keyed by job | delete | delivery numbers | first result per job | unchanged, pointed at the queue |
 //! | cache-lease | best-effort `SET NX PX` lease before a memcached `gets`/`cas` refresh | CAD | none | cas on the entry read | writes blindly |
 //! | effect-outbox | fenced-cas whose write also enqueues an outbox entry; one dispatcher delivers | CAD | durable counter | atomic CAS + outbox | sends token |
+//!
+//! `github-2012-pair` has no lock service: two file servers decide between
+//! themselves by heartbeats and STONITH who is active (`active_passive`);
+//! the harness records each promotion. No token (`fence = true`: the
+//! storage is reserved with the promotion's epoch, SCSI-3 style).
 
 use super::client::LockKind;
 use super::coordinator::{CoordinatorConfig, ReleaseStyle, Replication};
@@ -56,10 +61,11 @@ pub enum ProtocolKind {
     QueueClaim,
     CacheLease,
     ObjectStoreCas,
+    Github2012Pair,
 }
 
 impl ProtocolKind {
-    pub const ALL: [ProtocolKind; 16] = [
+    pub const ALL: [ProtocolKind; 17] = [
         ProtocolKind::TtlLeaseDel,
         ProtocolKind::RedisSetNx,
         ProtocolKind::CheckBeforeWrite,
@@ -76,6 +82,7 @@ impl ProtocolKind {
         ProtocolKind::QueueClaim,
         ProtocolKind::CacheLease,
         ProtocolKind::ObjectStoreCas,
+        ProtocolKind::Github2012Pair,
     ];
 
     pub fn id(self) -> &'static str {
@@ -96,6 +103,7 @@ impl ProtocolKind {
             ProtocolKind::QueueClaim => "queue-claim",
             ProtocolKind::CacheLease => "cache-lease",
             ProtocolKind::ObjectStoreCas => "object-store-cas",
+            ProtocolKind::Github2012Pair => "github-2012-pair",
         }
     }
 
@@ -153,6 +161,9 @@ impl ProtocolKind {
             ProtocolKind::ObjectStoreCas => {
                 "lease + conditional object write: the write carries the generation it read (If-Match)"
             }
+            ProtocolKind::Github2012Pair => {
+                "active/passive pair: heartbeats, STONITH, takeover assuming the fence worked (fence = true: storage reservation)"
+            }
         }
     }
 
@@ -205,6 +216,9 @@ impl ProtocolKind {
             ProtocolKind::ObjectStoreCas => {
                 "the article ('use its conditional-write primitive'); GCS x-goog-if-generation-match, S3 If-Match"
             }
+            ProtocolKind::Github2012Pair => {
+                "the article; github.blog 'Downtime last Saturday' (Imbriaco, Dec 2012); SCSI-3 persistent reservations (fence_scsi)"
+            }
         }
     }
 
@@ -237,6 +251,7 @@ impl ProtocolKind {
             self,
             ProtocolKind::ZkSequential
                 | ProtocolKind::DynamodbHeartbeat
+                | ProtocolKind::Github2012Pair
                 | ProtocolKind::EffectNaive
                 | ProtocolKind::EffectIdempotencyKey
                 | ProtocolKind::EffectOutbox
@@ -258,7 +273,7 @@ impl ProtocolKind {
         match self {
             ProtocolKind::IncrBesideLease => 2,
             ProtocolKind::ConsensusGeneration => 3,
-            ProtocolKind::SingleDb | ProtocolKind::QueueClaim => 0,
+            ProtocolKind::SingleDb | ProtocolKind::QueueClaim | ProtocolKind::Github2012Pair => 0,
             _ => 1,
         }
     }
@@ -301,8 +316,12 @@ impl ProtocolConfig {
             renew_every_ns: None,
             check_to_write_ns: 5_000_000,
             volatile_fence: false,
-            // The DynamoDB lock client has no token; `fence = true` adds one.
-            fence: kind != ProtocolKind::DynamodbHeartbeat,
+            // The DynamoDB lock client has no token, GitHub's pair fenced
+            // only through STONITH; `fence = true` adds one.
+            fence: !matches!(
+                kind,
+                ProtocolKind::DynamodbHeartbeat | ProtocolKind::Github2012Pair
+            ),
             herd: false,
         }
     }

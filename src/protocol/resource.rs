@@ -26,6 +26,11 @@
 //! `step_ns` later without re-checking. Two writers can both pass the check
 //! before either update lands.
 //!
+//! `reserve` (a pair node's SCSI-3 PREEMPT, see `active_passive`): raises
+//! the write fence to the given epoch without writing, if not below it —
+//! the fence as a reservation. An unfenced store has no reservations and
+//! acknowledges it as a no-op.
+//!
 //! `volatile_fence`: the fence lives only in memory (an in-process cache in
 //! front of the store) and is lost on restart, while the document survives.
 
@@ -283,6 +288,50 @@ impl Resource {
         }
     }
 
+    fn on_reserve(&mut self, req: u32, key: Key, epoch: u64) -> Answer {
+        let row = self.rows.entry(key).or_default();
+        if self.cfg.check == FenceCheck::None {
+            let fence = 0;
+            return Some((
+                Msg::Reserved {
+                    req,
+                    key,
+                    ok: true,
+                    fence,
+                },
+                false,
+            ));
+        }
+        let fence = Self::fence(row).0;
+        if epoch < fence {
+            return Some((
+                Msg::Reserved {
+                    req,
+                    key,
+                    ok: false,
+                    fence,
+                },
+                false,
+            ));
+        }
+        let raised = epoch > row.write_fence;
+        row.write_fence = epoch;
+        assert!(
+            Self::fence(row).0 == epoch,
+            "a reservation leaves its epoch as the fence"
+        );
+        let fence = epoch;
+        Some((
+            Msg::Reserved {
+                req,
+                key,
+                ok: true,
+                fence,
+            },
+            raised,
+        ))
+    }
+
     /// Step 2 of a check-then-write: the UPDATE, with no second look at the
     /// fence — the bug.
     fn finish_pending(&mut self, timer: TimerId, fx: &mut Vec<Effect>) {
@@ -335,6 +384,7 @@ impl Node for Resource {
                         op,
                         token,
                     } => self.on_read(req, key, op, token),
+                    Msg::Reserve { req, key, epoch } => self.on_reserve(req, key, epoch),
                     Msg::Write {
                         req,
                         key,
