@@ -1,0 +1,92 @@
+//! GitHub's 2012 active/passive pairs (github-2012-pair): a partition that
+//! drops heartbeats and the STONITH command leaves two actives, and the old
+//! one's writes land; the same pair reserving the storage with its epoch is
+//! safe under the same faults, though both nodes still *believe* they are
+//! active for a moment.
+
+mod common;
+
+use fencesim::check::{self, ViolationKind, VIOLATION_KINDS};
+use fencesim::history::Kind;
+use fencesim::scenario::Scenario;
+use fencesim::{sim, suite};
+
+fn scenario(name: &str) -> Scenario {
+    common::load(&common::scenario_path(&format!("real-systems/{name}.toml")))
+}
+
+/// The unsafe scenario with storage fencing switched on and nothing else changed.
+fn storage_fenced_twin(s: &Scenario) -> Scenario {
+    let mut twin = s.clone();
+    let mut p = twin.options.protocol;
+    p.fence = true;
+    twin.options.set_protocol(p);
+    twin
+}
+
+#[test]
+fn a_partition_that_drops_stonith_leaves_two_actives_and_the_old_ones_writes_land() {
+    let r = suite::run_scenario(&scenario("github-2012-pair"), 0..100, 2);
+    assert!(r.met(), "{:?}", r.problems);
+    let failing = |k: ViolationKind| r.agg.failing_seeds[k as usize];
+    assert_eq!(failing(ViolationKind::TwoActives), 100);
+    assert_eq!(failing(ViolationKind::StaleWrite), 100);
+    assert!(failing(ViolationKind::LostUpdate) >= 50);
+}
+
+#[test]
+fn without_the_partition_the_unfenced_pair_never_has_two_actives() {
+    let mut calm = scenario("github-2012-pair");
+    calm.options.faults.clear();
+    let r = suite::run_scenario(&calm, 0..100, 2);
+    assert_eq!(r.agg.failing_seeds, [0; VIOLATION_KINDS]);
+    assert_eq!(r.agg.seeds_with_stale_attempts, 0);
+}
+
+#[test]
+fn the_unsafe_scenario_with_storage_fencing_switched_on_is_the_bundled_safe_twin() {
+    let twin = storage_fenced_twin(&scenario("github-2012-pair"));
+    let bundled = scenario("github-2012-pair-storage-fenced");
+    assert_eq!(twin.options, bundled.options);
+}
+
+#[test]
+fn reserving_the_storage_keeps_ten_thousand_seeds_clean_and_the_fence_is_hit() {
+    let r = suite::run_scenario(&scenario("github-2012-pair-storage-fenced"), 0..10_000, 2);
+    assert!(r.met(), "{:?}", r.problems);
+    assert_eq!(r.agg.failing_seeds, [0; VIOLATION_KINDS]);
+    assert!(
+        r.agg.seeds_with_stale_attempts >= 9_000,
+        "the old active's write reaches the storage after the reservation: {}",
+        r.agg.seeds_with_stale_attempts
+    );
+}
+
+#[test]
+fn with_storage_fencing_both_still_believe_they_are_active_but_only_one_writes() {
+    let s = scenario("github-2012-pair-storage-fenced");
+    let run = sim::run(&s.options, 0, false);
+    let report = check::check(&run.history);
+    assert!(report.is_clean(), "{:?}", report.violations);
+    assert_eq!(
+        report.info.overlaps, 1,
+        "a belief overlap, reported, not failed"
+    );
+    assert!(report.info.overlap_ns > 0);
+    assert!(report.info.fence_rejected_total >= 1);
+    let kinds: Vec<(&str, Kind)> = run
+        .history
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, Kind::BecameActive | Kind::SteppedDown))
+        .map(|e| (run.history.node_name(e.node), e.kind))
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            ("worker/A", Kind::BecameActive),
+            ("worker/B", Kind::BecameActive),
+            ("worker/A", Kind::SteppedDown),
+        ]
+    );
+}
