@@ -90,3 +90,22 @@ fn with_storage_fencing_both_still_believe_they_are_active_but_only_one_writes()
         ]
     );
 }
+
+#[test]
+fn a_pair_with_three_nodes_is_refused_naming_the_line() {
+    let source =
+        std::fs::read_to_string(common::scenario_path("real-systems/github-2012-pair.toml"))
+            .expect("readable");
+    let three = source.replace(
+        "[[worker]]\nname = \"B\"\n",
+        "[[worker]]\nname = \"B\"\n\n[[worker]]\nname = \"C\"\n",
+    );
+    assert_ne!(three, source, "the edit applied");
+    let err = fencesim::scenario::parse(&three, "pair.toml").expect_err("must be rejected");
+    let text = err.to_string();
+    assert!(
+        text.starts_with("pair.toml:")
+            && text.contains("github-2012-pair takes exactly two [[worker]]s"),
+        "{text}"
+    );
+}

@@ -231,7 +231,7 @@ pub fn check(history: &History) -> Report {
         report.info.watch_notifications += (e.kind == crate::history::Kind::WatchNotified) as u64;
         effects.observe(history, e, &mut found);
         work.observe(e, &mut report.info);
-        pair.observe(history, e, &gens, &mut report.info, &mut found);
+        pair.observe(history, e, &gens, &mut found);
         for v in found.drain(..) {
             let n = &mut report.counts[v.kind.index()];
             *n += 1;
@@ -242,7 +242,6 @@ pub fn check(history: &History) -> Report {
     }
     let end_ns = history.events.last().map_or(0, |e| e.t_true_ns);
     overlap.finish(end_ns, &mut report.info);
-    pair.finish(end_ns, &mut report.info);
     report.metrics = measured.finish(end_ns);
     report
 }

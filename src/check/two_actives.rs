@@ -18,13 +18,13 @@
 //!
 //! Belief alone is not a failure: a storage that enforces the epoch lets
 //! two nodes *think* they are active while only the newer one's writes
-//! land. Those intervals are counted as ownership overlaps (`overlaps`,
-//! `overlap_ms`), the same informational counters as [`super::overlap`].
+//! land. Those intervals are ownership overlaps, counted (informational)
+//! by [`super::overlap`].
 
 use std::collections::BTreeMap;
 
 use super::generations::Generations;
-use super::{Info, Violation, ViolationKind};
+use super::{Violation, ViolationKind};
 use crate::history::{fmt_time, Event, History, Kind};
 
 #[derive(Clone, Copy, Debug)]
@@ -39,8 +39,6 @@ pub struct TwoActives {
     active: BTreeMap<u16, BTreeMap<u16, Belief>>,
     /// (node, key) -> seq of its latest `became_active` (kept after stepping down).
     last_became: BTreeMap<(u16, u16), u64>,
-    /// key -> when the current belief overlap began.
-    since: BTreeMap<u16, u64>,
 }
 
 impl TwoActives {
@@ -50,7 +48,6 @@ impl TwoActives {
         h: &History,
         e: &Event,
         gens: &Generations,
-        info: &mut Info,
         out: &mut Vec<Violation>,
     ) {
         match e.kind {
@@ -61,42 +58,24 @@ impl TwoActives {
                     .and_then(|g| gens.generation_of(g))
                     .unwrap_or_else(|| gens.issued_max(key));
                 self.last_became.insert((e.node, key), e.seq);
-                let believers = self.active.entry(key).or_default();
                 let belief = Belief {
                     generation,
                     became_seq: e.seq,
                 };
-                let new_believer = believers.insert(e.node, belief).is_none();
-                if new_believer && believers.len() == 2 {
-                    self.since.insert(key, e.t_true_ns);
-                    info.overlaps += 1;
-                }
+                self.active.entry(key).or_default().insert(e.node, belief);
             }
             Kind::SteppedDown => {
-                if let Some(key) = e.key {
-                    self.end_belief(key, e, info);
+                if let Some(believers) = e.key.and_then(|k| self.active.get_mut(&k)) {
+                    believers.remove(&e.node);
                 }
             }
             Kind::Crash => {
-                let keys: Vec<u16> = self.active.keys().copied().collect();
-                for key in keys {
-                    self.end_belief(key, e, info);
+                for believers in self.active.values_mut() {
+                    believers.remove(&e.node);
                 }
             }
             Kind::WriteAccepted => self.judge(h, e, gens, out),
             _ => {}
-        }
-    }
-
-    fn end_belief(&mut self, key: u16, e: &Event, info: &mut Info) {
-        let Some(believers) = self.active.get_mut(&key) else {
-            return;
-        };
-        believers.remove(&e.node);
-        if believers.len() < 2 {
-            if let Some(start) = self.since.remove(&key) {
-                info.overlap_ns += e.t_true_ns.saturating_sub(start);
-            }
         }
     }
 
@@ -147,12 +126,6 @@ impl TwoActives {
                 belief.became_seq
             ),
         });
-    }
-
-    pub fn finish(&mut self, end_ns: u64, info: &mut Info) {
-        for (_, start) in std::mem::take(&mut self.since) {
-            info.overlap_ns += end_ns.saturating_sub(start);
-        }
     }
 }
 
