@@ -181,16 +181,31 @@ impl PairNode {
         Some(OpId(self.cfg.index as u64 * 1000 + self.ops_started))
     }
 
-    /// Learns of `epoch`; the highest known epoch is synced so a restarted
+    /// Learns of `epoch`. The highest known epoch is synced so a restarted
     /// node never promotes under an epoch it has already seen.
     fn learn(&mut self, epoch: u64, fx: &mut Vec<Effect>) {
         if epoch > self.known_epoch {
             self.known_epoch = epoch;
-            fx.push(Effect::Persist {
-                durability: Durability::Synced,
-                record: epoch.to_le_bytes().to_vec(),
-            });
+            self.persist(fx);
         }
+    }
+
+    /// `known_epoch u64 ++ ops_started u64`: op ids stay unique across a
+    /// restart too.
+    fn persist(&self, fx: &mut Vec<Effect>) {
+        let mut record = self.known_epoch.to_le_bytes().to_vec();
+        record.extend_from_slice(&self.ops_started.to_le_bytes());
+        fx.push(Effect::Persist {
+            durability: Durability::Synced,
+            record,
+        });
+    }
+
+    fn recover(&mut self, bytes: &[u8]) {
+        assert_eq!(bytes.len(), 16, "a pair node's record is two u64s");
+        let word = |b: &[u8]| u64::from_le_bytes(b.try_into().expect("8 bytes"));
+        self.known_epoch = word(&bytes[..8]);
+        self.ops_started = word(&bytes[8..]);
     }
 
     fn become_passive(&mut self, eligible: bool, fx: &mut Vec<Effect>) {
@@ -346,6 +361,7 @@ impl PairNode {
         match self.stage {
             Stage::Idle => {
                 let Some(op) = self.next_op() else { return };
+                self.persist(fx);
                 let req = self.req();
                 self.stage = Stage::Reading { req, op };
                 let read = Msg::Read {
@@ -397,8 +413,7 @@ impl Node for PairNode {
             Input::Start { recovered } => {
                 // A restarted node boots passive: only a first boot is active.
                 if let Some(bytes) = recovered {
-                    let word: [u8; 8] = bytes.try_into().expect("pair record is one u64");
-                    self.known_epoch = u64::from_le_bytes(word);
+                    self.recover(bytes);
                 }
                 self.state = State::Booting;
                 Self::set(fx, BOOT, self.cfg.start_ns);
@@ -587,6 +602,43 @@ mod tests {
             sent(&timer(&mut a, HEARTBEAT)).is_empty(),
             "off means silent"
         );
+    }
+
+    #[test]
+    fn a_restarted_node_boots_passive_and_never_reuses_an_op_id() {
+        let mut a = PairNode::new(cfg(1, B, false));
+        step(&mut a, Input::Start { recovered: None });
+        timer(&mut a, BOOT);
+        let fx = timer(&mut a, STEP);
+        let Some(Msg::Read { op, .. }) = sent(&fx).first().copied() else {
+            panic!("the active reads");
+        };
+        assert_eq!(op, OpId(1001));
+        let record = fx
+            .iter()
+            .rev()
+            .find_map(|e| match e {
+                Effect::Persist { record, .. } => Some(record.clone()),
+                _ => None,
+            })
+            .expect("the op counter is synced");
+        let mut again = PairNode::new(cfg(1, B, false));
+        step(
+            &mut again,
+            Input::Start {
+                recovered: Some(&record),
+            },
+        );
+        let fx = timer(&mut again, BOOT);
+        assert!(observed(&fx).is_empty(), "only a first boot is active");
+        assert_eq!(again.state, State::Passive { eligible: true });
+        timer(&mut again, DEAD);
+        timer(&mut again, FENCE);
+        let Some(Msg::Read { op, .. }) = sent(&timer(&mut again, STEP)).first().copied() else {
+            panic!("the re-promoted node reads");
+        };
+        assert_eq!(op, OpId(1002));
+        assert_eq!(again.known_epoch, 2);
     }
 
     #[test]
