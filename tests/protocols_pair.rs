@@ -51,6 +51,13 @@ fn the_unsafe_scenario_with_storage_fencing_switched_on_is_the_bundled_safe_twin
 }
 
 #[test]
+fn the_random_fault_pair_differs_only_in_the_storage_fence() {
+    let twin = storage_fenced_twin(&scenario("github-2012-pair-random-faults"));
+    let bundled = scenario("github-2012-pair-random-faults-storage-fenced");
+    assert_eq!(twin.options, bundled.options);
+}
+
+#[test]
 fn reserving_the_storage_keeps_ten_thousand_seeds_clean_and_the_fence_is_hit() {
     let r = suite::run_scenario(&scenario("github-2012-pair-storage-fenced"), 0..10_000, 2);
     assert!(r.met(), "{:?}", r.problems);

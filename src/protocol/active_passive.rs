@@ -37,21 +37,24 @@
 //!
 //! **Safe twin**, `fence = true`: storage-level fencing in the style of
 //! SCSI-3 persistent reservations (PREEMPT with a newer key, "Write
-//! Exclusive": anyone may read, only the reservation holder may write).
-//! The storage is reachable from both nodes (the partition is between the
+//! Exclusive": anyone may read, only the reservation holder may write). The
+//! storage is reachable from both nodes (the partition is between the
 //! pair's switches). Promotion first sends `reserve` with the new epoch to
-//! the storage, which raises its fence (unless a newer epoch holds it); the
-//! node becomes active only once the storage granted it. Writes carry the
-//! node's epoch and the storage is the fenced store (atomic, token ≥
-//! fence). The old active's next write, still under its old epoch, is
-//! rejected; it learns it was fenced from the rejection (and the fence
-//! value, so a later promotion of its own goes above it) and steps down.
-//! Reads carry no epoch and are never fenced. The reservation is not a
-//! write, so it is not judged as one: the node's writes all come after its
-//! `became_active`. A node stepped down by the storage stays passive until it hears
-//! its peer again — a fenced node must rejoin before it may take over
-//! (fence_scsi's "unfence on rejoin"); otherwise the two would take the
-//! reservation from each other for as long as the partition lasts.
+//! the storage, which raises its fence only if the epoch is above it
+//! (strictly: two promotions that picked the same epoch — a node restarted
+//! with an old view, a peer cut off — cannot both win); the node becomes
+//! active only once the storage granted it. A retry takes a fresh epoch.
+//! Writes carry the node's epoch and the storage is the fenced store
+//! (atomic, token ≥ fence). The old active's next write, still under its
+//! old epoch, is rejected; it learns it was fenced from the rejection (and
+//! the fence value, so a later promotion of its own goes above it) and
+//! steps down. Reads carry no epoch and are never fenced. The reservation
+//! is not a write, so it is not judged as one: the node's writes all come
+//! after its `became_active`. A node stepped down by the storage stays
+//! passive until it hears its peer again — a fenced node must rejoin before
+//! it may take over (fence_scsi's "unfence on rejoin"); otherwise the two
+//! would take the reservation from each other for as long as the partition
+//! lasts.
 //!
 //! Becoming active and stepping down are observations (`BecameActive`,
 //! `SteppedDown`); the harness numbers promotions in true-time order. The
@@ -393,7 +396,13 @@ impl PairNode {
             (FENCE, State::Fencing { epoch }) => self.promote(epoch, fx),
             (HEARTBEAT, State::Active { epoch }) => self.heartbeat(epoch, fx),
             (STEP, State::Active { .. }) => self.on_step(fx),
-            (REQUEST, State::Reserving { epoch, .. }) => self.reserve(epoch, fx),
+            // No answer: a retry takes a fresh epoch, since the lost reply may
+            // have granted this one (reservations are strictly increasing).
+            (REQUEST, State::Reserving { .. }) => {
+                let epoch = self.known_epoch + 1;
+                self.learn(epoch, fx);
+                self.reserve(epoch, fx)
+            }
             (REQUEST, State::Active { .. }) => {
                 // The storage did not answer: give the op up, start the next.
                 self.stage = Stage::Idle;

@@ -27,8 +27,9 @@
 //! before either update lands.
 //!
 //! `reserve` (a pair node's SCSI-3 PREEMPT, see `active_passive`): raises
-//! the write fence to the given epoch without writing, if not below it —
-//! the fence as a reservation. An unfenced store has no reservations and
+//! the write fence to the given epoch without writing, only if it is above
+//! the fence — strictly, so two nodes that picked the same epoch cannot
+//! both hold the reservation. An unfenced store has no reservations and
 //! acknowledges it as a no-op.
 //!
 //! `volatile_fence`: the fence lives only in memory (an in-process cache in
@@ -290,46 +291,25 @@ impl Resource {
 
     fn on_reserve(&mut self, req: u32, key: Key, epoch: u64) -> Answer {
         let row = self.rows.entry(key).or_default();
-        if self.cfg.check == FenceCheck::None {
-            let fence = 0;
-            return Some((
-                Msg::Reserved {
-                    req,
-                    key,
-                    ok: true,
-                    fence,
-                },
-                false,
-            ));
-        }
         let fence = Self::fence(row).0;
-        if epoch < fence {
-            return Some((
-                Msg::Reserved {
-                    req,
-                    key,
-                    ok: false,
-                    fence,
-                },
-                false,
-            ));
+        let answer = |ok, fence| Msg::Reserved {
+            req,
+            key,
+            ok,
+            fence,
+        };
+        if self.cfg.check == FenceCheck::None {
+            return Some((answer(true, 0), false));
         }
-        let raised = epoch > row.write_fence;
+        if epoch <= fence {
+            return Some((answer(false, fence), false));
+        }
         row.write_fence = epoch;
         assert!(
             Self::fence(row).0 == epoch,
             "a reservation leaves its epoch as the fence"
         );
-        let fence = epoch;
-        Some((
-            Msg::Reserved {
-                req,
-                key,
-                ok: true,
-                fence,
-            },
-            raised,
-        ))
+        Some((answer(true, epoch), true))
     }
 
     /// Step 2 of a check-then-write: the UPDATE, with no second look at the
