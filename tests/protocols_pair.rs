@@ -116,3 +116,72 @@ fn a_pair_with_three_nodes_is_refused_naming_the_line() {
         "{text}"
     );
 }
+
+#[test]
+fn the_storage_grants_each_reservation_epoch_once_and_refuses_writes_below_it() {
+    use fencesim::protocol::resource::{FenceCheck, Resource, ResourceConfig};
+    use fencesim::protocol::{Clocks, Effect, Input, Key, Msg, Node, NodeId, OpId, Token};
+
+    let mut storage = Resource::new(ResourceConfig {
+        check: FenceCheck::Cas {
+            strict: false,
+            fence_reads: false,
+        },
+        volatile_fence: false,
+    });
+    let clocks = Clocks {
+        wall_ns: 0,
+        mono_ns: 0,
+    };
+    let mut ask = |from: u16, msg: Msg| -> Msg {
+        let mut fx = Vec::new();
+        storage.handle(
+            clocks,
+            Input::Message {
+                from: NodeId(from),
+                msg,
+            },
+            &mut fx,
+        );
+        fx.into_iter()
+            .find_map(|e| match e {
+                Effect::Send { msg, .. } => Some(msg),
+                _ => None,
+            })
+            .expect("the storage answers")
+    };
+    let key = Key(0);
+    let reserve = |req, epoch| Msg::Reserve { req, key, epoch };
+    let write = |op, epoch| Msg::Write {
+        req: 9,
+        key,
+        op: OpId(op),
+        token: Some(Token(epoch)),
+        value: OpId(op),
+    };
+    assert!(matches!(
+        ask(0, reserve(1, 2)),
+        Msg::Reserved {
+            ok: true,
+            fence: 2,
+            ..
+        }
+    ));
+    assert!(
+        matches!(
+            ask(1, reserve(2, 2)),
+            Msg::Reserved {
+                ok: false,
+                fence: 2,
+                ..
+            }
+        ),
+        "a second promotion under the same epoch loses"
+    );
+    assert!(matches!(ask(1, write(2001, 1)), Msg::WriteRejected { .. }));
+    assert!(matches!(ask(0, write(1001, 2)), Msg::WriteOk { .. }));
+    assert!(
+        matches!(ask(0, write(1002, 2)), Msg::WriteOk { .. }),
+        "many writes per epoch"
+    );
+}
