@@ -7,6 +7,9 @@
 //! here: a protocol whose tokens disagree with the issue order is exactly
 //! what `token_order` and `stale_write` must catch.
 //!
+//! A pair node's `became_active` is a grant issued to, and received by, the
+//! node that recorded it (the harness's record of its own decision).
+//!
 //! Why the highest and not the most recent receipt: a delayed grant reply
 //! for an older grant can arrive after a newer one; the worker keeps acting
 //! under the newer grant, and so does the checker.
@@ -45,37 +48,14 @@ pub struct Generations {
 
 impl Generations {
     pub fn observe(&mut self, e: &Event) {
+        if e.kind == Kind::BecameActive {
+            self.issue(e);
+            self.receive(e);
+            return;
+        }
         match e.kind {
-            Kind::GrantIssued => {
-                let (Some(grant), Some(key)) = (e.grant_id, e.key) else {
-                    return;
-                };
-                if self.grants.contains_key(&grant) {
-                    return;
-                }
-                let n = self.issued_per_key.entry(key).or_insert(0);
-                *n += 1;
-                self.grants.insert(
-                    grant,
-                    GrantInfo {
-                        key,
-                        generation: *n,
-                        issued_seq: e.seq,
-                        token: e.token,
-                    },
-                );
-            }
-            Kind::GrantReceived => {
-                let Some(info) = e.grant_id.and_then(|g| self.grants.get(&g)).copied() else {
-                    return;
-                };
-                let slot = self.held.entry((e.node, info.key)).or_insert((0, 0));
-                if info.generation > slot.0 {
-                    *slot = (info.generation, e.grant_id.unwrap_or(0));
-                }
-                let max = self.received_max.entry(info.key).or_insert(0);
-                *max = (*max).max(info.generation);
-            }
+            Kind::GrantIssued => self.issue(e),
+            Kind::GrantReceived => self.receive(e),
             Kind::WriteSent => {
                 let (Some(op), Some(key)) = (e.op_id, e.key) else {
                     return;
@@ -90,6 +70,38 @@ impl Generations {
             }
             _ => {}
         }
+    }
+
+    fn issue(&mut self, e: &Event) {
+        let (Some(grant), Some(key)) = (e.grant_id, e.key) else {
+            return;
+        };
+        if self.grants.contains_key(&grant) {
+            return;
+        }
+        let n = self.issued_per_key.entry(key).or_insert(0);
+        *n += 1;
+        self.grants.insert(
+            grant,
+            GrantInfo {
+                key,
+                generation: *n,
+                issued_seq: e.seq,
+                token: e.token,
+            },
+        );
+    }
+
+    fn receive(&mut self, e: &Event) {
+        let Some(info) = e.grant_id.and_then(|g| self.grants.get(&g)).copied() else {
+            return;
+        };
+        let slot = self.held.entry((e.node, info.key)).or_insert((0, 0));
+        if info.generation > slot.0 {
+            *slot = (info.generation, e.grant_id.unwrap_or(0));
+        }
+        let max = self.received_max.entry(info.key).or_insert(0);
+        *max = (*max).max(info.generation);
     }
 
     /// Highest generation issued so far for `key`.

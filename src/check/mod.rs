@@ -4,13 +4,13 @@
 //!
 //! Violations (each with evidence: the `seq` numbers of the records that
 //! prove it): `stale_write`, `lost_update`, `token_order`, `unsafe_release`,
-//! `liveness`, `duplicate_effect`.
+//! `liveness`, `duplicate_effect`, `two_actives`.
 //! Informational counters, never failures: `late_writes`, `stale_attempts`,
 //! `fence_rejected_total` (superseded generations) and
 //! `fence_rejected_same_generation` (retries, duplicates), ownership
 //! overlaps, `wasted_work`. Definitions live with each check: [`generations`],
 //! [`writes`], [`token_order`], [`release`], [`overlap`], [`liveness`],
-//! [`effects`], [`work`].
+//! [`effects`], [`work`], [`two_actives`].
 
 pub mod effects;
 pub mod generations;
@@ -20,6 +20,7 @@ pub mod overlap;
 pub mod release;
 pub mod store_claims;
 pub mod token_order;
+pub mod two_actives;
 pub mod work;
 pub mod writes;
 
@@ -35,10 +36,11 @@ pub enum ViolationKind {
     UnsafeRelease,
     Liveness,
     DuplicateEffect,
+    TwoActives,
 }
 
 /// How many violation kinds there are (array sizes of per-kind counters).
-pub const VIOLATION_KINDS: usize = 6;
+pub const VIOLATION_KINDS: usize = 7;
 
 impl ViolationKind {
     pub const ALL: [ViolationKind; VIOLATION_KINDS] = [
@@ -48,6 +50,7 @@ impl ViolationKind {
         ViolationKind::UnsafeRelease,
         ViolationKind::Liveness,
         ViolationKind::DuplicateEffect,
+        ViolationKind::TwoActives,
     ];
 
     pub fn name(self) -> &'static str {
@@ -58,6 +61,7 @@ impl ViolationKind {
             ViolationKind::UnsafeRelease => "unsafe_release",
             ViolationKind::Liveness => "liveness",
             ViolationKind::DuplicateEffect => "duplicate_effect",
+            ViolationKind::TwoActives => "two_actives",
         }
     }
 
@@ -80,6 +84,9 @@ impl ViolationKind {
             }
             ViolationKind::DuplicateEffect => {
                 "an effect sink (email, payment) performed one operation's irreversible effect twice"
+            }
+            ViolationKind::TwoActives => {
+                "active/passive pair: the resource accepted a write from a node while a node promoted after it believed it was active"
             }
         }
     }
@@ -154,6 +161,7 @@ pub const METRIC_NAMES: &[&str] = &[
     "unsafe_release",
     "liveness",
     "duplicate_effect",
+    "two_actives",
 ];
 
 /// Keep at most this many violations of a kind with full evidence; the
@@ -214,6 +222,7 @@ pub fn check(history: &History) -> Report {
     let mut live = liveness::Liveness::default();
     let mut effects = effects::Effects::default();
     let mut work = work::Work::default();
+    let mut pair = two_actives::TwoActives::default();
     let mut report = Report::default();
     let mut found = Vec::new();
     let mut last_seq = None;
@@ -233,6 +242,7 @@ pub fn check(history: &History) -> Report {
         report.info.watch_notifications += (e.kind == crate::history::Kind::WatchNotified) as u64;
         effects.observe(history, e, &mut found);
         work.observe(e, &mut report.info);
+        pair.observe(history, e, &gens, &mut found);
         for v in found.drain(..) {
             let n = &mut report.counts[v.kind.index()];
             *n += 1;

@@ -1,8 +1,9 @@
 //! Ownership overlap (informational, never a failure): true-time intervals
 //! during which two or more workers believed they held the same key — from
 //! receiving a grant until sending its release, giving the op up, or
-//! crashing. Overlap is what a lease cannot prevent; fencing makes it
-//! harmless. Reported so a clean run can show the fence was exercised.
+//! crashing; for an active/passive pair, from `became_active` until
+//! `stepped_down` or crashing. Overlap is what a lease cannot prevent;
+//! fencing makes it harmless. Reported so a clean run can show the fence was exercised.
 
 use std::collections::BTreeMap;
 
@@ -20,7 +21,7 @@ pub struct Overlap {
 impl Overlap {
     pub fn observe(&mut self, e: &Event, info: &mut Info) {
         match e.kind {
-            Kind::GrantReceived => {
+            Kind::GrantReceived | Kind::BecameActive => {
                 let Some(key) = e.key else { return };
                 let b = self.believers.entry(key).or_default();
                 b.entry(e.node).or_insert(e.t_true_ns);
@@ -29,7 +30,7 @@ impl Overlap {
                     info.overlaps += 1;
                 }
             }
-            Kind::ReleaseSent | Kind::OpAbandoned | Kind::Crash => {
+            Kind::ReleaseSent | Kind::OpAbandoned | Kind::Crash | Kind::SteppedDown => {
                 let keys: Vec<u16> = match e.key {
                     Some(k) => vec![k],
                     None => self.believers.keys().copied().collect(),

@@ -135,6 +135,19 @@ pub fn cmd_validate(
             ))
             .into());
         }
+        let p = s.options.protocol;
+        if p.kind == crate::protocol::ProtocolKind::Github2012Pair
+            && p.fence
+            && impls.resource.is_some()
+        {
+            return Err(BadInput(format!(
+                "{}: the storage-fenced github-2012-pair reserves the storage with a `reserve` \
+                 command that the JSON-lines protocol does not have; validate a store under \
+                 the unfenced pair (fence = false) instead",
+                s.path.display()
+            ))
+            .into());
+        }
     }
     let jobs = jobs.unwrap_or_else(default_jobs).max(1);
     let limits = Limits {

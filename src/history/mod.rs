@@ -74,6 +74,8 @@ kinds! {
     EffectSent => "effect_sent": "a worker or dispatcher asked the effect sink to perform op_id's effect (value = idempotency key, if any); retransmissions too",
     EffectPerformed => "effect_performed": "the effect sink performed op_id's irreversible effect (an email went out, a card was charged)",
     EffectDeduplicated => "effect_deduplicated": "the effect sink recognised the idempotency key (value) and did not perform op_id's effect again",
+    BecameActive => "became_active": "a node of an active/passive pair started acting as the owner of key (grant_id numbers promotions in true-time order; token = the epoch it believes it has)",
+    SteppedDown => "stepped_down": "a pair node stopped acting as the owner of key (grant_id = its promotion; detail = why)",
 }
 
 impl fmt::Display for Kind {

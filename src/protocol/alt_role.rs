@@ -2,6 +2,7 @@
 //! effect sink and outbox nodes, and the article's alternatives to a
 //! distributed lock. One enum so the shared `Role` gains a single variant.
 
+use super::active_passive::{PairConfig, PairNode};
 use super::cache_lease::CasCache;
 use super::catalogue::{ProtocolConfig, ProtocolKind};
 use super::effects::{Dispatcher, DispatcherConfig, EffectCall, OutboxStore, Sink};
@@ -9,6 +10,7 @@ use super::node::{Nanos, Node, NodeId};
 use super::queue_claim::{Queue, QueueConfig};
 use super::resource::ResourceConfig;
 use super::single_db::{Db, DbConfig};
+use super::worker::WorkerConfig;
 use super::Role;
 
 /// How often the outbox dispatcher polls an empty outbox.
@@ -28,6 +30,8 @@ pub enum AltRole {
     Queue(QueueConfig),
     /// A cache whose refresh is a gets/cas (`resource/0`).
     CasCache,
+    /// A node of an active/passive pair (at a `[[worker]]`'s address).
+    Pair(PairConfig),
 }
 
 impl AltRole {
@@ -39,6 +43,7 @@ impl AltRole {
             AltRole::Db(cfg) => Box::new(Db::new(cfg)),
             AltRole::Queue(cfg) => Box::new(Queue::new(cfg)),
             AltRole::CasCache => Box::new(CasCache::new()),
+            AltRole::Pair(cfg) => Box::new(PairNode::new(cfg)),
         }
     }
 
@@ -61,8 +66,55 @@ impl AltRole {
                 cfg.visibility_timeout_ns / 1_000_000
             ),
             AltRole::CasCache => "cache: gets/cas refresh, no fence".into(),
+            AltRole::Pair(c) => format!(
+                "pair node ({}) heartbeat {}ms dead time {}ms stonith timeout {}ms, storage fence {}",
+                if c.starts_active { "boots active" } else { "boots passive" },
+                c.heartbeat_ns / 1_000_000,
+                c.failover_after_ns / 1_000_000,
+                c.fence_timeout_ns / 1_000_000,
+                c.storage_fence
+            ),
         }
     }
+
+    /// The same role under protocol `p` (what `Options::set_protocol` does):
+    /// only a pair node derives anything from the protocol.
+    pub fn with_protocol(self, p: &ProtocolConfig) -> AltRole {
+        match self {
+            AltRole::Pair(c) => AltRole::Pair(PairConfig {
+                heartbeat_ns: pair_heartbeat_ns(p),
+                failover_after_ns: p.lease_ttl_ns,
+                storage_fence: p.fence,
+                ..c
+            }),
+            other => other,
+        }
+    }
+}
+
+/// The pair's heartbeat: `renew_every_ms`, else 3/10 of the dead time.
+fn pair_heartbeat_ns(p: &ProtocolConfig) -> Nanos {
+    p.renew_every_ns.unwrap_or(p.lease_ttl_ns * 3 / 10).max(1)
+}
+
+/// `github-2012-pair`: the node at a `[[worker]]`'s address (`w`), whose
+/// peer is the other worker. Worker 1 boots active.
+pub fn pair_node(p: &ProtocolConfig, w: &WorkerConfig, peer: NodeId) -> Role {
+    Role::Alt(AltRole::Pair(PairConfig {
+        peer,
+        storage: w.resource,
+        key: w.key,
+        index: w.index,
+        starts_active: w.index == 1,
+        start_ns: w.start_ns,
+        heartbeat_ns: pair_heartbeat_ns(p),
+        failover_after_ns: p.lease_ttl_ns,
+        fence_timeout_ns: w.request_timeout_ns,
+        request_timeout_ns: w.request_timeout_ns,
+        work_ns: w.work_ns,
+        think_ns: w.think_ns,
+        storage_fence: p.fence,
+    }))
 }
 
 /// What a protocol changes in the standard node layout (workers, `coord/*`,

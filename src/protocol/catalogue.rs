@@ -32,6 +32,11 @@
 //! | queue-claim | SQS-style claim / visibility timeout / delete, results keyed by job | delete | delivery numbers | first result per job | unchanged, pointed at the queue |
 //! | cache-lease | best-effort `SET NX PX` lease before a memcached `gets`/`cas` refresh | CAD | none | cas on the entry read | writes blindly |
 //! | effect-outbox | fenced-cas whose write also enqueues an outbox entry; one dispatcher delivers | CAD | durable counter | atomic CAS + outbox | sends token |
+//!
+//! `github-2012-pair` has no lock service: two file servers decide between
+//! themselves by heartbeats and STONITH who is active (`active_passive`);
+//! the harness records each promotion. No token (`fence = true`: the
+//! storage is reserved with the promotion's epoch, SCSI-3 style).
 
 use super::client::LockKind;
 use super::coordinator::{CoordinatorConfig, ReleaseStyle, Replication};
@@ -64,10 +69,11 @@ pub enum ProtocolKind {
     ObjectStoreCas,
     EtcdMutex,
     EtcdMutexNoRecheck,
+    Github2012Pair,
 }
 
 impl ProtocolKind {
-    pub const ALL: [ProtocolKind; 19] = [
+    pub const ALL: [ProtocolKind; 20] = [
         ProtocolKind::TtlLeaseDel,
         ProtocolKind::RedisSetNx,
         ProtocolKind::CheckBeforeWrite,
@@ -80,6 +86,7 @@ impl ProtocolKind {
         ProtocolKind::Redlock,
         ProtocolKind::EtcdMutex,
         ProtocolKind::EtcdMutexNoRecheck,
+        ProtocolKind::Github2012Pair,
         ProtocolKind::EffectNaive,
         ProtocolKind::EffectIdempotencyKey,
         ProtocolKind::EffectOutbox,
@@ -110,6 +117,7 @@ impl ProtocolKind {
             ProtocolKind::ObjectStoreCas => "object-store-cas",
             ProtocolKind::EtcdMutex => "etcd-mutex",
             ProtocolKind::EtcdMutexNoRecheck => "etcd-mutex-no-recheck",
+            ProtocolKind::Github2012Pair => "github-2012-pair",
         }
     }
 
@@ -176,6 +184,9 @@ impl ProtocolKind {
             ProtocolKind::EtcdMutexNoRecheck => {
                 "etcd 3.4.3 Mutex: returns the lock after waiting even if its lease expired meanwhile"
             }
+            ProtocolKind::Github2012Pair => {
+                "active/passive pair: heartbeats, STONITH, takeover assuming the fence worked (fence = true: storage reservation)"
+            }
         }
     }
 
@@ -237,6 +248,9 @@ impl ProtocolKind {
             ProtocolKind::EtcdMutexNoRecheck => {
                 "jepsen.io/analyses/etcd-3.4.3 ('locks are not mutually exclusive'; revision as fencing token)"
             }
+            ProtocolKind::Github2012Pair => {
+                "the article; github.blog 'Downtime last Saturday' (Imbriaco, Dec 2012); SCSI-3 persistent reservations (fence_scsi)"
+            }
         }
     }
 
@@ -275,6 +289,7 @@ impl ProtocolKind {
             self,
             ProtocolKind::ZkSequential
                 | ProtocolKind::DynamodbHeartbeat
+                | ProtocolKind::Github2012Pair
                 | ProtocolKind::EffectNaive
                 | ProtocolKind::EffectIdempotencyKey
                 | ProtocolKind::EffectOutbox
@@ -300,7 +315,7 @@ impl ProtocolKind {
             ProtocolKind::ConsensusGeneration => 3,
             // Five masters, the redis.io page's example.
             ProtocolKind::Redlock => 5,
-            ProtocolKind::SingleDb | ProtocolKind::QueueClaim => 0,
+            ProtocolKind::SingleDb | ProtocolKind::QueueClaim | ProtocolKind::Github2012Pair => 0,
             _ => 1,
         }
     }
@@ -350,8 +365,12 @@ impl ProtocolConfig {
             renew_every_ns: None,
             check_to_write_ns: 5_000_000,
             volatile_fence: false,
-            // The DynamoDB lock client has no token; `fence = true` adds one.
-            fence: kind != ProtocolKind::DynamodbHeartbeat,
+            // The DynamoDB lock client has no token, GitHub's pair fenced
+            // only through STONITH; `fence = true` adds one.
+            fence: !matches!(
+                kind,
+                ProtocolKind::DynamodbHeartbeat | ProtocolKind::Github2012Pair
+            ),
             herd: false,
             lock_delay_ns: 0,
             fsync_always: false,

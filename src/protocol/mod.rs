@@ -5,6 +5,7 @@
 //! The simulator, tests and external drivers all drive these nodes through
 //! the one [`Node`] trait.
 
+pub mod active_passive;
 pub mod alt_role;
 pub mod cache_lease;
 pub mod catalogue;
@@ -24,7 +25,9 @@ pub mod zookeeper;
 
 pub use catalogue::{ProtocolConfig, ProtocolKind};
 pub use msg::{Key, Msg, OpId, Token};
-pub use node::{Clocks, Durability, Effect, Input, Nanos, Node, NodeId, Observation, TimerId};
+pub use node::{
+    Clocks, Durability, Effect, Input, Nanos, Node, NodeId, Observation, StepDownCause, TimerId,
+};
 
 use coordinator::{Coordinator, CoordinatorConfig};
 use dynamodb::LockTable;

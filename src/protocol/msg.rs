@@ -391,6 +391,34 @@ pub enum Msg {
         key: Key,
         op: OpId,
     },
+    // active/passive pair (src/protocol/active_passive.rs), node <-> peer
+    /// The active's heartbeat, with the epoch it acts under.
+    PairHeartbeat {
+        key: Key,
+        epoch: u64,
+    },
+    /// STONITH ("shoot the other node in the head"): the fencing command a
+    /// passive sends before it takes over; its receiver powers off.
+    Stonith {
+        key: Key,
+        epoch: u64,
+    },
+    // pair node -> storage: SCSI-3 persistent reservation PREEMPT
+    /// Raise the storage's fence for `key` to `epoch` (if not below it):
+    /// from now on, writes under older epochs are refused.
+    Reserve {
+        req: ReqId,
+        key: Key,
+        epoch: u64,
+    },
+    /// `ok`: the fence is now `fence` = the reserved epoch; otherwise a
+    /// newer epoch holds it.
+    Reserved {
+        req: ReqId,
+        key: Key,
+        ok: bool,
+        fence: u64,
+    },
 }
 
 impl Msg {
@@ -454,6 +482,10 @@ impl Msg {
             Msg::EffectOk { .. } => "effect_ok",
             Msg::OutboxPoll { .. } => "outbox_poll",
             Msg::OutboxEntry { .. } => "outbox_entry",
+            Msg::PairHeartbeat { .. } => "pair_heartbeat",
+            Msg::Stonith { .. } => "stonith",
+            Msg::Reserve { .. } => "reserve",
+            Msg::Reserved { .. } => "reserved",
         }
     }
 
@@ -518,6 +550,10 @@ impl Msg {
             Msg::EffectOk { .. } => 41,
             Msg::OutboxPoll { .. } => 42,
             Msg::OutboxEntry { .. } => 43,
+            Msg::PairHeartbeat { .. } => 44,
+            Msg::Stonith { .. } => 45,
+            Msg::Reserve { .. } => 46,
+            Msg::Reserved { .. } => 47,
         }
     }
 
@@ -581,7 +617,11 @@ impl Msg {
             | Msg::EtcdRevoked { key, .. }
             | Msg::Effect { key, .. }
             | Msg::EffectOk { key, .. }
-            | Msg::OutboxEntry { key, .. } => key,
+            | Msg::OutboxEntry { key, .. }
+            | Msg::PairHeartbeat { key, .. }
+            | Msg::Stonith { key, .. }
+            | Msg::Reserve { key, .. }
+            | Msg::Reserved { key, .. } => key,
         }
     }
 
@@ -621,6 +661,9 @@ impl Msg {
             Msg::EtcdOwnKey { .. } => ["req", "", "create_rev", "", ""],
             Msg::EtcdKeepAlive { .. } => ["", "lease", "", "", ""],
             Msg::EtcdRevoked { .. } => ["req", "", "", "", ""],
+            Msg::PairHeartbeat { .. } | Msg::Stonith { .. } => ["", "epoch", "", "", ""],
+            Msg::Reserve { .. } => ["req", "", "epoch", "", ""],
+            Msg::Reserved { .. } => ["req", "", "ok", "fence", ""],
             _ => [""; 5],
         }
     }
@@ -848,6 +891,16 @@ impl Msg {
             } => [req as u64, key.0 as u64, op.0, performed as u64, 0],
             Msg::OutboxPoll { req, delivered } => [req as u64, delivered.0, 0, 0, 0],
             Msg::OutboxEntry { req, key, op } => [req as u64, key.0 as u64, op.0, 0, 0],
+            Msg::PairHeartbeat { key, epoch } | Msg::Stonith { key, epoch } => {
+                [key.0 as u64, epoch, 0, 0, 0]
+            }
+            Msg::Reserve { req, key, epoch } => [req as u64, key.0 as u64, epoch, 0, 0],
+            Msg::Reserved {
+                req,
+                key,
+                ok,
+                fence,
+            } => [req as u64, key.0 as u64, ok as u64, fence, 0],
         }
     }
 }

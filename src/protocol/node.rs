@@ -87,6 +87,39 @@ pub enum Observation {
         owner: u64,
         token: Option<super::msg::Token>,
     },
+    /// A node of an active/passive pair (src/protocol/active_passive.rs)
+    /// started acting as the owner of `key` under `epoch` (what it believes
+    /// its generation is). The harness numbers promotions in true-time order.
+    BecameActive {
+        key: super::msg::Key,
+        epoch: Option<super::msg::Token>,
+    },
+    /// A pair node stopped acting as the owner of `key`, and why.
+    SteppedDown {
+        key: super::msg::Key,
+        cause: StepDownCause,
+    },
+}
+
+/// Why an active/passive node stopped being active.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum StepDownCause {
+    /// Its peer's STONITH (fencing) command reached it: powered off.
+    Stonith,
+    /// The storage rejected its I/O: a newer active reserved it.
+    FencedByStorage,
+    /// It heard a heartbeat from an active with a newer epoch.
+    NewerActive,
+}
+
+impl StepDownCause {
+    pub fn name(self) -> &'static str {
+        match self {
+            StepDownCause::Stonith => "stonith",
+            StepDownCause::FencedByStorage => "fenced by storage",
+            StepDownCause::NewerActive => "newer active heard",
+        }
+    }
 }
 
 #[derive(Clone, Debug)]

@@ -26,6 +26,12 @@
 //! `step_ns` later without re-checking. Two writers can both pass the check
 //! before either update lands.
 //!
+//! `reserve` (a pair node's SCSI-3 PREEMPT, see `active_passive`): raises
+//! the write fence to the given epoch without writing, only if it is above
+//! the fence — strictly, so two nodes that picked the same epoch cannot
+//! both hold the reservation. An unfenced store has no reservations and
+//! acknowledges it as a no-op.
+//!
 //! `volatile_fence`: the fence lives only in memory (an in-process cache in
 //! front of the store) and is lost on restart, while the document survives.
 
@@ -283,6 +289,29 @@ impl Resource {
         }
     }
 
+    fn on_reserve(&mut self, req: u32, key: Key, epoch: u64) -> Answer {
+        let row = self.rows.entry(key).or_default();
+        let fence = Self::fence(row).0;
+        let answer = |ok, fence| Msg::Reserved {
+            req,
+            key,
+            ok,
+            fence,
+        };
+        if self.cfg.check == FenceCheck::None {
+            return Some((answer(true, 0), false));
+        }
+        if epoch <= fence {
+            return Some((answer(false, fence), false));
+        }
+        row.write_fence = epoch;
+        assert!(
+            Self::fence(row).0 == epoch,
+            "a reservation leaves its epoch as the fence"
+        );
+        Some((answer(true, epoch), true))
+    }
+
     /// Step 2 of a check-then-write: the UPDATE, with no second look at the
     /// fence — the bug.
     fn finish_pending(&mut self, timer: TimerId, fx: &mut Vec<Effect>) {
@@ -335,6 +364,7 @@ impl Node for Resource {
                         op,
                         token,
                     } => self.on_read(req, key, op, token),
+                    Msg::Reserve { req, key, epoch } => self.on_reserve(req, key, epoch),
                     Msg::Write {
                         req,
                         key,

@@ -127,6 +127,11 @@ impl MsgClass {
             | Msg::EtcdGetOwn { .. }
             | Msg::EtcdOwnKey { .. } => MsgClass::Acquire,
             Msg::EtcdRevoke { .. } | Msg::EtcdRevoked { .. } => MsgClass::Release,
+            Msg::PairHeartbeat { .. } => MsgClass::Replica,
+            Msg::Stonith { .. } => MsgClass::Release,
+            Msg::Reserve { .. } => MsgClass::Acquire,
+            Msg::Reserved { ok: true, .. } => MsgClass::Grant,
+            Msg::Reserved { .. } => MsgClass::Rejected,
         }
     }
 
@@ -356,6 +361,11 @@ fn mark(e: &Event) -> Option<(MarkKind, String)> {
         Kind::EffectSent => labelled(format!("effect {op}")),
         Kind::EffectPerformed => Some((MarkKind::Accepted, format!("✉ effect {op} performed"))),
         Kind::EffectDeduplicated => labelled(format!("effect {op} deduplicated")),
+        Kind::BecameActive => labelled(format!("active {}{}", g(e.grant_id), tok(e.token))),
+        Kind::SteppedDown => labelled(format!(
+            "steps down ({})",
+            e.detail.as_deref().unwrap_or("?")
+        )),
         Kind::GrantReceived
         | Kind::ReadSent
         | Kind::ReadServed
@@ -406,6 +416,12 @@ impl Leases {
                     self.tokens.entry(g).or_insert(e.token);
                     self.lease.entry(g).or_insert((lane, t));
                 }
+                // A pair node's promotion: held from here until it steps down.
+                (Kind::BecameActive, Some(g)) => {
+                    self.tokens.entry(g).or_insert(e.token);
+                    self.held.entry((e.node, g)).or_insert((t, None));
+                }
+                (Kind::SteppedDown, _) => self.end_held(|n, _| n == e.node, t, lane_of, out),
                 (Kind::GrantReceived, Some(g)) => {
                     let dropped = self.dropped.get(&g).copied();
                     self.held.entry((e.node, g)).or_insert((t, dropped));

@@ -45,6 +45,8 @@ fn cell(e: &Event) -> Option<String> {
     Some(match e.kind {
         Kind::GrantIssued => format!("grant {}{}", g(e.grant_id), tok(e.token)),
         Kind::GrantReceived => format!("acquired {}{}", g(e.grant_id), tok(e.token)),
+        Kind::BecameActive => format!("ACTIVE {}{}", g(e.grant_id), tok(e.token)),
+        Kind::SteppedDown => format!("steps down ({})", e.detail.as_deref().unwrap_or("?")),
         Kind::LeaseExpired => format!("expires {}", g(e.grant_id)),
         Kind::ReadOk => format!("read -> {}", e.value.unwrap_or(0)),
         Kind::ReadRejected => "read ✗ (fenced)".to_string(),

@@ -177,6 +177,20 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
             clock: ClockSpec::default(),
         });
     }
+    if protocol.kind == ProtocolKind::Github2012Pair {
+        // The pair's two nodes stand at the workers' addresses.
+        if workers.len() != 2 {
+            return Err(ctx.err(
+                raw.workers.span(),
+                "github-2012-pair takes exactly two [[worker]]s: the pair's nodes (the first boots active)",
+            ));
+        }
+        for (i, node) in nodes.iter_mut().enumerate() {
+            if let Role::Worker(w) = node.role {
+                node.role = alt_role::pair_node(&protocol, &w, NodeId(1 - i as u16));
+            }
+        }
+    }
     for i in 0..protocol.replicas {
         nodes.push(NodeSpec {
             name: format!("coord/{i}"),
@@ -476,7 +490,9 @@ fn resolve_protocol(ctx: &Ctx, raw: &ScenarioFile) -> Result<ProtocolConfig, Sce
         let allowed = match kind {
             ProtocolKind::FencedCas | ProtocolKind::FencedCheckThenWrite => 1..=1,
             ProtocolKind::IncrBesideLease => 2..=8,
-            ProtocolKind::SingleDb | ProtocolKind::QueueClaim => 0..=0,
+            ProtocolKind::SingleDb | ProtocolKind::QueueClaim | ProtocolKind::Github2012Pair => {
+                0..=0
+            }
             _ => 1..=8,
         };
         if !allowed.contains(&n) {

@@ -178,7 +178,7 @@ impl Options {
                     p.server_role(first, (i - first.0 as usize) as u8)
                 }
                 Role::Resource(_) => Role::Resource(p.resource()),
-                Role::Alt(alt) => Role::Alt(alt),
+                Role::Alt(alt) => Role::Alt(alt.with_protocol(&p)),
             };
         }
     }

@@ -14,6 +14,10 @@
 //! holds the lock. The worker's `Acquired` observation marks that step, and
 //! becomes a `grant_issued` and a `grant_received` at the worker, so the
 //! generation order is the true-time order of the decisions.
+//!
+//! An active/passive pair node's promotion (`BecameActive`) is such a
+//! decision too: one `became_active` record that is both the grant's issue
+//! and its receipt, numbered from the same grant ids.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -33,6 +37,8 @@ pub struct Recorder {
     /// decision goes to N masters as N messages; it is one record).
     redlock_acquires: BTreeSet<u64>,
     redlock_releases: BTreeSet<u64>,
+    /// (node, key) -> grant id of the pair node's current promotion.
+    active: BTreeMap<(u16, u16), u64>,
 }
 
 /// A record without its seq and time (the simulator assigns those).
@@ -223,7 +229,11 @@ impl Recorder {
             | Msg::RedisSetNxResult { .. }
             | Msg::RedisCadResult { .. }
             | Msg::OutboxPoll { .. }
-            | Msg::OutboxEntry { .. } => None,
+            | Msg::OutboxEntry { .. }
+            | Msg::PairHeartbeat { .. }
+            | Msg::Stonith { .. }
+            | Msg::Reserve { .. }
+            | Msg::Reserved { .. } => None,
         }
     }
 
@@ -316,6 +326,10 @@ impl Recorder {
             | Msg::EffectOk { .. }
             | Msg::OutboxPoll { .. }
             | Msg::OutboxEntry { .. } => None,
+            Msg::PairHeartbeat { .. }
+            | Msg::Stonith { .. }
+            | Msg::Reserve { .. }
+            | Msg::Reserved { .. } => None,
             Msg::EtcdLeaseGrant { .. }
             | Msg::EtcdLeaseGranted { .. }
             | Msg::EtcdLockTxn { .. }
@@ -358,6 +372,21 @@ impl Recorder {
             ];
         }
         let one = match *obs {
+            Observation::BecameActive { key, epoch } => {
+                self.next_grant += 1;
+                let id = self.next_grant;
+                self.active.insert((node.0, key.0), id);
+                Some(ev(node, Kind::BecameActive, |e| {
+                    e.key = Some(key.0);
+                    e.grant_id = Some(id);
+                    e.token = epoch.map(|t| t.0);
+                }))
+            }
+            Observation::SteppedDown { key, cause } => Some(ev(node, Kind::SteppedDown, |e| {
+                e.key = Some(key.0);
+                e.grant_id = self.active.remove(&(node.0, key.0));
+                e.detail = Some(cause.name().to_string());
+            })),
             Observation::LeaseExpired { key, owner } => Some(ev(node, Kind::LeaseExpired, |e| {
                 e.key = Some(key.0);
                 e.grant_id = self.owner_grant.get(&owner).copied();

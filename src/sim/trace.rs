@@ -309,6 +309,10 @@ pub fn fmt_msg(msg: &Msg) -> String {
         } => format!("req={req} op={} performed={performed}", op.0),
         Msg::OutboxPoll { req, delivered } => format!("req={req} delivered={}", delivered.0),
         Msg::OutboxEntry { req, op, .. } => format!("req={req} op={}", op.0),
+        Msg::PairHeartbeat { .. }
+        | Msg::Stonith { .. }
+        | Msg::Reserve { .. }
+        | Msg::Reserved { .. } => fmt_words(msg),
     };
     format!("{} {body}", msg.name())
 }

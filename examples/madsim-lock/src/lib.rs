@@ -71,6 +71,10 @@ pub fn unsupported(opts: &Options) -> Option<String> {
     if opts.nodes.iter().any(|n| n.clock != ClockSpec::default()) {
         return Some("[clock] skew, drift or jumps".into());
     }
+    let is_pair = |r: &Role| matches!(r, Role::Alt(fencesim::protocol::alt_role::AltRole::Pair(_)));
+    if opts.nodes.iter().any(|n| is_pair(&n.role)) {
+        return Some("active/passive pairs (github-2012-pair)".into());
+    }
     let coordinators = opts
         .nodes
         .iter()
