@@ -188,7 +188,7 @@ const FAULTS: [(&str, &str); 12] = [
 ];
 
 /// `[protocol]` options that compose with the protocols above.
-const OPTIONS: [(&str, &str, &str); 11] = [
+const OPTIONS: [(&str, &str, &str); 12] = [
     (
         "strict",
         "fenced: one write per token (fence < $token, not <=)",
@@ -244,6 +244,11 @@ const OPTIONS: [(&str, &str, &str); 11] = [
         "redlock: a restarted master answers nothing this long (safe from one TTL up)",
         "antirez, 'Is Redlock safe?' (2016): delayed restarts",
     ),
+    (
+        "worker.locks / workload.lock_order",
+        "multi-lock ops: each worker's lock order; \"sorted\" = one global order (no deadlock)",
+        "Coffman et al. (1971): circular wait; lock ordering as the standard fix",
+    ),
 ];
 
 pub fn catalogue() -> String {
@@ -260,9 +265,9 @@ pub fn catalogue() -> String {
             k.source()
         );
     }
-    s.push_str("protocol options ([protocol] keys, composable where natural):\n");
+    s.push_str("options ([protocol] keys unless named, composable where natural):\n");
     for (name, doc, source) in OPTIONS {
-        let _ = writeln!(s, "  {name:<30} {doc}\n  {:<30}   source: {source}", "");
+        let _ = writeln!(s, "  {name:<34} {doc}\n  {:<34}   source: {source}", "");
     }
     s.push_str("faults (scenario [[fault]] kinds, [network] and [random] knobs, [clock]):\n");
     for (name, doc) in FAULTS {
