@@ -124,6 +124,7 @@ impl Trace {
         self.hasher.finish()
     }
 
+    #[inline]
     pub fn push(&mut self, ev: TraceEvent, record: Option<&Event>) {
         self.count += 1;
         let h = &mut self.hasher;
