@@ -5,46 +5,11 @@
 mod common;
 
 use fencesim::check::ViolationKind;
-use fencesim::protocol::Role;
 use fencesim::scenario::Scenario;
-use fencesim::sim::RandomFaults;
 use fencesim::suite;
-
-const MS: u64 = 1_000_000;
 
 fn scenario(name: &str) -> Scenario {
     common::load(&common::scenario_path(&format!("real-systems/{name}.toml")))
-}
-
-/// The bundled pair under random pauses, crashes and partitions instead of
-/// one scripted pause, with workers busy for the whole fault window.
-fn with_random_faults(mut s: Scenario) -> Scenario {
-    let workers: Vec<_> = s.options.workers().map(|(id, _)| id).collect();
-    for node in &mut s.options.nodes {
-        if let Role::Worker(w) = &mut node.role {
-            w.ops = 20;
-            w.work_ns = 500 * MS;
-            w.think_ns = 200 * MS;
-        }
-    }
-    s.options.max_time_ns = 120_000 * MS;
-    s.options.faults.clear();
-    s.options.random = RandomFaults {
-        window_ns: 20_000 * MS,
-        pause_probability: 0.5,
-        pause_min_ns: 1_000 * MS,
-        pause_max_ns: 15_000 * MS,
-        pause_nodes: workers.clone(),
-        crash_probability: 0.1,
-        restart_min_ns: 500 * MS,
-        restart_max_ns: 3_000 * MS,
-        crash_nodes: workers,
-        partition_probability: 0.2,
-        partition_min_ns: 1_000 * MS,
-        partition_max_ns: 12_000 * MS,
-        failover_probability: 0.0,
-    };
-    s
 }
 
 #[test]
@@ -67,11 +32,11 @@ fn the_recipe_without_the_sequence_number_is_found_unsafe_under_the_same_pause()
 fn under_random_faults_the_fence_keeps_every_seed_clean_and_its_absence_does_not() {
     // Tokens on reads too: write-only fencing still lets a stale write land
     // between the new holder's read and write (gc-pause-write-fence-lost-update).
-    let mut fenced = with_random_faults(scenario("zk-sequential-gc-pause-fenced"));
+    let mut fenced = common::with_random_faults(scenario("zk-sequential-gc-pause-fenced"));
     let mut p = fenced.options.protocol;
     p.fence_reads = true;
     fenced.options.set_protocol(p);
-    let unfenced = with_random_faults(scenario("zk-sequential-gc-pause"));
+    let unfenced = common::with_random_faults(scenario("zk-sequential-gc-pause"));
     let clean = suite::run_scenario(&fenced, 0..2_000, 2);
     let broken = suite::run_scenario(&unfenced, 0..2_000, 2);
     // Safety only: random crashes of the ZooKeeper server (which forgets its
