@@ -70,7 +70,7 @@ kinds! {
     WorkloadDone => "workload_done": "a worker finished all its operations",
     OpAbandoned => "op_abandoned": "a worker gave up an operation (rejected, or retries exhausted)",
     Unfinished => "unfinished": "run ended (max_time_ms) with this worker's workload not done",
-    WatchNotified => "watch_notified": "a ZooKeeper server sent a watch notification (a waiter woken by a znode change)",
+    WatchNotified => "watch_notified": "a lock server sent a watch notification (a waiter woken by a ZooKeeper znode change or an etcd key delete)",
     EffectSent => "effect_sent": "a worker or dispatcher asked the effect sink to perform op_id's effect (value = idempotency key, if any); retransmissions too",
     EffectPerformed => "effect_performed": "the effect sink performed op_id's irreversible effect (an email went out, a card was charged)",
     EffectDeduplicated => "effect_deduplicated": "the effect sink recognised the idempotency key (value) and did not perform op_id's effect again",
