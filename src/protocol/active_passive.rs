@@ -452,6 +452,7 @@ impl Node for PairNode {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::testkit;
 
     const MS: Nanos = 1_000_000;
     const A: NodeId = NodeId(0);
@@ -499,12 +500,7 @@ mod tests {
     }
 
     fn sent(fx: &[Effect]) -> Vec<Msg> {
-        fx.iter()
-            .filter_map(|e| match e {
-                Effect::Send { msg, .. } => Some(*msg),
-                _ => None,
-            })
-            .collect()
+        testkit::sent(fx).into_iter().map(|(_, msg)| msg).collect()
     }
 
     fn timer(n: &mut PairNode, t: TimerId) -> Vec<Effect> {

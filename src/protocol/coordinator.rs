@@ -638,18 +638,12 @@ impl Node for Coordinator {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::testkit::at;
 
     const SEC: u64 = 1_000_000_000;
     const A: NodeId = NodeId(10);
     const B: NodeId = NodeId(11);
     const KEY: Key = Key(0);
-
-    fn at(t_ns: u64) -> Clocks {
-        Clocks {
-            wall_ns: t_ns as i64,
-            mono_ns: t_ns,
-        }
-    }
 
     fn server(lock_delay_ns: Nanos) -> Coordinator {
         let mut cfg =

@@ -534,25 +534,10 @@ impl Node for EtcdServer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::testkit::{at, sent};
 
     const T: Nanos = 1_000;
     const SERVER: NodeId = NodeId(9);
-
-    fn at(mono_ns: Nanos) -> Clocks {
-        Clocks {
-            wall_ns: mono_ns as i64,
-            mono_ns,
-        }
-    }
-
-    fn sent(fx: &[Effect]) -> Vec<(NodeId, Msg)> {
-        fx.iter()
-            .filter_map(|e| match e {
-                Effect::Send { to, msg } => Some((*to, *msg)),
-                _ => None,
-            })
-            .collect()
-    }
 
     /// Delivers `msg` from node `client` and returns what the server sent.
     fn ask(s: &mut EtcdServer, now: Nanos, client: u16, msg: Msg) -> Vec<(NodeId, Msg)> {

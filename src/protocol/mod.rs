@@ -20,6 +20,8 @@ pub mod queue_claim;
 pub mod redlock;
 pub mod resource;
 pub mod single_db;
+#[cfg(test)]
+mod testkit;
 pub mod worker;
 pub mod zookeeper;
 

@@ -444,6 +444,7 @@ impl Node for RedisMaster {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::testkit::{self, sent};
 
     const MS: Nanos = 1_000_000;
 
@@ -501,19 +502,7 @@ mod tests {
     }
 
     fn at(ms: u64) -> Clocks {
-        Clocks {
-            wall_ns: (ms * MS) as i64,
-            mono_ns: ms * MS,
-        }
-    }
-
-    fn sent(fx: &[Effect]) -> Vec<(NodeId, Msg)> {
-        fx.iter()
-            .filter_map(|e| match e {
-                Effect::Send { to, msg } => Some((*to, *msg)),
-                _ => None,
-            })
-            .collect()
+        testkit::at(ms * MS)
     }
 
     fn answer(c: &mut RedlockClient, req: ReqId, ok: bool, now: Clocks) -> LockEvent {

@@ -505,24 +505,9 @@ impl Node for ZkServer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::testkit::{at, sent};
 
     const T: Nanos = 1_000;
-
-    fn at(mono_ns: Nanos) -> Clocks {
-        Clocks {
-            wall_ns: mono_ns as i64,
-            mono_ns,
-        }
-    }
-
-    fn sent(fx: &[Effect]) -> Vec<(NodeId, Msg)> {
-        fx.iter()
-            .filter_map(|e| match e {
-                Effect::Send { to, msg } => Some((*to, *msg)),
-                _ => None,
-            })
-            .collect()
-    }
 
     fn create(s: &mut ZkServer, now: Nanos, client: u16, session: u64) -> u64 {
         let mut fx = Vec::new();
