@@ -3,9 +3,12 @@
 speaking fencesim's JSON-lines protocol (docs/validate.md).
 
 One program, both roles: the harness's `init` says whether this process is
-the coordinator or the resource. Standard library only. The program never
-reads a clock or draws randomness -- time arrives with every input -- so a
-run replays exactly from a fencesim seed.
+the coordinator (every replica, when the scenario has several: each is
+told its `replica` index) or the resource. Standard library only. The
+program never reads a clock or draws randomness -- time arrives with every
+input -- so a run replays exactly from a fencesim seed. Wire protocol
+version 2: every line it writes carries `step`, the msg_id of the input
+it answers.
 
     fencesim validate \
         --node coordinator='python3 examples/python/fencelock.py' \
@@ -14,7 +17,13 @@ run replays exactly from a fencesim seed.
 
 Coordinator: SET key owner NX PX ttl, plus a counter that is persisted as
 synced *before* the grant leaves, so a restart never re-issues a token.
-The lease table is volatile, as in Redis without AOF fsync.
+The lease table is volatile, as in Redis without AOF fsync. Leases are
+timed on the node's *monotonic* clock (`mono_ns`), so a wall-clock jump
+cannot end one early. What it is correct for: one coordinator process
+(it does not replicate: with several replicas each would grant on its
+own), fencing tokens on, and a fenced store; without tokens no lease
+service is safe against pauses, and that is what the unfenced scenarios
+show.
 
 Resource: the article's `UPDATE ... WHERE fencing_token < $token` (or <=),
 with fence and value changed and persisted (synced) in one step before the
@@ -34,11 +43,13 @@ class Node:
 
     def __init__(self):
         self.me = None
+        self.step = None  # msg_id of the input being answered
         self.out = []
         self.clock = None
         self.keys = []
 
     def emit(self, dest, body):
+        body["step"] = self.step
         self.out.append({"src": self.me, "dest": dest, "body": body})
 
     def to_harness(self, body):
@@ -66,6 +77,7 @@ class Node:
             env = json.loads(line)
             body = env["body"]
             self.clock = body["clock"]
+            self.step = body["msg_id"]
             kind = body["type"]
             if kind == "init":
                 self.me = body["node_id"]
@@ -80,6 +92,10 @@ class Node:
             sys.stdout.write("".join(json.dumps(m) + "\n" for m in self.out))
             sys.stdout.flush()
             self.out.clear()
+            self.after_step()
+
+    def after_step(self):
+        """Called once a step's lines are written (a hook for the test fakes)."""
 
 
 class Coordinator(Node):
@@ -88,14 +104,14 @@ class Coordinator(Node):
         self.tokens = config["tokens"]
         self.release_del = config["release"] == "del"
         self.counter = recovered["counter"] if recovered else 0
-        self.leases = {}  # key -> (owner, token, expires_wall_ns)
+        self.leases = {}  # key -> (owner, token, expires_mono_ns)
 
     def expire_if_due(self, key):
-        """Drops key's lease if it ran out on our wall clock; True if the key is free."""
+        """Drops key's lease if it ran out on our monotonic clock; True if the key is free."""
         lease = self.leases.get(key)
         if lease is None:
             return True
-        if self.clock["wall_ns"] >= lease[2]:
+        if self.clock["mono_ns"] >= lease[2]:
             self.to_harness({"type": "lease_expired", "key": key, "owner": lease[0]})
             del self.leases[key]
             return True
@@ -103,12 +119,12 @@ class Coordinator(Node):
 
     def on_acquire(self, req):
         key, owner = req["body"]["key"], req["body"]["owner"]
-        wall = self.clock["wall_ns"]
+        now = self.clock["mono_ns"]
         if not self.expire_if_due(key):
             held_by, token, expires = self.leases[key]
             if held_by == owner:  # a retransmitted acquire: same grant again
                 self.reply(req, {"type": "acquire_ok", "token": token,
-                                 "ttl_ns": max(0, expires - wall)})
+                                 "ttl_ns": max(0, expires - now)})
             else:
                 self.reply(req, {"type": "error", "code": TEMPORARILY_UNAVAILABLE,
                                  "text": "lock held"})
@@ -118,7 +134,7 @@ class Coordinator(Node):
             self.counter += 1
             self.persist({"counter": self.counter})  # durable before the grant leaves
             token = self.counter
-        self.leases[key] = (owner, token, wall + self.ttl_ns)
+        self.leases[key] = (owner, token, now + self.ttl_ns)
         self.set_timer(self.keys.index(key), self.ttl_ns)
         self.reply(req, {"type": "acquire_ok", "token": token, "ttl_ns": self.ttl_ns})
 
@@ -140,15 +156,15 @@ class Coordinator(Node):
         if lease is None or lease[0] != owner:
             return self.reply(req, {"type": "error", "code": PRECONDITION_FAILED,
                                     "text": "lease lost"})
-        self.leases[key] = (owner, lease[1], self.clock["wall_ns"] + self.ttl_ns)
+        self.leases[key] = (owner, lease[1], self.clock["mono_ns"] + self.ttl_ns)
         self.set_timer(self.keys.index(key), self.ttl_ns)
         self.reply(req, {"type": "renew_ok", "ttl_ns": self.ttl_ns})
 
     def on_timer(self, timer):
         key = self.keys[timer]
         if not self.expire_if_due(key):
-            # The wall clock was stepped back since the timer was set.
-            left = max(1, self.leases[key][2] - self.clock["wall_ns"])
+            # Renewed since the timer was set: wait for the new expiry.
+            left = max(1, self.leases[key][2] - self.clock["mono_ns"])
             self.set_timer(timer, left)
 
 

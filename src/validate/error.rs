@@ -17,6 +17,9 @@ pub enum ImplErrorKind {
     InvalidMessage,
     /// A reply or step marker quoting a `msg_id` it cannot answer.
     WrongInReplyTo,
+    /// A line whose `step` is not the input being answered (for example one
+    /// written after `step_done`, read during the next step).
+    OutsideStep,
     /// The process exited (or closed stdout) without being crashed by the harness.
     Exited,
     /// No `step_done` within the step timeout.
@@ -33,6 +36,7 @@ impl ImplErrorKind {
             ImplErrorKind::UnknownType => "unknown message type",
             ImplErrorKind::InvalidMessage => "invalid message",
             ImplErrorKind::WrongInReplyTo => "wrong in_reply_to",
+            ImplErrorKind::OutsideStep => "line outside its step",
             ImplErrorKind::Exited => "process exited",
             ImplErrorKind::StepTimeout => "step timeout",
             ImplErrorKind::Flooding => "flooding output",
@@ -56,18 +60,20 @@ pub struct ImplError {
     pub stderr_tail: String,
 }
 
-/// Cut long protocol lines in diagnostics, on a char boundary.
-fn clip(s: &str) -> String {
-    const MAX: usize = 300;
-    if s.len() <= MAX {
+/// Cut long protocol lines in diagnostics to `max` bytes, on a char boundary.
+pub(crate) fn clip(s: &str, max: usize) -> String {
+    if s.len() <= max {
         return s.to_string();
     }
-    let mut end = MAX;
+    let mut end = max;
     while !s.is_char_boundary(end) {
         end -= 1;
     }
     format!("{}… ({} bytes)", &s[..end], s.len())
 }
+
+/// Diagnostic lines are cut to this many bytes.
+const LINE_SHOWN_MAX: usize = 300;
 
 impl fmt::Display for ImplError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -79,10 +85,10 @@ impl fmt::Display for ImplError {
             self.detail
         )?;
         if let Some((n, text)) = &self.output {
-            write!(f, "\n    stdout line {n}: {}", clip(text))?;
+            write!(f, "\n    stdout line {n}: {}", clip(text, LINE_SHOWN_MAX))?;
         }
         if let Some((n, text)) = &self.input {
-            write!(f, "\n    answering stdin line {n}: {}", clip(text))?;
+            write!(f, "\n    answering stdin line {n}: {}", clip(text, LINE_SHOWN_MAX))?;
         }
         write!(f, "\n    command: {}", self.command)?;
         if !self.stderr_tail.trim().is_empty() {

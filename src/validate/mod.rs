@@ -15,6 +15,7 @@
 
 pub mod error;
 pub mod process;
+pub mod reaper;
 pub mod wire;
 
 use std::ops::Range;

@@ -10,6 +10,16 @@
 //! state it last persisted as synced. Pause needs nothing here: the
 //! simulator holds a paused node's inputs.
 //!
+//! Attribution is by protocol, never by timing: every output line carries
+//! `step`, the `msg_id` of the input it belongs to, and a line read while
+//! another input is being answered is refused, whenever it arrives. There is
+//! deliberately no "drain before the next input" check: whether a late line
+//! is already in the pipe at that instant is a race. A line written after
+//! the last input a process ever gets is never read, and cannot change the run.
+//!
+//! Crash and end of run end the child's whole process tree, including
+//! descendants that left its process group ([`super::reaper`]).
+//!
 //! Wall-clock time is used for one thing only — the per-step timeout — and
 //! it can never change a run's result silently: a step past the timeout
 //! aborts the run with an [`ImplError`] (through [`abort`]), it never turns
@@ -27,7 +37,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::error::{ImplError, ImplErrorKind};
-use super::wire::{self, Directory, Output, WireError};
+use super::reaper;
+use super::wire::{self, Directory, Output, WireError, Written};
 use crate::protocol::{Clocks, Effect, Input, Msg, Node, NodeId, TimerId};
 
 /// Bounds on what one process may do in one step.
@@ -51,6 +62,8 @@ impl Default for Limits {
 
 /// Kept of a child's stderr: its last bytes, for diagnostics.
 const STDERR_TAIL_BYTES: usize = 4 * 1024;
+/// Output lines of one step kept for a flooding diagnostic.
+const FLOOD_SAMPLE_LINES: usize = 3;
 /// Lines buffered between the stdout reader thread and the step loop; a
 /// flooding child blocks on its pipe beyond this.
 const LINES_IN_FLIGHT_MAX: usize = 256;
@@ -79,6 +92,8 @@ pub struct ProcessNode {
     role: Value,
     limits: Limits,
     child: Child,
+    /// The environment tag its descendants inherit ([`reaper::TAG_VAR`]).
+    tag: String,
     stdin: ChildStdin,
     lines: Receiver<Line>,
     stderr: Arc<Mutex<VecDeque<u8>>>,
@@ -102,16 +117,27 @@ impl ProcessNode {
         seed: u64,
     ) -> Result<ProcessNode, Box<ImplError>> {
         let name = dir.node_name(id).to_string();
+        reaper::become_subreaper();
+        let tag = reaper::new_tag();
         let mut cmd = Command::new("sh");
         cmd.arg("-c")
             .arg(command)
+            .env(reaper::TAG_VAR, &tag)
             .env("FENCESIM_NODE", &name)
             .env("FENCESIM_SEED", seed.to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         own_process_group(&mut cmd);
-        let mut child = cmd.spawn().map_err(|e| {
+        // Registered under the lock it is spawned under: an orphan sweep on
+        // another thread must never take a starting child for an orphan.
+        let mut live = reaper::LIVE_ROOTS.lock().unwrap_or_else(|p| p.into_inner());
+        let spawned = cmd.spawn();
+        if let Ok(child) = &spawned {
+            live.push(child.id());
+        }
+        drop(live);
+        let mut child = spawned.map_err(|e| {
             Box::new(ImplError {
                 kind: ImplErrorKind::Spawn,
                 node: name.clone(),
@@ -138,6 +164,7 @@ impl ProcessNode {
             role,
             limits,
             child,
+            tag,
             stdin,
             lines: rx,
             stderr: tail,
@@ -182,22 +209,6 @@ impl ProcessNode {
     }
 
     fn send_input(&mut self, line: Value, msg_id: u64) {
-        // Anything already waiting was written outside a step: the order of
-        // such lines against our input is a race, so it is refused.
-        if let Ok(early) = self.lines.try_recv() {
-            let text = match early {
-                Line::Text(t) => t,
-                Line::TooLong(n) => format!("<{n} bytes>"),
-                Line::Eof => "<end of output>".into(),
-            };
-            self.stdout_lines += 1;
-            let n = self.stdout_lines;
-            self.fail(
-                ImplErrorKind::InvalidMessage,
-                "output written outside a step (after step_done, before the next input)".into(),
-                Some((n, text)),
-            );
-        }
         let text = line.to_string();
         self.current = Some((msg_id, text.clone()));
         let written = writeln!(self.stdin, "{text}").and_then(|_| self.stdin.flush());
@@ -227,6 +238,8 @@ impl ProcessNode {
         self.send_input(line, msg_id);
         let deadline = Instant::now() + self.limits.step_timeout;
         let mut init_ok = !is_init;
+        // The step's first lines, shown if it floods.
+        let mut sample: Vec<String> = Vec::new();
         for _ in 0..self.limits.lines_per_step_max {
             let wait = deadline.saturating_duration_since(Instant::now());
             let text = match self.lines.recv_timeout(wait) {
@@ -244,11 +257,12 @@ impl ProcessNode {
                 }
                 Ok(Line::Eof) | Err(RecvTimeoutError::Disconnected) => {
                     let status = self.exit_status();
-                    self.fail(
-                        ImplErrorKind::Exited,
-                        format!("{status} before step_done"),
-                        None,
-                    )
+                    let before = if init_ok {
+                        "step_done"
+                    } else {
+                        "init_ok: it never completed the handshake"
+                    };
+                    self.fail(ImplErrorKind::Exited, format!("{status} before {before}"), None)
                 }
                 Err(RecvTimeoutError::Timeout) => self.fail(
                     ImplErrorKind::StepTimeout,
@@ -261,8 +275,11 @@ impl ProcessNode {
             };
             self.stdout_lines += 1;
             let n = self.stdout_lines;
-            let out = match wire::parse_output(&self.dir, self.id, &text) {
-                Ok(out) => out,
+            if sample.len() < FLOOD_SAMPLE_LINES {
+                sample.push(text.clone());
+            }
+            let Written { step, out } = match wire::parse_output(&self.dir, self.id, &text) {
+                Ok(w) => w,
                 Err(e) => {
                     let (kind, detail) = match e {
                         WireError::Json(m) => (ImplErrorKind::MalformedJson, m),
@@ -272,6 +289,18 @@ impl ProcessNode {
                     self.fail(kind, detail, Some((n, text)))
                 }
             };
+            if step != msg_id {
+                let detail = if step < msg_id {
+                    format!(
+                        "the line belongs to input msg_id {step}, whose step already ended with step_done; \
+                         it was read while msg_id {msg_id} was being answered (a line written after step_done \
+                         belongs to no step)"
+                    )
+                } else {
+                    format!("\"step\" is {step}, but the input being answered is msg_id {msg_id}")
+                };
+                self.fail(ImplErrorKind::OutsideStep, detail, Some((n, text)));
+            }
             match out {
                 Output::StepDone { in_reply_to } => {
                     self.expect_current(in_reply_to, msg_id, "step_done", n, &text);
@@ -295,13 +324,16 @@ impl ProcessNode {
                 }
             }
         }
+        let shown: Vec<String> = sample.iter().map(|l| format!("\n      | {}", super::error::clip(l, 160))).collect();
+        let last = self.stdout_lines;
         self.fail(
             ImplErrorKind::Flooding,
             format!(
-                "more than {} output lines for one input without step_done",
-                self.limits.lines_per_step_max
+                "more than {} output lines for one input without step_done; its first lines:{}",
+                self.limits.lines_per_step_max,
+                shown.concat()
             ),
-            None,
+            Some((last, String::new())),
         )
     }
 
@@ -394,13 +426,20 @@ impl Node for ProcessNode {
 }
 
 impl Drop for ProcessNode {
-    /// Crash, end of run, or abort: the child and anything it started die now.
+    /// Crash, end of run, or abort: the child and anything it started die
+    /// now, also what left its process group.
     fn drop(&mut self) {
-        kill_process_group(self.child.id());
+        let pid = self.child.id();
+        kill_process_group(pid);
+        reaper::end_node(pid, &self.tag);
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if let Ok(mut live) = reaper::LIVE_ROOTS.lock() {
+            live.retain(|&p| p != pid);
+        }
     }
 }
+
 
 fn read_lines(stdout: impl Read, tx: SyncSender<Line>, max: usize) {
     let mut reader = BufReader::new(stdout);

@@ -7,6 +7,13 @@
 //! 1, per process). Replies that a node sends quote the `msg_id` of the
 //! request they answer in `in_reply_to`; the driver maps that back to the
 //! request as delivered, so a reply only has to carry its result fields.
+//!
+//! Protocol version 2 ([`PROTOCOL_VERSION`], sent in `init`): every line a
+//! node writes carries `step`, the `msg_id` of the input it belongs to. That
+//! makes attribution a matter of the protocol, not of timing: a line whose
+//! `step` is not the input being answered is refused whenever it is read,
+//! so a line written after `step_done` can never be taken for part of the
+//! next step, however late it arrives.
 
 use serde_json::{json, Map, Value};
 
@@ -21,6 +28,10 @@ pub mod code {
     /// "precondition-failed": a fenced read or write was refused (`fence` says why).
     pub const PRECONDITION_FAILED: u64 = 22;
 }
+
+/// The wire protocol's version, in every `init` (`"protocol": 2`). Version 2
+/// added `step` to every output line.
+pub const PROTOCOL_VERSION: u64 = 2;
 
 /// The name the harness uses as `src` of its own lines and that nodes use as
 /// `dest` of directives (timers, persistence, step markers).
@@ -90,6 +101,7 @@ pub fn init(
         me,
         json!({
             "type": "init",
+            "protocol": PROTOCOL_VERSION,
             "msg_id": msg_id,
             "node_id": me,
             "node_ids": dir.nodes,
@@ -323,8 +335,15 @@ pub const OUTPUT_TYPES: &[&str] = &[
     "error",
 ];
 
+/// One line a node wrote: the input it belongs to (`step`) and what it says.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Written {
+    pub step: u64,
+    pub out: Output,
+}
+
 /// Parses one line written by node `me`.
-pub fn parse_output(dir: &Directory, me: NodeId, line: &str) -> Result<Output, WireError> {
+pub fn parse_output(dir: &Directory, me: NodeId, line: &str) -> Result<Written, WireError> {
     let v: Value = serde_json::from_str(line).map_err(|e| WireError::Json(e.to_string()))?;
     let Some(env) = v.as_object() else {
         return Err(WireError::Invalid(
@@ -411,7 +430,14 @@ pub fn parse_output(dir: &Directory, me: NodeId, line: &str) -> Result<Output, W
             )))
         }
     };
-    Ok(out)
+    // After the type: an unknown type is named as such, whatever else is missing.
+    let step = u64_field(body, "step").map_err(|e| match e {
+        WireError::Invalid(m) => WireError::Invalid(format!(
+            "{m}: every output line carries \"step\", the msg_id of the input it belongs to (protocol version {PROTOCOL_VERSION})"
+        )),
+        other => other,
+    })?;
+    Ok(Written { step, out })
 }
 
 fn request(dir: &Directory, kind: &str, body: Fields<'_>) -> Result<Msg, WireError> {
@@ -586,11 +612,14 @@ mod tests {
             token: Some(Token(1)),
             value: OpId(1001),
         };
-        let line = r#"{"src":"resource/0","dest":"worker/A","body":{"type":"error","in_reply_to":9,"code":22,"fence":2}}"#;
-        let Output::Reply {
-            to,
-            in_reply_to,
-            body,
+        let line = r#"{"src":"resource/0","dest":"worker/A","body":{"type":"error","step":9,"in_reply_to":9,"code":22,"fence":2}}"#;
+        let Written {
+            step: 9,
+            out: Output::Reply {
+                to,
+                in_reply_to,
+                body,
+            },
         } = parse_output(&dir(), NodeId(2), line).unwrap()
         else {
             panic!("not a reply")
@@ -625,7 +654,7 @@ mod tests {
     #[test]
     fn unknown_types_and_bad_json_and_foreign_src_are_told_apart() {
         let d = dir();
-        let unknown = r#"{"src":"coord/0","dest":"harness","body":{"type":"heartbeat"}}"#;
+        let unknown = r#"{"src":"coord/0","dest":"harness","body":{"type":"heartbeat","step":1}}"#;
         assert!(matches!(
             parse_output(&d, NodeId(1), unknown),
             Err(WireError::UnknownType(_))
@@ -635,10 +664,25 @@ mod tests {
             Err(WireError::Json(_))
         ));
         let foreign =
-            r#"{"src":"coord/1","dest":"harness","body":{"type":"step_done","in_reply_to":1}}"#;
+            r#"{"src":"coord/1","dest":"harness","body":{"type":"step_done","step":1,"in_reply_to":1}}"#;
         assert!(matches!(
             parse_output(&d, NodeId(1), foreign),
             Err(WireError::Invalid(m)) if m.contains("coord/0")
         ));
+    }
+
+    #[test]
+    fn a_line_without_step_is_refused_and_says_what_step_is() {
+        let d = dir();
+        let old = r#"{"src":"coord/0","dest":"harness","body":{"type":"step_done","in_reply_to":1}}"#;
+        assert!(matches!(
+            parse_output(&d, NodeId(1), old),
+            Err(WireError::Invalid(m)) if m.contains("missing field \"step\"") && m.contains("the msg_id of the input it belongs to")
+        ));
+        let new = r#"{"src":"coord/0","dest":"harness","body":{"type":"step_done","step":4,"in_reply_to":4}}"#;
+        assert_eq!(
+            parse_output(&d, NodeId(1), new).unwrap(),
+            Written { step: 4, out: Output::StepDone { in_reply_to: 4 } }
+        );
     }
 }

@@ -6,12 +6,18 @@
 
 Behaves like examples/python/fencelock.py until the first acquire of the
 run whose FENCESIM_SEED is SEED (default: every seed), then does MODE:
-malformed, unknown_type, wrong_in_reply_to, crash, hang, flood, long_line.
-Appends its pid (and in `hang` mode its child's) to $FAKE_PIDFILE so tests
-can check that nothing outlives the harness.
+malformed, unknown_type, wrong_in_reply_to, crash, hang, flood, long_line,
+late_line (after that step's step_done, a line of the finished step,
+written after a random 0-3 ms: a race on purpose), daemon / daemon_noenv
+(start a setsid'd grandchild that outlives its parent -- keeping, or
+clearing, its environment -- then behave), slow (sleep $FAKE_SLOW_S, then
+behave), exit_at_init (exit on `init`, before init_ok).
+Appends its pid (and its children's) to $FAKE_PIDFILE so tests can check
+that nothing outlives the harness.
 """
 
 import os
+import random
 import subprocess
 import sys
 import time
@@ -21,6 +27,10 @@ import fencelock  # noqa: E402
 
 MODE = sys.argv[1]
 ONLY_SEED = sys.argv[2] if len(sys.argv) > 2 else None
+
+
+def targeted():
+    return ONLY_SEED is None or os.environ.get("FENCESIM_SEED") == ONLY_SEED
 
 
 def record_pid(pid):
@@ -35,19 +45,46 @@ def raw(line):
     sys.stdout.flush()
 
 
+def start_daemon(clear_env):
+    """The classic double fork: the grandchild leaves the process group and
+    session (setsid) and is orphaned when its parent exits."""
+    pid = os.fork()
+    if pid == 0:
+        os.setsid()
+        if os.fork() == 0:
+            record_pid(os.getpid())
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(null, fd)
+            if clear_env:
+                os.execve("/bin/sleep", ["sleep", "600"], {})
+            time.sleep(600)
+        os._exit(0)
+    os.waitpid(pid, 0)
+
+
 class Misbehaving(fencelock.Coordinator):
+    late = False
+
+    def after_step(self):
+        if self.late:
+            self.late = False
+            time.sleep(random.random() * 0.003)
+            raw('{"src": "%s", "dest": "harness", "body": {"type": "cancel_timer", "timer": 0, "step": %d}}'
+                % (self.me, self.step))
+
     def on_acquire(self, req):
-        if ONLY_SEED is not None and os.environ.get("FENCESIM_SEED") != ONLY_SEED:
+        if not targeted() or getattr(self, "done", False):
             return super().on_acquire(req)
-        me = self.me
+        me, step = self.me, self.step
         if MODE == "malformed":
             raw('{"src": "%s", "dest": "harness", "body": {"type": "step_done"' % me)
         elif MODE == "unknown_type":
-            raw('{"src": "%s", "dest": "worker/A", "body": {"type": "heartbeat", "msg_id": 1}}' % me)
+            raw('{"src": "%s", "dest": "worker/A", "body": {"type": "heartbeat", "msg_id": 1, "step": %d}}' % (me, step))
         elif MODE == "wrong_in_reply_to":
             wrong = req["body"]["msg_id"] + 1000
-            raw('{"src": "%s", "dest": "%s", "body": {"type": "acquire_ok", "in_reply_to": %d, "token": 1, "ttl_ns": 5}}'
-                % (me, req["src"], wrong))
+            raw('{"src": "%s", "dest": "%s", "body": {"type": "acquire_ok", "in_reply_to": %d, "token": 1, "ttl_ns": 5, "step": %d}}'
+                % (me, req["src"], wrong, step))
         elif MODE == "crash":
             sys.stderr.write("fake: giving up on acquire\n")
             sys.stderr.flush()
@@ -59,17 +96,37 @@ class Misbehaving(fencelock.Coordinator):
             sys.stderr.flush()
             time.sleep(600)
         elif MODE == "flood":
-            line = '{"src": "%s", "dest": "harness", "body": {"type": "cancel_timer", "timer": 0}}' % me
+            line = '{"src": "%s", "dest": "harness", "body": {"type": "cancel_timer", "timer": 0, "step": %d}}' % (me, step)
             while True:
                 raw(line)
         elif MODE == "long_line":
             sys.stdout.write("x" * (1 << 20))
             sys.stdout.flush()
             time.sleep(600)
+        elif MODE == "late_line":
+            self.done = self.late = True
+            return super().on_acquire(req)
+        elif MODE in ("daemon", "daemon_noenv"):
+            self.done = True
+            start_daemon(MODE == "daemon_noenv")
+            return super().on_acquire(req)
+        elif MODE == "slow":
+            self.done = True
+            time.sleep(float(os.environ.get("FAKE_SLOW_S", "4")))
+            return super().on_acquire(req)
         else:
             raise SystemExit("unknown mode " + MODE)
 
 
-if __name__ == "__main__":
+def main():
     record_pid(os.getpid())
+    if MODE == "exit_at_init" and targeted():
+        sys.stdin.readline()
+        sys.stderr.write("fake: no init_ok from me\n")
+        sys.stderr.flush()
+        os._exit(4)
     fencelock.main({"coordinator": Misbehaving, "resource": fencelock.Resource})
+
+
+if __name__ == "__main__":
+    main()
