@@ -15,6 +15,19 @@
 //! - `rejected_write_visible`: a write the store refused (and never
 //!   accepted, not even on a retransmission) shows up in a read.
 //!
+//! - `fence_rule_broken`: the store accepted a write that the fence rule it
+//!   was configured with refuses — `strict`: its token must be above every
+//!   token it accepted before (`fence < token`), else not below (`<=`); with
+//!   `fence_reads`, also not below any token a served read carried; a
+//!   fenced store accepts no write without a token. Judged directly on every
+//!   accepted write, so it needs no coordinator reissuing a token to show.
+//!
+//! A store may say it did *not* apply a write it answers `write_ok` (a
+//! recognised duplicate: `applied: false`, recorded as `write_deduplicated`).
+//! That claim is held like the others: the row is unchanged, so reads after
+//! it must still return the latest applied value — a store that says so but
+//! re-applied the old value shows up as `stale_read` or `acked_write_lost`.
+//!
 //! Only `read_served` with outcome ok is judged: a fence rejection returns
 //! no value. Values that no write carried are not judged here. The built-in
 //! resource keeps these claims by construction (fence and value change in
@@ -31,13 +44,15 @@ pub enum ClaimKind {
     AckedWriteLost,
     StaleRead,
     RejectedWriteVisible,
+    FenceRuleBroken,
 }
 
 impl ClaimKind {
-    pub const ALL: [ClaimKind; 3] = [
+    pub const ALL: [ClaimKind; 4] = [
         ClaimKind::AckedWriteLost,
         ClaimKind::StaleRead,
         ClaimKind::RejectedWriteVisible,
+        ClaimKind::FenceRuleBroken,
     ];
 
     pub fn name(self) -> &'static str {
@@ -45,6 +60,7 @@ impl ClaimKind {
             ClaimKind::AckedWriteLost => "acked_write_lost",
             ClaimKind::StaleRead => "stale_read",
             ClaimKind::RejectedWriteVisible => "rejected_write_visible",
+            ClaimKind::FenceRuleBroken => "fence_rule_broken",
         }
     }
 
@@ -57,6 +73,9 @@ impl ClaimKind {
                 "a read returned a value older than the latest acknowledged write"
             }
             ClaimKind::RejectedWriteVisible => "a write the store rejected is visible to a read",
+            ClaimKind::FenceRuleBroken => {
+                "the store accepted a write its configured fence rule (strict or not) refuses"
+            }
         }
     }
 }
@@ -82,7 +101,7 @@ const KEPT_PER_KIND: usize = 16;
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
 pub struct ClaimsReport {
     pub violations: Vec<ClaimViolation>,
-    pub counts: [u64; 3],
+    pub counts: [u64; 4],
     /// Reads judged (served ok after at least one acknowledged write or not).
     pub reads_judged: u64,
 }
@@ -136,6 +155,23 @@ impl ClaimsReport {
     }
 }
 
+/// The fence rule a store was configured with (`init`'s `role.config`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct FenceRule {
+    /// One write per token: accepted only if `fence < token`; else `fence <= token`.
+    pub strict: bool,
+    /// Reads that carry a token raise the fence too.
+    pub fence_reads: bool,
+}
+
+/// The fence a store had on one key, by its own answers: the greatest token
+/// it accepted a write of, and that a served read carried, with the records.
+#[derive(Clone, Copy, Default)]
+struct Fence {
+    write: Option<(u64, u64)>,
+    read: Option<(u64, u64)>,
+}
+
 /// A read that returned something other than the acknowledged value.
 struct Suspect {
     key: u16,
@@ -159,6 +195,11 @@ struct Claims {
     suspects: Vec<Suspect>,
     /// (read seq, reject seq, key, value) of reads returning a rejected value.
     rejected_reads: Vec<(u64, u64, u16, u64)>,
+    rule: Option<FenceRule>,
+    /// (store node, key) -> its fence.
+    fences: BTreeMap<(u16, u16), Fence>,
+    /// op id -> the token its read carried, from the first `read_sent`.
+    read_token: BTreeMap<u64, u64>,
 }
 
 impl Claims {
@@ -172,7 +213,13 @@ impl Claims {
                     self.sent_value.entry(op).or_insert(v);
                 }
             }
+            Kind::ReadSent => {
+                if let Some(t) = e.token {
+                    self.read_token.entry(op).or_insert(t);
+                }
+            }
             Kind::WriteAccepted => {
+                self.judge_fence(e, key, report);
                 let value = e.value.unwrap_or(op);
                 self.acked.insert(key, (e.seq, value));
                 self.accepted_values.insert(value);
@@ -186,6 +233,14 @@ impl Claims {
                 let Some(value) = e.value else { return };
                 report.reads_judged += 1;
                 self.seen.insert(value);
+                if self.rule.is_some_and(|r| r.fence_reads) {
+                    if let Some(&t) = self.read_token.get(&op) {
+                        let fence = self.fences.entry((e.node, key)).or_default();
+                        if fence.read.is_none_or(|(f, _)| t > f) {
+                            fence.read = Some((t, e.seq));
+                        }
+                    }
+                }
                 if let Some(&reject_seq) = self.rejected.get(&value) {
                     self.rejected_reads.push((e.seq, reject_seq, key, value));
                 }
@@ -201,6 +256,46 @@ impl Claims {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// An accepted write against the fence rule the store was given.
+    fn judge_fence(&mut self, e: &Event, key: u16, report: &mut ClaimsReport) {
+        let Some(rule) = self.rule else { return };
+        let fence = self.fences.entry((e.node, key)).or_default();
+        let Some(t) = e.token else {
+            report.push(ClaimViolation {
+                kind: ClaimKind::FenceRuleBroken,
+                key,
+                evidence: vec![e.seq],
+                explanation: format!(
+                    "the store is fenced but accepted a write without a token (#{})",
+                    e.seq
+                ),
+            });
+            return;
+        };
+        let write_refuses = |(f, _): (u64, u64)| if rule.strict { t <= f } else { t < f };
+        let broken = match (fence.write.filter(|&w| write_refuses(w)), fence.read) {
+            (Some((f, seq)), _) => Some((f, seq, "a write", if rule.strict { "<" } else { "<=" })),
+            (None, Some((f, seq))) if t < f => Some((f, seq, "a read", "<=")),
+            _ => None,
+        };
+        if let Some((f, seq, what, op)) = broken {
+            report.push(ClaimViolation {
+                kind: ClaimKind::FenceRuleBroken,
+                key,
+                evidence: vec![seq, e.seq],
+                explanation: format!(
+                    "accepted token {t} (#{}) although {what} with token {f} (#{seq}) had set the fence; \
+                     the store was configured {} and must accept only fence {op} token",
+                    e.seq,
+                    if rule.strict { "strict" } else { "non-strict" }
+                ),
+            });
+        }
+        if fence.write.is_none_or(|(f, _)| t > f) {
+            fence.write = Some((t, e.seq));
         }
     }
 
@@ -262,7 +357,16 @@ impl Claims {
 
 /// Checks one history against the store's own answers.
 pub fn check(history: &History) -> ClaimsReport {
-    let mut claims = Claims::default();
+    check_with_rule(history, None)
+}
+
+/// [`check`], and every accepted write against `rule`, the fence rule the
+/// store was configured with (`None`: an unfenced store, no rule).
+pub fn check_with_rule(history: &History, rule: Option<FenceRule>) -> ClaimsReport {
+    let mut claims = Claims {
+        rule,
+        ..Claims::default()
+    };
     let mut report = ClaimsReport::default();
     for e in &history.events {
         claims.observe(e, &mut report);
@@ -343,6 +447,100 @@ mod tests {
             (Kind::ReadServed, 2001, 1001, OK),
         ]);
         assert!(check(&dup).is_clean());
+    }
+
+    fn with_tokens(kinds: &[(Kind, u64, u64)]) -> History {
+        // (kind, op, token); values are the op ids.
+        let mut h = history(
+            &kinds
+                .iter()
+                .map(|&(k, op, _)| (k, op, op, (k == Kind::ReadServed).then_some(Outcome::Ok)))
+                .collect::<Vec<_>>(),
+        );
+        for (e, &(_, _, token)) in h.events.iter_mut().zip(kinds) {
+            e.token = Some(token);
+        }
+        h
+    }
+
+    const STRICT: Option<FenceRule> = Some(FenceRule {
+        strict: true,
+        fence_reads: false,
+    });
+    const NON_STRICT: Option<FenceRule> = Some(FenceRule {
+        strict: false,
+        fence_reads: false,
+    });
+
+    #[test]
+    fn an_equal_token_accepted_breaks_the_strict_rule_but_not_the_non_strict_one() {
+        let h = with_tokens(&[
+            (Kind::WriteAccepted, 1001, 1),
+            (Kind::WriteAccepted, 1002, 1),
+        ]);
+        let strict = check_with_rule(&h, STRICT);
+        assert_eq!(strict.count(ClaimKind::FenceRuleBroken), 1);
+        assert_eq!(strict.violations[0].evidence, vec![1, 2]);
+        assert!(check_with_rule(&h, NON_STRICT).is_clean());
+        assert!(check(&h).is_clean(), "no rule: an unfenced store");
+    }
+
+    #[test]
+    fn a_lower_token_accepted_breaks_either_rule_and_a_tokenless_write_breaks_a_fenced_store() {
+        let lower = with_tokens(&[
+            (Kind::WriteAccepted, 1001, 2),
+            (Kind::WriteAccepted, 1002, 1),
+        ]);
+        assert_eq!(check_with_rule(&lower, NON_STRICT).count(ClaimKind::FenceRuleBroken), 1);
+        let rising = with_tokens(&[
+            (Kind::WriteAccepted, 1001, 1),
+            (Kind::WriteAccepted, 1002, 2),
+        ]);
+        assert!(check_with_rule(&rising, STRICT).is_clean());
+        let mut tokenless = with_tokens(&[(Kind::WriteAccepted, 1001, 1)]);
+        tokenless.events[0].token = None;
+        assert_eq!(check_with_rule(&tokenless, NON_STRICT).count(ClaimKind::FenceRuleBroken), 1);
+    }
+
+    #[test]
+    fn with_fence_reads_a_write_below_a_served_reads_token_breaks_the_rule() {
+        let h = with_tokens(&[
+            (Kind::ReadSent, 2001, 2),
+            (Kind::ReadServed, 2001, 2),
+            (Kind::WriteAccepted, 1001, 1),
+        ]);
+        let rule = Some(FenceRule {
+            strict: false,
+            fence_reads: true,
+        });
+        let r = check_with_rule(&h, rule);
+        assert_eq!(r.count(ClaimKind::FenceRuleBroken), 1);
+        assert_eq!(r.violations[0].evidence, vec![2, 3]);
+        assert!(check_with_rule(&h, NON_STRICT).is_clean());
+    }
+
+    #[test]
+    fn a_duplicate_not_applied_leaves_the_latest_value_but_one_that_was_reapplied_is_caught() {
+        // A's write, B's write, A's late duplicate answered "applied: false".
+        let honest = history(&[
+            (Kind::WriteAccepted, 1001, 1001, None),
+            (Kind::ReadServed, 2001, 1001, OK),
+            (Kind::WriteAccepted, 2001, 2001, None),
+            (Kind::WriteDeduplicated, 1001, 1001, None),
+            (Kind::ReadServed, 3001, 2001, OK),
+        ]);
+        assert!(check(&honest).is_clean(), "{:?}", check(&honest));
+        // The same claim, but the store did overwrite B's value with A's.
+        let lying = history(&[
+            (Kind::WriteAccepted, 1001, 1001, None),
+            (Kind::ReadServed, 2001, 1001, OK),
+            (Kind::WriteAccepted, 2001, 2001, None),
+            (Kind::WriteDeduplicated, 1001, 1001, None),
+            (Kind::ReadServed, 3001, 1001, OK),
+        ]);
+        let r = check(&lying);
+        assert_eq!(r.count(ClaimKind::AckedWriteLost), 1, "{r:?}");
+        assert_eq!(r.violations[0].evidence, vec![3, 5]);
     }
 
     #[test]

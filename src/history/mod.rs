@@ -76,6 +76,7 @@ kinds! {
     EffectDeduplicated => "effect_deduplicated": "the effect sink recognised the idempotency key (value) and did not perform op_id's effect again",
     BecameActive => "became_active": "a node of an active/passive pair started acting as the owner of key (grant_id numbers promotions in true-time order; token = the epoch it believes it has)",
     SteppedDown => "stepped_down": "a pair node stopped acting as the owner of key (grant_id = its promotion; detail = why)",
+    WriteDeduplicated => "write_deduplicated": "the resource answered write_ok for a write it says it did not apply (a recognised duplicate: applied false); not an accepted write",
 }
 
 impl fmt::Display for Kind {

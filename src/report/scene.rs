@@ -361,6 +361,7 @@ fn mark(e: &Event) -> Option<(MarkKind, String)> {
         Kind::EffectSent => labelled(format!("effect {op}")),
         Kind::EffectPerformed => Some((MarkKind::Accepted, format!("✉ effect {op} performed"))),
         Kind::EffectDeduplicated => labelled(format!("effect {op} deduplicated")),
+        Kind::WriteDeduplicated => labelled(format!("op {op} duplicate, not applied")),
         Kind::BecameActive => labelled(format!("active {}{}", g(e.grant_id), tok(e.token))),
         Kind::SteppedDown => labelled(format!(
             "steps down ({})",

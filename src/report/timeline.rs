@@ -78,6 +78,7 @@ fn cell(e: &Event) -> Option<String> {
         Kind::EffectSent => format!("effect {op}"),
         Kind::EffectPerformed => format!("✉ effect {op} performed"),
         Kind::EffectDeduplicated => format!("effect {op} deduplicated"),
+        Kind::WriteDeduplicated => format!("= {op} duplicate, not applied"),
         Kind::ReadSent
         | Kind::ReadServed
         | Kind::WriteAcked
