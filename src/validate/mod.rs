@@ -12,11 +12,23 @@
 //! A run is judged only if every process kept the wire protocol
 //! (docs/validate.md); otherwise it is an implementation error, never a
 //! verdict, and the rest of the suite still runs.
+//!
+//! Each seed is also run with the built-in nodes (the suite's own
+//! [`crate::suite::run_seed`]), the *baseline*: a violation is the
+//! scenario's when its `[expect]` allows it or the built-in shows the same
+//! kind on the same seed (unfenced scenarios lose updates whatever runs in
+//! them), and the implementation's otherwise. Only the implementation's
+//! fail a seed.
 
 pub mod error;
 pub mod process;
 pub mod reaper;
 pub mod wire;
+
+/// A scenario stops after this many consecutive seeds end in the same
+/// implementation error (a hang would otherwise cost the step timeout on
+/// every seed).
+pub const IDENTICAL_ERRORS_MAX: usize = 3;
 
 use std::ops::Range;
 use std::panic::{self, AssertUnwindSafe};
@@ -27,14 +39,15 @@ use serde_json::{json, Value};
 pub use error::{ImplError, ImplErrorKind};
 pub use process::Limits;
 
-use crate::check::{self, store_claims};
-use crate::history::History;
-use crate::protocol::coordinator::ReleaseStyle;
-use crate::protocol::resource::FenceCheck;
+use crate::check::{self, store_claims, ViolationKind};
+use crate::history::{History, Kind};
+use crate::protocol::coordinator::{ReleaseStyle, Replication};
+use crate::protocol::resource::{FenceCheck, ResourceConfig};
 use crate::protocol::{self, Node, NodeId, Role};
 use crate::scenario::Scenario;
 use crate::sim::{self, Options};
-use process::{Abort, ProcessNode};
+use process::{Abort, ProcessNode, WriteAcks};
+use store_claims::FenceRule;
 use wire::Directory;
 
 /// Which roles run as external commands (`sh -c CMD`); `None` = built-in.
@@ -69,6 +82,24 @@ impl Implementations {
     }
 }
 
+/// The fence rule a scenario's resource is given (`None`: unfenced), as
+/// `init` tells it and as the store-claims check holds the store to it.
+pub fn fence_rule(cfg: &ResourceConfig) -> Option<FenceRule> {
+    let rule = |strict, fence_reads| Some(FenceRule { strict, fence_reads });
+    match cfg.check {
+        FenceCheck::None => None,
+        FenceCheck::Cas {
+            strict,
+            fence_reads,
+        } => rule(strict, fence_reads),
+        // The catalogue's deliberately broken store; an implementation
+        // under test is told only that it should fence.
+        FenceCheck::CheckThenWrite { .. } => rule(false, false),
+        // If-Match stores are not on the wire yet: told to fence like the others.
+        FenceCheck::GenerationMatch => rule(false, false),
+    }
+}
+
 /// The scenario's configuration of a role, as `init` hands it to a process.
 pub fn role_config(dir: &Directory, role: &Role) -> (&'static str, Value) {
     match *role {
@@ -81,24 +112,30 @@ pub fn role_config(dir: &Directory, role: &Role) -> (&'static str, Value) {
                     ReleaseStyle::Del => "del",
                     ReleaseStyle::CompareAndDelete => "compare_and_delete",
                 },
+                // Every replica of the group runs as a process; each is told
+                // which it is and how the built-in replicas would replicate.
+                "replica": c.index,
+                "replicas": c.replicas,
+                "replica_ids": (0..c.replicas)
+                    .map(|i| dir.node_name(NodeId(c.first.0 + i as u16)))
+                    .collect::<Vec<_>>(),
+                "replication": match c.replication {
+                    Replication::None => json!({ "kind": "none" }),
+                    Replication::Async { lag_ns } => json!({ "kind": "async", "lag_ns": lag_ns }),
+                    Replication::Quorum => json!({ "kind": "quorum" }),
+                },
+                "lock_delay_ns": c.lock_delay_ns,
             }),
         ),
         Role::Resource(cfg) => {
-            let (fenced, strict, fence_reads) = match cfg.check {
-                FenceCheck::None => (false, false, false),
-                FenceCheck::Cas {
-                    strict,
-                    fence_reads,
-                } => (true, strict, fence_reads),
-                // The catalogue's deliberately broken store; an implementation
-                // under test is told only that it should fence.
-                FenceCheck::CheckThenWrite { .. } => (true, false, false),
-                // If-Match stores are not on the wire yet: told to fence like the others.
-                FenceCheck::GenerationMatch => (true, false, false),
-            };
+            let rule = fence_rule(&cfg);
             (
                 "resource",
-                json!({ "fenced": fenced, "strict": strict, "fence_reads": fence_reads }),
+                json!({
+                    "fenced": rule.is_some(),
+                    "strict": rule.is_some_and(|r| r.strict),
+                    "fence_reads": rule.is_some_and(|r| r.fence_reads),
+                }),
             )
         }
         Role::Worker(w) => (
@@ -161,7 +198,9 @@ impl Judged {
 
 pub type SeedVerdict = Result<Judged, Box<ImplError>>;
 
-/// Runs one seed with the roles in `impls` replaced by processes.
+/// Runs one seed with the roles in `impls` replaced by processes. The store
+/// claims are judged when the resource is an implementation (the built-in
+/// store keeps them, tested; the catalogue's broken ones break them on purpose).
 pub fn run_seed(
     opts: &Options,
     seed: u64,
@@ -173,13 +212,23 @@ pub fn run_seed(
         nodes: opts.nodes.iter().map(|n| n.name.clone()).collect(),
         keys: opts.keys.clone(),
     });
+    let acks = WriteAcks::default();
     let mut factory = |id: NodeId, role: &Role| -> Box<dyn Node> {
         let Some(command) = impls.command_for(role) else {
             return protocol::build(role);
         };
         let (kind, config) = role_config(&dir, role);
         let role_json = json!({ "kind": kind, "config": config });
-        match ProcessNode::spawn(id, Arc::clone(&dir), command, role_json, limits, seed) {
+        let spawned = ProcessNode::spawn(
+            id,
+            Arc::clone(&dir),
+            command,
+            role_json,
+            limits,
+            seed,
+            Arc::clone(&acks),
+        );
+        match spawned {
             Ok(node) => Box::new(node),
             Err(e) => process::abort(e),
         }
@@ -187,15 +236,25 @@ pub fn run_seed(
     let run = panic::catch_unwind(AssertUnwindSafe(|| {
         sim::run_with(opts, seed, keep_trace, &mut factory)
     }));
-    let out = match run {
+    let mut out = match run {
         Ok(out) => out,
         Err(payload) => match payload.downcast::<Abort>() {
             Ok(abort) => return Err(abort.0),
             Err(other) => panic::resume_unwind(other),
         },
     };
+    let acks = acks.lock().map(|a| a.clone()).unwrap_or_default();
+    mark_unapplied(&mut out.history, &acks);
     let report = check::check(&out.history);
-    let claims = store_claims::check(&out.history);
+    let claims = if impls.resource.is_some() {
+        let rule = opts.nodes.iter().find_map(|n| match &n.role {
+            Role::Resource(cfg) => Some(fence_rule(cfg)),
+            _ => None,
+        });
+        store_claims::check_with_rule(&out.history, rule.flatten())
+    } else {
+        store_claims::ClaimsReport::default()
+    };
     Ok(Judged {
         history: out.history,
         trace_hash: out.trace_hash,
@@ -204,34 +263,94 @@ pub fn run_seed(
     })
 }
 
-/// What one seed of a scenario came to, kept small: histories only for the
-/// first failing seed of each scenario.
+/// A `write_ok` that said `applied: false` is recorded by the network as an
+/// accepted write like any other; this turns the matching records (per
+/// store and op, in send order) into `write_deduplicated`.
+fn mark_unapplied(history: &mut History, acks: &[(NodeId, u64, bool)]) {
+    use std::collections::{BTreeMap, VecDeque};
+    let mut pending: BTreeMap<(u16, u64), VecDeque<bool>> = BTreeMap::new();
+    for &(node, op, applied) in acks {
+        pending.entry((node.0, op)).or_default().push_back(applied);
+    }
+    for e in &mut history.events {
+        if e.kind != Kind::WriteAccepted {
+            continue;
+        }
+        let Some(op) = e.op_id else { continue };
+        let applied = pending
+            .get_mut(&(e.node, op))
+            .and_then(VecDeque::pop_front);
+        if applied == Some(false) {
+            e.kind = Kind::WriteDeduplicated;
+        }
+    }
+}
+
+/// One judged seed, kept small.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SeedJudgement {
+    pub trace_hash: u64,
+    /// Violations that are the implementation's: neither allowed by the
+    /// scenario's `[expect]` nor shown by the built-in on this seed.
+    pub own: Vec<&'static str>,
+    /// Violations that are the scenario's.
+    pub scenario: Vec<&'static str>,
+}
+
+/// What one seed of a scenario came to.
 pub struct SeedSummary {
     pub seed: u64,
-    pub verdict: Result<(u64, Vec<&'static str>), Box<ImplError>>,
+    pub verdict: Result<SeedJudgement, Box<ImplError>>,
+    /// The built-in nodes' violations on the same seed.
+    pub baseline: Vec<&'static str>,
+}
+
+/// Why a scenario ran fewer seeds than asked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stopped {
+    /// The last seed run.
+    pub last_seed: u64,
+    /// Seeds of the range not run.
+    pub skipped: u64,
 }
 
 pub struct ScenarioValidation {
     pub name: String,
     pub path: String,
     pub seeds: Vec<SeedSummary>,
-    /// The lowest seed with a violation, judged in full.
+    /// The lowest seed with a violation of the implementation's, judged in full.
     pub first_failure: Option<(u64, Judged)>,
+    /// Set when repeated identical implementation errors stopped the scenario.
+    pub stopped: Option<Stopped>,
+}
+
+/// `kind×seeds` for every kind in the lists, in first-seen order.
+fn count_kinds<'a>(lists: impl Iterator<Item = &'a Vec<&'static str>>) -> Vec<(&'static str, usize)> {
+    let mut counts: Vec<(&'static str, usize)> = Vec::new();
+    for kinds in lists {
+        for k in kinds {
+            match counts.iter_mut().find(|(n, _)| n == k) {
+                Some((_, c)) => *c += 1,
+                None => counts.push((k, 1)),
+            }
+        }
+    }
+    counts
 }
 
 impl ScenarioValidation {
-    pub fn clean(&self) -> usize {
-        self.seeds
-            .iter()
-            .filter(|s| matches!(&s.verdict, Ok((_, k)) if k.is_empty()))
-            .count()
+    fn judged(&self) -> impl Iterator<Item = &SeedJudgement> {
+        self.seeds.iter().filter_map(|s| s.verdict.as_ref().ok())
     }
 
+    /// Judged seeds without a violation of the implementation's.
+    pub fn clean(&self) -> usize {
+        self.judged().filter(|j| j.own.is_empty()).count()
+    }
+
+    /// Judged seeds with a violation of the implementation's.
     pub fn failing(&self) -> usize {
-        self.seeds
-            .iter()
-            .filter(|s| matches!(&s.verdict, Ok((_, k)) if !k.is_empty()))
-            .count()
+        self.judged().filter(|j| !j.own.is_empty()).count()
     }
 
     pub fn impl_errors(&self) -> impl Iterator<Item = (u64, &ImplError)> {
@@ -240,25 +359,51 @@ impl ScenarioValidation {
             .filter_map(|s| s.verdict.as_ref().err().map(|e| (s.seed, e.as_ref())))
     }
 
-    /// `kind×seeds` for every violation kind found.
+    /// The implementation's violations: `kind×seeds`.
     pub fn kind_counts(&self) -> Vec<(&'static str, usize)> {
-        let mut counts: Vec<(&'static str, usize)> = Vec::new();
-        for s in &self.seeds {
-            if let Ok((_, kinds)) = &s.verdict {
-                for k in kinds {
-                    match counts.iter_mut().find(|(n, _)| n == k) {
-                        Some((_, c)) => *c += 1,
-                        None => counts.push((k, 1)),
-                    }
-                }
-            }
-        }
-        counts
+        count_kinds(self.judged().map(|j| &j.own))
+    }
+
+    /// The scenario's violations found in the implementation's runs.
+    pub fn scenario_kind_counts(&self) -> Vec<(&'static str, usize)> {
+        count_kinds(self.judged().map(|j| &j.scenario))
+    }
+
+    /// The built-in nodes' violations over the same seeds.
+    pub fn baseline_kind_counts(&self) -> Vec<(&'static str, usize)> {
+        count_kinds(self.seeds.iter().map(|s| &s.baseline))
+    }
+}
+
+/// Splits a judged run's violations into the implementation's and the
+/// scenario's (allowed by `[expect]`, or shown by the built-in on the seed).
+fn attribute(scenario: &Scenario, judged: &Judged, baseline: &[ViolationKind]) -> SeedJudgement {
+    let (scenario_kinds, own): (Vec<ViolationKind>, Vec<ViolationKind>) = judged
+        .report
+        .kinds()
+        .partition(|k| scenario.expect.tolerates(*k) || baseline.contains(k));
+    let mut own: Vec<&'static str> = own.iter().map(|k| k.name()).collect();
+    own.extend(judged.claims.kinds().map(|k| k.name()));
+    SeedJudgement {
+        trace_hash: judged.trace_hash,
+        own,
+        scenario: scenario_kinds.iter().map(|k| k.name()).collect(),
+    }
+}
+
+/// The same implementation error again: same node, kind and detail.
+fn same_error(a: &SeedSummary, b: &SeedSummary) -> bool {
+    match (&a.verdict, &b.verdict) {
+        (Err(x), Err(y)) => (&x.node, &x.kind, &x.detail) == (&y.node, &y.kind, &y.detail),
+        _ => false,
     }
 }
 
 /// Runs `seeds` of `scenario` on `jobs` threads (each seed has its own
-/// processes); results are in seed order whatever the job count.
+/// processes), each beside the built-in baseline; results are in seed order
+/// whatever the job count. Seeds run in rounds of `jobs`; after
+/// [`IDENTICAL_ERRORS_MAX`] consecutive identical implementation errors the
+/// scenario stops, cut at the same seed for any job count.
 pub fn validate_scenario(
     scenario: &Scenario,
     seeds: Range<u64>,
@@ -267,37 +412,56 @@ pub fn validate_scenario(
     jobs: usize,
 ) -> ScenarioValidation {
     use rayon::prelude::*;
+    let jobs = jobs.max(1);
     let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(jobs.max(1))
+        .num_threads(jobs)
         .build()
         .expect("thread pool");
-    let verdicts: Vec<(u64, SeedVerdict)> = pool.install(|| {
-        seeds
-            .into_par_iter()
-            .map(|seed| {
-                (
-                    seed,
-                    run_seed(&scenario.options, seed, impls, limits, false),
-                )
-            })
-            .collect()
-    });
     let mut first_failure = None;
-    let mut summaries = Vec::with_capacity(verdicts.len());
-    for (seed, verdict) in verdicts {
-        let verdict = verdict.map(|judged| {
-            let summary = (judged.trace_hash, judged.kind_names());
-            if !judged.is_clean() && first_failure.is_none() {
-                first_failure = Some((seed, judged));
-            }
-            summary
+    let mut summaries: Vec<SeedSummary> = Vec::new();
+    let mut stopped = None;
+    let mut next = seeds.start;
+    'rounds: while next < seeds.end {
+        let round = next..seeds.end.min(next.saturating_add(jobs as u64));
+        next = round.end;
+        let verdicts: Vec<(u64, SeedVerdict, Vec<ViolationKind>)> = pool.install(|| {
+            round
+                .into_par_iter()
+                .map(|seed| {
+                    let verdict = run_seed(&scenario.options, seed, impls, limits, false);
+                    let baseline = crate::suite::run_seed(scenario, seed).report.kinds().collect();
+                    (seed, verdict, baseline)
+                })
+                .collect()
         });
-        summaries.push(SeedSummary { seed, verdict });
+        for (seed, verdict, baseline) in verdicts {
+            let verdict = verdict.map(|judged| {
+                let j = attribute(scenario, &judged, &baseline);
+                if !j.own.is_empty() && first_failure.is_none() {
+                    first_failure = Some((seed, judged));
+                }
+                j
+            });
+            summaries.push(SeedSummary {
+                seed,
+                verdict,
+                baseline: baseline.iter().map(|k| k.name()).collect(),
+            });
+            let tail = &summaries[summaries.len().saturating_sub(IDENTICAL_ERRORS_MAX)..];
+            if tail.len() == IDENTICAL_ERRORS_MAX && tail.iter().all(|s| same_error(s, &tail[0])) {
+                stopped = Some(Stopped {
+                    last_seed: seed,
+                    skipped: seeds.end - seed - 1,
+                });
+                break 'rounds;
+            }
+        }
     }
     ScenarioValidation {
         name: scenario.name.clone(),
         path: scenario.path.display().to_string(),
         seeds: summaries,
         first_failure,
+        stopped,
     }
 }

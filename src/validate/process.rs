@@ -62,6 +62,11 @@ impl Default for Limits {
 
 /// Kept of a child's stderr: its last bytes, for diagnostics.
 const STDERR_TAIL_BYTES: usize = 4 * 1024;
+/// Every `write_ok` a process node sent, in send order: (node, op id,
+/// `applied`). Shared by the processes of one run (restarts included), so
+/// the run can tell the history which acknowledgements applied nothing.
+pub type WriteAcks = Arc<Mutex<Vec<(NodeId, u64, bool)>>>;
+
 /// Output lines of one step kept for a flooding diagnostic.
 const FLOOD_SAMPLE_LINES: usize = 3;
 /// Lines buffered between the stdout reader thread and the step loop; a
@@ -104,6 +109,7 @@ pub struct ProcessNode {
     requests: BTreeMap<u64, (NodeId, Msg)>,
     /// The input being answered: (stdin line number = its msg_id, text).
     current: Option<(u64, String)>,
+    acks: WriteAcks,
 }
 
 impl ProcessNode {
@@ -115,6 +121,7 @@ impl ProcessNode {
         role: Value,
         limits: Limits,
         seed: u64,
+        acks: WriteAcks,
     ) -> Result<ProcessNode, Box<ImplError>> {
         let name = dir.node_name(id).to_string();
         reaper::become_subreaper();
@@ -172,6 +179,7 @@ impl ProcessNode {
             stdout_lines: 0,
             requests: BTreeMap::new(),
             current: None,
+            acks,
         })
     }
 
@@ -318,8 +326,8 @@ impl ProcessNode {
                     init_ok = true;
                 }
                 other => {
-                    if let Err(detail) = self.effect(other, fx) {
-                        self.fail(ImplErrorKind::WrongInReplyTo, detail, Some((n, text)));
+                    if let Err((kind, detail)) = self.effect(other, fx) {
+                        self.fail(kind, detail, Some((n, text)));
                     }
                 }
             }
@@ -347,8 +355,8 @@ impl ProcessNode {
         }
     }
 
-    /// One output line as an effect. Errors are wrong `in_reply_to`s.
-    fn effect(&mut self, out: Output, fx: &mut Vec<Effect>) -> Result<(), String> {
+    /// One output line as an effect, or why it is refused.
+    fn effect(&mut self, out: Output, fx: &mut Vec<Effect>) -> Result<(), (ImplErrorKind, String)> {
         let effect = match out {
             Output::SetTimer { timer, after_ns } => Effect::SetTimer {
                 timer: TimerId(timer),
@@ -365,23 +373,41 @@ impl ProcessNode {
                 in_reply_to,
                 body,
             } => {
+                let wrong = ImplErrorKind::WrongInReplyTo;
                 let Some(&(from, request)) = self.requests.get(&in_reply_to) else {
-                    return Err(format!(
+                    return Err((wrong, format!(
                         "in_reply_to {in_reply_to} is not the msg_id of any request delivered to {}",
                         self.dir.node_name(self.id)
-                    ));
+                    )));
                 };
                 if from != to {
-                    return Err(format!(
+                    return Err((wrong, format!(
                         "in_reply_to {in_reply_to} is a request from {}, but the reply goes to {}",
                         self.dir.node_name(from),
                         self.dir.node_name(to)
-                    ));
+                    )));
                 }
                 match wire::reply(&request, &body) {
-                    Ok(msg) => Effect::Send { to, msg },
+                    Ok(msg) => {
+                        if let Msg::WriteOk { op, .. } = msg {
+                            let applied = match body.get("applied") {
+                                None => true,
+                                Some(Value::Bool(b)) => *b,
+                                Some(other) => {
+                                    return Err((
+                                        ImplErrorKind::InvalidMessage,
+                                        format!("\"applied\" is {other}, expected true or false (false: a duplicate not applied again)"),
+                                    ))
+                                }
+                            };
+                            if let Ok(mut acks) = self.acks.lock() {
+                                acks.push((self.id, op.0, applied));
+                            }
+                        }
+                        Effect::Send { to, msg }
+                    }
                     Err(WireError::Invalid(m) | WireError::Json(m) | WireError::UnknownType(m)) => {
-                        return Err(m)
+                        return Err((ImplErrorKind::InvalidMessage, m))
                     }
                 }
             }
