@@ -48,11 +48,13 @@ def raw(line):
 def start_daemon(clear_env):
     """The classic double fork: the grandchild leaves the process group and
     session (setsid) and is orphaned when its parent exits."""
+    ready_r, ready_w = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.setsid()
         if os.fork() == 0:
             record_pid(os.getpid())
+            os.write(ready_w, b"x")  # recorded: the parent may go on
             null = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):
                 os.dup2(null, fd)
@@ -61,6 +63,9 @@ def start_daemon(clear_env):
             time.sleep(600)
         os._exit(0)
     os.waitpid(pid, 0)
+    os.read(ready_r, 1)
+    os.close(ready_r)
+    os.close(ready_w)
 
 
 class Misbehaving(fencelock.Coordinator):
