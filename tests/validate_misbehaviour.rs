@@ -19,36 +19,18 @@ struct Outcome {
 /// The step timeout leaves room for a Python start-up on a loaded machine
 /// (700 ms once timed out at load average 7), yet a hang still ends fast.
 fn validate_with_fake(mode: &str) -> Outcome {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let dir = tempfile::tempdir().expect("tempdir");
-    let pidfile = dir.path().join("pids");
-    let fake = root.join("examples/python/fakes/misbehaving.py");
     let started = Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_fencesim"))
-        .current_dir(root)
-        .env("FAKE_PIDFILE", &pidfile)
-        .args(["validate", "--seeds", "3", "--jobs", "1"])
-        .args(["--step-timeout-ms", "3000"])
-        .arg("--node")
-        .arg(format!("coordinator=python3 {} {mode} 1", fake.display()))
-        .arg(SCENARIO)
-        .output()
-        .expect("run fencesim");
+    let o = validate_raw(
+        mode,
+        "1",
+        &["--seeds", "3", "--jobs", "1", "--step-timeout-ms", "3000"],
+    );
     assert!(
         started.elapsed() < Duration::from_secs(30),
         "the harness took {:?}",
         started.elapsed()
     );
-    let pids = std::fs::read_to_string(&pidfile)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| l.trim().parse().ok())
-        .collect();
-    Outcome {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        pids,
-    }
+    o
 }
 
 /// Running means: /proc has it and it is not a zombie waiting for init.
@@ -98,15 +80,7 @@ fn assert_reported(o: &Outcome, kind: &str, detail: &str) {
         "every process recorded its pid: {:?}",
         o.pids
     );
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while o.pids.iter().any(|&p| running(p)) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let alive: Vec<u32> = o.pids.iter().copied().filter(|&p| running(p)).collect();
-    assert!(
-        alive.is_empty(),
-        "processes outlived the harness: {alive:?}"
-    );
+    assert_all_gone(&o.pids);
 }
 
 #[test]

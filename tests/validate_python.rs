@@ -144,3 +144,34 @@ fn the_built_in_store_keeps_its_own_claims_in_every_bundled_scenario() {
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(judged.claims.count(ClaimKind::AckedWriteLost), 1);
 }
+
+#[test]
+fn a_daemon_an_implementation_started_is_ended_with_its_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pidfile = dir.path().join("pids");
+    let s = scenario::load(&root().join(GC_PAUSE)).expect("scenario");
+    let impls = Implementations {
+        coordinator: Some(format!(
+            "FAKE_PIDFILE={} {} daemon 0",
+            pidfile.display(),
+            python("fakes/misbehaving.py")
+        )),
+        ..Implementations::default()
+    };
+    let judged = validate::run_seed(&s.options, 0, &impls, Limits::default(), false)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(judged.is_clean(), "{}", judged.render());
+    let pids: Vec<u32> = std::fs::read_to_string(&pidfile)
+        .expect("pids recorded")
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect();
+    assert_eq!(pids.len(), 2, "the node and its daemon: {pids:?}");
+    for pid in pids {
+        // Gone, not even a zombie: the harness reaped what it adopted.
+        assert!(
+            !Path::new(&format!("/proc/{pid}")).exists(),
+            "pid {pid} outlived its run"
+        );
+    }
+}
