@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use fencesim::check::store_claims::{self, ClaimKind};
+use fencesim::protocol::resource::FenceCheck;
+use fencesim::protocol::Role;
 use fencesim::validate::{self, Implementations, Limits};
 use fencesim::{scenario, sim};
 
@@ -118,11 +120,31 @@ fn the_built_in_store_keeps_its_own_claims_in_every_bundled_scenario() {
     let files = scenario::collect(&dirs).expect("scenarios");
     assert!(files.len() >= 10);
     let mut reads = 0;
+    let mut broken_by_check_then_write = 0;
     for file in files {
         let s = scenario::load(&file).expect("scenario");
+        // The fence rule each store is told, held against the built-in store too.
+        let resource = s.options.nodes.iter().find_map(|n| match &n.role {
+            Role::Resource(cfg) => Some(*cfg),
+            _ => None,
+        });
+        // If-Match stores compare generations, not tokens: no token rule to keep.
+        let rule = resource
+            .filter(|c| c.check != FenceCheck::GenerationMatch)
+            .as_ref()
+            .and_then(validate::fence_rule);
+        // The catalogue's broken stores: check-then-write races, a volatile fence forgets.
+        let racy = resource.is_some_and(|c| {
+            matches!(c.check, FenceCheck::CheckThenWrite { .. }) || c.volatile_fence
+        });
         for seed in 0..5 {
             let h = sim::run(&s.options, seed, false).history;
-            let claims = store_claims::check(&h);
+            let claims = store_claims::check_with_rule(&h, rule);
+            if racy {
+                // The rule catches what they let through.
+                broken_by_check_then_write += claims.count(ClaimKind::FenceRuleBroken);
+                continue;
+            }
             assert!(
                 claims.is_clean(),
                 "{} seed {seed}: {:?}",
@@ -133,6 +155,10 @@ fn the_built_in_store_keeps_its_own_claims_in_every_bundled_scenario() {
         }
     }
     assert!(reads > 100, "the check judged only {reads} reads");
+    assert!(
+        broken_by_check_then_write > 0,
+        "the catalogue's broken stores never broke their fence rule"
+    );
     // The pair: the same check on the group-commit store finds the loss.
     let s = scenario::load(&root().join(CRASH_AFTER_ACK)).expect("scenario");
     let buggy = python("fencelock_ack_before_fsync.py");
