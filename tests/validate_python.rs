@@ -201,3 +201,25 @@ fn a_daemon_an_implementation_started_is_ended_with_its_run() {
         );
     }
 }
+
+#[test]
+fn the_reference_coordinator_times_leases_on_the_monotonic_clock_so_a_wall_jump_loses_nothing() {
+    // The built-in coordinator times leases on the wall clock (as Redis
+    // does): the jump ends A's lease early and an update is lost, every seed.
+    let (code, text) = {
+        let out = Command::new(env!("CARGO_BIN_EXE_fencesim"))
+            .current_dir(root())
+            .args(["validate", "--seeds", "3", "--jobs", "2", "--node"])
+            .arg(format!("coordinator={}", python("fencelock.py")))
+            .arg("examples/python/scenarios/coordinator-clock-jump.toml")
+            .output()
+            .expect("run fencesim");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    assert_eq!(code, 0, "{text}");
+    let cells: Vec<&str> = row(&text, "coordinator-clock-jump").split_whitespace().collect();
+    assert_eq!(&cells[1..], ["3", "3", "0", "0", "-", "-", "lost_update×3"], "{text}");
+}

@@ -465,3 +465,34 @@ pub fn validate_scenario(
         stopped,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::coordinator::CoordinatorConfig;
+
+    #[test]
+    fn every_coordinator_replica_is_told_its_index_its_group_and_how_replicas_replicate() {
+        let dir = Directory {
+            nodes: ["worker/A", "coord/0", "coord/1", "coord/2", "resource/0"]
+                .map(String::from)
+                .to_vec(),
+            keys: vec!["doc".into()],
+        };
+        let mut c = CoordinatorConfig::single(5, ReleaseStyle::CompareAndDelete, true, NodeId(1));
+        c.replicas = 3;
+        c.index = 1;
+        c.replication = Replication::Async { lag_ns: 7 };
+        let (kind, config) = role_config(&dir, &Role::Coordinator(c));
+        assert_eq!(kind, "coordinator");
+        assert_eq!(config["replica"], json!(1));
+        assert_eq!(config["replicas"], json!(3));
+        assert_eq!(config["replica_ids"], json!(["coord/0", "coord/1", "coord/2"]));
+        assert_eq!(config["replication"], json!({ "kind": "async", "lag_ns": 7 }));
+        // A single coordinator: index 0 of a group of one.
+        let single = CoordinatorConfig::single(5, ReleaseStyle::Del, true, NodeId(1));
+        let (_, config) = role_config(&dir, &Role::Coordinator(single));
+        assert_eq!(config["replica_ids"], json!(["coord/0"]));
+        assert_eq!(config["replication"], json!({ "kind": "none" }));
+    }
+}
