@@ -10,8 +10,8 @@ use std::path::Path;
 use std::process::Command;
 
 use fencesim::history::Kind;
-use fencesim::validate::{self, Implementations, Limits};
 use fencesim::scenario;
+use fencesim::validate::{self, Implementations, Limits};
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -23,7 +23,10 @@ const STRICT: &str = "examples/python/scenarios/duplicated-write-strict.toml";
 const UNFENCED: &str = "scenarios/real-systems/duplicated-write.toml";
 
 fn reference() -> String {
-    format!("python3 {}", root().join("examples/python/fencelock.py").display())
+    format!(
+        "python3 {}",
+        root().join("examples/python/fencelock.py").display()
+    )
 }
 
 fn store(mode: &str) -> String {
@@ -68,7 +71,11 @@ fn row(text: &str, scenario: &str) -> Vec<String> {
 fn an_idempotent_store_that_says_applied_false_is_clean_and_its_twins_are_caught() {
     let (code, text) = validate_cli(&store("idempotent"), &[THEN_READ]);
     assert_eq!(code, 0, "{text}");
-    assert_eq!(row(&text, "duplicated-write-then-read")[..5], ["2", "2", "0", "0", "-"], "{text}");
+    assert_eq!(
+        row(&text, "duplicated-write-then-read")[..5],
+        ["2", "2", "0", "0", "-"],
+        "{text}"
+    );
 
     // Without the claim, the harness must take the duplicate's write_ok as applied.
     let (code, text) = validate_cli(&store("idempotent_unclaimed"), &[THEN_READ]);
@@ -78,7 +85,12 @@ fn an_idempotent_store_that_says_applied_false_is_clean_and_its_twins_are_caught
     // The claim is checked against later reads: "not applied", but C read A's copy.
     let (code, text) = validate_cli(&store("lying_idempotent"), &[THEN_READ]);
     assert_eq!(code, 1, "{text}");
-    assert!(text.contains("VIOLATION acked_write_lost on key doc: write of value 2001 was acknowledged"), "{text}");
+    assert!(
+        text.contains(
+            "VIOLATION acked_write_lost on key doc: write of value 2001 was acknowledged"
+        ),
+        "{text}"
+    );
 }
 
 #[test]
@@ -109,7 +121,10 @@ fn applied_false_is_recorded_as_write_deduplicated_and_only_for_the_duplicate() 
 fn a_store_that_accepts_an_equal_token_under_strict_breaks_its_rule_and_the_reference_does_not() {
     let (code, text) = validate_cli(&store("equal_token"), &[STRICT]);
     assert_eq!(code, 1, "{text}");
-    assert!(row(&text, "duplicated-write-strict")[4].starts_with("fence_rule_broken×2"), "{text}");
+    assert!(
+        row(&text, "duplicated-write-strict")[4].starts_with("fence_rule_broken×2"),
+        "{text}"
+    );
     assert!(
         text.contains("the store was configured strict and must accept only fence < token"),
         "{text}"
@@ -119,7 +134,11 @@ fn a_store_that_accepts_an_equal_token_under_strict_breaks_its_rule_and_the_refe
 
     let (code, text) = validate_cli(&reference(), &[STRICT]);
     assert_eq!(code, 0, "{text}");
-    assert_eq!(row(&text, "duplicated-write-strict")[..5], ["2", "2", "0", "0", "-"], "{text}");
+    assert_eq!(
+        row(&text, "duplicated-write-strict")[..5],
+        ["2", "2", "0", "0", "-"],
+        "{text}"
+    );
 }
 
 #[test]
@@ -130,17 +149,29 @@ fn a_violation_the_scenario_expects_is_shown_as_the_scenarios_beside_the_built_i
     assert_eq!(code, 0, "{text}");
     let unfenced = row(&text, "duplicated-write");
     assert_eq!(unfenced[..5], ["2", "2", "0", "0", "-"], "{text}");
-    let line = text.lines().find(|l| l.starts_with("duplicated-write ")).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("duplicated-write "))
+        .unwrap();
     assert_eq!(
         line.matches("stale_write×2").count(),
         2,
         "scenario's and built-in columns: {text}"
     );
-    assert!(text.contains("verdict: CLEAN: no violations of the implementation's"), "{text}");
+    assert!(
+        text.contains("verdict: CLEAN: no violations of the implementation's"),
+        "{text}"
+    );
     // The pair: the same kind where the scenario does not allow it fails.
     let (code, text) = validate_cli(&store("idempotent_unclaimed"), &[THEN_READ]);
     assert_eq!(code, 1, "{text}");
-    let line = text.lines().find(|l| l.starts_with("duplicated-write-then-read ")).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("duplicated-write-then-read "))
+        .unwrap();
     assert!(line.contains("stale_write×2"), "{text}");
-    assert!(line.trim_end().ends_with('-'), "the built-in is clean there: {text}");
+    assert!(
+        line.trim_end().ends_with('-'),
+        "the built-in is clean there: {text}"
+    );
 }

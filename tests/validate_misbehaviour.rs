@@ -151,7 +151,11 @@ fn a_process_flooding_lines_without_step_done_is_cut_off() {
         "more than 1000 output lines for one input without step_done; its first lines:",
     );
     let sample = r#"      | {"src": "coord/0", "dest": "harness", "body": {"type": "cancel_timer", "timer": 0, "step": 3}}"#;
-    assert!(o.stdout.contains(sample), "a sample of the flood is shown:\n{}", o.stdout);
+    assert!(
+        o.stdout.contains(sample),
+        "a sample of the flood is shown:\n{}",
+        o.stdout
+    );
 }
 
 #[test]
@@ -173,7 +177,10 @@ fn validate_raw(mode: &str, fake_seed: &str, args: &[&str]) -> Outcome {
         .arg("validate")
         .args(args)
         .arg("--node")
-        .arg(format!("coordinator=python3 {} {mode} {fake_seed}", fake.display()))
+        .arg(format!(
+            "coordinator=python3 {} {mode} {fake_seed}",
+            fake.display()
+        ))
         .arg(SCENARIO)
         .output()
         .expect("run fencesim");
@@ -195,14 +202,26 @@ fn assert_all_gone(pids: &[u32]) {
         std::thread::sleep(Duration::from_millis(50));
     }
     let alive: Vec<u32> = pids.iter().copied().filter(|&p| running(p)).collect();
-    assert!(alive.is_empty(), "processes outlived the harness: {alive:?}");
+    assert!(
+        alive.is_empty(),
+        "processes outlived the harness: {alive:?}"
+    );
 }
 
 #[test]
 fn a_line_written_after_step_done_is_refused_the_same_way_in_twenty_runs_of_a_racy_fake() {
     // The fake writes a line of the finished step 0-3 ms after its
     // step_done: before the next input or after it, as the race falls.
-    let args = ["--seed-start", "1", "--seeds", "1", "--jobs", "1", "--step-timeout-ms", "3000"];
+    let args = [
+        "--seed-start",
+        "1",
+        "--seeds",
+        "1",
+        "--jobs",
+        "1",
+        "--step-timeout-ms",
+        "3000",
+    ];
     let first = validate_raw("late_line", "1", &args);
     assert_eq!(first.code, 3, "{}", first.stdout);
     assert!(
@@ -212,8 +231,18 @@ fn a_line_written_after_step_done_is_refused_the_same_way_in_twenty_runs_of_a_ra
         "{}",
         first.stdout
     );
-    assert!(first.stdout.contains(r#""type": "cancel_timer", "timer": 0, "step": 3"#), "{}", first.stdout);
-    assert!(first.stdout.contains("answering stdin line 4: "), "{}", first.stdout);
+    assert!(
+        first
+            .stdout
+            .contains(r#""type": "cancel_timer", "timer": 0, "step": 3"#),
+        "{}",
+        first.stdout
+    );
+    assert!(
+        first.stdout.contains("answering stdin line 4: "),
+        "{}",
+        first.stdout
+    );
     for run in 1..20 {
         let again = validate_raw("late_line", "1", &args);
         assert_eq!(
@@ -227,8 +256,16 @@ fn a_line_written_after_step_done_is_refused_the_same_way_in_twenty_runs_of_a_ra
 #[test]
 fn a_setsid_daemon_started_by_an_implementation_does_not_outlive_validate() {
     for mode in ["daemon", "daemon_noenv"] {
-        let o = validate_raw(mode, "1", &["--seeds", "2", "--jobs", "1", "--step-timeout-ms", "3000"]);
-        assert_eq!(o.code, 0, "{mode}: the daemon is no protocol break:\n{}", o.stdout);
+        let o = validate_raw(
+            mode,
+            "1",
+            &["--seeds", "2", "--jobs", "1", "--step-timeout-ms", "3000"],
+        );
+        assert_eq!(
+            o.code, 0,
+            "{mode}: the daemon is no protocol break:\n{}",
+            o.stdout
+        );
         // Seed 0's process, seed 1's process and seed 1's daemon.
         assert!(o.pids.len() >= 3, "{mode}: {:?}", o.pids);
         assert_all_gone(&o.pids);
@@ -237,7 +274,11 @@ fn a_setsid_daemon_started_by_an_implementation_does_not_outlive_validate() {
 
 #[test]
 fn a_process_that_exits_before_init_ok_is_told_so() {
-    let o = validate_raw("exit_at_init", "1", &["--seeds", "3", "--jobs", "1", "--step-timeout-ms", "3000"]);
+    let o = validate_raw(
+        "exit_at_init",
+        "1",
+        &["--seeds", "3", "--jobs", "1", "--step-timeout-ms", "3000"],
+    );
     assert_eq!(o.code, 3, "{}", o.stdout);
     assert!(
         o.stdout
@@ -245,14 +286,26 @@ fn a_process_that_exits_before_init_ok_is_told_so() {
         "{}",
         o.stdout
     );
-    assert!(o.stdout.contains("| fake: no init_ok from me"), "{}", o.stdout);
-    assert!(o.stdout.contains("answering stdin line 1: "), "{}", o.stdout);
+    assert!(
+        o.stdout.contains("| fake: no init_ok from me"),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        o.stdout.contains("answering stdin line 1: "),
+        "{}",
+        o.stdout
+    );
 }
 
 #[test]
 fn repeated_identical_implementation_errors_stop_the_scenario_and_say_so() {
     let started = Instant::now();
-    let o = validate_raw("hang", "", &["--seeds", "8", "--jobs", "1", "--step-timeout-ms", "1000"]);
+    let o = validate_raw(
+        "hang",
+        "",
+        &["--seeds", "8", "--jobs", "1", "--step-timeout-ms", "1000"],
+    );
     assert_eq!(o.code, 3, "{}", o.stdout);
     assert!(
         o.stdout.contains(
@@ -261,8 +314,16 @@ fn repeated_identical_implementation_errors_stop_the_scenario_and_say_so() {
         "{}",
         o.stdout
     );
-    assert!(o.stdout.contains("verdict: IMPLEMENTATION ERROR in 3 runs"), "{}", o.stdout);
-    assert!(started.elapsed() < Duration::from_secs(25), "{:?}", started.elapsed());
+    assert!(
+        o.stdout.contains("verdict: IMPLEMENTATION ERROR in 3 runs"),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(25),
+        "{:?}",
+        started.elapsed()
+    );
     assert_all_gone(&o.pids);
 }
 
@@ -270,14 +331,21 @@ fn repeated_identical_implementation_errors_stop_the_scenario_and_say_so() {
 fn the_repro_line_carries_the_step_timeout_and_reproduces_the_failure() {
     // Seed 1's acquire takes 4 s: a step timeout at 2000 ms, not at the default 5000.
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let o = validate_raw("slow", "1", &["--seeds", "2", "--jobs", "1", "--step-timeout-ms", "2000"]);
+    let o = validate_raw(
+        "slow",
+        "1",
+        &["--seeds", "2", "--jobs", "1", "--step-timeout-ms", "2000"],
+    );
     assert_eq!(o.code, 3, "{}", o.stdout);
     let repro = o
         .stdout
         .lines()
         .find_map(|l| l.strip_prefix("repro: "))
         .expect("a repro line");
-    assert!(repro.contains("--step-timeout-ms 2000 --seed-start 1 --seeds 1"), "{repro}");
+    assert!(
+        repro.contains("--step-timeout-ms 2000 --seed-start 1 --seeds 1"),
+        "{repro}"
+    );
     let command = repro.replacen("fencesim", env!("CARGO_BIN_EXE_fencesim"), 1);
     let again = Command::new("sh")
         .current_dir(root)
@@ -288,7 +356,9 @@ fn the_repro_line_carries_the_step_timeout_and_reproduces_the_failure() {
     let text = String::from_utf8_lossy(&again.stdout);
     assert_eq!(again.status.code(), Some(3), "{text}");
     assert!(
-        text.contains("implementation error in coord/0 (step timeout): no step_done within 2000 ms"),
+        text.contains(
+            "implementation error in coord/0 (step timeout): no step_done within 2000 ms"
+        ),
         "{text}"
     );
 }
@@ -299,11 +369,25 @@ fn zero_seeds_is_bad_input() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let out = Command::new(env!("CARGO_BIN_EXE_fencesim"))
         .current_dir(root)
-        .args(["validate", "--seeds", "0", "--node", "coordinator=python3 examples/python/fencelock.py"])
+        .args([
+            "validate",
+            "--seeds",
+            "0",
+            "--node",
+            "coordinator=python3 examples/python/fencelock.py",
+        ])
         .arg(SCENARIO)
         .output()
         .expect("run fencesim");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "stdout:\n{}\nstderr:\n{stderr}", String::from_utf8_lossy(&out.stdout));
-    assert!(stderr.contains("--seeds"), "the message names the flag: {stderr}");
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "stdout:\n{}\nstderr:\n{stderr}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(
+        stderr.contains("--seeds"),
+        "the message names the flag: {stderr}"
+    );
 }

@@ -220,6 +220,12 @@ fn the_reference_coordinator_times_leases_on_the_monotonic_clock_so_a_wall_jump_
         )
     };
     assert_eq!(code, 0, "{text}");
-    let cells: Vec<&str> = row(&text, "coordinator-clock-jump").split_whitespace().collect();
-    assert_eq!(&cells[1..], ["3", "3", "0", "0", "-", "-", "lost_update×3"], "{text}");
+    let cells: Vec<&str> = row(&text, "coordinator-clock-jump")
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        &cells[1..],
+        ["3", "3", "0", "0", "-", "-", "lost_update×3"],
+        "{text}"
+    );
 }

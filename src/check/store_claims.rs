@@ -491,7 +491,10 @@ mod tests {
             (Kind::WriteAccepted, 1001, 2),
             (Kind::WriteAccepted, 1002, 1),
         ]);
-        assert_eq!(check_with_rule(&lower, NON_STRICT).count(ClaimKind::FenceRuleBroken), 1);
+        assert_eq!(
+            check_with_rule(&lower, NON_STRICT).count(ClaimKind::FenceRuleBroken),
+            1
+        );
         let rising = with_tokens(&[
             (Kind::WriteAccepted, 1001, 1),
             (Kind::WriteAccepted, 1002, 2),
@@ -499,7 +502,10 @@ mod tests {
         assert!(check_with_rule(&rising, STRICT).is_clean());
         let mut tokenless = with_tokens(&[(Kind::WriteAccepted, 1001, 1)]);
         tokenless.events[0].token = None;
-        assert_eq!(check_with_rule(&tokenless, NON_STRICT).count(ClaimKind::FenceRuleBroken), 1);
+        assert_eq!(
+            check_with_rule(&tokenless, NON_STRICT).count(ClaimKind::FenceRuleBroken),
+            1
+        );
     }
 
     #[test]

@@ -205,8 +205,16 @@ pub fn cmd_validate(
                     println!(
                         "the implementation's: {}; the scenario's: {}; built-in on this seed: {}",
                         j.own.join(" "),
-                        if j.scenario.is_empty() { "-".into() } else { j.scenario.join(" ") },
-                        if s.baseline.is_empty() { "clean".into() } else { s.baseline.join(" ") },
+                        if j.scenario.is_empty() {
+                            "-".into()
+                        } else {
+                            j.scenario.join(" ")
+                        },
+                        if s.baseline.is_empty() {
+                            "clean".into()
+                        } else {
+                            s.baseline.join(" ")
+                        },
                     );
                 }
             }

@@ -88,7 +88,11 @@ impl fmt::Display for ImplError {
             write!(f, "\n    stdout line {n}: {}", clip(text, LINE_SHOWN_MAX))?;
         }
         if let Some((n, text)) = &self.input {
-            write!(f, "\n    answering stdin line {n}: {}", clip(text, LINE_SHOWN_MAX))?;
+            write!(
+                f,
+                "\n    answering stdin line {n}: {}",
+                clip(text, LINE_SHOWN_MAX)
+            )?;
         }
         write!(f, "\n    command: {}", self.command)?;
         if !self.stderr_tail.trim().is_empty() {

@@ -85,7 +85,12 @@ impl Implementations {
 /// The fence rule a scenario's resource is given (`None`: unfenced), as
 /// `init` tells it and as the store-claims check holds the store to it.
 pub fn fence_rule(cfg: &ResourceConfig) -> Option<FenceRule> {
-    let rule = |strict, fence_reads| Some(FenceRule { strict, fence_reads });
+    let rule = |strict, fence_reads| {
+        Some(FenceRule {
+            strict,
+            fence_reads,
+        })
+    };
     match cfg.check {
         FenceCheck::None => None,
         FenceCheck::Cas {
@@ -277,9 +282,7 @@ fn mark_unapplied(history: &mut History, acks: &[(NodeId, u64, bool)]) {
             continue;
         }
         let Some(op) = e.op_id else { continue };
-        let applied = pending
-            .get_mut(&(e.node, op))
-            .and_then(VecDeque::pop_front);
+        let applied = pending.get_mut(&(e.node, op)).and_then(VecDeque::pop_front);
         if applied == Some(false) {
             e.kind = Kind::WriteDeduplicated;
         }
@@ -325,7 +328,9 @@ pub struct ScenarioValidation {
 }
 
 /// `kind×seeds` for every kind in the lists, in first-seen order.
-fn count_kinds<'a>(lists: impl Iterator<Item = &'a Vec<&'static str>>) -> Vec<(&'static str, usize)> {
+fn count_kinds<'a>(
+    lists: impl Iterator<Item = &'a Vec<&'static str>>,
+) -> Vec<(&'static str, usize)> {
     let mut counts: Vec<(&'static str, usize)> = Vec::new();
     for kinds in lists {
         for k in kinds {
@@ -429,7 +434,10 @@ pub fn validate_scenario(
                 .into_par_iter()
                 .map(|seed| {
                     let verdict = run_seed(&scenario.options, seed, impls, limits, false);
-                    let baseline = crate::suite::run_seed(scenario, seed).report.kinds().collect();
+                    let baseline = crate::suite::run_seed(scenario, seed)
+                        .report
+                        .kinds()
+                        .collect();
                     (seed, verdict, baseline)
                 })
                 .collect()
@@ -487,8 +495,14 @@ mod tests {
         assert_eq!(kind, "coordinator");
         assert_eq!(config["replica"], json!(1));
         assert_eq!(config["replicas"], json!(3));
-        assert_eq!(config["replica_ids"], json!(["coord/0", "coord/1", "coord/2"]));
-        assert_eq!(config["replication"], json!({ "kind": "async", "lag_ns": 7 }));
+        assert_eq!(
+            config["replica_ids"],
+            json!(["coord/0", "coord/1", "coord/2"])
+        );
+        assert_eq!(
+            config["replication"],
+            json!({ "kind": "async", "lag_ns": 7 })
+        );
         // A single coordinator: index 0 of a group of one.
         let single = CoordinatorConfig::single(5, ReleaseStyle::Del, true, NodeId(1));
         let (_, config) = role_config(&dir, &Role::Coordinator(single));

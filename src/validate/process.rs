@@ -270,7 +270,11 @@ impl ProcessNode {
                     } else {
                         "init_ok: it never completed the handshake"
                     };
-                    self.fail(ImplErrorKind::Exited, format!("{status} before {before}"), None)
+                    self.fail(
+                        ImplErrorKind::Exited,
+                        format!("{status} before {before}"),
+                        None,
+                    )
                 }
                 Err(RecvTimeoutError::Timeout) => self.fail(
                     ImplErrorKind::StepTimeout,
@@ -332,7 +336,10 @@ impl ProcessNode {
                 }
             }
         }
-        let shown: Vec<String> = sample.iter().map(|l| format!("\n      | {}", super::error::clip(l, 160))).collect();
+        let shown: Vec<String> = sample
+            .iter()
+            .map(|l| format!("\n      | {}", super::error::clip(l, 160)))
+            .collect();
         let last = self.stdout_lines;
         self.fail(
             ImplErrorKind::Flooding,
@@ -381,11 +388,14 @@ impl ProcessNode {
                     )));
                 };
                 if from != to {
-                    return Err((wrong, format!(
+                    return Err((
+                        wrong,
+                        format!(
                         "in_reply_to {in_reply_to} is a request from {}, but the reply goes to {}",
                         self.dir.node_name(from),
                         self.dir.node_name(to)
-                    )));
+                    ),
+                    ));
                 }
                 match wire::reply(&request, &body) {
                     Ok(msg) => {
@@ -465,7 +475,6 @@ impl Drop for ProcessNode {
         }
     }
 }
-
 
 fn read_lines(stdout: impl Read, tx: SyncSender<Line>, max: usize) {
     let mut reader = BufReader::new(stdout);

@@ -615,11 +615,12 @@ mod tests {
         let line = r#"{"src":"resource/0","dest":"worker/A","body":{"type":"error","step":9,"in_reply_to":9,"code":22,"fence":2}}"#;
         let Written {
             step: 9,
-            out: Output::Reply {
-                to,
-                in_reply_to,
-                body,
-            },
+            out:
+                Output::Reply {
+                    to,
+                    in_reply_to,
+                    body,
+                },
         } = parse_output(&dir(), NodeId(2), line).unwrap()
         else {
             panic!("not a reply")
@@ -663,8 +664,7 @@ mod tests {
             parse_output(&d, NodeId(1), "{oops"),
             Err(WireError::Json(_))
         ));
-        let foreign =
-            r#"{"src":"coord/1","dest":"harness","body":{"type":"step_done","step":1,"in_reply_to":1}}"#;
+        let foreign = r#"{"src":"coord/1","dest":"harness","body":{"type":"step_done","step":1,"in_reply_to":1}}"#;
         assert!(matches!(
             parse_output(&d, NodeId(1), foreign),
             Err(WireError::Invalid(m)) if m.contains("coord/0")
@@ -674,7 +674,8 @@ mod tests {
     #[test]
     fn a_line_without_step_is_refused_and_says_what_step_is() {
         let d = dir();
-        let old = r#"{"src":"coord/0","dest":"harness","body":{"type":"step_done","in_reply_to":1}}"#;
+        let old =
+            r#"{"src":"coord/0","dest":"harness","body":{"type":"step_done","in_reply_to":1}}"#;
         assert!(matches!(
             parse_output(&d, NodeId(1), old),
             Err(WireError::Invalid(m)) if m.contains("missing field \"step\"") && m.contains("the msg_id of the input it belongs to")
@@ -682,7 +683,10 @@ mod tests {
         let new = r#"{"src":"coord/0","dest":"harness","body":{"type":"step_done","step":4,"in_reply_to":4}}"#;
         assert_eq!(
             parse_output(&d, NodeId(1), new).unwrap(),
-            Written { step: 4, out: Output::StepDone { in_reply_to: 4 } }
+            Written {
+                step: 4,
+                out: Output::StepDone { in_reply_to: 4 }
+            }
         );
     }
 }
