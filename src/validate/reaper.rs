@@ -132,14 +132,18 @@ mod imp {
     }
 
     /// Reaps `pids` that are (or become) zombie children of this process;
-    /// gives each a short while to die after SIGKILL.
+    /// gives each up to a second to die after SIGKILL. One whose parent was
+    /// killed too is re-parented to us (the subreaper) only once that parent
+    /// is gone, so "not our child yet" is waited out while it still exists.
     fn reap(pids: &BTreeSet<u32>) {
         for &pid in pids {
-            for _ in 0..100 {
+            for _ in 0..500 {
                 let mut status = 0;
-                // SAFETY: waitpid on one pid; ECHILD (not our child) ends the loop.
+                // SAFETY: waitpid on one pid; -1 (ECHILD) if it is not our child.
                 let r = unsafe { libc::waitpid(pid as libc::pid_t, &mut status, libc::WNOHANG) };
-                if r != 0 {
+                let gone = r > 0
+                    || (r < 0 && !std::path::Path::new(&format!("/proc/{pid}")).exists());
+                if gone {
                     break;
                 }
                 std::thread::sleep(std::time::Duration::from_millis(2));
@@ -168,11 +172,10 @@ mod imp {
             for &pid in &victims {
                 kill(pid);
             }
-            let adopted: BTreeSet<u32> = procs
-                .iter()
-                .filter(|&&(pid, ppid, _)| ppid == me && pid != root && victims.contains(&pid))
-                .map(|&(pid, _, _)| pid)
-                .collect();
+            // Every victim but the root (its `Child` reaps it): those whose
+            // parent died with them end up as our zombies.
+            let mut adopted = victims.clone();
+            adopted.remove(&root);
             reap(&adopted);
             if !live {
                 break;
