@@ -106,6 +106,10 @@ pub enum Strike {
     /// Fail the coordinator group over (the primary dies before it
     /// replicates the grant it just sent).
     Failover,
+    /// Stall the resource (a stop-the-world pause of a node the scenario
+    /// may crash) right after a worker sent it a write: writes pile up and
+    /// are checked, in arrival order, at resume.
+    Stall,
 }
 
 impl Strike {
@@ -115,6 +119,7 @@ impl Strike {
             Strike::PastTtl => "pause-past-ttl",
             Strike::Crash => "crash",
             Strike::Failover => "failover",
+            Strike::Stall => "stall",
         }
     }
 }
@@ -130,10 +135,27 @@ fn anchor_kinds(role: &Role) -> &'static [Kind] {
 }
 
 /// The strikes the scenario's fault vocabulary allows right after `node`
-/// records `kind`: pauses only where random pauses may strike, crashes only
-/// where random crashes may, failover only with replicas and a failover
-/// rate. Empty when nothing may strike there.
-pub fn strikes_at(o: &Options, node: NodeId, kind: Kind) -> Vec<Strike> {
+/// records `kind`, with the node each strikes: pauses only where random
+/// pauses may strike, crashes (and stalls) only where random crashes may,
+/// failover only with replicas and a failover rate. Empty when nothing may
+/// strike there.
+pub fn strikes_at(o: &Options, node: NodeId, kind: Kind) -> Vec<(Strike, NodeId)> {
+    let mut out: Vec<(Strike, NodeId)> = own_strikes_at(o, node, kind)
+        .into_iter()
+        .map(|s| (s, node))
+        .collect();
+    let r = &o.random;
+    if kind == Kind::WriteSent && r.crash_probability > 0.0 {
+        if let Some(Role::Worker(w)) = o.nodes.get(node.0 as usize).map(|n| &n.role) {
+            if r.crash_nodes.contains(&w.resource) && r.pause_max_ns > 0 {
+                out.push((Strike::Stall, w.resource));
+            }
+        }
+    }
+    out
+}
+
+fn own_strikes_at(o: &Options, node: NodeId, kind: Kind) -> Vec<Strike> {
     let r = &o.random;
     let Some(spec) = o.nodes.get(node.0 as usize) else {
         return Vec::new();
@@ -173,21 +195,20 @@ pub fn past_ttl_ns(o: &Options) -> Nanos {
 /// `pause_ns` is the pause length, `restart_ns` the crash's restart delay.
 pub fn strike_fault(
     strike: Strike,
-    node: NodeId,
-    kind: Kind,
-    nth: u32,
+    target: NodeId,
+    (node, kind, nth): (NodeId, Kind, u32),
     pause_ns: Nanos,
     restart_ns: Nanos,
 ) -> Fault {
     let when = When::After { node, kind, nth };
     match strike {
-        Strike::Pause | Strike::PastTtl => Fault::Pause {
-            node,
+        Strike::Pause | Strike::PastTtl | Strike::Stall => Fault::Pause {
+            node: target,
             when,
             duration_ns: pause_ns,
         },
         Strike::Crash => Fault::Crash {
-            node,
+            node: target,
             when,
             restart_after_ns: Some(restart_ns),
         },
@@ -198,9 +219,9 @@ pub fn strike_fault(
     }
 }
 
-/// One place an anchored fault may go: (node, event kind, strike, how many
-/// such events the node may record, at most).
-type Slot = (NodeId, Kind, Strike, u32);
+/// One place an anchored fault may go: (node, event kind, strike, struck
+/// node, how many such events the node may record, at most).
+type Slot = (NodeId, Kind, Strike, NodeId, u32);
 
 /// Every (node, event, strike) the vocabulary allows, in node order, with
 /// the largest `nth` worth drawing: a worker's events up to its ops, a
@@ -222,8 +243,8 @@ pub fn anchored_vocabulary(o: &Options) -> Vec<Slot> {
             _ => total_ops,
         };
         for &kind in anchor_kinds(&spec.role) {
-            for strike in strikes_at(o, node, kind) {
-                out.push((node, kind, strike, max_nth));
+            for (strike, target) in strikes_at(o, node, kind) {
+                out.push((node, kind, strike, target, max_nth));
             }
         }
     }
@@ -246,7 +267,8 @@ pub fn resolve_anchored(o: &Options, seed: u64) -> Vec<Fault> {
     let mut out = Vec::new();
     for _ in 0..r.anchored_max {
         let fires = rng.chance(r.anchored_probability);
-        let (node, kind, strike, max_nth) = vocabulary[rng.below(vocabulary.len() as u64) as usize];
+        let (node, kind, strike, target, max_nth) =
+            vocabulary[rng.below(vocabulary.len() as u64) as usize];
         let nth = rng.between(1, u64::from(max_nth)) as u32;
         let pause_ns = ms_between(&mut rng, r.pause_min_ns, r.pause_max_ns);
         let restart_ns = ms_between(&mut rng, r.restart_min_ns, r.restart_max_ns);
@@ -255,7 +277,13 @@ pub fn resolve_anchored(o: &Options, seed: u64) -> Vec<Fault> {
                 Strike::PastTtl => past_ttl_ns(o),
                 _ => pause_ns,
             };
-            out.push(strike_fault(strike, node, kind, nth, pause_ns, restart_ns));
+            out.push(strike_fault(
+                strike,
+                target,
+                (node, kind, nth),
+                pause_ns,
+                restart_ns,
+            ));
         }
     }
     out
