@@ -25,17 +25,40 @@ const MAX_SEEDS: u64 = 10_000;
 
 /// (label, `[protocol]` lines replacing `kind = "fenced-cas"`, violation kind).
 const UNSAFE: [(&str, &str, &str); 5] = [
-    ("incr-beside-lease", "kind = \"incr-beside-lease\"", "stale_write"),
-    ("incr-beside-lease", "kind = \"incr-beside-lease\"", "token_order"),
-    ("fenced-check-then-write", "kind = \"fenced-check-then-write\"", "stale_write"),
-    ("fenced-cas, volatile fence", "kind = \"fenced-cas\"\nvolatile_fence = true", "stale_write"),
-    ("github-2012-pair", "kind = \"github-2012-pair\"", "two_actives"),
+    (
+        "incr-beside-lease",
+        "kind = \"incr-beside-lease\"",
+        "stale_write",
+    ),
+    (
+        "incr-beside-lease",
+        "kind = \"incr-beside-lease\"",
+        "token_order",
+    ),
+    (
+        "fenced-check-then-write",
+        "kind = \"fenced-check-then-write\"",
+        "stale_write",
+    ),
+    (
+        "fenced-cas, volatile fence",
+        "kind = \"fenced-cas\"\nvolatile_fence = true",
+        "stale_write",
+    ),
+    (
+        "github-2012-pair",
+        "kind = \"github-2012-pair\"",
+        "two_actives",
+    ),
 ];
 
 const SAFE: [(&str, &str); 4] = [
     ("fenced-cas", "kind = \"fenced-cas\""),
     ("fenced-cas, strict", "kind = \"fenced-cas\"\nstrict = true"),
-    ("fenced-cas, fence_reads", "kind = \"fenced-cas\"\nfence_reads = true"),
+    (
+        "fenced-cas, fence_reads",
+        "kind = \"fenced-cas\"\nfence_reads = true",
+    ),
     ("consensus-generation", "kind = \"consensus-generation\""),
 ];
 
@@ -86,9 +109,7 @@ const SAMPLE_SEEDS: u64 = 2_000;
 
 fn fails(s: &Scenario, mode: Mode, kind: &str, seed: u64) -> bool {
     let out = sim::run(&options(s, mode, seed), seed, false);
-    check::check(&out.history)
-        .kinds()
-        .any(|k| k.name() == kind)
+    check::check(&out.history).kinds().any(|k| k.name() == kind)
 }
 
 /// `first (1/p)`: the 1-based count of seeds up to the first that shows
@@ -96,7 +117,9 @@ fn fails(s: &Scenario, mode: Mode, kind: &str, seed: u64) -> bool {
 /// seeds `0..SAMPLE_SEEDS` (one first-hit is a single noisy sample).
 fn cell(s: &Scenario, mode: Mode, kind: &str) -> String {
     let first = (0..MAX_SEEDS).find(|&seed| fails(s, mode, kind, seed));
-    let hits = (0..SAMPLE_SEEDS).filter(|&seed| fails(s, mode, kind, seed)).count() as u64;
+    let hits = (0..SAMPLE_SEEDS)
+        .filter(|&seed| fails(s, mode, kind, seed))
+        .count() as u64;
     let mean = if hits == 0 {
         format!(">{SAMPLE_SEEDS}")
     } else {
@@ -115,7 +138,9 @@ fn main() {
         jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
     println!("# Search power: seeds and runs to the first violation\n");
-    println!("Regenerate: `cargo run --release --example search_power > reports/search-power.md`.\n");
+    println!(
+        "Regenerate: `cargo run --release --example search_power > reports/search-power.md`.\n"
+    );
     println!(
         "Every row runs the generic random-faults scenario ({GENERIC}) with only `[protocol]` \
          changed (github-2012-pair: worker C dropped, the pair takes exactly two). *plain*, *anchored* \
@@ -148,8 +173,7 @@ fn main() {
         };
         println!(
             "| {label} | {kind} | {} | {} | {} | {} | {runs} | {faults} | {} |",
-            plain, anchored, swarmed, both,
-            r.distinct
+            plain, anchored, swarmed, both, r.distinct
         );
     }
     println!("\n## Safe protocols: the K = 2 search\n");

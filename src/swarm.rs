@@ -195,7 +195,9 @@ pub fn configure(base: &Options, seed: u64) -> (Options, Mix) {
     let clock_node = rng.below(base.nodes.len().max(1) as u64) as usize;
     let drift_negative = rng.chance(0.5);
     let ttl_ms = (base.protocol.lease_ttl_ns / MS).max(1);
-    let window_ms = (base.random.window_ns / MS).max(base.max_time_ns / MS / 2).max(1);
+    let window_ms = (base.random.window_ns / MS)
+        .max(base.max_time_ns / MS / 2)
+        .max(1);
     let jump_at_ms = rng.below(window_ms);
     let jump_ms = rng.between(ttl_ms / 2, ttl_ms * 2) as i64;
     let jump_back = rng.chance(0.5);
@@ -279,8 +281,10 @@ pub fn configure(base: &Options, seed: u64) -> (Options, Mix) {
         let ppm = (DEFAULT_RATES[CLOCK] * factor[CLOCK] * 1e6) as i64;
         let c = &mut o.nodes[clock_node].clock;
         c.drift_ppm = if drift_negative { -ppm } else { ppm };
-        c.jumps
-            .push((jump_at_ms * MS, if jump_back { -jump_ms } else { jump_ms } * MS as i64));
+        c.jumps.push((
+            jump_at_ms * MS,
+            if jump_back { -jump_ms } else { jump_ms } * MS as i64,
+        ));
         c.jumps.sort_unstable();
     }
     (o, mix)

@@ -29,9 +29,16 @@ fn anchored() -> Scenario {
 fn is_anchored(f: &Fault) -> bool {
     matches!(
         f,
-        Fault::Pause { when: When::After { .. }, .. }
-            | Fault::Crash { when: When::After { .. }, .. }
-            | Fault::Failover { when: When::After { .. }, .. }
+        Fault::Pause {
+            when: When::After { .. },
+            ..
+        } | Fault::Crash {
+            when: When::After { .. },
+            ..
+        } | Fault::Failover {
+            when: When::After { .. },
+            ..
+        }
     )
 }
 
@@ -41,7 +48,10 @@ fn anchored_faults_strike_right_after_protocol_events_of_the_vocabulary() {
     let mut kinds = std::collections::BTreeSet::new();
     for seed in 0..100 {
         for f in faults::resolve_anchored(&s.options, seed) {
-            let (Fault::Pause { when, .. } | Fault::Crash { when, .. } | Fault::Failover { when, .. }) = &f else {
+            let (Fault::Pause { when, .. }
+            | Fault::Crash { when, .. }
+            | Fault::Failover { when, .. }) = &f
+            else {
                 panic!("not a node fault: {f:?}");
             };
             let When::After { kind, nth, .. } = when else {
@@ -51,7 +61,13 @@ fn anchored_faults_strike_right_after_protocol_events_of_the_vocabulary() {
             kinds.insert(kind.name());
         }
     }
-    for k in [Kind::GrantReceived, Kind::ReadOk, Kind::WriteSent, Kind::GrantIssued, Kind::WriteAccepted] {
+    for k in [
+        Kind::GrantReceived,
+        Kind::ReadOk,
+        Kind::WriteSent,
+        Kind::GrantIssued,
+        Kind::WriteAccepted,
+    ] {
         assert!(kinds.contains(k.name()), "{k} never drawn: {kinds:?}");
     }
 }
@@ -93,18 +109,25 @@ fn anchored_faults_replay_exactly_from_the_seed_and_from_the_scripted_scenario()
         let text = scenario::emit::scripted(&source_with_anchored(), &s.options, &a.script, seed)
             .expect("emits");
         assert!(text.contains("after = "), "{text}");
-        let scripted = scenario::parse(&text, "scripted.toml").unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let scripted =
+            scenario::parse(&text, "scripted.toml").unwrap_or_else(|e| panic!("{e}\n{text}"));
         assert_eq!(scripted.options.random.anchored_probability, 0.0);
         let c = sim::run(&scripted.options, seed, false);
         assert_eq!(c.history.events, a.history.events, "seed {seed}:\n{text}");
     }
-    assert!(with_anchored >= 20, "{with_anchored}/30 seeds had anchored faults");
+    assert!(
+        with_anchored >= 20,
+        "{with_anchored}/30 seeds had anchored faults"
+    );
 }
 
 #[test]
 fn an_anchored_probability_out_of_range_is_a_located_error() {
-    let text = source_with_anchored().replace("anchored_probability = 0.9", "anchored_probability = 1.5");
-    let err = scenario::parse(&text, "x.toml").expect_err("rejected").to_string();
+    let text =
+        source_with_anchored().replace("anchored_probability = 0.9", "anchored_probability = 1.5");
+    let err = scenario::parse(&text, "x.toml")
+        .expect_err("rejected")
+        .to_string();
     assert!(err.starts_with("x.toml:"), "{err}");
     assert!(err.contains("probability"), "{err}");
 }

@@ -19,10 +19,7 @@ const GENERIC: &str = "scenarios/random/random-faults-fenced-cas.toml";
 /// The generic random-faults scenario with only the protocol changed.
 fn generic_source(protocol: &str) -> String {
     let source = std::fs::read_to_string(root().join(GENERIC)).expect("bundled scenario");
-    source.replace(
-        "kind = \"fenced-cas\"",
-        &format!("kind = \"{protocol}\""),
-    )
+    source.replace("kind = \"fenced-cas\"", &format!("kind = \"{protocol}\""))
 }
 
 fn generic(protocol: &str) -> Scenario {
@@ -51,12 +48,16 @@ fn assert_replays(protocol: &str, r: &SearchResult, kind: &str) {
     let base = search::fault_free(&s.options);
     let text = scenario::emit::scripted(&generic_source(protocol), &base, &found.script, 0)
         .expect("emits");
-    let scripted = scenario::parse(&text, "scripted.toml").unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let scripted =
+        scenario::parse(&text, "scripted.toml").unwrap_or_else(|e| panic!("{e}\n{text}"));
     assert_eq!(scripted.options.random.pause_probability, 0.0);
     let out = sim::run(&scripted.options, 0, false);
     let report = fencesim::check::check(&out.history);
     let kinds: Vec<&str> = report.kinds().map(|k| k.name()).collect();
-    assert!(kinds.contains(&kind), "{protocol}: replayed {kinds:?}\n{text}");
+    assert!(
+        kinds.contains(&kind),
+        "{protocol}: replayed {kinds:?}\n{text}"
+    );
 }
 
 #[test]
@@ -173,7 +174,10 @@ fn search_through_validate_finds_the_python_store_that_acks_before_fsync() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (code, text) = search_cli("fencelock_ack_before_fsync.py", dir.path());
     assert_eq!(code, 1, "{text}");
-    assert!(text.contains("crash resource/0 after resource/0:write_accepted#1"), "{text}");
+    assert!(
+        text.contains("crash resource/0 after resource/0:write_accepted#1"),
+        "{text}"
+    );
     assert!(text.contains("fencelock_ack_before_fsync.py"), "{text}");
     let written = std::fs::read_dir(dir.path())
         .expect("dir")
@@ -196,5 +200,8 @@ fn search_through_validate_is_clean_on_the_correct_python_store() {
     let (code, text) = search_cli("fencelock.py", dir.path());
     assert_eq!(code, 0, "{text}");
     assert!(text.contains("verdict: CLEAN"), "{text}");
-    assert!(text.contains("every placement of <=1 faults tried"), "{text}");
+    assert!(
+        text.contains("every placement of <=1 faults tried"),
+        "{text}"
+    );
 }

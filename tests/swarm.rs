@@ -25,7 +25,11 @@ fn swarm_mixes_include_every_fault_kind() {
         rates.insert((o.random.pause_probability * 1000.0) as u64);
         assert_eq!(mix & !swarm::available(&s.options), 0);
         let clock_on = o.nodes.iter().any(|n| n.clock.drift_ppm != 0);
-        assert_eq!(clock_on, swarm::names(mix).contains(&"clock"), "seed {seed}");
+        assert_eq!(
+            clock_on,
+            swarm::names(mix).contains(&"clock"),
+            "seed {seed}"
+        );
         assert_eq!(
             o.random.failover_probability > 0.0,
             swarm::names(mix).contains(&"failover"),
@@ -50,7 +54,8 @@ fn a_swarmed_seed_with_a_clock_fault_replays_from_its_scripted_scenario() {
         let a = sim::run(&o, seed, false);
         let text = scenario::emit::scripted(&source, &o, &a.script, seed).expect("emits");
         assert!(text.contains("[clock."), "{text}");
-        let scripted = scenario::parse(&text, "scripted.toml").unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let scripted =
+            scenario::parse(&text, "scripted.toml").unwrap_or_else(|e| panic!("{e}\n{text}"));
         let b = sim::run(&scripted.options, seed, false);
         assert_eq!(a.history.events, b.history.events, "seed {seed}:\n{text}");
         checked += 1;

@@ -63,9 +63,10 @@ fn write_found(
     let scripted = crate::scenario::emit::scripted(source, o, &found.script, seed)
         .map_err(|e| BadInput(format!("{file}: {e}")))?;
     let kind = crate::check::ViolationKind::from_name(found.kind);
-    let (text, how) = match kind.filter(|_| shrink).map(|k| {
-        crate::shrink::shrink(&scripted, &file, seed, false, Some(k), 5_000)
-    }) {
+    let (text, how) = match kind
+        .filter(|_| shrink)
+        .map(|k| crate::shrink::shrink(&scripted, &file, seed, false, Some(k), 5_000))
+    {
         Some(Ok(shrunk)) => (shrunk.text, "shrunk".to_string()),
         Some(Err(e)) => (scripted, format!("not shrunk: {e}")),
         None => (scripted, "not shrunk".to_string()),
@@ -88,7 +89,8 @@ pub fn cmd_search(path: &Path, args: SearchArgs) -> Result<ExitCode> {
     };
     let external = !args.nodes.is_empty();
     let process_runner = |o: &Options, seed: u64| -> Result<Execution, String> {
-        let judged = validate::run_seed(o, seed, &impls, limits, false).map_err(|e| e.to_string())?;
+        let judged =
+            validate::run_seed(o, seed, &impls, limits, false).map_err(|e| e.to_string())?;
         Ok(Execution {
             trace_hash: judged.trace_hash,
             violations: judged.kind_names(),

@@ -185,7 +185,10 @@ pub fn placements(vocab: &Options, history: &History, from: usize) -> Vec<(usize
         if strikes.is_empty() {
             continue;
         }
-        let nth = match seen.iter_mut().find(|(n, k, _)| *n == e.node && *k == e.kind) {
+        let nth = match seen
+            .iter_mut()
+            .find(|(n, k, _)| *n == e.node && *k == e.kind)
+        {
             Some((_, _, c)) => {
                 *c += 1;
                 *c
@@ -333,7 +336,9 @@ pub fn search(
             }
         }
         let level_runs = result.runs - result.levels.iter().map(|l| l.0).sum::<u64>();
-        result.levels.push((level_runs, (hashes.len() - before) as u64));
+        result
+            .levels
+            .push((level_runs, (hashes.len() - before) as u64));
         frontier = next;
     }
     result.distinct = hashes.len() as u64;
