@@ -20,6 +20,9 @@ use fencesim::sim::{self, Options};
 use fencesim::swarm;
 
 const GENERIC: &str = "scenarios/random/random-faults-fenced-cas.toml";
+/// The anchored-fault knobs of the anchored modes.
+const ANCHORED_P: f64 = 1.0;
+const ANCHORED_MAX: u32 = 3;
 /// Seeds tried before a mode is reported as not finding the violation.
 const MAX_SEEDS: u64 = 10_000;
 
@@ -88,18 +91,16 @@ fn options(s: &Scenario, mode: Mode, seed: u64) -> Options {
         Mode::Plain => s.options.clone(),
         Mode::Anchored => {
             let mut o = s.options.clone();
-            o.random.anchored_probability = 0.5;
-            o.random.anchored_max = 2;
+            o.random.anchored_probability = ANCHORED_P;
+            o.random.anchored_max = ANCHORED_MAX;
             o
         }
         Mode::Swarm => swarm::configure(&s.options, seed).0,
         Mode::AnchoredSwarm => {
             // Swarm every other kind; anchored faults always on.
-            let mut base = options(s, Mode::Anchored, seed);
-            let (mut o, _) = swarm::configure(&base, seed);
-            o.random.anchored_probability = o.random.anchored_probability.max(0.5);
-            std::mem::swap(&mut base, &mut o);
-            base
+            let (mut o, _) = swarm::configure(&options(s, Mode::Anchored, seed), seed);
+            o.random.anchored_probability = o.random.anchored_probability.max(ANCHORED_P);
+            o
         }
     }
 }
@@ -146,10 +147,10 @@ fn main() {
          changed (github-2012-pair: worker C dropped, the pair takes exactly two). *plain*, *anchored* \
          and *swarm*: the 1-based number of seeds (from seed 0) up to the first seed showing the \
          violation, at most {MAX_SEEDS} tried, and in parentheses 1/p, the mean number of seeds per \
-         violating seed over seeds 0..{SAMPLE_SEEDS}. *anchored* adds `anchored_probability = 0.5`, \
-         `anchored_max = 2` to `[random]`; *swarm* is `run --swarm`, whose mixes switch anchored \
+         violating seed over seeds 0..{SAMPLE_SEEDS}. *anchored* adds `anchored_probability = {ANCHORED_P:?}`, \
+         `anchored_max = {ANCHORED_MAX}` to `[random]`; *swarm* is `run --swarm`, whose mixes switch anchored \
          faults on and off like every other kind; *anchored + swarm* swarms every other kind and \
-         keeps anchored faults on (rate >= 0.5). *search*: \
+         keeps anchored faults on (rate >= {ANCHORED_P:?}). *search*: \
          `fencesim search FILE --faults 2` (seed 0): the position of the first violating execution \
          in the enumeration (the fault-free run is 1), the placements it needed, and the distinct \
          executions of the whole K <= 2 search.\n"

@@ -179,6 +179,9 @@ fn range_or(lo: u64, hi: u64, default: (u64, u64)) -> (u64, u64) {
 /// The options seed `seed` runs under `--swarm`, and the mix it drew.
 pub fn configure(base: &Options, seed: u64) -> (Options, Mix) {
     let avail = available(base);
+    if avail == 0 {
+        return (base.clone(), 0);
+    }
     let mut rng = Rng::stream(seed, "swarm");
     let mut mix: Mix = 0;
     let mut factor = [1.0; KINDS.len()];
