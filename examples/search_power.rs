@@ -1,11 +1,11 @@
-//! Regenerates `reports/search-power.md`: how many seeds (random faults,
+//! Regenerates `docs/search-power.md`: how many seeds (random faults,
 //! plain / swarm / anchored + swarm) and how many runs (exhaustive search
 //! with K <= 2) it takes to find each unsafe protocol's violation under the
 //! *generic* random-faults scenario (scenarios/random/random-faults-fenced-cas.toml
 //! with only `[protocol]` changed), and that the K = 2 search is clean on
 //! the safe protocols, with the number of distinct executions it covered.
 //!
-//!     cargo run --release --example search_power > reports/search-power.md
+//!     cargo run --release --example search_power > docs/search-power.md
 //!
 //! A measurement, not a test: the counts are deterministic (every run is a
 //! pure function of scenario and seed), so the file changes only when the
@@ -140,7 +140,7 @@ fn main() {
     };
     println!("# Search power: seeds and runs to the first violation\n");
     println!(
-        "Regenerate: `cargo run --release --example search_power > reports/search-power.md`.\n"
+        "Regenerate: `cargo run --release --example search_power > docs/search-power.md`.\n"
     );
     println!(
         "Every row runs the generic random-faults scenario ({GENERIC}) with only `[protocol]` \
