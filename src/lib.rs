@@ -14,6 +14,7 @@ pub mod model;
 pub mod protocol;
 pub mod report;
 pub mod scenario;
+pub mod search;
 pub mod shrink;
 pub mod sim;
 pub mod suite;

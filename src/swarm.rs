@@ -1,47 +1,126 @@
 //! Swarm testing (`fencesim run --swarm`): each seed runs a different mix
-//! of the scenario's random fault kinds, TigerBeetle-VOPR style.
+//! of fault kinds, TigerBeetle-VOPR style.
 //!
 //! Groce et al. ("Swarm Testing", ISSTA 2012) observed that running every
 //! fault at once at a fixed rate hides bugs that need one fault kind to be
 //! *absent* or much more frequent: with GC pauses, crashes, partitions,
 //! loss and delay all on, a pause long enough to outlive a lease is usually
 //! cut short by a crash or a partition that makes the stale write fail. So
-//! per seed, each of the five random kinds the scenario enables is switched
-//! on or off (probability ½) and, if on, its rate is scaled by a factor
+//! per seed, every kind of [`KINDS`] the topology allows is switched on or
+//! off (probability ½) and, if on, its rate is the scenario's base rate —
+//! or [`DEFAULT_RATES`] where the scenario has none — scaled by a factor
 //! from [`RATE_FACTORS`] (clamped to 1). At least one available kind stays
-//! on, else the seed would test nothing the scenario is about.
+//! on, else the seed would test nothing.
 //!
-//! Only *random* faults are swarmed: scripted faults are the premise of a
-//! scenario ("A pauses after its read") and stay as written. A scenario
-//! with no random faults is therefore unchanged by `--swarm`.
+//! The vocabulary is the whole fault catalogue, not just what the scenario
+//! turned on: pauses, crashes per role (worker, lock server, resource),
+//! two-way and one-way partitions, loss, duplication, delay spikes, clock
+//! drift with a jump, coordinator failover and anchored faults (see
+//! `sim::faults`). A user's own scenario with one random knob therefore
+//! gets the full swarm.
+//!
+//! Only scenarios with random faults are swarmed, and only their random
+//! faults: scripted faults are the premise of a scenario ("A pauses after
+//! its read") and stay as written. A scenario with no random faults is
+//! therefore unchanged by `--swarm`.
 //!
 //! The choices come from the dedicated named stream `swarm` of the seed
-//! (see `sim::rng`), so they shift no other draw: with a mix that keeps
-//! every rate, a swarm run is the plain run. Every probability costs the
-//! same draws whatever its value, which keeps the streams aligned.
+//! (see `sim::rng`), so they shift no other draw. Every kind costs the same
+//! draws whatever the scenario, which keeps the stream aligned.
 
+use crate::protocol::{NodeId, Role};
 use crate::sim::rng::Rng;
 use crate::sim::Options;
 
-/// The random fault kinds, in draw order; bit `i` of a mix is `KINDS[i]`.
-pub const KINDS: [&str; 5] = ["pause", "crash", "partition", "loss", "delay"];
+/// The fault kinds, in draw order; bit `i` of a mix is `KINDS[i]`.
+pub const KINDS: [&str; 12] = [
+    "pause",
+    "crash_worker",
+    "crash_server",
+    "crash_resource",
+    "partition",
+    "one_way",
+    "loss",
+    "duplicate",
+    "delay",
+    "clock",
+    "failover",
+    "anchored",
+];
 
-/// Multipliers applied to a scenario's base rate when a kind is on.
+const PAUSE: usize = 0;
+const CRASH_WORKER: usize = 1;
+const CRASH_SERVER: usize = 2;
+const CRASH_RESOURCE: usize = 3;
+const PARTITION: usize = 4;
+const ONE_WAY: usize = 5;
+const LOSS: usize = 6;
+const DUPLICATE: usize = 7;
+const DELAY: usize = 8;
+const CLOCK: usize = 9;
+const FAILOVER: usize = 10;
+const ANCHORED: usize = 11;
+
+/// Base rates for kinds the scenario leaves at zero (the bundled random
+/// scenarios' rates; `clock` is a drift of 20,000 ppm, `one_way` the
+/// chance a partition is one-way).
+pub const DEFAULT_RATES: [f64; 12] = [
+    0.5, 0.1, 0.1, 0.1, 0.2, 0.5, 0.02, 0.02, 0.03, 0.02, 0.3, 0.5,
+];
+
+/// Multipliers applied to a base rate when a kind is on.
 pub const RATE_FACTORS: [f64; 5] = [0.25, 0.5, 1.0, 2.0, 4.0];
 
 /// A set of fault kinds, one bit per entry of [`KINDS`].
-pub type Mix = u8;
+pub type Mix = u16;
 
-/// The kinds the scenario can produce at all (base rate > 0).
-pub fn available(o: &Options) -> Mix {
+const MS: u64 = 1_000_000;
+
+fn has_role(o: &Options, f: impl Fn(&Role) -> bool) -> bool {
+    o.nodes.iter().any(|n| f(&n.role))
+}
+
+fn is_server(r: &Role) -> bool {
+    matches!(r, Role::Coordinator(_) | Role::Server(_))
+}
+
+fn is_worker_like(r: &Role) -> bool {
+    matches!(r, Role::Worker(_) | Role::Alt(_))
+}
+
+/// Whether the scenario has random faults at all (else swarm leaves it be).
+pub fn has_random_faults(o: &Options) -> bool {
     let r = &o.random;
     let n = &o.network;
+    r.pause_probability > 0.0
+        || r.crash_probability > 0.0
+        || r.partition_probability > 0.0
+        || r.failover_probability > 0.0
+        || r.anchored_probability > 0.0
+        || n.loss_probability > 0.0
+        || n.delay_probability > 0.0
+        || n.duplicate_probability > 0.0
+}
+
+/// The kinds the scenario's topology allows (none without random faults).
+pub fn available(o: &Options) -> Mix {
+    if !has_random_faults(o) {
+        return 0;
+    }
+    let several = o.nodes.len() > 1;
     let on = [
-        r.pause_probability > 0.0 && !r.pause_nodes.is_empty(),
-        r.crash_probability > 0.0 && !r.crash_nodes.is_empty(),
-        r.partition_probability > 0.0 && o.nodes.len() > 1,
-        n.loss_probability > 0.0,
-        n.delay_probability > 0.0 && n.delay_max_ns >= 1_000_000,
+        has_role(o, is_worker_like),
+        has_role(o, is_worker_like),
+        has_role(o, is_server),
+        has_role(o, |r| matches!(r, Role::Resource(_))),
+        several,
+        several,
+        true,
+        true,
+        true,
+        true,
+        o.protocol.replicas > 1 && has_role(o, |r| matches!(r, Role::Coordinator(_))),
+        true,
     ];
     on.iter()
         .enumerate()
@@ -79,12 +158,33 @@ pub fn from_names<'a>(kinds: impl IntoIterator<Item = &'a str>) -> Result<Mix, S
     })
 }
 
+/// `base` if the scenario set it, else the default rate of kind `i`.
+fn base_or_default(base: f64, i: usize) -> f64 {
+    if base > 0.0 {
+        base
+    } else {
+        DEFAULT_RATES[i]
+    }
+}
+
+/// `(lo, hi)` if the scenario set a range, else the default one.
+fn range_or(lo: u64, hi: u64, default: (u64, u64)) -> (u64, u64) {
+    if hi > 0 {
+        (lo, hi)
+    } else {
+        default
+    }
+}
+
 /// The options seed `seed` runs under `--swarm`, and the mix it drew.
 pub fn configure(base: &Options, seed: u64) -> (Options, Mix) {
     let avail = available(base);
+    if avail == 0 {
+        return (base.clone(), 0);
+    }
     let mut rng = Rng::stream(seed, "swarm");
     let mut mix: Mix = 0;
-    let mut factor = [1.0; 5];
+    let mut factor = [1.0; KINDS.len()];
     for (i, f) in factor.iter_mut().enumerate() {
         // Two draws per kind, always, so the stream layout never depends on
         // which kinds the scenario has.
@@ -94,29 +194,102 @@ pub fn configure(base: &Options, seed: u64) -> (Options, Mix) {
             mix |= 1 << i;
         }
     }
-    if mix == 0 && avail != 0 {
-        let pick = rng.below(avail.count_ones() as u64) as usize;
+    // The clock kind's shape: which node, drift sign, jump time and size.
+    let clock_node = rng.below(base.nodes.len().max(1) as u64) as usize;
+    let drift_negative = rng.chance(0.5);
+    let ttl_ms = (base.protocol.lease_ttl_ns / MS).max(1);
+    let window_ms = (base.random.window_ns / MS)
+        .max(base.max_time_ns / MS / 2)
+        .max(1);
+    let jump_at_ms = rng.below(window_ms);
+    let jump_ms = rng.between(ttl_ms / 2, ttl_ms * 2) as i64;
+    let jump_back = rng.chance(0.5);
+    // "one_way" only shapes a partition: alone it would test nothing.
+    if mix & !(1 << ONE_WAY) == 0 && avail != 0 {
+        let choices = avail & !(1 << ONE_WAY);
+        let pick = rng.below(choices.count_ones() as u64) as usize;
         let bit = (0..KINDS.len())
-            .filter(|i| avail & (1 << i) != 0)
+            .filter(|i| choices & (1 << i) != 0)
             .nth(pick)
             .expect("pick < number of available kinds");
-        mix = 1 << bit;
+        mix |= 1 << bit;
         factor[bit] = 1.0;
     }
     debug_assert_eq!(mix & !avail, 0, "a mix only holds available kinds");
-    let rate = |base: f64, i: usize| {
-        if mix & (1 << i) != 0 {
-            (base * factor[i]).min(1.0)
+    let on = |i: usize| mix & (1 << i) != 0;
+    let rate = |b: f64, i: usize| {
+        if on(i) {
+            (base_or_default(b, i) * factor[i]).min(1.0)
         } else {
             0.0
         }
     };
     let mut o = base.clone();
-    o.random.pause_probability = rate(base.random.pause_probability, 0);
-    o.random.crash_probability = rate(base.random.crash_probability, 1);
-    o.random.partition_probability = rate(base.random.partition_probability, 2);
-    o.network.loss_probability = rate(base.network.loss_probability, 3);
-    o.network.delay_probability = rate(base.network.delay_probability, 4);
+    let b = &base.random;
+    let r = &mut o.random;
+    if r.window_ns == 0 {
+        r.window_ns = window_ms * MS;
+    }
+    let workers: Vec<NodeId> = (0..base.nodes.len() as u16)
+        .map(NodeId)
+        .filter(|id| is_worker_like(&base.nodes[id.0 as usize].role))
+        .collect();
+    r.pause_probability = rate(b.pause_probability, PAUSE);
+    if r.pause_nodes.is_empty() {
+        r.pause_nodes = workers;
+    }
+    (r.pause_min_ns, r.pause_max_ns) = range_or(
+        b.pause_min_ns,
+        b.pause_max_ns,
+        (1_000 * MS, 3 * ttl_ms * MS),
+    );
+    // Crashes: one rate, over the nodes of every role switched on.
+    let crash_roles = [CRASH_WORKER, CRASH_SERVER, CRASH_RESOURCE];
+    let crash_on: Vec<usize> = crash_roles.into_iter().filter(|&i| on(i)).collect();
+    r.crash_probability = crash_on
+        .first()
+        .map_or(0.0, |&i| rate(b.crash_probability, i));
+    r.crash_nodes = (0..base.nodes.len() as u16)
+        .map(NodeId)
+        .filter(|id| {
+            let role = &base.nodes[id.0 as usize].role;
+            (on(CRASH_WORKER) && is_worker_like(role))
+                || (on(CRASH_SERVER) && is_server(role))
+                || (on(CRASH_RESOURCE) && matches!(role, Role::Resource(_)))
+        })
+        .collect();
+    (r.restart_min_ns, r.restart_max_ns) =
+        range_or(b.restart_min_ns, b.restart_max_ns, (500 * MS, 3_000 * MS));
+    r.partition_probability = rate(b.partition_probability, PARTITION);
+    r.partition_one_way = on(ONE_WAY);
+    (r.partition_min_ns, r.partition_max_ns) = range_or(
+        b.partition_min_ns,
+        b.partition_max_ns,
+        (1_000 * MS, 2 * ttl_ms * MS),
+    );
+    r.failover_probability = rate(b.failover_probability, FAILOVER);
+    r.anchored_probability = rate(b.anchored_probability, ANCHORED);
+    if r.anchored_max == 0 {
+        r.anchored_max = 2;
+    }
+    let n = &mut o.network;
+    let bn = &base.network;
+    n.loss_probability = rate(bn.loss_probability, LOSS);
+    n.duplicate_probability = rate(bn.duplicate_probability, DUPLICATE);
+    n.delay_probability = rate(bn.delay_probability, DELAY);
+    if n.delay_max_ns == 0 {
+        n.delay_max_ns = 2 * ttl_ms * MS;
+    }
+    if on(CLOCK) {
+        let ppm = (DEFAULT_RATES[CLOCK] * factor[CLOCK] * 1e6) as i64;
+        let c = &mut o.nodes[clock_node].clock;
+        c.drift_ppm = if drift_negative { -ppm } else { ppm };
+        c.jumps.push((
+            jump_at_ms * MS,
+            if jump_back { -jump_ms } else { jump_ms } * MS as i64,
+        ));
+        c.jumps.sort_unstable();
+    }
     (o, mix)
 }
 
@@ -136,19 +309,24 @@ mod tests {
     fn every_seed_keeps_at_least_one_available_kind_and_only_those() {
         let s = random_scenario();
         let avail = available(&s.options);
-        assert_eq!(avail, 0b11111, "the bundled random scenario has all five");
+        assert_eq!(
+            avail,
+            0b1011_1111_1111,
+            "all but failover (one coordinator): {}",
+            label(avail)
+        );
         let mut seen = std::collections::BTreeSet::new();
         for seed in 0..200 {
             let (o, mix) = configure(&s.options, seed);
-            assert_ne!(mix, 0);
+            assert_ne!(mix & !(1 << ONE_WAY), 0);
             assert_eq!(mix & !avail, 0);
             assert_eq!(o.random.pause_probability > 0.0, mix & 1 != 0);
-            assert_eq!(o.network.delay_probability > 0.0, mix & 16 != 0);
+            assert_eq!(o.network.delay_probability > 0.0, mix & (1 << DELAY) != 0);
             assert!(o.random.crash_probability <= 1.0);
             seen.insert(mix);
         }
         assert!(
-            seen.len() > 20,
+            seen.len() > 100,
             "200 seeds explore many mixes: {}",
             seen.len()
         );
@@ -168,8 +346,8 @@ mod tests {
 
     #[test]
     fn mix_names_round_trip() {
-        assert_eq!(label(0b01001), "pause+loss");
-        assert_eq!(from_names(names(0b10110)), Ok(0b10110));
+        assert_eq!(label(0b01000001), "pause+loss");
+        assert_eq!(from_names(names(0b1010_0110)), Ok(0b1010_0110));
         assert!(from_names(["gc"]).is_err());
     }
 }

@@ -92,7 +92,9 @@ fn merged_shards_equal_the_unsharded_report_including_the_digest() {
     let dir = tempfile::tempdir().unwrap();
     let common = ["run", "scenarios", "--swarm", "--format", "json"];
     let whole = fencesim(&common);
-    assert_eq!(whole.status.code(), Some(0));
+    // The full-catalogue swarm finds what the bundled expectations do not
+    // anticipate (exit 1); merging must reproduce the verdict either way.
+    assert!(matches!(whole.status.code(), Some(0 | 1)));
     let mut shards = Vec::new();
     for i in [2, 0, 1] {
         let shard = format!("{i}/3");
@@ -104,7 +106,7 @@ fn merged_shards_equal_the_unsharded_report_including_the_digest() {
     let mut args = vec!["merge", "--format", "json"];
     args.extend(shards.iter().map(String::as_str));
     let merged = fencesim(&args);
-    assert_eq!(merged.status.code(), Some(0));
+    assert_eq!(merged.status.code(), whole.status.code());
     assert_eq!(stdout(&merged), stdout(&whole));
     let json: serde_json::Value = serde_json::from_slice(&whole.stdout).unwrap();
     let files =

@@ -42,7 +42,8 @@ fn a_random_fault_failure_shrinks_to_fewer_faults_and_fails_under_other_seeds() 
 #[test]
 fn a_swarm_seed_shrinks_from_the_options_swarm_gave_it() {
     let file = "scenarios/random/random-faults-ttl-lease-del.toml";
-    let shrunk = shrink::shrink(&bundled(file), file, 0, true, None, 5_000).unwrap();
+    // Seed 5: the first seed of this scenario that fails under the full-catalogue swarm.
+    let shrunk = shrink::shrink(&bundled(file), file, 5, true, None, 5_000).unwrap();
     assert!(shrunk.after.faults <= shrunk.before.faults);
     assert!(shows(&shrunk.text, 99, shrunk.kind));
 }

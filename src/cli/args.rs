@@ -177,6 +177,31 @@ pub enum Command {
         #[arg(long, default_value_t = 5_000)]
         step_timeout_ms: u64,
     },
+    /// Try every placement of up to K faults at the protocol events of a scenario (exhaustive
+    /// fault-placement search); on a violation, write it as a scripted scenario.
+    Search {
+        path: PathBuf,
+        /// Place up to this many faults (K).
+        #[arg(long, default_value_t = 2)]
+        faults: usize,
+        /// The seed every execution runs under (latency jitter).
+        #[arg(long, value_parser = parse_seed, default_value_t = 0)]
+        seed: u64,
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// ROLE=COMMAND: search an implementation, started as `validate --node` starts it.
+        #[arg(long = "node", value_name = "ROLE=CMD")]
+        nodes: Vec<String>,
+        /// Abort a run if a process takes longer than this to answer one input.
+        #[arg(long, default_value_t = 5_000)]
+        step_timeout_ms: u64,
+        /// Where to write a violating execution (a file, or a directory).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Write the violating execution as found, without shrinking it.
+        #[arg(long)]
+        no_shrink: bool,
+    },
     /// Model-check specs (models/*.toml) exhaustively within their bounds: prove them safe or
     /// find shortest counterexamples.
     Check {

@@ -14,6 +14,7 @@ mod explore;
 mod merge;
 mod replay;
 mod run;
+mod search;
 mod shrink;
 mod tradeoff;
 mod validate;
@@ -123,6 +124,27 @@ pub fn run(cli: args::Cli) -> Result<ExitCode> {
             emit_scenario,
             format,
         } => check_models::cmd_check(&paths, threads, emit_scenario, format),
+        Command::Search {
+            path,
+            faults,
+            seed,
+            jobs,
+            nodes,
+            step_timeout_ms,
+            out,
+            no_shrink,
+        } => search::cmd_search(
+            &path,
+            search::SearchArgs {
+                faults,
+                seed,
+                jobs,
+                nodes,
+                step_timeout_ms,
+                out,
+                no_shrink,
+            },
+        ),
         Command::Explore { path, port } => explore::cmd_explore(&path, port),
         Command::List => {
             print!("{}", catalogue());

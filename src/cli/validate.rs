@@ -17,7 +17,7 @@ use super::{default_jobs, load, BadInput, EXIT_FAILED, EXIT_INTERNAL, EXIT_OK};
 use crate::scenario;
 use crate::validate::{self, Implementations, Limits, ScenarioValidation};
 
-fn parse_nodes(specs: &[String]) -> Result<Implementations, BadInput> {
+pub(super) fn parse_nodes(specs: &[String]) -> Result<Implementations, BadInput> {
     let mut impls = Implementations::default();
     for spec in specs {
         let Some((role, command)) = spec.split_once('=') else {

@@ -121,6 +121,27 @@ fn fault_table(o: &Options, f: &Fault) -> Table {
     t
 }
 
+fn clock_table(c: &crate::sim::ClockSpec) -> Table {
+    let mut t = Table::new();
+    if c.offset_ns != 0 {
+        t.insert("offset_ms".into(), Value::Integer(c.offset_ns / MS as i64));
+    }
+    if c.drift_ppm != 0 {
+        t.insert("drift_ppm".into(), Value::Integer(c.drift_ppm));
+    }
+    if c.jumps.is_empty() {
+        return t;
+    }
+    let jumps = c.jumps.iter().map(|&(at, by)| {
+        let mut j = Table::new();
+        j.insert("at_ms".into(), ms(at));
+        j.insert("by_ms".into(), Value::Integer(by / MS as i64));
+        Value::Table(j)
+    });
+    t.insert("jumps".into(), Value::Array(jumps.collect()));
+    t
+}
+
 /// The scripted scenario text for `script` (every fault of one run).
 pub fn scripted(source: &str, o: &Options, script: &[Fault], seed: u64) -> Result<String, String> {
     let mut doc: Table = toml::from_str(source).map_err(|e| e.message().to_string())?;
@@ -137,6 +158,16 @@ pub fn scripted(source: &str, o: &Options, script: &[Fault], seed: u64) -> Resul
         .collect();
     if !faults.is_empty() {
         doc.insert("fault".into(), Value::Array(faults));
+    }
+    // The run's clocks, which `--swarm` may have drifted or stepped.
+    let clocks: Table = o
+        .nodes
+        .iter()
+        .filter(|n| n.clock != crate::sim::ClockSpec::default())
+        .map(|n| (n.name.clone(), Value::Table(clock_table(&n.clock))))
+        .collect();
+    if !clocks.is_empty() {
+        doc.insert("clock".into(), Value::Table(clocks));
     }
     if let Some(Value::String(name)) = doc.get_mut("name") {
         name.push_str(&format!("-seed-{seed}-scripted"));

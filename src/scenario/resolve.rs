@@ -836,6 +836,9 @@ fn resolve_random(
         partition_min_ns: r.partition_min_ms * MS,
         partition_max_ns: r.partition_max_ms.max(r.partition_min_ms) * MS,
         failover_probability: ctx.probability(&r.failover_probability)?,
+        anchored_probability: ctx.probability(&r.anchored_probability)?,
+        anchored_max: r.anchored_max.unwrap_or(2),
+        partition_one_way: false,
     })
 }
 

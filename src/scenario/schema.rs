@@ -274,6 +274,12 @@ pub struct RandomSection {
     /// One coordinator failover per seed with this probability (replicas >= 2).
     #[serde(default = "zero_p")]
     pub failover_probability: Spanned<f64>,
+    /// Anchored faults: each of `anchored_max` slots (default 2) places one
+    /// fault of the kinds above right after a protocol event, with this
+    /// probability (docs/scenarios.md, "Anchored faults").
+    #[serde(default = "zero_p")]
+    pub anchored_probability: Spanned<f64>,
+    pub anchored_max: Option<u32>,
 }
 
 #[derive(Deserialize, Debug)]

@@ -11,10 +11,19 @@
 //! Draw order is fixed: pauses (node order), crashes (node order),
 //! partition, failover. New kinds are appended, never inserted. Every probability costs exactly one draw whether it fires or
 //! not, so changing one rate does not move the others.
+//!
+//! **Anchored faults** (FoundationDB's BUGGIFY idea: strike where the code
+//! is fragile, not at uniform times) come from their own stream
+//! `anchored`, so switching them on moves no draw above. Each is a scripted
+//! fault with `When::After` — "pause worker/A right after its 2nd
+//! read_ok" — so a run that had one replays, shrinks and is written out by
+//! `--emit-scenario` like any other script. The same vocabulary
+//! ([`strikes_at`]) is what `fencesim search` enumerates exhaustively.
 
 use super::options::{Fault, Options, RandomFaults, When};
 use super::rng::Rng;
-use crate::protocol::NodeId;
+use crate::history::Kind;
+use crate::protocol::{Nanos, NodeId, Role};
 
 const MS: u64 = 1_000_000;
 
@@ -67,7 +76,7 @@ pub fn resolve_random(o: &Options, seed: u64) -> Vec<Fault> {
             duration_ns,
             side_a: vec![NodeId(isolated)],
             side_b: rest,
-            one_way: false,
+            one_way: r.partition_one_way,
         });
     }
     let fails_over = rng.chance(r.failover_probability);
@@ -78,6 +87,204 @@ pub fn resolve_random(o: &Options, seed: u64) -> Vec<Fault> {
             when: When::At(at),
             restart_after_ns: Some(rejoin),
         });
+    }
+    out.extend(resolve_anchored(o, seed));
+    out
+}
+
+/// How a fault strikes right after a protocol event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Strike {
+    /// Pause the node that recorded the event (a GC pause mid-update).
+    Pause,
+    /// Pause a worker long enough that its next write goes out after its
+    /// lease expired (the article's stale write).
+    PastTtl,
+    /// Crash the node (a lock server before it replicates a grant, a
+    /// resource right after it acknowledged a write); it restarts.
+    Crash,
+    /// Fail the coordinator group over (the primary dies before it
+    /// replicates the grant it just sent).
+    Failover,
+    /// Stall the resource (a stop-the-world pause of a node the scenario
+    /// may crash) right after a worker sent it a write: writes pile up and
+    /// are checked, in arrival order, at resume.
+    Stall,
+}
+
+impl Strike {
+    pub fn name(self) -> &'static str {
+        match self {
+            Strike::Pause => "pause",
+            Strike::PastTtl => "pause-past-ttl",
+            Strike::Crash => "crash",
+            Strike::Failover => "failover",
+            Strike::Stall => "stall",
+        }
+    }
+}
+
+/// The events after which faults may strike a node of this role.
+fn anchor_kinds(role: &Role) -> &'static [Kind] {
+    match role {
+        Role::Worker(_) => &[Kind::GrantReceived, Kind::ReadOk, Kind::WriteSent],
+        Role::Coordinator(_) | Role::Server(_) => &[Kind::GrantIssued],
+        Role::Resource(_) => &[Kind::WriteAccepted],
+        Role::Alt(_) => &[Kind::BecameActive],
+    }
+}
+
+/// The strikes the scenario's fault vocabulary allows right after `node`
+/// records `kind`, with the node each strikes: pauses only where random
+/// pauses may strike, crashes (and stalls) only where random crashes may,
+/// failover only with replicas and a failover rate. Empty when nothing may
+/// strike there.
+pub fn strikes_at(o: &Options, node: NodeId, kind: Kind) -> Vec<(Strike, NodeId)> {
+    let mut out: Vec<(Strike, NodeId)> = own_strikes_at(o, node, kind)
+        .into_iter()
+        .map(|s| (s, node))
+        .collect();
+    let r = &o.random;
+    if kind == Kind::WriteSent && r.crash_probability > 0.0 {
+        if let Some(Role::Worker(w)) = o.nodes.get(node.0 as usize).map(|n| &n.role) {
+            if r.crash_nodes.contains(&w.resource) && r.pause_max_ns > 0 {
+                out.push((Strike::Stall, w.resource));
+            }
+        }
+    }
+    out
+}
+
+fn own_strikes_at(o: &Options, node: NodeId, kind: Kind) -> Vec<Strike> {
+    let r = &o.random;
+    let Some(spec) = o.nodes.get(node.0 as usize) else {
+        return Vec::new();
+    };
+    if !anchor_kinds(&spec.role).contains(&kind) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let pausable = r.pause_probability > 0.0 && r.pause_nodes.contains(&node);
+    if pausable {
+        out.push(Strike::Pause);
+        if spec.role.is_worker() && kind != Kind::WriteSent {
+            out.push(Strike::PastTtl);
+        }
+    }
+    let crashable = r.crash_probability > 0.0 && r.crash_nodes.contains(&node);
+    if crashable && !spec.role.is_worker() {
+        out.push(Strike::Crash);
+    }
+    if r.failover_probability > 0.0
+        && o.protocol.replicas > 1
+        && matches!(spec.role, Role::Coordinator(_))
+    {
+        out.push(Strike::Failover);
+    }
+    out
+}
+
+/// A pause that outlives the lease: the TTL plus half of it again (at
+/// least 100 ms past), in whole milliseconds.
+pub fn past_ttl_ns(o: &Options) -> Nanos {
+    let ttl = o.protocol.lease_ttl_ns;
+    (ttl + (ttl / 2).max(100 * MS)) / MS * MS
+}
+
+/// The scripted fault for `strike` right after the `nth` `kind` of `node`.
+/// `pause_ns` is the pause length, `restart_ns` the crash's restart delay.
+pub fn strike_fault(
+    strike: Strike,
+    target: NodeId,
+    (node, kind, nth): (NodeId, Kind, u32),
+    pause_ns: Nanos,
+    restart_ns: Nanos,
+) -> Fault {
+    let when = When::After { node, kind, nth };
+    match strike {
+        Strike::Pause | Strike::PastTtl | Strike::Stall => Fault::Pause {
+            node: target,
+            when,
+            duration_ns: pause_ns,
+        },
+        Strike::Crash => Fault::Crash {
+            node: target,
+            when,
+            restart_after_ns: Some(restart_ns),
+        },
+        Strike::Failover => Fault::Failover {
+            when,
+            restart_after_ns: Some(restart_ns),
+        },
+    }
+}
+
+/// One place an anchored fault may go: (node, event kind, strike, struck
+/// node, how many such events the node may record, at most).
+type Slot = (NodeId, Kind, Strike, NodeId, u32);
+
+/// Every (node, event, strike) the vocabulary allows, in node order, with
+/// the largest `nth` worth drawing: a worker's events up to its ops, a
+/// server's or resource's up to every worker's ops together.
+pub fn anchored_vocabulary(o: &Options) -> Vec<Slot> {
+    let total_ops: u32 = o
+        .workers()
+        .map(|(_, n)| match n.role {
+            Role::Worker(w) => w.ops.max(1),
+            _ => 1,
+        })
+        .sum::<u32>()
+        .max(1);
+    let mut out = Vec::new();
+    for (i, spec) in o.nodes.iter().enumerate() {
+        let node = NodeId(i as u16);
+        let max_nth = match spec.role {
+            Role::Worker(w) => w.ops.max(1),
+            _ => total_ops,
+        };
+        for &kind in anchor_kinds(&spec.role) {
+            for (strike, target) in strikes_at(o, node, kind) {
+                out.push((node, kind, strike, target, max_nth));
+            }
+        }
+    }
+    out
+}
+
+/// The anchored faults of one seed: `anchored_max` slots, each firing with
+/// `anchored_probability`. Every slot costs the same five draws whether it
+/// fires or not.
+pub fn resolve_anchored(o: &Options, seed: u64) -> Vec<Fault> {
+    let r = &o.random;
+    if r.anchored_probability <= 0.0 || r.anchored_max == 0 {
+        return Vec::new();
+    }
+    let vocabulary = anchored_vocabulary(o);
+    if vocabulary.is_empty() {
+        return Vec::new();
+    }
+    let mut rng = Rng::stream(seed, "anchored");
+    let mut out = Vec::new();
+    for _ in 0..r.anchored_max {
+        let fires = rng.chance(r.anchored_probability);
+        let (node, kind, strike, target, max_nth) =
+            vocabulary[rng.below(vocabulary.len() as u64) as usize];
+        let nth = rng.between(1, u64::from(max_nth)) as u32;
+        let pause_ns = ms_between(&mut rng, r.pause_min_ns, r.pause_max_ns);
+        let restart_ns = ms_between(&mut rng, r.restart_min_ns, r.restart_max_ns);
+        if fires {
+            let pause_ns = match strike {
+                Strike::PastTtl => past_ttl_ns(o),
+                _ => pause_ns,
+            };
+            out.push(strike_fault(
+                strike,
+                target,
+                (node, kind, nth),
+                pause_ns,
+                restart_ns,
+            ));
+        }
     }
     out
 }

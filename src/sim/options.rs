@@ -116,9 +116,17 @@ pub struct RandomFaults {
     pub partition_probability: f64,
     pub partition_min_ns: Nanos,
     pub partition_max_ns: Nanos,
+    /// The random partition cuts only `isolated -> rest` (set by `--swarm`).
+    pub partition_one_way: bool,
     /// Probability of one coordinator failover (the old primary rejoins
     /// after `restart_min_ns..=restart_max_ns`).
     pub failover_probability: f64,
+    /// Anchored (BUGGIFY-style) faults: each of `anchored_max` slots fires
+    /// with this probability and places one fault from the vocabulary above
+    /// right after a protocol event (see `faults::anchored_vocabulary`).
+    /// Drawn from their own stream `anchored`, so 0 changes no other draw.
+    pub anchored_probability: f64,
+    pub anchored_max: u32,
 }
 
 #[derive(Clone, PartialEq, Debug)]
@@ -316,6 +324,13 @@ impl fmt::Display for Options {
                 ms(r.partition_min_ns),
                 ms(r.partition_max_ns),
                 r.failover_probability
+            );
+        }
+        if r.anchored_probability > 0.0 {
+            let _ = writeln!(
+                s,
+                "anchored        = p={} per slot, {} slots",
+                r.anchored_probability, r.anchored_max
             );
         }
         f.write_str(s.trim_end())

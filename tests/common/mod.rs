@@ -67,6 +67,7 @@ pub fn with_random_faults(mut s: Scenario) -> Scenario {
         partition_min_ns: 1_000 * MS,
         partition_max_ns: 12_000 * MS,
         failover_probability: 0.0,
+        ..RandomFaults::default()
     };
     s
 }

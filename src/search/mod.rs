@@ -1,0 +1,346 @@
+//! Exhaustive fault-placement search (`fencesim search FILE --faults K`):
+//! every placement of up to K faults at the protocol events of a run.
+//!
+//! Random faults find a bug only as often as a random time lands in its
+//! window; a stale write behind a fence check that lasts 5 ms out of a
+//! 120 s run shows once in thousands of seeds. Lineage-driven fault
+//! injection (Alvaro et al., "Molly", SIGMOD 2015) and systematic testing
+//! (CHESS, Coyote) instead enumerate the choices that matter. Here the
+//! choices are the anchored faults of `sim::faults`: right after each
+//! protocol event (a grant issued or received, a read result, a write sent
+//! or accepted, a pair node becoming active) every strike the scenario's
+//! fault vocabulary allows there ([`strikes_at`]: pause, pause past the
+//! TTL, crash with restart, failover).
+//!
+//! The search is a tree, level by level: level 0 is the fault-free run
+//! (random faults off, scripted faults kept: they are the scenario's
+//! premise); level k takes every distinct execution of level k-1 and places
+//! one more fault at each event of *that* execution at or after the
+//! previous fault's event (an earlier event is the same placement in
+//! another order). Executions are deduplicated by trace hash: a placement
+//! that changes nothing (a pause of a node with nothing to do) is counted
+//! but not expanded. A level's runs go to rayon in parallel; results are
+//! collected in enumeration order and deduplicated sequentially, so the
+//! result — run counts, which execution is "first" — is the same for any
+//! job count. Each run is an ordinary simulation: the placed faults are
+//! scripted `When::After` faults, so a violation is written out as a fully
+//! scripted scenario that `fencesim run` replays.
+//!
+//! Not enumerated: message faults (loss, duplication, per-message delay),
+//! partitions and clock faults — they have no protocol event to anchor at
+//! and multiply the tree — and delivery order: latency jitter comes from
+//! the seed (`--seed`), one delivery order per search.
+
+use std::collections::BTreeSet;
+
+use rayon::prelude::*;
+
+use crate::history::{History, Kind};
+use crate::protocol::NodeId;
+use crate::scenario::Scenario;
+use crate::sim::faults::{past_ttl_ns, strike_fault, strikes_at, Strike};
+use crate::sim::{self, Fault, Options};
+
+/// One fault placed right after the `nth` `kind` event of `node`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Placement {
+    pub node: NodeId,
+    pub kind: Kind,
+    pub nth: u32,
+    pub strike: Strike,
+    /// The node struck (the anchor node, or the resource a write went to).
+    pub target: NodeId,
+}
+
+impl Placement {
+    /// `crash coord/0 after coord/0:grant_issued#2`.
+    pub fn describe(&self, o: &Options) -> String {
+        format!(
+            "{} {} after {}:{}#{}",
+            self.strike.name(),
+            o.node_name(self.target),
+            o.node_name(self.node),
+            self.kind,
+            self.nth
+        )
+    }
+
+    /// The scripted fault: pauses last the scenario's longest random pause
+    /// (past-TTL pauses, the TTL and half), crashes restart after the
+    /// shortest random restart.
+    pub fn fault(&self, o: &Options) -> Fault {
+        let pause_ns = match self.strike {
+            Strike::PastTtl => past_ttl_ns(o),
+            _ => o.random.pause_max_ns,
+        };
+        strike_fault(
+            self.strike,
+            self.target,
+            (self.node, self.kind, self.nth),
+            pause_ns,
+            o.random.restart_min_ns,
+        )
+    }
+}
+
+/// What a runner reports of one execution.
+pub struct Execution {
+    pub trace_hash: u64,
+    pub history: History,
+    /// Names of every violation found (checker kinds, store claims).
+    pub violations: Vec<&'static str>,
+}
+
+/// Runs one execution: the built-in nodes ([`builtin`]) or processes under
+/// `validate` (`cli::search` wires `validate::run_seed`). An `Err` is an
+/// implementation error and ends the search.
+pub type Runner<'a> = dyn Fn(&Options, u64) -> Result<Execution, String> + Sync + 'a;
+
+/// The built-in protocol nodes, judged by the history checker.
+pub fn builtin(o: &Options, seed: u64) -> Result<Execution, String> {
+    let out = sim::run(o, seed, false);
+    let report = crate::check::check(&out.history);
+    Ok(Execution {
+        trace_hash: out.trace_hash,
+        violations: report.kinds().map(|k| k.name()).collect(),
+        history: out.history,
+    })
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Config {
+    /// Place up to this many faults (K).
+    pub max_faults: usize,
+    /// The seed every execution runs under (fixes latency jitter).
+    pub seed: u64,
+    pub jobs: usize,
+}
+
+/// The first execution (in enumeration order) that showed a violation kind.
+#[derive(Clone, Debug)]
+pub struct Found {
+    pub kind: &'static str,
+    /// 1-based position in the enumeration (the fault-free run is 1): how
+    /// many runs the search needed to reach it.
+    pub run: u64,
+    pub placements: Vec<Placement>,
+    /// The full fault script of that execution (scripted + placed).
+    pub script: Vec<Fault>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct SearchResult {
+    /// Executions run, duplicates included.
+    pub runs: u64,
+    /// Distinct executions (trace hashes).
+    pub distinct: u64,
+    /// Protocol events of the fault-free run.
+    pub baseline_events: usize,
+    /// Per level (number of faults): (runs, new distinct executions).
+    pub levels: Vec<(u64, u64)>,
+    /// First execution per violation kind the scenario does not tolerate.
+    pub found: Vec<Found>,
+    /// Kinds the scenario tolerates that showed up anyway (not failures).
+    pub tolerated: Vec<&'static str>,
+}
+
+impl SearchResult {
+    pub fn is_clean(&self) -> bool {
+        self.found.is_empty()
+    }
+
+    /// `N distinct executions; every placement of <=K faults tried`.
+    pub fn coverage(&self, max_faults: usize) -> String {
+        format!(
+            "{} distinct executions ({} runs); every placement of <={} faults tried",
+            self.distinct, self.runs, max_faults
+        )
+    }
+}
+
+/// The scenario with random faults off: what every execution starts from.
+pub fn fault_free(o: &Options) -> Options {
+    let mut o = o.clone();
+    let r = &mut o.random;
+    r.pause_probability = 0.0;
+    r.crash_probability = 0.0;
+    r.partition_probability = 0.0;
+    r.failover_probability = 0.0;
+    r.anchored_probability = 0.0;
+    let n = &mut o.network;
+    n.loss_probability = 0.0;
+    n.delay_probability = 0.0;
+    n.duplicate_probability = 0.0;
+    o
+}
+
+/// Every placement the vocabulary allows at the events of `history` from
+/// record `from` on, each with the record index it anchors at.
+pub fn placements(vocab: &Options, history: &History, from: usize) -> Vec<(usize, Placement)> {
+    let mut seen: Vec<(u16, Kind, u32)> = Vec::new();
+    let mut out = Vec::new();
+    for (i, e) in history.events.iter().enumerate() {
+        let node = NodeId(e.node);
+        let strikes = strikes_at(vocab, node, e.kind);
+        if strikes.is_empty() {
+            continue;
+        }
+        let nth = match seen
+            .iter_mut()
+            .find(|(n, k, _)| *n == e.node && *k == e.kind)
+        {
+            Some((_, _, c)) => {
+                *c += 1;
+                *c
+            }
+            None => {
+                seen.push((e.node, e.kind, 1));
+                1
+            }
+        };
+        if i < from {
+            continue;
+        }
+        out.extend(strikes.into_iter().map(|(strike, target)| {
+            (
+                i,
+                Placement {
+                    node,
+                    kind: e.kind,
+                    nth,
+                    strike,
+                    target,
+                },
+            )
+        }));
+    }
+    out
+}
+
+/// The strikes the scenario's vocabulary allows anywhere, in order.
+pub fn placements_vocabulary(vocab: &Options) -> Vec<Strike> {
+    let mut strikes: Vec<Strike> = crate::sim::faults::anchored_vocabulary(vocab)
+        .into_iter()
+        .map(|(_, _, s, _, _)| s)
+        .collect();
+    strikes.sort_unstable();
+    strikes.dedup();
+    strikes
+}
+
+/// One node of the search tree still to expand.
+struct Frontier {
+    placements: Vec<Placement>,
+    /// Record index of the last placement's event.
+    from: usize,
+    history: History,
+}
+
+/// Searches every placement of up to `cfg.max_faults` faults; `tick` is
+/// called once per execution (a progress bar).
+pub fn search(
+    scenario: &Scenario,
+    cfg: &Config,
+    runner: &Runner<'_>,
+    tick: &(dyn Fn() + Sync),
+) -> Result<SearchResult, String> {
+    let vocab = &scenario.options;
+    let base = fault_free(vocab);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(cfg.jobs.max(1))
+        .build()
+        .map_err(|e| format!("thread pool: {e}"))?;
+    let options_with = |ps: &[Placement]| {
+        let mut o = base.clone();
+        o.faults.extend(ps.iter().map(|p| p.fault(vocab)));
+        o
+    };
+    let mut result = SearchResult::default();
+    let mut hashes = BTreeSet::new();
+    let note = |result: &mut SearchResult, ex: &Execution, ps: &[Placement]| {
+        for &v in &ex.violations {
+            let tolerated = crate::check::ViolationKind::from_name(v)
+                .is_some_and(|k| scenario.expect.tolerates(k));
+            if tolerated {
+                if !result.tolerated.contains(&v) {
+                    result.tolerated.push(v);
+                }
+            } else if !result.found.iter().any(|f| f.kind == v) {
+                result.found.push(Found {
+                    kind: v,
+                    run: result.runs,
+                    placements: ps.to_vec(),
+                    script: options_with(ps).faults,
+                });
+            }
+        }
+    };
+    let root = runner(&base, cfg.seed)?;
+    tick();
+    result.runs = 1;
+    hashes.insert(root.trace_hash);
+    note(&mut result, &root, &[]);
+    result.baseline_events = root.history.events.len();
+    result.levels.push((1, 1));
+    let mut frontier = vec![Frontier {
+        placements: Vec::new(),
+        from: 0,
+        history: root.history,
+    }];
+    for level in 1..=cfg.max_faults {
+        let last = level == cfg.max_faults;
+        let jobs: Vec<(Vec<Placement>, usize)> = frontier
+            .iter()
+            .flat_map(|f| {
+                placements(vocab, &f.history, f.from)
+                    .into_iter()
+                    .filter(|(_, p)| !f.placements.contains(p))
+                    .map(|(i, p)| {
+                        let mut ps = f.placements.clone();
+                        ps.push(p);
+                        (ps, i)
+                    })
+            })
+            .collect();
+        drop(frontier);
+        let runs: Vec<Result<Execution, String>> = pool.install(|| {
+            jobs.par_iter()
+                .map(|(ps, _)| {
+                    let ran = runner(&options_with(ps), cfg.seed);
+                    tick();
+                    // The last level expands nothing: keep no history.
+                    ran.map(|mut ex| {
+                        if last {
+                            ex.history.events = Vec::new();
+                        }
+                        ex
+                    })
+                })
+                .collect()
+        });
+        let mut next = Vec::new();
+        let before = hashes.len();
+        for ((ps, from), ran) in jobs.into_iter().zip(runs) {
+            let ex = ran?;
+            result.runs += 1;
+            if !hashes.insert(ex.trace_hash) {
+                continue;
+            }
+            note(&mut result, &ex, &ps);
+            if !last {
+                next.push(Frontier {
+                    placements: ps,
+                    from,
+                    history: ex.history,
+                });
+            }
+        }
+        let level_runs = result.runs - result.levels.iter().map(|l| l.0).sum::<u64>();
+        result
+            .levels
+            .push((level_runs, (hashes.len() - before) as u64));
+        frontier = next;
+    }
+    result.distinct = hashes.len() as u64;
+    Ok(result)
+}
