@@ -13,6 +13,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// One live run at a time: the leftover checks judge every PostgreSQL
+/// process on the machine, which another test's run would confuse (and
+/// parallel runs would skew the timings on a 2-core machine).
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn servers_present(test: &str) -> bool {
     match fencesim::live::servers::binaries_present() {
         Ok(()) => true,
@@ -159,6 +168,7 @@ fn run_live(paths: &[&str], trials: u32, out: &Path) -> (std::collections::BTree
             let rejected: u64 = parts[2].trim_start_matches("fence_rejected ").parse().unwrap();
             s.rejected += (rejected > 0) as u32;
             s.histories.push(PathBuf::from(parts[3]));
+            assert!(parts[4].ends_with(" ms"), "{line}");
         }
     }
     (seen, started, stdout)
@@ -171,6 +181,7 @@ fn the_article_scenarios_on_real_servers_find_what_the_simulator_finds_and_leave
     if !servers_present("the article scenarios on real servers") {
         return;
     }
+    let _serial = serial();
     let out = tempfile::tempdir().unwrap();
     let before = postgres_pids();
     let (seen, started, stdout) = run_live(&["live/"], TRIALS, out.path());
@@ -230,6 +241,7 @@ fn a_killed_harness_takes_its_servers_and_workers_with_it_and_the_next_run_sweep
     if !servers_present("a killed harness leaves nothing") {
         return;
     }
+    let _serial = serial();
     let out = tempfile::tempdir().unwrap();
     let before = postgres_pids();
     let (mut child, started, _lines) = start_long_run(out.path());
@@ -252,6 +264,7 @@ fn a_killed_server_ends_the_run_with_an_error_and_nothing_left_behind() {
     if !servers_present("a killed server leaves nothing") {
         return;
     }
+    let _serial = serial();
     let out = tempfile::tempdir().unwrap();
     let before = postgres_pids();
     let (mut child, started, lines) = start_long_run(out.path());

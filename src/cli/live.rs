@@ -55,6 +55,8 @@ pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
         servers.postgres.pid().unwrap_or(0),
         servers.root.path.display()
     );
+    let [redis_ms, initdb_ms, postgres_ms] = servers.started_ms;
+    println!("started: redis-server {redis_ms} ms, initdb {initdb_ms} ms, postgres {postgres_ms} ms");
     std::fs::create_dir_all(&args.out)?;
     let mut rows = Vec::new();
     let mut all_met = true;
@@ -69,7 +71,9 @@ pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
             clean: 0,
         };
         for k in 1..=n {
+            let started = std::time::Instant::now();
             let r = trial::run(s, &servers, &exe, Duration::from_secs(20))?;
+            let trial_ms = started.elapsed().as_millis();
             let file = args.out.join(format!("{}-trial-{k}.jsonl", s.name));
             trial::write_history(&r.history, &file)?;
             let kinds: Vec<&str> = r.report.kinds().map(|k| k.name()).collect();
@@ -81,7 +85,7 @@ pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
             t.min_fence_rejected = t.min_fence_rejected.min(rejected);
             t.clean += r.report.is_clean() as u32;
             println!(
-                "  trial {k}/{n}: {} — {} — fence_rejected {rejected} — {}",
+                "  trial {k}/{n}: {} — {} — fence_rejected {rejected} — {} — {trial_ms} ms",
                 r.faults.join("; "),
                 if kinds.is_empty() { "clean".to_string() } else { kinds.join(", ") },
                 file.display()

@@ -13,6 +13,7 @@
 //! run ([`crate::check`]). Live runs are not deterministic: each scenario is
 //! run for N trials and reported as found/N beside its simulated twin.
 
+pub mod proxy;
 pub mod scenario;
 pub mod servers;
 pub mod trial;

@@ -60,7 +60,10 @@ struct RawWorker {
 struct RawFault {
     kind: Spanned<String>,
     node: Spanned<String>,
-    after: Spanned<String>,
+    /// pause: the protocol point after which the worker is stopped.
+    after: Option<Spanned<String>>,
+    /// delay: which of the worker's messages the proxy holds ("update").
+    message: Option<Spanned<String>>,
     duration_ms: u64,
 }
 
@@ -89,6 +92,13 @@ pub struct LivePause {
     pub duration_ms: u64,
 }
 
+/// The TCP proxy between `worker` and PostgreSQL holds its UPDATE for `duration_ms`.
+#[derive(Clone, Debug)]
+pub struct LiveHold {
+    pub worker: String,
+    pub duration_ms: u64,
+}
+
 #[derive(Clone, Debug)]
 pub struct LiveScenario {
     pub path: PathBuf,
@@ -103,6 +113,7 @@ pub struct LiveScenario {
     pub work_ms: u64,
     pub workers: Vec<LiveWorker>,
     pub pauses: Vec<LivePause>,
+    pub holds: Vec<LiveHold>,
     /// Empty: every trial must be clean.
     pub find: Vec<ViolationKind>,
     pub min_fence_rejected: u64,
@@ -150,18 +161,28 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
     let workers: Vec<LiveWorker> =
         raw.worker.into_iter().map(|w| LiveWorker { name: w.name, start_ms: w.start_ms }).collect();
     let mut pauses = Vec::new();
+    let mut holds = Vec::new();
     for f in &raw.fault {
-        one_of(&file, src, &f.kind, "fault kind", &[("pause", ())])?;
+        let kind = one_of(&file, src, &f.kind, "fault kind", &[("pause", true), ("delay", false)])?;
         let node = f.node.get_ref();
         let worker = node
             .strip_prefix("worker/")
             .filter(|w| workers.iter().any(|x| x.name == *w))
             .ok_or_else(|| {
                 ScenarioError::at(&file, src, f.node.span(), format!("unknown node {node:?}; expected worker/<name> of a [[worker]]"))
-            })?;
-        let points: Vec<(&str, &str)> = PAUSE_POINTS.iter().map(|p| (*p, *p)).collect();
-        let after = one_of(&file, src, &f.after, "pause point", &points)?;
-        pauses.push(LivePause { worker: worker.to_string(), after: after.to_string(), duration_ms: f.duration_ms });
+            })?
+            .to_string();
+        let missing = |what: &str| ScenarioError::at(&file, src, f.kind.span(), format!("this fault needs `{what}`"));
+        if kind {
+            let after = f.after.as_ref().ok_or_else(|| missing("after"))?;
+            let points: Vec<(&str, &str)> = PAUSE_POINTS.iter().map(|p| (*p, *p)).collect();
+            let after = one_of(&file, src, after, "pause point", &points)?;
+            pauses.push(LivePause { worker, after: after.to_string(), duration_ms: f.duration_ms });
+        } else {
+            let message = f.message.as_ref().ok_or_else(|| missing("message"))?;
+            one_of(&file, src, message, "held message", &[("update", ())])?;
+            holds.push(LiveHold { worker, duration_ms: f.duration_ms });
+        }
     }
     let kinds: Vec<(&str, ViolationKind)> = ViolationKind::ALL.iter().map(|k| (k.name(), *k)).collect();
     let find = raw
@@ -188,6 +209,7 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
         work_ms: raw.work_ms,
         workers,
         pauses,
+        holds,
         find,
         min_fence_rejected: raw.expect.min_fence_rejected,
     })

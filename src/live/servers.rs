@@ -235,7 +235,8 @@ pub struct Postgres {
 }
 
 impl Postgres {
-    pub fn start(dir: &Path, timeout: Duration) -> Result<Postgres> {
+    /// Starts the cluster; also returns how long initdb took (ms).
+    pub fn start(dir: &Path, timeout: Duration) -> Result<(Postgres, u128)> {
         let initdb = find_binary("initdb", "postgresql")?;
         let postgres = find_binary("postgres", "postgresql")?;
         let ident = postgres_identity()?;
@@ -260,10 +261,12 @@ impl Postgres {
             .stderr(fs::File::create(&init_log)?.try_clone()?);
         as_postgres(&mut init);
         die_with_parent(&mut init);
+        let t = Instant::now();
         let status = init.status().with_context(|| format!("running {}", initdb.display()))?;
         if !status.success() {
             bail!("initdb failed ({status}); last lines of {}:\n{}", init_log.display(), log_tail(&init_log, 20));
         }
+        let initdb_ms = t.elapsed().as_millis();
         let port = free_port()?;
         let log = dir.join("postgres.log");
         let mut cmd = Command::new(&postgres);
@@ -290,7 +293,7 @@ impl Postgres {
             postgres::Client::connect(&conn, postgres::NoTls).is_ok()
         })
         .inspect_err(|_| pg.stop())?;
-        Ok(pg)
+        Ok((pg, initdb_ms))
     }
 
     /// Connection string over the Unix socket in our directory; TLS and GSS
@@ -350,6 +353,8 @@ INSERT INTO documents VALUES (1, 0, 0);
 
 /// Both servers of one harness run, in one temporary directory.
 pub struct Servers {
+    /// Start-up times: redis-server, initdb, postgres (ms).
+    pub started_ms: [u128; 3],
     pub redis: Redis,
     pub postgres: Postgres,
     // Dropped last: the servers stop before their directory goes.
@@ -361,9 +366,13 @@ impl Servers {
         binaries_present()?;
         let root = TempRoot::new()?;
         let timeout = Duration::from_secs(15);
+        let t = Instant::now();
         let redis = Redis::start(&root.path.join("redis"), timeout)?;
-        let postgres = Postgres::start(&root.path.join("pg"), timeout)?;
-        Ok(Servers { redis, postgres, root })
+        let redis_ms = t.elapsed().as_millis();
+        let t = Instant::now();
+        let (postgres, initdb_ms) = Postgres::start(&root.path.join("pg"), timeout)?;
+        let postgres_ms = t.elapsed().as_millis() - initdb_ms;
+        Ok(Servers { started_ms: [redis_ms, initdb_ms, postgres_ms], redis, postgres, root })
     }
 
     /// Fresh state for a trial: empty Redis, the schema recreated.

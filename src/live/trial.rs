@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
+use super::proxy::Proxy;
 use super::scenario::LiveScenario;
 use super::servers::{die_with_parent, kill, Servers};
 use super::{monotonic_ns, LockKind};
@@ -88,12 +89,19 @@ pub fn run(s: &LiveScenario, servers: &Servers, exe: &Path, timeout: Duration) -
     servers.reset()?;
     let (tx, rx) = mpsc::channel::<Msg>();
     let mut procs = Vec::new();
+    let mut proxies = Vec::new();
     for (i, w) in s.workers.iter().enumerate() {
+        let mut conn = servers.postgres.conn_string();
+        if let Some(h) = s.holds.iter().find(|h| h.worker == w.name) {
+            let proxy = Proxy::start(servers.postgres.port, "UPDATE documents", h.duration_ms)?;
+            conn = format!("host=127.0.0.1 port={} user=postgres dbname=postgres sslmode=disable", proxy.port);
+            proxies.push((w.name.clone(), proxy));
+        }
         let mut cmd = Command::new(exe);
         cmd.arg("live-worker")
             .args(["--name", &w.name])
             .args(["--redis", &servers.redis.url()])
-            .args(["--postgres", &servers.postgres.conn_string()])
+            .args(["--postgres", &conn])
             .args(["--lock", s.lock.name(), "--write", s.write.name()])
             .args(["--ttl-ms", &s.ttl_ms.to_string(), "--retry-ms", &s.retry_ms.to_string()])
             .args(["--work-ms", &s.work_ms.to_string()])
@@ -135,6 +143,7 @@ pub fn run(s: &LiveScenario, servers: &Servers, exe: &Path, timeout: Duration) -
         }
     }
     let t0 = Instant::now();
+    let t0_ns = monotonic_ns();
     let mut to_start: Vec<(u64, usize)> = s.workers.iter().enumerate().map(|(i, w)| (w.start_ms, i)).collect();
     to_start.sort();
     let mut to_start = to_start.into_iter().peekable();
@@ -214,6 +223,15 @@ pub fn run(s: &LiveScenario, servers: &Servers, exe: &Path, timeout: Duration) -
         }
     }
     drop(procs);
+    for (name, proxy) in &proxies {
+        let log = proxy.log.lock().map_err(|_| anyhow::anyhow!("proxy log poisoned"))?;
+        for (at, ms) in &log.held {
+            faults.push(format!(
+                "proxy held worker/{name}'s UPDATE for {ms} ms at {:.1} ms",
+                (at.saturating_sub(t0_ns)) as f64 / 1e6
+            ));
+        }
+    }
 
     let mut pg = postgres::Client::connect(&servers.postgres.conn_string(), postgres::NoTls)?;
     let audit: Vec<(i64, i64, i64)> = pg
