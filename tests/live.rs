@@ -198,7 +198,13 @@ fn the_article_scenarios_on_real_servers_find_what_the_simulator_finds_and_leave
     let found = check_then.kinds.get("stale_write").copied().unwrap_or(0);
     assert!(2 * found > TRIALS, "check-then-update: stale_write in {found}/{TRIALS}\n{stdout}");
 
+    let delayed = get("live-delayed-packet-plain-update");
+    let found = delayed.kinds.get("stale_write").copied().unwrap_or(0);
+    assert!(2 * found > TRIALS, "delayed packet, plain UPDATE: stale_write in {found}/{TRIALS}\n{stdout}");
+
     // Safe: clean in every trial, and the hazard was put to the test (rejections).
+    let delayed_fenced = get("live-delayed-packet-fenced-update");
+    assert_eq!((delayed_fenced.clean, delayed_fenced.rejected), (TRIALS, TRIALS), "delayed packet, fenced\n{stdout}");
     let fenced = get("live-gc-pause-fenced-update");
     assert_eq!((fenced.clean, fenced.rejected), (TRIALS, TRIALS), "fenced UPDATE\n{stdout}");
     let one_db = get("live-one-database-transaction");
@@ -291,4 +297,29 @@ fn an_unsupported_backend_is_an_error_naming_file_line_and_column() {
     assert!(err.contains(&format!("bad.toml:{line}:8")), "{err}");
     assert!(err.contains("unsupported lock \"zookeeper\""), "{err}");
     assert!(err.contains("redis-set-nx-del"), "{err}");
+}
+
+#[test]
+fn a_killed_worker_ends_the_run_with_an_error_and_nothing_left_behind() {
+    if !servers_present("a killed worker leaves nothing") {
+        return;
+    }
+    let _serial = serial();
+    let out = tempfile::tempdir().unwrap();
+    let before = postgres_pids();
+    let (mut child, started, lines) = start_long_run(out.path());
+    let root = started.root.display().to_string();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let worker = loop {
+        let found = processes().into_iter().find(|p| p.3.contains("live-worker") && p.3.contains(&root));
+        if let Some(p) = found {
+            break p.0;
+        }
+        assert!(Instant::now() < deadline, "no worker process seen");
+    };
+    unsafe { libc::kill(worker as i32, libc::SIGKILL) };
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "the run went on without its worker: {rest:?}");
+    assert_nothing_left(&started, &before);
 }
