@@ -71,6 +71,9 @@ pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
             clean: 0,
         };
         for k in 1..=n {
+            if crate::live::interrupted() {
+                anyhow::bail!("interrupted");
+            }
             let started = std::time::Instant::now();
             let r = trial::run(s, &servers, &exe, Duration::from_secs(20))?;
             let trial_ms = started.elapsed().as_millis();
