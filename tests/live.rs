@@ -202,6 +202,12 @@ fn the_article_scenarios_on_real_servers_find_what_the_simulator_finds_and_leave
     let found = delayed.kinds.get("stale_write").copied().unwrap_or(0);
     assert!(2 * found > TRIALS, "delayed packet, plain UPDATE: stale_write in {found}/{TRIALS}\n{stdout}");
 
+    let failover = get("live-incr-beside-lease-failover");
+    for kind in ["token_order", "stale_write"] {
+        let found = failover.kinds.get(kind).copied().unwrap_or(0);
+        assert!(2 * found > TRIALS, "INCR beside the lease + failover: {kind} in {found}/{TRIALS}\n{stdout}");
+    }
+
     // Safe: clean in every trial, and the hazard was put to the test (rejections).
     let delayed_fenced = get("live-delayed-packet-fenced-update");
     assert_eq!((delayed_fenced.clean, delayed_fenced.rejected), (TRIALS, TRIALS), "delayed packet, fenced\n{stdout}");
@@ -275,6 +281,7 @@ fn a_killed_server_ends_the_run_with_an_error_and_nothing_left_behind() {
     let before = postgres_pids();
     let (mut child, started, lines) = start_long_run(out.path());
     // SIGKILL the redis-server (first pid printed) under a running harness.
+    assert_eq!(started.pids.len(), 3, "redis, replica and postgres pids");
     unsafe { libc::kill(started.pids[0] as i32, libc::SIGKILL) };
     let rest: Vec<String> = lines.map_while(Result::ok).collect();
     let status = child.wait().unwrap();

@@ -45,12 +45,14 @@ pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
         .collect::<Result<Vec<_>, _>>()?;
     crate::live::install_interrupt_handler();
     let exe = std::env::current_exe()?;
-    let servers = Servers::start()?;
+    let mut servers = Servers::start()?;
     println!(
-        "fencesim {} live: redis-server on 127.0.0.1:{} (pid {}), postgres on 127.0.0.1:{} (pid {}), in {}",
+        "fencesim {} live: redis-server on 127.0.0.1:{} (pid {}), replica on 127.0.0.1:{} (pid {}), postgres on 127.0.0.1:{} (pid {}), in {}",
         env!("CARGO_PKG_VERSION"),
         servers.redis.port,
         servers.redis.pid(),
+        servers.replica.port,
+        servers.replica.pid(),
         servers.postgres.port,
         servers.postgres.pid().unwrap_or(0),
         servers.root.path.display()
@@ -75,7 +77,7 @@ pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
                 anyhow::bail!("interrupted");
             }
             let started = std::time::Instant::now();
-            let r = trial::run(s, &servers, &exe, Duration::from_secs(20))?;
+            let r = trial::run(s, &mut servers, &exe, Duration::from_secs(20))?;
             let trial_ms = started.elapsed().as_millis();
             let file = args.out.join(format!("{}-trial-{k}.jsonl", s.name));
             trial::write_history(&r.history, &file)?;

@@ -11,6 +11,10 @@
 //! is kept. Connections use `sslmode=disable` (the `postgres` crate does not
 //! attempt GSS encryption), so the stream is plain. One thread per direction
 //! (std threads: they only copy bytes and never spawn processes).
+//!
+//! Without a hold pattern it is a plain forwarder that can be *cut*: the
+//! Redis replication link runs through one, so a failover can lose the
+//! primary's last writes (its `SET` and `INCR`) the way the article says.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -31,42 +35,60 @@ pub struct Proxy {
     pub port: u16,
     stop: Arc<AtomicBool>,
     pub log: Arc<Mutex<ProxyLog>>,
+    /// Every socket it opened, so a cut can close them all.
+    streams: Arc<Mutex<Vec<TcpStream>>>,
 }
 
 impl Proxy {
     /// Listens on a free 127.0.0.1 port, forwarding to 127.0.0.1:`upstream`;
-    /// the first message containing `pattern` from the client is held `hold_ms`.
-    pub fn start(upstream: u16, pattern: &'static str, hold_ms: u64) -> Result<Proxy> {
+    /// with a `hold`, the first PostgreSQL message from the client containing
+    /// the pattern is held that many ms (without, bytes pass as they come).
+    pub fn start(upstream: u16, hold: Option<(&'static str, u64)>) -> Result<Proxy> {
         let listener = TcpListener::bind("127.0.0.1:0").context("proxy bind")?;
         let port = listener.local_addr()?.port();
         listener.set_nonblocking(true)?;
         let stop = Arc::new(AtomicBool::new(false));
         let log = Arc::new(Mutex::new(ProxyLog::default()));
-        let (stop2, log2) = (stop.clone(), log.clone());
+        let streams = Arc::new(Mutex::new(Vec::new()));
+        let (stop2, log2, streams2) = (stop.clone(), log.clone(), streams.clone());
         std::thread::spawn(move || {
             while !stop2.load(Ordering::SeqCst) {
                 match listener.accept() {
                     Ok((client, _)) => {
                         let _ = client.set_nonblocking(false);
                         if let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) {
-                            pipe(client, server, pattern, hold_ms, log2.clone());
+                            if let (Ok(mut all), Ok(c), Ok(s)) = (streams2.lock(), client.try_clone(), server.try_clone()) {
+                                all.push(c);
+                                all.push(s);
+                            }
+                            pipe(client, server, hold, log2.clone());
                         }
                     }
                     Err(_) => std::thread::sleep(Duration::from_millis(2)),
                 }
             }
         });
-        Ok(Proxy { port, stop, log })
+        Ok(Proxy { port, stop, log, streams })
+    }
+
+    /// Cuts the link: every connection closed, new ones refused.
+    pub fn cut(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Ok(all) = self.streams.lock() {
+            for s in all.iter() {
+                let _ = s.shutdown(Shutdown::Both);
+            }
+        }
     }
 }
 
 impl Drop for Proxy {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
+        self.cut();
     }
 }
 
-fn pipe(client: TcpStream, server: TcpStream, pattern: &'static str, hold_ms: u64, log: Arc<Mutex<ProxyLog>>) {
+fn pipe(client: TcpStream, server: TcpStream, hold: Option<(&'static str, u64)>, log: Arc<Mutex<ProxyLog>>) {
     let (c2, s2) = match (client.try_clone(), server.try_clone()) {
         (Ok(c), Ok(s)) => (c, s),
         _ => return,
@@ -82,7 +104,10 @@ fn pipe(client: TcpStream, server: TcpStream, pattern: &'static str, hold_ms: u6
     // client -> server: message by message, holding the first match.
     std::thread::spawn(move || {
         let (mut from, mut to) = (client, server);
-        let _ = forward_messages(&mut from, &mut to, pattern, hold_ms, &log);
+        let _ = match hold {
+            Some((pattern, hold_ms)) => forward_messages(&mut from, &mut to, pattern, hold_ms, &log),
+            None => std::io::copy(&mut from, &mut to).map(|_| ()),
+        };
         let _ = to.shutdown(Shutdown::Both);
         let _ = from.shutdown(Shutdown::Both);
     });

@@ -64,6 +64,7 @@ struct RawFault {
     after: Option<Spanned<String>>,
     /// delay: which of the worker's messages the proxy holds ("update").
     message: Option<Spanned<String>>,
+    #[serde(default)]
     duration_ms: u64,
 }
 
@@ -92,6 +93,14 @@ pub struct LivePause {
     pub duration_ms: u64,
 }
 
+/// Right after `worker`'s `after` step: the Redis primary is SIGKILLed and
+/// the replica, whose replication link was cut before the trial, promoted.
+#[derive(Clone, Debug)]
+pub struct LiveFailover {
+    pub worker: String,
+    pub after: String,
+}
+
 /// The TCP proxy between `worker` and PostgreSQL holds its UPDATE for `duration_ms`.
 #[derive(Clone, Debug)]
 pub struct LiveHold {
@@ -114,6 +123,7 @@ pub struct LiveScenario {
     pub workers: Vec<LiveWorker>,
     pub pauses: Vec<LivePause>,
     pub holds: Vec<LiveHold>,
+    pub failovers: Vec<LiveFailover>,
     /// Empty: every trial must be clean.
     pub find: Vec<ViolationKind>,
     pub min_fence_rejected: u64,
@@ -162,8 +172,15 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
         raw.worker.into_iter().map(|w| LiveWorker { name: w.name, start_ms: w.start_ms }).collect();
     let mut pauses = Vec::new();
     let mut holds = Vec::new();
+    let mut failovers = Vec::new();
+    #[derive(Clone, Copy, PartialEq)]
+    enum K {
+        Pause,
+        Delay,
+        Failover,
+    }
     for f in &raw.fault {
-        let kind = one_of(&file, src, &f.kind, "fault kind", &[("pause", true), ("delay", false)])?;
+        let kind = one_of(&file, src, &f.kind, "fault kind", &[("pause", K::Pause), ("delay", K::Delay), ("failover", K::Failover)])?;
         let node = f.node.get_ref();
         let worker = node
             .strip_prefix("worker/")
@@ -173,11 +190,21 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
             })?
             .to_string();
         let missing = |what: &str| ScenarioError::at(&file, src, f.kind.span(), format!("this fault needs `{what}`"));
-        if kind {
+        if kind != K::Delay {
             let after = f.after.as_ref().ok_or_else(|| missing("after"))?;
             let points: Vec<(&str, &str)> = PAUSE_POINTS.iter().map(|p| (*p, *p)).collect();
-            let after = one_of(&file, src, after, "pause point", &points)?;
-            pauses.push(LivePause { worker, after: after.to_string(), duration_ms: f.duration_ms });
+            let after = one_of(&file, src, after, "protocol point", &points)?.to_string();
+            if let Some(other) = pauses.iter().map(|p: &LivePause| (&p.worker, &p.after)).chain(failovers.iter().map(|p: &LiveFailover| (&p.worker, &p.after))).find(|(w, a)| **w == worker && **a != after) {
+                return Err(ScenarioError::at(&file, src, f.kind.span(), format!("worker/{worker} already stops at {:?}; one protocol point per worker", other.1)));
+            }
+            if kind == K::Pause {
+                pauses.push(LivePause { worker, after, duration_ms: f.duration_ms });
+            } else {
+                if lock == LockKind::None {
+                    return Err(ScenarioError::at(&file, src, f.kind.span(), "a failover needs a Redis lock"));
+                }
+                failovers.push(LiveFailover { worker, after });
+            }
         } else {
             let message = f.message.as_ref().ok_or_else(|| missing("message"))?;
             one_of(&file, src, message, "held message", &[("update", ())])?;
@@ -210,6 +237,7 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
         workers,
         pauses,
         holds,
+        failovers,
         find,
         min_fence_rejected: raw.expect.min_fence_rejected,
     })

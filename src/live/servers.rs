@@ -171,39 +171,57 @@ pub fn kill(pid: u32, sig: i32) {
     }
 }
 
-/// Our own `redis-server`.
+/// Our own `redis-server`; restartable on the same port (a killed primary).
 pub struct Redis {
     pub port: u16,
-    child: Child,
+    dir: PathBuf,
+    child: Option<Child>,
 }
 
 impl Redis {
     pub fn start(dir: &Path, timeout: Duration) -> Result<Redis> {
-        let bin = find_binary("redis-server", "redis-server")?;
         fs::create_dir_all(dir)?;
-        let port = free_port()?;
-        let log = dir.join("redis.log");
+        let mut r = Redis { port: free_port()?, dir: dir.to_path_buf(), child: None };
+        r.spawn(timeout)?;
+        Ok(r)
+    }
+
+    fn spawn(&mut self, timeout: Duration) -> Result<()> {
+        let bin = find_binary("redis-server", "redis-server")?;
+        let log = self.dir.join("redis.log");
         let mut cmd = Command::new(&bin);
-        cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+        cmd.args(["--port", &self.port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            // A replica's full sync starts at once (the default waits 5 s for more replicas).
+            .args(["--repl-diskless-sync-delay", "0"])
             .arg("--dir")
-            .arg(dir)
+            .arg(&self.dir)
             .arg("--logfile")
             .arg(&log)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         die_with_parent(&mut cmd);
-        let child = cmd.spawn().with_context(|| format!("starting {}", bin.display()))?;
-        let mut r = Redis { port, child };
-        let url = r.url();
+        self.child = Some(cmd.spawn().with_context(|| format!("starting {}", bin.display()))?);
+        let url = self.url();
         wait_ready("redis-server", &log, timeout, || {
             redis::Client::open(url.as_str())
                 .and_then(|c| c.get_connection())
                 .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c))
                 .is_ok()
         })
-        .inspect_err(|_| r.stop())?;
-        Ok(r)
+        .inspect_err(|_| self.stop())
+    }
+
+    /// Starts it again (same port, empty: no persistence) if it was killed.
+    pub fn ensure_running(&mut self) -> Result<()> {
+        if self.child.is_none() {
+            self.spawn(Duration::from_secs(15))?;
+        }
+        Ok(())
+    }
+
+    pub fn connection(&self) -> Result<redis::Connection> {
+        Ok(redis::Client::open(self.url().as_str())?.get_connection()?)
     }
 
     pub fn url(&self) -> String {
@@ -211,12 +229,15 @@ impl Redis {
     }
 
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.child.as_ref().map_or(0, Child::id)
     }
 
+    /// SIGKILL (a crash: no persistence, so everything it held is gone) and reap.
     pub fn stop(&mut self) {
-        kill(self.child.id(), libc::SIGKILL);
-        let _ = self.child.wait();
+        if let Some(mut child) = self.child.take() {
+            kill(child.id(), libc::SIGKILL);
+            let _ = child.wait();
+        }
     }
 }
 
@@ -356,6 +377,8 @@ pub struct Servers {
     /// Start-up times: redis-server, initdb, postgres (ms).
     pub started_ms: [u128; 3],
     pub redis: Redis,
+    /// A second redis-server for failover scenarios (replica of `redis` per trial).
+    pub replica: Redis,
     pub postgres: Postgres,
     // Dropped last: the servers stop before their directory goes.
     pub root: TempRoot,
@@ -369,16 +392,22 @@ impl Servers {
         let t = Instant::now();
         let redis = Redis::start(&root.path.join("redis"), timeout)?;
         let redis_ms = t.elapsed().as_millis();
+        let replica = Redis::start(&root.path.join("replica"), timeout)?;
         let t = Instant::now();
         let (postgres, initdb_ms) = Postgres::start(&root.path.join("pg"), timeout)?;
         let postgres_ms = t.elapsed().as_millis() - initdb_ms;
-        Ok(Servers { started_ms: [redis_ms, initdb_ms, postgres_ms], redis, postgres, root })
+        Ok(Servers { started_ms: [redis_ms, initdb_ms, postgres_ms], redis, replica, postgres, root })
     }
 
     /// Fresh state for a trial: empty Redis, the schema recreated.
-    pub fn reset(&self) -> Result<()> {
-        let mut r = redis::Client::open(self.redis.url().as_str())?.get_connection()?;
-        redis::cmd("FLUSHALL").query::<()>(&mut r)?;
+    pub fn reset(&mut self) -> Result<()> {
+        self.redis.ensure_running()?;
+        for r in [&self.redis, &self.replica] {
+            let mut con = r.connection()?;
+            // A replica promoted in the last trial is a primary again until the next REPLICAOF.
+            redis::cmd("REPLICAOF").arg("NO").arg("ONE").query::<()>(&mut con)?;
+            redis::cmd("FLUSHALL").query::<()>(&mut con)?;
+        }
         let mut pg = postgres::Client::connect(&self.postgres.conn_string(), postgres::NoTls)?;
         pg.batch_execute(SCHEMA_SQL).context("creating the live schema")?;
         Ok(())

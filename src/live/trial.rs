@@ -79,28 +79,58 @@ fn stop_confirmed(pid: u32) -> Result<Duration> {
     bail!("worker {pid} not stopped 2 s after SIGSTOP")
 }
 
+/// Marks a failover record in the fault list (its node is the promoted replica).
+const FAILOVER: usize = usize::MAX;
+
+/// Makes the replica follow the primary through a proxy, waits until it has
+/// synced (so it starts the trial with the primary's flushed state), then
+/// cuts the link: whatever the primary does next never reaches the replica.
+fn replicate_then_cut(servers: &mut Servers) -> Result<()> {
+    let link = Proxy::start(servers.redis.port, None)?;
+    let mut replica = servers.replica.connection()?;
+    redis::cmd("REPLICAOF").arg("127.0.0.1").arg(link.port).query::<()>(&mut replica)?;
+    let start = Instant::now();
+    loop {
+        let info: String = redis::cmd("INFO").arg("replication").query(&mut replica)?;
+        if info.contains("master_link_status:up") && info.contains("master_sync_in_progress:0") {
+            break;
+        }
+        if start.elapsed() > Duration::from_secs(10) {
+            bail!("replica did not sync with the primary within 10 s:\n{info}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    link.cut();
+    Ok(())
+}
+
 enum Msg {
     Line(usize, String),
     Eof(usize),
 }
 
 /// Runs one trial. Must be called from the main thread (children's parent-death signal).
-pub fn run(s: &LiveScenario, servers: &Servers, exe: &Path, timeout: Duration) -> Result<TrialResult> {
+pub fn run(s: &LiveScenario, servers: &mut Servers, exe: &Path, timeout: Duration) -> Result<TrialResult> {
     servers.reset()?;
+    let mut redis_urls = servers.redis.url();
+    if !s.failovers.is_empty() {
+        replicate_then_cut(servers)?;
+        redis_urls = format!("{},{}", servers.redis.url(), servers.replica.url());
+    }
     let (tx, rx) = mpsc::channel::<Msg>();
     let mut procs = Vec::new();
     let mut proxies = Vec::new();
     for (i, w) in s.workers.iter().enumerate() {
         let mut conn = servers.postgres.conn_string();
         if let Some(h) = s.holds.iter().find(|h| h.worker == w.name) {
-            let proxy = Proxy::start(servers.postgres.port, "UPDATE documents", h.duration_ms)?;
+            let proxy = Proxy::start(servers.postgres.port, Some(("UPDATE documents", h.duration_ms)))?;
             conn = format!("host=127.0.0.1 port={} user=postgres dbname=postgres sslmode=disable", proxy.port);
             proxies.push((w.name.clone(), proxy));
         }
         let mut cmd = Command::new(exe);
         cmd.arg("live-worker")
             .args(["--name", &w.name])
-            .args(["--redis", &servers.redis.url()])
+            .args(["--redis", &redis_urls])
             .args(["--postgres", &conn])
             .args(["--lock", s.lock.name(), "--write", s.write.name()])
             .args(["--ttl-ms", &s.ttl_ms.to_string(), "--retry-ms", &s.retry_ms.to_string()])
@@ -109,8 +139,10 @@ pub fn run(s: &LiveScenario, servers: &Servers, exe: &Path, timeout: Duration) -
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
-        if let Some(p) = s.pauses.iter().find(|p| p.worker == w.name) {
-            cmd.args(["--gate", &p.after]);
+        let gate = s.pauses.iter().map(|p| (&p.worker, &p.after));
+        let gate = gate.chain(s.failovers.iter().map(|f| (&f.worker, &f.after)));
+        if let Some((_, after)) = gate.into_iter().find(|(worker, _)| **worker == w.name) {
+            cmd.args(["--gate", after]);
         }
         die_with_parent(&mut cmd);
         let mut child = cmd.spawn().with_context(|| format!("starting worker {}", w.name))?;
@@ -187,26 +219,35 @@ pub fn run(s: &LiveScenario, servers: &Servers, exe: &Path, timeout: Duration) -
                 let v: Value = serde_json::from_str(&line)
                     .with_context(|| format!("worker {} wrote {line:?}", procs[i].name))?;
                 if let Some(step) = v.get("gate").and_then(Value::as_str) {
-                    let p = s
-                        .pauses
-                        .iter()
-                        .find(|p| p.worker == procs[i].name && p.after == step)
-                        .context("gate without a pause")?;
-                    let pid = procs[i].child.id();
-                    let confirm = stop_confirmed(pid)?;
-                    let at = monotonic_ns();
-                    let detail = format!("SIGSTOP for {} ms", p.duration_ms);
-                    faults.push(format!(
-                        "pause worker/{} after {step} for {} ms at {:.1} ms (stop confirmed in {} us)",
-                        p.worker,
-                        p.duration_ms,
-                        t0.elapsed().as_secs_f64() * 1e3,
-                        confirm.as_micros()
-                    ));
-                    pause_records.push((i, "pause", at, detail));
+                    let name = &procs[i].name;
+                    if s.failovers.iter().any(|f| f.worker == *name && f.after == step) {
+                        let at = monotonic_ns();
+                        servers.redis.stop();
+                        let mut con = servers.replica.connection()?;
+                        redis::cmd("REPLICAOF").arg("NO").arg("ONE").query::<()>(&mut con)?;
+                        faults.push(format!(
+                            "failover after worker/{name}'s {step} at {:.1} ms: primary SIGKILLed, replica promoted",
+                            t0.elapsed().as_secs_f64() * 1e3
+                        ));
+                        pause_records.push((FAILOVER, "failover", at, "primary SIGKILLed; REPLICAOF NO ONE".into()));
+                    }
+                    if let Some(p) = s.pauses.iter().find(|p| p.worker == *name && p.after == step) {
+                        let pid = procs[i].child.id();
+                        let confirm = stop_confirmed(pid)?;
+                        let at = monotonic_ns();
+                        let detail = format!("SIGSTOP for {} ms", p.duration_ms);
+                        faults.push(format!(
+                            "pause worker/{} after {step} for {} ms at {:.1} ms (stop confirmed in {} us)",
+                            p.worker,
+                            p.duration_ms,
+                            t0.elapsed().as_secs_f64() * 1e3,
+                            confirm.as_micros()
+                        ));
+                        pause_records.push((i, "pause", at, detail));
+                        resumes.push((Instant::now() + Duration::from_millis(p.duration_ms), i));
+                    }
                     // Answered while stopped: the worker reads it when it runs again.
                     procs[i].send("go")?;
-                    resumes.push((Instant::now() + Duration::from_millis(p.duration_ms), i));
                 } else {
                     records.push((i, v));
                 }
@@ -271,6 +312,8 @@ pub fn build_history(
     let mut nodes: Vec<String> = workers.iter().map(|w| format!("worker/{w}")).collect();
     nodes.push("resource/0".into());
     nodes.push(if lock == LockKind::None { "resource/0-locks".into() } else { "coord/0".into() });
+    // The replica, promoted in a failover scenario.
+    nodes.push("coord/1".into());
     let mut out: Vec<Pending> = Vec::new();
     let mut grant_id = 0u64;
     // op id -> (write_sent t, write_acked t) to place the database's commits.
@@ -293,7 +336,9 @@ pub fn build_history(
             "grant_received" => {
                 grant_id += 1;
                 held.insert(*i, grant_id);
-                let mut issued = Event::new(0, t_ns, coord, Kind::GrantIssued);
+                // The server that answered the SET: 0 = primary, 1 = the promoted replica.
+                let server = field(v, "server").unwrap_or(0) as u16;
+                let mut issued = Event::new(0, t_ns, coord + server.min(1), Kind::GrantIssued);
                 issued.key = Some(0);
                 issued.grant_id = Some(grant_id);
                 issued.token = e.token;
@@ -343,7 +388,12 @@ pub fn build_history(
         out.push(Pending { t_ns, rank: (2, n as u64), event: e });
     }
     for (i, kind, t_ns, detail) in pauses {
-        let mut e = Event::new(0, *t_ns, *i as u16, if *kind == "pause" { Kind::Pause } else { Kind::Resume });
+        let (node, kind) = match *kind {
+            "pause" => (*i as u16, Kind::Pause),
+            "resume" => (*i as u16, Kind::Resume),
+            _ => (coord + 1, Kind::Failover),
+        };
+        let mut e = Event::new(0, *t_ns, node, kind);
         e.detail = Some(detail.clone());
         out.push(Pending { t_ns: *t_ns, rank: (2, u64::MAX), event: e });
     }

@@ -32,7 +32,9 @@ pub const COMPARE_AND_DELETE: &str =
 pub struct WorkerArgs {
     #[arg(long)]
     pub name: String,
-    /// redis://127.0.0.1:PORT/ (unused with `--lock none`).
+    /// redis://127.0.0.1:PORT/ (unused with `--lock none`); a comma-separated
+    /// list after a failover-capable set-up: primary first, then the replica
+    /// the worker moves to when the primary stops answering.
     #[arg(long, default_value = "")]
     pub redis: String,
     /// A libpq-style connection string (sslmode=disable).
@@ -90,20 +92,24 @@ impl Out {
     }
 }
 
+fn connect_redis(url: &str) -> Result<redis::Connection> {
+    redis::Client::open(url)
+        .context("redis URL")?
+        .get_connection()
+        .with_context(|| format!("connecting to Redis at {url}"))
+}
+
 pub fn run(args: &WorkerArgs) -> Result<()> {
     let mut out = Out {
         stdout: std::io::stdout(),
         stdin: std::io::stdin().lock(),
         gate: args.gate.clone(),
     };
+    let urls: Vec<&str> = args.redis.split(',').filter(|u| !u.is_empty()).collect();
+    let mut server = 0usize;
     let mut redis = match args.lock {
         LockKind::None => None,
-        _ => Some(
-            redis::Client::open(args.redis.as_str())
-                .context("redis URL")?
-                .get_connection()
-                .context("connecting to Redis")?,
-        ),
+        _ => Some(connect_redis(urls.first().copied().unwrap_or(""))?),
     };
     let mut pg =
         postgres::Client::connect(&args.postgres, postgres::NoTls).context("connecting to PostgreSQL")?;
@@ -118,19 +124,32 @@ pub fn run(args: &WorkerArgs) -> Result<()> {
         let deadline = monotonic_ns() + args.acquire_timeout_ms * 1_000_000;
         loop {
             out.emit(json!({ "kind": "acquire_sent", "op": op }));
-            let got: Option<String> = redis::cmd("SET")
+            let got = redis::cmd("SET")
                 .arg(LOCK_KEY)
                 .arg(&owner)
                 .arg("NX")
                 .arg("PX")
                 .arg(args.ttl_ms)
-                .query(con)
-                .context("SET NX PX")?;
-            if got.is_some() {
-                let t: u64 = redis::cmd("INCR").arg(TOKEN_KEY).query(con).context("INCR")?;
-                token = Some(t);
-                out.emit(json!({ "kind": "grant_received", "op": op, "token": t }));
-                break;
+                .query::<Option<String>>(con)
+                .and_then(|got| match got {
+                    Some(_) => redis::cmd("INCR").arg(TOKEN_KEY).query::<u64>(con).map(Some),
+                    None => Ok(None),
+                });
+            match got {
+                Ok(Some(t)) => {
+                    token = Some(t);
+                    out.emit(json!({ "kind": "grant_received", "op": op, "token": t, "server": server }));
+                    break;
+                }
+                Ok(None) => {}
+                // The primary is gone: move to the next server (the promoted replica).
+                Err(e) if server + 1 < urls.len() => {
+                    server += 1;
+                    out.emit(json!({ "kind": "moved", "detail": format!("{e}; now server {server}") }));
+                    *con = connect_redis(urls[server])?;
+                    continue;
+                }
+                Err(e) => return Err(e).context("SET NX PX / INCR"),
             }
             if monotonic_ns() > deadline {
                 out.emit(json!({ "kind": "op_abandoned", "op": op, "detail": "acquire timed out" }));
@@ -207,16 +226,20 @@ fn release(
 ) -> Result<()> {
     let Some(con) = redis else { return Ok(()) };
     out.emit(json!({ "kind": "release_sent", "op": op }));
-    let removed: i64 = match lock {
+    let removed: redis::RedisResult<i64> = match lock {
         LockKind::RedisSetNxCad => redis::cmd("EVAL")
             .arg(COMPARE_AND_DELETE)
             .arg(1)
             .arg(LOCK_KEY)
             .arg(owner)
-            .query(con)
-            .context("EVAL compare-and-delete")?,
-        _ => redis::cmd("DEL").arg(LOCK_KEY).query(con).context("DEL")?,
+            .query(con),
+        _ => redis::cmd("DEL").arg(LOCK_KEY).query(con),
     };
-    out.emit(json!({ "kind": "release_done", "op": op, "value": removed }));
+    // A release that cannot reach its server (killed in a failover) is not
+    // the worker's failure: the lease expires by itself.
+    match removed {
+        Ok(n) => out.emit(json!({ "kind": "release_done", "op": op, "value": n })),
+        Err(e) => out.emit(json!({ "kind": "release_done", "op": op, "detail": e.to_string() })),
+    }
     Ok(())
 }
