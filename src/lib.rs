@@ -10,6 +10,7 @@
 pub mod check;
 pub mod cli;
 pub mod history;
+pub mod live;
 pub mod model;
 pub mod protocol;
 pub mod report;

@@ -128,6 +128,11 @@ pub enum Command {
         #[arg(long)]
         expect_hash: Option<String>,
     },
+    /// Run live scenarios (live/) against the harness's own Redis and PostgreSQL (docs/live.md).
+    Live(super::live::LiveArgs),
+    /// One live worker process (started by `fencesim live`).
+    #[command(hide = true)]
+    LiveWorker(crate::live::worker::WorkerArgs),
     /// Check a history written by anyone (JSON lines, docs/history.md).
     CheckHistory { path: PathBuf },
     /// Sweep a scenario over lease TTLs, with and without fencing: takeover

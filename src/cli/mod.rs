@@ -11,6 +11,7 @@ mod check_history;
 #[path = "check.rs"]
 mod check_models;
 mod explore;
+pub mod live;
 mod merge;
 mod replay;
 mod run;
@@ -146,6 +147,8 @@ pub fn run(cli: args::Cli) -> Result<ExitCode> {
             },
         ),
         Command::Explore { path, port } => explore::cmd_explore(&path, port),
+        Command::Live(a) => live::cmd_live(a),
+        Command::LiveWorker(a) => live::cmd_worker(a),
         Command::List => {
             print!("{}", catalogue());
             Ok(ExitCode::from(EXIT_OK))

@@ -1,0 +1,159 @@
+//! `fencesim live`: the live scenarios against the harness's own Redis and
+//! PostgreSQL, N trials each, with a found/N table beside each simulated
+//! twin's verdict; and the hidden `fencesim live-worker` that is one worker.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Result;
+
+use super::{BadInput, EXIT_FAILED, EXIT_OK};
+use crate::check::ViolationKind;
+use crate::live::{scenario, servers::Servers, trial};
+
+#[derive(clap::Args, Debug)]
+pub struct LiveArgs {
+    /// Live scenario files or directories (live/).
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Trials per scenario (default: the file's `trials`).
+    #[arg(long)]
+    pub trials: Option<u32>,
+    /// Where each trial's history (JSON lines) is written.
+    #[arg(long, default_value = "target/live")]
+    pub out: PathBuf,
+    /// Threads for the simulated twins.
+    #[arg(long, default_value_t = super::default_jobs())]
+    pub jobs: usize,
+}
+
+/// One scenario's tallies over its trials.
+struct Tally {
+    trials: u32,
+    found: [u32; crate::check::VIOLATION_KINDS],
+    fence_rejected_trials: u32,
+    min_fence_rejected: u64,
+    clean: u32,
+}
+
+pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
+    let files = crate::scenario::collect(&args.paths).map_err(|e| BadInput(e.to_string()))?;
+    let scenarios = files
+        .iter()
+        .map(|p| scenario::load(p).map_err(|e| BadInput(format!("{e:#}"))))
+        .collect::<Result<Vec<_>, _>>()?;
+    crate::live::install_interrupt_handler();
+    let exe = std::env::current_exe()?;
+    let mut servers = Servers::start()?;
+    println!(
+        "fencesim {} live: redis-server on 127.0.0.1:{} (pid {}), replica on 127.0.0.1:{} (pid {}), postgres on 127.0.0.1:{} (pid {}), in {}",
+        env!("CARGO_PKG_VERSION"),
+        servers.redis.port,
+        servers.redis.pid(),
+        servers.replica.port,
+        servers.replica.pid(),
+        servers.postgres.port,
+        servers.postgres.pid().unwrap_or(0),
+        servers.root.path.display()
+    );
+    let [redis_ms, initdb_ms, postgres_ms] = servers.started_ms;
+    println!("started: redis-server {redis_ms} ms, initdb {initdb_ms} ms, postgres {postgres_ms} ms");
+    std::fs::create_dir_all(&args.out)?;
+    let mut rows = Vec::new();
+    let mut all_met = true;
+    for s in &scenarios {
+        let n = args.trials.unwrap_or(s.trials);
+        println!("\n{} ({} + {} UPDATE; twin {})", s.name, s.lock.name(), s.write.name(), s.twin.display());
+        let mut t = Tally {
+            trials: n,
+            found: Default::default(),
+            fence_rejected_trials: 0,
+            min_fence_rejected: u64::MAX,
+            clean: 0,
+        };
+        for k in 1..=n {
+            if crate::live::interrupted() {
+                anyhow::bail!("interrupted");
+            }
+            let started = std::time::Instant::now();
+            let r = trial::run(s, &mut servers, &exe, Duration::from_secs(20))?;
+            let trial_ms = started.elapsed().as_millis();
+            let file = args.out.join(format!("{}-trial-{k}.jsonl", s.name));
+            trial::write_history(&r.history, &file)?;
+            let kinds: Vec<&str> = r.report.kinds().map(|k| k.name()).collect();
+            for kind in r.report.kinds() {
+                t.found[kind as usize] += 1;
+            }
+            let rejected = r.report.info.fence_rejected_total;
+            t.fence_rejected_trials += (rejected > 0) as u32;
+            t.min_fence_rejected = t.min_fence_rejected.min(rejected);
+            t.clean += r.report.is_clean() as u32;
+            println!(
+                "  trial {k}/{n}: {} — {} — fence_rejected {rejected} — {} — {trial_ms} ms",
+                r.faults.join("; "),
+                if kinds.is_empty() { "clean".to_string() } else { kinds.join(", ") },
+                file.display()
+            );
+        }
+        let twin = crate::cli::load(&s.twin)?;
+        let sim = crate::suite::run_scenario(&twin, twin.seeds.clone(), args.jobs);
+        let met = met(s, &t);
+        all_met &= met;
+        rows.push((s.name.clone(), t, sim, s.find.clone(), met));
+    }
+    println!("\nlive vs simulated (trials / seeds with the violation; for `none`, clean ones):");
+    println!("  {:<36} {:<22} {:>9} {:>13}  expectation", "scenario", "violation", "live", "simulated");
+    for (name, t, sim, find, met) in &rows {
+        let mut kinds: Vec<ViolationKind> = ViolationKind::ALL
+            .into_iter()
+            .filter(|k| t.found[*k as usize] > 0 || sim.agg.failing_seeds[*k as usize] > 0 || find.contains(k))
+            .collect();
+        kinds.dedup();
+        let verdict = if *met { "met" } else { "NOT MET" };
+        if kinds.is_empty() {
+            // No kind found on either side: both columns count clean runs instead.
+            println!(
+                "  {name:<36} {:<22} {:>9} {:>13}  {verdict}",
+                "none (clean runs)",
+                format!("{}/{}", t.clean, t.trials),
+                format!("{}/{}", sim.agg.seeds, sim.agg.seeds)
+            );
+        }
+        for k in kinds {
+            let (l, m) = (t.found[k as usize], sim.agg.failing_seeds[k as usize]);
+            let disagree = if (l > 0) != (m > 0) { "  (live and model disagree)" } else { "" };
+            println!(
+                "  {name:<36} {:<22} {:>9} {:>13}  {verdict}{disagree}",
+                k.name(),
+                format!("{l}/{}", t.trials),
+                format!("{m}/{}", sim.agg.seeds)
+            );
+        }
+        if t.fence_rejected_trials > 0 {
+            println!(
+                "  {name:<36} {:<22} {:>9} {:>13}",
+                "fence_rejected ≥ 1",
+                format!("{}/{}", t.fence_rejected_trials, t.trials),
+                format!("{} total", sim.agg.fence_rejected_total)
+            );
+        }
+    }
+    Ok(ExitCode::from(if all_met { EXIT_OK } else { EXIT_FAILED }))
+}
+
+/// An unsafe scenario must show each expected kind in most trials; a safe
+/// one must be clean in every trial; fence rejections, when asked for, in every trial.
+fn met(s: &scenario::LiveScenario, t: &Tally) -> bool {
+    let found_ok = if s.find.is_empty() {
+        t.clean == t.trials
+    } else {
+        s.find.iter().all(|k| 2 * t.found[*k as usize] > t.trials)
+    };
+    found_ok && (s.min_fence_rejected == 0 || t.min_fence_rejected >= s.min_fence_rejected)
+}
+
+pub fn cmd_worker(args: crate::live::worker::WorkerArgs) -> Result<ExitCode> {
+    crate::live::worker::run(&args)?;
+    Ok(ExitCode::from(EXIT_OK))
+}

@@ -1,0 +1,154 @@
+//! A TCP proxy inside the harness, between one worker and PostgreSQL, that
+//! can hold the bytes of the worker's write for N ms: the article's delayed
+//! write packet, made real.
+//!
+//! Why it parses PostgreSQL messages: holding "the write" must not hold the
+//! connection set-up or the read before it, so the client-to-server thread
+//! splits its stream into frontend messages (the untyped startup message,
+//! then type byte + length) and starts the hold at the first message whose
+//! body names the `UPDATE` (the extended protocol's Parse, or a simple
+//! Query). Everything after it waits behind it, so byte order per direction
+//! is kept. Connections use `sslmode=disable` (the `postgres` crate does not
+//! attempt GSS encryption), so the stream is plain. One thread per direction
+//! (std threads: they only copy bytes and never spawn processes).
+//!
+//! Without a hold pattern it is a plain forwarder that can be *cut*: the
+//! Redis replication link runs through one, so a failover can lose the
+//! primary's last writes (its `SET` and `INCR`) the way the article says.
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+/// What the proxy did, for the trial's fault line.
+#[derive(Default, Debug)]
+pub struct ProxyLog {
+    /// CLOCK_MONOTONIC ns when a matching message was held, and for how long.
+    pub held: Vec<(u64, u64)>,
+}
+
+pub struct Proxy {
+    pub port: u16,
+    stop: Arc<AtomicBool>,
+    pub log: Arc<Mutex<ProxyLog>>,
+    /// Every socket it opened, so a cut can close them all.
+    streams: Arc<Mutex<Vec<TcpStream>>>,
+}
+
+impl Proxy {
+    /// Listens on a free 127.0.0.1 port, forwarding to 127.0.0.1:`upstream`;
+    /// with a `hold`, the first PostgreSQL message from the client containing
+    /// the pattern is held that many ms (without, bytes pass as they come).
+    pub fn start(upstream: u16, hold: Option<(&'static str, u64)>) -> Result<Proxy> {
+        let listener = TcpListener::bind("127.0.0.1:0").context("proxy bind")?;
+        let port = listener.local_addr()?.port();
+        listener.set_nonblocking(true)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let log = Arc::new(Mutex::new(ProxyLog::default()));
+        let streams = Arc::new(Mutex::new(Vec::new()));
+        let (stop2, log2, streams2) = (stop.clone(), log.clone(), streams.clone());
+        std::thread::spawn(move || {
+            while !stop2.load(Ordering::SeqCst) {
+                match listener.accept() {
+                    Ok((client, _)) => {
+                        let _ = client.set_nonblocking(false);
+                        if let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) {
+                            if let (Ok(mut all), Ok(c), Ok(s)) = (streams2.lock(), client.try_clone(), server.try_clone()) {
+                                all.push(c);
+                                all.push(s);
+                            }
+                            pipe(client, server, hold, log2.clone());
+                        }
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(2)),
+                }
+            }
+        });
+        Ok(Proxy { port, stop, log, streams })
+    }
+
+    /// Cuts the link: every connection closed, new ones refused.
+    pub fn cut(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Ok(all) = self.streams.lock() {
+            for s in all.iter() {
+                let _ = s.shutdown(Shutdown::Both);
+            }
+        }
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.cut();
+    }
+}
+
+fn pipe(client: TcpStream, server: TcpStream, hold: Option<(&'static str, u64)>, log: Arc<Mutex<ProxyLog>>) {
+    let (c2, s2) = match (client.try_clone(), server.try_clone()) {
+        (Ok(c), Ok(s)) => (c, s),
+        _ => return,
+    };
+    let _ = client.set_nodelay(true);
+    let _ = server.set_nodelay(true);
+    // server -> client: plain copy.
+    std::thread::spawn(move || {
+        let (mut from, mut to) = (s2, c2);
+        let _ = std::io::copy(&mut from, &mut to);
+        let _ = to.shutdown(Shutdown::Both);
+    });
+    // client -> server: message by message, holding the first match.
+    std::thread::spawn(move || {
+        let (mut from, mut to) = (client, server);
+        let _ = match hold {
+            Some((pattern, hold_ms)) => forward_messages(&mut from, &mut to, pattern, hold_ms, &log),
+            None => std::io::copy(&mut from, &mut to).map(|_| ()),
+        };
+        let _ = to.shutdown(Shutdown::Both);
+        let _ = from.shutdown(Shutdown::Both);
+    });
+}
+
+/// Reads frontend messages from `from` and writes them to `to` unchanged.
+fn forward_messages(
+    from: &mut TcpStream,
+    to: &mut TcpStream,
+    pattern: &str,
+    hold_ms: u64,
+    log: &Mutex<ProxyLog>,
+) -> std::io::Result<()> {
+    let mut held = false;
+    // The startup message has no type byte: int32 length (including itself), then the body.
+    let mut len = [0u8; 4];
+    from.read_exact(&mut len)?;
+    let n = u32::from_be_bytes(len) as usize;
+    let mut body = vec![0u8; n.saturating_sub(4)];
+    from.read_exact(&mut body)?;
+    to.write_all(&len)?;
+    to.write_all(&body)?;
+    loop {
+        let mut head = [0u8; 5];
+        from.read_exact(&mut head)?;
+        let n = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize;
+        let mut body = vec![0u8; n.saturating_sub(4)];
+        from.read_exact(&mut body)?;
+        let is_query = matches!(head[0], b'P' | b'Q');
+        if !held && is_query && contains(&body, pattern.as_bytes()) {
+            held = true;
+            if let Ok(mut l) = log.lock() {
+                l.held.push((super::monotonic_ns(), hold_ms));
+            }
+            std::thread::sleep(Duration::from_millis(hold_ms));
+        }
+        to.write_all(&head)?;
+        to.write_all(&body)?;
+    }
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}

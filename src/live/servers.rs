@@ -1,0 +1,415 @@
+//! The harness's own servers: a `redis-server` and a PostgreSQL cluster on
+//! free 127.0.0.1 ports, each in a temporary directory, never the system
+//! instances.
+//!
+//! Why so careful: a live run pauses and kills processes on purpose, so a
+//! leaked server or directory is the likeliest failure. Every child gets
+//! PR_SET_PDEATHSIG (spawned from the main thread, which lives as long as
+//! the harness), every server is stopped by a Drop guard, PostgreSQL is
+//! stopped through its postmaster with SIGINT (fast shutdown; its backends
+//! are their own sessions, a process-group kill would not reach them), and
+//! directories left by a killed harness are swept at the next start.
+//! PostgreSQL refuses to run as root, so as root it runs with the `postgres`
+//! user's uid/gid directly (not through `runuser`, which would hide the
+//! postmaster's pid).
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+/// Prefix of every temporary directory the harness creates under the system temp dir.
+pub const TEMP_PREFIX: &str = "fencesim-live-";
+
+/// Where Debian and the PostgreSQL packages put the binaries, after PATH.
+fn search_dirs() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
+    for d in ["/usr/local/bin", "/usr/bin", "/usr/sbin", "/usr/local/sbin"] {
+        dirs.push(PathBuf::from(d));
+    }
+    // /usr/lib/postgresql/<version>/bin, newest version first.
+    if let Ok(entries) = fs::read_dir("/usr/lib/postgresql") {
+        let mut versions: Vec<PathBuf> = entries.filter_map(|e| e.ok()).map(|e| e.path()).collect();
+        versions.sort();
+        for v in versions.into_iter().rev() {
+            dirs.push(v.join("bin"));
+        }
+    }
+    dirs
+}
+
+/// Finds `binary`, or says which Debian package provides it.
+pub fn find_binary(binary: &str, debian_package: &str) -> Result<PathBuf> {
+    search_dirs()
+        .into_iter()
+        .map(|d| d.join(binary))
+        .find(|p| p.is_file())
+        .with_context(|| {
+            format!(
+                "`{binary}` not found on PATH, in /usr/bin, /usr/local/bin or /usr/lib/postgresql/*/bin; \
+                 install the Debian package `{debian_package}` (apt-get install {debian_package})"
+            )
+        })
+}
+
+/// Whether the live mode can run here: every server binary present.
+pub fn binaries_present() -> Result<()> {
+    find_binary("redis-server", "redis-server")?;
+    find_binary("initdb", "postgresql")?;
+    find_binary("postgres", "postgresql")?;
+    Ok(())
+}
+
+/// A free port on 127.0.0.1 (asked of the kernel, then released for the server).
+pub fn free_port() -> Result<u16> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").context("binding 127.0.0.1:0")?;
+    Ok(l.local_addr()?.port())
+}
+
+/// The `postgres` system user's (uid, gid) when we are root, else None (run as ourselves).
+fn postgres_identity() -> Result<Option<(u32, u32)>> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Ok(None);
+    }
+    let passwd = fs::read_to_string("/etc/passwd").context("reading /etc/passwd")?;
+    for line in passwd.lines() {
+        let f: Vec<&str> = line.split(':').collect();
+        if f.len() > 3 && f[0] == "postgres" {
+            return Ok(Some((f[2].parse()?, f[3].parse()?)));
+        }
+    }
+    bail!("running as root and there is no `postgres` user to run PostgreSQL as (PostgreSQL refuses root); install the Debian package `postgresql`, which creates it")
+}
+
+/// Children die with the harness: PR_SET_PDEATHSIG fires when the spawning
+/// thread exits, so callers spawn from the main thread only.
+pub fn die_with_parent(cmd: &mut Command) {
+    // SAFETY: prctl is async-signal-safe; nothing else runs in the child before exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+}
+
+/// A directory under the system temp dir, removed on drop.
+pub struct TempRoot {
+    pub path: PathBuf,
+}
+
+impl TempRoot {
+    pub fn new() -> Result<TempRoot> {
+        sweep_stale();
+        let base = std::env::temp_dir();
+        for n in 0..1000u32 {
+            let path = base.join(format!("{TEMP_PREFIX}{}-{n}", std::process::id()));
+            if fs::create_dir(&path).is_ok() {
+                fs::set_permissions(&path, fs::Permissions::from_mode(0o755))?;
+                return Ok(TempRoot { path });
+            }
+        }
+        bail!("could not create a temporary directory under {}", base.display())
+    }
+}
+
+impl Drop for TempRoot {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.path);
+    }
+}
+
+/// Removes the directories of harnesses that are gone (killed before their Drop ran).
+pub fn sweep_stale() {
+    let Ok(entries) = fs::read_dir(std::env::temp_dir()) else { return };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name.strip_prefix(TEMP_PREFIX) else { continue };
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else { continue };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+/// The last `n` lines of a log file, for start-up errors.
+pub fn log_tail(path: &Path, n: usize) -> String {
+    let text = fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// Polls `ready` until it succeeds or `timeout` passes; on timeout the error
+/// carries the server's log tail.
+fn wait_ready(what: &str, log: &Path, timeout: Duration, mut ready: impl FnMut() -> bool) -> Result<()> {
+    let start = Instant::now();
+    while start.elapsed() < timeout {
+        if ready() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    bail!(
+        "{what} did not accept connections within {} ms; last lines of {}:\n{}",
+        timeout.as_millis(),
+        log.display(),
+        log_tail(log, 20)
+    )
+}
+
+pub fn kill(pid: u32, sig: i32) {
+    // SAFETY: kill(2) with a pid we spawned.
+    unsafe {
+        libc::kill(pid as i32, sig);
+    }
+}
+
+/// Our own `redis-server`; restartable on the same port (a killed primary).
+pub struct Redis {
+    pub port: u16,
+    dir: PathBuf,
+    child: Option<Child>,
+}
+
+impl Redis {
+    pub fn start(dir: &Path, timeout: Duration) -> Result<Redis> {
+        fs::create_dir_all(dir)?;
+        let mut r = Redis { port: free_port()?, dir: dir.to_path_buf(), child: None };
+        r.spawn(timeout)?;
+        Ok(r)
+    }
+
+    fn spawn(&mut self, timeout: Duration) -> Result<()> {
+        let bin = find_binary("redis-server", "redis-server")?;
+        let log = self.dir.join("redis.log");
+        let mut cmd = Command::new(&bin);
+        cmd.args(["--port", &self.port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            // A replica's full sync starts at once (the default waits 5 s for more replicas).
+            .args(["--repl-diskless-sync-delay", "0"])
+            .arg("--dir")
+            .arg(&self.dir)
+            .arg("--logfile")
+            .arg(&log)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        die_with_parent(&mut cmd);
+        self.child = Some(cmd.spawn().with_context(|| format!("starting {}", bin.display()))?);
+        let url = self.url();
+        wait_ready("redis-server", &log, timeout, || {
+            redis::Client::open(url.as_str())
+                .and_then(|c| c.get_connection())
+                .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c))
+                .is_ok()
+        })
+        .inspect_err(|_| self.stop())
+    }
+
+    /// Starts it again (same port, empty: no persistence) if it was killed.
+    pub fn ensure_running(&mut self) -> Result<()> {
+        if self.child.is_none() {
+            self.spawn(Duration::from_secs(15))?;
+        }
+        Ok(())
+    }
+
+    pub fn connection(&self) -> Result<redis::Connection> {
+        Ok(redis::Client::open(self.url().as_str())?.get_connection()?)
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
+    /// SIGKILL (a crash: no persistence, so everything it held is gone) and reap.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            kill(child.id(), libc::SIGKILL);
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Our own PostgreSQL cluster: initdb once per harness run, one postmaster,
+/// Unix socket in its own directory, TCP on 127.0.0.1 only.
+pub struct Postgres {
+    pub port: u16,
+    pub socket_dir: PathBuf,
+    child: Option<Child>,
+}
+
+impl Postgres {
+    /// Starts the cluster; also returns how long initdb took (ms).
+    pub fn start(dir: &Path, timeout: Duration) -> Result<(Postgres, u128)> {
+        let initdb = find_binary("initdb", "postgresql")?;
+        let postgres = find_binary("postgres", "postgresql")?;
+        let ident = postgres_identity()?;
+        fs::create_dir_all(dir)?;
+        let data = dir.join("data");
+        let socket_dir = dir.to_path_buf();
+        if let Some((uid, gid)) = ident {
+            std::os::unix::fs::chown(dir, Some(uid), Some(gid)).context("chown to postgres")?;
+        }
+        let as_postgres = |cmd: &mut Command| {
+            if let Some((uid, gid)) = ident {
+                cmd.uid(uid).gid(gid);
+            }
+        };
+        let init_log = dir.join("initdb.log");
+        let mut init = Command::new(&initdb);
+        init.arg("-D")
+            .arg(&data)
+            .args(["-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8", "--no-instructions"])
+            .stdin(Stdio::null())
+            .stdout(fs::File::create(&init_log)?)
+            .stderr(fs::File::create(&init_log)?.try_clone()?);
+        as_postgres(&mut init);
+        die_with_parent(&mut init);
+        let t = Instant::now();
+        let status = init.status().with_context(|| format!("running {}", initdb.display()))?;
+        if !status.success() {
+            bail!("initdb failed ({status}); last lines of {}:\n{}", init_log.display(), log_tail(&init_log, 20));
+        }
+        let initdb_ms = t.elapsed().as_millis();
+        let port = free_port()?;
+        let log = dir.join("postgres.log");
+        let mut cmd = Command::new(&postgres);
+        cmd.arg("-D")
+            .arg(&data)
+            .args(["-p", &port.to_string()])
+            .arg("-k")
+            .arg(&socket_dir)
+            .args([
+                "-c", "listen_addresses=127.0.0.1",
+                "-c", "fsync=off",
+                "-c", "synchronous_commit=off",
+                "-c", "full_page_writes=off",
+            ])
+            .stdin(Stdio::null())
+            .stdout(fs::File::create(&log)?)
+            .stderr(fs::File::create(&log)?.try_clone()?);
+        as_postgres(&mut cmd);
+        die_with_parent(&mut cmd);
+        let child = cmd.spawn().with_context(|| format!("starting {}", postgres.display()))?;
+        let mut pg = Postgres { port, socket_dir, child: Some(child) };
+        let conn = pg.conn_string();
+        wait_ready("postgres", &log, timeout, || {
+            postgres::Client::connect(&conn, postgres::NoTls).is_ok()
+        })
+        .inspect_err(|_| pg.stop())?;
+        Ok((pg, initdb_ms))
+    }
+
+    /// Connection string over the Unix socket in our directory; TLS and GSS
+    /// encryption off (the `postgres` crate speaks neither here).
+    pub fn conn_string(&self) -> String {
+        format!(
+            "host={} port={} user=postgres dbname=postgres sslmode=disable",
+            self.socket_dir.display(),
+            self.port
+        )
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// Fast shutdown through the postmaster (SIGINT), SIGKILL after 10 s.
+    pub fn stop(&mut self) {
+        let Some(mut child) = self.child.take() else { return };
+        kill(child.id(), libc::SIGINT);
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(10) {
+            if let Ok(Some(_)) = child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        kill(child.id(), libc::SIGKILL);
+        let _ = child.wait();
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The schema every trial starts from: one document row, and an audit
+/// trigger that records, in the same transaction as every applied write,
+/// the op id written, its token and a commit sequence. Row locks serialise
+/// writes of the one row, so the sequence is their commit order.
+pub const SCHEMA_SQL: &str = "
+DROP TABLE IF EXISTS documents, audit CASCADE;
+DROP SEQUENCE IF EXISTS commit_seq;
+CREATE TABLE documents (id int PRIMARY KEY, body bigint NOT NULL, fencing_token bigint NOT NULL);
+CREATE SEQUENCE commit_seq;
+CREATE TABLE audit (commit_seq bigint NOT NULL, op_id bigint NOT NULL, token bigint NOT NULL);
+CREATE OR REPLACE FUNCTION audit_write() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO audit VALUES (nextval('commit_seq'), NEW.body, NEW.fencing_token);
+  RETURN NEW;
+END $$;
+CREATE TRIGGER audit_write AFTER UPDATE ON documents FOR EACH ROW EXECUTE FUNCTION audit_write();
+INSERT INTO documents VALUES (1, 0, 0);
+";
+
+/// Both servers of one harness run, in one temporary directory.
+pub struct Servers {
+    /// Start-up times: redis-server, initdb, postgres (ms).
+    pub started_ms: [u128; 3],
+    pub redis: Redis,
+    /// A second redis-server for failover scenarios (replica of `redis` per trial).
+    pub replica: Redis,
+    pub postgres: Postgres,
+    // Dropped last: the servers stop before their directory goes.
+    pub root: TempRoot,
+}
+
+impl Servers {
+    pub fn start() -> Result<Servers> {
+        binaries_present()?;
+        let root = TempRoot::new()?;
+        let timeout = Duration::from_secs(15);
+        let t = Instant::now();
+        let redis = Redis::start(&root.path.join("redis"), timeout)?;
+        let redis_ms = t.elapsed().as_millis();
+        let replica = Redis::start(&root.path.join("replica"), timeout)?;
+        let t = Instant::now();
+        let (postgres, initdb_ms) = Postgres::start(&root.path.join("pg"), timeout)?;
+        let postgres_ms = t.elapsed().as_millis() - initdb_ms;
+        Ok(Servers { started_ms: [redis_ms, initdb_ms, postgres_ms], redis, replica, postgres, root })
+    }
+
+    /// Fresh state for a trial: empty Redis, the schema recreated.
+    pub fn reset(&mut self) -> Result<()> {
+        self.redis.ensure_running()?;
+        for r in [&self.redis, &self.replica] {
+            let mut con = r.connection()?;
+            // A replica promoted in the last trial is a primary again until the next REPLICAOF.
+            redis::cmd("REPLICAOF").arg("NO").arg("ONE").query::<()>(&mut con)?;
+            redis::cmd("FLUSHALL").query::<()>(&mut con)?;
+        }
+        let mut pg = postgres::Client::connect(&self.postgres.conn_string(), postgres::NoTls)?;
+        pg.batch_execute(SCHEMA_SQL).context("creating the live schema")?;
+        Ok(())
+    }
+}

@@ -1,0 +1,332 @@
+//! The live mode against real servers: each unsafe live scenario finds its
+//! violation in most trials, each safe one is clean in every trial, and
+//! nothing the harness started or created outlives it — also when the
+//! harness itself or one of its servers is killed mid-run.
+//!
+//! These tests need `redis-server` and PostgreSQL's `initdb`/`postgres`;
+//! without them each prints one loud line saying what it skipped and why
+//! (`.ci/run` installs the Debian packages so CI always runs them).
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// One live run at a time: the leftover checks judge every PostgreSQL
+/// process on the machine, which another test's run would confuse (and
+/// parallel runs would skew the timings on a 2-core machine).
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn servers_present(test: &str) -> bool {
+    match fencesim::live::servers::binaries_present() {
+        Ok(()) => true,
+        Err(e) => {
+            eprintln!("!!! LIVE TEST SKIPPED: {test}: {e:#}");
+            false
+        }
+    }
+}
+
+fn fencesim() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_fencesim"))
+}
+
+/// Every process on the machine: (pid, ppid, uid, cmdline).
+fn processes() -> Vec<(u32, u32, u32, String)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(status) = std::fs::read_to_string(e.path().join("status")) else { continue };
+        let field = |name: &str| -> u32 {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| v.split_whitespace().next())
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0)
+        };
+        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        out.push((pid, field("PPid:"), field("Uid:"), cmdline));
+    }
+    out
+}
+
+fn postgres_uid() -> u32 {
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap();
+    passwd
+        .lines()
+        .find_map(|l| l.strip_prefix("postgres:"))
+        .and_then(|l| l.split(':').nth(1))
+        .and_then(|u| u.parse().ok())
+        .unwrap_or(u32::MAX)
+}
+
+/// What the harness created: its temp dir and server pids, from its first line.
+struct Started {
+    root: PathBuf,
+    pids: Vec<u32>,
+}
+
+fn parse_started(first_line: &str) -> Started {
+    let pids = first_line
+        .split("(pid ")
+        .skip(1)
+        .map(|s| s.split(')').next().unwrap().parse().unwrap())
+        .collect();
+    let root = PathBuf::from(first_line.rsplit(" in ").next().unwrap().trim());
+    Started { root, pids }
+}
+
+/// Nothing left: no server pid alive, the directory gone, no process naming
+/// the directory (servers, workers), and no PostgreSQL process that was not
+/// descended from one that existed before the run (orphaned backends).
+fn assert_nothing_left(started: &Started, postgres_before: &BTreeSet<u32>) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let procs = processes();
+        let alive: Vec<u32> = started.pids.iter().copied().filter(|p| Path::new(&format!("/proc/{p}")).exists()).collect();
+        let root = started.root.display().to_string();
+        let naming: Vec<String> = procs.iter().filter(|p| p.3.contains(&root)).map(|p| format!("{} {}", p.0, p.3)).collect();
+        let pg = postgres_uid();
+        let by_pid: std::collections::BTreeMap<u32, (u32, u32)> = procs.iter().map(|p| (p.0, (p.1, p.2))).collect();
+        let orphans: Vec<u32> = procs
+            .iter()
+            .filter(|p| p.2 == pg && !postgres_before.contains(&p.0))
+            .filter(|p| {
+                // Walk up while the parent is a postgres process; a new root is ours.
+                let mut pid = p.0;
+                while let Some(&(ppid, _)) = by_pid.get(&pid) {
+                    if by_pid.get(&ppid).is_some_and(|&(_, uid)| uid == pg) {
+                        pid = ppid;
+                    } else {
+                        break;
+                    }
+                }
+                !postgres_before.contains(&pid)
+            })
+            .map(|p| p.0)
+            .collect();
+        let dir_left = started.root.exists();
+        if alive.is_empty() && naming.is_empty() && orphans.is_empty() && !dir_left {
+            return;
+        }
+        if Instant::now() > deadline {
+            panic!("left behind: server pids {alive:?}, processes {naming:?}, postgres orphans {orphans:?}, dir {dir_left}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn postgres_pids() -> BTreeSet<u32> {
+    let pg = postgres_uid();
+    processes().into_iter().filter(|p| p.2 == pg).map(|p| p.0).collect()
+}
+
+/// Per scenario name: (trials, trials per violation kind, trials with a fence rejection).
+#[derive(Default, Debug)]
+struct Seen {
+    trials: u32,
+    kinds: std::collections::BTreeMap<String, u32>,
+    clean: u32,
+    rejected: u32,
+    histories: Vec<PathBuf>,
+}
+
+fn run_live(paths: &[&str], trials: u32, out: &Path) -> (std::collections::BTreeMap<String, Seen>, Started, String) {
+    let o = fencesim()
+        .arg("live")
+        .args(paths)
+        .args(["--trials", &trials.to_string(), "--jobs", "1", "--out"])
+        .arg(out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(o.status.success(), "fencesim live failed ({}):\n{stdout}\n{}", o.status, String::from_utf8_lossy(&o.stderr));
+    let started = parse_started(stdout.lines().next().unwrap());
+    let mut seen = std::collections::BTreeMap::<String, Seen>::new();
+    let mut current = String::new();
+    for line in stdout.lines() {
+        if line.starts_with("live-") {
+            current = line.split_whitespace().next().unwrap().to_string();
+        } else if let Some(rest) = line.trim_start().strip_prefix("trial ") {
+            let parts: Vec<&str> = rest.split(" — ").collect();
+            let s = seen.entry(current.clone()).or_default();
+            s.trials += 1;
+            if parts[1] == "clean" {
+                s.clean += 1;
+            } else {
+                for k in parts[1].split(", ") {
+                    *s.kinds.entry(k.to_string()).or_default() += 1;
+                }
+            }
+            let rejected: u64 = parts[2].trim_start_matches("fence_rejected ").parse().unwrap();
+            s.rejected += (rejected > 0) as u32;
+            s.histories.push(PathBuf::from(parts[3]));
+            assert!(parts[4].ends_with(" ms"), "{line}");
+        }
+    }
+    (seen, started, stdout)
+}
+
+const TRIALS: u32 = 6;
+
+#[test]
+fn the_article_scenarios_on_real_servers_find_what_the_simulator_finds_and_leave_nothing_behind() {
+    if !servers_present("the article scenarios on real servers") {
+        return;
+    }
+    let _serial = serial();
+    let out = tempfile::tempdir().unwrap();
+    let before = postgres_pids();
+    let (seen, started, stdout) = run_live(&["live/"], TRIALS, out.path());
+    let get = |name: &str| seen.get(name).unwrap_or_else(|| panic!("{name} not run:\n{stdout}"));
+
+    // Unsafe: the violation in most trials (measured: every trial).
+    let plain = get("live-gc-pause-plain-update");
+    assert_eq!(plain.trials, TRIALS);
+    for kind in ["stale_write", "lost_update"] {
+        let found = plain.kinds.get(kind).copied().unwrap_or(0);
+        assert!(2 * found > TRIALS, "plain UPDATE: {kind} in {found}/{TRIALS}\n{stdout}");
+    }
+    let check_then = get("live-check-then-update-pause");
+    let found = check_then.kinds.get("stale_write").copied().unwrap_or(0);
+    assert!(2 * found > TRIALS, "check-then-update: stale_write in {found}/{TRIALS}\n{stdout}");
+
+    let delayed = get("live-delayed-packet-plain-update");
+    let found = delayed.kinds.get("stale_write").copied().unwrap_or(0);
+    assert!(2 * found > TRIALS, "delayed packet, plain UPDATE: stale_write in {found}/{TRIALS}\n{stdout}");
+
+    let failover = get("live-incr-beside-lease-failover");
+    for kind in ["token_order", "stale_write"] {
+        let found = failover.kinds.get(kind).copied().unwrap_or(0);
+        assert!(2 * found > TRIALS, "INCR beside the lease + failover: {kind} in {found}/{TRIALS}\n{stdout}");
+    }
+
+    // Safe: clean in every trial, and the hazard was put to the test (rejections).
+    let delayed_fenced = get("live-delayed-packet-fenced-update");
+    assert_eq!((delayed_fenced.clean, delayed_fenced.rejected), (TRIALS, TRIALS), "delayed packet, fenced\n{stdout}");
+    let fenced = get("live-gc-pause-fenced-update");
+    assert_eq!((fenced.clean, fenced.rejected), (TRIALS, TRIALS), "fenced UPDATE\n{stdout}");
+    let one_db = get("live-one-database-transaction");
+    assert_eq!(one_db.clean, TRIALS, "one-database transaction\n{stdout}");
+
+    // The written histories are the documented schema: check-history agrees.
+    let stale = fencesim().arg("check-history").arg(&plain.histories[0]).output().unwrap();
+    assert_eq!(stale.status.code(), Some(1), "{}", String::from_utf8_lossy(&stale.stdout));
+    assert!(String::from_utf8_lossy(&stale.stdout).contains("stale_write"));
+    let clean = fencesim().arg("check-history").arg(&fenced.histories[0]).output().unwrap();
+    assert_eq!(clean.status.code(), Some(0), "{}", String::from_utf8_lossy(&clean.stdout));
+
+    // The table sets each live result beside its simulated twin.
+    assert!(stdout.contains("live vs simulated"), "{stdout}");
+    assert!(stdout.contains("/200"), "the twin's seeds are shown:\n{stdout}");
+    assert_nothing_left(&started, &before);
+}
+
+/// Starts `fencesim live` with many trials and returns it once its first trial printed.
+fn start_long_run(out: &Path) -> (std::process::Child, Started, std::io::Lines<BufReader<std::process::ChildStdout>>) {
+    let mut child = fencesim()
+        .args(["live", "live/gc-pause-plain-update.toml", "--trials", "500", "--jobs", "1", "--out"])
+        .arg(out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let started = parse_started(&lines.next().unwrap().unwrap());
+    for line in lines.by_ref() {
+        if line.unwrap().contains("trial 2/") {
+            break;
+        }
+    }
+    (child, started, lines)
+}
+
+#[test]
+fn a_killed_harness_takes_its_servers_and_workers_with_it_and_the_next_run_sweeps_its_directory() {
+    if !servers_present("a killed harness leaves nothing") {
+        return;
+    }
+    let _serial = serial();
+    let out = tempfile::tempdir().unwrap();
+    let before = postgres_pids();
+    let (mut child, started, _lines) = start_long_run(out.path());
+    assert!(started.root.exists());
+    child.kill().unwrap(); // SIGKILL: no Drop runs; parent-death signals must do it.
+    child.wait().unwrap();
+    // The directory is left by a SIGKILLed harness; the next start sweeps it.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while started.pids.iter().any(|p| Path::new(&format!("/proc/{p}")).exists()) {
+        assert!(Instant::now() < deadline, "servers outlived the harness");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (_, second, _) = run_live(&["live/one-database-transaction.toml"], 1, out.path());
+    assert_nothing_left(&started, &before);
+    assert_nothing_left(&second, &before);
+}
+
+#[test]
+fn a_killed_server_ends_the_run_with_an_error_and_nothing_left_behind() {
+    if !servers_present("a killed server leaves nothing") {
+        return;
+    }
+    let _serial = serial();
+    let out = tempfile::tempdir().unwrap();
+    let before = postgres_pids();
+    let (mut child, started, lines) = start_long_run(out.path());
+    // SIGKILL the redis-server (first pid printed) under a running harness.
+    assert_eq!(started.pids.len(), 3, "redis, replica and postgres pids");
+    unsafe { libc::kill(started.pids[0] as i32, libc::SIGKILL) };
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "the run went on without its Redis: {rest:?}");
+    assert_nothing_left(&started, &before);
+}
+
+#[test]
+fn an_unsupported_backend_is_an_error_naming_file_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad.toml");
+    let src = std::fs::read_to_string("live/gc-pause-plain-update.toml").unwrap();
+    let src = src.replace("lock = \"redis-set-nx-del\"", "lock = \"zookeeper\"");
+    let src = src.replace("../scenarios/", &format!("{}/scenarios/", env!("CARGO_MANIFEST_DIR")));
+    std::fs::write(&file, &src).unwrap();
+    let line = src.lines().position(|l| l.starts_with("lock =")).unwrap() + 1;
+    let o = fencesim().arg("live").arg(&file).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains(&format!("bad.toml:{line}:8")), "{err}");
+    assert!(err.contains("unsupported lock \"zookeeper\""), "{err}");
+    assert!(err.contains("redis-set-nx-del"), "{err}");
+}
+
+#[test]
+fn a_killed_worker_ends_the_run_with_an_error_and_nothing_left_behind() {
+    if !servers_present("a killed worker leaves nothing") {
+        return;
+    }
+    let _serial = serial();
+    let out = tempfile::tempdir().unwrap();
+    let before = postgres_pids();
+    let (mut child, started, lines) = start_long_run(out.path());
+    let root = started.root.display().to_string();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let worker = loop {
+        let found = processes().into_iter().find(|p| p.3.contains("live-worker") && p.3.contains(&root));
+        if let Some(p) = found {
+            break p.0;
+        }
+        assert!(Instant::now() < deadline, "no worker process seen");
+    };
+    unsafe { libc::kill(worker as i32, libc::SIGKILL) };
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "the run went on without its worker: {rest:?}");
+    assert_nothing_left(&started, &before);
+}
