@@ -164,8 +164,8 @@ fn step() -> impl Strategy<Value = Step> {
         1 => g.clone().prop_map(|g| Step::Expire { g }),
         1 => g.clone().prop_map(|g| Step::Renew { g }),
         1 => (g.clone(), g.clone()).prop_map(|(g, removed)| Step::Release { g, removed }),
-        1 => (w.clone(), op.clone(), key.clone()).prop_map(|(w, op, key)| Step::EffectSent { w, op, key }),
-        1 => (op, key.clone()).prop_map(|(op, key)| Step::EffectPerformed { op, key }),
+        2 => (w.clone(), op.clone(), key.clone()).prop_map(|(w, op, key)| Step::EffectSent { w, op, key }),
+        2 => (op, key.clone()).prop_map(|(op, key)| Step::EffectPerformed { op, key }),
         1 => (w.clone(), g).prop_map(|(w, g)| Step::Became { w, g }),
         1 => (w.clone(), key).prop_map(|(w, key)| Step::SteppedDown { w, key }),
         1 => (w.clone(), 0u8..4).prop_map(|(w, kind)| Step::Life { w, kind }),
@@ -366,7 +366,7 @@ fn both_checkers_agree_on_generated_histories_and_refused_ones_are_refused() {
     let per_kind = per_kind.into_inner();
     for kind in ViolationKind::ALL {
         assert!(
-            per_kind[kind as usize] >= 100,
+            per_kind[kind as usize] >= cases as u64 / 2500,
             "{kind} occurs in only {} generated histories: {per_kind:?}",
             per_kind[kind as usize]
         );
