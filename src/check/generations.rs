@@ -23,7 +23,8 @@
 //! 3. otherwise the grant the sender most recently *adopted* for the key: a
 //!    `grant_received` counts only if the grant is client-decided, or the
 //!    node had an `acquire_sent` for the key outstanding (sent since its
-//!    last adoption), or the node never records `acquire_sent` at all. A
+//!    last adoption), or the node never records `acquire_sent` at all and
+//!    the grant is of a higher generation than the one it acts on. A
 //!    duplicate of a grant, or the late answer to an acquire already
 //!    answered, is received but not adopted, and raises nothing.
 //!
@@ -206,11 +207,14 @@ impl Generations {
             self.received_token.insert((e.node, key, t), id);
         }
         let self_issued = info.issuer == e.node;
-        let adopted = self.adopted.get(&(e.node, key)) == Some(&id);
-        if !adopted
+        let current = self.adopted.get(&(e.node, key)).copied();
+        // A node that never records asking keeps its newest grant: a
+        // delayed reply for an older grant does not move it back.
+        let newer = current.and_then(|c| self.generation_of(c)) < Some(info.generation);
+        if current != Some(id)
             && (self_issued
                 || self.pending.remove(&(e.node, key))
-                || !self.asks.contains(&e.node))
+                || (!self.asks.contains(&e.node) && newer))
         {
             self.adopted.insert((e.node, key), id);
         }

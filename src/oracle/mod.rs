@@ -125,7 +125,7 @@ impl<'h> Oracle<'h> {
 
     /// Whether receipt `i` adopts its grant: a grant other than the one its
     /// node acts on, issued already, and either decided by the node itself,
-    /// or by a node that never asks, or answering an `acquire_sent` for the
+    /// or newer than what it acts on for a node that never asks, or answering an `acquire_sent` for the
     /// key made since the node's last adoption of a grant it asked for.
     fn adopts(&self, i: usize) -> bool {
         let e = &self.ev[i];
@@ -147,7 +147,8 @@ impl<'h> Oracle<'h> {
             .iter()
             .any(|a| a.kind == Kind::AcquireSent && a.node == e.node)
         {
-            return true;
+            let current = self.adopted_before(e.node, g.key, i);
+            return current.is_none_or(|c| self.rank(c) < g.rank);
         }
         let last_asked_adoption = (0..i).rev().find(|&j| {
             self.adopting[j]
