@@ -577,3 +577,23 @@ fn lost_update_evidence_names_the_overwritten_writes_after_the_value_read() {
     let v = r.violations.iter().find(|v| v.kind == ViolationKind::LostUpdate).expect("lost");
     assert_eq!(v.evidence, vec![read, between[1], between[2], between[3], lost]);
 }
+
+#[test]
+fn object_store_conditional_writes_are_clean_under_random_faults_and_their_unfenced_twin_is_not() {
+    // The catalogue calls object-store-cas safe: an If-Match write lands
+    // only if the generation it read is current, so it is serializable.
+    let scenario = |name: &str| common::load(&common::scenario_path(&format!("{name}.toml")));
+    let cas = common::with_random_faults(scenario("real-systems/object-store-cas-gc-pause"));
+    let plain = common::with_random_faults(scenario("article/gc-pause-redis-set-nx"));
+    let clean = fencesim::suite::run_scenario(&cas, 0..400, 2);
+    let broken = fencesim::suite::run_scenario(&plain, 0..400, 2);
+    for kind in ViolationKind::ALL {
+        assert_eq!(clean.agg.failing_seeds[kind as usize], 0, "{kind} in object-store-cas");
+    }
+    assert!(
+        clean.agg.seeds_with_stale_attempts >= 40,
+        "the hazard was exercised: {}",
+        clean.agg.seeds_with_stale_attempts
+    );
+    assert!(broken.agg.failing_seeds[ViolationKind::StaleWrite as usize] > 0);
+}
