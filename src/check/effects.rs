@@ -63,35 +63,44 @@ impl Effects {
                 };
             }
             Kind::EffectPerformed => {
+                self.check_duplicate(h, e, key, op, out);
                 self.check_superseded(h, e, key, op, gens, out);
-                let Some(&first) = self.performed.get(&(key, op)) else {
-                    self.performed.insert((key, op), e.seq);
-                    return;
-                };
-                let mut evidence = vec![first];
-                if let Some(sent) = self.sent.get(&(key, op)) {
-                    evidence.extend(sent.iter().take(6));
-                }
-                evidence.push(e.seq);
-                evidence.sort_unstable();
-                evidence.dedup();
-                out.push(Violation {
-                    kind: ViolationKind::DuplicateEffect,
-                    key,
-                    evidence,
-                    explanation: format!(
-                        "{} performed op {op}'s effect again at {} (first at #{first}): the same email/payment went out twice",
-                        h.node_name(e.node),
-                        crate::history::fmt_time(e.t_true_ns).trim(),
-                    ),
-                });
             }
             _ => {}
         }
     }
-}
 
-impl Effects {
+    fn check_duplicate(
+        &mut self,
+        h: &History,
+        e: &Event,
+        key: u16,
+        op: u64,
+        out: &mut Vec<Violation>,
+    ) {
+        let Some(&first) = self.performed.get(&(key, op)) else {
+            self.performed.insert((key, op), e.seq);
+            return;
+        };
+        let mut evidence = vec![first];
+        if let Some(sent) = self.sent.get(&(key, op)) {
+            evidence.extend(sent.iter().take(6));
+        }
+        evidence.push(e.seq);
+        evidence.sort_unstable();
+        evidence.dedup();
+        out.push(Violation {
+            kind: ViolationKind::DuplicateEffect,
+            key,
+            evidence,
+            explanation: format!(
+                "{} performed op {op}'s effect again at {} (first at #{first}): the same email/payment went out twice",
+                h.node_name(e.node),
+                crate::history::fmt_time(e.t_true_ns).trim(),
+            ),
+        });
+    }
+
     fn check_superseded(
         &self,
         h: &History,
