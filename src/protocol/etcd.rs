@@ -670,6 +670,7 @@ mod tests {
                 key: Key(0),
                 request_timeout_ns: 100 * T,
                 max_retries: 2,
+                incarnation: 0,
             };
             let mut s = Script {
                 client: EtcdClient::new(cfg, base),
