@@ -36,6 +36,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::client::{ClientBase, LockEvent, Requests, Timeout, CLIENT_REQUEST, CLIENT_TIMER_A};
 use super::msg::{Key, Msg, Token};
 use super::node::{Clocks, Effect, Input, Nanos, Node, NodeId, Observation, TimerId};
+use super::record::{persist_if_changed, RecordReader, RecordWriter};
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct ZkClientConfig {
@@ -296,6 +297,8 @@ pub struct ZkServer {
     watches: Vec<Watch>,
     /// When the session check timer fires (None: not armed).
     check_at_mono_ns: Option<Nanos>,
+    /// The durable record last persisted (see [`super::record`]).
+    persisted: Vec<u8>,
 }
 
 impl ZkServer {
@@ -308,6 +311,79 @@ impl ZkServer {
             expired: BTreeSet::new(),
             watches: Vec::new(),
             check_at_mono_ns: None,
+            persisted: Vec::new(),
+        }
+    }
+
+    /// What the ensemble keeps across a server crash: the znodes and
+    /// sequence counters, the sessions (not their deadlines), the expired
+    /// session ids and the watches (a client re-registers its watches on
+    /// the server it reconnects to; that is modelled as them surviving).
+    fn record(&self) -> Vec<u8> {
+        let mut w = RecordWriter::default();
+        w.list(self.last_seq.iter(), |w, (k, seq)| {
+            w.word(k.0 as u64).word(*seq);
+        });
+        w.list(self.nodes.iter(), |w, ((k, seq), session)| {
+            w.word(k.0 as u64).word(*seq).word(*session);
+        });
+        w.list(self.sessions.iter(), |w, (id, s)| {
+            let (key, seq) = s.node.map_or((u16::MAX, 0), |(k, seq)| (k.0, seq));
+            w.word(*id).word(key as u64).word(seq);
+        });
+        w.list(self.expired.iter(), |w, id| {
+            w.word(*id);
+        });
+        w.list(self.watches.iter(), |w, watch| {
+            w.word(watch.client.0 as u64)
+                .word(watch.session)
+                .word(watch.key.0 as u64)
+                .word(watch.seq);
+        });
+        w.finish()
+    }
+
+    /// Rebuilds the state from `record`; every session gets a fresh timeout
+    /// from now (as ZooKeeper does when a new leader takes over).
+    fn recover(&mut self, clocks: Clocks, record: &[u8], fx: &mut Vec<Effect>) {
+        let mut r = RecordReader::new(record);
+        let key = |w: u64| Key(w as u16);
+        r.list(|r| {
+            let (k, seq) = (key(r.word()), r.word());
+            self.last_seq.insert(k, seq);
+        });
+        r.list(|r| {
+            let (k, seq, session) = (key(r.word()), r.word(), r.word());
+            self.nodes.insert((k, seq), session);
+        });
+        let expires_mono_ns = clocks.mono_ns.saturating_add(self.cfg.session_timeout_ns);
+        r.list(|r| {
+            let (id, k, seq) = (r.word(), r.word(), r.word());
+            let node = (k != u16::MAX as u64).then_some((key(k), seq));
+            self.sessions.insert(
+                id,
+                Session {
+                    expires_mono_ns,
+                    node,
+                },
+            );
+        });
+        r.list(|r| {
+            self.expired.insert(r.word());
+        });
+        r.list(|r| {
+            let (client, session, k, seq) = (r.word(), r.word(), r.word(), r.word());
+            self.watches.push(Watch {
+                client: NodeId(client as u16),
+                session,
+                key: key(k),
+                seq,
+            });
+        });
+        assert!(r.is_done(), "a ZooKeeper record with trailing bytes");
+        self.persisted = record.to_vec();
+        if !self.sessions.is_empty() {
+            self.arm(clocks, expires_mono_ns, fx);
         }
     }
 
@@ -495,10 +571,15 @@ impl ZkServer {
 impl Node for ZkServer {
     fn handle(&mut self, clocks: Clocks, input: Input<'_>, fx: &mut Vec<Effect>) {
         match input {
-            Input::Start { .. } => {}
+            Input::Start { recovered: None } => {}
+            Input::Start {
+                recovered: Some(record),
+            } => self.recover(clocks, record, fx),
             Input::Message { from, msg } => self.on_request(clocks, from, msg, fx),
             Input::Timer { .. } => self.on_session_check(clocks, fx),
         }
+        let record = self.record();
+        persist_if_changed(&mut self.persisted, record, fx);
     }
 }
 
@@ -591,6 +672,38 @@ mod tests {
             .map(|(to, _)| to)
             .collect();
         assert_eq!(watches, vec![NodeId(2)], "only the successor is notified");
+        assert!(fx.iter().any(|e| matches!(
+            e,
+            Effect::Observe(Observation::LeaseExpired { owner: 11, .. })
+        )));
+    }
+
+    #[test]
+    fn a_restarted_zookeeper_server_keeps_its_znodes_sessions_and_sequence() {
+        let cfg = ZkServerConfig {
+            session_timeout_ns: 10 * T,
+        };
+        let mut s = ZkServer::new(cfg);
+        assert_eq!(create(&mut s, 0, 1, 11), 1);
+        let record = s.record();
+        let mut fx = Vec::new();
+        let mut restarted = ZkServer::new(cfg);
+        restarted.handle(
+            at(5 * T),
+            Input::Start {
+                recovered: Some(&record),
+            },
+            &mut fx,
+        );
+        assert_eq!(restarted.record(), record, "the record round-trips");
+        assert_eq!(
+            create(&mut restarted, 5 * T, 2, 22),
+            2,
+            "the sequence continues: no second znode 1"
+        );
+        // Session 11's timeout starts over at the restart: it expires at 15 T.
+        fx.clear();
+        restarted.handle(at(15 * T), Input::Timer { timer: SESSION_CHECK }, &mut fx);
         assert!(fx.iter().any(|e| matches!(
             e,
             Effect::Observe(Observation::LeaseExpired { owner: 11, .. })
