@@ -808,9 +808,16 @@ mod tests {
         let (mut c, sent) = quorum_primary();
         assert_eq!(sent, [Msg::QueryMax, Msg::QueryMax]);
         // Replica 1 is down and replica 2's answer is lost: not ready yet.
-        assert!(!acquire(&mut c, SEC, A, 1), "not serving before a majority answered");
+        assert!(
+            !acquire(&mut c, SEC, A, 1),
+            "not serving before a majority answered"
+        );
         let again = fire(&mut c, SEC, QUORUM_RETRY);
-        assert_eq!(again, [Msg::QueryMax, Msg::QueryMax], "both peers asked again");
+        assert_eq!(
+            again,
+            [Msg::QueryMax, Msg::QueryMax],
+            "both peers asked again"
+        );
         send(&mut c, SEC, NodeId(2), Msg::MaxIs { gen: 7 });
         // A majority answered: the retry asks no one.
         assert_eq!(fire(&mut c, 2 * SEC, QUORUM_RETRY), []);
@@ -825,7 +832,10 @@ mod tests {
             },
         );
         assert!(
-            matches!(granted[..], [Msg::Propose { gen: 8 }, Msg::Propose { gen: 8 }]),
+            matches!(
+                granted[..],
+                [Msg::Propose { gen: 8 }, Msg::Propose { gen: 8 }]
+            ),
             "ready, and above the highest generation learned: {granted:?}"
         );
     }

@@ -30,8 +30,8 @@ use super::client::{
     ClientBase, LockEvent, Requests, Timeout, CLIENT_REQUEST, CLIENT_TIMER_A, CLIENT_TIMER_B,
 };
 use super::msg::{Key, Msg, Token};
-use super::record::{persist_if_changed, RecordReader, RecordWriter};
 use super::node::{Clocks, Effect, Input, Nanos, Node, NodeId};
+use super::record::{persist_if_changed, RecordReader, RecordWriter};
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct DynamoClientConfig {

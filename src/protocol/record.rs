@@ -24,7 +24,11 @@ impl RecordWriter {
     }
 
     /// A count, then one call of `each` per item.
-    pub fn list<T>(&mut self, items: impl ExactSizeIterator<Item = T>, mut each: impl FnMut(&mut Self, T)) {
+    pub fn list<T>(
+        &mut self,
+        items: impl ExactSizeIterator<Item = T>,
+        mut each: impl FnMut(&mut Self, T),
+    ) {
         self.word(items.len() as u64);
         for item in items {
             each(self, item);

@@ -1195,11 +1195,15 @@ mod tests {
     fn a_restarted_worker_never_acts_on_a_reply_meant_for_its_previous_incarnation() {
         let mut first = Drive::one_lock(None);
         let acquire = first.step()[0];
-        let record = first.persisted().expect("the acquisition counter is synced");
+        let record = first
+            .persisted()
+            .expect("the acquisition counter is synced");
         let old_read = first.reply(grant(acquire, 5))[0];
         // Crash here: the read's answer is still in flight.
         let mut second = Drive::one_lock(Some(&record));
-        let record = second.persisted().expect("the new incarnation is synced at boot");
+        let record = second
+            .persisted()
+            .expect("the new incarnation is synced at boot");
         assert_eq!(record.len(), 12, "ops, attempts and the incarnation");
         let acquire = second.step()[0];
         let new_read = second.reply(grant(acquire, 6))[0];
@@ -1207,7 +1211,10 @@ mod tests {
         else {
             panic!("expected two reads, got {old_read:?} and {new_read:?}");
         };
-        assert_ne!(old_req, new_req, "request ids never repeat across incarnations");
+        assert_ne!(
+            old_req, new_req,
+            "request ids never repeat across incarnations"
+        );
         assert!(second.reply(read_ok(old_read)).is_empty());
         assert!(
             used_replies(&second).is_empty() && second.w.phase == Phase::Reading,
@@ -1237,7 +1244,13 @@ mod tests {
         d.reply(grant(acquire, 9));
         let write = d.step();
         assert!(
-            matches!(write[..], [Msg::Write { token: Some(Token(5)), .. }]),
+            matches!(
+                write[..],
+                [Msg::Write {
+                    token: Some(Token(5)),
+                    ..
+                }]
+            ),
             "the write carries the grant its read was made under, got {write:?}"
         );
     }

@@ -28,8 +28,21 @@
 //! timeout): the server saw the session alive when it answered, so no one
 //! else can hold the lock before the session could have expired. An older
 //! answer (the client was paused with the reply queued) is asked again.
-//! Not modelled: server crashes (a ZooKeeper ensemble is replicated; a
-//! restarted server here forgets every session and node).
+//!
+//! Watch notifications travel on the session's connection. ZooKeeper sends
+//! them in order over TCP, and a client whose connection broke reconnects,
+//! re-registers its watches and is told of every change it missed — a
+//! notification is never silently lost while the session lives. Messages
+//! here are datagrams that can be lost, so the session is modelled by its
+//! effect: a waiter re-checks what it waits on (its predecessor, or the
+//! children under `herd`) every ping period, as a reconnect would; the
+//! server keeps one watch per (session, node), so a re-check never doubles
+//! a notification. A lost session is noticed by the next request's
+//! `session expired` answer, and the client starts a new acquisition.
+//!
+//! The server is durable (see [`super::record`]): a crash of the simulated
+//! server stands for the ensemble's, whose committed znodes and sessions
+//! survive; session timeouts start over at the restart.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -67,6 +80,8 @@ pub struct ZkClient {
     phase: Phase,
     session: u64,
     seq: u64,
+    /// The predecessor being waited on (0: none, or `herd`).
+    pred: u64,
     /// A watch fired while a request was in flight: list again before waiting.
     changed: bool,
 }
@@ -81,6 +96,7 @@ impl ZkClient {
             phase: Phase::Idle,
             session: 0,
             seq: 0,
+            pred: 0,
             changed: false,
         }
     }
@@ -140,6 +156,19 @@ impl ZkClient {
         fx.push(Effect::CancelTimer { timer: PING });
     }
 
+    /// `exists(predecessor, watch = true)`.
+    fn check_predecessor(&mut self, clocks: Clocks, fx: &mut Vec<Effect>) {
+        self.phase = Phase::Checking;
+        let req = self.requests.take_req();
+        let msg = Msg::ZkExists {
+            req,
+            key: self.base.key,
+            session: self.session,
+            seq: self.pred,
+        };
+        self.requests.send(clocks, self.cfg.server, msg, fx);
+    }
+
     fn wait(&mut self, clocks: Clocks, fx: &mut Vec<Effect>) {
         if self.changed {
             self.list(clocks, fx);
@@ -188,15 +217,8 @@ impl ZkClient {
                 if self.cfg.herd {
                     self.wait(clocks, fx); // the children watch is set
                 } else {
-                    self.phase = Phase::Checking;
-                    let req = self.requests.take_req();
-                    let msg = Msg::ZkExists {
-                        req,
-                        key: self.base.key,
-                        session: self.session,
-                        seq: pred,
-                    };
-                    self.requests.send(clocks, self.cfg.server, msg, fx);
+                    self.pred = pred;
+                    self.check_predecessor(clocks, fx);
                 }
             }
             (Phase::Checking, Msg::ZkStat { req, exists, .. }) if self.requests.answers(req) => {
@@ -227,7 +249,7 @@ impl ZkClient {
         LockEvent::Pending
     }
 
-    pub fn on_timer(&mut self, _clocks: Clocks, timer: TimerId, fx: &mut Vec<Effect>) -> LockEvent {
+    pub fn on_timer(&mut self, clocks: Clocks, timer: TimerId, fx: &mut Vec<Effect>) -> LockEvent {
         match timer {
             CLIENT_REQUEST => match self.requests.on_timeout(fx) {
                 Timeout::Idle | Timeout::Retransmitted => LockEvent::Pending,
@@ -254,6 +276,15 @@ impl ZkClient {
                     timer: PING,
                     after_ns: self.ping_every_ns(),
                 });
+                // The session's re-check: a notification lost on the way
+                // is noticed within one ping period (see the module doc).
+                if self.phase == Phase::Waiting {
+                    if self.cfg.herd {
+                        self.list(clocks, fx);
+                    } else {
+                        self.check_predecessor(clocks, fx);
+                    }
+                }
                 LockEvent::Pending
             }
             _ => LockEvent::Pending,
@@ -440,6 +471,14 @@ impl ZkServer {
         }
     }
 
+    /// Sets `w` unless the session already watches that node: a client's
+    /// re-check registers nothing twice.
+    fn watch(&mut self, w: Watch) {
+        if !self.watches.contains(&w) {
+            self.watches.push(w);
+        }
+    }
+
     /// Fires (and removes) every watch the change of `(key, seq)` triggers.
     fn fire(&mut self, key: Key, seq: u64, fx: &mut Vec<Effect>) {
         let mut kept = Vec::with_capacity(self.watches.len());
@@ -518,7 +557,7 @@ impl ZkServer {
                     .rfind(|(&(_, s), _)| s < seq)
                     .map_or(0, |(&(_, s), _)| s);
                 if watch {
-                    self.watches.push(Watch {
+                    self.watch(Watch {
                         client: from,
                         session,
                         key,
@@ -536,7 +575,7 @@ impl ZkServer {
             Msg::ZkExists { seq, .. } => {
                 let exists = self.nodes.contains_key(&(key, seq));
                 if exists {
-                    self.watches.push(Watch {
+                    self.watch(Watch {
                         client: from,
                         session,
                         key,
@@ -554,8 +593,11 @@ impl ZkServer {
                 if self.nodes.get(&(key, seq)) == Some(&session) {
                     self.delete_node(key, seq, fx);
                 }
-                // Closing the session: its watches go with it.
+                // Closing the session: its watches go with it, and a late
+                // copy of one of its requests cannot bring it back (a closed
+                // session id answers `session expired`, as in ZooKeeper).
                 self.sessions.remove(&session);
+                self.expired.insert(session);
                 self.watches.retain(|w| w.session != session);
                 Msg::ZkDeleted { req, key }
             }
@@ -703,10 +745,146 @@ mod tests {
         );
         // Session 11's timeout starts over at the restart: it expires at 15 T.
         fx.clear();
-        restarted.handle(at(15 * T), Input::Timer { timer: SESSION_CHECK }, &mut fx);
+        restarted.handle(
+            at(15 * T),
+            Input::Timer {
+                timer: SESSION_CHECK,
+            },
+            &mut fx,
+        );
         assert!(fx.iter().any(|e| matches!(
             e,
             Effect::Observe(Observation::LeaseExpired { owner: 11, .. })
         )));
+    }
+
+    #[test]
+    fn a_waiting_client_rechecks_its_predecessor_every_ping_so_a_lost_notification_is_noticed() {
+        let server = NodeId(9);
+        let mut c = ZkClient::new(
+            ZkClientConfig {
+                server,
+                session_timeout_ns: 30 * T,
+                herd: false,
+            },
+            ClientBase {
+                key: Key(0),
+                request_timeout_ns: 5 * T,
+                max_retries: 2,
+                incarnation: 0,
+            },
+        );
+        let mut fx = Vec::new();
+        c.acquire(at(0), 7, &mut fx);
+        let answer = |c: &mut ZkClient, fx: &mut Vec<Effect>, msg| {
+            fx.clear();
+            c.on_message(at(T), msg, fx);
+            sent(fx)
+        };
+        let req = |fx: &Vec<Effect>| match sent(fx).last() {
+            Some((_, m)) => m.words()[0] as u32,
+            None => panic!("nothing sent"),
+        };
+        let r = req(&fx);
+        answer(
+            &mut c,
+            &mut fx,
+            Msg::ZkCreated {
+                req: r,
+                key: Key(0),
+                session: 7,
+                seq: 2,
+            },
+        );
+        let r = req(&fx);
+        let check = answer(
+            &mut c,
+            &mut fx,
+            Msg::ZkChildren {
+                req: r,
+                key: Key(0),
+                lowest: 1,
+                pred: 1,
+                mine: true,
+            },
+        );
+        assert!(matches!(check[..], [(_, Msg::ZkExists { seq: 1, .. })]));
+        let r = req(&fx);
+        answer(
+            &mut c,
+            &mut fx,
+            Msg::ZkStat {
+                req: r,
+                key: Key(0),
+                seq: 1,
+                exists: true,
+            },
+        );
+        assert_eq!(c.phase, Phase::Waiting);
+        // The predecessor's deletion notice is lost; the next ping re-checks.
+        fx.clear();
+        c.on_timer(at(11 * T), PING, &mut fx);
+        let again = sent(&fx);
+        assert!(
+            matches!(
+                again[..],
+                [(_, Msg::ZkPing { .. }), (_, Msg::ZkExists { seq: 1, .. })]
+            ),
+            "{again:?}"
+        );
+        let r = req(&fx);
+        let relist = answer(
+            &mut c,
+            &mut fx,
+            Msg::ZkStat {
+                req: r,
+                key: Key(0),
+                seq: 1,
+                exists: false,
+            },
+        );
+        assert!(matches!(relist[..], [(_, Msg::ZkGetChildren { .. })]));
+    }
+
+    #[test]
+    fn a_closed_session_is_not_revived_by_a_late_copy_of_its_create() {
+        let mut s = ZkServer::new(ZkServerConfig {
+            session_timeout_ns: 10 * T,
+        });
+        assert_eq!(create(&mut s, 0, 1, 11), 1);
+        let mut fx = Vec::new();
+        let delete = Msg::ZkDelete {
+            req: 2,
+            key: Key(0),
+            session: 11,
+            seq: 1,
+        };
+        s.handle(
+            at(T),
+            Input::Message {
+                from: NodeId(1),
+                msg: delete,
+            },
+            &mut fx,
+        );
+        fx.clear();
+        let late = Msg::ZkCreate {
+            req: 1,
+            key: Key(0),
+            session: 11,
+        };
+        s.handle(
+            at(2 * T),
+            Input::Message {
+                from: NodeId(1),
+                msg: late,
+            },
+            &mut fx,
+        );
+        assert!(matches!(sent(&fx)[..], [(_, Msg::ZkSessionExpired { .. })]));
+        assert!(
+            s.nodes.is_empty(),
+            "no orphan znode that no one pings or deletes"
+        );
     }
 }
