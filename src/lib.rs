@@ -11,6 +11,7 @@ pub mod check;
 pub mod cli;
 pub mod history;
 pub mod model;
+pub mod oracle;
 pub mod protocol;
 pub mod report;
 pub mod scenario;
