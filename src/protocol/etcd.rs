@@ -54,8 +54,10 @@
 //!   with an older revision — `token_order`, harmless only behind the fence.
 //!   Under random faults the re-check makes that rare, not impossible
 //!   (tests/etcd.rs).
-//! - Not modelled: server crashes (etcd is a replicated log; a restarted
-//!   server here forgets every lease and key), compaction, auth.
+//! - The server is durable (see [`super::record`]): a crash stands for the
+//!   cluster's, whose raft log keeps every key and lease; lease TTLs start
+//!   over at the restart, as under a new leader.
+//! - Not modelled: compaction, auth.
 
 use std::collections::{BTreeMap, BTreeSet};
 
