@@ -64,7 +64,7 @@ fn disagreement(h: &History) -> Option<String> {
 
 #[test]
 fn both_checkers_agree_on_every_bundled_scenario_history() {
-    let seeds = env_or("FENCESIM_DIFF_SEEDS", 8);
+    let seeds = env_or("FENCESIM_DIFF_SEEDS", 200);
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios");
     let paths = fencesim::scenario::collect(&[root]).expect("bundled scenarios");
     let mut histories = 0;
