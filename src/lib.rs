@@ -12,6 +12,7 @@ pub mod cli;
 pub mod history;
 pub mod live;
 pub mod model;
+pub mod oracle;
 pub mod protocol;
 pub mod report;
 pub mod scenario;

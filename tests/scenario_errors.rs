@@ -156,7 +156,7 @@ fn unknown_violation_kind_in_expectation_is_rejected() {
             )
         },
         expect![[r#"
-            broken.toml:16:23: unknown violation kind "stale_writes"; expected one of stale_write, lost_update, token_order, unsafe_release, liveness, duplicate_effect, two_actives
+            broken.toml:16:23: unknown violation kind "stale_writes"; expected one of stale_write, lost_update, token_order, unsafe_release, liveness, duplicate_effect, two_actives, expired_renewal, superseded_effect, unissued_token
               |
               | must_find = [{ kind = "stale_writes" }]
               |                       ^"#]],

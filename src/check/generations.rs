@@ -1,125 +1,313 @@
-//! Generations: the order the checker judges writes by.
+//! Generations: the order the checker judges writes by, and which grant
+//! each write (or effect) actually acted on.
 //!
-//! A grant's generation is its position, per key, in the true-time order of
-//! the steps that issued it (the order of `grant_issued` records). A write's
-//! generation is the highest generation its sender had received for that
-//! key when it sent the write (0 if none). Raw tokens are never compared
-//! here: a protocol whose tokens disagree with the issue order is exactly
-//! what `token_order` and `stale_write` must catch.
+//! A grant is named by its `grant_id`; `history::validate` refuses an id
+//! reused by another issuer, for another key or token, or received by a
+//! second node, so an id here names one grant. Re-sends (the same
+//! `grant_issued` again) are not new grants.
 //!
-//! A pair node's `became_active` is a grant issued to, and received by, the
-//! node that recorded it (the harness's record of its own decision).
+//! **A grant's generation** is its rank among its key's grants. Normally
+//! the rank follows the issue order (`grant_issued` records). When every
+//! grant of the key is *client-decided* (its issuer is the node that
+//! receives it: ZooKeeper's recipe, etcd's mutex, DynamoDB's lock client)
+//! and carries a token, the rank follows (token, issue order) instead: the
+//! client decides late, but it decides on the lock state its token names,
+//! so a paused client acting late on an older znode stays old. The ranks
+//! are computed up front from the whole history.
 //!
-//! Why the highest and not the most recent receipt: a delayed grant reply
-//! for an older grant can arrive after a newer one; the worker keeps acting
-//! under the newer grant, and so does the checker.
+//! **The grant a write acted on** (`write_sent`, in this order of evidence):
+//! 1. the record's own `grant_id`, if it names a known grant;
+//! 2. its token: the grant of that key and token the sender received most
+//!    recently, else the one issued most recently (a resource-side log has
+//!    no `grant_received`);
+//! 3. otherwise the grant the sender most recently *adopted* for the key: a
+//!    `grant_received` counts only if the grant is client-decided, or the
+//!    node had an `acquire_sent` for the key outstanding (sent since its
+//!    last adoption), or the node never records `acquire_sent` at all and
+//!    the grant is of a higher generation than the one it acts on. A
+//!    duplicate of a grant, or the late answer to an acquire already
+//!    answered, is received but not adopted, and raises nothing.
+//!
+//! A write with none of these has generation 0. A `write_accepted` with no
+//! `write_sent` before it (a resource-side log) is attributed by its own
+//! token the same way (rule 2 without a sender).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
-use crate::history::{Event, Kind};
+use crate::history::{Event, History, Kind};
 
 #[derive(Clone, Copy, Debug)]
 pub struct GrantInfo {
     pub key: u16,
     pub generation: u64,
     pub issued_seq: u64,
+    pub issuer: u16,
     pub token: Option<u64>,
 }
 
+/// One `write_sent`, with what its sender acted on at that moment.
 #[derive(Clone, Copy, Debug)]
 pub struct WriteInfo {
     pub generation: u64,
     pub grant_id: Option<u64>,
     pub sent_seq: u64,
     pub node: u16,
+    pub token: Option<u64>,
+    /// The value and `read_ok` seq of the op's latest read before this send.
+    pub read: Option<(u64, u64)>,
 }
 
 #[derive(Default)]
 pub struct Generations {
+    /// Every grant of the history with its rank, computed up front.
     pub grants: BTreeMap<u64, GrantInfo>,
-    issued_per_key: BTreeMap<u16, u64>,
-    /// (node, key) -> (generation, grant id) of the highest grant received.
-    held: BTreeMap<(u16, u16), (u64, u64)>,
-    /// key -> highest generation any node has received.
-    received_max: BTreeMap<u16, u64>,
-    /// op id -> the generation its first `write_sent` carried.
-    pub writes: BTreeMap<u64, WriteInfo>,
+    /// Keys whose grants are ranked by token (all client-decided, tokened).
+    pub ranked_by_token: BTreeSet<u16>,
+    /// Grants issued so far (the stream has passed their `grant_issued`).
+    issued: BTreeSet<u64>,
+    /// key -> highest generation issued so far.
+    issued_max: BTreeMap<u16, u64>,
+    /// (key, token) -> grants issued so far with that token, in issue order.
+    by_token: BTreeMap<(u16, u64), Vec<u64>>,
+    /// (node, key, token) -> grant of that token the node received last.
+    received_token: BTreeMap<(u16, u16, u64), u64>,
+    /// (node, key) -> grant the node adopted last.
+    adopted: BTreeMap<(u16, u16), u64>,
+    /// (node, key) with an `acquire_sent` not yet answered by an adoption.
+    pending: BTreeSet<(u16, u16)>,
+    /// Nodes that record `acquire_sent` at all.
+    asks: BTreeSet<u16>,
+    /// key -> highest generation any node has received so far.
+    received_max: BTreeMap<u16, (u64, u64)>,
+    /// op id -> its sends, in order.
+    pub sends: BTreeMap<u64, Vec<WriteInfo>>,
+    /// op id -> (value, read_ok seq) of its latest read so far.
+    pub reads: BTreeMap<u64, (u64, u64)>,
 }
 
 impl Generations {
-    pub fn observe(&mut self, e: &Event) {
-        if e.kind == Kind::BecameActive {
-            self.issue(e);
-            self.receive(e);
-            return;
+    /// Ranks every grant of `h` (see the module doc).
+    pub fn new(h: &History) -> Generations {
+        let mut g = Generations::default();
+        // grant -> (key, issue seq, issuer, token), first issue only.
+        let mut first: BTreeMap<u64, (u16, u64, u16, Option<u64>)> = BTreeMap::new();
+        let mut receivers: BTreeMap<u64, u16> = BTreeMap::new();
+        for e in &h.events {
+            match e.kind {
+                Kind::GrantIssued | Kind::BecameActive => {
+                    if let (Some(id), Some(key)) = (e.grant_id, e.key) {
+                        first.entry(id).or_insert((key, e.seq, e.node, e.token));
+                    }
+                    if e.kind == Kind::BecameActive {
+                        if let Some(id) = e.grant_id {
+                            receivers.entry(id).or_insert(e.node);
+                        }
+                    }
+                }
+                Kind::GrantReceived => {
+                    if let Some(id) = e.grant_id {
+                        receivers.entry(id).or_insert(e.node);
+                    }
+                }
+                Kind::AcquireSent => {
+                    g.asks.insert(e.node);
+                }
+                _ => {}
+            }
         }
+        let mut per_key: BTreeMap<u16, Vec<(u64, u64)>> = BTreeMap::new();
+        for (&id, &(key, seq, _, _)) in &first {
+            per_key.entry(key).or_default().push((seq, id));
+        }
+        for (key, mut list) in per_key {
+            let by_token = list.iter().all(|&(_, id)| {
+                let (_, _, issuer, token) = first[&id];
+                token.is_some() && receivers.get(&id) == Some(&issuer)
+            });
+            if by_token {
+                g.ranked_by_token.insert(key);
+                list.sort_by_key(|&(seq, id)| (first[&id].3, seq));
+            } else {
+                list.sort_unstable();
+            }
+            for (rank, (seq, id)) in list.into_iter().enumerate() {
+                let (_, _, issuer, token) = first[&id];
+                g.grants.insert(
+                    id,
+                    GrantInfo {
+                        key,
+                        generation: rank as u64 + 1,
+                        issued_seq: seq,
+                        issuer,
+                        token,
+                    },
+                );
+            }
+        }
+        g
+    }
+
+    pub fn observe(&mut self, e: &Event) {
         match e.kind {
             Kind::GrantIssued => self.issue(e),
+            Kind::BecameActive => {
+                self.issue(e);
+                self.receive(e);
+            }
             Kind::GrantReceived => self.receive(e),
+            Kind::AcquireSent => {
+                if let Some(key) = e.key {
+                    self.pending.insert((e.node, key));
+                }
+            }
+            Kind::ReadOk => {
+                if let (Some(op), Some(value)) = (e.op_id, e.value) {
+                    self.reads.insert(op, (value, e.seq));
+                }
+            }
             Kind::WriteSent => {
                 let (Some(op), Some(key)) = (e.op_id, e.key) else {
                     return;
                 };
-                let (generation, grant) = self.held.get(&(e.node, key)).copied().unwrap_or((0, 0));
-                self.writes.entry(op).or_insert(WriteInfo {
-                    generation,
-                    grant_id: (grant != 0).then_some(grant),
-                    sent_seq: e.seq,
-                    node: e.node,
-                });
+                let grant = self.acted_on(Some(e.node), key, e.grant_id, e.token);
+                let send = self.write_info(e, op, grant);
+                self.sends.entry(op).or_default().push(send);
             }
             _ => {}
         }
     }
 
     fn issue(&mut self, e: &Event) {
-        let (Some(grant), Some(key)) = (e.grant_id, e.key) else {
+        let (Some(id), Some(key)) = (e.grant_id, e.key) else {
             return;
         };
-        if self.grants.contains_key(&grant) {
+        let Some(info) = self.grants.get(&id).copied() else {
             return;
+        };
+        if !self.issued.insert(id) {
+            return; // a re-send
         }
-        let n = self.issued_per_key.entry(key).or_insert(0);
-        *n += 1;
-        self.grants.insert(
-            grant,
-            GrantInfo {
-                key,
-                generation: *n,
-                issued_seq: e.seq,
-                token: e.token,
-            },
-        );
+        let max = self.issued_max.entry(key).or_insert(0);
+        *max = (*max).max(info.generation);
+        if let Some(t) = info.token {
+            self.by_token.entry((key, t)).or_default().push(id);
+        }
     }
 
     fn receive(&mut self, e: &Event) {
-        let Some(info) = e.grant_id.and_then(|g| self.grants.get(&g)).copied() else {
+        let Some(id) = e.grant_id else { return };
+        let Some(info) = self.grants.get(&id).copied() else {
             return;
         };
-        let slot = self.held.entry((e.node, info.key)).or_insert((0, 0));
-        if info.generation > slot.0 {
-            *slot = (info.generation, e.grant_id.unwrap_or(0));
+        if !self.issued.contains(&id) {
+            return; // received before anyone issued it: not evidence of a grant
         }
-        let max = self.received_max.entry(info.key).or_insert(0);
-        *max = (*max).max(info.generation);
+        let key = info.key;
+        if let Some(t) = info.token {
+            self.received_token.insert((e.node, key, t), id);
+        }
+        let self_issued = info.issuer == e.node;
+        let current = self.adopted.get(&(e.node, key)).copied();
+        // A node that never records asking keeps its newest grant: a
+        // delayed reply for an older grant does not move it back.
+        let newer = current.and_then(|c| self.generation_of(c)) < Some(info.generation);
+        if current != Some(id)
+            && (self_issued
+                || self.pending.remove(&(e.node, key))
+                || (!self.asks.contains(&e.node) && newer))
+        {
+            self.adopted.insert((e.node, key), id);
+        }
+        let max = self.received_max.entry(key).or_insert((0, 0));
+        if info.generation > max.0 {
+            *max = (info.generation, e.seq);
+        }
+    }
+
+    /// The grant a write (or effect) by `sender` on `key` acts on now.
+    pub fn acted_on(
+        &self,
+        sender: Option<u16>,
+        key: u16,
+        explicit: Option<u64>,
+        token: Option<u64>,
+    ) -> Option<u64> {
+        if let Some(g) = explicit.filter(|g| self.issued.contains(g)) {
+            return Some(g);
+        }
+        if let Some(t) = token {
+            let received = sender.and_then(|n| self.received_token.get(&(n, key, t)));
+            if let Some(&g) = received {
+                return Some(g);
+            }
+            if let Some(&g) = self.by_token.get(&(key, t)).and_then(|v| v.last()) {
+                return Some(g);
+            }
+        }
+        sender.and_then(|n| self.adopted.get(&(n, key)).copied())
+    }
+
+    /// The send of `op` a resource record with `token` answers: the latest
+    /// send carrying that token, else the latest send.
+    pub fn judged_send(&self, op: u64, token: Option<u64>) -> Option<WriteInfo> {
+        let sends = self.sends.get(&op)?;
+        token
+            .and_then(|t| sends.iter().rev().find(|s| s.token == Some(t)))
+            .or(sends.last())
+            .copied()
+    }
+
+    /// What a resource record (`write_accepted` / `write_rejected`) is
+    /// judged as: its send, or, with no send, its own token's grant.
+    pub fn judged(&self, e: &Event, op: u64, key: u16) -> WriteInfo {
+        self.judged_send(op, e.token).unwrap_or_else(|| {
+            let grant = self.acted_on(None, key, None, e.token);
+            self.write_info(e, op, grant)
+        })
+    }
+
+    /// `e` as a write of `op` acting on `grant`, after the op's latest read.
+    fn write_info(&self, e: &Event, op: u64, grant: Option<u64>) -> WriteInfo {
+        WriteInfo {
+            generation: grant.and_then(|g| self.generation_of(g)).unwrap_or(0),
+            grant_id: grant,
+            sent_seq: e.seq,
+            node: e.node,
+            token: e.token,
+            read: self.reads.get(&op).copied(),
+        }
+    }
+
+    /// Whether any grant of `key` issued so far carries `token`.
+    pub fn token_issued(&self, key: u16, token: u64) -> bool {
+        self.by_token.contains_key(&(key, token))
+    }
+
+    /// Whether any grant of `key` issued so far carries a token.
+    pub fn key_is_tokened(&self, key: u16) -> bool {
+        self.by_token.range((key, 0)..=(key, u64::MAX)).next().is_some()
     }
 
     /// Highest generation issued so far for `key`.
     pub fn issued_max(&self, key: u16) -> u64 {
-        self.issued_per_key.get(&key).copied().unwrap_or(0)
+        self.issued_max.get(&key).copied().unwrap_or(0)
     }
 
     /// Highest generation any node has received so far for `key`.
     pub fn received_max(&self, key: u16) -> u64 {
-        self.received_max.get(&key).copied().unwrap_or(0)
+        self.received_max.get(&key).map_or(0, |m| m.0)
     }
 
-    /// The generation (and grant) a node currently acts under for `key`.
-    pub fn held_by(&self, node: u16, key: u16) -> Option<(u64, u64)> {
-        self.held.get(&(node, key)).copied()
+    /// The `grant_received` record that set [`Self::received_max`].
+    pub fn received_max_seq(&self, key: u16) -> Option<u64> {
+        self.received_max.get(&key).map(|m| m.1)
     }
 
     pub fn generation_of(&self, grant: u64) -> Option<u64> {
         self.grants.get(&grant).map(|g| g.generation)
+    }
+
+    pub fn is_issued(&self, grant: u64) -> bool {
+        self.issued.contains(&grant)
     }
 }

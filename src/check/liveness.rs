@@ -1,8 +1,10 @@
 //! liveness: a worker that is alive at the end of the run but never
 //! finished its workload — the run hit `max_time_ms`, or nothing was left
 //! to happen (every waiter stuck: a lock nobody will release, a takeover
-//! that never comes, a deadlock). A worker that crashed and stayed down is
-//! not a liveness failure of the protocol. Evidence: the worker's last
+//! that never comes, a deadlock). A worker that crashed and stayed down, or
+//! is still paused when the run ends (a pause the fault schedule never
+//! lifted), is not a liveness failure of the protocol: nothing it could
+//! do would have finished its work. Evidence: the worker's last
 //! record before the end, and the `unfinished` record. The violation's key
 //! is that last record's key (a multi-lock worker stuck in a deadlock is
 //! named with the lock it waits for).
@@ -22,10 +24,10 @@ pub struct Liveness {
 impl Liveness {
     pub fn observe(&mut self, h: &History, e: &Event, out: &mut Vec<Violation>) {
         match e.kind {
-            Kind::Crash => {
+            Kind::Crash | Kind::Pause => {
                 self.down.insert(e.node);
             }
-            Kind::Restart => {
+            Kind::Restart | Kind::Resume => {
                 self.down.remove(&e.node);
             }
             Kind::Unfinished if !self.down.contains(&e.node) => {

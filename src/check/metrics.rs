@@ -11,7 +11,8 @@
 //!   each one a corruption prevented (from [`super::Info`]).
 //!
 //! Durations are true-time nanoseconds from the harness's records, never a
-//! node's own clock or account.
+//! node's own clock or account. Time running backwards (refused by
+//! `history::validate`, possible in a history built in memory) counts as 0.
 
 use std::collections::BTreeMap;
 
@@ -44,13 +45,13 @@ impl Metrics {
             }
             Kind::GrantReceived => {
                 if let Some(since) = self.waiting.remove(&e.node) {
-                    self.out.acquisition_wait_ns.push(t - since);
+                    self.out.acquisition_wait_ns.push(t.saturating_sub(since));
                 }
                 self.holding.entry(e.node).or_insert(t);
             }
             Kind::ReleaseSent | Kind::LeaseLost | Kind::OpAbandoned | Kind::Crash => {
                 if let Some(since) = self.holding.remove(&e.node) {
-                    self.out.lease_held_ns.push(t - since);
+                    self.out.lease_held_ns.push(t.saturating_sub(since));
                 }
                 if e.kind == Kind::LeaseLost {
                     self.out.lost_leases += 1;

@@ -4,13 +4,16 @@
 //!
 //! Violations (each with evidence: the `seq` numbers of the records that
 //! prove it): `stale_write`, `lost_update`, `token_order`, `unsafe_release`,
-//! `liveness`, `duplicate_effect`, `two_actives`.
+//! `liveness`, `duplicate_effect`, `two_actives`, `expired_renewal`,
+//! `superseded_effect`, `unissued_token`.
 //! Informational counters, never failures: `late_writes`, `stale_attempts`,
 //! `fence_rejected_total` (superseded generations) and
 //! `fence_rejected_same_generation` (retries, duplicates), ownership
 //! overlaps, `wasted_work`. Definitions live with each check: [`generations`],
 //! [`writes`], [`token_order`], [`release`], [`overlap`], [`liveness`],
-//! [`effects`], [`work`], [`two_actives`].
+//! [`effects`], [`work`], [`two_actives`], [`renewal`]. The definitions are
+//! stated in `docs/history.md`; `crate::oracle` is a second, independent
+//! reading of them that the differential test holds this one to.
 
 pub mod effects;
 pub mod generations;
@@ -18,6 +21,7 @@ pub mod liveness;
 pub mod metrics;
 pub mod overlap;
 pub mod release;
+pub mod renewal;
 pub mod store_claims;
 pub mod token_order;
 pub mod two_actives;
@@ -37,10 +41,13 @@ pub enum ViolationKind {
     Liveness,
     DuplicateEffect,
     TwoActives,
+    ExpiredRenewal,
+    SupersededEffect,
+    UnissuedToken,
 }
 
 /// How many violation kinds there are (array sizes of per-kind counters).
-pub const VIOLATION_KINDS: usize = 7;
+pub const VIOLATION_KINDS: usize = 10;
 
 impl ViolationKind {
     pub const ALL: [ViolationKind; VIOLATION_KINDS] = [
@@ -51,6 +58,9 @@ impl ViolationKind {
         ViolationKind::Liveness,
         ViolationKind::DuplicateEffect,
         ViolationKind::TwoActives,
+        ViolationKind::ExpiredRenewal,
+        ViolationKind::SupersededEffect,
+        ViolationKind::UnissuedToken,
     ];
 
     pub fn name(self) -> &'static str {
@@ -62,6 +72,9 @@ impl ViolationKind {
             ViolationKind::Liveness => "liveness",
             ViolationKind::DuplicateEffect => "duplicate_effect",
             ViolationKind::TwoActives => "two_actives",
+            ViolationKind::ExpiredRenewal => "expired_renewal",
+            ViolationKind::SupersededEffect => "superseded_effect",
+            ViolationKind::UnissuedToken => "unissued_token",
         }
     }
 
@@ -88,6 +101,15 @@ impl ViolationKind {
             ViolationKind::TwoActives => {
                 "active/passive pair: the resource accepted a write from a node while a node promoted after it believed it was active"
             }
+            ViolationKind::ExpiredRenewal => {
+                "the coordinator renewed a lease it had already expired and issued to another grant"
+            }
+            ViolationKind::SupersededEffect => {
+                "an effect sink performed an irreversible effect requested by a holder already superseded"
+            }
+            ViolationKind::UnissuedToken => {
+                "the resource accepted a write whose token no grant of its key carried"
+            }
         }
     }
 
@@ -111,6 +133,15 @@ pub struct Violation {
     pub explanation: String,
 }
 
+/// Evidence from the records that may prove a violation: the present
+/// ones, ascending, each once.
+pub(crate) fn evidence(seqs: impl IntoIterator<Item = Option<u64>>) -> Vec<u64> {
+    let mut v: Vec<u64> = seqs.into_iter().flatten().collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
 /// Informational counters. Never failures by themselves; scenarios may
 /// assert on them (`[[expect.metric]]`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
@@ -129,16 +160,26 @@ pub struct Info {
     pub watch_notifications: u64,
     /// Ops whose finished work was refused (see [`work`]).
     pub wasted_work: u64,
+    /// Releases applied for a grant whose lease had expired (see [`release`]).
+    pub release_hazards: u64,
+    /// Effect requests sent again for an op (see [`effects`]).
+    pub effect_retries: u64,
 }
 
 impl Info {
-    /// The hazard a lock exists for reached the resource: a write of a
-    /// superseded generation, or a write from a holder whose lease had
-    /// expired. The vacuity guard counts seeds where this is true: a clean
-    /// verdict means something only if the protection (a fence, or a lock
-    /// server's lock-delay) was actually put to the test.
+    /// A hazard some check exists for was exercised: a write of a
+    /// superseded generation or from an expired holder reached the resource
+    /// (stale_write, lost_update), a release was applied for an expired
+    /// lease (unsafe_release), or an effect request was sent again
+    /// (duplicate_effect). The vacuity guard counts seeds where this is
+    /// true: a clean verdict means something only if the protection (a
+    /// fence, a lock server's lock-delay, a compare-and-delete, an
+    /// idempotency key) was actually put to the test.
     pub fn hazard_reached(&self) -> bool {
-        self.stale_attempts > 0 || self.late_writes > 0
+        self.stale_attempts > 0
+            || self.late_writes > 0
+            || self.release_hazards > 0
+            || self.effect_retries > 0
     }
 }
 
@@ -162,6 +203,9 @@ pub const METRIC_NAMES: &[&str] = &[
     "liveness",
     "duplicate_effect",
     "two_actives",
+    "expired_renewal",
+    "superseded_effect",
+    "unissued_token",
 ];
 
 /// Keep at most this many violations of a kind with full evidence; the
@@ -213,10 +257,11 @@ impl Report {
 
 /// Checks one history.
 pub fn check(history: &History) -> Report {
-    let mut gens = generations::Generations::default();
+    let mut gens = generations::Generations::new(history);
     let mut writes = writes::Writes::default();
     let mut tokens = token_order::TokenOrder::default();
     let mut releases = release::Releases::default();
+    let mut renewals = renewal::Renewals::default();
     let mut overlap = overlap::Overlap::default();
     let mut measured = metrics::Metrics::default();
     let mut live = liveness::Liveness::default();
@@ -233,14 +278,15 @@ pub fn check(history: &History) -> Report {
         );
         last_seq = Some(e.seq);
         gens.observe(e);
-        tokens.observe(history, e, &mut found);
+        tokens.observe(history, e, &gens, &mut found);
         writes.observe(history, e, &gens, &mut report.info, &mut found);
-        releases.observe(history, e, &gens, &mut found);
+        releases.observe(history, e, &gens, &mut report.info, &mut found);
+        renewals.observe(history, e, &gens, &mut found);
         overlap.observe(e, &mut report.info);
         measured.observe(e);
         live.observe(history, e, &mut found);
         report.info.watch_notifications += (e.kind == crate::history::Kind::WatchNotified) as u64;
-        effects.observe(history, e, &mut found);
+        effects.observe(history, e, &gens, &mut report.info, &mut found);
         work.observe(e, &mut report.info);
         pair.observe(history, e, &gens, &mut found);
         for v in found.drain(..) {

@@ -42,7 +42,9 @@ impl Overlap {
                     b.remove(&e.node);
                     if b.len() < 2 {
                         if let Some(start) = self.since.remove(&key) {
-                            info.overlap_ns += e.t_true_ns.saturating_sub(start);
+                            info.overlap_ns = info
+                                .overlap_ns
+                                .saturating_add(e.t_true_ns.saturating_sub(start));
                         }
                     }
                 }
@@ -53,7 +55,7 @@ impl Overlap {
 
     pub fn finish(&mut self, end_ns: u64, info: &mut Info) {
         for (_, start) in std::mem::take(&mut self.since) {
-            info.overlap_ns += end_ns.saturating_sub(start);
+            info.overlap_ns = info.overlap_ns.saturating_add(end_ns.saturating_sub(start));
         }
     }
 }

@@ -1,13 +1,21 @@
 //! unsafe_release: a release made on behalf of grant g removed the lease
 //! record of a different grant — the plain-`DEL` bug: worker A wakes after
 //! its lease expired and deletes worker B's newer lock.
+//!
+//! Its hazard (for the vacuity guard, [`super::Info::release_hazards`]): a
+//! release applied on behalf of a grant whose lease had already expired —
+//! the moment a plain `DEL` would delete someone else's lock.
 
 use super::generations::Generations;
-use super::{Violation, ViolationKind};
+use std::collections::BTreeSet;
+
+use super::{Info, Violation, ViolationKind};
 use crate::history::{Event, History, Kind};
 
 #[derive(Default)]
-pub struct Releases {}
+pub struct Releases {
+    expired: BTreeSet<u64>,
+}
 
 impl Releases {
     pub fn observe(
@@ -15,10 +23,18 @@ impl Releases {
         h: &History,
         e: &Event,
         gens: &Generations,
+        info: &mut Info,
         out: &mut Vec<Violation>,
     ) {
+        if e.kind == Kind::LeaseExpired {
+            self.expired.extend(e.grant_id);
+            return;
+        }
         if e.kind != Kind::ReleaseApplied {
             return;
+        }
+        if e.grant_id.is_some_and(|g| self.expired.contains(&g)) {
+            info.release_hazards += 1;
         }
         let Some(removed) = e.removed_grant_id else {
             return;
@@ -26,7 +42,12 @@ impl Releases {
         if e.grant_id == Some(removed) {
             return;
         }
-        let issued = |g: u64| gens.grants.get(&g).map(|i| i.issued_seq);
+        let issued = |g: u64| {
+            gens.grants
+                .get(&g)
+                .filter(|_| gens.is_issued(g))
+                .map(|i| i.issued_seq)
+        };
         let mut evidence: Vec<u64> = [e.grant_id.and_then(issued), issued(removed), Some(e.seq)]
             .into_iter()
             .flatten()

@@ -1,10 +1,14 @@
-//! token_order: in issue order, a later grant whose token is ≤ an earlier
-//! grant's token (for the same key). A duplicate or regressed token means
-//! the resource can no longer tell the newer holder from the older one —
-//! the INCR-beside-a-lease failover bug.
+//! token_order: two grants of a key the resource cannot tell apart, or
+//! cannot order by their tokens. On a key ranked by issue order (see
+//! [`super::generations`]): a grant, in issue order, whose token is ≤ an
+//! earlier grant's — the INCR-beside-a-lease failover bug. On a key ranked
+//! by token (every grant client-decided): a decision carrying a token an
+//! earlier decision by a *different* node already carried — two clients
+//! holding under one fence. A re-send of a grant (same id) is not a grant.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
+use super::generations::Generations;
 use super::{Violation, ViolationKind};
 use crate::history::{Event, History, Kind};
 
@@ -12,11 +16,19 @@ use crate::history::{Event, History, Kind};
 pub struct TokenOrder {
     /// key -> (highest token issued, its grant_issued seq, its grant id).
     max: BTreeMap<u16, (u64, u64, u64)>,
-    seen_grants: std::collections::BTreeSet<u64>,
+    /// (key, token) -> (issuer, seq, grant) of its first decision (token-ranked keys).
+    decided: BTreeMap<(u16, u64), (u16, u64, u64)>,
+    seen_grants: BTreeSet<u64>,
 }
 
 impl TokenOrder {
-    pub fn observe(&mut self, h: &History, e: &Event, out: &mut Vec<Violation>) {
+    pub fn observe(
+        &mut self,
+        h: &History,
+        e: &Event,
+        gens: &Generations,
+        out: &mut Vec<Violation>,
+    ) {
         if e.kind != Kind::GrantIssued {
             return;
         }
@@ -24,6 +36,27 @@ impl TokenOrder {
             return;
         };
         if !self.seen_grants.insert(grant) {
+            return;
+        }
+        if gens.ranked_by_token.contains(&key) {
+            match self.decided.get(&(key, token)).copied() {
+                Some((issuer, prev_seq, prev_grant)) if issuer != e.node => {
+                    out.push(Violation {
+                        kind: ViolationKind::TokenOrder,
+                        key,
+                        evidence: vec![prev_seq, e.seq],
+                        explanation: format!(
+                            "{} decided it holds grant {grant} with token {token}, which {} already held under grant {prev_grant}",
+                            h.node_name(e.node),
+                            h.node_name(issuer)
+                        ),
+                    });
+                }
+                Some(_) => {}
+                None => {
+                    self.decided.insert((key, token), (e.node, e.seq, grant));
+                }
+            }
             return;
         }
         match self.max.get(&key).copied() {
@@ -38,7 +71,6 @@ impl TokenOrder {
                     ),
                 });
             }
-            Some((prev, ..)) if token < prev => unreachable!(),
             _ => {
                 self.max.insert(key, (token, e.seq, grant));
             }

@@ -9,8 +9,9 @@
 //! - promotions are ordered by their `became_active` records (the
 //!   generation of [`super::generations`]: true-time order, never the
 //!   epoch a node claims);
-//! - a write's generation is its sender's latest promotion when it sent it
-//!   (`write_sent`); X is the sender;
+//! - a write's generation is the grant its sender acted on when it sent
+//!   the send the resource answers (see [`super::generations`]); X is the
+//!   sender;
 //! - violation: a `write_accepted` of generation g from X while some Y ≠ X
 //!   believes it is active under a generation g′ > g. Evidence: X's
 //!   `became_active` (if any), Y's `became_active`, the `write_accepted`.
@@ -83,7 +84,7 @@ impl TwoActives {
         let (Some(op), Some(key)) = (e.op_id, e.key) else {
             return;
         };
-        let Some(write) = gens.writes.get(&op) else {
+        let Some(write) = gens.judged_send(op, e.token) else {
             return;
         };
         let Some(believers) = self.active.get(&key) else {
@@ -100,16 +101,11 @@ impl TwoActives {
             belief.became_seq < e.seq,
             "a belief precedes what it judges"
         );
-        let mut evidence: Vec<u64> = [
+        let evidence = super::evidence([
             self.last_became.get(&(write.node, key)).copied(),
             Some(belief.became_seq),
             Some(e.seq),
-        ]
-        .into_iter()
-        .flatten()
-        .collect();
-        evidence.sort_unstable();
-        evidence.dedup();
+        ]);
         out.push(Violation {
             kind: ViolationKind::TwoActives,
             key,

@@ -1,36 +1,53 @@
-//! Checks over what the resource accepted: `stale_write` and `lost_update`
-//! (violations), and the informational counters around them —
-//! `stale_attempts`, `fence_rejected_total`, `late_writes`.
+//! Checks over what the resource accepted: `stale_write`, `lost_update` and
+//! `unissued_token` (violations), and the informational counters around
+//! them — `stale_attempts`, `fence_rejected_total`, `late_writes`.
+//!
+//! Every resource record is judged by the send it answers and what that send
+//! followed ([`Generations::judged`]): the grant its sender acted on and the
+//! op's latest read before it — a compare-and-set loop re-reads, a retry
+//! under a new grant re-sends. A document is (resource, key): two stores
+//! that share a key name are two documents.
 //!
 //! stale_write: the resource accepts a write of generation g after it
 //! already accepted one of generation g′ > g. Lease expiry plays no part.
+//! A conditional write whose condition held is not stale: its token names
+//! the value current at the resource (If-Match on the object generation,
+//! which is the op id of the current value) and that is the value its op
+//! read. It overwrote exactly what it saw, so the result is serializable.
 //!
 //! lost_update: a write W is applied while the current value came from a
 //! different op than the one W's own read returned — W overwrote a value its
 //! writer never saw. A redelivery of the op that wrote the current value is
 //! not an overwrite; a write with no read (blind write) is not judged.
+//!
+//! unissued_token: a write accepted with a token that no grant of its key
+//! issued so far carries, on a key whose grants carry tokens — a forged or
+//! guessed fence the resource let through.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::generations::Generations;
+use super::generations::{Generations, WriteInfo};
 use super::{Info, Violation, ViolationKind};
-use crate::history::{Event, History, Kind};
+use crate::history::{fmt_time, Event, History, Kind};
 
-#[derive(Clone, Copy, Default)]
-struct KeyState {
+/// A document: (accepting resource node, key).
+type Doc = (u16, u16);
+
+#[derive(Default)]
+struct DocState {
     /// Highest generation accepted, and the accept record that set it.
     accepted_max: Option<(u64, u64)>,
     /// Op id of the current value (0 = initial).
     current_op: u64,
+    /// Accepted writes in order: (accept seq, op id).
+    log: Vec<(u64, u64)>,
+    /// op id -> index in `log` of its latest acceptance.
+    last_index: BTreeMap<u64, usize>,
 }
 
 #[derive(Default)]
 pub struct Writes {
-    keys: BTreeMap<u16, KeyState>,
-    /// op id -> (value seen, read_ok seq) of its first read result.
-    reads: BTreeMap<u64, (u64, u64)>,
-    /// key -> accepted writes in order: (accept seq, op id).
-    accepted_log: BTreeMap<u16, Vec<(u64, u64)>>,
+    docs: BTreeMap<Doc, DocState>,
     /// grants whose lease the coordinator dropped.
     expired: BTreeSet<u64>,
 }
@@ -45,11 +62,6 @@ impl Writes {
         out: &mut Vec<Violation>,
     ) {
         match e.kind {
-            Kind::ReadOk => {
-                if let (Some(op), Some(value)) = (e.op_id, e.value) {
-                    self.reads.entry(op).or_insert((value, e.seq));
-                }
-            }
             Kind::LeaseExpired => {
                 if let Some(g) = e.grant_id {
                     self.expired.insert(g);
@@ -59,8 +71,8 @@ impl Writes {
                 let (Some(op), Some(key)) = (e.op_id, e.key) else {
                     return;
                 };
-                let write = gens.writes.get(&op).copied();
-                let generation = write.map_or(0, |w| w.generation);
+                let write = gens.judged(e, op, key);
+                let generation = write.generation;
                 let superseded = generation < gens.received_max(key);
                 if superseded {
                     info.stale_attempts += 1;
@@ -74,69 +86,70 @@ impl Writes {
                     return;
                 }
                 info.writes_accepted += 1;
-                let grant = write.and_then(|w| w.grant_id);
-                if grant.is_some_and(|g| self.expired.contains(&g))
+                if write.grant_id.is_some_and(|g| self.expired.contains(&g))
                     && generation == gens.issued_max(key)
                 {
                     info.late_writes += 1;
                 }
-                self.check_stale(h, e, key, generation, grant, gens, out);
-                self.check_lost_update(h, e, key, op, out);
-                let state = self.keys.entry(key).or_default();
+                let doc = (e.node, key);
+                self.check_stale(h, e, doc, &write, gens, out);
+                self.check_lost_update(e, doc, op, &write, out);
+                check_unissued(h, e, key, &write, gens, out);
+                let state = self.docs.entry(doc).or_default();
                 state.current_op = op;
                 if state.accepted_max.is_none_or(|(g, _)| generation > g) {
                     state.accepted_max = Some((generation, e.seq));
                 }
-                self.accepted_log.entry(key).or_default().push((e.seq, op));
+                state.last_index.insert(op, state.log.len());
+                state.log.push((e.seq, op));
             }
             _ => {}
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn check_stale(
         &self,
         h: &History,
         e: &Event,
-        key: u16,
-        generation: u64,
-        grant: Option<u64>,
+        doc: Doc,
+        write: &WriteInfo,
         gens: &Generations,
         out: &mut Vec<Violation>,
     ) {
-        let Some((newer, newer_seq)) = self.keys.get(&key).and_then(|s| s.accepted_max) else {
+        let Some(state) = self.docs.get(&doc) else {
             return;
         };
-        if generation >= newer {
+        let Some((newer, newer_seq)) = state.accepted_max else {
+            return;
+        };
+        if write.generation >= newer {
+            return;
+        }
+        if condition_held(write, state.current_op) {
             return;
         }
         let newer_event = h.by_seq(newer_seq);
         let newer_grant = newer_event
-            .and_then(|n| n.op_id)
-            .and_then(|op| gens.writes.get(&op))
+            .and_then(|n| Some((n.op_id?, n.key?, n)))
+            .map(|(op, key, n)| gens.judged(n, op, key))
             .and_then(|w| w.grant_id);
         let issued = |g: Option<u64>| g.and_then(|g| gens.grants.get(&g)).map(|i| i.issued_seq);
-        let mut evidence: Vec<u64> = [
-            issued(grant),
+        let evidence = super::evidence([
+            issued(write.grant_id),
             issued(newer_grant),
             Some(newer_seq),
             Some(e.seq),
-        ]
-        .into_iter()
-        .flatten()
-        .collect();
-        evidence.sort_unstable();
-        evidence.dedup();
+        ]);
         out.push(Violation {
             kind: ViolationKind::StaleWrite,
-            key,
+            key: doc.1,
             evidence,
             explanation: format!(
                 "{} accepted op {} of generation {} at {} after op {} of generation {} (#{}): the older holder overwrote the newer one",
                 h.node_name(e.node),
                 e.op_id.unwrap_or(0),
-                generation,
-                crate::history::fmt_time(e.t_true_ns).trim(),
+                write.generation,
+                fmt_time(e.t_true_ns).trim(),
                 newer_event.and_then(|n| n.op_id).unwrap_or(0),
                 newer,
                 newer_seq
@@ -146,44 +159,73 @@ impl Writes {
 
     fn check_lost_update(
         &self,
-        h: &History,
         e: &Event,
-        key: u16,
+        doc: Doc,
         op: u64,
+        write: &WriteInfo,
         out: &mut Vec<Violation>,
     ) {
-        let current = self.keys.get(&key).map_or(0, |s| s.current_op);
+        let state = self.docs.get(&doc);
+        let current = state.map_or(0, |s| s.current_op);
         if current == op {
             return; // a redelivery of the op that wrote the current value
         }
-        let Some(&(seen, read_seq)) = self.reads.get(&op) else {
+        let Some((seen, read_seq)) = write.read else {
             return;
         };
         if seen == current {
             return;
         }
-        let log = self
-            .accepted_log
-            .get(&key)
-            .map(Vec::as_slice)
-            .unwrap_or(&[]);
-        // The writes W overwrote without seeing: everything accepted after the value it read.
-        let from = log
-            .iter()
-            .rposition(|&(_, o)| o == seen)
-            .map_or(0, |i| i + 1);
-        let between: Vec<u64> = log[from..].iter().map(|&(s, _)| s).collect();
+        // The writes W overwrote without seeing: everything accepted after
+        // the value it read (found by index, never by rescanning the log).
+        let log = state.map(|s| s.log.as_slice()).unwrap_or(&[]);
+        let from = state
+            .and_then(|s| s.last_index.get(&seen))
+            .map_or(0, |&i| i + 1);
+        let between = &log[from.min(log.len())..];
         let mut evidence = vec![read_seq];
-        evidence.extend(between.iter().rev().take(8).rev());
+        evidence.extend(between[between.len().saturating_sub(8)..].iter().map(|&(s, _)| s));
         evidence.push(e.seq);
         out.push(Violation {
             kind: ViolationKind::LostUpdate,
-            key,
+            key: doc.1,
             evidence,
             explanation: format!(
                 "op {op} read value {seen} (#{read_seq}) but its write replaced value {current}, which it never saw: op {current}'s update is lost"
             ),
         });
-        let _ = h;
     }
+}
+
+/// A conditional write whose condition held: its token names the current
+/// value's op and that is what its op read.
+fn condition_held(write: &WriteInfo, current_op: u64) -> bool {
+    write.token == Some(current_op) && write.read.is_some_and(|(seen, _)| seen == current_op)
+}
+
+fn check_unissued(
+    h: &History,
+    e: &Event,
+    key: u16,
+    write: &WriteInfo,
+    gens: &Generations,
+    out: &mut Vec<Violation>,
+) {
+    let Some(token) = e.token else { return };
+    if !gens.key_is_tokened(key) || gens.token_issued(key, token) {
+        return;
+    }
+    let mut evidence = vec![write.sent_seq, e.seq];
+    evidence.dedup();
+    out.push(Violation {
+        kind: ViolationKind::UnissuedToken,
+        key,
+        evidence,
+        explanation: format!(
+            "{} accepted op {} with token {token}, which no grant of key {} carried: the fence let through a token nobody issued",
+            h.node_name(e.node),
+            e.op_id.unwrap_or(0),
+            h.key_name(key)
+        ),
+    });
 }

@@ -1,5 +1,7 @@
 //! `fencesim check-history`: the checker on a history written by anyone —
 //! the lock checkers and the store-claims check that `validate` applies.
+//! A history that breaks an input rule ([`history::validate`]; an empty one
+//! included) is bad input, exit 2, naming the line and the rule.
 
 use std::process::ExitCode;
 
@@ -13,6 +15,22 @@ pub fn cmd_check_history(path: &std::path::Path) -> Result<ExitCode> {
         std::fs::read_to_string(path).map_err(|e| BadInput(format!("{}: {e}", path.display())))?;
     let h = history::jsonl::read(&text, &path.display().to_string())
         .map_err(|e| BadInput(e.to_string()))?;
+    if let Err(refusal) = history::validate::validate(&h) {
+        // The reader skips blank lines: record n is the n-th non-blank line.
+        let line = text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+            .nth(refusal.record.saturating_sub(1))
+            .map_or(1, |(i, _)| i + 1);
+        return Err(BadInput(format!(
+            "{}:{line}:1: rule {} broken: {}",
+            path.display(),
+            refusal.rule,
+            refusal.message
+        ))
+        .into());
+    }
     let report = check::check(&h);
     println!(
         "fencesim {} — checked {} records from {}",

@@ -9,9 +9,12 @@
 //! Every record has a `seq` (strictly increasing, shared with the trace so
 //! evidence points at trace lines) and the true time `t_true_ns`. The
 //! JSON-lines form (schema version 1) is documented in `docs/history.md` and
-//! lives in [`jsonl`]; the in-memory types here carry no serde.
+//! lives in [`jsonl`]; the in-memory types here carry no serde. The rules
+//! records must meet together (true-time order, grant identity) are in
+//! [`validate`].
 
 pub mod jsonl;
+pub mod validate;
 
 use std::fmt;
 

@@ -13,7 +13,7 @@
 
 use super::dynamodb::{DynamoClient, DynamoClientConfig};
 use super::etcd::{EtcdClient, EtcdClientConfig};
-use super::msg::{Key, Msg, ReqId, Token};
+use super::msg::{first_req, next_req, Key, Msg, ReqId, Token};
 use super::node::{Clocks, Effect, Nanos, NodeId, TimerId};
 use super::redlock::{RedlockClient, RedlockClientConfig};
 use super::zookeeper::{ZkClient, ZkClientConfig};
@@ -68,6 +68,9 @@ pub struct ClientBase {
     pub key: Key,
     pub request_timeout_ns: Nanos,
     pub max_retries: u32,
+    /// The worker's incarnation (0 on first boot): request ids carry it, so
+    /// a restarted client never takes a reply meant for its predecessor.
+    pub incarnation: u32,
 }
 
 impl LockClient {
@@ -154,14 +157,14 @@ impl Requests {
         Requests {
             timeout_ns: base.request_timeout_ns,
             max_retries: base.max_retries,
-            next_req: 1,
+            next_req: first_req(base.incarnation),
             outstanding: None,
         }
     }
 
     pub fn take_req(&mut self) -> ReqId {
         let req = self.next_req;
-        self.next_req = self.next_req.wrapping_add(1);
+        self.next_req = next_req(req);
         req
     }
 

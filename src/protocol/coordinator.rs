@@ -94,6 +94,13 @@ impl CoordinatorConfig {
     fn majority(&self) -> u32 {
         self.replicas as u32 / 2 + 1
     }
+
+    /// How long a quorum round waits for the answers it lacks before asking
+    /// again (`QueryMax`) or giving up (a proposal): messages get lost and
+    /// replicas go down, and a primary that waits forever never serves.
+    fn quorum_retry_ns(&self) -> Nanos {
+        (self.lease_ttl_ns / 4).max(1)
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -116,6 +123,9 @@ struct Proposal {
 
 /// Timer ids: one expiry check per key (`TimerId(key)`), and replication.
 const REPLICATE: TimerId = TimerId(u16::MAX);
+/// Quorum: a pending `QueryMax` or proposal is looked at again (see
+/// [`Coordinator::on_quorum_retry`]).
+const QUORUM_RETRY: TimerId = TimerId(u16::MAX - 1);
 
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Coordinator {
@@ -340,6 +350,10 @@ impl Coordinator {
                     req,
                     key,
                     owner,
+                });
+                fx.push(Effect::SetTimer {
+                    timer: QUORUM_RETRY,
+                    after_ns: self.cfg.quorum_retry_ns(),
                 });
                 for peer in self.peers().collect::<Vec<_>>() {
                     fx.push(Effect::Send {
@@ -571,18 +585,57 @@ impl Coordinator {
         }
     }
 
+    /// Asks every peer that has not answered the pending `QueryMax` (again),
+    /// and looks again after the retry period.
+    fn query_missing_peers(&mut self, fx: &mut Vec<Effect>) {
+        let Some((acks, _)) = self.query else { return };
+        let missing: Vec<NodeId> = self
+            .peers()
+            .filter(|&p| self.peer_bit(p).is_some_and(|bit| acks & bit == 0))
+            .collect();
+        for peer in missing {
+            fx.push(Effect::Send {
+                to: peer,
+                msg: Msg::QueryMax,
+            });
+        }
+        fx.push(Effect::SetTimer {
+            timer: QUORUM_RETRY,
+            after_ns: self.cfg.quorum_retry_ns(),
+        });
+    }
+
+    /// A quorum round is still open after the retry period. `QueryMax` is a
+    /// read and is simply asked again. A proposal is given up and its client
+    /// told `Busy` (it retries, and the next proposal takes a higher
+    /// generation): re-proposing the same generation is not safe, since a
+    /// replica that already accepted it must refuse it a second time — that
+    /// refusal is what keeps two primaries from committing one generation.
+    fn on_quorum_retry(&mut self, fx: &mut Vec<Effect>) {
+        if !self.primary {
+            return;
+        }
+        if let Some(p) = self.proposal.take() {
+            fx.push(Effect::Send {
+                to: p.from,
+                msg: Msg::Busy {
+                    req: p.req,
+                    key: p.key,
+                },
+            });
+        }
+        if self.query.is_some() {
+            self.query_missing_peers(fx);
+        }
+    }
+
     fn promote(&mut self, fx: &mut Vec<Effect>) {
         self.primary = true;
         self.proposal = None;
         if self.cfg.replication == Replication::Quorum {
             self.ready = false;
             self.query = Some((1u8 << self.cfg.index, self.counter));
-            for peer in self.peers().collect::<Vec<_>>() {
-                fx.push(Effect::Send {
-                    to: peer,
-                    msg: Msg::QueryMax,
-                });
-            }
+            self.query_missing_peers(fx);
             if self.cfg.majority() == 1 {
                 self.query = None;
                 self.ready = true;
@@ -630,6 +683,9 @@ impl Node for Coordinator {
                 other => self.on_peer(clocks, from, other, fx),
             },
             Input::Timer { timer: REPLICATE } => self.replicate(fx),
+            Input::Timer {
+                timer: QUORUM_RETRY,
+            } => self.on_quorum_retry(fx),
             Input::Timer { timer } => self.on_expiry_timer(clocks, Key(timer.0), fx),
         }
     }
@@ -720,5 +776,104 @@ mod tests {
             },
         );
         assert!(acquire(&mut c, SEC, B, 2));
+    }
+
+    /// Replica 0 of three (`coord` ids 0, 1, 2), promoted; returns what it sent.
+    fn quorum_primary() -> (Coordinator, Vec<Msg>) {
+        let cfg = CoordinatorConfig {
+            replication: Replication::Quorum,
+            replicas: 3,
+            ..CoordinatorConfig::single(4 * SEC, ReleaseStyle::CompareAndDelete, true, NodeId(0))
+        };
+        let mut c = Coordinator::new(cfg);
+        let mut fx = Vec::new();
+        c.handle(at(0), Input::Start { recovered: None }, &mut fx);
+        let sent = send(&mut c, 0, NodeId(0), Msg::Promote);
+        (c, sent)
+    }
+
+    fn fire(c: &mut Coordinator, t_ns: u64, timer: TimerId) -> Vec<Msg> {
+        let mut fx = Vec::new();
+        c.handle(at(t_ns), Input::Timer { timer }, &mut fx);
+        fx.into_iter()
+            .filter_map(|e| match e {
+                Effect::Send { msg, .. } => Some(msg),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_new_primary_asks_again_for_the_highest_generation_until_a_majority_answers() {
+        let (mut c, sent) = quorum_primary();
+        assert_eq!(sent, [Msg::QueryMax, Msg::QueryMax]);
+        // Replica 1 is down and replica 2's answer is lost: not ready yet.
+        assert!(
+            !acquire(&mut c, SEC, A, 1),
+            "not serving before a majority answered"
+        );
+        let again = fire(&mut c, SEC, QUORUM_RETRY);
+        assert_eq!(
+            again,
+            [Msg::QueryMax, Msg::QueryMax],
+            "both peers asked again"
+        );
+        send(&mut c, SEC, NodeId(2), Msg::MaxIs { gen: 7 });
+        // A majority answered: the retry asks no one.
+        assert_eq!(fire(&mut c, 2 * SEC, QUORUM_RETRY), []);
+        let granted = send(
+            &mut c,
+            2 * SEC,
+            A,
+            Msg::Acquire {
+                req: 1,
+                key: KEY,
+                owner: 1,
+            },
+        );
+        assert!(
+            matches!(
+                granted[..],
+                [Msg::Propose { gen: 8 }, Msg::Propose { gen: 8 }]
+            ),
+            "ready, and above the highest generation learned: {granted:?}"
+        );
+    }
+
+    #[test]
+    fn a_proposal_without_a_majority_is_given_up_so_the_next_acquire_can_be_served() {
+        let (mut c, _) = quorum_primary();
+        send(&mut c, 0, NodeId(1), Msg::MaxIs { gen: 0 });
+        let proposed = send(
+            &mut c,
+            SEC,
+            A,
+            Msg::Acquire {
+                req: 1,
+                key: KEY,
+                owner: 1,
+            },
+        );
+        assert_eq!(proposed, [Msg::Propose { gen: 1 }, Msg::Propose { gen: 1 }]);
+        // Both acceptances are lost: the client hears Busy at the retry.
+        assert_eq!(
+            fire(&mut c, 2 * SEC, QUORUM_RETRY),
+            [Msg::Busy { req: 1, key: KEY }]
+        );
+        let next = send(
+            &mut c,
+            3 * SEC,
+            B,
+            Msg::Acquire {
+                req: 2,
+                key: KEY,
+                owner: 2,
+            },
+        );
+        assert_eq!(
+            next,
+            [Msg::Propose { gen: 2 }, Msg::Propose { gen: 2 }],
+            "a fresh generation, never the abandoned one again"
+        );
     }
 }

@@ -31,6 +31,7 @@ use super::client::{
 };
 use super::msg::{Key, Msg, Token};
 use super::node::{Clocks, Effect, Input, Nanos, Node, NodeId};
+use super::record::{persist_if_changed, RecordReader, RecordWriter};
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct DynamoClientConfig {
@@ -258,6 +259,8 @@ struct Item {
 pub struct LockTable {
     items: BTreeMap<Key, Item>,
     fences: BTreeMap<Key, u64>,
+    /// The durable record last persisted (see [`super::record`]).
+    persisted: Vec<u8>,
 }
 
 impl LockTable {
@@ -322,16 +325,52 @@ impl LockTable {
     }
 }
 
+impl LockTable {
+    /// A DynamoDB table is durable: every item (and fence counter) survives.
+    fn record(&self) -> Vec<u8> {
+        let mut w = RecordWriter::default();
+        w.list(self.items.iter(), |w, (k, item)| {
+            w.word(k.0 as u64).word(item.owner).word(item.rvn);
+        });
+        w.list(self.fences.iter(), |w, (k, fence)| {
+            w.word(k.0 as u64).word(*fence);
+        });
+        w.finish()
+    }
+
+    fn recover(&mut self, record: &[u8]) {
+        let mut r = RecordReader::new(record);
+        r.list(|r| {
+            let (k, owner, rvn) = (Key(r.word() as u16), r.word(), r.word());
+            self.items.insert(k, Item { owner, rvn });
+        });
+        r.list(|r| {
+            let (k, fence) = (Key(r.word() as u16), r.word());
+            self.fences.insert(k, fence);
+        });
+        assert!(r.is_done(), "a DynamoDB record with trailing bytes");
+        self.persisted = record.to_vec();
+    }
+}
+
 impl Node for LockTable {
     fn handle(&mut self, _clocks: Clocks, input: Input<'_>, fx: &mut Vec<Effect>) {
-        if let Input::Message { from, msg } = input {
-            if let Some(reply) = self.on_request(msg) {
-                fx.push(Effect::Send {
-                    to: from,
-                    msg: reply,
-                });
+        match input {
+            Input::Start {
+                recovered: Some(record),
+            } => self.recover(record),
+            Input::Message { from, msg } => {
+                if let Some(reply) = self.on_request(msg) {
+                    fx.push(Effect::Send {
+                        to: from,
+                        msg: reply,
+                    });
+                }
             }
+            Input::Start { recovered: None } | Input::Timer { .. } => {}
         }
+        let record = self.record();
+        persist_if_changed(&mut self.persisted, record, fx);
     }
 }
 
@@ -357,5 +396,47 @@ mod tests {
         assert_eq!(ok(t.on_request(put(1, 11, 10))), (true, 1), "heartbeat");
         assert_eq!(ok(t.on_request(put(2, 20, 10))), (false, 1), "stale RVN");
         assert_eq!(ok(t.on_request(put(2, 20, 11))), (true, 2), "takeover");
+    }
+
+    #[test]
+    fn a_restarted_lock_table_keeps_its_items_and_fence_counters() {
+        let mut t = LockTable::new();
+        let mut fx = Vec::new();
+        let put = Msg::DdbPut {
+            req: 1,
+            key: Key(0),
+            owner: 1,
+            rvn: 10,
+            expect_rvn: 0,
+        };
+        t.handle(
+            Clocks {
+                wall_ns: 0,
+                mono_ns: 0,
+            },
+            Input::Message {
+                from: NodeId(1),
+                msg: put,
+            },
+            &mut fx,
+        );
+        let record = match fx.last() {
+            Some(Effect::Persist { record, .. }) => record.clone(),
+            other => panic!("a change is synced before the step ends, got {other:?}"),
+        };
+        let mut restarted = LockTable::new();
+        restarted.recover(&record);
+        assert_eq!(restarted, t, "items, fences and the record survive");
+        let stale = Msg::DdbPut {
+            req: 2,
+            key: Key(0),
+            owner: 2,
+            rvn: 20,
+            expect_rvn: 0,
+        };
+        assert!(matches!(
+            restarted.on_request(stale),
+            Some(Msg::DdbPutResult { ok: false, .. })
+        ));
     }
 }

@@ -54,8 +54,10 @@
 //!   with an older revision — `token_order`, harmless only behind the fence.
 //!   Under random faults the re-check makes that rare, not impossible
 //!   (tests/etcd.rs).
-//! - Not modelled: server crashes (etcd is a replicated log; a restarted
-//!   server here forgets every lease and key), compaction, auth.
+//! - The server is durable (see [`super::record`]): a crash stands for the
+//!   cluster's, whose raft log keeps every key and lease; lease TTLs start
+//!   over at the restart, as under a new leader.
+//! - Not modelled: compaction, auth.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -64,6 +66,7 @@ use super::client::{
 };
 use super::msg::{Key, Msg, Token};
 use super::node::{Clocks, Effect, Input, Nanos, Node, NodeId, Observation, TimerId};
+use super::record::{persist_if_changed, RecordReader, RecordWriter};
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct EtcdClientConfig {
@@ -338,6 +341,8 @@ pub struct EtcdServer {
     watches: BTreeSet<(Key, u64, NodeId)>,
     /// When the lease check timer fires (None: not armed).
     check_at_mono_ns: Option<Nanos>,
+    /// The durable record last persisted (see [`super::record`]).
+    persisted: Vec<u8>,
 }
 
 impl Default for EtcdServer {
@@ -355,7 +360,62 @@ impl EtcdServer {
             dead: BTreeSet::new(),
             watches: BTreeSet::new(),
             check_at_mono_ns: None,
+            persisted: Vec::new(),
         }
+    }
+
+    /// What etcd keeps across a member crash (its raft log): the revision,
+    /// the keys, the leases with their TTLs (not their deadlines), the dead
+    /// lease ids and the watches (clientv3 re-creates a watch on reconnect;
+    /// modelled as it surviving).
+    fn record(&self) -> Vec<u8> {
+        let mut w = RecordWriter::default();
+        w.word(self.revision);
+        w.list(self.keys.iter(), |w, ((k, rev), lease)| {
+            w.word(k.0 as u64).word(*rev).word(*lease);
+        });
+        w.list(self.leases.iter(), |w, (id, l)| {
+            let (key, rev) = l.key.map_or((u16::MAX, 0), |(k, rev)| (k.0, rev));
+            w.word(*id).word(l.ttl_ns).word(key as u64).word(rev);
+        });
+        w.list(self.dead.iter(), |w, id| {
+            w.word(*id);
+        });
+        w.list(self.watches.iter(), |w, (k, rev, node)| {
+            w.word(k.0 as u64).word(*rev).word(node.0 as u64);
+        });
+        w.finish()
+    }
+
+    /// Rebuilds the state from `record`; every lease's remaining TTL starts
+    /// over (etcd refreshes leases when a new leader takes over).
+    fn recover(&mut self, clocks: Clocks, record: &[u8], fx: &mut Vec<Effect>) {
+        let mut r = RecordReader::new(record);
+        let key = |w: u64| Key(w as u16);
+        self.revision = r.word();
+        r.list(|r| {
+            let (k, rev, lease) = (key(r.word()), r.word(), r.word());
+            self.keys.insert((k, rev), lease);
+        });
+        r.list(|r| {
+            let (id, ttl_ns, k, rev) = (r.word(), r.word(), r.word(), r.word());
+            let lease = Lease {
+                ttl_ns,
+                expires_mono_ns: clocks.mono_ns.saturating_add(ttl_ns),
+                key: (k != u16::MAX as u64).then_some((key(k), rev)),
+            };
+            self.leases.insert(id, lease);
+        });
+        r.list(|r| {
+            self.dead.insert(r.word());
+        });
+        r.list(|r| {
+            let (k, rev, node) = (key(r.word()), r.word(), r.word());
+            self.watches.insert((k, rev, NodeId(node as u16)));
+        });
+        assert!(r.is_done(), "an etcd record with trailing bytes");
+        self.persisted = record.to_vec();
+        self.arm(clocks, fx);
     }
 
     fn arm(&mut self, clocks: Clocks, fx: &mut Vec<Effect>) {
@@ -524,10 +584,15 @@ impl EtcdServer {
 impl Node for EtcdServer {
     fn handle(&mut self, clocks: Clocks, input: Input<'_>, fx: &mut Vec<Effect>) {
         match input {
-            Input::Start { .. } => {}
+            Input::Start { recovered: None } => {}
+            Input::Start {
+                recovered: Some(record),
+            } => self.recover(clocks, record, fx),
             Input::Message { from, msg } => self.on_request(clocks, from, msg, fx),
             Input::Timer { .. } => self.on_lease_check(clocks, fx),
         }
+        let record = self.record();
+        persist_if_changed(&mut self.persisted, record, fx);
     }
 }
 
@@ -670,6 +735,7 @@ mod tests {
                 key: Key(0),
                 request_timeout_ns: 100 * T,
                 max_retries: 2,
+                incarnation: 0,
             };
             let mut s = Script {
                 client: EtcdClient::new(cfg, base),
@@ -835,5 +901,27 @@ mod tests {
             s.last_request(),
             Msg::EtcdWaitDeletes { my_rev: 3, .. }
         ));
+    }
+
+    #[test]
+    fn a_restarted_etcd_member_keeps_its_revision_keys_and_leases() {
+        let mut s = EtcdServer::new();
+        assert_eq!(lock(&mut s, 0, 1, 11), (2, 2));
+        let record = s.record();
+        let mut restarted = EtcdServer::new();
+        let mut fx = Vec::new();
+        restarted.handle(
+            at(3 * T),
+            Input::Start {
+                recovered: Some(&record),
+            },
+            &mut fx,
+        );
+        assert_eq!(restarted.record(), record, "the record round-trips");
+        assert_eq!(
+            lock(&mut restarted, 3 * T, 2, 22),
+            (3, 2),
+            "A still owns the lock; B's key takes the next revision"
+        );
     }
 }

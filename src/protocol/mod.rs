@@ -17,6 +17,7 @@ pub mod etcd;
 pub mod msg;
 pub mod node;
 pub mod queue_claim;
+pub mod record;
 pub mod redlock;
 pub mod resource;
 pub mod single_db;

@@ -29,6 +29,27 @@ pub struct Token(pub u64);
 /// A request id, echoed in replies so a client can drop stale ones.
 pub type ReqId = u32;
 
+/// Request ids carry the sender's incarnation (bits 20..31; bit 31 is left
+/// to the worker's renewals) above a per-incarnation counter: a node that
+/// restarts and counts again from 1 must never take a reply meant for its
+/// previous incarnation — matched on the id alone, it would act on an
+/// answer to a request it never sent. The first incarnation (0) keeps the
+/// plain ids 1, 2, 3…
+pub const REQ_INCARNATION_SHIFT: u32 = 20;
+const REQ_COUNTER_MASK: ReqId = (1 << REQ_INCARNATION_SHIFT) - 1;
+const REQ_INCARNATION_MASK: ReqId = (1 << (31 - REQ_INCARNATION_SHIFT)) - 1;
+
+/// The first request id of `incarnation` (0 on first boot).
+pub fn first_req(incarnation: u32) -> ReqId {
+    ((incarnation & REQ_INCARNATION_MASK) << REQ_INCARNATION_SHIFT) | 1
+}
+
+/// The id after `req` within the same incarnation (the counter wraps, the
+/// incarnation bits stay).
+pub fn next_req(req: ReqId) -> ReqId {
+    (req & !REQ_COUNTER_MASK) | (req.wrapping_add(1) & REQ_COUNTER_MASK)
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum Msg {
     // worker -> coordinator

@@ -94,6 +94,12 @@ pub enum Observation {
         key: super::msg::Key,
         epoch: Option<super::msg::Token>,
     },
+    /// A worker acted on this resource reply (`ReadOk`, `ReadRejected`,
+    /// `WriteOk`, `WriteRejected`): the answer to its outstanding request.
+    /// Late copies, duplicates and answers meant for an earlier incarnation
+    /// are delivered too, but only the reply a worker used is its history
+    /// (see [`Node::records_own_replies`]).
+    ReplyUsed { reply: Msg },
     /// A pair node stopped acting as the owner of `key`, and why.
     SteppedDown {
         key: super::msg::Key,
@@ -149,4 +155,11 @@ pub trait Node {
     /// React to one input. Effects are applied by the driver in push order,
     /// after `handle` returns, all at the same instant.
     fn handle(&mut self, clocks: Clocks, input: Input<'_>, effects: &mut Vec<Effect>);
+
+    /// Whether this node reports the resource replies it acts on itself
+    /// ([`Observation::ReplyUsed`]). If not, the harness records every
+    /// reply delivered to it (all a driver for an outside process can offer).
+    fn records_own_replies(&self) -> bool {
+        false
+    }
 }

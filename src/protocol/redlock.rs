@@ -49,7 +49,7 @@
 use std::collections::BTreeMap;
 
 use super::client::{ClientBase, LockEvent, CLIENT_REQUEST, CLIENT_TIMER_A};
-use super::msg::{Key, Msg, ReqId};
+use super::msg::{first_req, Key, Msg, ReqId};
 use super::node::{Clocks, Durability, Effect, Input, Nanos, Node, NodeId, TimerId};
 
 /// Masters per lock: the master index travels in 4 bits of the request id.
@@ -133,7 +133,8 @@ impl RedlockClient {
             base,
             phase: Phase::Idle,
             owner: 0,
-            round: 0,
+            // A restarted client's rounds start above its predecessor's.
+            round: first_req(base.incarnation) >> 4,
             start_mono_ns: 0,
             answered: 0,
             oks: 0,
@@ -487,6 +488,7 @@ mod tests {
             key: Key(0),
             request_timeout_ns: 50 * MS,
             max_retries: 0,
+            incarnation: 0,
         }
     }
 

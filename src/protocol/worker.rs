@@ -38,7 +38,7 @@
 
 use super::client::{ClientBase, LockClient, LockEvent, LockKind, CLIENT_TIMER_BASE};
 use super::effects::EffectCall;
-use super::msg::{Key, Msg, OpId, ReqId, Token};
+use super::msg::{first_req, next_req, Key, Msg, OpId, ReqId, Token};
 use super::node::{Clocks, Durability, Effect, Input, Nanos, Node, NodeId, Observation, TimerId};
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -172,6 +172,9 @@ pub struct Worker {
     ops_started: u32,
     /// Acquisition attempts so far (persisted, so owner nonces never repeat).
     attempts: u32,
+    /// Boots so far minus one (persisted): request ids carry it, see
+    /// [`first_req`].
+    incarnation: u32,
     next_req: ReqId,
     /// The request we are waiting on and how often it was retransmitted.
     outstanding: Option<(Msg, u32)>,
@@ -210,7 +213,8 @@ impl Worker {
             phase: Phase::Idle,
             ops_started: 0,
             attempts: 0,
-            next_req: 1,
+            incarnation: 0,
+            next_req: first_req(0),
             outstanding: None,
             op: OpId::INITIAL,
             locks,
@@ -220,21 +224,39 @@ impl Worker {
             grants: [None; MAX_LOCKS],
             read_values: [None; MAX_LOCKS],
             next_renew_req: RENEW_REQ_BIT,
-            client: LockClient::new(
-                cfg.lock,
-                ClientBase {
-                    key: cfg.key,
-                    request_timeout_ns: cfg.request_timeout_ns,
-                    max_retries: cfg.max_retries,
-                },
-            ),
+            client: Self::lock_client(&cfg, 0),
         }
     }
 
+    fn lock_client(cfg: &WorkerConfig, incarnation: u32) -> Option<LockClient> {
+        LockClient::new(
+            cfg.lock,
+            ClientBase {
+                key: cfg.key,
+                request_timeout_ns: cfg.request_timeout_ns,
+                max_retries: cfg.max_retries,
+                incarnation,
+            },
+        )
+    }
+
+    /// Boot number `incarnation`: every request id from here on carries it.
+    fn begin_incarnation(&mut self, incarnation: u32) {
+        self.incarnation = incarnation;
+        self.next_req = first_req(incarnation);
+        self.next_renew_req = RENEW_REQ_BIT | (first_req(incarnation) - 1);
+        self.client = Self::lock_client(&self.cfg, incarnation);
+    }
+
     fn persist(&self, fx: &mut Vec<Effect>) {
-        let mut record = Vec::with_capacity(8);
+        let mut record = Vec::with_capacity(12);
         record.extend_from_slice(&self.ops_started.to_le_bytes());
         record.extend_from_slice(&self.attempts.to_le_bytes());
+        // The first incarnation writes the 8-byte record it always wrote
+        // (runs without a worker restart keep their trace hashes).
+        if self.incarnation > 0 {
+            record.extend_from_slice(&self.incarnation.to_le_bytes());
+        }
         fx.push(Effect::Persist {
             durability: Durability::Synced,
             record,
@@ -252,7 +274,7 @@ impl Worker {
 
     fn take_req(&mut self) -> ReqId {
         let req = self.next_req;
-        self.next_req = self.next_req.wrapping_add(1);
+        self.next_req = next_req(req);
         req
     }
 
@@ -531,9 +553,14 @@ impl Worker {
                 self.lose_lease(clocks, lock, fx)
             }
             // A newer grant for an acquisition we hold (a retransmitted acquire
-            // answered after our lease lapsed): adopt it, never an older one.
+            // answered after our lease lapsed): adopt it, never an older one —
+            // and only before this op has read under the grant it holds. A
+            // write under the newer grant on a read made under the older one
+            // would pass its fence on a value someone else may have replaced
+            // in between (single-db: a new transaction writing on the old
+            // one's SELECT); keeping the old token lets the fence refuse it.
             (
-                _,
+                Phase::Acquiring | Phase::Backoff,
                 Msg::Granted {
                     owner,
                     token: Some(t),
@@ -556,6 +583,7 @@ impl Worker {
             }
             (Phase::Reading, Msg::ReadOk { req, value, .. }) if self.answers(req) => {
                 self.settle(fx);
+                fx.push(Effect::Observe(Observation::ReplyUsed { reply: msg }));
                 self.read_values[self.cur] = Some(value);
                 if self.cur + 1 < self.n_locks {
                     self.cur += 1;
@@ -571,10 +599,12 @@ impl Worker {
             }
             (Phase::Reading, Msg::ReadRejected { req, .. }) if self.answers(req) => {
                 self.settle(fx);
+                fx.push(Effect::Observe(Observation::ReplyUsed { reply: msg }));
                 self.abandon(clocks, fx);
             }
             (Phase::Writing, Msg::WriteOk { req, .. }) if self.answers(req) => {
                 self.settle(fx);
+                fx.push(Effect::Observe(Observation::ReplyUsed { reply: msg }));
                 if self.cur + 1 < self.n_locks {
                     self.cur += 1;
                     self.write_or_give_up(clocks, fx);
@@ -595,6 +625,7 @@ impl Worker {
             }
             (Phase::Writing, Msg::WriteRejected { req, .. }) if self.answers(req) => {
                 self.settle(fx);
+                fx.push(Effect::Observe(Observation::ReplyUsed { reply: msg }));
                 self.abandon(clocks, fx);
             }
             (Phase::Releasing, Msg::Released { req, .. }) if self.answers(req) => {
@@ -659,7 +690,7 @@ impl Worker {
                 continue;
             }
             let req = self.next_renew_req;
-            self.next_renew_req = RENEW_REQ_BIT | self.next_renew_req.wrapping_add(1);
+            self.next_renew_req = RENEW_REQ_BIT | next_req(self.next_renew_req & !RENEW_REQ_BIT);
             fx.push(Effect::Send {
                 to: self.cfg.coordinator,
                 msg: Msg::Renew {
@@ -700,9 +731,19 @@ impl Node for Worker {
             Input::Start { recovered } => {
                 let first_boot = recovered.is_none();
                 if let Some(bytes) = recovered {
-                    assert_eq!(bytes.len(), 8, "worker record is 8 bytes");
-                    self.ops_started = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
-                    self.attempts = u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]);
+                    assert!(
+                        bytes.len() == 8 || bytes.len() == 12,
+                        "worker record is 8 or 12 bytes"
+                    );
+                    let word = |i: usize| {
+                        u32::from_le_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]])
+                    };
+                    self.ops_started = word(0);
+                    self.attempts = word(4);
+                    let before = if bytes.len() == 12 { word(8) } else { 0 };
+                    self.begin_incarnation(before.wrapping_add(1));
+                    // Remembered before any request of this incarnation is sent.
+                    self.persist(fx);
                 }
                 self.phase = Phase::Idle;
                 let delay_ns = if first_boot { self.cfg.start_ns } else { 0 };
@@ -726,11 +767,16 @@ impl Node for Worker {
             Input::Timer { .. } => {}
         }
     }
+
+    fn records_own_replies(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::msg::REQ_INCARNATION_SHIFT;
 
     fn cfg() -> WorkerConfig {
         WorkerConfig {
@@ -857,6 +903,26 @@ mod tests {
     }
 
     impl Drive {
+        /// One lock, booted from `recovered` (None: first boot).
+        fn one_lock(recovered: Option<&[u8]>) -> Drive {
+            let mut c = cfg();
+            c.ops = 2;
+            let mut d = Drive {
+                w: Worker::new(c),
+                fx: Vec::new(),
+            };
+            d.input(Input::Start { recovered });
+            d
+        }
+
+        /// The last record the worker persisted in its latest step.
+        fn persisted(&self) -> Option<Vec<u8>> {
+            self.fx.iter().rev().find_map(|e| match e {
+                Effect::Persist { record, .. } => Some(record.clone()),
+                _ => None,
+            })
+        }
+
         fn two_locks(renew_every_ns: Option<Nanos>) -> Drive {
             let mut c = cfg();
             c.more_locks = MoreLocks::new(&[Key(1)]);
@@ -1096,9 +1162,107 @@ mod tests {
             op,
             fence: Token(7),
         });
-        assert_eq!(d.observed(), [Observation::OpAbandoned { op: OpId(1001) }]);
+        assert_eq!(
+            d.observed(),
+            [
+                Observation::ReplyUsed {
+                    reply: Msg::WriteRejected {
+                        req,
+                        key: Key(0),
+                        op,
+                        fence: Token(7),
+                    },
+                },
+                Observation::OpAbandoned { op: OpId(1001) }
+            ]
+        );
         assert!(matches!(release_b[..], [Msg::Release { key: Key(1), .. }]));
         let release_a = d.reply(released(release_b[0]));
         assert!(matches!(release_a[..], [Msg::Release { key: Key(0), .. }]));
+    }
+
+    fn used_replies(d: &Drive) -> Vec<Msg> {
+        d.observed()
+            .into_iter()
+            .filter_map(|o| match o {
+                Observation::ReplyUsed { reply } => Some(reply),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_restarted_worker_never_acts_on_a_reply_meant_for_its_previous_incarnation() {
+        let mut first = Drive::one_lock(None);
+        let acquire = first.step()[0];
+        let record = first
+            .persisted()
+            .expect("the acquisition counter is synced");
+        let old_read = first.reply(grant(acquire, 5))[0];
+        // Crash here: the read's answer is still in flight.
+        let mut second = Drive::one_lock(Some(&record));
+        let record = second
+            .persisted()
+            .expect("the new incarnation is synced at boot");
+        assert_eq!(record.len(), 12, "ops, attempts and the incarnation");
+        let acquire = second.step()[0];
+        let new_read = second.reply(grant(acquire, 6))[0];
+        let (Msg::Read { req: old_req, .. }, Msg::Read { req: new_req, .. }) = (old_read, new_read)
+        else {
+            panic!("expected two reads, got {old_read:?} and {new_read:?}");
+        };
+        assert_ne!(
+            old_req, new_req,
+            "request ids never repeat across incarnations"
+        );
+        assert!(second.reply(read_ok(old_read)).is_empty());
+        assert!(
+            used_replies(&second).is_empty() && second.w.phase == Phase::Reading,
+            "the predecessor's answer is not the answer to this read"
+        );
+        second.reply(read_ok(new_read));
+        assert_eq!(
+            used_replies(&second),
+            vec![read_ok(new_read)],
+            "the reply the worker acts on is the one it reports"
+        );
+        assert_eq!(second.w.phase, Phase::Working);
+        // A third boot counts on from the second's record.
+        let third = Drive::one_lock(Some(&record));
+        assert_eq!(third.w.incarnation, 2);
+        assert_eq!(third.w.next_req >> REQ_INCARNATION_SHIFT, 2);
+    }
+
+    #[test]
+    fn a_newer_grant_arriving_after_the_read_is_not_adopted_for_the_write() {
+        let mut d = Drive::one_lock(None);
+        let acquire = d.step()[0];
+        let read = d.reply(grant(acquire, 5))[0];
+        d.reply(read_ok(read));
+        assert_eq!(d.w.phase, Phase::Working);
+        // The retransmitted acquire's answer: a new transaction / lease.
+        d.reply(grant(acquire, 9));
+        let write = d.step();
+        assert!(
+            matches!(
+                write[..],
+                [Msg::Write {
+                    token: Some(Token(5)),
+                    ..
+                }]
+            ),
+            "the write carries the grant its read was made under, got {write:?}"
+        );
+    }
+
+    #[test]
+    fn a_newer_grant_for_a_held_lock_is_adopted_while_waiting_for_the_next_lock() {
+        let mut d = Drive::two_locks(None);
+        let acquire_a = d.step()[0];
+        let acquire_b = d.reply(grant(acquire_a, 5))[0];
+        d.reply(grant(acquire_a, 7));
+        assert_eq!(d.w.token(0), Some(Token(7)), "nothing was read under 5 yet");
+        let read_a = d.reply(grant(acquire_b, 6))[0];
+        assert!(matches!(read_a, Msg::Read { key: Key(0), .. }));
     }
 }

@@ -28,14 +28,28 @@
 //! timeout): the server saw the session alive when it answered, so no one
 //! else can hold the lock before the session could have expired. An older
 //! answer (the client was paused with the reply queued) is asked again.
-//! Not modelled: server crashes (a ZooKeeper ensemble is replicated; a
-//! restarted server here forgets every session and node).
+//!
+//! Watch notifications travel on the session's connection. ZooKeeper sends
+//! them in order over TCP, and a client whose connection broke reconnects,
+//! re-registers its watches and is told of every change it missed — a
+//! notification is never silently lost while the session lives. Messages
+//! here are datagrams that can be lost, so the session is modelled by its
+//! effect: a waiter re-checks what it waits on (its predecessor, or the
+//! children under `herd`) every ping period, as a reconnect would; the
+//! server keeps one watch per (session, node), so a re-check never doubles
+//! a notification. A lost session is noticed by the next request's
+//! `session expired` answer, and the client starts a new acquisition.
+//!
+//! The server is durable (see [`super::record`]): a crash of the simulated
+//! server stands for the ensemble's, whose committed znodes and sessions
+//! survive; session timeouts start over at the restart.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::client::{ClientBase, LockEvent, Requests, Timeout, CLIENT_REQUEST, CLIENT_TIMER_A};
 use super::msg::{Key, Msg, Token};
 use super::node::{Clocks, Effect, Input, Nanos, Node, NodeId, Observation, TimerId};
+use super::record::{persist_if_changed, RecordReader, RecordWriter};
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct ZkClientConfig {
@@ -66,6 +80,8 @@ pub struct ZkClient {
     phase: Phase,
     session: u64,
     seq: u64,
+    /// The predecessor being waited on (0: none, or `herd`).
+    pred: u64,
     /// A watch fired while a request was in flight: list again before waiting.
     changed: bool,
 }
@@ -80,6 +96,7 @@ impl ZkClient {
             phase: Phase::Idle,
             session: 0,
             seq: 0,
+            pred: 0,
             changed: false,
         }
     }
@@ -139,6 +156,19 @@ impl ZkClient {
         fx.push(Effect::CancelTimer { timer: PING });
     }
 
+    /// `exists(predecessor, watch = true)`.
+    fn check_predecessor(&mut self, clocks: Clocks, fx: &mut Vec<Effect>) {
+        self.phase = Phase::Checking;
+        let req = self.requests.take_req();
+        let msg = Msg::ZkExists {
+            req,
+            key: self.base.key,
+            session: self.session,
+            seq: self.pred,
+        };
+        self.requests.send(clocks, self.cfg.server, msg, fx);
+    }
+
     fn wait(&mut self, clocks: Clocks, fx: &mut Vec<Effect>) {
         if self.changed {
             self.list(clocks, fx);
@@ -187,15 +217,8 @@ impl ZkClient {
                 if self.cfg.herd {
                     self.wait(clocks, fx); // the children watch is set
                 } else {
-                    self.phase = Phase::Checking;
-                    let req = self.requests.take_req();
-                    let msg = Msg::ZkExists {
-                        req,
-                        key: self.base.key,
-                        session: self.session,
-                        seq: pred,
-                    };
-                    self.requests.send(clocks, self.cfg.server, msg, fx);
+                    self.pred = pred;
+                    self.check_predecessor(clocks, fx);
                 }
             }
             (Phase::Checking, Msg::ZkStat { req, exists, .. }) if self.requests.answers(req) => {
@@ -226,7 +249,7 @@ impl ZkClient {
         LockEvent::Pending
     }
 
-    pub fn on_timer(&mut self, _clocks: Clocks, timer: TimerId, fx: &mut Vec<Effect>) -> LockEvent {
+    pub fn on_timer(&mut self, clocks: Clocks, timer: TimerId, fx: &mut Vec<Effect>) -> LockEvent {
         match timer {
             CLIENT_REQUEST => match self.requests.on_timeout(fx) {
                 Timeout::Idle | Timeout::Retransmitted => LockEvent::Pending,
@@ -253,6 +276,15 @@ impl ZkClient {
                     timer: PING,
                     after_ns: self.ping_every_ns(),
                 });
+                // The session's re-check: a notification lost on the way
+                // is noticed within one ping period (see the module doc).
+                if self.phase == Phase::Waiting {
+                    if self.cfg.herd {
+                        self.list(clocks, fx);
+                    } else {
+                        self.check_predecessor(clocks, fx);
+                    }
+                }
                 LockEvent::Pending
             }
             _ => LockEvent::Pending,
@@ -296,6 +328,8 @@ pub struct ZkServer {
     watches: Vec<Watch>,
     /// When the session check timer fires (None: not armed).
     check_at_mono_ns: Option<Nanos>,
+    /// The durable record last persisted (see [`super::record`]).
+    persisted: Vec<u8>,
 }
 
 impl ZkServer {
@@ -308,6 +342,79 @@ impl ZkServer {
             expired: BTreeSet::new(),
             watches: Vec::new(),
             check_at_mono_ns: None,
+            persisted: Vec::new(),
+        }
+    }
+
+    /// What the ensemble keeps across a server crash: the znodes and
+    /// sequence counters, the sessions (not their deadlines), the expired
+    /// session ids and the watches (a client re-registers its watches on
+    /// the server it reconnects to; that is modelled as them surviving).
+    fn record(&self) -> Vec<u8> {
+        let mut w = RecordWriter::default();
+        w.list(self.last_seq.iter(), |w, (k, seq)| {
+            w.word(k.0 as u64).word(*seq);
+        });
+        w.list(self.nodes.iter(), |w, ((k, seq), session)| {
+            w.word(k.0 as u64).word(*seq).word(*session);
+        });
+        w.list(self.sessions.iter(), |w, (id, s)| {
+            let (key, seq) = s.node.map_or((u16::MAX, 0), |(k, seq)| (k.0, seq));
+            w.word(*id).word(key as u64).word(seq);
+        });
+        w.list(self.expired.iter(), |w, id| {
+            w.word(*id);
+        });
+        w.list(self.watches.iter(), |w, watch| {
+            w.word(watch.client.0 as u64)
+                .word(watch.session)
+                .word(watch.key.0 as u64)
+                .word(watch.seq);
+        });
+        w.finish()
+    }
+
+    /// Rebuilds the state from `record`; every session gets a fresh timeout
+    /// from now (as ZooKeeper does when a new leader takes over).
+    fn recover(&mut self, clocks: Clocks, record: &[u8], fx: &mut Vec<Effect>) {
+        let mut r = RecordReader::new(record);
+        let key = |w: u64| Key(w as u16);
+        r.list(|r| {
+            let (k, seq) = (key(r.word()), r.word());
+            self.last_seq.insert(k, seq);
+        });
+        r.list(|r| {
+            let (k, seq, session) = (key(r.word()), r.word(), r.word());
+            self.nodes.insert((k, seq), session);
+        });
+        let expires_mono_ns = clocks.mono_ns.saturating_add(self.cfg.session_timeout_ns);
+        r.list(|r| {
+            let (id, k, seq) = (r.word(), r.word(), r.word());
+            let node = (k != u16::MAX as u64).then_some((key(k), seq));
+            self.sessions.insert(
+                id,
+                Session {
+                    expires_mono_ns,
+                    node,
+                },
+            );
+        });
+        r.list(|r| {
+            self.expired.insert(r.word());
+        });
+        r.list(|r| {
+            let (client, session, k, seq) = (r.word(), r.word(), r.word(), r.word());
+            self.watches.push(Watch {
+                client: NodeId(client as u16),
+                session,
+                key: key(k),
+                seq,
+            });
+        });
+        assert!(r.is_done(), "a ZooKeeper record with trailing bytes");
+        self.persisted = record.to_vec();
+        if !self.sessions.is_empty() {
+            self.arm(clocks, expires_mono_ns, fx);
         }
     }
 
@@ -361,6 +468,14 @@ impl ZkServer {
         }
         if let Some(next) = self.sessions.values().map(|s| s.expires_mono_ns).min() {
             self.arm(clocks, next, fx);
+        }
+    }
+
+    /// Sets `w` unless the session already watches that node: a client's
+    /// re-check registers nothing twice.
+    fn watch(&mut self, w: Watch) {
+        if !self.watches.contains(&w) {
+            self.watches.push(w);
         }
     }
 
@@ -442,7 +557,7 @@ impl ZkServer {
                     .rfind(|(&(_, s), _)| s < seq)
                     .map_or(0, |(&(_, s), _)| s);
                 if watch {
-                    self.watches.push(Watch {
+                    self.watch(Watch {
                         client: from,
                         session,
                         key,
@@ -460,7 +575,7 @@ impl ZkServer {
             Msg::ZkExists { seq, .. } => {
                 let exists = self.nodes.contains_key(&(key, seq));
                 if exists {
-                    self.watches.push(Watch {
+                    self.watch(Watch {
                         client: from,
                         session,
                         key,
@@ -478,8 +593,11 @@ impl ZkServer {
                 if self.nodes.get(&(key, seq)) == Some(&session) {
                     self.delete_node(key, seq, fx);
                 }
-                // Closing the session: its watches go with it.
+                // Closing the session: its watches go with it, and a late
+                // copy of one of its requests cannot bring it back (a closed
+                // session id answers `session expired`, as in ZooKeeper).
                 self.sessions.remove(&session);
+                self.expired.insert(session);
                 self.watches.retain(|w| w.session != session);
                 Msg::ZkDeleted { req, key }
             }
@@ -495,10 +613,15 @@ impl ZkServer {
 impl Node for ZkServer {
     fn handle(&mut self, clocks: Clocks, input: Input<'_>, fx: &mut Vec<Effect>) {
         match input {
-            Input::Start { .. } => {}
+            Input::Start { recovered: None } => {}
+            Input::Start {
+                recovered: Some(record),
+            } => self.recover(clocks, record, fx),
             Input::Message { from, msg } => self.on_request(clocks, from, msg, fx),
             Input::Timer { .. } => self.on_session_check(clocks, fx),
         }
+        let record = self.record();
+        persist_if_changed(&mut self.persisted, record, fx);
     }
 }
 
@@ -595,5 +718,173 @@ mod tests {
             e,
             Effect::Observe(Observation::LeaseExpired { owner: 11, .. })
         )));
+    }
+
+    #[test]
+    fn a_restarted_zookeeper_server_keeps_its_znodes_sessions_and_sequence() {
+        let cfg = ZkServerConfig {
+            session_timeout_ns: 10 * T,
+        };
+        let mut s = ZkServer::new(cfg);
+        assert_eq!(create(&mut s, 0, 1, 11), 1);
+        let record = s.record();
+        let mut fx = Vec::new();
+        let mut restarted = ZkServer::new(cfg);
+        restarted.handle(
+            at(5 * T),
+            Input::Start {
+                recovered: Some(&record),
+            },
+            &mut fx,
+        );
+        assert_eq!(restarted.record(), record, "the record round-trips");
+        assert_eq!(
+            create(&mut restarted, 5 * T, 2, 22),
+            2,
+            "the sequence continues: no second znode 1"
+        );
+        // Session 11's timeout starts over at the restart: it expires at 15 T.
+        fx.clear();
+        restarted.handle(
+            at(15 * T),
+            Input::Timer {
+                timer: SESSION_CHECK,
+            },
+            &mut fx,
+        );
+        assert!(fx.iter().any(|e| matches!(
+            e,
+            Effect::Observe(Observation::LeaseExpired { owner: 11, .. })
+        )));
+    }
+
+    #[test]
+    fn a_waiting_client_rechecks_its_predecessor_every_ping_so_a_lost_notification_is_noticed() {
+        let server = NodeId(9);
+        let mut c = ZkClient::new(
+            ZkClientConfig {
+                server,
+                session_timeout_ns: 30 * T,
+                herd: false,
+            },
+            ClientBase {
+                key: Key(0),
+                request_timeout_ns: 5 * T,
+                max_retries: 2,
+                incarnation: 0,
+            },
+        );
+        let mut fx = Vec::new();
+        c.acquire(at(0), 7, &mut fx);
+        let answer = |c: &mut ZkClient, fx: &mut Vec<Effect>, msg| {
+            fx.clear();
+            c.on_message(at(T), msg, fx);
+            sent(fx)
+        };
+        let req = |fx: &Vec<Effect>| match sent(fx).last() {
+            Some((_, m)) => m.words()[0] as u32,
+            None => panic!("nothing sent"),
+        };
+        let r = req(&fx);
+        answer(
+            &mut c,
+            &mut fx,
+            Msg::ZkCreated {
+                req: r,
+                key: Key(0),
+                session: 7,
+                seq: 2,
+            },
+        );
+        let r = req(&fx);
+        let check = answer(
+            &mut c,
+            &mut fx,
+            Msg::ZkChildren {
+                req: r,
+                key: Key(0),
+                lowest: 1,
+                pred: 1,
+                mine: true,
+            },
+        );
+        assert!(matches!(check[..], [(_, Msg::ZkExists { seq: 1, .. })]));
+        let r = req(&fx);
+        answer(
+            &mut c,
+            &mut fx,
+            Msg::ZkStat {
+                req: r,
+                key: Key(0),
+                seq: 1,
+                exists: true,
+            },
+        );
+        assert_eq!(c.phase, Phase::Waiting);
+        // The predecessor's deletion notice is lost; the next ping re-checks.
+        fx.clear();
+        c.on_timer(at(11 * T), PING, &mut fx);
+        let again = sent(&fx);
+        assert!(
+            matches!(
+                again[..],
+                [(_, Msg::ZkPing { .. }), (_, Msg::ZkExists { seq: 1, .. })]
+            ),
+            "{again:?}"
+        );
+        let r = req(&fx);
+        let relist = answer(
+            &mut c,
+            &mut fx,
+            Msg::ZkStat {
+                req: r,
+                key: Key(0),
+                seq: 1,
+                exists: false,
+            },
+        );
+        assert!(matches!(relist[..], [(_, Msg::ZkGetChildren { .. })]));
+    }
+
+    #[test]
+    fn a_closed_session_is_not_revived_by_a_late_copy_of_its_create() {
+        let mut s = ZkServer::new(ZkServerConfig {
+            session_timeout_ns: 10 * T,
+        });
+        assert_eq!(create(&mut s, 0, 1, 11), 1);
+        let mut fx = Vec::new();
+        let delete = Msg::ZkDelete {
+            req: 2,
+            key: Key(0),
+            session: 11,
+            seq: 1,
+        };
+        s.handle(
+            at(T),
+            Input::Message {
+                from: NodeId(1),
+                msg: delete,
+            },
+            &mut fx,
+        );
+        fx.clear();
+        let late = Msg::ZkCreate {
+            req: 1,
+            key: Key(0),
+            session: 11,
+        };
+        s.handle(
+            at(2 * T),
+            Input::Message {
+                from: NodeId(1),
+                msg: late,
+            },
+            &mut fx,
+        );
+        assert!(matches!(sent(&fx)[..], [(_, Msg::ZkSessionExpired { .. })]));
+        assert!(
+            s.nodes.is_empty(),
+            "no orphan znode that no one pings or deletes"
+        );
     }
 }

@@ -237,26 +237,10 @@ impl Recorder {
         }
     }
 
-    /// What `msg` reaching `to` (from `from`) tells us; called before `to` handles it.
-    pub fn on_deliver(&mut self, from: NodeId, to: NodeId, msg: &Msg) -> Option<Event> {
+    /// The record of resource reply `msg` as node `to` received it.
+    fn reply_received(to: NodeId, msg: &Msg) -> Option<Event> {
         let key = Some(msg.key().0);
         match *msg {
-            Msg::Granted {
-                key: k,
-                owner,
-                token,
-                ..
-            } => {
-                let id = self
-                    .grants
-                    .get(&(k.0, owner, token.map_or(0, |t| t.0)))
-                    .copied();
-                Some(ev(to, Kind::GrantReceived, |e| {
-                    e.key = key;
-                    e.grant_id = id;
-                    e.token = token.map(|t| t.0);
-                }))
-            }
             Msg::ReadOk { op, value, .. } => Some(ev(to, Kind::ReadOk, |e| {
                 e.key = key;
                 e.op_id = Some(op.0);
@@ -277,6 +261,49 @@ impl Recorder {
                         Outcome::Rejected
                     });
                 }))
+            }
+            _ => None,
+        }
+    }
+
+    /// What `msg` reaching `to` (from `from`) tells us; called before `to`
+    /// handles it. A node that `reports_replies` gets no record for a
+    /// resource reply here: its [`Observation::ReplyUsed`] is the record of
+    /// the one it acted on.
+    pub fn on_deliver(
+        &mut self,
+        from: NodeId,
+        to: NodeId,
+        msg: &Msg,
+        reports_replies: bool,
+    ) -> Option<Event> {
+        let key = Some(msg.key().0);
+        match *msg {
+            Msg::Granted {
+                key: k,
+                owner,
+                token,
+                ..
+            } => {
+                let id = self
+                    .grants
+                    .get(&(k.0, owner, token.map_or(0, |t| t.0)))
+                    .copied();
+                Some(ev(to, Kind::GrantReceived, |e| {
+                    e.key = key;
+                    e.grant_id = id;
+                    e.token = token.map(|t| t.0);
+                }))
+            }
+            Msg::ReadOk { .. }
+            | Msg::ReadRejected { .. }
+            | Msg::WriteOk { .. }
+            | Msg::WriteRejected { .. } => {
+                if reports_replies {
+                    None
+                } else {
+                    Self::reply_received(to, msg)
+                }
             }
             Msg::Write {
                 op, token, value, ..
@@ -400,6 +427,7 @@ impl Recorder {
                 e.key = Some(key.0);
                 e.grant_id = self.owner_grant.get(&owner).copied();
             })),
+            Observation::ReplyUsed { reply } => Self::reply_received(node, &reply),
             Observation::Acquired { .. } => unreachable!("handled above"),
         };
         [one, None]

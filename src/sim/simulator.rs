@@ -334,7 +334,11 @@ impl<'o, 'f> Sim<'o, 'f> {
             return;
         }
         self.trace(to, What::Recv { from, msg }, None);
-        if let Some(e) = self.recorder.on_deliver(from, to, &msg) {
+        let reports_replies = self.slots[to.0 as usize]
+            .node
+            .as_ref()
+            .is_some_and(|n| n.records_own_replies());
+        if let Some(e) = self.recorder.on_deliver(from, to, &msg, reports_replies) {
             self.record(e);
         }
         self.step(to, Input::Message { from, msg });
