@@ -80,18 +80,14 @@ fn random(kind: ProtocolKind, fenced: bool) -> Scenario {
 #[test]
 fn under_random_faults_the_revision_fence_keeps_both_mutexes_safe_and_its_absence_does_not() {
     let seeds = 0..2_000;
-    let token_order = ViolationKind::TokenOrder as usize;
-    let mut inversions = Vec::new();
+    let mut unfenced_stale = Vec::new();
     for kind in [ProtocolKind::EtcdMutexNoRecheck, ProtocolKind::EtcdMutex] {
         let clean = suite::run_scenario(&random(kind, true), seeds.clone(), 2);
         let broken = suite::run_scenario(&random(kind, false), seeds.clone(), 2);
-        // A Mutex decision can come after a newer holder's (its lease ran
-        // out before it acted on the answer): the tokens then disagree with
-        // the grant order — token_order — and only the fence keeps it harmless.
-        for k in ViolationKind::ALL
-            .into_iter()
-            .filter(|k| *k != ViolationKind::TokenOrder)
-        {
+        // Revisions are the tokens and a durable server never reuses one,
+        // so no violation of any kind — token_order included — is left
+        // once the fence checks them.
+        for k in ViolationKind::ALL {
             assert_eq!(
                 clean.agg.failing_seeds[k as usize], 0,
                 "{kind:?} {k}: replay seed {:?}",
@@ -102,13 +98,12 @@ fn under_random_faults_the_revision_fence_keeps_both_mutexes_safe_and_its_absenc
             clean.agg.seeds_with_stale_attempts >= 200,
             "the fence was tested"
         );
-        assert!(broken.agg.failing_seeds[ViolationKind::StaleWrite as usize] >= 200);
-        inversions.push(clean.agg.failing_seeds[token_order]);
+        let stale = broken.agg.failing_seeds[ViolationKind::StaleWrite as usize];
+        assert!(stale >= 200);
+        unfenced_stale.push(stale);
     }
-    // The 3.4.3 Mutex hands the lock to expired waiters all the time; with
-    // PR #11408's re-check only a pause between the server's answer and the
-    // client acting on it still inverts the order.
-    let (buggy, fixed) = (inversions[0], inversions[1]);
-    assert!(buggy >= 500, "{inversions:?}");
-    assert!(fixed * 20 < buggy, "{inversions:?}");
+    // The 3.4.3 Mutex hands the lock to expired waiters; PR #11408's
+    // re-check makes that rarer: without a fence it breaks in more seeds.
+    let (buggy, fixed) = (unfenced_stale[0], unfenced_stale[1]);
+    assert!(buggy > fixed, "{unfenced_stale:?}");
 }
