@@ -19,7 +19,11 @@ fn run(rel: &str, seed: u64) -> (fencesim::history::History, check::Report) {
 fn naive_provider_call_performs_one_operations_effect_twice() {
     let (h, r) = run("alternatives/effect-naive.toml", 0);
     assert_eq!(r.count(ViolationKind::DuplicateEffect), 1);
-    let v = &r.violations[0];
+    let v = r
+        .violations
+        .iter()
+        .find(|v| v.kind == ViolationKind::DuplicateEffect)
+        .expect("the duplicate effect is reported");
     let performed: Vec<_> = v
         .evidence
         .iter()
