@@ -9,10 +9,7 @@ use super::{BadInput, EXIT_FAILED, EXIT_OK};
 use crate::{check, history, report};
 
 pub fn cmd_check_history(path: &std::path::Path) -> Result<ExitCode> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| BadInput(format!("{}: {e}", path.display())))?;
-    let h = history::jsonl::read(&text, &path.display().to_string())
-        .map_err(|e| BadInput(e.to_string()))?;
+    let h = history::jsonl::load(path).map_err(BadInput)?;
     let report = check::check(&h);
     println!(
         "fencesim {} — checked {} records from {}",

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use super::{default_jobs, load, BadInput, EXIT_FAILED, EXIT_INTERNAL, EXIT_OK};
+use super::{load, BadInput, EXIT_FAILED, EXIT_INTERNAL, EXIT_OK};
 use crate::scenario;
 use crate::validate::{self, Implementations, Limits, ScenarioValidation};
 
@@ -149,7 +149,11 @@ pub fn cmd_validate(
             .into());
         }
     }
-    let jobs = jobs.unwrap_or_else(default_jobs).max(1);
+    let ranges = scenarios
+        .iter()
+        .map(|s| super::seed_range(s, seed_start, seeds))
+        .collect::<Result<Vec<_>, _>>()?;
+    let jobs = super::jobs(jobs);
     let limits = Limits {
         step_timeout: Duration::from_millis(step_timeout_ms),
         ..Limits::default()
@@ -161,11 +165,8 @@ pub fn cmd_validate(
     );
     print!("{}", impls.describe());
     let mut results = Vec::with_capacity(scenarios.len());
-    for s in &scenarios {
-        let start = seed_start.unwrap_or(s.seeds.start);
-        let count = seeds.unwrap_or(s.seeds.end - s.seeds.start);
-        let range = start..start.saturating_add(count);
-        results.push(validate::validate_scenario(s, range, &impls, limits, jobs));
+    for (s, range) in scenarios.iter().zip(&ranges) {
+        results.push(validate::validate_scenario(s, range.clone(), &impls, limits, jobs));
     }
     println!();
     print!("{}", table(&results));

@@ -269,11 +269,29 @@ struct RawExpect {
 
 /// Reads and validates one spec file.
 pub fn load(path: &Path) -> Result<ModelSpec, SpecError> {
-    let text = std::fs::read_to_string(path).map_err(|err| SpecError {
-        file: path.to_path_buf(),
-        line: None,
-        column: None,
-        message: format!("cannot read model spec: {err}"),
+    use crate::scenario::source::{read_text, SourceError};
+    let text = read_text(path, Some(crate::scenario::limits::FILE_MAX_BYTES)).map_err(|err| {
+        let (line, column) = match &err {
+            SourceError::Utf8 { line, column, .. } => (Some(*line), Some(*column)),
+            _ => (None, None),
+        };
+        let message = match err {
+            SourceError::Utf8 { byte, .. } => {
+                format!("invalid UTF-8 (byte 0x{byte:02x}); expected UTF-8 text")
+            }
+            SourceError::Io { source, .. } => format!("cannot read model spec: {source}"),
+            other => {
+                let text = other.to_string();
+                let prefix = format!("{}: ", path.display());
+                text.strip_prefix(&prefix).unwrap_or(&text).to_string()
+            }
+        };
+        SpecError {
+            file: path.to_path_buf(),
+            line,
+            column,
+            message,
+        }
     })?;
     let name = path
         .file_stem()
@@ -287,7 +305,7 @@ pub fn parse(file: &Path, name: &str, text: &str) -> Result<ModelSpec, SpecError
     let error_at = |span: Option<Range<usize>>, message: String| {
         let (line, column) = match span {
             Some(span) => {
-                let (line, column) = line_column(text, span.start);
+                let (line, column) = crate::scenario::source::line_column(text, span.start);
                 (Some(line), Some(column))
             }
             None => (None, None),
@@ -300,7 +318,10 @@ pub fn parse(file: &Path, name: &str, text: &str) -> Result<ModelSpec, SpecError
         }
     };
     let raw: RawSpec =
-        toml::from_str(text).map_err(|err| error_at(err.span(), err.message().to_string()))?;
+        toml::from_str(text).map_err(|err| {
+            let message = crate::scenario::source::plain_words(err.message(), &[("RawSpec", "a model spec"), ("RawExpect", "an [expect] table")]);
+            error_at(err.span(), message)
+        })?;
     resolve(raw, name).map_err(|(span, message)| error_at(Some(span), message))
 }
 
@@ -455,14 +476,6 @@ fn in_range(value: &Spanned<u8>, what: &str, min: u8, max: u8) -> Result<u8, Inv
 }
 
 /// 1-based line and column (in characters) of a byte offset.
-fn line_column(text: &str, offset: usize) -> (usize, usize) {
-    let offset = offset.min(text.len());
-    let before = text.get(..offset).unwrap_or(text);
-    let line = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map(|i| i + 1).unwrap_or(0);
-    let column = before[line_start..].chars().count() + 1;
-    (line, column)
-}
 
 #[cfg(test)]
 mod tests {
