@@ -203,7 +203,7 @@ mod tests {
 
     #[test]
     fn columns_count_characters_not_bytes() {
-        assert_eq!(line_column("é=x\nab", 3), (1, 2));
+        assert_eq!(line_column("é=x\nab", 2), (1, 2));
         assert_eq!(line_column("é=x\nab", 6), (2, 2));
         assert_eq!(line_column("é", 1), (1, 1));
     }
