@@ -288,3 +288,99 @@ fn a_run_that_would_outgrow_memory_stops_at_the_event_budget() {
     let normal = fencesim::sim::run(&scenario::parse(&base_text(), "t.toml").unwrap().options, 1, false);
     assert!(!normal.hit_event_budget && normal.events < fencesim::sim::EVENTS_MAX / 100);
 }
+
+/// The limits' argument, tested: every protocol, with every duration at the
+/// one-year maximum at once, the slowest and fastest clocks, the largest
+/// offsets and jumps, runs a seed without overflowing anywhere (simulator,
+/// network, clocks, recorder, protocol set-up and timers).
+#[test]
+fn every_protocol_runs_with_every_value_at_its_limit() {
+    let year = limits::DURATION_MAX_MS;
+    let mut ran = Vec::new();
+    for kind in fencesim::protocol::ProtocolKind::ALL {
+        for (drift_a, drift_b) in [(limits::DRIFT_PPM_MIN, limits::DRIFT_PPM_MAX), (limits::DRIFT_PPM_MAX, limits::DRIFT_PPM_MIN)] {
+            let text = format!(
+                r#"schema_version = 1
+name = "limits"
+seeds = 1
+max_time_ms = {year}
+[protocol]
+kind = "{id}"
+[lease]
+ttl_ms = {year}
+[workload]
+retry_ms = {year}
+request_timeout_ms = {year}
+work_ms = {year}
+think_ms = {year}
+[[worker]]
+name = "A"
+start_ms = {year}
+[[worker]]
+name = "B"
+[network]
+latency_min_ms = {year}
+latency_max_ms = {year}
+delay_probability = 1.0
+delay_max_ms = {year}
+duplicate_probability = 1.0
+[clock."worker/A"]
+offset_ms = {year}
+drift_ppm = {drift_a}
+jumps = [{{ at_ms = {year}, by_ms = {year} }}, {{ at_ms = 0, by_ms = -{year} }}]
+[clock."worker/B"]
+offset_ms = -{year}
+drift_ppm = {drift_b}
+[[fault]]
+kind = "pause"
+node = "worker/B"
+at_ms = {year}
+duration_ms = {year}
+[[fault]]
+kind = "crash"
+node = "resource/0"
+at_ms = 1
+restart_after_ms = {year}
+[random]
+window_ms = {year}
+pause_probability = 1.0
+pause_min_ms = {year}
+pause_max_ms = {year}
+partition_probability = 1.0
+partition_min_ms = {year}
+partition_max_ms = {year}
+[expect]
+"#,
+                id = kind.id()
+            );
+            let s = match scenario::parse(&text, "limits.toml") {
+                Ok(s) => s,
+                // Some protocols take other shapes (two nodes, no coordinator): still located.
+                Err(e) => {
+                    assert!(e.to_string().starts_with("limits.toml:"), "{}: {e}", kind.id());
+                    eprintln!("{}: {e}", kind.id());
+                    continue;
+                }
+            };
+            let out = fencesim::sim::run(&s.options, 0, false);
+            assert!(out.end_ns <= s.options.max_time_ns, "{}", kind.id());
+            let _ = fencesim::check::check(&out.history);
+            ran.push(kind.id());
+        }
+    }
+    assert!(ran.len() >= 2 * 16, "only {} ran: {ran:?}", ran.len());
+}
+
+/// Found by the fuzzer: year-long latencies keep a million messages in
+/// flight; the pending-event queue must stay fast (it ran 13 minutes) and
+/// the run must end at the event budget.
+#[test]
+fn year_long_latencies_end_at_the_event_budget_not_after_minutes() {
+    let text = std::fs::read_to_string(common::scenario_path("alternatives/cache-lease.toml"))
+        .expect("bundled scenario")
+        .replace("max_time_ms = 60_000", "max_time_ms = 31536000000")
+        .replace("latency_max_ms = 5", "latency_max_ms = 31536000000");
+    let s = scenario::parse(&text, "t.toml").unwrap_or_else(|e| panic!("{e}"));
+    let out = fencesim::sim::run(&s.options, 0, false);
+    assert!(out.hit_event_budget, "events {}", out.events);
+}

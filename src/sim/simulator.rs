@@ -98,6 +98,9 @@ pub struct RunOutcome {
 /// bundled scenarios use well under 1% of it. Reaching it ends the run as
 /// `max_time_ms` does: workers not done are recorded `unfinished`.
 pub const EVENTS_MAX: u64 = 1_000_000;
+/// Events pending at once (messages in flight, timers): part of the same
+/// budget, since one event can schedule several.
+pub const PENDING_MAX: usize = 1_000_000;
 
 struct Trigger {
     fault: usize,
@@ -250,7 +253,7 @@ impl<'o, 'f> Sim<'o, 'f> {
                 self.events_processed = processed;
                 return true;
             }
-            if processed == EVENTS_MAX {
+            if processed == EVENTS_MAX || self.queue.len() > PENDING_MAX {
                 self.hit_event_budget = true;
                 self.events_processed = processed;
                 return true;
