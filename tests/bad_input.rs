@@ -50,8 +50,16 @@ fn every_duration_beyond_one_year_is_refused_at_its_line_and_column() {
     ] {
         let bad = text.replace(from, &format!("{field} = {}", max + 1));
         let e = parse_err(&bad);
-        assert!(e.starts_with("t.toml:") && e.contains("is out of range; expected whole milliseconds from 0 to 31536000000"), "{field}: {e}");
-        let line = bad.lines().position(|l| l.starts_with(&format!("{field} = {}", max + 1))).unwrap() + 1;
+        assert!(
+            e.starts_with("t.toml:")
+                && e.contains("is out of range; expected whole milliseconds from 0 to 31536000000"),
+            "{field}: {e}"
+        );
+        let line = bad
+            .lines()
+            .position(|l| l.starts_with(&format!("{field} = {}", max + 1)))
+            .unwrap()
+            + 1;
         assert!(e.starts_with(&format!("t.toml:{line}:")), "{field}: {e}");
     }
     // i64::MAX milliseconds used to overflow converting to nanoseconds.
@@ -68,9 +76,16 @@ fn drift_and_offsets_have_ranges_checked_at_load() {
     };
     scenario::parse(&with(limits::DRIFT_PPM_MIN, 5), "t.toml").expect("slowest clock allowed");
     scenario::parse(&with(limits::DRIFT_PPM_MAX, -5), "t.toml").expect("fastest clock allowed");
-    for bad in [with(i64::MAX, 0), with(limits::DRIFT_PPM_MIN - 1, 0), with(-999_999, 0)] {
+    for bad in [
+        with(i64::MAX, 0),
+        with(limits::DRIFT_PPM_MIN - 1, 0),
+        with(-999_999, 0),
+    ] {
         let e = parse_err(&bad);
-        assert!(e.contains("parts per million from -900000 to 1000000"), "{e}");
+        assert!(
+            e.contains("parts per million from -900000 to 1000000"),
+            "{e}"
+        );
     }
     let e = parse_err(&with(0, i64::MIN));
     assert!(e.contains("one year either way"), "{e}");
@@ -80,7 +95,10 @@ fn drift_and_offsets_have_ranges_checked_at_load() {
 fn an_extreme_drift_that_used_to_hang_now_runs_to_completion() {
     // The extreme the limits allow, on a scenario whose timers all run on that clock.
     let text = base_text()
-        + &format!("\n[clock.\"worker/A\"]\ndrift_ppm = {}\n", limits::DRIFT_PPM_MIN);
+        + &format!(
+            "\n[clock.\"worker/A\"]\ndrift_ppm = {}\n",
+            limits::DRIFT_PPM_MIN
+        );
     let s = scenario::parse(&text, "t.toml").expect("valid");
     let out = fencesim::sim::run(&s.options, 1, false);
     assert!(out.end_ns <= s.options.max_time_ns);
@@ -90,11 +108,25 @@ fn an_extreme_drift_that_used_to_hang_now_runs_to_completion() {
 fn a_very_long_name_is_refused_and_the_table_survives_long_names() {
     let text = base_text();
     let long = "x".repeat(64 * 1024);
-    let e = parse_err(&text.replace("name = \"gc-pause-fenced-cas\"", &format!("name = \"{long}\"")));
-    assert!(e.starts_with("t.toml:2:8: name is too long; expected at most 200 characters"), "{}", &e[..100]);
+    let e = parse_err(&text.replace(
+        "name = \"gc-pause-fenced-cas\"",
+        &format!("name = \"{long}\""),
+    ));
+    assert!(
+        e.starts_with("t.toml:2:8: name is too long; expected at most 200 characters"),
+        "{}",
+        &e[..100]
+    );
     let ok = "y".repeat(limits::NAME_MAX_CHARS);
     let dir = tempfile::tempdir().unwrap();
-    let file = write(dir.path(), "long.toml", text.replace("name = \"gc-pause-fenced-cas\"", &format!("name = \"{ok}\"")));
+    let file = write(
+        dir.path(),
+        "long.toml",
+        text.replace(
+            "name = \"gc-pause-fenced-cas\"",
+            &format!("name = \"{ok}\""),
+        ),
+    );
     let (code, out, err) = cli(&["run", &file, "--seeds", "2"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains(&ok), "{out}");
@@ -122,9 +154,16 @@ fn seeds_and_seed_start_that_run_nothing_or_overflow_are_refused_in_the_file() {
     assert!(e.contains("seeds must be from 1 to"), "{e}");
     // TOML integers stop at 2^63 - 1, so a file's range cannot pass 2^64;
     // a larger seed_start is refused where it is written.
-    let e = parse_err(&text.replace("seeds = 200", "seeds = 200\nseed_start = 18446744073709551610"));
+    let e = parse_err(&text.replace(
+        "seeds = 200",
+        "seeds = 200\nseed_start = 18446744073709551610",
+    ));
     assert!(e.starts_with("t.toml:11:14: "), "{e}");
-    let s = scenario::parse(&text.replace("seeds = 200", "seeds = 5\nseed_start = 9223372036854775807"), "t.toml").unwrap();
+    let s = scenario::parse(
+        &text.replace("seeds = 200", "seeds = 5\nseed_start = 9223372036854775807"),
+        "t.toml",
+    )
+    .unwrap();
     assert_eq!(s.seeds.end - s.seeds.start, 5);
 }
 
@@ -136,12 +175,24 @@ fn cli_seeds_zero_and_truncated_ranges_exit_2_for_run_validate_and_tradeoff() {
     let (code, _, err) = cli(&["run", BASE, "--seed-start", "18446744073709551610"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("(only 5 fit)"), "{err}");
-    let (code, _, err) = cli(&["run", BASE, "--seed-start", "18446744073709551610", "--seeds", "5"]);
+    let (code, _, err) = cli(&[
+        "run",
+        BASE,
+        "--seed-start",
+        "18446744073709551610",
+        "--seeds",
+        "5",
+    ]);
     assert_eq!(code, 0, "the five seeds that fit run: {err}");
     let (code, _, err) = cli(&["validate", "--node", "worker=true", BASE, "--seeds", "0"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--seeds 0"), "{err}");
-    let (code, _, err) = cli(&["tradeoff", "scenarios/tradeoff/ttl-tradeoff.toml", "--seeds", "0"]);
+    let (code, _, err) = cli(&[
+        "tradeoff",
+        "scenarios/tradeoff/ttl-tradeoff.toml",
+        "--seeds",
+        "0",
+    ]);
     assert_eq!(code, 2, "{err}");
 }
 
@@ -153,14 +204,22 @@ fn unwritable_output_paths_fail_before_the_sweep() {
     for flag in ["--junit", "--metrics", "--report"] {
         let (code, out, err) = cli(&["run", BASE, flag, &blocked]);
         assert_eq!(code, 2, "{flag}: {err}");
-        assert!(err.contains(flag) && err.contains("expected a writable"), "{flag}: {err}");
-        assert!(!out.contains("suite digest"), "{flag}: the sweep must not have run");
+        assert!(
+            err.contains(flag) && err.contains("expected a writable"),
+            "{flag}: {err}"
+        );
+        assert!(
+            !out.contains("suite digest"),
+            "{flag}: the sweep must not have run"
+        );
     }
     let dir = tempfile::tempdir().unwrap();
     let junit = dir.path().join("j.xml").display().to_string();
     let (code, _, err) = cli(&["run", BASE, "--seeds", "2", "--junit", &junit]);
     assert_eq!(code, 0, "{err}");
-    assert!(std::fs::read_to_string(&junit).unwrap().contains("<testsuite"));
+    assert!(std::fs::read_to_string(&junit)
+        .unwrap()
+        .contains("<testsuite"));
 }
 
 #[test]
@@ -180,10 +239,17 @@ fn a_fifo_is_refused_instead_of_blocking() {
     // SAFETY: mkfifo on a NUL-terminated path we own.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
     let fifo = fifo.display().to_string();
-    for args in [vec!["run", fifo.as_str()], vec!["check", fifo.as_str()], vec!["check-history", fifo.as_str()]] {
+    for args in [
+        vec!["run", fifo.as_str()],
+        vec!["check", fifo.as_str()],
+        vec!["check-history", fifo.as_str()],
+    ] {
         let (code, _, err) = cli(&args);
         assert_eq!(code, 2, "{args:?}: {err}");
-        assert!(err.contains("not a regular file (a FIFO)"), "{args:?}: {err}");
+        assert!(
+            err.contains("not a regular file (a FIFO)"),
+            "{args:?}: {err}"
+        );
     }
 }
 
@@ -204,24 +270,40 @@ fn symlink_loops_walk_each_real_file_once() {
 #[test]
 fn invalid_utf8_is_located_in_all_three_formats() {
     let dir = tempfile::tempdir().unwrap();
-    let s = write(dir.path(), "s.toml", b"schema_version = 1\nname = \"a\xffb\"\n");
+    let s = write(
+        dir.path(),
+        "s.toml",
+        b"schema_version = 1\nname = \"a\xffb\"\n",
+    );
     let (code, _, err) = cli(&["run", &s]);
     assert_eq!(code, 2);
-    assert!(err.contains("s.toml:2:10: invalid UTF-8 (byte 0xff)"), "{err}");
+    assert!(
+        err.contains("s.toml:2:10: invalid UTF-8 (byte 0xff)"),
+        "{err}"
+    );
     let m = write(dir.path(), "m.toml", b"schema_version = 1\n\n  \xc3(\n");
     let (code, _, err) = cli(&["check", &m]);
     assert_eq!(code, 2);
-    assert!(err.contains("m.toml:3:3: invalid UTF-8 (byte 0xc3)"), "{err}");
+    assert!(
+        err.contains("m.toml:3:3: invalid UTF-8 (byte 0xc3)"),
+        "{err}"
+    );
     let h = write(dir.path(), "h.jsonl", b"{\"a\":1}\n{\"b\xfe\n");
     let (code, _, err) = cli(&["check-history", &h]);
     assert_eq!(code, 2);
-    assert!(err.contains("h.jsonl:2:4: invalid UTF-8 (byte 0xfe)"), "{err}");
+    assert!(
+        err.contains("h.jsonl:2:4: invalid UTF-8 (byte 0xfe)"),
+        "{err}"
+    );
 }
 
 #[test]
 fn a_key_without_a_value_at_the_end_of_the_file_says_what_was_expected() {
     let e = parse_err("schema_version = 1\nname =");
-    assert!(e.starts_with("t.toml:2:7: unexpected end of the file; expected a value"), "{e}");
+    assert!(
+        e.starts_with("t.toml:2:7: unexpected end of the file; expected a value"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -231,7 +313,10 @@ fn a_model_spec_given_to_run_is_described_without_rust_type_names() {
     assert!(err.contains("expected a [protocol] table"), "{err}");
     assert!(!err.contains("struct") && !err.contains("Section"), "{err}");
     let e = parse_err(&base_text().replace("seeds = 200", "seeds = -1"));
-    assert!(!e.contains("u64") && e.contains("expected a whole number"), "{e}");
+    assert!(
+        !e.contains("u64") && e.contains("expected a whole number"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -245,7 +330,10 @@ fn history_errors_show_big_numbers_as_written_and_the_position_once() {
     let (code, _, err) = cli(&["check-history", &h]);
     assert_eq!(code, 2);
     assert!(err.contains("h.jsonl:1:"), "{err}");
-    assert!(err.contains("number 18446744073709551616 is out of range"), "{err}");
+    assert!(
+        err.contains("number 18446744073709551616 is out of range"),
+        "{err}"
+    );
     assert!(!err.contains(" at line "), "{err}");
 }
 
@@ -253,7 +341,16 @@ fn history_errors_show_big_numbers_as_written_and_the_position_once() {
 fn merge_refuses_absurd_shard_files_without_panicking() {
     let dir = tempfile::tempdir().unwrap();
     let shard = |i: u32| {
-        let out = common::fencesim(&["run", BASE, "--seeds", "4", "--format", "json", "--shard", &format!("{i}/2")]);
+        let out = common::fencesim(&[
+            "run",
+            BASE,
+            "--seeds",
+            "4",
+            "--format",
+            "json",
+            "--shard",
+            &format!("{i}/2"),
+        ]);
         common::stdout(&out)
     };
     let (a, b) = (shard(0), shard(1));
@@ -262,12 +359,18 @@ fn merge_refuses_absurd_shard_files_without_panicking() {
     let (code, _, err) = cli(&["merge", &fa, &fb]);
     assert_eq!(code, 0, "{err}");
     let absurd_count = a.replacen("\"count\": 2", "\"count\": 18446744073709551615", 1);
-    assert_ne!(absurd_count, a, "the shard count field is where the test expects it");
+    assert_ne!(
+        absurd_count, a,
+        "the shard count field is where the test expects it"
+    );
     let fx = write(dir.path(), "x.json", absurd_count);
     let (code, _, err) = cli(&["merge", &fx, &fb]);
     assert_eq!(code, 2, "{err}");
     let absurd_seeds = a.replacen("\"seeds\": 2,", "\"seeds\": 18446744073709551615,", 1);
-    assert_ne!(absurd_seeds, a, "the seeds field is where the test expects it");
+    assert_ne!(
+        absurd_seeds, a,
+        "the seeds field is where the test expects it"
+    );
     let fy = write(dir.path(), "y.json", absurd_seeds);
     let (code, _, err) = cli(&["merge", &fy, &fb]);
     assert_eq!(code, 2, "{err}");
@@ -280,12 +383,19 @@ fn a_run_that_would_outgrow_memory_stops_at_the_event_budget() {
     let text = base_text()
         .replace("max_time_ms = 60_000", "max_time_ms = 31536000000")
         .replace("work_ms = 100", "work_ms = 31536000000")
-        .replace("kind = \"fenced-cas\"", "kind = \"fenced-cas\"\nrenew_every_ms = 1");
+        .replace(
+            "kind = \"fenced-cas\"",
+            "kind = \"fenced-cas\"\nrenew_every_ms = 1",
+        );
     let s = scenario::parse(&text, "t.toml").expect("valid");
     let out = fencesim::sim::run(&s.options, 1, false);
     assert!(out.hit_event_budget && !out.hit_max_time);
     assert_eq!(out.events, fencesim::sim::EVENTS_MAX);
-    let normal = fencesim::sim::run(&scenario::parse(&base_text(), "t.toml").unwrap().options, 1, false);
+    let normal = fencesim::sim::run(
+        &scenario::parse(&base_text(), "t.toml").unwrap().options,
+        1,
+        false,
+    );
     assert!(!normal.hit_event_budget && normal.events < fencesim::sim::EVENTS_MAX / 100);
 }
 
@@ -298,7 +408,10 @@ fn every_protocol_runs_with_every_value_at_its_limit() {
     let year = limits::DURATION_MAX_MS;
     let mut ran = Vec::new();
     for kind in fencesim::protocol::ProtocolKind::ALL {
-        for (drift_a, drift_b) in [(limits::DRIFT_PPM_MIN, limits::DRIFT_PPM_MAX), (limits::DRIFT_PPM_MAX, limits::DRIFT_PPM_MIN)] {
+        for (drift_a, drift_b) in [
+            (limits::DRIFT_PPM_MIN, limits::DRIFT_PPM_MAX),
+            (limits::DRIFT_PPM_MAX, limits::DRIFT_PPM_MIN),
+        ] {
             let text = format!(
                 r#"schema_version = 1
 name = "limits"
@@ -357,7 +470,11 @@ partition_max_ms = {year}
                 Ok(s) => s,
                 // Some protocols take other shapes (two nodes, no coordinator): still located.
                 Err(e) => {
-                    assert!(e.to_string().starts_with("limits.toml:"), "{}: {e}", kind.id());
+                    assert!(
+                        e.to_string().starts_with("limits.toml:"),
+                        "{}: {e}",
+                        kind.id()
+                    );
                     eprintln!("{}: {e}", kind.id());
                     continue;
                 }

@@ -127,11 +127,20 @@ fn apply(bytes: &mut Vec<u8>, m: &Mutation) {
         }
         Mutation::DuplicateLine(i) => {
             let starts: Vec<usize> = std::iter::once(0)
-                .chain(bytes.iter().enumerate().filter(|(_, b)| **b == b'\n').map(|(k, _)| k + 1))
+                .chain(
+                    bytes
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, b)| **b == b'\n')
+                        .map(|(k, _)| k + 1),
+                )
                 .filter(|&k| k < bytes.len())
                 .collect();
             if let Some(&start) = starts.get(at(i, starts.len())) {
-                let end = bytes[start..].iter().position(|b| *b == b'\n').map_or(bytes.len(), |p| start + p + 1);
+                let end = bytes[start..]
+                    .iter()
+                    .position(|b| *b == b'\n')
+                    .map_or(bytes.len(), |p| start + p + 1);
                 let line = bytes[start..end].to_vec();
                 bytes.splice(end..end, line);
             }
@@ -142,7 +151,11 @@ fn apply(bytes: &mut Vec<u8>, m: &Mutation) {
             let mut k = 0;
             while k < bytes.len() {
                 if bytes[k].is_ascii_digit() {
-                    let start = if k > 0 && bytes[k - 1] == b'-' { k - 1 } else { k };
+                    let start = if k > 0 && bytes[k - 1] == b'-' {
+                        k - 1
+                    } else {
+                        k
+                    };
                     while k < bytes.len() && (bytes[k].is_ascii_digit() || bytes[k] == b'_') {
                         k += 1;
                     }
@@ -186,9 +199,15 @@ fn assert_plain(file: &str, located: bool, message: &str, whole: &str) {
     assert!(located, "no line:column in {whole:?}");
     assert!(!message.trim().is_empty(), "empty message in {whole:?}");
     for word in INTERNAL {
-        assert!(!message.contains(word), "internal word {word:?} in {whole:?}");
+        assert!(
+            !message.contains(word),
+            "internal word {word:?} in {whole:?}"
+        );
     }
-    assert!(whole.starts_with(file), "{whole:?} does not start with {file}");
+    assert!(
+        whole.starts_with(file),
+        "{whole:?} does not start with {file}"
+    );
 }
 
 /// Runs `f` on `input`, failing on a panic or on running past the budget.
@@ -224,7 +243,11 @@ fn run_target(name: &str, default_cases: u32, bases: &[Vec<u8>], check: impl Fn(
         check(&bytes);
         Ok(())
     });
-    eprintln!("fuzz {name}: {} cases in {:?}", cases(default_cases), started.elapsed());
+    eprintln!(
+        "fuzz {name}: {} cases in {:?}",
+        cases(default_cases),
+        started.elapsed()
+    );
     if let Err(e) = result {
         panic!("fuzz {name}: {e}");
     }
@@ -236,7 +259,10 @@ fn scenario_input(bytes: &[u8]) {
             Ok(text) => text,
             Err(e) => {
                 let shown = e.to_string();
-                assert!(shown.starts_with("f.toml:") && shown.contains("invalid UTF-8"), "{shown}");
+                assert!(
+                    shown.starts_with("f.toml:") && shown.contains("invalid UTF-8"),
+                    "{shown}"
+                );
                 return;
             }
         };
@@ -247,14 +273,22 @@ fn scenario_input(bytes: &[u8]) {
                 assert!(out.events <= fencesim::sim::EVENTS_MAX);
                 let _ = fencesim::check::check(&out.history);
             }
-            Err(e) => assert_plain("f.toml", e.line >= 1 && e.column >= 1, &e.message, &e.to_string()),
+            Err(e) => assert_plain(
+                "f.toml",
+                e.line >= 1 && e.column >= 1,
+                &e.message,
+                &e.to_string(),
+            ),
         }
     });
 }
 
 #[test]
 fn mutated_scenarios_never_panic_hang_or_leak_rust_words() {
-    let bases: Vec<Vec<u8>> = toml_files("scenarios").into_iter().map(|(_, b)| b).collect();
+    let bases: Vec<Vec<u8>> = toml_files("scenarios")
+        .into_iter()
+        .map(|(_, b)| b)
+        .collect();
     assert!(bases.len() >= 40, "all bundled scenarios are seeds");
     run_target("scenarios", 40_000, &bases, scenario_input);
 }
@@ -268,7 +302,12 @@ fn mutated_model_specs_never_panic_or_leak_rust_words() {
                 return; // located by `source::decode`, as for scenarios
             };
             if let Err(e) = fencesim::model::parse(std::path::Path::new("m.toml"), "m", &text) {
-                assert_plain("m.toml", e.line.is_some() && e.column.is_some(), &e.message, &e.to_string());
+                assert_plain(
+                    "m.toml",
+                    e.line.is_some() && e.column.is_some(),
+                    &e.message,
+                    &e.to_string(),
+                );
             }
         });
     });
@@ -277,18 +316,22 @@ fn mutated_model_specs_never_panic_or_leak_rust_words() {
 #[test]
 fn mutated_histories_never_panic_or_leak_rust_words() {
     // Histories as runs write them: a few bundled scenarios, one seed each.
-    let bases: Vec<Vec<u8>> = ["article/gc-pause-fenced-cas.toml", "article/unsafe-release.toml", "real-systems"]
-        .iter()
-        .flat_map(|p| fencesim::scenario::collect(&[common::scenario_path(p)]).unwrap())
-        .take(6)
-        .map(|f| {
-            let s = common::load(&f);
-            let out = fencesim::sim::run(&s.options, 1, false);
-            let mut bytes = Vec::new();
-            fencesim::history::jsonl::write(&out.history, &mut bytes).unwrap();
-            bytes
-        })
-        .collect();
+    let bases: Vec<Vec<u8>> = [
+        "article/gc-pause-fenced-cas.toml",
+        "article/unsafe-release.toml",
+        "real-systems",
+    ]
+    .iter()
+    .flat_map(|p| fencesim::scenario::collect(&[common::scenario_path(p)]).unwrap())
+    .take(6)
+    .map(|f| {
+        let s = common::load(&f);
+        let out = fencesim::sim::run(&s.options, 1, false);
+        let mut bytes = Vec::new();
+        fencesim::history::jsonl::write(&out.history, &mut bytes).unwrap();
+        bytes
+    })
+    .collect();
     run_target("histories", 20_000, &bases, |bytes| {
         guarded("history", bytes, || {
             let text = match fencesim::scenario::source::decode(bytes.to_vec(), "h.jsonl") {
@@ -303,7 +346,12 @@ fn mutated_histories_never_panic_or_leak_rust_words() {
                 let _ = fencesim::check::check(h);
             }
             if let Err(e) = read {
-                assert_plain("h.jsonl", e.line >= 1 && e.column >= 1, &e.message, &e.to_string());
+                assert_plain(
+                    "h.jsonl",
+                    e.line >= 1 && e.column >= 1,
+                    &e.message,
+                    &e.to_string(),
+                );
                 assert!(!e.message.contains(" at line "), "position twice: {e}");
             }
         });
@@ -327,7 +375,14 @@ fn command_line_misuse_exits_0_1_or_2_within_a_time_budget() {
         vec!["run", base, "--jobs", "0", "--seeds", "2"],
         vec!["run", base, "--jobs", "1000000", "--seeds", "2"],
         vec!["run", base, "--shard", "3/2"],
-        vec!["run", base, "--shard", "0/18446744073709551615", "--seeds", "2"],
+        vec![
+            "run",
+            base,
+            "--shard",
+            "0/18446744073709551615",
+            "--seeds",
+            "2",
+        ],
         vec!["run", base, "--format", "yaml"],
         vec!["run", base, "--junit", "/dev/null/x", "--seeds", "1"],
         vec!["run", model],
@@ -336,7 +391,13 @@ fn command_line_misuse_exits_0_1_or_2_within_a_time_budget() {
         vec!["run", "/"],
         vec!["replay", base, "--seed", "x"],
         vec!["replay", base],
-        vec!["replay", base, "--seed", "18446744073709551615", "--no-trace"],
+        vec![
+            "replay",
+            base,
+            "--seed",
+            "18446744073709551615",
+            "--no-trace",
+        ],
         vec!["replay", model, "--seed", "1"],
         vec!["shrink", base, "--seed", "1", "--max-runs", "0"],
         vec!["shrink", base, "--seed", "1", "--kind", "nope"],
@@ -344,8 +405,22 @@ fn command_line_misuse_exits_0_1_or_2_within_a_time_budget() {
         vec!["check-history", "/dev/null"],
         vec!["check-history", "nope.jsonl"],
         vec!["tradeoff", base, "--ttls-ms", "0"],
-        vec!["tradeoff", base, "--ttls-ms", "18446744073709551615", "--seeds", "1"],
-        vec!["tradeoff", base, "--ttls-ms", "99999999999999", "--seeds", "1"],
+        vec![
+            "tradeoff",
+            base,
+            "--ttls-ms",
+            "18446744073709551615",
+            "--seeds",
+            "1",
+        ],
+        vec![
+            "tradeoff",
+            base,
+            "--ttls-ms",
+            "99999999999999",
+            "--seeds",
+            "1",
+        ],
         vec!["tradeoff", base, "--seeds", "0"],
         vec!["merge", base],
         vec!["merge", "nope.json"],
@@ -356,8 +431,22 @@ fn command_line_misuse_exits_0_1_or_2_within_a_time_budget() {
         vec!["explore", base],
         vec!["validate", "--node", "nope", base],
         vec!["validate", "--node", "worker=true", base, "--seeds", "0"],
-        vec!["validate", "--node", "worker=true", base, "--seed-start", "18446744073709551615"],
-        vec!["validate", "--node", "worker=true", base, "--step-timeout-ms", "0"],
+        vec![
+            "validate",
+            "--node",
+            "worker=true",
+            base,
+            "--seed-start",
+            "18446744073709551615",
+        ],
+        vec![
+            "validate",
+            "--node",
+            "worker=true",
+            base,
+            "--step-timeout-ms",
+            "0",
+        ],
         vec!["list", "extra"],
         vec!["--version"],
         vec!["help", "run"],
@@ -387,7 +476,13 @@ fn command_line_misuse_exits_0_1_or_2_within_a_time_budget() {
         let mut err = String::new();
         std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
         let code = status.code().expect("exited, not killed by a signal");
-        assert!(matches!(code, 0..=2), "fencesim {args:?} exited {code}: {err}");
-        assert!(!err.contains("panicked"), "fencesim {args:?} panicked: {err}");
+        assert!(
+            matches!(code, 0..=2),
+            "fencesim {args:?} exited {code}: {err}"
+        );
+        assert!(
+            !err.contains("panicked"),
+            "fencesim {args:?} panicked: {err}"
+        );
     }
 }

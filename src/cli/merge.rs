@@ -142,7 +142,11 @@ fn plausible(part: &Aggregate, r: &RunJson, s: &ScenarioJson, shards: usize) -> 
     }
     let bound = u64::MAX / 2 / shards as u64;
     let p = &part.production;
-    let histograms = [&p.acquisition_wait_ns, &p.lease_held_ns, &p.renewal_slack_ns];
+    let histograms = [
+        &p.acquisition_wait_ns,
+        &p.lease_held_ns,
+        &p.renewal_slack_ns,
+    ];
     let counters = [
         part.events,
         part.seeds_with_stale_attempts,
@@ -155,8 +159,16 @@ fn plausible(part: &Aggregate, r: &RunJson, s: &ScenarioJson, shards: usize) -> 
     ]
     .into_iter()
     .chain(part.failing_seeds)
-    .chain(part.mixes.values().flat_map(|m| std::iter::once(m.seeds).chain(m.failing_seeds)))
-    .chain(histograms.iter().flat_map(|h| std::iter::once(h.count).chain(h.buckets.values().copied())));
+    .chain(
+        part.mixes
+            .values()
+            .flat_map(|m| std::iter::once(m.seeds).chain(m.failing_seeds)),
+    )
+    .chain(
+        histograms
+            .iter()
+            .flat_map(|h| std::iter::once(h.count).chain(h.buckets.values().copied())),
+    );
     for n in counters {
         if n > bound {
             return Err(format!(

@@ -186,7 +186,12 @@ pub(crate) fn check_writable_file(flag: &str, file: &std::path::Path) -> Result<
         .create(true)
         .open(file)
         .map(drop)
-        .map_err(|e| BadInput(format!("{flag} {}: {e}; expected a writable file path", file.display())))
+        .map_err(|e| {
+            BadInput(format!(
+                "{flag} {}: {e}; expected a writable file path",
+                file.display()
+            ))
+        })
 }
 
 /// As [`check_writable_file`] for a directory the report is written into.
@@ -195,7 +200,12 @@ pub(crate) fn check_writable_dir(flag: &str, dir: &std::path::Path) -> Result<()
     std::fs::create_dir_all(dir)
         .and_then(|()| std::fs::write(&probe, b""))
         .and_then(|()| std::fs::remove_file(&probe))
-        .map_err(|e| BadInput(format!("{flag} {}: {e}; expected a writable directory", dir.display())))
+        .map_err(|e| {
+            BadInput(format!(
+                "{flag} {}: {e}; expected a writable directory",
+                dir.display()
+            ))
+        })
 }
 
 const FAULTS: [(&str, &str); 12] = [

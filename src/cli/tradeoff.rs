@@ -21,7 +21,10 @@ pub fn cmd_tradeoff(
     }
     let max_ms = crate::scenario::limits::DURATION_MAX_MS;
     if let Some(ttl) = ttls_ms.iter().find(|&&t| t > max_ms) {
-        return Err(BadInput(format!("--ttls-ms {ttl}: expected at most {max_ms} (one year)")).into());
+        return Err(BadInput(format!(
+            "--ttls-ms {ttl}: expected at most {max_ms} (one year)"
+        ))
+        .into());
     }
     let s = load(path)?;
     let range = super::seed_range(&s, None, seeds)?;

@@ -166,7 +166,13 @@ pub fn cmd_validate(
     print!("{}", impls.describe());
     let mut results = Vec::with_capacity(scenarios.len());
     for (s, range) in scenarios.iter().zip(&ranges) {
-        results.push(validate::validate_scenario(s, range.clone(), &impls, limits, jobs));
+        results.push(validate::validate_scenario(
+            s,
+            range.clone(),
+            &impls,
+            limits,
+            jobs,
+        ));
     }
     println!();
     print!("{}", table(&results));

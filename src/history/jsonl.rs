@@ -95,7 +95,10 @@ fn json_message(e: &serde_json::Error, line: &str) -> String {
         let start = line[..end]
             .rfind(|c: char| !(c.is_ascii_digit() || "+-.eE".contains(c)))
             .map_or(0, |i| i + 1);
-        let written = line.get(start..end).filter(|t| !t.is_empty()).unwrap_or(rest);
+        let written = line
+            .get(start..end)
+            .filter(|t| !t.is_empty())
+            .unwrap_or(rest);
         return format!("number {written} is out of range; expected {WHOLE}");
     }
     if message.contains("struct Record") {
@@ -104,7 +107,10 @@ fn json_message(e: &serde_json::Error, line: &str) -> String {
     }
     message
         .replace("expected u64", &format!("expected {WHOLE}"))
-        .replace("expected u32", "expected a whole number from 0 to 4294967295")
+        .replace(
+            "expected u32",
+            "expected a whole number from 0 to 4294967295",
+        )
         .replace("expected a string", "expected a JSON string")
 }
 
@@ -245,7 +251,10 @@ mod tests {
     #[test]
     fn json_errors_print_the_position_once_and_no_rust_types() {
         let e = read("[1]\n", "h.jsonl").unwrap_err().to_string();
-        assert!(e.starts_with("h.jsonl:1:") && e.contains("expected a JSON object"), "{e}");
+        assert!(
+            e.starts_with("h.jsonl:1:") && e.contains("expected a JSON object"),
+            "{e}"
+        );
         assert!(!e.contains(" at line ") && !e.contains("column"), "{e}");
         assert!(!e.contains("struct") && !e.contains("Record"), "{e}");
     }
@@ -254,13 +263,20 @@ mod tests {
     fn two_to_the_64_is_shown_as_written_not_as_a_float() {
         let text = "{\"schema_version\":1,\"seq\":18446744073709551616,\"t_true_ns\":0}";
         let e = read(text, "h.jsonl").unwrap_err().to_string();
-        assert!(e.contains("number 18446744073709551616 is out of range"), "{e}");
-        assert!(!e.contains("18446744073709552000") && !e.contains("e19"), "{e}");
+        assert!(
+            e.contains("number 18446744073709551616 is out of range"),
+            "{e}"
+        );
+        assert!(
+            !e.contains("18446744073709552000") && !e.contains("e19"),
+            "{e}"
+        );
     }
 
     #[test]
     fn a_byte_order_mark_is_accepted() {
-        let line = "{\"schema_version\":1,\"seq\":1,\"t_true_ns\":0,\"node\":\"a\",\"kind\":\"pause\"}\n";
+        let line =
+            "{\"schema_version\":1,\"seq\":1,\"t_true_ns\":0,\"node\":\"a\",\"kind\":\"pause\"}\n";
         let with_bom = format!("\u{feff}{line}");
         assert_eq!(read(&with_bom, "h").unwrap().events.len(), 1);
         assert_eq!(read(line, "h").unwrap().events.len(), 1);

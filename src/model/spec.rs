@@ -357,11 +357,16 @@ pub fn parse(file: &Path, name: &str, text: &str) -> Result<ModelSpec, SpecError
             message,
         }
     };
-    let raw: RawSpec =
-        toml::from_str(text).map_err(|err| {
-            let message = crate::scenario::source::plain_words(err.message(), &[("RawSpec", "a model spec"), ("RawExpect", "an [expect] table")]);
-            error_at(err.span(), message)
-        })?;
+    let raw: RawSpec = toml::from_str(text).map_err(|err| {
+        let message = crate::scenario::source::plain_words(
+            err.message(),
+            &[
+                ("RawSpec", "a model spec"),
+                ("RawExpect", "an [expect] table"),
+            ],
+        );
+        error_at(err.span(), message)
+    })?;
     resolve(raw, name).map_err(|(span, message)| error_at(Some(span), message))
 }
 
@@ -535,10 +540,15 @@ violation = ["token_order", "stale_write"]
     fn large_bounds_are_warned_about_and_the_bundled_models_are_not() {
         let spec = parse(Path::new("m.toml"), "m", GOOD).expect("valid");
         assert_eq!(spec.size_warning(), None);
-        let big = GOOD.replace("clients = 2", "clients = 5").replace("grants_max = 3", "grants_max = 12");
+        let big = GOOD
+            .replace("clients = 2", "clients = 5")
+            .replace("grants_max = 3", "grants_max = 12");
         let spec = parse(Path::new("m.toml"), "big", &big).expect("valid: within the caps");
         let warning = spec.size_warning().expect("warned");
-        assert!(warning.starts_with("big: these bounds may explore about"), "{warning}");
+        assert!(
+            warning.starts_with("big: these bounds may explore about"),
+            "{warning}"
+        );
         for entry in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/models")).unwrap() {
             let spec = load(&entry.unwrap().path()).expect("bundled model");
             assert_eq!(spec.size_warning(), None, "{}", spec.name);

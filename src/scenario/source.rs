@@ -124,8 +124,14 @@ pub fn plain_words(message: &str, tables: &[(&str, &str)]) -> String {
     }
     out.push_str(rest);
     const WORDS: [(&str, &str); 14] = [
-        ("expected u64", "expected a whole number from 0 to 18446744073709551615"),
-        ("expected u32", "expected a whole number from 0 to 4294967295"),
+        (
+            "expected u64",
+            "expected a whole number from 0 to 18446744073709551615",
+        ),
+        (
+            "expected u32",
+            "expected a whole number from 0 to 4294967295",
+        ),
         ("expected u16", "expected a whole number from 0 to 65535"),
         ("expected u8", "expected a whole number from 0 to 255"),
         ("expected usize", "expected a whole number"),
@@ -180,9 +186,14 @@ mod tests {
     #[test]
     fn invalid_utf8_is_located_at_its_line_and_column() {
         let err = decode(b"ab\ncd\xffe".to_vec(), "f.toml").unwrap_err();
-        assert_eq!(err.to_string(), "f.toml:2:3: invalid UTF-8 (byte 0xff); expected UTF-8 text");
+        assert_eq!(
+            err.to_string(),
+            "f.toml:2:3: invalid UTF-8 (byte 0xff); expected UTF-8 text"
+        );
         let err = decode(b"\xc3(".to_vec(), "f.toml").unwrap_err();
-        assert!(err.to_string().starts_with("f.toml:1:1: invalid UTF-8 (byte 0xc3)"));
+        assert!(err
+            .to_string()
+            .starts_with("f.toml:1:1: invalid UTF-8 (byte 0xc3)"));
         assert_eq!(decode(b"caf\xc3\xa9".to_vec(), "f").unwrap(), "café");
     }
 
@@ -190,14 +201,20 @@ mod tests {
     fn parser_messages_lose_rust_type_names() {
         let tables = [("ProtocolSection", "a [protocol] table")];
         assert_eq!(
-            plain_words("invalid type: string \"x\", expected struct ProtocolSection", &tables),
+            plain_words(
+                "invalid type: string \"x\", expected struct ProtocolSection",
+                &tables
+            ),
             "invalid type: string \"x\", expected a [protocol] table"
         );
         assert_eq!(
             plain_words("invalid value: integer `-1`, expected u64", &tables),
             "invalid value: integer `-1`, expected a whole number from 0 to 18446744073709551615"
         );
-        assert_eq!(plain_words("expected struct Other", &tables), "expected a table");
+        assert_eq!(
+            plain_words("expected struct Other", &tables),
+            "expected a table"
+        );
         assert!(plain_words("  ", &tables).contains("expected a value"));
     }
 

@@ -108,7 +108,10 @@ mod tests {
         // 10x slower: the deadline lies past the end of time, and says so.
         assert_eq!(slow.true_at_mono(Nanos::MAX), Nanos::MAX);
         let t = slow.true_at_mono(1_000);
-        assert!(slow.mono(t) >= 1_000 && slow.mono(t - 1) < 1_000 && t > 9_000, "{t}");
+        assert!(
+            slow.mono(t) >= 1_000 && slow.mono(t - 1) < 1_000 && t > 9_000,
+            "{t}"
+        );
     }
 
     #[test]
