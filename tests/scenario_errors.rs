@@ -62,7 +62,7 @@ fn wrong_type_names_the_expected_type() {
     check(
         |s| s.replace("ttl_ms = 100", "ttl_ms = \"100\""),
         expect![[r#"
-            broken.toml:7:10: invalid type: string "100", expected u64
+            broken.toml:7:10: invalid type: string "100", expected whole milliseconds from 0 to 31536000000 (one year)
               |
               | ttl_ms = "100"
               |          ^"#]],

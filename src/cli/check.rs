@@ -29,6 +29,9 @@ pub fn cmd_check(
     format: Format,
 ) -> Result<ExitCode> {
     let specs = load_specs(paths)?;
+    for warning in specs.iter().filter_map(ModelSpec::size_warning) {
+        eprintln!("warning: {warning}");
+    }
     let threads = threads.unwrap_or_else(default_jobs).max(1);
     if format == Format::Json {
         if emit.is_some() {

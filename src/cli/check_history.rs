@@ -11,8 +11,9 @@ use super::{BadInput, EXIT_FAILED, EXIT_OK};
 use crate::{check, history, report};
 
 pub fn cmd_check_history(path: &std::path::Path) -> Result<ExitCode> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| BadInput(format!("{}: {e}", path.display())))?;
+    // Located UTF-8 errors, FIFOs and oversized files refused: the same
+    // reader as scenario files.
+    let text = crate::scenario::source::read_text(path, None).map_err(|e| BadInput(e.to_string()))?;
     let h = history::jsonl::read(&text, &path.display().to_string())
         .map_err(|e| BadInput(e.to_string()))?;
     if let Err(refusal) = history::validate::validate(&h) {

@@ -50,7 +50,8 @@ fn identity(s: &ScenarioJson) -> (&str, &str, u64, u64) {
 fn check_shards(files: &[PathBuf], reports: &[RunJson]) -> Result<(), BadInput> {
     let first = &reports[0];
     let count = first.shard.map_or(0, |s| s.count);
-    let mut seen = vec![false; count as usize];
+    // A set, not a vector sized by a count read from a file.
+    let mut seen = std::collections::BTreeSet::new();
     for (file, r) in files.iter().zip(reports) {
         let bad = |what: &str| {
             BadInput(format!(
@@ -68,7 +69,23 @@ fn check_shards(files: &[PathBuf], reports: &[RunJson]) -> Result<(), BadInput> 
         if shard.count != count {
             return Err(bad("the shard count"));
         }
-        if std::mem::replace(&mut seen[shard.index as usize], true) {
+        if shard.index >= count {
+            return Err(BadInput(format!(
+                "{}: shard {}/{count} is out of range; expected I/N with I < N",
+                file.display(),
+                shard.index
+            )));
+        }
+        if let Some(s) = r.scenarios.iter().find(|s| s.seed_start >= s.seed_end) {
+            return Err(BadInput(format!(
+                "{}: {}: seed range {}..{} is empty; expected seed_start < seed_end",
+                file.display(),
+                s.path,
+                s.seed_start,
+                s.seed_end
+            )));
+        }
+        if !seen.insert(shard.index) {
             return Err(BadInput(format!(
                 "{}: shard {}/{count} appears twice",
                 file.display(),
@@ -92,12 +109,67 @@ fn check_shards(files: &[PathBuf], reports: &[RunJson]) -> Result<(), BadInput> 
             ));
         }
     }
+    // Lazily, and only the first few: `count` may be absurd.
     let missing: Vec<String> = (0..count)
-        .filter(|&i| !seen[i as usize])
+        .filter(|i| !seen.contains(i))
+        .take(10)
         .map(|i| format!("{i}/{count}"))
         .collect();
     if !missing.is_empty() {
         return Err(BadInput(format!("missing shards: {}", missing.join(", "))));
+    }
+    Ok(())
+}
+
+/// Refuses a shard's aggregate whose counts could not come from its seeds:
+/// the seed count must be the shard's share of the range, and every other
+/// counter small enough that adding `shards` of them cannot overflow (a
+/// hand-edited or corrupt file is bad input, not a panic).
+fn plausible(part: &Aggregate, r: &RunJson, s: &ScenarioJson, shards: usize) -> Result<(), String> {
+    let shard = r.shard.ok_or("not a shard")?;
+    let len = s.seed_end - s.seed_start;
+    let owned = len / shard.count + u64::from(len % shard.count > shard.index);
+    if part.seeds != owned {
+        return Err(format!(
+            "shard {}/{} reports {} seeds; its share of {}..{} is {owned}",
+            shard.index, shard.count, part.seeds, s.seed_start, s.seed_end
+        ));
+    }
+    let bound = u64::MAX / 2 / shards as u64;
+    let p = &part.production;
+    let histograms = [
+        &p.acquisition_wait_ns,
+        &p.lease_held_ns,
+        &p.renewal_slack_ns,
+    ];
+    let counters = [
+        part.events,
+        part.seeds_with_stale_attempts,
+        part.fence_rejected_total,
+        part.seeds_with_unfinished,
+        part.metric_failures,
+        part.diverged_seeds,
+        p.renewal_failures,
+        p.lost_leases,
+    ]
+    .into_iter()
+    .chain(part.failing_seeds)
+    .chain(
+        part.mixes
+            .values()
+            .flat_map(|m| std::iter::once(m.seeds).chain(m.failing_seeds)),
+    )
+    .chain(
+        histograms
+            .iter()
+            .flat_map(|h| std::iter::once(h.count).chain(h.buckets.values().copied())),
+    );
+    for n in counters {
+        if n > bound {
+            return Err(format!(
+                "a count of {n} is implausible; expected at most {bound} per shard"
+            ));
+        }
     }
     Ok(())
 }
@@ -112,6 +184,7 @@ fn merge_scenario(reports: &[RunJson], i: usize, cfg: &SweepConfig) -> Result<Sc
             .aggregate
             .to_agg()
             .map_err(|e| BadInput(format!("{}: {e}", s.path)))?;
+        plausible(&part, r, s, reports.len()).map_err(|e| BadInput(format!("{}: {e}", s.path)))?;
         if let (Some(seed), Some(text)) = (part.first_diverged, &s.divergence) {
             if divergence.as_ref().is_none_or(|(d, _)| seed < *d) {
                 divergence = Some((seed, text.clone()));

@@ -164,6 +164,75 @@ pub fn default_jobs() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
+/// More worker threads than this only costs memory and start-up time (each
+/// seed is one thread's work); results never depend on the count.
+pub const JOBS_MAX: usize = 256;
+
+/// `--jobs` (default: all cores), at least 1 and capped at [`JOBS_MAX`],
+/// saying so on stderr when capped.
+pub fn jobs(requested: Option<usize>) -> usize {
+    let jobs = requested.unwrap_or_else(default_jobs).max(1);
+    if jobs > JOBS_MAX {
+        eprintln!("note: --jobs {jobs} capped at {JOBS_MAX}");
+    }
+    jobs.min(JOBS_MAX)
+}
+
+/// The seeds to run for `s`: its own range, overridden by `--seed-start` and
+/// `--seeds`. Zero seeds, or a range that would run past 2^64 (and so be
+/// silently cut short), is bad input: a sweep of nothing must not pass.
+pub(crate) fn seed_range(
+    s: &scenario::Scenario,
+    seed_start: Option<u64>,
+    seeds: Option<u64>,
+) -> Result<std::ops::Range<u64>, BadInput> {
+    let start = seed_start.unwrap_or(s.seeds.start);
+    let count = seeds.unwrap_or(s.seeds.end - s.seeds.start);
+    let max = scenario::limits::SEEDS_MAX;
+    if count == 0 || count > max {
+        return Err(BadInput(format!(
+            "--seeds {count}: expected from 1 to {max} seeds"
+        )));
+    }
+    start.checked_add(count).map(|end| start..end).ok_or_else(|| {
+        BadInput(format!(
+            "{}: seeds {start}.. with {count} seeds pass 2^64 (only {} fit); expected a smaller --seed-start or --seeds",
+            s.path.display(),
+            u64::MAX - start
+        ))
+    })
+}
+
+/// Fails now, before a long sweep, if `file` cannot be written later.
+/// Creates it (empty) if it does not exist; the sweep overwrites it.
+pub(crate) fn check_writable_file(flag: &str, file: &std::path::Path) -> Result<(), BadInput> {
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(file)
+        .map(drop)
+        .map_err(|e| {
+            BadInput(format!(
+                "{flag} {}: {e}; expected a writable file path",
+                file.display()
+            ))
+        })
+}
+
+/// As [`check_writable_file`] for a directory the report is written into.
+pub(crate) fn check_writable_dir(flag: &str, dir: &std::path::Path) -> Result<(), BadInput> {
+    let probe = dir.join(".fencesim-write-check");
+    std::fs::create_dir_all(dir)
+        .and_then(|()| std::fs::write(&probe, b""))
+        .and_then(|()| std::fs::remove_file(&probe))
+        .map_err(|e| {
+            BadInput(format!(
+                "{flag} {}: {e}; expected a writable directory",
+                dir.display()
+            ))
+        })
+}
+
 const FAULTS: [(&str, &str); 12] = [
     (
         "pause",

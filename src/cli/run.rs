@@ -11,7 +11,10 @@ use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::args::Format;
-use super::{default_jobs, load, BadInput, EXIT_FAILED, EXIT_INTERNAL, EXIT_OK};
+use super::{
+    check_writable_dir, check_writable_file, jobs, load, seed_range, BadInput, EXIT_FAILED,
+    EXIT_INTERNAL, EXIT_OK,
+};
 use crate::suite::{self, ScenarioResult, SweepConfig};
 use crate::{report, scenario, swarm};
 
@@ -78,16 +81,21 @@ pub fn cmd_run(paths: &[PathBuf], args: RunArgs) -> Result<ExitCode> {
     let files = scenario::collect(paths).map_err(|e| BadInput(e.to_string()))?;
     // Load everything first: a typo in the last file should not cost a long sweep.
     let scenarios = files.iter().map(|f| load(f)).collect::<Result<Vec<_>>>()?;
-    let jobs = args.jobs.unwrap_or_else(default_jobs).max(1);
-    let cfg = args.cfg;
-    let ranges: Vec<_> = scenarios
+    let ranges = scenarios
         .iter()
-        .map(|s| {
-            let start = args.seed_start.unwrap_or(s.seeds.start);
-            let count = args.seeds.unwrap_or(s.seeds.end - s.seeds.start);
-            start..start.saturating_add(count)
-        })
-        .collect();
+        .map(|s| seed_range(s, args.seed_start, args.seeds))
+        .collect::<Result<Vec<_>, _>>()?;
+    // Output paths too: an unwritable --junit should not cost a long sweep.
+    for (flag, file) in [("--junit", &args.junit), ("--metrics", &args.metrics)] {
+        if let Some(file) = file {
+            check_writable_file(flag, file)?;
+        }
+    }
+    if let Some(dir) = &args.report {
+        check_writable_dir("--report", dir)?;
+    }
+    let jobs = jobs(args.jobs);
+    let cfg = args.cfg;
     if args.format == Format::Text {
         let mut flags = String::new();
         if cfg.swarm {

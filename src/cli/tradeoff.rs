@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 
-use super::{default_jobs, load, BadInput, EXIT_OK};
+use super::{load, BadInput, EXIT_OK};
 
 pub fn cmd_tradeoff(
     path: &Path,
@@ -19,15 +19,22 @@ pub fn cmd_tradeoff(
             BadInput("--ttls-ms takes positive milliseconds, e.g. 1000,5000,20000".into()).into(),
         );
     }
+    let max_ms = crate::scenario::limits::DURATION_MAX_MS;
+    if let Some(ttl) = ttls_ms.iter().find(|&&t| t > max_ms) {
+        return Err(BadInput(format!(
+            "--ttls-ms {ttl}: expected at most {max_ms} (one year)"
+        ))
+        .into());
+    }
     let s = load(path)?;
-    let count = seeds.unwrap_or(s.seeds.end - s.seeds.start);
-    let range = s.seeds.start..s.seeds.start.saturating_add(count);
+    let range = super::seed_range(&s, None, seeds)?;
+    let count = range.end - range.start;
     println!(
         "fencesim {} — TTL trade-off of {} over {count} seeds per point",
         env!("CARGO_PKG_VERSION"),
         s.name
     );
-    let rows = crate::tradeoff::sweep(&s, ttls_ms, range, jobs.unwrap_or_else(default_jobs));
+    let rows = crate::tradeoff::sweep(&s, ttls_ms, range, super::jobs(jobs));
     let table = crate::tradeoff::table(&rows, count);
     print!("{table}");
     if let Some(dir) = report {

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use super::{default_jobs, load, BadInput, EXIT_FAILED, EXIT_INTERNAL, EXIT_OK};
+use super::{load, BadInput, EXIT_FAILED, EXIT_INTERNAL, EXIT_OK};
 use crate::scenario;
 use crate::validate::{self, Implementations, Limits, ScenarioValidation};
 
@@ -160,10 +160,14 @@ pub fn cmd_validate(
             .into());
         }
     }
+    let ranges = scenarios
+        .iter()
+        .map(|s| super::seed_range(s, seed_start, seeds))
+        .collect::<Result<Vec<_>, _>>()?;
+    let jobs = super::jobs(jobs);
     // Every child of this process is an implementation process: escaped
     // descendants (setsid daemons) are re-parented here and ended.
     validate::reaper::adopt_orphans();
-    let jobs = jobs.unwrap_or_else(default_jobs).max(1);
     let limits = Limits {
         step_timeout: Duration::from_millis(step_timeout_ms),
         ..Limits::default()
@@ -175,11 +179,14 @@ pub fn cmd_validate(
     );
     print!("{}", impls.describe());
     let mut results = Vec::with_capacity(scenarios.len());
-    for s in &scenarios {
-        let start = seed_start.unwrap_or(s.seeds.start);
-        let count = seeds.unwrap_or(s.seeds.end - s.seeds.start);
-        let range = start..start.saturating_add(count);
-        results.push(validate::validate_scenario(s, range, &impls, limits, jobs));
+    for (s, range) in scenarios.iter().zip(&ranges) {
+        results.push(validate::validate_scenario(
+            s,
+            range.clone(),
+            &impls,
+            limits,
+            jobs,
+        ));
     }
     validate::reaper::end_orphans();
     println!();

@@ -73,7 +73,50 @@ pub fn write(history: &History, out: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
+/// Reads a history file: a regular file of UTF-8 text (the first invalid
+/// byte is located by line and column), then [`read`].
+pub fn load(path: &std::path::Path) -> Result<History, String> {
+    let text = crate::scenario::source::read_text(path, None).map_err(|e| e.to_string())?;
+    read(&text, &path.display().to_string()).map_err(|e| e.to_string())
+}
+
+/// serde_json's message in this format's words: without the position (the
+/// caller prints it once, first), without Rust type names, and with an
+/// out-of-range number shown as written rather than as the float that
+/// serde_json fell back to.
+fn json_message(e: &serde_json::Error, line: &str) -> String {
+    let full = e.to_string();
+    let suffix = format!(" at line {} column {}", e.line(), e.column());
+    let message = full.strip_suffix(&suffix).unwrap_or(&full);
+    const WHOLE: &str = "a whole number from 0 to 18446744073709551615";
+    if let Some(rest) = message.strip_prefix("invalid type: floating point ") {
+        // The number as written: the token that ends where serde_json stopped.
+        let end = e.column().min(line.len());
+        let start = line[..end]
+            .rfind(|c: char| !(c.is_ascii_digit() || "+-.eE".contains(c)))
+            .map_or(0, |i| i + 1);
+        let written = line
+            .get(start..end)
+            .filter(|t| !t.is_empty())
+            .unwrap_or(rest);
+        return format!("number {written} is out of range; expected {WHOLE}");
+    }
+    if message.contains("struct Record") {
+        // serde's view of a non-object line ("invalid length 1, expected struct Record with 13 elements").
+        return "expected a JSON object: one history record per line (docs/history.md)".into();
+    }
+    message
+        .replace("expected u64", &format!("expected {WHOLE}"))
+        .replace(
+            "expected u32",
+            "expected a whole number from 0 to 4294967295",
+        )
+        .replace("expected a string", "expected a JSON string")
+}
+
 pub fn read(text: &str, file: &str) -> Result<History, ReadError> {
+    // A byte-order mark is accepted, as the TOML formats accept it.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut history = History::default();
     let mut node_ids: BTreeMap<String, u16> = BTreeMap::new();
     let mut key_ids: BTreeMap<String, u16> = BTreeMap::new();
@@ -90,7 +133,7 @@ pub fn read(text: &str, file: &str) -> Result<History, ReadError> {
             message,
         };
         let record: Record =
-            serde_json::from_str(line).map_err(|e| err(e.column(), e.to_string()))?;
+            serde_json::from_str(line).map_err(|e| err(e.column(), json_message(&e, line)))?;
         if record.schema_version != SCHEMA_VERSION {
             return Err(err(
                 1,
@@ -203,6 +246,40 @@ mod tests {
         let e = read(text, "h.jsonl").unwrap_err();
         assert_eq!((e.line, e.column), (2, 9));
         assert!(e.to_string().starts_with("h.jsonl:2:9: "), "{e}");
+    }
+
+    #[test]
+    fn json_errors_print_the_position_once_and_no_rust_types() {
+        let e = read("[1]\n", "h.jsonl").unwrap_err().to_string();
+        assert!(
+            e.starts_with("h.jsonl:1:") && e.contains("expected a JSON object"),
+            "{e}"
+        );
+        assert!(!e.contains(" at line ") && !e.contains("column"), "{e}");
+        assert!(!e.contains("struct") && !e.contains("Record"), "{e}");
+    }
+
+    #[test]
+    fn two_to_the_64_is_shown_as_written_not_as_a_float() {
+        let text = "{\"schema_version\":1,\"seq\":18446744073709551616,\"t_true_ns\":0}";
+        let e = read(text, "h.jsonl").unwrap_err().to_string();
+        assert!(
+            e.contains("number 18446744073709551616 is out of range"),
+            "{e}"
+        );
+        assert!(
+            !e.contains("18446744073709552000") && !e.contains("e19"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_accepted() {
+        let line =
+            "{\"schema_version\":1,\"seq\":1,\"t_true_ns\":0,\"node\":\"a\",\"kind\":\"pause\"}\n";
+        let with_bom = format!("\u{feff}{line}");
+        assert_eq!(read(&with_bom, "h").unwrap().events.len(), 1);
+        assert_eq!(read(line, "h").unwrap().events.len(), 1);
     }
 
     #[test]

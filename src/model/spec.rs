@@ -267,13 +267,71 @@ struct RawExpect {
     violation: Option<Spanned<ViolationList>>,
 }
 
+/// Above this many estimated unique states, `fencesim check` warns before
+/// it starts: the bundled models stay below 200 thousand (under a second);
+/// ten times the largest of them means minutes and hundreds of MB.
+pub const STATES_WARN: f64 = 2_000_000.0;
+
+impl ModelSpec {
+    /// A rough, order-of-magnitude estimate of the unique states a proof
+    /// explores, fitted to the bundled models (within about 3x of each):
+    /// fenced-cas at 3 clients / 6 grants explores 11 thousand; each grant
+    /// multiplies by about 3, each client by 6, each failover by 4, each
+    /// replica by 3, reads by 4; symmetry divides by the client orderings.
+    pub fn estimated_states(&self) -> f64 {
+        let b = &self.bounds;
+        let mut states = 11_000.0
+            * 3f64.powi(b.grants_max as i32 - 6)
+            * 6f64.powi(b.clients as i32 - 3)
+            * 4f64.powi(b.failovers_max as i32)
+            * 3f64.powi(b.replicas as i32 - 1);
+        if b.reads {
+            states *= 4.0;
+        }
+        if b.symmetry {
+            states /= (1..=b.clients as u32).product::<u32>() as f64;
+        }
+        states
+    }
+
+    /// A warning to print before checking a spec whose search will be large.
+    pub fn size_warning(&self) -> Option<String> {
+        let states = self.estimated_states();
+        (states > STATES_WARN).then(|| {
+            format!(
+                "{}: these bounds may explore about {:.0e} states (the bundled models: under 2e5); \
+                 expect minutes and hundreds of MB, or lower clients / grants_max",
+                self.name, states
+            )
+        })
+    }
+}
+
 /// Reads and validates one spec file.
 pub fn load(path: &Path) -> Result<ModelSpec, SpecError> {
-    let text = std::fs::read_to_string(path).map_err(|err| SpecError {
-        file: path.to_path_buf(),
-        line: None,
-        column: None,
-        message: format!("cannot read model spec: {err}"),
+    use crate::scenario::source::{read_text, SourceError};
+    let text = read_text(path, Some(crate::scenario::limits::FILE_MAX_BYTES)).map_err(|err| {
+        let (line, column) = match &err {
+            SourceError::Utf8 { line, column, .. } => (Some(*line), Some(*column)),
+            _ => (None, None),
+        };
+        let message = match err {
+            SourceError::Utf8 { byte, .. } => {
+                format!("invalid UTF-8 (byte 0x{byte:02x}); expected UTF-8 text")
+            }
+            SourceError::Io { source, .. } => format!("cannot read model spec: {source}"),
+            other => {
+                let text = other.to_string();
+                let prefix = format!("{}: ", path.display());
+                text.strip_prefix(&prefix).unwrap_or(&text).to_string()
+            }
+        };
+        SpecError {
+            file: path.to_path_buf(),
+            line,
+            column,
+            message,
+        }
     })?;
     let name = path
         .file_stem()
@@ -287,7 +345,7 @@ pub fn parse(file: &Path, name: &str, text: &str) -> Result<ModelSpec, SpecError
     let error_at = |span: Option<Range<usize>>, message: String| {
         let (line, column) = match span {
             Some(span) => {
-                let (line, column) = line_column(text, span.start);
+                let (line, column) = crate::scenario::source::line_column(text, span.start);
                 (Some(line), Some(column))
             }
             None => (None, None),
@@ -299,8 +357,16 @@ pub fn parse(file: &Path, name: &str, text: &str) -> Result<ModelSpec, SpecError
             message,
         }
     };
-    let raw: RawSpec =
-        toml::from_str(text).map_err(|err| error_at(err.span(), err.message().to_string()))?;
+    let raw: RawSpec = toml::from_str(text).map_err(|err| {
+        let message = crate::scenario::source::plain_words(
+            err.message(),
+            &[
+                ("RawSpec", "a model spec"),
+                ("RawExpect", "an [expect] table"),
+            ],
+        );
+        error_at(err.span(), message)
+    })?;
     resolve(raw, name).map_err(|(span, message)| error_at(Some(span), message))
 }
 
@@ -454,16 +520,6 @@ fn in_range(value: &Spanned<u8>, what: &str, min: u8, max: u8) -> Result<u8, Inv
     Ok(v)
 }
 
-/// 1-based line and column (in characters) of a byte offset.
-fn line_column(text: &str, offset: usize) -> (usize, usize) {
-    let offset = offset.min(text.len());
-    let before = text.get(..offset).unwrap_or(text);
-    let line = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map(|i| i + 1).unwrap_or(0);
-    let column = before[line_start..].chars().count() + 1;
-    (line, column)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -479,6 +535,25 @@ failovers_max = 1
 verdict = "unsafe"
 violation = ["token_order", "stale_write"]
 "#;
+
+    #[test]
+    fn large_bounds_are_warned_about_and_the_bundled_models_are_not() {
+        let spec = parse(Path::new("m.toml"), "m", GOOD).expect("valid");
+        assert_eq!(spec.size_warning(), None);
+        let big = GOOD
+            .replace("clients = 2", "clients = 5")
+            .replace("grants_max = 3", "grants_max = 12");
+        let spec = parse(Path::new("m.toml"), "big", &big).expect("valid: within the caps");
+        let warning = spec.size_warning().expect("warned");
+        assert!(
+            warning.starts_with("big: these bounds may explore about"),
+            "{warning}"
+        );
+        for entry in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/models")).unwrap() {
+            let spec = load(&entry.unwrap().path()).expect("bundled model");
+            assert_eq!(spec.size_warning(), None, "{}", spec.name);
+        }
+    }
 
     #[test]
     fn a_valid_spec_resolves_with_defaults() {

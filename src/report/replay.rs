@@ -107,9 +107,14 @@ pub fn render(scenario: &Scenario, out: &RunOutcome, report: &Report, with_trace
         crate::history::fmt_time(out.end_ns).trim(),
         out.events,
         if out.hit_max_time {
-            " (max_time_ms reached)"
+            " (max_time_ms reached)".to_string()
+        } else if out.hit_event_budget {
+            format!(
+                " (event budget of {} per run reached; shorten max_time_ms or slow the timers)",
+                crate::sim::EVENTS_MAX
+            )
         } else {
-            ""
+            String::new()
         }
     );
     let _ = writeln!(s, "trace hash {:016x}", out.trace_hash);

@@ -8,19 +8,23 @@ use std::fmt::Write;
 use crate::check::ViolationKind;
 use crate::suite::ScenarioResult;
 
+/// Widest a text column is padded to. Longer cells print in full and push
+/// their row out of line; padding to them would not help the reader, and
+/// `format!` refuses widths above 65535 (a panic).
+pub const COLUMN_MAX: usize = 64;
+
+/// The width of a column holding `cells`: the widest, from 8 to [`COLUMN_MAX`].
+pub fn column_width<'a>(cells: impl Iterator<Item = &'a str>) -> usize {
+    cells
+        .map(|c| c.chars().count())
+        .max()
+        .unwrap_or(8)
+        .clamp(8, COLUMN_MAX)
+}
+
 pub fn render(results: &[ScenarioResult]) -> String {
-    let name_w = results
-        .iter()
-        .map(|r| r.name.len())
-        .max()
-        .unwrap_or(8)
-        .max(8);
-    let proto_w = results
-        .iter()
-        .map(|r| r.protocol.len())
-        .max()
-        .unwrap_or(8)
-        .max(8);
+    let name_w = column_width(results.iter().map(|r| r.name.as_str()));
+    let proto_w = column_width(results.iter().map(|r| r.protocol.as_str()));
     let mut s = String::new();
     let _ = write!(
         s,

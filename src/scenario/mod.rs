@@ -8,9 +8,12 @@
 
 pub mod emit;
 pub mod expect;
+pub mod limits;
 pub mod resolve;
 pub mod schema;
+pub mod source;
 
+use std::collections::BTreeSet;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
@@ -51,12 +54,8 @@ impl ScenarioError {
         span: Range<usize>,
         message: impl Into<String>,
     ) -> ScenarioError {
-        let start = span.start.min(source.len());
-        let before = &source[..start];
-        let line = before.matches('\n').count() + 1;
-        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-        let column = source[line_start..start].chars().count() + 1;
-        let text = source[line_start..].lines().next().unwrap_or("");
+        let (line, column) = source::line_column(source, span.start);
+        let text = source.lines().nth(line - 1).unwrap_or("");
         let snippet = if source.is_empty() {
             String::new()
         } else {
@@ -84,13 +83,32 @@ pub enum LoadError {
     Invalid(#[from] ScenarioError),
     #[error("{path}: no scenario files (*.toml) found")]
     Empty { path: String },
+    #[error("{0}")]
+    Source(#[from] source::SourceError),
 }
+
+/// What each schema struct is called in the file, for parser messages.
+const TABLES: &[(&str, &str)] = &[
+    ("ScenarioFile", "a scenario file"),
+    ("ProtocolSection", "a [protocol] table"),
+    ("LeaseSection", "a [lease] table"),
+    ("WorkloadSection", "a [workload] table"),
+    ("WorkerSection", "a [[worker]] table"),
+    ("NetworkSection", "a [network] table"),
+    ("ClockSection", "a [clock.\"<node>\"] table"),
+    ("JumpSection", "a clock jump { at_ms = ..., by_ms = ... }"),
+    ("FaultSection", "a [[fault]] table"),
+    ("RandomSection", "a [random] table"),
+    ("ExpectSection", "an [expect] table"),
+    ("MustFindSection", "an [[expect.must_find]] table"),
+    ("MetricSection", "an [[expect.metric]] table"),
+];
 
 /// Parses and validates scenario text. `file` is only used in messages.
 pub fn parse(source: &str, file: &str) -> Result<Scenario, ScenarioError> {
     let raw: schema::ScenarioFile = toml::from_str(source).map_err(|e| {
         let span = e.span().unwrap_or(0..0);
-        ScenarioError::at(file, source, span, e.message().trim_end().to_string())
+        ScenarioError::at(file, source, span, source::plain_words(e.message(), TABLES))
     })?;
     let mut scenario = resolve::resolve(raw, source, file)?;
     scenario.path = PathBuf::from(file);
@@ -99,21 +117,21 @@ pub fn parse(source: &str, file: &str) -> Result<Scenario, ScenarioError> {
 }
 
 pub fn load(path: &Path) -> Result<Scenario, LoadError> {
-    let text = std::fs::read_to_string(path).map_err(|source| LoadError::Io {
-        path: path.display().to_string(),
-        source,
-    })?;
+    let text = source::read_text(path, Some(limits::FILE_MAX_BYTES))?;
     Ok(parse(&text, &path.display().to_string())?)
 }
 
 /// Expands files and directories (recursively, `*.toml`, sorted by path)
-/// into scenario paths.
+/// into scenario paths. Symbolic links are followed, but every real
+/// directory is walked once and every real file listed once: a link loop
+/// (`self -> .`) neither hangs the walk nor runs a file twice.
 pub fn collect(paths: &[PathBuf]) -> Result<Vec<PathBuf>, LoadError> {
     let mut out = Vec::new();
+    let mut seen = BTreeSet::new();
     for p in paths {
         if p.is_dir() {
             let before = out.len();
-            walk(p, &mut out)?;
+            walk(p, &mut out, &mut seen)?;
             if out.len() == before {
                 return Err(LoadError::Empty {
                     path: p.display().to_string(),
@@ -126,11 +144,14 @@ pub fn collect(paths: &[PathBuf]) -> Result<Vec<PathBuf>, LoadError> {
     Ok(out)
 }
 
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), LoadError> {
+fn walk(dir: &Path, out: &mut Vec<PathBuf>, seen: &mut BTreeSet<PathBuf>) -> Result<(), LoadError> {
     let io = |source| LoadError::Io {
         path: dir.display().to_string(),
         source,
     };
+    if !seen.insert(std::fs::canonicalize(dir).map_err(io)?) {
+        return Ok(());
+    }
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(io)?
         .map(|e| e.map(|e| e.path()))
@@ -139,9 +160,13 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), LoadError> {
     entries.sort();
     for path in entries {
         if path.is_dir() {
-            walk(&path, out)?;
+            walk(&path, out, seen)?;
         } else if path.extension().is_some_and(|e| e == "toml") {
-            out.push(path);
+            // A dangling link has no real file: keep it, so loading names it.
+            let real = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+            if seen.insert(real) {
+                out.push(path);
+            }
         }
     }
     Ok(())

@@ -10,6 +10,7 @@ use std::ops::Range;
 use toml::Spanned;
 
 use super::expect::{CmpOp, Expectation, MetricAssertion};
+use super::limits::{Ms, FAULTS_MAX, JUMPS_MAX, NAME_MAX_CHARS, SEEDS_MAX};
 use super::schema::{FaultSection, ProtocolSection, RandomSection, ScenarioFile};
 use super::{Scenario, ScenarioError};
 use crate::check::{ViolationKind, METRIC_NAMES};
@@ -21,6 +22,9 @@ use crate::protocol::{alt_role, Key, NodeId, ProtocolConfig, ProtocolKind, Role}
 use crate::sim::{ClockSpec, Fault, NetworkOptions, NodeSpec, Options, RandomFaults, When};
 
 const MS: u64 = 1_000_000;
+/// Nodes per scenario (workers, lock servers, resource, helpers).
+const NODES_MAX: usize = 64;
+const WORKERS_MAX_TEXT: &str = "at most 62 workers are supported";
 
 struct Ctx<'a> {
     file: &'a str,
@@ -80,10 +84,36 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
     if raw.name.get_ref().trim().is_empty() {
         return Err(ctx.err(raw.name.span(), "name must not be empty"));
     }
-    if *raw.seeds.get_ref() == 0 {
-        return Err(ctx.err(raw.seeds.span(), "seeds must be at least 1"));
+    if raw.name.get_ref().chars().count() > NAME_MAX_CHARS {
+        return Err(ctx.err(
+            raw.name.span(),
+            format!("name is too long; expected at most {NAME_MAX_CHARS} characters"),
+        ));
     }
-    if *raw.max_time_ms.get_ref() == 0 {
+    let seeds = *raw.seeds.get_ref();
+    if seeds == 0 || seeds > SEEDS_MAX {
+        return Err(ctx.err(
+            raw.seeds.span(),
+            format!("seeds must be from 1 to {SEEDS_MAX}"),
+        ));
+    }
+    if raw.seed_start.checked_add(seeds).is_none() {
+        return Err(ctx.err(
+            raw.seeds.span(),
+            format!(
+                "seed_start + seeds passes 2^64; at most {} seeds fit after seed_start {}",
+                u64::MAX - raw.seed_start,
+                raw.seed_start
+            ),
+        ));
+    }
+    if let Some(f) = raw.faults.get(FAULTS_MAX) {
+        return Err(ctx.err(
+            f.span(),
+            format!("at most {FAULTS_MAX} [[fault]]s are supported"),
+        ));
+    }
+    if raw.max_time_ms.get_ref().get() == 0 {
         return Err(ctx.err(raw.max_time_ms.span(), "max_time_ms must be positive"));
     }
     let protocol = resolve_protocol(&ctx, &raw)?;
@@ -92,6 +122,12 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
     if workers.is_empty() {
         return Err(ctx.err(raw.workers.span(), "at least one [[worker]] is required"));
     }
+    // Limits before anything that scales with the count (the exact bound,
+    // which depends on the protocol's other nodes, is checked below).
+    if workers.len() > NODES_MAX {
+        return Err(ctx.err(raw.workers.span(), WORKERS_MAX_TEXT));
+    }
+    let mut seen = std::collections::BTreeSet::new();
     for w in workers {
         let name = w.name.get_ref();
         let valid = !name.is_empty()
@@ -105,7 +141,7 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
             ));
         }
         let full = format!("worker/{name}");
-        if ctx.names.contains(&full) {
+        if !seen.insert(name.as_str()) {
             return Err(ctx.err(w.name.span(), format!("duplicate worker name {name:?}")));
         }
         let ops = *w.ops.get_ref();
@@ -126,16 +162,16 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
     let layout = alt_role::layout(
         &protocol,
         resource,
-        *raw.workload.request_timeout_ms.get_ref() * MS,
+        raw.workload.request_timeout_ms.get_ref().ns(),
     );
     ctx.names
         .extend(layout.extra.iter().map(|(name, _)| name.clone()));
-    if ctx.names.len() > 64 {
-        return Err(ctx.err(raw.workers.span(), "at most 62 workers are supported"));
+    if ctx.names.len() > NODES_MAX {
+        return Err(ctx.err(raw.workers.span(), WORKERS_MAX_TEXT));
     }
 
     let wl = &raw.workload;
-    if *wl.request_timeout_ms.get_ref() == 0 {
+    if wl.request_timeout_ms.get_ref().get() == 0 {
         return Err(ctx.err(
             wl.request_timeout_ms.span(),
             "request_timeout_ms must be positive",
@@ -154,12 +190,12 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
             key,
             coordinator: layout.worker_coordinator.unwrap_or(NodeId::COORD_GROUP),
             resource,
-            start_ns: w.start_ms * MS,
+            start_ns: w.start_ms.ns(),
             ops: *w.ops.get_ref(),
-            work_ns: w.work_ms.unwrap_or(wl.work_ms) * MS,
-            think_ns: w.think_ms.unwrap_or(wl.think_ms) * MS,
-            retry_ns: wl.retry_ms.max(1) * MS,
-            request_timeout_ns: *wl.request_timeout_ms.get_ref() * MS,
+            work_ns: w.work_ms.unwrap_or(wl.work_ms).ns(),
+            think_ns: w.think_ms.unwrap_or(wl.think_ms).ns(),
+            retry_ns: wl.retry_ms.get().max(1) * MS,
+            request_timeout_ns: wl.request_timeout_ms.get_ref().ns(),
             max_retries: wl.max_retries,
             // Derived from the protocol by `Options::set_protocol` below.
             send_token: false,
@@ -216,21 +252,21 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
     for (name, clock) in &raw.clock {
         let id = ctx.node(&Spanned::new(clock.span(), name.clone()))?;
         let c = clock.get_ref();
-        if *c.drift_ppm.get_ref() <= -1_000_000 {
+        if c.jumps.len() > JUMPS_MAX {
             return Err(ctx.err(
-                c.drift_ppm.span(),
-                "drift_ppm must be greater than -1000000 (a clock cannot stop)",
+                clock.span(),
+                format!("a clock takes at most {JUMPS_MAX} jumps"),
             ));
         }
         let mut jumps: Vec<(u64, i64)> = c
             .jumps
             .iter()
-            .map(|j| (j.at_ms * MS, j.by_ms * MS as i64))
+            .map(|j| (j.at_ms.ns(), j.by_ms.ns()))
             .collect();
         jumps.sort_by_key(|j| j.0);
         nodes[id.0 as usize].clock = ClockSpec {
-            offset_ns: c.offset_ms * MS as i64,
-            drift_ppm: *c.drift_ppm.get_ref(),
+            offset_ns: c.offset_ms.ns(),
+            drift_ppm: c.drift_ppm.get_ref().get(),
             jumps,
         };
     }
@@ -243,11 +279,11 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
         ));
     }
     let network = NetworkOptions {
-        latency_min_ns: n.latency_min_ms * MS,
-        latency_max_ns: *n.latency_max_ms.get_ref() * MS,
+        latency_min_ns: n.latency_min_ms.ns(),
+        latency_max_ns: n.latency_max_ms.get_ref().ns(),
         loss_probability: ctx.probability(&n.loss_probability)?,
         delay_probability: ctx.probability(&n.delay_probability)?,
-        delay_max_ns: n.delay_max_ms * MS,
+        delay_max_ns: n.delay_max_ms.ns(),
         duplicate_probability: ctx.probability(&n.duplicate_probability)?,
         partition_hits_in_flight: n.partition_hits_in_flight,
     };
@@ -262,7 +298,7 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
         None => RandomFaults::default(),
     };
     let expect = resolve_expect(&ctx, &raw)?;
-    let seeds = raw.seed_start..raw.seed_start.saturating_add(*raw.seeds.get_ref());
+    let seeds = raw.seed_start..raw.seed_start + seeds;
     let mut options = Options {
         protocol,
         nodes,
@@ -271,7 +307,7 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
         network,
         faults,
         random,
-        max_time_ns: raw.max_time_ms.into_inner().saturating_mul(MS),
+        max_time_ns: raw.max_time_ms.into_inner().ns(),
     };
     options.set_protocol(protocol);
     Ok(Scenario {
@@ -436,7 +472,7 @@ fn resolve_protocol(ctx: &Ctx, raw: &ScenarioFile) -> Result<ProtocolConfig, Sce
             ));
         }
     }
-    let ttl = *raw.lease.ttl_ms.get_ref();
+    let ttl = raw.lease.ttl_ms.get_ref().get();
     if ttl == 0 {
         return Err(ctx.err(raw.lease.ttl_ms.span(), "ttl_ms must be positive"));
     }
@@ -473,7 +509,7 @@ fn resolve_protocol(ctx: &Ctx, raw: &ScenarioFile) -> Result<ProtocolConfig, Sce
                 ),
             ));
         }
-        config.lock_delay_ns = *delay.get_ref() * MS;
+        config.lock_delay_ns = delay.get_ref().ns();
     }
     if config.volatile_fence && !kind.is_fenced() {
         return Err(ctx.err(
@@ -509,16 +545,16 @@ fn resolve_protocol(ctx: &Ctx, raw: &ScenarioFile) -> Result<ProtocolConfig, Sce
         config.replicas = n;
     }
     if let Some(lag) = p.replication_lag_ms {
-        config.replication_lag_ns = lag * MS;
+        config.replication_lag_ns = lag.ns();
     }
     if let Some(every) = &p.renew_every_ms {
-        if *every.get_ref() == 0 || *every.get_ref() >= ttl {
+        if every.get_ref().get() == 0 || every.get_ref().get() >= ttl {
             return Err(ctx.err(
                 every.span(),
                 "renew_every_ms must be positive and shorter than ttl_ms",
             ));
         }
-        config.renew_every_ns = Some(*every.get_ref() * MS);
+        config.renew_every_ns = Some(every.get_ref().ns());
     }
     if let Some(step) = &p.check_to_write_ms {
         if kind != ProtocolKind::FencedCheckThenWrite {
@@ -527,7 +563,7 @@ fn resolve_protocol(ctx: &Ctx, raw: &ScenarioFile) -> Result<ProtocolConfig, Sce
                 "check_to_write_ms only applies to fenced-check-then-write",
             ));
         }
-        config.check_to_write_ns = *step.get_ref() * MS;
+        config.check_to_write_ns = step.get_ref().ns();
     }
     Ok(config)
 }
@@ -584,7 +620,7 @@ fn resolve_redlock(
         if !redlock {
             return only(d.span(), "restart_delay_ms");
         }
-        config.restart_delay_ns = *d.get_ref() * MS;
+        config.restart_delay_ns = d.get_ref().ns();
     }
     Ok(())
 }
@@ -648,7 +684,7 @@ fn resolve_fault(
             ),
         ));
     }
-    let need = |v: Option<u64>, name: &str| {
+    let need = |v: Option<Ms>, name: &str| {
         v.ok_or_else(|| ctx.err(f.span(), format!("a {kind} fault needs `{name}`")))
     };
     let node = |v: &Option<Spanned<String>>, name: &str| match v {
@@ -668,12 +704,12 @@ fn resolve_fault(
         "pause" => Fault::Pause {
             node: node(&s.node, "node")?,
             when: when()?,
-            duration_ns: need(s.duration_ms, "duration_ms")? * MS,
+            duration_ns: need(s.duration_ms, "duration_ms")?.ns(),
         },
         "crash" => Fault::Crash {
             node: node(&s.node, "node")?,
             when: when()?,
-            restart_after_ns: s.restart_after_ms.map(|r| r * MS),
+            restart_after_ns: s.restart_after_ms.map(Ms::ns),
         },
         "partition" => {
             let groups = s.groups.as_ref().ok_or_else(|| {
@@ -703,7 +739,7 @@ fn resolve_fault(
             }
             Fault::Partition {
                 when: when()?,
-                duration_ns: need(s.duration_ms, "duration_ms")? * MS,
+                duration_ns: need(s.duration_ms, "duration_ms")?.ns(),
                 side_a: a,
                 side_b: b,
                 one_way: s.one_way.unwrap_or(false),
@@ -713,13 +749,13 @@ fn resolve_fault(
             from: node(&s.from, "from")?,
             to: node(&s.to, "to")?,
             nth: nth()?,
-            delay_ns: need(s.delay_ms, "delay_ms")? * MS,
+            delay_ns: need(s.delay_ms, "delay_ms")?.ns(),
         },
         "duplicate" => Fault::Duplicate {
             from: node(&s.from, "from")?,
             to: node(&s.to, "to")?,
             nth: nth()?,
-            delay_ns: s.delay_ms.unwrap_or(0) * MS,
+            delay_ns: s.delay_ms.unwrap_or_default().ns(),
         },
         "failover" => {
             if protocol.kind.is_client_decided() {
@@ -739,7 +775,7 @@ fn resolve_fault(
             }
             Fault::Failover {
                 when: when()?,
-                restart_after_ns: s.restart_after_ms.map(|r| r * MS),
+                restart_after_ns: s.restart_after_ms.map(Ms::ns),
             }
         }
         _ => Fault::Drop {
@@ -754,7 +790,7 @@ fn resolve_when(
     ctx: &Ctx,
     span: Range<usize>,
     kind: &str,
-    at_ms: Option<u64>,
+    at_ms: Option<Ms>,
     after: Option<&Spanned<String>>,
 ) -> Result<When, ScenarioError> {
     match (at_ms, after) {
@@ -762,7 +798,7 @@ fn resolve_when(
             a.span(),
             format!("a {kind} fault takes `at_ms` or `after`, not both"),
         )),
-        (Some(t), None) => Ok(When::At(t * MS)),
+        (Some(t), None) => Ok(When::At(t.ns())),
         (None, None) => Err(ctx.err(
             span,
             format!("a {kind} fault needs `at_ms = <time>` or `after = \"node:kind\"`"),
@@ -823,18 +859,18 @@ fn resolve_random(
         .collect();
     let all: Vec<NodeId> = (0..nodes.len() as u16).map(NodeId).collect();
     Ok(RandomFaults {
-        window_ns: r.window_ms * MS,
+        window_ns: r.window_ms.ns(),
         pause_probability: ctx.probability(&r.pause_probability)?,
-        pause_min_ns: r.pause_min_ms * MS,
-        pause_max_ns: r.pause_max_ms.max(r.pause_min_ms) * MS,
+        pause_min_ns: r.pause_min_ms.ns(),
+        pause_max_ns: r.pause_max_ms.max(r.pause_min_ms).ns(),
         pause_nodes: list(&r.pause_nodes, workers)?,
         crash_probability: ctx.probability(&r.crash_probability)?,
-        restart_min_ns: r.restart_min_ms * MS,
-        restart_max_ns: r.restart_max_ms.max(r.restart_min_ms) * MS,
+        restart_min_ns: r.restart_min_ms.ns(),
+        restart_max_ns: r.restart_max_ms.max(r.restart_min_ms).ns(),
         crash_nodes: list(&r.crash_nodes, all)?,
         partition_probability: ctx.probability(&r.partition_probability)?,
-        partition_min_ns: r.partition_min_ms * MS,
-        partition_max_ns: r.partition_max_ms.max(r.partition_min_ms) * MS,
+        partition_min_ns: r.partition_min_ms.ns(),
+        partition_max_ns: r.partition_max_ms.max(r.partition_min_ms).ns(),
         failover_probability: ctx.probability(&r.failover_probability)?,
         anchored_probability: ctx.probability(&r.anchored_probability)?,
         anchored_max: r.anchored_max.unwrap_or(2),

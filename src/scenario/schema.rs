@@ -11,6 +11,8 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use toml::Spanned;
 
+use super::limits::{Ms, Ppm, SignedMs};
+
 fn default_seeds() -> Spanned<u64> {
     Spanned::new(0..0, 100)
 }
@@ -20,32 +22,32 @@ fn no() -> Spanned<bool> {
 fn zero_p() -> Spanned<f64> {
     Spanned::new(0..0, 0.0)
 }
-fn zero_ppm() -> Spanned<i64> {
-    Spanned::new(0..0, 0)
+fn zero_ppm() -> Spanned<Ppm> {
+    Spanned::new(0..0, Ppm::default())
 }
 fn default_key() -> String {
     "doc".to_string()
 }
-fn default_retry_ms() -> u64 {
-    500
+fn default_retry_ms() -> Ms {
+    Ms::new(500)
 }
-fn default_request_timeout_ms() -> Spanned<u64> {
-    Spanned::new(0..0, 1_000)
+fn default_request_timeout_ms() -> Spanned<Ms> {
+    Spanned::new(0..0, Ms::new(1_000))
 }
 fn default_max_retries() -> u32 {
     3
 }
-fn default_work_ms() -> u64 {
-    100
+fn default_work_ms() -> Ms {
+    Ms::new(100)
 }
 fn default_ops() -> Spanned<u32> {
     Spanned::new(0..0, 1)
 }
-fn default_latency_min_ms() -> u64 {
-    1
+fn default_latency_min_ms() -> Ms {
+    Ms::new(1)
 }
-fn default_latency_max_ms() -> Spanned<u64> {
-    Spanned::new(0..0, 5)
+fn default_latency_max_ms() -> Spanned<Ms> {
+    Spanned::new(0..0, Ms::new(5))
 }
 fn default_true() -> bool {
     true
@@ -66,7 +68,7 @@ pub struct ScenarioFile {
     pub seeds: Spanned<u64>,
     #[serde(default)]
     pub seed_start: u64,
-    pub max_time_ms: Spanned<u64>,
+    pub max_time_ms: Spanned<Ms>,
     pub protocol: ProtocolSection,
     pub lease: LeaseSection,
     #[serde(default)]
@@ -95,11 +97,11 @@ pub struct ProtocolSection {
     /// Coordinator replicas (default: 1; incr-beside-lease 2; consensus-generation 3).
     pub replicas: Option<Spanned<u8>>,
     /// Async replication lag (replicated leases, incr-beside-lease). Default 50.
-    pub replication_lag_ms: Option<u64>,
+    pub replication_lag_ms: Option<Ms>,
     /// Heartbeat period while holding a lease; absent: no renewal.
-    pub renew_every_ms: Option<Spanned<u64>>,
+    pub renew_every_ms: Option<Spanned<Ms>>,
     /// fenced-check-then-write: time from the fence check to the write. Default 5.
-    pub check_to_write_ms: Option<Spanned<u64>>,
+    pub check_to_write_ms: Option<Spanned<Ms>>,
     /// The resource's fence is lost when it restarts (its data is not).
     #[serde(default = "no")]
     pub volatile_fence: Spanned<bool>,
@@ -109,19 +111,19 @@ pub struct ProtocolSection {
     /// zk-sequential: every waiter watches the lock node (the herd effect). Default false.
     pub herd: Option<Spanned<bool>>,
     /// Chubby's lock-delay: an expired lease's key stays refused this long. Default 0.
-    pub lock_delay_ms: Option<Spanned<u64>>,
+    pub lock_delay_ms: Option<Spanned<Ms>>,
     /// redlock: how many independent Redis masters (default 5).
     pub masters: Option<Spanned<u8>>,
     /// redlock: "always" (sync every write) or "never" (the default: lost on a crash).
     pub fsync: Option<Spanned<String>>,
     /// redlock: a restarted master answers nothing for this long. Default 0.
-    pub restart_delay_ms: Option<Spanned<u64>>,
+    pub restart_delay_ms: Option<Spanned<Ms>>,
 }
 
 #[derive(Deserialize, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct LeaseSection {
-    pub ttl_ms: Spanned<u64>,
+    pub ttl_ms: Spanned<Ms>,
 }
 
 #[derive(Deserialize, Debug)]
@@ -130,15 +132,15 @@ pub struct WorkloadSection {
     #[serde(default = "default_key")]
     pub key: String,
     #[serde(default = "default_retry_ms")]
-    pub retry_ms: u64,
+    pub retry_ms: Ms,
     #[serde(default = "default_request_timeout_ms")]
-    pub request_timeout_ms: Spanned<u64>,
+    pub request_timeout_ms: Spanned<Ms>,
     #[serde(default = "default_max_retries")]
     pub max_retries: u32,
     #[serde(default = "default_work_ms")]
-    pub work_ms: u64,
+    pub work_ms: Ms,
     #[serde(default)]
-    pub think_ms: u64,
+    pub think_ms: Ms,
     /// Multi-lock workers: `"as-listed"` (default; each worker's own order)
     /// or `"sorted"` (one global order: lock names sorted).
     pub lock_order: Option<Spanned<String>>,
@@ -152,7 +154,7 @@ impl Default for WorkloadSection {
             request_timeout_ms: default_request_timeout_ms(),
             max_retries: default_max_retries(),
             work_ms: default_work_ms(),
-            think_ms: 0,
+            think_ms: Ms::default(),
             lock_order: None,
         }
     }
@@ -163,13 +165,13 @@ impl Default for WorkloadSection {
 pub struct WorkerSection {
     pub name: Spanned<String>,
     #[serde(default)]
-    pub start_ms: u64,
+    pub start_ms: Ms,
     #[serde(default = "default_ops")]
     pub ops: Spanned<u32>,
     /// Overrides `workload.work_ms` for this worker.
-    pub work_ms: Option<u64>,
+    pub work_ms: Option<Ms>,
     /// Overrides `workload.think_ms` for this worker.
-    pub think_ms: Option<u64>,
+    pub think_ms: Option<Ms>,
     /// The locks each of this worker's operations takes, in this order
     /// (multi-lock); absent: the one lock `workload.key`.
     pub locks: Option<Spanned<Vec<Spanned<String>>>>,
@@ -179,15 +181,15 @@ pub struct WorkerSection {
 #[serde(deny_unknown_fields)]
 pub struct NetworkSection {
     #[serde(default = "default_latency_min_ms")]
-    pub latency_min_ms: u64,
+    pub latency_min_ms: Ms,
     #[serde(default = "default_latency_max_ms")]
-    pub latency_max_ms: Spanned<u64>,
+    pub latency_max_ms: Spanned<Ms>,
     #[serde(default = "zero_p")]
     pub loss_probability: Spanned<f64>,
     #[serde(default = "zero_p")]
     pub delay_probability: Spanned<f64>,
     #[serde(default)]
-    pub delay_max_ms: u64,
+    pub delay_max_ms: Ms,
     #[serde(default = "zero_p")]
     pub duplicate_probability: Spanned<f64>,
     #[serde(default = "default_true")]
@@ -201,7 +203,7 @@ impl Default for NetworkSection {
             latency_max_ms: default_latency_max_ms(),
             loss_probability: Spanned::new(0..0, 0.0),
             delay_probability: Spanned::new(0..0, 0.0),
-            delay_max_ms: 0,
+            delay_max_ms: Ms::default(),
             duplicate_probability: zero_p(),
             partition_hits_in_flight: true,
         }
@@ -212,9 +214,9 @@ impl Default for NetworkSection {
 #[serde(deny_unknown_fields)]
 pub struct ClockSection {
     #[serde(default)]
-    pub offset_ms: i64,
+    pub offset_ms: SignedMs,
     #[serde(default = "zero_ppm")]
-    pub drift_ppm: Spanned<i64>,
+    pub drift_ppm: Spanned<Ppm>,
     #[serde(default)]
     pub jumps: Vec<JumpSection>,
 }
@@ -222,8 +224,8 @@ pub struct ClockSection {
 #[derive(Deserialize, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct JumpSection {
-    pub at_ms: u64,
-    pub by_ms: i64,
+    pub at_ms: Ms,
+    pub by_ms: SignedMs,
 }
 
 /// One scripted fault. Flat rather than a tagged enum so that every field
@@ -233,44 +235,44 @@ pub struct JumpSection {
 pub struct FaultSection {
     pub kind: Spanned<String>,
     pub node: Option<Spanned<String>>,
-    pub at_ms: Option<u64>,
+    pub at_ms: Option<Ms>,
     pub after: Option<Spanned<String>>,
-    pub duration_ms: Option<u64>,
-    pub restart_after_ms: Option<u64>,
+    pub duration_ms: Option<Ms>,
+    pub restart_after_ms: Option<Ms>,
     pub groups: Option<Spanned<Vec<Vec<String>>>>,
     pub one_way: Option<bool>,
     pub from: Option<Spanned<String>>,
     pub to: Option<Spanned<String>>,
     pub nth: Option<u32>,
-    pub delay_ms: Option<u64>,
+    pub delay_ms: Option<Ms>,
 }
 
 #[derive(Deserialize, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct RandomSection {
-    pub window_ms: u64,
+    pub window_ms: Ms,
     #[serde(default = "zero_p")]
     pub pause_probability: Spanned<f64>,
     #[serde(default)]
-    pub pause_min_ms: u64,
+    pub pause_min_ms: Ms,
     #[serde(default)]
-    pub pause_max_ms: u64,
+    pub pause_max_ms: Ms,
     /// Default: every worker.
     pub pause_nodes: Option<Vec<Spanned<String>>>,
     #[serde(default = "zero_p")]
     pub crash_probability: Spanned<f64>,
     #[serde(default)]
-    pub restart_min_ms: u64,
+    pub restart_min_ms: Ms,
     #[serde(default)]
-    pub restart_max_ms: u64,
+    pub restart_max_ms: Ms,
     /// Default: every node.
     pub crash_nodes: Option<Vec<Spanned<String>>>,
     #[serde(default = "zero_p")]
     pub partition_probability: Spanned<f64>,
     #[serde(default)]
-    pub partition_min_ms: u64,
+    pub partition_min_ms: Ms,
     #[serde(default)]
-    pub partition_max_ms: u64,
+    pub partition_max_ms: Ms,
     /// One coordinator failover per seed with this probability (replicas >= 2).
     #[serde(default = "zero_p")]
     pub failover_probability: Spanned<f64>,

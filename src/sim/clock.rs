@@ -24,7 +24,7 @@ impl ClockSpec {
             return t; // the common case, without the i128 division
         }
         let t = t as i128;
-        (t + t * self.drift_ppm as i128 / 1_000_000) as Nanos
+        clamp_ns(t + t * self.drift_ppm as i128 / 1_000_000)
     }
 
     pub fn wall(&self, t: Nanos) -> i64 {
@@ -33,8 +33,9 @@ impl ClockSpec {
             .iter()
             .take_while(|(at, _)| *at <= t)
             .map(|(_, by)| *by)
-            .sum();
-        self.mono(t) as i64 + self.offset_ns + stepped
+            .fold(0i64, |sum, by| sum.saturating_add(by));
+        let wall = self.mono(t) as i128 + self.offset_ns as i128 + stepped as i128;
+        wall.clamp(i64::MIN as i128, i64::MAX as i128) as i64
     }
 
     pub fn read(&self, t: Nanos) -> Clocks {
@@ -51,8 +52,8 @@ impl ClockSpec {
         }
         let rate = 1_000_000i128 + self.drift_ppm as i128;
         assert!(rate > 0, "drift_ppm must be > -1000000");
-        let mut t = (mono as i128 * 1_000_000 / rate).max(0) as Nanos;
-        while self.mono(t) < mono {
+        let mut t = clamp_ns(mono as i128 * 1_000_000 / rate);
+        while t < Nanos::MAX && self.mono(t) < mono {
             t += 1;
         }
         while t > 0 && self.mono(t - 1) >= mono {
@@ -60,6 +61,14 @@ impl ClockSpec {
         }
         t
     }
+}
+
+/// Readings saturate rather than wrap. Scenario limits (drift, offsets,
+/// durations: `scenario/limits.rs`) keep every reading of a loaded scenario
+/// far inside the range, so this never changes a bundled run; it makes a
+/// hand-built `ClockSpec` degrade to a stuck clock, not a wrapped one.
+fn clamp_ns(t: i128) -> Nanos {
+    t.clamp(0, Nanos::MAX as i128) as Nanos
 }
 
 #[cfg(test)]
@@ -79,6 +88,30 @@ mod tests {
             assert!(t == 0 || c.mono(t - 1) < m);
         }
         assert_eq!(c.mono(1_000_000_000), 1_000_250_000);
+    }
+
+    #[test]
+    fn extreme_clocks_saturate_instead_of_wrapping_or_hanging() {
+        let fast = ClockSpec {
+            offset_ns: i64::MAX,
+            drift_ppm: 1_000_000,
+            jumps: vec![(0, i64::MAX), (1, i64::MAX)],
+        };
+        assert_eq!(fast.mono(Nanos::MAX), Nanos::MAX);
+        assert_eq!(fast.wall(Nanos::MAX), i64::MAX);
+        assert_eq!(fast.true_at_mono(Nanos::MAX), Nanos::MAX / 2 + 1);
+        let slow = ClockSpec {
+            offset_ns: 0,
+            drift_ppm: -900_000,
+            jumps: vec![],
+        };
+        // 10x slower: the deadline lies past the end of time, and says so.
+        assert_eq!(slow.true_at_mono(Nanos::MAX), Nanos::MAX);
+        let t = slow.true_at_mono(1_000);
+        assert!(
+            slow.mono(t) >= 1_000 && slow.mono(t - 1) < 1_000 && t > 9_000,
+            "{t}"
+        );
     }
 
     #[test]

@@ -196,11 +196,14 @@ impl Network {
                 nth,
             };
         }
-        let at_ns = now + latency + fx.delay_ns.take().unwrap_or(0);
+        // Saturating: scenario limits keep these far below 2^64 (scenario/limits.rs).
+        let at_ns = now
+            .saturating_add(latency)
+            .saturating_add(fx.delay_ns.take().unwrap_or(0));
         Fate::Deliver {
             at_ns,
             nth,
-            copy_at_ns: fx.duplicate_after_ns.map(|d| at_ns + d),
+            copy_at_ns: fx.duplicate_after_ns.map(|d| at_ns.saturating_add(d)),
         }
     }
 }
@@ -212,5 +215,5 @@ fn draw_spike(rng: &mut Rng, p: f64, max_ms: u64) -> (bool, Nanos) {
         return (false, 0);
     }
     let fires = rng.chance(p);
-    (fires, rng.between(0, max_ms) * MS)
+    (fires, rng.between(0, max_ms).saturating_mul(MS))
 }

@@ -88,7 +88,19 @@ pub struct RunOutcome {
     /// start, and per-message loss/delay drawn while it ran.
     pub script: Vec<Fault>,
     pub hit_max_time: bool,
+    /// Cut off after [`EVENTS_MAX`] events (reported like `max_time_ms`).
+    pub hit_event_budget: bool,
 }
+
+/// Queue events one run may process. The history (and the trace, when
+/// kept) grows with every event, so this bounds a run's memory (a few
+/// hundred MB at most) whatever `max_time_ms` and the timers ask for; the
+/// bundled scenarios use well under 1% of it. Reaching it ends the run as
+/// `max_time_ms` does: workers not done are recorded `unfinished`.
+pub const EVENTS_MAX: u64 = 1_000_000;
+/// Events pending at once (messages in flight, timers): part of the same
+/// budget, since one event can schedule several.
+pub const PENDING_MAX: usize = 1_000_000;
 
 struct Trigger {
     fault: usize,
@@ -120,6 +132,7 @@ struct Sim<'o, 'f> {
     in_flight: u64,
     workers_left: usize,
     events_processed: u64,
+    hit_event_budget: bool,
     /// Where `NodeId::COORD_GROUP` is routed now (changes on failover).
     primary: NodeId,
 }
@@ -165,6 +178,7 @@ pub fn run_with<'f>(
         in_flight: 0,
         workers_left: opts.workers().count(),
         events_processed: 0,
+        hit_event_budget: false,
         primary: opts.coordinator_primary,
     };
     sim.boot();
@@ -236,6 +250,11 @@ impl<'o, 'f> Sim<'o, 'f> {
         while let Some((t_ns, slot)) = self.queue.pop() {
             if t_ns > self.opts.max_time_ns {
                 self.now = self.opts.max_time_ns;
+                self.events_processed = processed;
+                return true;
+            }
+            if processed == EVENTS_MAX || self.queue.len() > PENDING_MAX {
+                self.hit_event_budget = true;
                 self.events_processed = processed;
                 return true;
             }
@@ -526,7 +545,7 @@ impl<'o, 'f> Sim<'o, 'f> {
                 if !slot.up {
                     return;
                 }
-                let until = now + duration_ns;
+                let until = now.saturating_add(duration_ns);
                 slot.paused_until = Some(slot.paused_until.map_or(until, |u| u.max(until)));
                 let detail = format!("for {}ms", duration_ns / 1_000_000);
                 self.record(lifecycle(node, Kind::Pause, Some(detail)));
@@ -552,7 +571,7 @@ impl<'o, 'f> Sim<'o, 'f> {
                 let detail = describe_fault(self.opts, &fault);
                 let node = side_a.first().copied().unwrap_or(NodeId(0));
                 self.record(lifecycle(node, Kind::Partition, Some(detail)));
-                self.schedule(self.now + duration_ns, Ev::Heal(i as u32));
+                self.schedule(self.now.saturating_add(duration_ns), Ev::Heal(i as u32));
             }
             Fault::Delay { .. } | Fault::Drop { .. } | Fault::Duplicate { .. } => {
                 unreachable!("message faults are applied by the network")
@@ -573,7 +592,7 @@ impl<'o, 'f> Sim<'o, 'f> {
         slot.buffered = None;
         self.record(lifecycle(node, Kind::Crash, None));
         if let Some(after) = restart_after_ns {
-            self.schedule(self.now + after, Ev::Restart(node));
+            self.schedule(self.now.saturating_add(after), Ev::Restart(node));
         }
     }
 
@@ -701,7 +720,8 @@ impl<'o, 'f> Sim<'o, 'f> {
             end_ns: self.now,
             unfinished,
             script,
-            hit_max_time,
+            hit_max_time: hit_max_time && !self.hit_event_budget,
+            hit_event_budget: self.hit_event_budget,
         }
     }
 }

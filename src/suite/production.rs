@@ -72,12 +72,7 @@ fn ms(ns: u64) -> String {
 
 /// The "production metrics" table printed after the suite table.
 pub fn table(results: &[ScenarioResult]) -> String {
-    let w = results
-        .iter()
-        .map(|r| r.name.len())
-        .max()
-        .unwrap_or(8)
-        .max(8);
+    let w = crate::report::table::column_width(results.iter().map(|r| r.name.as_str()));
     let mut s = format!(
         "\nproduction metrics (ms: p50 / p99 / max)\n{:<w$}  {:>26}  {:>26}  {:>22}  {:>8}  {:>5}  {:>14}\n",
         "scenario", "acquisition wait", "lease held", "renewal slack", "renew✗", "lost", "fence_rejected"
