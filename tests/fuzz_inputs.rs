@@ -12,10 +12,9 @@
 //! - a refusal names file:line:column and uses the format's words, not
 //!   Rust's (`u64`, `struct ProtocolSection`, "wanted exactly 1 element").
 //!
-//! Parsed histories are also checked (`check::check`) when
-//! `FENCESIM_FUZZ_CHECK=1` is set: the checker's own panics on histories
-//! whose true time runs backwards are fixed on the checker's branch
-//! (issue 18, h1-checker); once that is merged this becomes unconditional.
+//! Every parsed history is also checked, by both checkers (`check::check`
+//! and the second checker, `oracle`), and input validation
+//! (`history::validate`) runs on it: none of them may panic on any input.
 //!
 //! A smaller set of real CLI invocations checks that misuse exits 0, 1 or
 //! 2 only (never 101 or 3) within a time budget.
@@ -342,8 +341,10 @@ fn mutated_histories_never_panic_or_leak_rust_words() {
                 }
             };
             let read = fencesim::history::jsonl::read(&text, "h.jsonl");
-            if let (Ok(h), true) = (&read, std::env::var_os("FENCESIM_FUZZ_CHECK").is_some()) {
+            if let Ok(h) = &read {
+                let _ = fencesim::history::validate::validate(h);
                 let _ = fencesim::check::check(h);
+                let _ = fencesim::oracle::check(h);
             }
             if let Err(e) = read {
                 assert_plain(

@@ -364,7 +364,6 @@ fn the_repro_line_carries_the_step_timeout_and_reproduces_the_failure() {
 }
 
 #[test]
-#[ignore = "needs the seed-range rule from h4-badinput"]
 fn zero_seeds_is_bad_input() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let out = Command::new(env!("CARGO_BIN_EXE_fencesim"))

@@ -165,8 +165,9 @@ pub enum Command {
         /// runs under `sh -c`. Roles not given stay built-in.
         #[arg(long = "node", value_name = "ROLE=CMD", required = true)]
         nodes: Vec<String>,
-        /// Scenario files or directories (their [expect] sections are not used:
-        /// the question is whether the implementation violates safety).
+        /// Scenario files or directories; each seed is also run with the built-in
+        /// nodes, and violations the scenario's [expect] allows are reported as the
+        /// scenario's, not the implementation's.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
         /// Override each scenario's seed count.
