@@ -56,12 +56,29 @@
 //! would take the reservation from each other for as long as the partition
 //! lasts.
 //!
+//! **The storage path is an ordered session** (both variants): a SAN's
+//! iSCSI/FC session delivers one initiator's commands in order — iSCSI
+//! numbers them (CmdSN, RFC 7143 §3.2.2.1) and the target discards a
+//! duplicate or out-of-window one — and an initiator that times a command
+//! out aborts it (SAM-5 task management, ABORT TASK) before it moves on, so
+//! a timed-out write never executes after the node's next command. Here
+//! the request id is the CmdSN: it grows strictly with every storage
+//! command of a node, across its restarts too (the boot number is synced
+//! in its high bits before any request goes out, like a session
+//! reinstatement that ends the old session's tasks), and the storage
+//! (`resource`, `ordered_sessions`) executes a command only if its id is
+//! above the last one it executed from that node. The datagram network may
+//! still lose, delay and duplicate storage I/O; what it can no longer do is
+//! land the active's given-up write after its next read or write — an
+//! effect the real path does not have. The unfenced pair's failure, two
+//! *different* nodes writing, is untouched by this.
+//!
 //! Becoming active and stepping down are observations (`BecameActive`,
 //! `SteppedDown`); the harness numbers promotions in true-time order. The
 //! node never says "I am the second active" — the `two_actives` checker
 //! finds that from the history.
 
-use super::msg::{Key, Msg, OpId, ReqId, Token};
+use super::msg::{first_req, next_req, Key, Msg, OpId, ReqId, Token};
 use super::node::{Clocks, Durability, Effect, Input, Nanos, Node, NodeId, Observation};
 use super::node::{StepDownCause, TimerId};
 
@@ -141,6 +158,9 @@ pub struct PairNode {
     /// Highest epoch heard of (heartbeats, STONITH, storage rejections, own).
     known_epoch: u64,
     ops_started: u64,
+    /// Boot number (synced): the high bits of every request id.
+    incarnation: u32,
+    /// The next storage command's id, its CmdSN (see the module doc).
     next_req: ReqId,
 }
 
@@ -155,7 +175,8 @@ impl PairNode {
             stage: Stage::Idle,
             known_epoch: 0,
             ops_started: 0,
-            next_req: 0,
+            incarnation: 0,
+            next_req: first_req(0),
         }
     }
 
@@ -172,8 +193,9 @@ impl PairNode {
     }
 
     fn req(&mut self) -> ReqId {
-        self.next_req = self.next_req.wrapping_add(1);
-        self.next_req
+        let req = self.next_req;
+        self.next_req = next_req(req);
+        req
     }
 
     fn next_op(&mut self) -> Option<OpId> {
@@ -193,11 +215,12 @@ impl PairNode {
         }
     }
 
-    /// `known_epoch u64 ++ ops_started u64`: op ids stay unique across a
-    /// restart too.
+    /// `known_epoch u64 ++ ops_started u64 ++ incarnation u32`: op ids stay
+    /// unique, and request ids increasing, across a restart too.
     fn persist(&self, fx: &mut Vec<Effect>) {
         let mut record = self.known_epoch.to_le_bytes().to_vec();
         record.extend_from_slice(&self.ops_started.to_le_bytes());
+        record.extend_from_slice(&self.incarnation.to_le_bytes());
         fx.push(Effect::Persist {
             durability: Durability::Synced,
             record,
@@ -205,10 +228,11 @@ impl PairNode {
     }
 
     fn recover(&mut self, bytes: &[u8]) {
-        assert_eq!(bytes.len(), 16, "a pair node's record is two u64s");
+        assert_eq!(bytes.len(), 20, "a pair node's record is two u64s and a u32");
         let word = |b: &[u8]| u64::from_le_bytes(b.try_into().expect("8 bytes"));
         self.known_epoch = word(&bytes[..8]);
-        self.ops_started = word(&bytes[8..]);
+        self.ops_started = word(&bytes[8..16]);
+        self.incarnation = u32::from_le_bytes(bytes[16..].try_into().expect("4 bytes"));
     }
 
     fn become_passive(&mut self, eligible: bool, fx: &mut Vec<Effect>) {
@@ -404,7 +428,9 @@ impl PairNode {
                 self.reserve(epoch, fx)
             }
             (REQUEST, State::Active { .. }) => {
-                // The storage did not answer: give the op up, start the next.
+                // The storage did not answer: give the op up (the abort the
+                // ordered session stands for: it will not execute after the
+                // next op's commands), start the next.
                 self.stage = Stage::Idle;
                 Self::set(fx, STEP, self.cfg.think_ns);
             }
@@ -423,7 +449,11 @@ impl Node for PairNode {
                 // A restarted node boots passive: only a first boot is active.
                 if let Some(bytes) = recovered {
                     self.recover(bytes);
+                    self.incarnation += 1;
                 }
+                // A new session: its ids are above every id of the last one.
+                self.next_req = first_req(self.incarnation);
+                self.persist(fx);
                 self.state = State::Booting;
                 Self::set(fx, BOOT, self.cfg.start_ns);
             }

@@ -483,6 +483,7 @@ impl ProtocolConfig {
         ResourceConfig {
             check,
             volatile_fence: self.volatile_fence,
+            ordered_sessions: self.kind == ProtocolKind::Github2012Pair,
         }
     }
 

@@ -436,6 +436,7 @@ mod tests {
                 fence_reads: false,
             },
             volatile_fence: false,
+            ordered_sessions: false,
         };
         let mut store = OutboxStore::new(cfg);
         let write = |token| Msg::Write {

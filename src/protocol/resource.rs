@@ -34,6 +34,17 @@
 //!
 //! `volatile_fence`: the fence lives only in memory (an in-process cache in
 //! front of the store) and is lost on restart, while the document survives.
+//!
+//! `ordered_sessions`: the storage path of a SAN (iSCSI/FC), where each
+//! initiator's commands carry a command sequence number (iSCSI CmdSN, RFC
+//! 7143 §3.2.2.1) and the target never executes a command older than one it
+//! already executed from that initiator: an out-of-window or duplicate CmdSN
+//! is silently discarded. The request id is the sequence number here (the
+//! pair node keeps it strictly increasing, across its restarts too); the
+//! datagram network's delays and duplicates therefore cannot reorder one
+//! node's storage I/O. A lost command is a gap the target accepts (a real
+//! session would retransmit it; the initiator here has already given it
+//! up). The table is volatile: a target restart ends every session.
 
 use std::collections::BTreeMap;
 
@@ -58,6 +69,9 @@ pub enum FenceCheck {
 pub struct ResourceConfig {
     pub check: FenceCheck,
     pub volatile_fence: bool,
+    /// Discard a request whose id is not above the last one executed from
+    /// the same node (iSCSI CmdSN ordering).
+    pub ordered_sessions: bool,
 }
 
 /// A write that passed the check and waits for its second step.
@@ -87,6 +101,8 @@ pub struct Resource {
     rows: BTreeMap<Key, Row>,
     pending: Vec<PendingWrite>,
     next_timer: u16,
+    /// `ordered_sessions`: the last request id executed per node.
+    last_cmd: BTreeMap<NodeId, u32>,
 }
 
 /// What handling a request produced: an answer now (and whether the row
@@ -100,6 +116,7 @@ impl Resource {
             rows: BTreeMap::new(),
             pending: Vec::new(),
             next_timer: 0,
+            last_cmd: BTreeMap::new(),
         }
     }
 
@@ -289,6 +306,20 @@ impl Resource {
         }
     }
 
+    /// `ordered_sessions`: whether `req` from `from` comes after every
+    /// command already executed from that node (and records it if so).
+    fn in_order(&mut self, from: NodeId, req: u32) -> bool {
+        if !self.cfg.ordered_sessions {
+            return true;
+        }
+        let last = self.last_cmd.entry(from).or_insert(0);
+        if req <= *last {
+            return false;
+        }
+        *last = req;
+        true
+    }
+
     fn on_reserve(&mut self, req: u32, key: Key, epoch: u64) -> Answer {
         let row = self.rows.entry(key).or_default();
         let fence = Self::fence(row).0;
@@ -349,6 +380,7 @@ impl Node for Resource {
             Input::Start { recovered } => {
                 self.rows = recovered.map(Self::decode).unwrap_or_default();
                 self.pending.clear();
+                self.last_cmd.clear();
                 if self.cfg.volatile_fence {
                     for row in self.rows.values_mut() {
                         row.write_fence = 0;
@@ -357,6 +389,14 @@ impl Node for Resource {
                 }
             }
             Input::Message { from, msg } => {
+                let req = match msg {
+                    Msg::Read { req, .. } | Msg::Reserve { req, .. } | Msg::Write { req, .. } => req,
+                    _ => return,
+                };
+                if !self.in_order(from, req) {
+                    // An ordered session would never deliver it now: dropped, no answer.
+                    return;
+                }
                 let answer = match msg {
                     Msg::Read {
                         req,
