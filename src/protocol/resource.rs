@@ -44,7 +44,10 @@
 //! datagram network's delays and duplicates therefore cannot reorder one
 //! node's storage I/O. A lost command is a gap the target accepts (a real
 //! session would retransmit it; the initiator here has already given it
-//! up). The table is volatile: a target restart ends every session.
+//! up). The table is synced with the rows: a real target's restart ends
+//! every session, so no command sent before it executes after it; keeping
+//! the table has the same effect here, where a delayed datagram can
+//! outlive the restart.
 
 use std::collections::BTreeMap;
 
@@ -120,6 +123,8 @@ impl Resource {
         }
     }
 
+    /// The rows (26 bytes each), then with `ordered_sessions` the session
+    /// table (node u16, last request u32) and its length u16.
     fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.rows.len() * 26);
         for (key, row) in &self.rows {
@@ -128,7 +133,32 @@ impl Resource {
             out.extend_from_slice(&row.write_fence.to_le_bytes());
             out.extend_from_slice(&row.read_fence.to_le_bytes());
         }
+        if self.cfg.ordered_sessions {
+            for (node, last) in &self.last_cmd {
+                out.extend_from_slice(&node.0.to_le_bytes());
+                out.extend_from_slice(&last.to_le_bytes());
+            }
+            let sessions = u16::try_from(self.last_cmd.len()).expect("fewer than 65536 initiators");
+            out.extend_from_slice(&sessions.to_le_bytes());
+        }
         out
+    }
+
+    /// Splits off and decodes the session table `encode` appends.
+    fn decode_sessions(bytes: &[u8]) -> (&[u8], BTreeMap<NodeId, u32>) {
+        assert!(bytes.len() >= 2, "resource record lacks its session count");
+        let (rest, count) = bytes.split_at(bytes.len() - 2);
+        let count = u16::from_le_bytes([count[0], count[1]]) as usize;
+        assert!(rest.len() >= count * 6, "resource record shorter than its session table");
+        let (rows, table) = rest.split_at(rest.len() - count * 6);
+        let sessions = table
+            .chunks_exact(6)
+            .map(|c| {
+                let node = NodeId(u16::from_le_bytes([c[0], c[1]]));
+                (node, u32::from_le_bytes([c[2], c[3], c[4], c[5]]))
+            })
+            .collect();
+        (rows, sessions)
     }
 
     fn decode(bytes: &[u8]) -> BTreeMap<Key, Row> {
@@ -378,9 +408,15 @@ impl Node for Resource {
     fn handle(&mut self, _clocks: Clocks, input: Input<'_>, fx: &mut Vec<Effect>) {
         match input {
             Input::Start { recovered } => {
-                self.rows = recovered.map(Self::decode).unwrap_or_default();
-                self.pending.clear();
+                let mut rows = recovered;
                 self.last_cmd.clear();
+                if let (true, Some(bytes)) = (self.cfg.ordered_sessions, recovered) {
+                    let (rest, sessions) = Self::decode_sessions(bytes);
+                    rows = Some(rest);
+                    self.last_cmd = sessions;
+                }
+                self.rows = rows.map(Self::decode).unwrap_or_default();
+                self.pending.clear();
                 if self.cfg.volatile_fence {
                     for row in self.rows.values_mut() {
                         row.write_fence = 0;
@@ -427,7 +463,9 @@ impl Node for Resource {
                 let Some((reply, changed)) = answer else {
                     return;
                 };
-                if changed {
+                // With ordered sessions every executed command moved its
+                // node's sequence number.
+                if changed || self.cfg.ordered_sessions {
                     self.persist(fx);
                 }
                 fx.push(Effect::Send {
