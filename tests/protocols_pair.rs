@@ -128,6 +128,7 @@ fn the_storage_grants_each_reservation_epoch_once_and_refuses_writes_below_it() 
             fence_reads: false,
         },
         volatile_fence: false,
+        ordered_sessions: false,
     });
     let clocks = Clocks {
         wall_ns: 0,
@@ -184,4 +185,146 @@ fn the_storage_grants_each_reservation_epoch_once_and_refuses_writes_below_it() 
         matches!(ask(0, write(1002, 2)), Msg::WriteOk { .. }),
         "many writes per epoch"
     );
+}
+
+/// The active's write 1001 times out and is given up; op 1002 reads and
+/// writes; then a duplicate of 1002's write and 1001's (delayed) arrive,
+/// after a storage restart. Returns the stored value and how many of the
+/// two late commands the storage answered.
+fn late_write_after_the_next_op(ordered_sessions: bool) -> (u64, usize) {
+    use fencesim::protocol::active_passive::{PairConfig, PairNode, BOOT, REQUEST, STEP};
+    use fencesim::protocol::resource::{FenceCheck, Resource, ResourceConfig};
+    use fencesim::protocol::{Clocks, Effect, Input, Key, Msg, Node, NodeId, OpId, TimerId};
+
+    const MS: u64 = 1_000_000;
+    let (a_id, b_id, storage_id) = (NodeId(0), NodeId(1), NodeId(2));
+    let clocks = Clocks {
+        wall_ns: 0,
+        mono_ns: 0,
+    };
+    let resource_cfg = ResourceConfig {
+        check: FenceCheck::Cas {
+            strict: false,
+            fence_reads: false,
+        },
+        volatile_fence: false,
+        ordered_sessions,
+    };
+    let mut storage = Resource::new(resource_cfg);
+    storage.handle(clocks, Input::Start { recovered: None }, &mut Vec::new());
+    let mut a = PairNode::new(PairConfig {
+        peer: b_id,
+        storage: storage_id,
+        key: Key(0),
+        index: 1,
+        starts_active: true,
+        start_ns: 0,
+        heartbeat_ns: 1_000 * MS,
+        failover_after_ns: 10_000 * MS,
+        fence_timeout_ns: 5_000 * MS,
+        request_timeout_ns: 5_000 * MS,
+        work_ns: 300 * MS,
+        think_ns: 700 * MS,
+        storage_fence: true,
+    });
+    let to_storage = |fx: Vec<Effect>| -> Vec<Msg> {
+        fx.into_iter()
+            .filter_map(|e| match e {
+                Effect::Send { to, msg } if to == storage_id => Some(msg),
+                _ => None,
+            })
+            .collect()
+    };
+    let fire = |a: &mut PairNode, timer: TimerId| -> Vec<Msg> {
+        let mut fx = Vec::new();
+        a.handle(clocks, Input::Timer { timer }, &mut fx);
+        to_storage(fx)
+    };
+    // Delivers `msg` from `from` to the storage: its answers and last record.
+    let deliver = |storage: &mut Resource, from: NodeId, msg: Msg| {
+        let mut fx = Vec::new();
+        storage.handle(clocks, Input::Message { from, msg }, &mut fx);
+        let record = fx.iter().rev().find_map(|e| match e {
+            Effect::Persist { record, .. } => Some(record.clone()),
+            _ => None,
+        });
+        let answers: Vec<Msg> = fx
+            .into_iter()
+            .filter_map(|e| match e {
+                Effect::Send { msg, .. } => Some(msg),
+                _ => None,
+            })
+            .collect();
+        (answers, record)
+    };
+    let mut record = None;
+    // Sends the node's one command to the storage and the answer back.
+    let mut round_trip = |a: &mut PairNode, storage: &mut Resource, sent: Vec<Msg>| {
+        assert_eq!(sent.len(), 1, "one storage command: {sent:?}");
+        let (answers, saved) = deliver(storage, a_id, sent[0]);
+        record = saved.or(record.take());
+        assert_eq!(answers.len(), 1, "answered: {answers:?}");
+        let mut fx = Vec::new();
+        a.handle(
+            clocks,
+            Input::Message {
+                from: storage_id,
+                msg: answers[0],
+            },
+            &mut fx,
+        );
+        to_storage(fx)
+    };
+
+    a.handle(clocks, Input::Start { recovered: None }, &mut Vec::new());
+    let reserve = fire(&mut a, BOOT);
+    assert!(round_trip(&mut a, &mut storage, reserve).is_empty());
+    let read = fire(&mut a, STEP);
+    round_trip(&mut a, &mut storage, read);
+    let late = fire(&mut a, STEP);
+    assert!(matches!(late[..], [Msg::Write { op: OpId(1001), .. }]));
+    assert!(fire(&mut a, REQUEST).is_empty(), "the op is given up");
+    let read = fire(&mut a, STEP);
+    assert!(matches!(read[..], [Msg::Read { op: OpId(1002), .. }]));
+    round_trip(&mut a, &mut storage, read);
+    let write = fire(&mut a, STEP);
+    assert!(matches!(write[..], [Msg::Write { op: OpId(1002), .. }]));
+    round_trip(&mut a, &mut storage, write.clone());
+
+    // The storage restarts (from its last synced record) before the late
+    // datagrams arrive.
+    let mut storage = Resource::new(resource_cfg);
+    storage.handle(
+        clocks,
+        Input::Start {
+            recovered: record.as_deref(),
+        },
+        &mut Vec::new(),
+    );
+    let answered = [write[0], late[0]]
+        .into_iter()
+        .map(|msg| deliver(&mut storage, a_id, msg).0.len())
+        .sum();
+    let probe = Msg::Read {
+        req: 1,
+        key: Key(0),
+        op: OpId(2001),
+        token: None,
+    };
+    let (answers, _) = deliver(&mut storage, b_id, probe);
+    let [Msg::ReadOk { value, .. }] = answers[..] else {
+        panic!("the storage serves the probe: {answers:?}");
+    };
+    (value.0, answered)
+}
+
+#[test]
+fn a_timed_out_storage_write_of_the_active_never_lands_after_its_next_write() {
+    assert_eq!(
+        late_write_after_the_next_op(true),
+        (1002, 0),
+        "the ordered session discards the older write and the duplicate, even across a storage restart"
+    );
+    // The twin without ordered sessions: the given-up write overwrites its successor.
+    assert_eq!(late_write_after_the_next_op(false), (1001, 2));
 }

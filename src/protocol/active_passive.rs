@@ -82,17 +82,18 @@ use super::msg::{first_req, next_req, Key, Msg, OpId, ReqId, Token};
 use super::node::{Clocks, Durability, Effect, Input, Nanos, Node, NodeId, Observation};
 use super::node::{StepDownCause, TimerId};
 
+// Public so tests outside the crate can drive a node by hand.
 /// Next step of the write loop (read → work → write → think).
-const STEP: TimerId = TimerId(0);
+pub const STEP: TimerId = TimerId(0);
 /// A storage request timed out.
-const REQUEST: TimerId = TimerId(1);
-const HEARTBEAT: TimerId = TimerId(2);
+pub const REQUEST: TimerId = TimerId(1);
+pub const HEARTBEAT: TimerId = TimerId(2);
 /// Passive: no heartbeat for the dead time.
-const DEAD: TimerId = TimerId(3);
+pub const DEAD: TimerId = TimerId(3);
 /// Fencing: the STONITH timeout.
-const FENCE: TimerId = TimerId(4);
+pub const FENCE: TimerId = TimerId(4);
 /// First boot at `start_ns`.
-const BOOT: TimerId = TimerId(5);
+pub const BOOT: TimerId = TimerId(5);
 
 /// Ops per node (op ids `index * 1000 + n`, like workers').
 pub const OPS_PER_NODE_MAX: u64 = 999;
