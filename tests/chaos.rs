@@ -35,15 +35,12 @@ fn every_chaos_scenario_carries_every_fault_kind_at_high_rates() {
         let name = &s.name;
         let ttl_ns = o.protocol.lease_ttl_ns;
         let r = &o.random;
-        // The pair's storage path is an ordered session; see its description.
-        if !name.contains("github-2012-pair") {
-            assert!(o.network.loss_probability >= 0.1, "{name}: 10 % loss");
-            assert!(o.network.duplicate_probability > 0.0, "{name}: duplication");
-            assert!(
-                o.network.delay_probability > 0.0 && o.network.delay_max_ns >= 3 * ttl_ns,
-                "{name}: delay spikes of up to 3x the TTL"
-            );
-        }
+        assert!(o.network.loss_probability >= 0.1, "{name}: 10 % loss");
+        assert!(o.network.duplicate_probability > 0.0, "{name}: duplication");
+        assert!(
+            o.network.delay_probability > 0.0 && o.network.delay_max_ns >= 3 * ttl_ns,
+            "{name}: delay spikes of up to 3x the TTL"
+        );
         assert!(
             r.pause_probability >= 0.5 && r.pause_max_ns >= 3 * ttl_ns,
             "{name}: pauses up to 3x the TTL"
