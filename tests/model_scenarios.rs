@@ -33,6 +33,7 @@ fn options() -> CheckOptions {
     CheckOptions {
         threads: 2,
         progress: None,
+        interrupt: None,
     }
 }
 

@@ -4,7 +4,10 @@
 //! same way (its lanes timeline, as `fencesim replay` draws it).
 //!
 //! Exit codes as for `run`: 0 every model met its expectation (and every emitted scenario
-//! reproduced its violation), 1 something did not, 2 bad input.
+//! reproduced its violation), 1 something did not, 2 bad input — and 130 (128 + SIGINT, the
+//! shell convention) when Ctrl-C stopped a search: the model being checked gets an
+//! "interrupted after N states" line with its partial counts and no verdict, later models are
+//! not started. A second Ctrl-C kills the process at once (the default action is restored).
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -43,13 +46,17 @@ pub fn cmd_check(
         let options = CheckOptions {
             threads,
             progress: None,
+            interrupt: sigint::catch(),
         };
-        let reports: Vec<CheckReport> = specs
-            .iter()
-            .map(|spec| model::check(spec, &options))
-            .collect();
+        let reports = check_until_interrupted(&specs, |_| options.clone());
+        sigint::restore_default();
         let met = reports.iter().all(CheckReport::meets_expectation);
-        let code = if met { EXIT_OK } else { EXIT_FAILED };
+        let interrupted = reports.iter().any(|r| r.interrupted);
+        let code = match (interrupted, met) {
+            (true, _) => EXIT_INTERRUPTED,
+            (false, true) => EXIT_OK,
+            (false, false) => EXIT_FAILED,
+        };
         println!(
             "{}",
             serde_json::to_string_pretty(&json_report(&reports, threads, code))?
@@ -63,16 +70,33 @@ pub fn cmd_check(
         if specs.len() == 1 { "" } else { "s" }
     );
     let progress = std::io::stderr().is_terminal().then(progress_line);
-    let mut reports = Vec::with_capacity(specs.len());
-    for spec in &specs {
-        let options = CheckOptions {
-            threads,
-            progress: progress.as_ref().map(|p| p(spec.name.clone())),
-        };
-        reports.push(model::check(spec, &options));
-        if progress.is_some() {
-            eprint!("\r\x1b[2K");
+    let interrupt = sigint::catch();
+    let reports = check_until_interrupted(&specs, |spec| CheckOptions {
+        threads,
+        progress: progress.as_ref().map(|p| p(spec.name.clone())),
+        interrupt,
+    });
+    sigint::restore_default();
+    if progress.is_some() {
+        eprint!("\r\x1b[2K");
+    }
+    if let Some(stopped) = reports.iter().find(|r| r.interrupted) {
+        let done = &reports[..reports.len() - 1];
+        if !done.is_empty() {
+            print!("{}", render_table(done));
         }
+        let t = totals(stopped);
+        println!(
+            "{}: interrupted after {} states ({} unique, depth {}): no verdict",
+            stopped.spec.name,
+            grouped(t.total_states),
+            grouped(t.unique_states),
+            t.max_depth
+        );
+        for spec in &specs[reports.len()..] {
+            println!("{}: not started", spec.name);
+        }
+        return Ok(ExitCode::from(EXIT_INTERRUPTED));
     }
     print!("{}", render_table(&reports));
     let mut met = reports.iter().all(CheckReport::meets_expectation);
@@ -100,6 +124,64 @@ pub fn cmd_check(
         }
     }
     Ok(ExitCode::from(if met { EXIT_OK } else { EXIT_FAILED }))
+}
+
+/// 128 + SIGINT, as a shell reports a process killed by Ctrl-C.
+pub const EXIT_INTERRUPTED: u8 = 130;
+
+/// Checks the specs in order; an interrupted check is the last report.
+fn check_until_interrupted(
+    specs: &[ModelSpec],
+    options: impl Fn(&ModelSpec) -> CheckOptions,
+) -> Vec<CheckReport> {
+    let mut reports = Vec::with_capacity(specs.len());
+    for spec in specs {
+        let report = model::check(spec, &options(spec));
+        let stop = report.interrupted;
+        reports.push(report);
+        if stop {
+            break;
+        }
+    }
+    reports
+}
+
+/// Ctrl-C during `fencesim check` only: a flag the searches poll. Elsewhere, and after the
+/// searches, SIGINT keeps its default action (the process dies).
+mod sigint {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+    #[cfg(unix)]
+    extern "C" fn on_sigint(_: libc::c_int) {
+        INTERRUPTED.store(true, Ordering::Relaxed);
+        // Async-signal-safe; a second Ctrl-C then kills at once, should a search not stop.
+        unsafe {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+        }
+    }
+
+    /// Installs the handler; returns the flag it sets.
+    pub fn catch() -> Option<&'static AtomicBool> {
+        #[cfg(unix)]
+        {
+            let handler = on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t;
+            // Safety: the handler only stores to an atomic and calls signal(2).
+            let previous = unsafe { libc::signal(libc::SIGINT, handler) };
+            (previous != libc::SIG_ERR).then_some(&INTERRUPTED)
+        }
+        #[cfg(not(unix))]
+        None
+    }
+
+    pub fn restore_default() {
+        #[cfg(unix)]
+        // Safety: restoring the default disposition.
+        unsafe {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+        }
+    }
 }
 
 /// Loads every spec first: a typo in the last file should not cost a long proof.
@@ -374,7 +456,9 @@ fn json_report(reports: &[CheckReport], threads: usize, exit_code: u8) -> serde_
                 "max_depth": t.max_depth,
                 "states_per_sec": t.states_per_sec().round(),
                 "elapsed_ms": t.elapsed.as_secs_f64() * 1e3,
-                "verdict": r.verdict.to_string(),
+                // An interrupted search has partial counts and no verdict.
+                "verdict": if r.interrupted { "none".to_string() } else { r.verdict.to_string() },
+                "interrupted": r.interrupted,
                 "expected": r.spec.expected.verdict.to_string(),
                 "counterexamples": counterexamples,
                 "unreached": r.unreached,

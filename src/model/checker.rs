@@ -15,16 +15,19 @@
 //! `check` picks the strategy from the spec's expectation and always reaches a conclusive
 //! verdict: expected-unsafe models are searched per property (each search ends at a violation
 //! or exhausts the space); expected-safe models are proved, and searched only if the proof fails.
+//! The one exception is an interrupt (`CheckOptions::interrupt`, set by `fencesim check` on
+//! Ctrl-C): both searches poll it, stop, and the report carries the partial counts and no
+//! verdict.
 
 use super::counterexample::{replay, Counterexample};
 use super::lock_model::{Action, LockModel, PROPERTY_STALE_ATTEMPT, PROPERTY_WRITE_ACCEPTED};
 use super::spec::{ModelSpec, Verdict, Violation};
 use super::state::State;
 use anyhow::Context as _;
-use stateright::report::{ReportData, ReportDiscovery, Reporter};
 use stateright::{Checker, HasDiscoveries, Model};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, DefaultHasher, Hash, Hasher};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -65,6 +68,13 @@ pub struct CheckOptions {
     pub threads: usize,
     /// Called about once a second while a search runs, and once when it ends.
     pub progress: Option<ProgressFn>,
+    /// Polled while a search runs; once set, the search stops and `check` returns a report
+    /// with `interrupted` set and no verdict. A static because a signal handler sets it.
+    pub interrupt: Option<&'static AtomicBool>,
+}
+
+fn is_set(interrupt: Option<&AtomicBool>) -> bool {
+    interrupt.is_some_and(|flag| flag.load(Ordering::Relaxed))
 }
 
 impl Default for CheckOptions {
@@ -75,6 +85,7 @@ impl Default for CheckOptions {
         CheckOptions {
             threads,
             progress: None,
+            interrupt: None,
         }
     }
 }
@@ -87,6 +98,8 @@ pub struct Proof {
     pub violated: Vec<Violation>,
     /// `sometimes` properties that were reached (vacuity check).
     pub reached: Vec<&'static str>,
+    /// Stopped by `CheckOptions::interrupt`: `stats` are partial, `violated` means nothing.
+    pub interrupted: bool,
 }
 
 /// Result of `shortest_counterexample`.
@@ -97,6 +110,8 @@ pub struct Search {
     pub counterexample: Option<Counterexample>,
     /// `sometimes` properties reached before the search stopped.
     pub reached: Vec<&'static str>,
+    /// Stopped by `CheckOptions::interrupt`: `stats` are partial, no counterexample.
+    pub interrupted: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -112,6 +127,9 @@ pub struct CheckReport {
     pub unreached: Vec<&'static str>,
     /// How the result differs from the spec's expectation; empty when it meets it.
     pub mismatches: Vec<String>,
+    /// A search was interrupted: `verdict` means nothing, the counts are partial, and
+    /// `mismatches` says so (an interrupted check never meets its expectation).
+    pub interrupted: bool,
 }
 
 impl CheckReport {
@@ -139,20 +157,26 @@ impl CheckReport {
 pub fn check(spec: &ModelSpec, options: &CheckOptions) -> CheckReport {
     let model = LockModel::new(spec.bounds);
     let progress = options.progress.as_ref();
+    let interrupt = options.interrupt;
     let mut proof = None;
     let mut searches = Vec::new();
     let mut reached: Vec<&'static str> = Vec::new();
     let search_all = |searches: &mut Vec<Search>, reached: &mut Vec<&'static str>| {
         for violation in model.violations() {
-            let search = shortest_counterexample(&model, violation, progress);
+            let search =
+                shortest_counterexample_interruptible(&model, violation, progress, interrupt);
             reached.extend(search.reached.iter().copied());
+            let stop = search.interrupted;
             searches.push(search);
+            if stop {
+                break;
+            }
         }
     };
     if spec.expected.verdict == Verdict::Safe {
-        let p = prove(&model, options.threads, progress);
+        let p = prove_interruptible(&model, options.threads, progress, interrupt);
         reached.extend(p.reached.iter().copied());
-        let failed = !p.violated.is_empty();
+        let failed = !p.violated.is_empty() && !p.interrupted;
         proof = Some(p);
         if failed {
             search_all(&mut searches, &mut reached);
@@ -162,6 +186,19 @@ pub fn check(spec: &ModelSpec, options: &CheckOptions) -> CheckReport {
     }
     reached.sort();
     reached.dedup();
+    let interrupted =
+        proof.as_ref().is_some_and(|p| p.interrupted) || searches.iter().any(|s| s.interrupted);
+    if interrupted {
+        return CheckReport {
+            spec: spec.clone(),
+            verdict: spec.expected.verdict,
+            proof,
+            searches,
+            unreached: Vec::new(),
+            mismatches: vec!["interrupted: no verdict".to_string()],
+            interrupted,
+        };
+    }
 
     let found: Vec<Violation> = searches
         .iter()
@@ -213,54 +250,74 @@ pub fn check(spec: &ModelSpec, options: &CheckOptions) -> CheckReport {
         searches,
         unreached,
         mismatches,
+        interrupted,
     }
-}
-
-/// Forwards stateright's periodic reports to a `ProgressFn`.
-struct ProgressReporter {
-    progress: Option<ProgressFn>,
-}
-
-impl<M: Model> Reporter<M> for ProgressReporter {
-    fn report_checking(&mut self, data: ReportData) {
-        if let Some(progress) = &self.progress {
-            let stats = Stats {
-                total_states: data.total_states,
-                unique_states: data.unique_states,
-                max_depth: data.max_depth,
-                elapsed: data.duration,
-            };
-            progress(Phase::Proof, &stats);
-        }
-    }
-
-    fn report_discoveries(&mut self, _: &M, _: BTreeMap<&'static str, ReportDiscovery<M>>) {}
 }
 
 /// Exhaustive multi-threaded DFS; stops at the first safety violation.
 pub fn prove(model: &LockModel, threads: usize, progress: Option<&ProgressFn>) -> Proof {
+    prove_interruptible(model, threads, progress, None)
+}
+
+fn stats_of<C: Checker<LockModel>>(checker: &C, started: Instant) -> Stats {
+    Stats {
+        total_states: checker.state_count(),
+        unique_states: checker.unique_state_count(),
+        max_depth: checker.max_depth(),
+        elapsed: started.elapsed(),
+    }
+}
+
+/// `prove`, which also stops soon after `interrupt` is set. stateright's workers cannot be
+/// cancelled, so an interrupted proof leaves them running detached: the caller is expected to
+/// end the process soon (as `fencesim check` does).
+pub fn prove_interruptible(
+    model: &LockModel,
+    threads: usize,
+    progress: Option<&ProgressFn>,
+    interrupt: Option<&AtomicBool>,
+) -> Proof {
     let started = Instant::now();
     let builder = model
         .clone()
         .checker()
         .threads(threads.max(1))
         .finish_when(HasDiscoveries::AnyFailures);
-    let checker = builder.spawn_dfs();
-    let checker = match progress {
-        Some(progress) => {
-            let mut reporter = ProgressReporter {
-                progress: Some(Arc::clone(progress)),
-            };
-            checker.join_and_report(&mut reporter)
+    let mut checker = builder.spawn_dfs();
+    // Polling the worker handles ourselves (instead of `join_and_report`) lets us stop waiting.
+    let handles = checker.handles();
+    let mut last_report = Instant::now();
+    let mut interrupted = false;
+    while !handles.iter().all(|h| h.is_finished()) {
+        if is_set(interrupt) {
+            interrupted = true;
+            break;
         }
-        None => checker.join(),
-    };
-    let stats = Stats {
-        total_states: checker.state_count(),
-        unique_states: checker.unique_state_count(),
-        max_depth: checker.max_depth(),
-        elapsed: started.elapsed(),
-    };
+        std::thread::sleep(Duration::from_millis(20));
+        if let Some(progress) = progress {
+            if last_report.elapsed() >= Duration::from_secs(1) {
+                last_report = Instant::now();
+                progress(Phase::Proof, &stats_of(&checker, started));
+            }
+        }
+    }
+    if !interrupted {
+        for h in handles {
+            h.join().expect("model checker thread panicked");
+        }
+    }
+    let stats = stats_of(&checker, started);
+    if let Some(progress) = progress {
+        progress(Phase::Proof, &stats);
+    }
+    if interrupted {
+        return Proof {
+            stats,
+            violated: Vec::new(),
+            reached: Vec::new(),
+            interrupted,
+        };
+    }
     let discovered: Vec<&'static str> = checker.discoveries().into_keys().collect();
     Proof {
         stats,
@@ -273,6 +330,7 @@ pub fn prove(model: &LockModel, threads: usize, progress: Option<&ProgressFn>) -
             .into_iter()
             .filter(|p| discovered.contains(p))
             .collect(),
+        interrupted,
     }
 }
 
@@ -308,6 +366,17 @@ pub fn shortest_counterexample(
     violation: Violation,
     progress: Option<&ProgressFn>,
 ) -> Search {
+    shortest_counterexample_interruptible(model, violation, progress, None)
+}
+
+/// `shortest_counterexample`, which also stops before the next expansion once `interrupt` is
+/// set (one relaxed load per state: noise next to hashing it).
+pub fn shortest_counterexample_interruptible(
+    model: &LockModel,
+    violation: Violation,
+    progress: Option<&ProgressFn>,
+    interrupt: Option<&AtomicBool>,
+) -> Search {
     let started = Instant::now();
     let model = model.clone().with_terminal(&[violation]);
     let properties = model.properties();
@@ -326,6 +395,7 @@ pub fn shortest_counterexample(
     let mut last_report = Instant::now();
     let mut actions = Vec::new();
     let mut found: Option<u32> = None;
+    let mut interrupted = false;
 
     for init in model.init_states() {
         if seen.insert(fingerprint(&init), ()).is_none() {
@@ -335,6 +405,10 @@ pub fn shortest_counterexample(
     }
     stats.total_states = queue.len();
     'search: while let Some((state, index, depth)) = queue.pop_front() {
+        if is_set(interrupt) {
+            interrupted = true;
+            break;
+        }
         stats.max_depth = stats.max_depth.max(depth);
         for &(name, condition) in &sometimes {
             if !reached.contains(&name) && condition(&model, &state) {
@@ -398,6 +472,7 @@ pub fn shortest_counterexample(
         stats,
         counterexample,
         reached,
+        interrupted,
     }
 }
 
