@@ -112,3 +112,16 @@ fn ctrl_c_under_json_reports_no_verdict_and_exit_130() {
     );
     assert!(took < Duration::from_secs(5), "ended {took:?} after SIGINT");
 }
+
+#[test]
+fn ctrl_c_keeps_the_table_rows_of_models_finished_before_it() {
+    let (code, text, _) =
+        interrupt_check_after_a_second(&["models/no-fence.toml"], "verdict = \"safe\"");
+    assert_eq!(code, Some(130), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("no-fence") && l.ends_with("met")),
+        "{text}"
+    );
+    assert!(interrupted_state_count(&text) > 0, "{text}");
+}
