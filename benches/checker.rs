@@ -41,7 +41,9 @@ fn history(dense: bool) -> History {
             e.grant_id = Some(grant);
             e.token = Some(grant);
         });
-        push(&mut h, worker, Kind::GrantReceived, &|e| e.grant_id = Some(grant));
+        push(&mut h, worker, Kind::GrantReceived, &|e| {
+            e.grant_id = Some(grant)
+        });
         push(&mut h, worker, Kind::ReadOk, &|e| {
             e.op_id = Some(op);
             e.value = Some(seen);
@@ -65,7 +67,11 @@ fn bench(c: &mut Criterion) {
         let h = history(dense);
         let r = check::check(&h);
         let lost = r.count(check::ViolationKind::LostUpdate);
-        assert_eq!(lost > 0, dense, "{name}: the shape is what it says ({lost} lost updates)");
+        assert_eq!(
+            lost > 0,
+            dense,
+            "{name}: the shape is what it says ({lost} lost updates)"
+        );
         g.bench_function(name, |b| b.iter(|| black_box(check::check(black_box(&h)))));
     }
     g.finish();

@@ -139,9 +139,7 @@ fn main() {
         jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
     println!("# Search power: seeds and runs to the first violation\n");
-    println!(
-        "Regenerate: `cargo run --release --example search_power > docs/search-power.md`.\n"
-    );
+    println!("Regenerate: `cargo run --release --example search_power > docs/search-power.md`.\n");
     println!(
         "Every row runs the generic random-faults scenario ({GENERIC}) with only `[protocol]` \
          changed (github-2012-pair: worker C dropped, the pair takes exactly two). *plain*, *anchored* \

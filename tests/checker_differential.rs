@@ -101,8 +101,15 @@ fn both_checkers_agree_on_every_bundled_scenario_history() {
 // ---- generated histories ----------------------------------------------
 
 const NODES: [&str; 9] = [
-    "worker/A", "worker/B", "worker/C", "coord/0", "coord/1", "resource/0", "resource/1",
-    "sink/0", "dispatcher/0",
+    "worker/A",
+    "worker/B",
+    "worker/C",
+    "coord/0",
+    "coord/1",
+    "resource/0",
+    "resource/1",
+    "sink/0",
+    "dispatcher/0",
 ];
 const W0: u16 = 0;
 const COORD: u16 = 3;
@@ -113,23 +120,76 @@ const RES: u16 = 5;
 enum Step {
     /// A coordinator issues grant g (issuer, key and token follow from g and
     /// the history's salts, so re-issues are re-sends unless `rogue`).
-    Issue { g: u64, rogue: bool },
+    Issue {
+        g: u64,
+        rogue: bool,
+    },
     /// A worker decides it holds grant g (client-decided: issued and received by it).
-    Decide { w: u16, g: u64 },
-    Receive { w: u16, g: u64 },
-    Acquire { w: u16, key: u16 },
-    Read { w: u16, op: u64, value: u64 },
-    Send { w: u16, op: u64, key: u16, token: Option<u64>, grant: Option<u64> },
-    Resource { r: u16, op: u64, key: u16, token: Option<u64>, accepted: bool },
-    Expire { g: u64 },
-    Renew { g: u64 },
-    Release { g: u64, removed: u64 },
-    EffectSent { w: u16, op: u64, key: u16 },
-    EffectPerformed { op: u64, key: u16 },
-    Became { w: u16, g: u64 },
-    SteppedDown { w: u16, key: u16 },
-    Life { w: u16, kind: u8 },
-    Unfinished { w: u16 },
+    Decide {
+        w: u16,
+        g: u64,
+    },
+    Receive {
+        w: u16,
+        g: u64,
+    },
+    Acquire {
+        w: u16,
+        key: u16,
+    },
+    Read {
+        w: u16,
+        op: u64,
+        value: u64,
+    },
+    Send {
+        w: u16,
+        op: u64,
+        key: u16,
+        token: Option<u64>,
+        grant: Option<u64>,
+    },
+    Resource {
+        r: u16,
+        op: u64,
+        key: u16,
+        token: Option<u64>,
+        accepted: bool,
+    },
+    Expire {
+        g: u64,
+    },
+    Renew {
+        g: u64,
+    },
+    Release {
+        g: u64,
+        removed: u64,
+    },
+    EffectSent {
+        w: u16,
+        op: u64,
+        key: u16,
+    },
+    EffectPerformed {
+        op: u64,
+        key: u16,
+    },
+    Became {
+        w: u16,
+        g: u64,
+    },
+    SteppedDown {
+        w: u16,
+        key: u16,
+    },
+    Life {
+        w: u16,
+        kind: u8,
+    },
+    Unfinished {
+        w: u16,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -180,15 +240,20 @@ fn gen() -> impl Strategy<Value = Gen> {
         prop::bool::weighted(0.3),
         prop::bool::weighted(0.05),
         // The u8 is the time step: 0 (a tie) up to 3 ms; 255 goes backwards (malformed).
-        prop::collection::vec((step(), prop_oneof![300 => 0u8..4, 1 => Just(255u8)]), 0..28),
+        prop::collection::vec(
+            (step(), prop_oneof![300 => 0u8..4, 1 => Just(255u8)]),
+            0..28,
+        ),
     )
-        .prop_map(|(token_salt, two_issuers, client_decided, stray, steps)| Gen {
-            token_salt,
-            two_issuers,
-            client_decided,
-            stray,
-            steps,
-        })
+        .prop_map(
+            |(token_salt, two_issuers, client_decided, stray, steps)| Gen {
+                token_salt,
+                two_issuers,
+                client_decided,
+                stray,
+                steps,
+            },
+        )
 }
 
 impl Gen {
@@ -222,8 +287,13 @@ impl Gen {
                 Step::Issue { g, .. } if self.client_decided => Step::Decide { w: holder(0, g), g },
                 Step::Receive { w, g } => Step::Receive { w: holder(w, g), g },
                 // Promotions number their own grants (ids 11..): a pair node is their issuer.
-                Step::Became { w, g } => Step::Became { w: holder(w, g), g: g + 10 },
-                Step::Decide { w, g } if !self.client_decided => Step::Receive { w: holder(w, g), g },
+                Step::Became { w, g } => Step::Became {
+                    w: holder(w, g),
+                    g: g + 10,
+                },
+                Step::Decide { w, g } if !self.client_decided => {
+                    Step::Receive { w: holder(w, g), g }
+                }
                 ref other => other.clone(),
             };
             match step {
@@ -260,15 +330,31 @@ impl Gen {
                     e.value = Some(value);
                     e.key = Some(0);
                 }),
-                Step::Send { w, op, key, token, grant } => push(W0 + w, Kind::WriteSent, &|e| {
+                Step::Send {
+                    w,
+                    op,
+                    key,
+                    token,
+                    grant,
+                } => push(W0 + w, Kind::WriteSent, &|e| {
                     e.op_id = Some(op);
                     e.key = Some(key);
                     e.token = token;
                     e.grant_id = grant;
                     e.value = Some(op);
                 }),
-                Step::Resource { r, op, key, token, accepted } => {
-                    let kind = if accepted { Kind::WriteAccepted } else { Kind::WriteRejected };
+                Step::Resource {
+                    r,
+                    op,
+                    key,
+                    token,
+                    accepted,
+                } => {
+                    let kind = if accepted {
+                        Kind::WriteAccepted
+                    } else {
+                        Kind::WriteRejected
+                    };
                     push(RES + r, kind, &|e| {
                         e.op_id = Some(op);
                         e.key = Some(key);
@@ -307,9 +393,12 @@ impl Gen {
                     e.key = Some(self.grant_key(g));
                     e.token = self.grant_token(g);
                 }),
-                Step::SteppedDown { w, key } => push(W0 + w, Kind::SteppedDown, &|e| e.key = Some(key)),
+                Step::SteppedDown { w, key } => {
+                    push(W0 + w, Kind::SteppedDown, &|e| e.key = Some(key))
+                }
                 Step::Life { w, kind } => {
-                    let kind = [Kind::Pause, Kind::Resume, Kind::Crash, Kind::Restart][kind as usize];
+                    let kind =
+                        [Kind::Pause, Kind::Resume, Kind::Crash, Kind::Restart][kind as usize];
                     push(W0 + w, kind, &|_| {})
                 }
                 Step::Unfinished { w } => push(W0 + w, Kind::Unfinished, &|_| {}),
@@ -361,7 +450,10 @@ fn both_checkers_agree_on_generated_histories_and_refused_ones_are_refused() {
     // clean and violating verdicts.
     assert!(refused >= cases as u64 / 50, "refused {refused}");
     assert!(judged * 10 >= cases as u64 * 8, "judged {judged}");
-    assert!(violating >= judged / 10, "violating {violating} of {judged}");
+    assert!(
+        violating >= judged / 10,
+        "violating {violating} of {judged}"
+    );
     // Agreement on a kind means something only where the kind occurs.
     let per_kind = per_kind.into_inner();
     for kind in ViolationKind::ALL {

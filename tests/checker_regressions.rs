@@ -25,7 +25,12 @@ impl H {
     fn new() -> H {
         H(History {
             nodes: [
-                "worker/A", "worker/B", "coord/0", "resource/0", "resource/1", "coord/1",
+                "worker/A",
+                "worker/B",
+                "coord/0",
+                "resource/0",
+                "resource/1",
+                "coord/1",
                 "sink/0",
             ]
             .map(String::from)
@@ -146,7 +151,12 @@ fn a_late_grant_the_worker_never_asked_for_does_not_hide_its_stale_write() {
     h.sent(A, 1001, None);
     let stale = h.accepted(1001, None);
     let r = h.check();
-    assert_eq!(only(&r, ViolationKind::StaleWrite), vec![stale], "{:?}", r.violations);
+    assert_eq!(
+        only(&r, ViolationKind::StaleWrite),
+        vec![stale],
+        "{:?}",
+        r.violations
+    );
 
     // The twin: A asked again, so grant 3 is what it acts on.
     let mut h = H::new();
@@ -197,7 +207,10 @@ fn a_client_that_acts_late_on_an_older_token_stays_older() {
     h.rejected(1001, Some(3));
     let r = h.check();
     assert!(r.is_clean(), "{:?}", r.violations);
-    assert_eq!(r.info.fence_rejected_total, 1, "A's refusal is a prevented corruption");
+    assert_eq!(
+        r.info.fence_rejected_total, 1,
+        "A's refusal is a prevented corruption"
+    );
 
     // Its twin with the fence missing: A's older write lands — stale.
     let mut h = H::new();
@@ -218,7 +231,11 @@ fn two_clients_deciding_under_one_token_is_a_token_order_violation() {
     let first = h.decided(B, 1, 5) - 1;
     let second = h.decided(A, 2, 5) - 1;
     let r = h.check();
-    let v = r.violations.iter().find(|v| v.kind == ViolationKind::TokenOrder).expect("token_order");
+    let v = r
+        .violations
+        .iter()
+        .find(|v| v.kind == ViolationKind::TokenOrder)
+        .expect("token_order");
     assert_eq!(v.evidence, vec![first, second]);
 }
 
@@ -230,7 +247,11 @@ fn a_resource_side_log_judges_writes_by_the_grant_that_issued_their_token() {
     let newer = h.accepted(2001, Some(2));
     let stale = h.accepted(1001, Some(1));
     let r = h.check();
-    let v = r.violations.iter().find(|v| v.kind == ViolationKind::StaleWrite).expect("stale");
+    let v = r
+        .violations
+        .iter()
+        .find(|v| v.kind == ViolationKind::StaleWrite)
+        .expect("stale");
     assert_eq!(v.evidence, vec![g1, g2, newer, stale]);
 
     let mut h = H::new();
@@ -238,7 +259,10 @@ fn a_resource_side_log_judges_writes_by_the_grant_that_issued_their_token() {
     h.issued(2, Some(2));
     h.accepted(1001, Some(1));
     h.accepted(2001, Some(2));
-    assert!(h.check().is_clean(), "in token order: no generation 0, nothing stale");
+    assert!(
+        h.check().is_clean(),
+        "in token order: no generation 0, nothing stale"
+    );
 }
 
 // ---- 2. order and identity ---------------------------------------------
@@ -288,7 +312,10 @@ fn a_grant_id_reused_by_a_new_primary_or_held_twice_is_refused() {
     h.issued_by(COORD2, 1, Some(1));
     let r = validate(&h.0).expect_err("refused");
     assert_eq!((r.record, r.rule), (4, "grant-identity"));
-    assert!(r.message.contains("coord/1") && r.message.contains("coord/0"), "{r}");
+    assert!(
+        r.message.contains("coord/1") && r.message.contains("coord/0"),
+        "{r}"
+    );
 
     let mut h = H::new();
     h.issued(1, Some(1));
@@ -395,7 +422,11 @@ fn renewing_a_lease_already_expired_and_granted_again_is_an_expired_renewal() {
     h.received(B, 2, Some(2));
     let renewed = h.grant_event(COORD, Kind::RenewOk, 1);
     let r = h.check();
-    let v = r.violations.iter().find(|v| v.kind == ViolationKind::ExpiredRenewal).expect("kept");
+    let v = r
+        .violations
+        .iter()
+        .find(|v| v.kind == ViolationKind::ExpiredRenewal)
+        .expect("kept");
     assert_eq!(v.evidence, vec![expired, g2, renewed]);
 
     // Renewed after expiry but nobody else was granted: not a violation.
@@ -418,7 +449,10 @@ fn an_effect_performed_for_a_superseded_holder_is_a_superseded_effect() {
     h.issued(2, Some(2));
     h.received(B, 2, Some(2));
     let late = h.op_event(SINK, Kind::EffectPerformed, 1001);
-    assert_eq!(only(&h.check(), ViolationKind::SupersededEffect), vec![late]);
+    assert_eq!(
+        only(&h.check(), ViolationKind::SupersededEffect),
+        vec![late]
+    );
 
     // Performed before the takeover: fine.
     let mut h = H::new();
@@ -450,7 +484,10 @@ fn the_new_kinds_are_listed_by_the_cli() {
     let out = common::fencesim(&["list"]);
     let text = common::stdout(&out);
     for kind in ["expired_renewal", "superseded_effect", "unissued_token"] {
-        assert!(text.contains(kind), "`fencesim list` misses {kind}:\n{text}");
+        assert!(
+            text.contains(kind),
+            "`fencesim list` misses {kind}:\n{text}"
+        );
     }
 }
 
@@ -482,13 +519,19 @@ fn a_release_by_an_expired_holder_exercises_the_release_hazard() {
     });
     let r = h.check();
     assert!(r.is_clean());
-    assert!(r.info.hazard_reached(), "a compare-and-delete was put to the test");
+    assert!(
+        r.info.hazard_reached(),
+        "a compare-and-delete was put to the test"
+    );
 
     let mut h = H::new();
     h.issued(1, None);
     h.received(A, 1, None);
     h.grant_event(COORD, Kind::ReleaseApplied, 1);
-    assert!(!h.check().info.hazard_reached(), "a timely release is no hazard");
+    assert!(
+        !h.check().info.hazard_reached(),
+        "a timely release is no hazard"
+    );
 }
 
 #[test]
@@ -537,7 +580,11 @@ fn check_history_refuses_an_empty_history_and_backwards_time_with_the_line() {
     std::fs::write(&empty, "\n").expect("write");
     let out = common::fencesim(&["check-history", empty.to_str().expect("utf-8")]);
     assert_eq!(out.status.code(), Some(2), "{}", common::stderr(&out));
-    assert!(common::stderr(&out).contains("nonempty"), "{}", common::stderr(&out));
+    assert!(
+        common::stderr(&out).contains("nonempty"),
+        "{}",
+        common::stderr(&out)
+    );
 
     let mut h = H::new();
     h.issued(1, None);
@@ -574,8 +621,15 @@ fn lost_update_evidence_names_the_overwritten_writes_after_the_value_read() {
     h.sent(A, 1001, None);
     let lost = h.accepted(1001, None);
     let r = h.check();
-    let v = r.violations.iter().find(|v| v.kind == ViolationKind::LostUpdate).expect("lost");
-    assert_eq!(v.evidence, vec![read, between[1], between[2], between[3], lost]);
+    let v = r
+        .violations
+        .iter()
+        .find(|v| v.kind == ViolationKind::LostUpdate)
+        .expect("lost");
+    assert_eq!(
+        v.evidence,
+        vec![read, between[1], between[2], between[3], lost]
+    );
 }
 
 #[test]
@@ -588,7 +642,10 @@ fn object_store_conditional_writes_are_clean_under_random_faults_and_their_unfen
     let clean = fencesim::suite::run_scenario(&cas, 0..400, 2);
     let broken = fencesim::suite::run_scenario(&plain, 0..400, 2);
     for kind in ViolationKind::ALL {
-        assert_eq!(clean.agg.failing_seeds[kind as usize], 0, "{kind} in object-store-cas");
+        assert_eq!(
+            clean.agg.failing_seeds[kind as usize], 0,
+            "{kind} in object-store-cas"
+        );
     }
     assert!(
         clean.agg.seeds_with_stale_attempts >= 40,

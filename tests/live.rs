@@ -40,8 +40,12 @@ fn fencesim() -> Command {
 fn processes() -> Vec<(u32, u32, u32, String)> {
     let mut out = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
-        let Ok(status) = std::fs::read_to_string(e.path().join("status")) else { continue };
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(status) = std::fs::read_to_string(e.path().join("status")) else {
+            continue;
+        };
         let field = |name: &str| -> u32 {
             status
                 .lines()
@@ -90,11 +94,21 @@ fn assert_nothing_left(started: &Started, postgres_before: &BTreeSet<u32>) {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let procs = processes();
-        let alive: Vec<u32> = started.pids.iter().copied().filter(|p| Path::new(&format!("/proc/{p}")).exists()).collect();
+        let alive: Vec<u32> = started
+            .pids
+            .iter()
+            .copied()
+            .filter(|p| Path::new(&format!("/proc/{p}")).exists())
+            .collect();
         let root = started.root.display().to_string();
-        let naming: Vec<String> = procs.iter().filter(|p| p.3.contains(&root)).map(|p| format!("{} {}", p.0, p.3)).collect();
+        let naming: Vec<String> = procs
+            .iter()
+            .filter(|p| p.3.contains(&root))
+            .map(|p| format!("{} {}", p.0, p.3))
+            .collect();
         let pg = postgres_uid();
-        let by_pid: std::collections::BTreeMap<u32, (u32, u32)> = procs.iter().map(|p| (p.0, (p.1, p.2))).collect();
+        let by_pid: std::collections::BTreeMap<u32, (u32, u32)> =
+            procs.iter().map(|p| (p.0, (p.1, p.2))).collect();
         let orphans: Vec<u32> = procs
             .iter()
             .filter(|p| p.2 == pg && !postgres_before.contains(&p.0))
@@ -125,7 +139,11 @@ fn assert_nothing_left(started: &Started, postgres_before: &BTreeSet<u32>) {
 
 fn postgres_pids() -> BTreeSet<u32> {
     let pg = postgres_uid();
-    processes().into_iter().filter(|p| p.2 == pg).map(|p| p.0).collect()
+    processes()
+        .into_iter()
+        .filter(|p| p.2 == pg)
+        .map(|p| p.0)
+        .collect()
 }
 
 /// Per scenario name: (trials, trials per violation kind, trials with a fence rejection).
@@ -138,7 +156,11 @@ struct Seen {
     histories: Vec<PathBuf>,
 }
 
-fn run_live(paths: &[&str], trials: u32, out: &Path) -> (std::collections::BTreeMap<String, Seen>, Started, String) {
+fn run_live(
+    paths: &[&str],
+    trials: u32,
+    out: &Path,
+) -> (std::collections::BTreeMap<String, Seen>, Started, String) {
     let o = fencesim()
         .arg("live")
         .args(paths)
@@ -147,7 +169,12 @@ fn run_live(paths: &[&str], trials: u32, out: &Path) -> (std::collections::BTree
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
-    assert!(o.status.success(), "fencesim live failed ({}):\n{stdout}\n{}", o.status, String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "fencesim live failed ({}):\n{stdout}\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
     let started = parse_started(stdout.lines().next().unwrap());
     let mut seen = std::collections::BTreeMap::<String, Seen>::new();
     let mut current = String::new();
@@ -165,7 +192,10 @@ fn run_live(paths: &[&str], trials: u32, out: &Path) -> (std::collections::BTree
                     *s.kinds.entry(k.to_string()).or_default() += 1;
                 }
             }
-            let rejected: u64 = parts[2].trim_start_matches("fence_rejected ").parse().unwrap();
+            let rejected: u64 = parts[2]
+                .trim_start_matches("fence_rejected ")
+                .parse()
+                .unwrap();
             s.rejected += (rejected > 0) as u32;
             s.histories.push(PathBuf::from(parts[3]));
             assert!(parts[4].ends_with(" ms"), "{line}");
@@ -185,54 +215,112 @@ fn the_article_scenarios_on_real_servers_find_what_the_simulator_finds_and_leave
     let out = tempfile::tempdir().unwrap();
     let before = postgres_pids();
     let (seen, started, stdout) = run_live(&["live/"], TRIALS, out.path());
-    let get = |name: &str| seen.get(name).unwrap_or_else(|| panic!("{name} not run:\n{stdout}"));
+    let get = |name: &str| {
+        seen.get(name)
+            .unwrap_or_else(|| panic!("{name} not run:\n{stdout}"))
+    };
 
     // Unsafe: the violation in most trials (measured: every trial).
     let plain = get("live-gc-pause-plain-update");
     assert_eq!(plain.trials, TRIALS);
     for kind in ["stale_write", "lost_update"] {
         let found = plain.kinds.get(kind).copied().unwrap_or(0);
-        assert!(2 * found > TRIALS, "plain UPDATE: {kind} in {found}/{TRIALS}\n{stdout}");
+        assert!(
+            2 * found > TRIALS,
+            "plain UPDATE: {kind} in {found}/{TRIALS}\n{stdout}"
+        );
     }
     let check_then = get("live-check-then-update-pause");
     let found = check_then.kinds.get("stale_write").copied().unwrap_or(0);
-    assert!(2 * found > TRIALS, "check-then-update: stale_write in {found}/{TRIALS}\n{stdout}");
+    assert!(
+        2 * found > TRIALS,
+        "check-then-update: stale_write in {found}/{TRIALS}\n{stdout}"
+    );
 
     let delayed = get("live-delayed-packet-plain-update");
     let found = delayed.kinds.get("stale_write").copied().unwrap_or(0);
-    assert!(2 * found > TRIALS, "delayed packet, plain UPDATE: stale_write in {found}/{TRIALS}\n{stdout}");
+    assert!(
+        2 * found > TRIALS,
+        "delayed packet, plain UPDATE: stale_write in {found}/{TRIALS}\n{stdout}"
+    );
 
     let failover = get("live-incr-beside-lease-failover");
     for kind in ["token_order", "stale_write"] {
         let found = failover.kinds.get(kind).copied().unwrap_or(0);
-        assert!(2 * found > TRIALS, "INCR beside the lease + failover: {kind} in {found}/{TRIALS}\n{stdout}");
+        assert!(
+            2 * found > TRIALS,
+            "INCR beside the lease + failover: {kind} in {found}/{TRIALS}\n{stdout}"
+        );
     }
 
     // Safe: clean in every trial, and the hazard was put to the test (rejections).
     let delayed_fenced = get("live-delayed-packet-fenced-update");
-    assert_eq!((delayed_fenced.clean, delayed_fenced.rejected), (TRIALS, TRIALS), "delayed packet, fenced\n{stdout}");
+    assert_eq!(
+        (delayed_fenced.clean, delayed_fenced.rejected),
+        (TRIALS, TRIALS),
+        "delayed packet, fenced\n{stdout}"
+    );
     let fenced = get("live-gc-pause-fenced-update");
-    assert_eq!((fenced.clean, fenced.rejected), (TRIALS, TRIALS), "fenced UPDATE\n{stdout}");
+    assert_eq!(
+        (fenced.clean, fenced.rejected),
+        (TRIALS, TRIALS),
+        "fenced UPDATE\n{stdout}"
+    );
     let one_db = get("live-one-database-transaction");
     assert_eq!(one_db.clean, TRIALS, "one-database transaction\n{stdout}");
 
     // The written histories are the documented schema: check-history agrees.
-    let stale = fencesim().arg("check-history").arg(&plain.histories[0]).output().unwrap();
-    assert_eq!(stale.status.code(), Some(1), "{}", String::from_utf8_lossy(&stale.stdout));
+    let stale = fencesim()
+        .arg("check-history")
+        .arg(&plain.histories[0])
+        .output()
+        .unwrap();
+    assert_eq!(
+        stale.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&stale.stdout)
+    );
     assert!(String::from_utf8_lossy(&stale.stdout).contains("stale_write"));
-    let clean = fencesim().arg("check-history").arg(&fenced.histories[0]).output().unwrap();
-    assert_eq!(clean.status.code(), Some(0), "{}", String::from_utf8_lossy(&clean.stdout));
+    let clean = fencesim()
+        .arg("check-history")
+        .arg(&fenced.histories[0])
+        .output()
+        .unwrap();
+    assert_eq!(
+        clean.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&clean.stdout)
+    );
 
     // The table sets each live result beside its simulated twin.
     assert!(stdout.contains("live vs simulated"), "{stdout}");
-    assert!(stdout.contains("/200"), "the twin's seeds are shown:\n{stdout}");
+    assert!(
+        stdout.contains("/200"),
+        "the twin's seeds are shown:\n{stdout}"
+    );
     assert_nothing_left(&started, &before);
 }
 
 /// Starts `fencesim live` with many trials and returns it once its first trial printed.
-fn start_long_run(out: &Path) -> (std::process::Child, Started, std::io::Lines<BufReader<std::process::ChildStdout>>) {
+fn start_long_run(
+    out: &Path,
+) -> (
+    std::process::Child,
+    Started,
+    std::io::Lines<BufReader<std::process::ChildStdout>>,
+) {
     let mut child = fencesim()
-        .args(["live", "live/gc-pause-plain-update.toml", "--trials", "500", "--jobs", "1", "--out"])
+        .args([
+            "live",
+            "live/gc-pause-plain-update.toml",
+            "--trials",
+            "500",
+            "--jobs",
+            "1",
+            "--out",
+        ])
         .arg(out)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -262,7 +350,11 @@ fn a_killed_harness_takes_its_servers_and_workers_with_it_and_the_next_run_sweep
     child.wait().unwrap();
     // The directory is left by a SIGKILLed harness; the next start sweeps it.
     let deadline = Instant::now() + Duration::from_secs(10);
-    while started.pids.iter().any(|p| Path::new(&format!("/proc/{p}")).exists()) {
+    while started
+        .pids
+        .iter()
+        .any(|p| Path::new(&format!("/proc/{p}")).exists())
+    {
         assert!(Instant::now() < deadline, "servers outlived the harness");
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -285,7 +377,10 @@ fn a_killed_server_ends_the_run_with_an_error_and_nothing_left_behind() {
     unsafe { libc::kill(started.pids[0] as i32, libc::SIGKILL) };
     let rest: Vec<String> = lines.map_while(Result::ok).collect();
     let status = child.wait().unwrap();
-    assert!(!status.success(), "the run went on without its Redis: {rest:?}");
+    assert!(
+        !status.success(),
+        "the run went on without its Redis: {rest:?}"
+    );
     assert_nothing_left(&started, &before);
 }
 
@@ -295,7 +390,10 @@ fn an_unsupported_backend_is_an_error_naming_file_line_and_column() {
     let file = dir.path().join("bad.toml");
     let src = std::fs::read_to_string("live/gc-pause-plain-update.toml").unwrap();
     let src = src.replace("lock = \"redis-set-nx-del\"", "lock = \"zookeeper\"");
-    let src = src.replace("../scenarios/", &format!("{}/scenarios/", env!("CARGO_MANIFEST_DIR")));
+    let src = src.replace(
+        "../scenarios/",
+        &format!("{}/scenarios/", env!("CARGO_MANIFEST_DIR")),
+    );
     std::fs::write(&file, &src).unwrap();
     let line = src.lines().position(|l| l.starts_with("lock =")).unwrap() + 1;
     let o = fencesim().arg("live").arg(&file).output().unwrap();
@@ -318,7 +416,9 @@ fn a_killed_worker_ends_the_run_with_an_error_and_nothing_left_behind() {
     let root = started.root.display().to_string();
     let deadline = Instant::now() + Duration::from_secs(20);
     let worker = loop {
-        let found = processes().into_iter().find(|p| p.3.contains("live-worker") && p.3.contains(&root));
+        let found = processes()
+            .into_iter()
+            .find(|p| p.3.contains("live-worker") && p.3.contains(&root));
         if let Some(p) = found {
             break p.0;
         }
@@ -327,6 +427,9 @@ fn a_killed_worker_ends_the_run_with_an_error_and_nothing_left_behind() {
     unsafe { libc::kill(worker as i32, libc::SIGKILL) };
     let rest: Vec<String> = lines.map_while(Result::ok).collect();
     let status = child.wait().unwrap();
-    assert!(!status.success(), "the run went on without its worker: {rest:?}");
+    assert!(
+        !status.success(),
+        "the run went on without its worker: {rest:?}"
+    );
     assert_nothing_left(&started, &before);
 }

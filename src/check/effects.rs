@@ -119,7 +119,11 @@ impl Effects {
         if info.generation >= gens.received_max(key) {
             return;
         }
-        let evidence = super::evidence([Some(info.issued_seq), gens.received_max_seq(key), Some(e.seq)]);
+        let evidence = super::evidence([
+            Some(info.issued_seq),
+            gens.received_max_seq(key),
+            Some(e.seq),
+        ]);
         out.push(Violation {
             kind: ViolationKind::SupersededEffect,
             key,

@@ -285,7 +285,10 @@ impl Generations {
 
     /// Whether any grant of `key` issued so far carries a token.
     pub fn key_is_tokened(&self, key: u16) -> bool {
-        self.by_token.range((key, 0)..=(key, u64::MAX)).next().is_some()
+        self.by_token
+            .range((key, 0)..=(key, u64::MAX))
+            .next()
+            .is_some()
     }
 
     /// Highest generation issued so far for `key`.

@@ -184,7 +184,11 @@ impl Writes {
             .map_or(0, |&i| i + 1);
         let between = &log[from.min(log.len())..];
         let mut evidence = vec![read_seq];
-        evidence.extend(between[between.len().saturating_sub(8)..].iter().map(|&(s, _)| s));
+        evidence.extend(
+            between[between.len().saturating_sub(8)..]
+                .iter()
+                .map(|&(s, _)| s),
+        );
         evidence.push(e.seq);
         out.push(Violation {
             kind: ViolationKind::LostUpdate,

@@ -13,7 +13,8 @@ use crate::{check, history, report};
 pub fn cmd_check_history(path: &std::path::Path) -> Result<ExitCode> {
     // Located UTF-8 errors, FIFOs and oversized files refused: the same
     // reader as scenario files.
-    let text = crate::scenario::source::read_text(path, None).map_err(|e| BadInput(e.to_string()))?;
+    let text =
+        crate::scenario::source::read_text(path, None).map_err(|e| BadInput(e.to_string()))?;
     let h = history::jsonl::read(&text, &path.display().to_string())
         .map_err(|e| BadInput(e.to_string()))?;
     if let Err(refusal) = history::validate::validate(&h) {

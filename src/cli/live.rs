@@ -58,13 +58,21 @@ pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
         servers.root.path.display()
     );
     let [redis_ms, initdb_ms, postgres_ms] = servers.started_ms;
-    println!("started: redis-server {redis_ms} ms, initdb {initdb_ms} ms, postgres {postgres_ms} ms");
+    println!(
+        "started: redis-server {redis_ms} ms, initdb {initdb_ms} ms, postgres {postgres_ms} ms"
+    );
     std::fs::create_dir_all(&args.out)?;
     let mut rows = Vec::new();
     let mut all_met = true;
     for s in &scenarios {
         let n = args.trials.unwrap_or(s.trials);
-        println!("\n{} ({} + {} UPDATE; twin {})", s.name, s.lock.name(), s.write.name(), s.twin.display());
+        println!(
+            "\n{} ({} + {} UPDATE; twin {})",
+            s.name,
+            s.lock.name(),
+            s.write.name(),
+            s.twin.display()
+        );
         let mut t = Tally {
             trials: n,
             found: Default::default(),
@@ -92,7 +100,11 @@ pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
             println!(
                 "  trial {k}/{n}: {} — {} — fence_rejected {rejected} — {} — {trial_ms} ms",
                 r.faults.join("; "),
-                if kinds.is_empty() { "clean".to_string() } else { kinds.join(", ") },
+                if kinds.is_empty() {
+                    "clean".to_string()
+                } else {
+                    kinds.join(", ")
+                },
                 file.display()
             );
         }
@@ -103,11 +115,18 @@ pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
         rows.push((s.name.clone(), t, sim, s.find.clone(), met));
     }
     println!("\nlive vs simulated (trials / seeds with the violation; for `none`, clean ones):");
-    println!("  {:<36} {:<22} {:>9} {:>13}  expectation", "scenario", "violation", "live", "simulated");
+    println!(
+        "  {:<36} {:<22} {:>9} {:>13}  expectation",
+        "scenario", "violation", "live", "simulated"
+    );
     for (name, t, sim, find, met) in &rows {
         let mut kinds: Vec<ViolationKind> = ViolationKind::ALL
             .into_iter()
-            .filter(|k| t.found[*k as usize] > 0 || sim.agg.failing_seeds[*k as usize] > 0 || find.contains(k))
+            .filter(|k| {
+                t.found[*k as usize] > 0
+                    || sim.agg.failing_seeds[*k as usize] > 0
+                    || find.contains(k)
+            })
             .collect();
         kinds.dedup();
         let verdict = if *met { "met" } else { "NOT MET" };
@@ -122,7 +141,11 @@ pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
         }
         for k in kinds {
             let (l, m) = (t.found[k as usize], sim.agg.failing_seeds[k as usize]);
-            let disagree = if (l > 0) != (m > 0) { "  (live and model disagree)" } else { "" };
+            let disagree = if (l > 0) != (m > 0) {
+                "  (live and model disagree)"
+            } else {
+                ""
+            };
             println!(
                 "  {name:<36} {:<22} {:>9} {:>13}  {verdict}{disagree}",
                 k.name(),

@@ -57,7 +57,9 @@ impl Proxy {
                     Ok((client, _)) => {
                         let _ = client.set_nonblocking(false);
                         if let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) {
-                            if let (Ok(mut all), Ok(c), Ok(s)) = (streams2.lock(), client.try_clone(), server.try_clone()) {
+                            if let (Ok(mut all), Ok(c), Ok(s)) =
+                                (streams2.lock(), client.try_clone(), server.try_clone())
+                            {
                                 all.push(c);
                                 all.push(s);
                             }
@@ -68,7 +70,12 @@ impl Proxy {
                 }
             }
         });
-        Ok(Proxy { port, stop, log, streams })
+        Ok(Proxy {
+            port,
+            stop,
+            log,
+            streams,
+        })
     }
 
     /// Cuts the link: every connection closed, new ones refused.
@@ -88,7 +95,12 @@ impl Drop for Proxy {
     }
 }
 
-fn pipe(client: TcpStream, server: TcpStream, hold: Option<(&'static str, u64)>, log: Arc<Mutex<ProxyLog>>) {
+fn pipe(
+    client: TcpStream,
+    server: TcpStream,
+    hold: Option<(&'static str, u64)>,
+    log: Arc<Mutex<ProxyLog>>,
+) {
     let (c2, s2) = match (client.try_clone(), server.try_clone()) {
         (Ok(c), Ok(s)) => (c, s),
         _ => return,
@@ -105,7 +117,9 @@ fn pipe(client: TcpStream, server: TcpStream, hold: Option<(&'static str, u64)>,
     std::thread::spawn(move || {
         let (mut from, mut to) = (client, server);
         let _ = match hold {
-            Some((pattern, hold_ms)) => forward_messages(&mut from, &mut to, pattern, hold_ms, &log),
+            Some((pattern, hold_ms)) => {
+                forward_messages(&mut from, &mut to, pattern, hold_ms, &log)
+            }
             None => std::io::copy(&mut from, &mut to).map(|_| ()),
         };
         let _ = to.shutdown(Shutdown::Both);

@@ -139,24 +139,42 @@ fn one_of<T: Copy>(
     what: &str,
     names: &[(&str, T)],
 ) -> Result<T, ScenarioError> {
-    names.iter().find(|(n, _)| *n == v.get_ref()).map(|(_, k)| *k).ok_or_else(|| {
-        let list: Vec<&str> = names.iter().map(|(n, _)| *n).collect();
-        ScenarioError::at(
-            file,
-            src,
-            v.span(),
-            format!("unsupported {what} {:?}; the live mode supports: {}", v.get_ref(), list.join(", ")),
-        )
-    })
+    names
+        .iter()
+        .find(|(n, _)| *n == v.get_ref())
+        .map(|(_, k)| *k)
+        .ok_or_else(|| {
+            let list: Vec<&str> = names.iter().map(|(n, _)| *n).collect();
+            ScenarioError::at(
+                file,
+                src,
+                v.span(),
+                format!(
+                    "unsupported {what} {:?}; the live mode supports: {}",
+                    v.get_ref(),
+                    list.join(", ")
+                ),
+            )
+        })
 }
 
 pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
     let file = path.display().to_string();
     let raw: RawFile = toml::from_str(src).map_err(|e| {
-        ScenarioError::at(&file, src, e.span().unwrap_or(0..0), e.message().trim_end().to_string())
+        ScenarioError::at(
+            &file,
+            src,
+            e.span().unwrap_or(0..0),
+            e.message().trim_end().to_string(),
+        )
     })?;
     if *raw.schema_version.get_ref() != 1 {
-        return Err(ScenarioError::at(&file, src, raw.schema_version.span(), "schema_version must be 1"));
+        return Err(ScenarioError::at(
+            &file,
+            src,
+            raw.schema_version.span(),
+            "schema_version must be 1",
+        ));
     }
     let lock = one_of(&file, src, &raw.lock, "lock", &LockKind::NAMES)?;
     let write = one_of(&file, src, &raw.write, "write", &WriteKind::NAMES)?;
@@ -168,8 +186,14 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
             "lock = \"none\" goes with write = \"select-for-update\" (the database is the lock), and only with it",
         ));
     }
-    let workers: Vec<LiveWorker> =
-        raw.worker.into_iter().map(|w| LiveWorker { name: w.name, start_ms: w.start_ms }).collect();
+    let workers: Vec<LiveWorker> = raw
+        .worker
+        .into_iter()
+        .map(|w| LiveWorker {
+            name: w.name,
+            start_ms: w.start_ms,
+        })
+        .collect();
     let mut pauses = Vec::new();
     let mut holds = Vec::new();
     let mut failovers = Vec::new();
@@ -180,38 +204,90 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
         Failover,
     }
     for f in &raw.fault {
-        let kind = one_of(&file, src, &f.kind, "fault kind", &[("pause", K::Pause), ("delay", K::Delay), ("failover", K::Failover)])?;
+        let kind = one_of(
+            &file,
+            src,
+            &f.kind,
+            "fault kind",
+            &[
+                ("pause", K::Pause),
+                ("delay", K::Delay),
+                ("failover", K::Failover),
+            ],
+        )?;
         let node = f.node.get_ref();
         let worker = node
             .strip_prefix("worker/")
             .filter(|w| workers.iter().any(|x| x.name == *w))
             .ok_or_else(|| {
-                ScenarioError::at(&file, src, f.node.span(), format!("unknown node {node:?}; expected worker/<name> of a [[worker]]"))
+                ScenarioError::at(
+                    &file,
+                    src,
+                    f.node.span(),
+                    format!("unknown node {node:?}; expected worker/<name> of a [[worker]]"),
+                )
             })?
             .to_string();
-        let missing = |what: &str| ScenarioError::at(&file, src, f.kind.span(), format!("this fault needs `{what}`"));
+        let missing = |what: &str| {
+            ScenarioError::at(
+                &file,
+                src,
+                f.kind.span(),
+                format!("this fault needs `{what}`"),
+            )
+        };
         if kind != K::Delay {
             let after = f.after.as_ref().ok_or_else(|| missing("after"))?;
             let points: Vec<(&str, &str)> = PAUSE_POINTS.iter().map(|p| (*p, *p)).collect();
             let after = one_of(&file, src, after, "protocol point", &points)?.to_string();
-            if let Some(other) = pauses.iter().map(|p: &LivePause| (&p.worker, &p.after)).chain(failovers.iter().map(|p: &LiveFailover| (&p.worker, &p.after))).find(|(w, a)| **w == worker && **a != after) {
-                return Err(ScenarioError::at(&file, src, f.kind.span(), format!("worker/{worker} already stops at {:?}; one protocol point per worker", other.1)));
+            if let Some(other) = pauses
+                .iter()
+                .map(|p: &LivePause| (&p.worker, &p.after))
+                .chain(
+                    failovers
+                        .iter()
+                        .map(|p: &LiveFailover| (&p.worker, &p.after)),
+                )
+                .find(|(w, a)| **w == worker && **a != after)
+            {
+                return Err(ScenarioError::at(
+                    &file,
+                    src,
+                    f.kind.span(),
+                    format!(
+                        "worker/{worker} already stops at {:?}; one protocol point per worker",
+                        other.1
+                    ),
+                ));
             }
             if kind == K::Pause {
-                pauses.push(LivePause { worker, after, duration_ms: f.duration_ms });
+                pauses.push(LivePause {
+                    worker,
+                    after,
+                    duration_ms: f.duration_ms,
+                });
             } else {
                 if lock == LockKind::None {
-                    return Err(ScenarioError::at(&file, src, f.kind.span(), "a failover needs a Redis lock"));
+                    return Err(ScenarioError::at(
+                        &file,
+                        src,
+                        f.kind.span(),
+                        "a failover needs a Redis lock",
+                    ));
                 }
                 failovers.push(LiveFailover { worker, after });
             }
         } else {
             let message = f.message.as_ref().ok_or_else(|| missing("message"))?;
             one_of(&file, src, message, "held message", &[("update", ())])?;
-            holds.push(LiveHold { worker, duration_ms: f.duration_ms });
+            holds.push(LiveHold {
+                worker,
+                duration_ms: f.duration_ms,
+            });
         }
     }
-    let kinds: Vec<(&str, ViolationKind)> = ViolationKind::ALL.iter().map(|k| (k.name(), *k)).collect();
+    let kinds: Vec<(&str, ViolationKind)> =
+        ViolationKind::ALL.iter().map(|k| (k.name(), *k)).collect();
     let find = raw
         .expect
         .find
@@ -221,7 +297,12 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
     let base = path.parent().unwrap_or(Path::new("."));
     let twin = base.join(raw.twin.get_ref());
     if !twin.is_file() {
-        return Err(ScenarioError::at(&file, src, raw.twin.span(), format!("twin {} is not a file", twin.display())));
+        return Err(ScenarioError::at(
+            &file,
+            src,
+            raw.twin.span(),
+            format!("twin {} is not a file", twin.display()),
+        ));
     }
     Ok(LiveScenario {
         path: path.to_path_buf(),
@@ -244,6 +325,7 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
 }
 
 pub fn load(path: &Path) -> anyhow::Result<LiveScenario> {
-    let src = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let src =
+        std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     Ok(parse(&src, path)?)
 }

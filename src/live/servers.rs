@@ -116,7 +116,10 @@ impl TempRoot {
                 return Ok(TempRoot { path });
             }
         }
-        bail!("could not create a temporary directory under {}", base.display())
+        bail!(
+            "could not create a temporary directory under {}",
+            base.display()
+        )
     }
 }
 
@@ -128,11 +131,17 @@ impl Drop for TempRoot {
 
 /// Removes the directories of harnesses that are gone (killed before their Drop ran).
 pub fn sweep_stale() {
-    let Ok(entries) = fs::read_dir(std::env::temp_dir()) else { return };
+    let Ok(entries) = fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        let Some(rest) = name.strip_prefix(TEMP_PREFIX) else { continue };
-        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else { continue };
+        let Some(rest) = name.strip_prefix(TEMP_PREFIX) else {
+            continue;
+        };
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
         if !Path::new(&format!("/proc/{pid}")).exists() {
             let _ = fs::remove_dir_all(e.path());
         }
@@ -148,7 +157,12 @@ pub fn log_tail(path: &Path, n: usize) -> String {
 
 /// Polls `ready` until it succeeds or `timeout` passes; on timeout the error
 /// carries the server's log tail.
-fn wait_ready(what: &str, log: &Path, timeout: Duration, mut ready: impl FnMut() -> bool) -> Result<()> {
+fn wait_ready(
+    what: &str,
+    log: &Path,
+    timeout: Duration,
+    mut ready: impl FnMut() -> bool,
+) -> Result<()> {
     let start = Instant::now();
     while start.elapsed() < timeout {
         if ready() {
@@ -181,7 +195,11 @@ pub struct Redis {
 impl Redis {
     pub fn start(dir: &Path, timeout: Duration) -> Result<Redis> {
         fs::create_dir_all(dir)?;
-        let mut r = Redis { port: free_port()?, dir: dir.to_path_buf(), child: None };
+        let mut r = Redis {
+            port: free_port()?,
+            dir: dir.to_path_buf(),
+            child: None,
+        };
         r.spawn(timeout)?;
         Ok(r)
     }
@@ -190,18 +208,30 @@ impl Redis {
         let bin = find_binary("redis-server", "redis-server")?;
         let log = self.dir.join("redis.log");
         let mut cmd = Command::new(&bin);
-        cmd.args(["--port", &self.port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-            // A replica's full sync starts at once (the default waits 5 s for more replicas).
-            .args(["--repl-diskless-sync-delay", "0"])
-            .arg("--dir")
-            .arg(&self.dir)
-            .arg("--logfile")
-            .arg(&log)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
+        cmd.args([
+            "--port",
+            &self.port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        // A replica's full sync starts at once (the default waits 5 s for more replicas).
+        .args(["--repl-diskless-sync-delay", "0"])
+        .arg("--dir")
+        .arg(&self.dir)
+        .arg("--logfile")
+        .arg(&log)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
         die_with_parent(&mut cmd);
-        self.child = Some(cmd.spawn().with_context(|| format!("starting {}", bin.display()))?);
+        self.child = Some(
+            cmd.spawn()
+                .with_context(|| format!("starting {}", bin.display()))?,
+        );
         let url = self.url();
         wait_ready("redis-server", &log, timeout, || {
             redis::Client::open(url.as_str())
@@ -276,16 +306,30 @@ impl Postgres {
         let mut init = Command::new(&initdb);
         init.arg("-D")
             .arg(&data)
-            .args(["-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8", "--no-instructions"])
+            .args([
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "--no-sync",
+                "-E",
+                "UTF8",
+                "--no-instructions",
+            ])
             .stdin(Stdio::null())
             .stdout(fs::File::create(&init_log)?)
             .stderr(fs::File::create(&init_log)?.try_clone()?);
         as_postgres(&mut init);
         die_with_parent(&mut init);
         let t = Instant::now();
-        let status = init.status().with_context(|| format!("running {}", initdb.display()))?;
+        let status = init
+            .status()
+            .with_context(|| format!("running {}", initdb.display()))?;
         if !status.success() {
-            bail!("initdb failed ({status}); last lines of {}:\n{}", init_log.display(), log_tail(&init_log, 20));
+            bail!(
+                "initdb failed ({status}); last lines of {}:\n{}",
+                init_log.display(),
+                log_tail(&init_log, 20)
+            );
         }
         let initdb_ms = t.elapsed().as_millis();
         let port = free_port()?;
@@ -297,18 +341,28 @@ impl Postgres {
             .arg("-k")
             .arg(&socket_dir)
             .args([
-                "-c", "listen_addresses=127.0.0.1",
-                "-c", "fsync=off",
-                "-c", "synchronous_commit=off",
-                "-c", "full_page_writes=off",
+                "-c",
+                "listen_addresses=127.0.0.1",
+                "-c",
+                "fsync=off",
+                "-c",
+                "synchronous_commit=off",
+                "-c",
+                "full_page_writes=off",
             ])
             .stdin(Stdio::null())
             .stdout(fs::File::create(&log)?)
             .stderr(fs::File::create(&log)?.try_clone()?);
         as_postgres(&mut cmd);
         die_with_parent(&mut cmd);
-        let child = cmd.spawn().with_context(|| format!("starting {}", postgres.display()))?;
-        let mut pg = Postgres { port, socket_dir, child: Some(child) };
+        let child = cmd
+            .spawn()
+            .with_context(|| format!("starting {}", postgres.display()))?;
+        let mut pg = Postgres {
+            port,
+            socket_dir,
+            child: Some(child),
+        };
         let conn = pg.conn_string();
         wait_ready("postgres", &log, timeout, || {
             postgres::Client::connect(&conn, postgres::NoTls).is_ok()
@@ -333,7 +387,9 @@ impl Postgres {
 
     /// Fast shutdown through the postmaster (SIGINT), SIGKILL after 10 s.
     pub fn stop(&mut self) {
-        let Some(mut child) = self.child.take() else { return };
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
         kill(child.id(), libc::SIGINT);
         let start = Instant::now();
         while start.elapsed() < Duration::from_secs(10) {
@@ -396,7 +452,13 @@ impl Servers {
         let t = Instant::now();
         let (postgres, initdb_ms) = Postgres::start(&root.path.join("pg"), timeout)?;
         let postgres_ms = t.elapsed().as_millis() - initdb_ms;
-        Ok(Servers { started_ms: [redis_ms, initdb_ms, postgres_ms], redis, replica, postgres, root })
+        Ok(Servers {
+            started_ms: [redis_ms, initdb_ms, postgres_ms],
+            redis,
+            replica,
+            postgres,
+            root,
+        })
     }
 
     /// Fresh state for a trial: empty Redis, the schema recreated.
@@ -405,11 +467,15 @@ impl Servers {
         for r in [&self.redis, &self.replica] {
             let mut con = r.connection()?;
             // A replica promoted in the last trial is a primary again until the next REPLICAOF.
-            redis::cmd("REPLICAOF").arg("NO").arg("ONE").query::<()>(&mut con)?;
+            redis::cmd("REPLICAOF")
+                .arg("NO")
+                .arg("ONE")
+                .query::<()>(&mut con)?;
             redis::cmd("FLUSHALL").query::<()>(&mut con)?;
         }
         let mut pg = postgres::Client::connect(&self.postgres.conn_string(), postgres::NoTls)?;
-        pg.batch_execute(SCHEMA_SQL).context("creating the live schema")?;
+        pg.batch_execute(SCHEMA_SQL)
+            .context("creating the live schema")?;
         Ok(())
     }
 }

@@ -88,7 +88,10 @@ const FAILOVER: usize = usize::MAX;
 fn replicate_then_cut(servers: &mut Servers) -> Result<()> {
     let link = Proxy::start(servers.redis.port, None)?;
     let mut replica = servers.replica.connection()?;
-    redis::cmd("REPLICAOF").arg("127.0.0.1").arg(link.port).query::<()>(&mut replica)?;
+    redis::cmd("REPLICAOF")
+        .arg("127.0.0.1")
+        .arg(link.port)
+        .query::<()>(&mut replica)?;
     let start = Instant::now();
     loop {
         let info: String = redis::cmd("INFO").arg("replication").query(&mut replica)?;
@@ -110,7 +113,12 @@ enum Msg {
 }
 
 /// Runs one trial. Must be called from the main thread (children's parent-death signal).
-pub fn run(s: &LiveScenario, servers: &mut Servers, exe: &Path, timeout: Duration) -> Result<TrialResult> {
+pub fn run(
+    s: &LiveScenario,
+    servers: &mut Servers,
+    exe: &Path,
+    timeout: Duration,
+) -> Result<TrialResult> {
     servers.reset()?;
     let mut redis_urls = servers.redis.url();
     if !s.failovers.is_empty() {
@@ -123,8 +131,14 @@ pub fn run(s: &LiveScenario, servers: &mut Servers, exe: &Path, timeout: Duratio
     for (i, w) in s.workers.iter().enumerate() {
         let mut conn = servers.postgres.conn_string();
         if let Some(h) = s.holds.iter().find(|h| h.worker == w.name) {
-            let proxy = Proxy::start(servers.postgres.port, Some(("UPDATE documents", h.duration_ms)))?;
-            conn = format!("host=127.0.0.1 port={} user=postgres dbname=postgres sslmode=disable", proxy.port);
+            let proxy = Proxy::start(
+                servers.postgres.port,
+                Some(("UPDATE documents", h.duration_ms)),
+            )?;
+            conn = format!(
+                "host=127.0.0.1 port={} user=postgres dbname=postgres sslmode=disable",
+                proxy.port
+            );
             proxies.push((w.name.clone(), proxy));
         }
         let mut cmd = Command::new(exe);
@@ -133,7 +147,12 @@ pub fn run(s: &LiveScenario, servers: &mut Servers, exe: &Path, timeout: Duratio
             .args(["--redis", &redis_urls])
             .args(["--postgres", &conn])
             .args(["--lock", s.lock.name(), "--write", s.write.name()])
-            .args(["--ttl-ms", &s.ttl_ms.to_string(), "--retry-ms", &s.retry_ms.to_string()])
+            .args([
+                "--ttl-ms",
+                &s.ttl_ms.to_string(),
+                "--retry-ms",
+                &s.retry_ms.to_string(),
+            ])
             .args(["--work-ms", &s.work_ms.to_string()])
             .args(["--op-id", &(1001 + i as u64).to_string()])
             .stdin(Stdio::piped())
@@ -145,7 +164,9 @@ pub fn run(s: &LiveScenario, servers: &mut Servers, exe: &Path, timeout: Duratio
             cmd.args(["--gate", after]);
         }
         die_with_parent(&mut cmd);
-        let mut child = cmd.spawn().with_context(|| format!("starting worker {}", w.name))?;
+        let mut child = cmd
+            .spawn()
+            .with_context(|| format!("starting worker {}", w.name))?;
         let stdout = child.stdout.take().context("worker stdout")?;
         let stdin = child.stdin.take().context("worker stdin")?;
         let tx = tx.clone();
@@ -158,7 +179,11 @@ pub fn run(s: &LiveScenario, servers: &mut Servers, exe: &Path, timeout: Duratio
             }
             let _ = tx.send(Msg::Eof(i));
         });
-        procs.push(WorkerProc { name: w.name.clone(), child, stdin });
+        procs.push(WorkerProc {
+            name: w.name.clone(),
+            child,
+            stdin,
+        });
     }
     drop(tx);
 
@@ -176,7 +201,12 @@ pub fn run(s: &LiveScenario, servers: &mut Servers, exe: &Path, timeout: Duratio
     }
     let t0 = Instant::now();
     let t0_ns = monotonic_ns();
-    let mut to_start: Vec<(u64, usize)> = s.workers.iter().enumerate().map(|(i, w)| (w.start_ms, i)).collect();
+    let mut to_start: Vec<(u64, usize)> = s
+        .workers
+        .iter()
+        .enumerate()
+        .map(|(i, w)| (w.start_ms, i))
+        .collect();
     to_start.sort();
     let mut to_start = to_start.into_iter().peekable();
     // (when, worker index) of pending SIGCONTs.
@@ -220,18 +250,33 @@ pub fn run(s: &LiveScenario, servers: &mut Servers, exe: &Path, timeout: Duratio
                     .with_context(|| format!("worker {} wrote {line:?}", procs[i].name))?;
                 if let Some(step) = v.get("gate").and_then(Value::as_str) {
                     let name = &procs[i].name;
-                    if s.failovers.iter().any(|f| f.worker == *name && f.after == step) {
+                    if s.failovers
+                        .iter()
+                        .any(|f| f.worker == *name && f.after == step)
+                    {
                         let at = monotonic_ns();
                         servers.redis.stop();
                         let mut con = servers.replica.connection()?;
-                        redis::cmd("REPLICAOF").arg("NO").arg("ONE").query::<()>(&mut con)?;
+                        redis::cmd("REPLICAOF")
+                            .arg("NO")
+                            .arg("ONE")
+                            .query::<()>(&mut con)?;
                         faults.push(format!(
                             "failover after worker/{name}'s {step} at {:.1} ms: primary SIGKILLed, replica promoted",
                             t0.elapsed().as_secs_f64() * 1e3
                         ));
-                        pause_records.push((FAILOVER, "failover", at, "primary SIGKILLed; REPLICAOF NO ONE".into()));
+                        pause_records.push((
+                            FAILOVER,
+                            "failover",
+                            at,
+                            "primary SIGKILLed; REPLICAOF NO ONE".into(),
+                        ));
                     }
-                    if let Some(p) = s.pauses.iter().find(|p| p.worker == *name && p.after == step) {
+                    if let Some(p) = s
+                        .pauses
+                        .iter()
+                        .find(|p| p.worker == *name && p.after == step)
+                    {
                         let pid = procs[i].child.id();
                         let confirm = stop_confirmed(pid)?;
                         let at = monotonic_ns();
@@ -265,7 +310,10 @@ pub fn run(s: &LiveScenario, servers: &mut Servers, exe: &Path, timeout: Duratio
     }
     drop(procs);
     for (name, proxy) in &proxies {
-        let log = proxy.log.lock().map_err(|_| anyhow::anyhow!("proxy log poisoned"))?;
+        let log = proxy
+            .log
+            .lock()
+            .map_err(|_| anyhow::anyhow!("proxy log poisoned"))?;
         for (at, ms) in &log.held {
             faults.push(format!(
                 "proxy held worker/{name}'s UPDATE for {ms} ms at {:.1} ms",
@@ -276,14 +324,21 @@ pub fn run(s: &LiveScenario, servers: &mut Servers, exe: &Path, timeout: Duratio
 
     let mut pg = postgres::Client::connect(&servers.postgres.conn_string(), postgres::NoTls)?;
     let audit: Vec<(i64, i64, i64)> = pg
-        .query("SELECT commit_seq, op_id, token FROM audit ORDER BY commit_seq", &[])?
+        .query(
+            "SELECT commit_seq, op_id, token FROM audit ORDER BY commit_seq",
+            &[],
+        )?
         .iter()
         .map(|r| (r.get(0), r.get(1), r.get(2)))
         .collect();
     let names: Vec<String> = s.workers.iter().map(|w| w.name.clone()).collect();
     let history = build_history(&names, s.lock, &records, &pause_records, &audit)?;
     let report = check::check(&history);
-    Ok(TrialResult { report, history, faults })
+    Ok(TrialResult {
+        report,
+        history,
+        faults,
+    })
 }
 
 /// A record before it has its place in the merged order.
@@ -311,7 +366,11 @@ pub fn build_history(
     let coord = resource + 1;
     let mut nodes: Vec<String> = workers.iter().map(|w| format!("worker/{w}")).collect();
     nodes.push("resource/0".into());
-    nodes.push(if lock == LockKind::None { "resource/0-locks".into() } else { "coord/0".into() });
+    nodes.push(if lock == LockKind::None {
+        "resource/0-locks".into()
+    } else {
+        "coord/0".into()
+    });
     // The replica, promoted in a failover scenario.
     nodes.push("coord/1".into());
     let mut out: Vec<Pending> = Vec::new();
@@ -322,7 +381,9 @@ pub fn build_history(
     // grant held by each worker, for release records.
     let mut held = std::collections::BTreeMap::new();
     for (n, (i, v)) in records.iter().enumerate() {
-        let Some(kind_name) = v.get("kind").and_then(Value::as_str) else { continue };
+        let Some(kind_name) = v.get("kind").and_then(Value::as_str) else {
+            continue;
+        };
         let t_ns = field(v, "t_ns").context("record without t_ns")?;
         let node = *i as u16;
         let mut e = Event::new(0, t_ns, node, Kind::AcquireSent);
@@ -342,7 +403,11 @@ pub fn build_history(
                 issued.key = Some(0);
                 issued.grant_id = Some(grant_id);
                 issued.token = e.token;
-                out.push(Pending { t_ns, rank: (0, n as u64), event: issued });
+                out.push(Pending {
+                    t_ns,
+                    rank: (0, n as u64),
+                    event: issued,
+                });
                 e.op_id = None;
                 e.grant_id = Some(grant_id);
                 Kind::GrantReceived
@@ -357,7 +422,11 @@ pub fn build_history(
             }
             "write_acked" => {
                 let rejected = v.get("outcome").and_then(Value::as_str) == Some("rejected");
-                e.outcome = Some(if rejected { Outcome::Rejected } else { Outcome::Ok });
+                e.outcome = Some(if rejected {
+                    Outcome::Rejected
+                } else {
+                    Outcome::Ok
+                });
                 if let Some(op) = e.op_id {
                     acked_at.insert(op, t_ns);
                     if rejected {
@@ -367,7 +436,11 @@ pub fn build_history(
                         r.op_id = Some(op);
                         r.token = e.token;
                         r.detail = Some("0 rows updated".into());
-                        out.push(Pending { t_ns, rank: (1, n as u64), event: r });
+                        out.push(Pending {
+                            t_ns,
+                            rank: (1, n as u64),
+                            event: r,
+                        });
                     }
                 }
                 Kind::WriteAcked
@@ -385,7 +458,11 @@ pub fn build_history(
         if matches!(e.kind, Kind::WorkloadDone) {
             e.key = None;
         }
-        out.push(Pending { t_ns, rank: (2, n as u64), event: e });
+        out.push(Pending {
+            t_ns,
+            rank: (2, n as u64),
+            event: e,
+        });
     }
     for (i, kind, t_ns, detail) in pauses {
         let (node, kind) = match *kind {
@@ -395,7 +472,11 @@ pub fn build_history(
         };
         let mut e = Event::new(0, *t_ns, node, kind);
         e.detail = Some(detail.clone());
-        out.push(Pending { t_ns: *t_ns, rank: (2, u64::MAX), event: e });
+        out.push(Pending {
+            t_ns: *t_ns,
+            rank: (2, u64::MAX),
+            event: e,
+        });
     }
     let mut placed = 0u64;
     for (n, (commit_seq, op, token)) in audit.iter().enumerate() {
@@ -413,7 +494,11 @@ pub fn build_history(
         e.value = Some(op);
         e.token = (*token != 0).then_some(*token as u64);
         e.detail = Some(format!("audit commit_seq {commit_seq}"));
-        out.push(Pending { t_ns: placed, rank: (3, n as u64), event: e });
+        out.push(Pending {
+            t_ns: placed,
+            rank: (3, n as u64),
+            event: e,
+        });
     }
     out.sort_by_key(|p| (p.t_ns, p.rank));
     let base = out.first().map_or(0, |p| p.t_ns);
@@ -426,12 +511,18 @@ pub fn build_history(
             p.event
         })
         .collect();
-    Ok(History { nodes, keys: vec!["doc".into()], events })
+    Ok(History {
+        nodes,
+        keys: vec!["doc".into()],
+        events,
+    })
 }
 
 /// Writes a history as JSON lines (docs/history.md).
 pub fn write_history(h: &History, path: &PathBuf) -> Result<()> {
-    let mut f = std::io::BufWriter::new(std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?);
+    let mut f = std::io::BufWriter::new(
+        std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?,
+    );
     crate::history::jsonl::write(h, &mut f)?;
     f.flush()?;
     Ok(())

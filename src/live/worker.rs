@@ -111,8 +111,8 @@ pub fn run(args: &WorkerArgs) -> Result<()> {
         LockKind::None => None,
         _ => Some(connect_redis(urls.first().copied().unwrap_or(""))?),
     };
-    let mut pg =
-        postgres::Client::connect(&args.postgres, postgres::NoTls).context("connecting to PostgreSQL")?;
+    let mut pg = postgres::Client::connect(&args.postgres, postgres::NoTls)
+        .context("connecting to PostgreSQL")?;
     out.emit(json!({ "ready": true }));
     out.wait_line()?;
     let op = args.op_id;
@@ -132,27 +132,36 @@ pub fn run(args: &WorkerArgs) -> Result<()> {
                 .arg(args.ttl_ms)
                 .query::<Option<String>>(con)
                 .and_then(|got| match got {
-                    Some(_) => redis::cmd("INCR").arg(TOKEN_KEY).query::<u64>(con).map(Some),
+                    Some(_) => redis::cmd("INCR")
+                        .arg(TOKEN_KEY)
+                        .query::<u64>(con)
+                        .map(Some),
                     None => Ok(None),
                 });
             match got {
                 Ok(Some(t)) => {
                     token = Some(t);
-                    out.emit(json!({ "kind": "grant_received", "op": op, "token": t, "server": server }));
+                    out.emit(
+                        json!({ "kind": "grant_received", "op": op, "token": t, "server": server }),
+                    );
                     break;
                 }
                 Ok(None) => {}
                 // The primary is gone: move to the next server (the promoted replica).
                 Err(e) if server + 1 < urls.len() => {
                     server += 1;
-                    out.emit(json!({ "kind": "moved", "detail": format!("{e}; now server {server}") }));
+                    out.emit(
+                        json!({ "kind": "moved", "detail": format!("{e}; now server {server}") }),
+                    );
                     *con = connect_redis(urls[server])?;
                     continue;
                 }
                 Err(e) => return Err(e).context("SET NX PX / INCR"),
             }
             if monotonic_ns() > deadline {
-                out.emit(json!({ "kind": "op_abandoned", "op": op, "detail": "acquire timed out" }));
+                out.emit(
+                    json!({ "kind": "op_abandoned", "op": op, "detail": "acquire timed out" }),
+                );
                 return Ok(());
             }
             std::thread::sleep(Duration::from_millis(args.retry_ms));
@@ -183,7 +192,10 @@ pub fn run(args: &WorkerArgs) -> Result<()> {
 
     if args.write == WriteKind::CheckThenUpdate {
         let fence: i64 = pg
-            .query_one("SELECT fencing_token FROM documents WHERE id = $1", &[&DOC_ID])
+            .query_one(
+                "SELECT fencing_token FROM documents WHERE id = $1",
+                &[&DOC_ID],
+            )
             .context("fence check")?
             .get(0);
         out.emit(json!({ "kind": "fence_checked", "op": op, "value": fence }));

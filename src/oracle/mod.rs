@@ -115,12 +115,17 @@ impl<'h> Oracle<'h> {
     fn adopted_before(&self, node: u16, key: u16, i: usize) -> Option<u64> {
         (0..i)
             .rev()
-            .find(|&j| self.adopting[j] && self.ev[j].node == node && self.receipt_key(j) == Some(key))
+            .find(|&j| {
+                self.adopting[j] && self.ev[j].node == node && self.receipt_key(j) == Some(key)
+            })
             .and_then(|j| self.ev[j].grant_id)
     }
 
     fn receipt_key(&self, j: usize) -> Option<u16> {
-        self.ev[j].grant_id.and_then(|g| self.grants.get(&g)).map(|g| g.key)
+        self.ev[j]
+            .grant_id
+            .and_then(|g| self.grants.get(&g))
+            .map(|g| g.key)
     }
 
     /// Whether receipt `i` adopts its grant: a grant other than the one its
@@ -189,7 +194,8 @@ impl<'h> Oracle<'h> {
                     let r = &self.ev[j];
                     is_receipt(r)
                         && r.node == n
-                        && r.grant_id.is_some_and(|id| matches(id) && self.issued_by(id, j))
+                        && r.grant_id
+                            .is_some_and(|id| matches(id) && self.issued_by(id, j))
                 });
                 if let Some(j) = received {
                     return self.ev[j].grant_id;
@@ -233,18 +239,33 @@ impl<'h> Oracle<'h> {
     }
 
     /// (generation, sender, token, read) of the write resource record `i` is judged as.
-    fn judged(&self, i: usize, op: u64, key: u16) -> (u64, Option<u16>, Option<u64>, Option<(u64, u64)>) {
+    fn judged(
+        &self,
+        i: usize,
+        op: u64,
+        key: u16,
+    ) -> (u64, Option<u16>, Option<u64>, Option<(u64, u64)>) {
         match self.send_of(i, op) {
             Some(j) => {
                 let s = &self.ev[j];
                 let key = s.key.unwrap_or(key); // a send is judged on its own key
                 let g = self.acted_on(Some(s.node), key, s.grant_id, s.token, j);
-                (g.map_or(0, |g| self.rank(g)), Some(s.node), s.token, self.read_before(op, j))
+                (
+                    g.map_or(0, |g| self.rank(g)),
+                    Some(s.node),
+                    s.token,
+                    self.read_before(op, j),
+                )
             }
             None => {
                 let e = &self.ev[i];
                 let g = self.acted_on(None, key, None, e.token, i);
-                (g.map_or(0, |g| self.rank(g)), None, e.token, self.read_before(op, i))
+                (
+                    g.map_or(0, |g| self.rank(g)),
+                    None,
+                    e.token,
+                    self.read_before(op, i),
+                )
             }
         }
     }
@@ -381,7 +402,10 @@ impl<'h> Oracle<'h> {
             Kind::Unfinished => {
                 let last = self.ev[..i].iter().rev().find(|p| {
                     p.node == e.node
-                        && matches!(p.kind, Kind::Crash | Kind::Pause | Kind::Restart | Kind::Resume)
+                        && matches!(
+                            p.kind,
+                            Kind::Crash | Kind::Pause | Kind::Restart | Kind::Resume
+                        )
                 });
                 if !last.is_some_and(|p| matches!(p.kind, Kind::Crash | Kind::Pause)) {
                     find("liveness");
@@ -391,7 +415,8 @@ impl<'h> Oracle<'h> {
                 let (Some(key), Some(op)) = (e.key, e.op_id) else {
                     return;
                 };
-                let same = |p: &Event, kind| p.kind == kind && p.key == Some(key) && p.op_id == Some(op);
+                let same =
+                    |p: &Event, kind| p.kind == kind && p.key == Some(key) && p.op_id == Some(op);
                 if self.ev[..i].iter().any(|p| same(p, Kind::EffectPerformed)) {
                     find("duplicate_effect");
                 }
@@ -407,10 +432,9 @@ impl<'h> Oracle<'h> {
             }
             Kind::RenewOk => {
                 let Some(g) = e.grant_id else { return };
-                let Some(x) = (0..i)
-                    .rev()
-                    .find(|&j| self.ev[j].kind == Kind::LeaseExpired && self.ev[j].grant_id == Some(g))
-                else {
+                let Some(x) = (0..i).rev().find(|&j| {
+                    self.ev[j].kind == Kind::LeaseExpired && self.ev[j].grant_id == Some(g)
+                }) else {
                     return;
                 };
                 let Some(key) = self.grants.get(&g).map(|x| x.key).or(e.key) else {
@@ -451,7 +475,8 @@ impl<'h> Oracle<'h> {
             };
             let ended = self.ev[b + 1..i].iter().any(|p| {
                 p.node == y
-                    && (p.kind == Kind::Crash || (p.kind == Kind::SteppedDown && p.key == Some(key)))
+                    && (p.kind == Kind::Crash
+                        || (p.kind == Kind::SteppedDown && p.key == Some(key)))
             });
             let promoted = self.ev[b]
                 .grant_id

@@ -229,7 +229,11 @@ impl PairNode {
     }
 
     fn recover(&mut self, bytes: &[u8]) {
-        assert_eq!(bytes.len(), 20, "a pair node's record is two u64s and a u32");
+        assert_eq!(
+            bytes.len(),
+            20,
+            "a pair node's record is two u64s and a u32"
+        );
         let word = |b: &[u8]| u64::from_le_bytes(b.try_into().expect("8 bytes"));
         self.known_epoch = word(&bytes[..8]);
         self.ops_started = word(&bytes[8..16]);

@@ -149,7 +149,10 @@ impl Resource {
         assert!(bytes.len() >= 2, "resource record lacks its session count");
         let (rest, count) = bytes.split_at(bytes.len() - 2);
         let count = u16::from_le_bytes([count[0], count[1]]) as usize;
-        assert!(rest.len() >= count * 6, "resource record shorter than its session table");
+        assert!(
+            rest.len() >= count * 6,
+            "resource record shorter than its session table"
+        );
         let (rows, table) = rest.split_at(rest.len() - count * 6);
         let sessions = table
             .chunks_exact(6)
@@ -426,7 +429,9 @@ impl Node for Resource {
             }
             Input::Message { from, msg } => {
                 let req = match msg {
-                    Msg::Read { req, .. } | Msg::Reserve { req, .. } | Msg::Write { req, .. } => req,
+                    Msg::Read { req, .. } | Msg::Reserve { req, .. } | Msg::Write { req, .. } => {
+                        req
+                    }
                     _ => return,
                 };
                 if !self.in_order(from, req) {

@@ -141,8 +141,8 @@ mod imp {
                 let mut status = 0;
                 // SAFETY: waitpid on one pid; -1 (ECHILD) if it is not our child.
                 let r = unsafe { libc::waitpid(pid as libc::pid_t, &mut status, libc::WNOHANG) };
-                let gone = r > 0
-                    || (r < 0 && !std::path::Path::new(&format!("/proc/{pid}")).exists());
+                let gone =
+                    r > 0 || (r < 0 && !std::path::Path::new(&format!("/proc/{pid}")).exists());
                 if gone {
                     break;
                 }
