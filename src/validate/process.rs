@@ -466,7 +466,7 @@ impl Drop for ProcessNode {
     /// now, also what left its process group.
     fn drop(&mut self) {
         let pid = self.child.id();
-        kill_process_group(pid);
+        // Kills the node's group too, after noting who is in it.
         reaper::end_node(pid, &self.tag);
         let _ = self.child.kill();
         let _ = self.child.wait();
@@ -531,15 +531,3 @@ fn own_process_group(cmd: &mut Command) {
 
 #[cfg(not(unix))]
 fn own_process_group(_cmd: &mut Command) {}
-
-#[cfg(unix)]
-fn kill_process_group(pid: u32) {
-    // SAFETY: kill(2) with a negative pid signals the group the child leads
-    // (process_group(0) made its pgid its pid); it has no memory effects.
-    unsafe {
-        libc::kill(-(pid as libc::pid_t), libc::SIGKILL);
-    }
-}
-
-#[cfg(not(unix))]
-fn kill_process_group(_pid: u32) {}

@@ -132,12 +132,13 @@ mod imp {
     }
 
     /// Reaps `pids` that are (or become) zombie children of this process;
-    /// gives each up to a second to die after SIGKILL. One whose parent was
+    /// gives each up to five seconds to die after SIGKILL (a loaded machine
+    /// can take well over a second to tear down a large process). One whose parent was
     /// killed too is re-parented to us (the subreaper) only once that parent
     /// is gone, so "not our child yet" is waited out while it still exists.
     fn reap(pids: &BTreeSet<u32>) {
         for &pid in pids {
-            for _ in 0..500 {
+            for _ in 0..2500 {
                 let mut status = 0;
                 // SAFETY: waitpid on one pid; -1 (ECHILD) if it is not our child.
                 let r = unsafe { libc::waitpid(pid as libc::pid_t, &mut status, libc::WNOHANG) };
@@ -153,36 +154,46 @@ mod imp {
 
     pub fn end_node(root: u32, tag: &str) {
         let me = std::process::id();
-        // Rounds: killing a parent re-parents its children (to us, the
-        // subreaper), which the next round finds by tag or as orphans.
-        for round in 0..20 {
-            let procs = processes();
-            let mut victims: BTreeSet<u32> = if round == 0 {
-                descendants(&procs, root)
-            } else {
-                BTreeSet::new()
-            };
-            for &(pid, _, _) in &procs {
-                if pid != me && carries(pid, tag) {
-                    victims.insert(pid);
+        // Who belongs to the node is decided before anything dies: a killed
+        // process turns into a zombie whose environment (its tag) can no
+        // longer be read, and its orphaned children leave the tree. Every pid
+        // found once is kept until it is reaped.
+        let mut found: BTreeSet<u32> = BTreeSet::new();
+        let collect = |procs: &[(u32, u32, bool)], found: &mut BTreeSet<u32>| {
+            let mut fresh = false;
+            for pid in descendants(procs, root) {
+                fresh |= found.insert(pid);
+            }
+            for &(pid, _, zombie) in procs {
+                if pid != me && !zombie && carries(pid, tag) {
+                    fresh |= found.insert(pid);
                 }
             }
-            victims.remove(&me);
-            let live = victims.iter().any(|&p| p != root);
-            for &pid in &victims {
+            found.remove(&me);
+            fresh
+        };
+        collect(&processes(), &mut found);
+        // SAFETY: kill(2) with a negative pid signals the group the node
+        // leads (it was started as its own group leader); no memory effects.
+        unsafe {
+            libc::kill(-(root as libc::pid_t), libc::SIGKILL);
+        }
+        // Rounds: a process forked between the snapshot and the kill, or
+        // re-parented to us (the subreaper) when its parent died, is found
+        // by tree or tag in the next round.
+        for _ in 0..20 {
+            for &pid in &found {
                 kill(pid);
             }
-            // Every victim but the root (its `Child` reaps it): those whose
-            // parent died with them end up as our zombies.
-            let mut adopted = victims.clone();
-            adopted.remove(&root);
-            reap(&adopted);
-            if !live {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            if !collect(&processes(), &mut found) {
                 break;
             }
-            // Let the signalled ones die before looking again.
-            std::thread::sleep(std::time::Duration::from_millis(2));
         }
+        // Every one but the root (its `Child` reaps it): those whose parent
+        // died with them end up as our zombies.
+        found.remove(&root);
+        reap(&found);
         if ADOPT_ORPHANS.load(Ordering::Relaxed) {
             end_orphans();
         }
@@ -217,6 +228,14 @@ mod imp {
 
 #[cfg(not(target_os = "linux"))]
 mod imp {
-    pub fn end_node(_root: u32, _tag: &str) {}
+    pub fn end_node(_root: u32, _tag: &str) {
+        // Without /proc and a subreaper, the node's process group is all
+        // that can be ended.
+        #[cfg(unix)]
+        // SAFETY: kill(2) with a negative pid signals the node's group.
+        unsafe {
+            libc::kill(-(_root as libc::pid_t), libc::SIGKILL);
+        }
+    }
     pub fn end_orphans() {}
 }
