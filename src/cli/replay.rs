@@ -73,7 +73,7 @@ pub fn cmd_replay(
         println!("scripted scenario written to {}", file.display());
     }
     if let Some(dir) = report_dir {
-        report::write::write(&dir, &report::write::replay_doc(&s, &out, &report))?;
+        report::write::write(&dir, &report::write::replay_doc(&s, &out, &report, swarm))?;
         println!("report written to {}", dir.join("index.html").display());
     }
     let failing = !report.is_clean() && report.kinds().any(|k| !s.expect.tolerates(k));

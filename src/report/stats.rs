@@ -77,8 +77,15 @@ impl SeedStats {
 }
 
 /// Runs `seeds` of `scenario` on `jobs` threads and folds their metrics.
-pub fn collect(scenario: &Scenario, seeds: Range<u64>, jobs: usize) -> SeedStats {
-    let count = seeds.end - seeds.start;
+pub fn collect(
+    scenario: &Scenario,
+    seeds: Range<u64>,
+    jobs: usize,
+    cfg: &crate::suite::SweepConfig,
+) -> SeedStats {
+    let start = seeds.start;
+    let owned = |seed: u64| cfg.shard.is_none_or(|s| s.owns(start, seed));
+    let count = seeds.clone().filter(|&seed| owned(seed)).count() as u64;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(jobs.max(1))
         .build()
@@ -86,8 +93,10 @@ pub fn collect(scenario: &Scenario, seeds: Range<u64>, jobs: usize) -> SeedStats
     let stats = pool.install(|| {
         seeds
             .into_par_iter()
+            .filter(|&seed| owned(seed))
             .fold(SeedStats::default, |acc, seed| {
-                let out = crate::sim::run(&scenario.options, seed, false);
+                let (options, _) = crate::suite::seed_options(scenario, seed, cfg.swarm);
+                let out = crate::sim::run(&options, seed, false);
                 acc.add(seed, &crate::check::check(&out.history))
             })
             .reduce(SeedStats::default, SeedStats::merge)

@@ -11,7 +11,6 @@
 //! the time, the machine or `--jobs`.
 
 use std::collections::BTreeSet;
-use std::ops::Range;
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -31,21 +30,12 @@ pub struct Doc {
     pub svgs: Vec<Option<String>>,
 }
 
-/// The seeds `fencesim run` ran for `s` under the same overrides.
-pub fn seed_range(s: &Scenario, seeds: Option<u64>, seed_start: Option<u64>) -> Range<u64> {
-    let start = seed_start.unwrap_or(s.seeds.start);
-    let count = seeds.unwrap_or(s.seeds.end - s.seeds.start);
-    start..start.saturating_add(count)
-}
-
 /// Builds the report of a `fencesim run`.
-pub fn run_doc(
-    scenarios: &[Scenario],
-    results: &[ScenarioResult],
-    seeds: Option<u64>,
-    seed_start: Option<u64>,
-    jobs: usize,
-) -> Doc {
+///
+/// Each scenario's seeds, shard and swarm setting come from its result, so
+/// the report covers exactly the runs the sweep judged (one shard's seeds
+/// under `--shard`; each seed's own swarm mix under `--swarm`).
+pub fn run_doc(scenarios: &[Scenario], results: &[ScenarioResult], jobs: usize) -> Doc {
     assert_eq!(scenarios.len(), results.len(), "one result per scenario");
     let mut slugs = Slugs::default();
     let mut doc = Doc {
@@ -58,13 +48,12 @@ pub fn run_doc(
         svgs: Vec::new(),
     };
     for (s, r) in scenarios.iter().zip(results) {
-        let range = seed_range(s, seeds, seed_start);
+        let range = r.seeds.clone();
+        let stats = stats::collect(s, range.clone(), jobs, &r.cfg);
         assert_eq!(
-            range.end - range.start,
-            r.agg.seeds,
+            stats.seeds, r.agg.seeds,
             "report and suite must cover the same seeds"
         );
-        let stats = stats::collect(s, range.clone(), jobs);
         let any_violation = r.agg.failing_seeds.iter().any(|&n| n > 0);
         let pick = match (r.replay_seed, stats.first_rejected_seed) {
             (Some(seed), _) if !r.met() => Some((seed, "the seed to replay first")),
@@ -78,9 +67,11 @@ pub fn run_doc(
         let slug = slugs.next(&s.name);
         let (timeline, svg) = match pick {
             Some((seed, reason)) => {
-                let out = sim::run(&s.options, seed, true);
+                // The seed exactly as the sweep ran it: with its swarm mix.
+                let (options, _) = crate::suite::seed_options(s, seed, r.cfg.swarm);
+                let out = sim::run(&options, seed, true);
                 let report = check::check(&out.history);
-                let (t, svg) = timeline(s, &out, &report, reason, &slug);
+                let (t, svg) = timeline(s, &out, &report, reason, &slug, r.cfg.swarm);
                 (Some(t), Some(svg))
             }
             None => (None, None),
@@ -109,7 +100,7 @@ pub fn run_doc(
 }
 
 /// Builds the report of a `fencesim replay` of one seed.
-pub fn replay_doc(s: &Scenario, out: &RunOutcome, report: &Report) -> Doc {
+pub fn replay_doc(s: &Scenario, out: &RunOutcome, report: &Report, swarm: bool) -> Doc {
     let mut problems: Vec<String> = report
         .kinds()
         .filter(|k| !s.expect.tolerates(*k))
@@ -117,7 +108,7 @@ pub fn replay_doc(s: &Scenario, out: &RunOutcome, report: &Report) -> Doc {
         .collect();
     problems.extend(s.expect.failed_metrics(report));
     let slug = format!("{}-seed-{}", Slugs::default().next(&s.name), out.seed);
-    let (timeline, svg) = timeline(s, out, report, "the replayed seed", &slug);
+    let (timeline, svg) = timeline(s, out, report, "the replayed seed", &slug, swarm);
     let stats = SeedStats::default().add(out.seed, report);
     let scenario = ScenarioResults {
         name: s.name.clone(),
@@ -166,6 +157,7 @@ fn timeline(
     report: &Report,
     reason: &str,
     slug: &str,
+    swarm: bool,
 ) -> (TimelineResults, String) {
     let scene = scene::build(&out.history, &out.trace, report, out.end_ns);
     let verdict = if report.is_clean() {
@@ -188,7 +180,11 @@ fn timeline(
     let t = TimelineResults {
         seed: out.seed,
         reason: reason.to_string(),
-        replay_command: table::repro_command(&path, out.seed),
+        replay_command: if swarm {
+            format!("{} --swarm", table::repro_command(&path, out.seed))
+        } else {
+            table::repro_command(&path, out.seed)
+        },
         svg: format!("timelines/{slug}.svg"),
         trace_hash: format!("{:016x}", out.trace_hash),
         records: out.history.events.len() as u64,
