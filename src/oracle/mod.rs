@@ -15,6 +15,9 @@
 
 use std::collections::BTreeMap;
 
+/// (generation, sender, token, read) a resource record is judged as.
+type Judged = (u64, Option<u16>, Option<u64>, Option<(u64, u64)>);
+
 use crate::history::{Event, History, Kind};
 
 /// One violation: its kind's name and the record that commits it.
@@ -244,7 +247,7 @@ impl<'h> Oracle<'h> {
         i: usize,
         op: u64,
         key: u16,
-    ) -> (u64, Option<u16>, Option<u64>, Option<(u64, u64)>) {
+    ) -> Judged {
         match self.send_of(i, op) {
             Some(j) => {
                 let s = &self.ev[j];

@@ -173,6 +173,9 @@ fn merge_failing(a: Vec<FailingSeed>, b: Vec<FailingSeed>) -> Vec<FailingSeed> {
 }
 
 impl Aggregate {
+    // Folds in one seed's result, not another aggregate: `ops::Add` would
+    // promise `Aggregate + Aggregate`, which is `merge`.
+    #[allow(clippy::should_implement_trait)]
     pub fn add(mut self, r: &SeedResult) -> Aggregate {
         self.seeds += 1;
         self.events += r.events;

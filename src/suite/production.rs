@@ -145,7 +145,8 @@ pub fn prometheus(results: &[ScenarioResult]) -> String {
             let _ = writeln!(s, "fencesim_{name}_seconds_count{{{l}}} {}", h.count);
         }
     }
-    let counters: [(&str, &str, fn(&ScenarioResult) -> u64); 3] = [
+    type Counter = (&'static str, &'static str, fn(&ScenarioResult) -> u64);
+    let counters: [Counter; 3] = [
         (
             "renewal_failures_total",
             "renewals the coordinator refused",
