@@ -15,10 +15,10 @@
 
 use std::collections::BTreeMap;
 
+use crate::history::{Event, History, Kind};
+
 /// (generation, sender, token, read) a resource record is judged as.
 type Judged = (u64, Option<u16>, Option<u64>, Option<(u64, u64)>);
-
-use crate::history::{Event, History, Kind};
 
 /// One violation: its kind's name and the record that commits it.
 #[derive(Clone, PartialEq, Eq, Debug, PartialOrd, Ord)]
@@ -242,12 +242,7 @@ impl<'h> Oracle<'h> {
     }
 
     /// (generation, sender, token, read) of the write resource record `i` is judged as.
-    fn judged(
-        &self,
-        i: usize,
-        op: u64,
-        key: u16,
-    ) -> Judged {
+    fn judged(&self, i: usize, op: u64, key: u16) -> Judged {
         match self.send_of(i, op) {
             Some(j) => {
                 let s = &self.ev[j];
