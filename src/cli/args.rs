@@ -100,6 +100,13 @@ pub enum Command {
         format: Format,
         #[arg(long)]
         junit: Option<PathBuf>,
+        /// Also write the report directory `run --report` writes (its charts run the seeds
+        /// once more, here, on --jobs threads: the shard files carry totals only).
+        #[arg(long, value_name = "DIR")]
+        report: Option<PathBuf>,
+        /// Threads for --report's second pass (default: all cores).
+        #[arg(long)]
+        jobs: Option<usize>,
     },
     /// Re-run one seed of a scenario and show its timeline, trace, violations and hash.
     Replay {

@@ -8,6 +8,7 @@
 //! flags, scenarios or seed ranges, or that do not cover `0..N` exactly
 //! once, are bad input: merging them would report a sweep nobody ran.
 
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -15,7 +16,8 @@ use anyhow::Result;
 
 use super::args::Format;
 use super::run::{emit, exit_code};
-use super::{load, BadInput};
+use super::{check_writable_dir, check_writable_file, load, BadInput};
+use crate::scenario::Scenario;
 use crate::suite::json::{parse_hex, RunJson, ScenarioJson, SCHEMA, SCHEMA_VERSION};
 use crate::suite::{self, Aggregate, ScenarioResult, SweepConfig};
 
@@ -175,7 +177,11 @@ fn plausible(part: &Aggregate, r: &RunJson, s: &ScenarioJson, shards: usize) -> 
 }
 
 /// Merges scenario `i` of every shard and judges it from its file.
-fn merge_scenario(reports: &[RunJson], i: usize, cfg: &SweepConfig) -> Result<ScenarioResult> {
+fn merge_scenario(
+    reports: &[RunJson],
+    i: usize,
+    cfg: &SweepConfig,
+) -> Result<(Scenario, ScenarioResult)> {
     let mut agg = Aggregate::default();
     let mut divergence: Option<(u64, String)> = None;
     for r in reports {
@@ -202,16 +208,57 @@ fn merge_scenario(reports: &[RunJson], i: usize, cfg: &SweepConfig) -> Result<Sc
         ))
         .into());
     }
-    Ok(suite::judge_sweep(
+    let result = suite::judge_sweep(
         &scenario,
         s.seed_start..s.seed_end,
         cfg,
         agg,
         divergence.map(|(_, text)| text),
-    ))
+    );
+    Ok((scenario, result))
 }
 
-pub fn cmd_merge(files: &[PathBuf], format: Format, junit: Option<PathBuf>) -> Result<ExitCode> {
+/// The `--seeds` / `--seed-start` a sweep over `ranges` was run with: the
+/// report recomputes each scenario's range from its file and these, as
+/// `run` does. A flag given to `run` applies to every scenario, so a value
+/// shared by all ranges is taken as given; the result is checked.
+fn overrides(
+    scenarios: &[Scenario],
+    ranges: &[Range<u64>],
+) -> Result<(Option<u64>, Option<u64>), BadInput> {
+    let same = |f: fn(&Range<u64>) -> u64| {
+        let first = ranges.first().map(f)?;
+        ranges.iter().all(|r| f(r) == first).then_some(first)
+    };
+    let seeds = same(|r| r.end - r.start);
+    let seed_start = same(|r| r.start);
+    for (s, r) in scenarios.iter().zip(ranges) {
+        if crate::report::write::seed_range(s, seeds, seed_start) != *r {
+            return Err(BadInput(format!(
+                "{}: its seed range {}..{} is not one a single `fencesim run` gives with the others'; \
+                 --report needs shards of one run",
+                s.path.display(),
+                r.start,
+                r.end
+            )));
+        }
+    }
+    Ok((seeds, seed_start))
+}
+
+pub fn cmd_merge(
+    files: &[PathBuf],
+    format: Format,
+    junit: Option<PathBuf>,
+    report: Option<PathBuf>,
+    jobs: Option<usize>,
+) -> Result<ExitCode> {
+    if let Some(file) = &junit {
+        check_writable_file("--junit", file)?;
+    }
+    if let Some(dir) = &report {
+        check_writable_dir("--report", dir)?;
+    }
     let reports = files
         .iter()
         .map(|f| read(f))
@@ -222,10 +269,32 @@ pub fn cmd_merge(files: &[PathBuf], format: Format, junit: Option<PathBuf>) -> R
         check_determinism: reports[0].check_determinism,
         shard: None,
     };
-    let results = (0..reports[0].scenarios.len())
-        .map(|i| merge_scenario(&reports, i, &cfg))
-        .collect::<Result<Vec<_>>>()?;
+    let (scenarios, results): (Vec<Scenario>, Vec<ScenarioResult>) =
+        (0..reports[0].scenarios.len())
+            .map(|i| merge_scenario(&reports, i, &cfg))
+            .collect::<Result<Vec<_>>>()?
+            .into_iter()
+            .unzip();
     let code = exit_code(&results);
     emit(&results, &cfg, format, junit.as_deref(), code)?;
+    if let Some(dir) = report {
+        let ranges: Vec<Range<u64>> = reports[0]
+            .scenarios
+            .iter()
+            .map(|s| s.seed_start..s.seed_end)
+            .collect();
+        let (seeds, seed_start) = overrides(&scenarios, &ranges)?;
+        let doc = crate::report::write::run_doc(
+            &scenarios,
+            &results,
+            seeds,
+            seed_start,
+            super::jobs(jobs),
+        );
+        crate::report::write::write(&dir, &doc)?;
+        if format == Format::Text {
+            println!("report written to {}", dir.join("index.html").display());
+        }
+    }
     Ok(ExitCode::from(code))
 }

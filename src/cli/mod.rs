@@ -80,7 +80,9 @@ pub fn run(cli: args::Cli) -> Result<ExitCode> {
             files,
             format,
             junit,
-        } => merge::cmd_merge(&files, format, junit),
+            report,
+            jobs,
+        } => merge::cmd_merge(&files, format, junit, report, jobs),
         Command::Replay {
             path,
             seed,
