@@ -7,6 +7,10 @@
 //! content hash as when the shards ran. Shards that disagree on version,
 //! flags, scenarios or seed ranges, or that do not cover `0..N` exactly
 //! once, are bad input: merging them would report a sweep nobody ran.
+//!
+//! `validate --shard I/N --format json` outputs merge here too (told apart
+//! by their `schema`), into the unsharded validation's JSON; see
+//! `validate::shard`.
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -18,38 +22,191 @@ use super::args::Format;
 use super::run::{emit, exit_code};
 use super::{check_writable_dir, check_writable_file, load, BadInput};
 use crate::scenario::Scenario;
-use crate::suite::json::{parse_hex, RunJson, ScenarioJson, SCHEMA, SCHEMA_VERSION};
+use crate::suite::json::{parse_hex, RunJson, ScenarioJson, ShardJson, SCHEMA, SCHEMA_VERSION};
 use crate::suite::{self, Aggregate, ScenarioResult, SweepConfig};
+use crate::validate::shard::{self as vshard, ValidateJson};
 
-fn read(file: &Path) -> Result<RunJson, BadInput> {
+/// The text of a shard file and the `schema` it names (what wrote it).
+fn read_text(file: &Path) -> Result<(String, String), BadInput> {
     let text =
         std::fs::read_to_string(file).map_err(|e| BadInput(format!("{}: {e}", file.display())))?;
-    let report: RunJson = serde_json::from_str(&text).map_err(|e| {
+    let schema = serde_json::from_str::<serde_json::Value>(&text)
+        .ok()
+        .and_then(|v| v.get("schema")?.as_str().map(String::from))
+        .unwrap_or_default();
+    Ok((text, schema))
+}
+
+/// Parses a shard file written by `expected_by` with schema `schema` version `version`.
+fn parse<T: serde::de::DeserializeOwned>(
+    file: &Path,
+    text: &str,
+    expected_by: &str,
+) -> Result<T, BadInput> {
+    serde_json::from_str(text).map_err(|e| {
         BadInput(format!(
-            "{}:{}:{}: {e}; expected the output of `fencesim run --format json --shard I/N`",
+            "{}:{}:{}: {e}; expected the output of `{expected_by}`",
             file.display(),
             e.line(),
             e.column()
         ))
-    })?;
+    })
+}
+
+fn unsupported(
+    file: &Path,
+    schema: &str,
+    version: u32,
+    expected: &str,
+    expected_version: u32,
+) -> BadInput {
+    BadInput(format!(
+        "{}: schema {schema} version {version} is not supported; expected {expected} version {expected_version}",
+        file.display(),
+    ))
+}
+
+fn read(file: &Path) -> Result<RunJson, BadInput> {
+    let (text, _) = read_text(file)?;
+    let report: RunJson = parse(file, &text, "fencesim run --format json --shard I/N")?;
     if report.schema != SCHEMA || report.schema_version != SCHEMA_VERSION {
-        return Err(BadInput(format!(
-            "{}: schema {} version {} is not supported; expected {SCHEMA} version {SCHEMA_VERSION}",
-            file.display(),
-            report.schema,
-            report.schema_version
-        )));
+        return Err(unsupported(
+            file,
+            &report.schema,
+            report.schema_version,
+            SCHEMA,
+            SCHEMA_VERSION,
+        ));
     }
     Ok(report)
 }
 
+fn read_validate(file: &Path) -> Result<ValidateJson, BadInput> {
+    let (text, _) = read_text(file)?;
+    let report: ValidateJson = parse(file, &text, "fencesim validate --format json --shard I/N")?;
+    if report.schema != vshard::SCHEMA || report.schema_version != vshard::SCHEMA_VERSION {
+        return Err(unsupported(
+            file,
+            &report.schema,
+            report.schema_version,
+            vshard::SCHEMA,
+            vshard::SCHEMA_VERSION,
+        ));
+    }
+    Ok(report)
+}
+
+/// Merges `validate --shard I/N --format json` outputs into the unsharded
+/// validation's JSON (or, as text, its table of counts and verdict).
+fn merge_validate(files: &[PathBuf], format: Format) -> Result<ExitCode> {
+    let reports = files
+        .iter()
+        .map(|f| read_validate(f))
+        .collect::<Result<Vec<_>, _>>()?;
+    check_shards(
+        files,
+        &reports.iter().map(validate_view).collect::<Vec<_>>(),
+    )?;
+    let first = &reports[0];
+    let scenarios: Vec<_> = (0..first.scenarios.len())
+        .map(|i| {
+            let parts: Vec<_> = reports.iter().map(|r| r.scenarios[i].clone()).collect();
+            vshard::merge_scenario(&parts)
+        })
+        .collect();
+    let (failing_runs, impl_errors, exit_code) = vshard::verdict(&scenarios);
+    let merged = ValidateJson {
+        schema: first.schema.clone(),
+        schema_version: first.schema_version,
+        fencesim_version: first.fencesim_version.clone(),
+        nodes: first.nodes.clone(),
+        step_timeout_ms: first.step_timeout_ms,
+        shard: None,
+        scenarios,
+        failing_runs,
+        impl_errors,
+        exit_code,
+    };
+    match format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&merged)?),
+        Format::Text => {
+            println!(
+                "{:<34} {:>6} {:>8} {:>12}",
+                "scenario", "seeds", "failing", "impl-errors"
+            );
+            for s in &merged.scenarios {
+                let errors = s.seeds.iter().filter(|x| x.impl_error.is_some()).count();
+                let failing = s
+                    .seeds
+                    .iter()
+                    .filter(|x| x.impl_error.is_none() && !x.own.is_empty())
+                    .count();
+                println!(
+                    "{:<34} {:>6} {failing:>8} {errors:>12}",
+                    s.name,
+                    s.seeds.len()
+                );
+            }
+            for s in &merged.scenarios {
+                if let Some(f) = &s.first_failure {
+                    println!("\n== {} seed {} (lowest failing seed) ==", s.name, f.seed);
+                    print!("{}", f.details);
+                }
+            }
+            println!(
+                "\nverdict: {failing_runs} runs with the implementation's violations, {impl_errors} implementation errors (exit {exit_code})"
+            );
+        }
+    }
+    Ok(ExitCode::from(exit_code))
+}
+
 /// What must be equal across shards for one scenario.
-fn identity(s: &ScenarioJson) -> (&str, &str, u64, u64) {
+type Identity<'a> = (&'a str, &'a str, u64, u64);
+
+fn identity(s: &ScenarioJson) -> Identity<'_> {
     (&s.path, &s.source_hash, s.seed_start, s.seed_end)
 }
 
+/// What the shard checks read from one file, whichever command wrote it.
+struct ShardView<'a> {
+    shard: Option<ShardJson>,
+    version: &'a str,
+    /// The flags that change results, and how to name them in an error.
+    flags: (String, &'static str),
+    scenarios: Vec<Identity<'a>>,
+}
+
+fn run_view(r: &RunJson) -> ShardView<'_> {
+    ShardView {
+        shard: r.shard,
+        version: &r.fencesim_version,
+        flags: (
+            format!("{} {}", r.swarm, r.check_determinism),
+            "--swarm / --check-determinism",
+        ),
+        scenarios: r.scenarios.iter().map(identity).collect(),
+    }
+}
+
+fn validate_view(r: &ValidateJson) -> ShardView<'_> {
+    ShardView {
+        shard: r.shard,
+        version: &r.fencesim_version,
+        flags: (
+            format!("{:?} {}", r.nodes, r.step_timeout_ms),
+            "--node / --step-timeout-ms",
+        ),
+        scenarios: r
+            .scenarios
+            .iter()
+            .map(|s| (&*s.path, &*s.source_hash, s.seed_start, s.seed_end))
+            .collect(),
+    }
+}
+
 /// Checks that `reports` are the shards `0..N` of one sweep.
-fn check_shards(files: &[PathBuf], reports: &[RunJson]) -> Result<(), BadInput> {
+fn check_shards(files: &[PathBuf], reports: &[ShardView]) -> Result<(), BadInput> {
     let first = &reports[0];
     let count = first.shard.map_or(0, |s| s.count);
     // A set, not a vector sized by a count read from a file.
@@ -78,13 +235,10 @@ fn check_shards(files: &[PathBuf], reports: &[RunJson]) -> Result<(), BadInput> 
                 shard.index
             )));
         }
-        if let Some(s) = r.scenarios.iter().find(|s| s.seed_start >= s.seed_end) {
+        if let Some((path, _, start, end)) = r.scenarios.iter().find(|s| s.2 >= s.3) {
             return Err(BadInput(format!(
-                "{}: {}: seed range {}..{} is empty; expected seed_start < seed_end",
+                "{}: {path}: seed range {start}..{end} is empty; expected seed_start < seed_end",
                 file.display(),
-                s.path,
-                s.seed_start,
-                s.seed_end
             )));
         }
         if !seen.insert(shard.index) {
@@ -94,18 +248,13 @@ fn check_shards(files: &[PathBuf], reports: &[RunJson]) -> Result<(), BadInput> 
                 shard.index
             )));
         }
-        if r.fencesim_version != first.fencesim_version {
+        if r.version != first.version {
             return Err(bad("the fencesim version"));
         }
-        if (r.swarm, r.check_determinism) != (first.swarm, first.check_determinism) {
-            return Err(bad("--swarm / --check-determinism"));
+        if r.flags.0 != first.flags.0 {
+            return Err(bad(r.flags.1));
         }
-        if !r
-            .scenarios
-            .iter()
-            .map(identity)
-            .eq(first.scenarios.iter().map(identity))
-        {
+        if r.scenarios != first.scenarios {
             return Err(bad(
                 "the scenario list (paths, content hashes, seed ranges)",
             ));
@@ -253,6 +402,16 @@ pub fn cmd_merge(
     report: Option<PathBuf>,
     jobs: Option<usize>,
 ) -> Result<ExitCode> {
+    if read_text(&files[0])?.1 == vshard::SCHEMA {
+        if junit.is_some() || report.is_some() {
+            return Err(BadInput(
+                "--junit and --report merge `run` shards; `validate` shards merge to text or JSON"
+                    .into(),
+            )
+            .into());
+        }
+        return merge_validate(files, format);
+    }
     if let Some(file) = &junit {
         check_writable_file("--junit", file)?;
     }
@@ -263,7 +422,7 @@ pub fn cmd_merge(
         .iter()
         .map(|f| read(f))
         .collect::<Result<Vec<_>, _>>()?;
-    check_shards(files, &reports)?;
+    check_shards(files, &reports.iter().map(run_view).collect::<Vec<_>>())?;
     let cfg = SweepConfig {
         swarm: reports[0].swarm,
         check_determinism: reports[0].check_determinism,

@@ -120,7 +120,20 @@ pub fn run(cli: args::Cli) -> Result<ExitCode> {
             seed_start,
             jobs,
             step_timeout_ms,
-        } => validate::cmd_validate(&nodes, &paths, seeds, seed_start, jobs, step_timeout_ms),
+            shard,
+            format,
+        } => validate::cmd_validate(
+            &nodes,
+            &paths,
+            validate::ValidateArgs {
+                seeds,
+                seed_start,
+                jobs,
+                step_timeout_ms,
+                shard,
+                format,
+            },
+        ),
         Command::Check {
             paths,
             threads,
