@@ -639,3 +639,63 @@ fn github_actions_matrix_shards_merge_into_the_unsharded_report() {
         &dir.join("html"),
     );
 }
+
+// ---------------------------------------------------------------- validate shards
+
+#[test]
+fn validate_shards_merge_into_the_unsharded_validation() {
+    // The store that acknowledges before it persists: its violations make
+    // the first-failure block and the verdict part of the comparison.
+    let node = format!(
+        "resource=python3 {}",
+        repo()
+            .join("examples/python/fencelock_ack_before_fsync.py")
+            .display()
+    );
+    let validate = |extra: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_fencesim"))
+            .current_dir(repo())
+            .args(["validate", "--node", &node, "--seeds", "6", "--jobs", "2"])
+            .args([
+                "examples/python/scenarios/resource-crash-after-ack.toml",
+                "--format",
+                "json",
+            ])
+            .args(extra)
+            .output()
+            .expect("fencesim runs");
+        assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+        out.stdout
+    };
+    let whole = validate(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = Vec::new();
+    for shard in ["1/2", "0/2"] {
+        let file = dir.path().join(format!("validate-{}.json", &shard[..1]));
+        std::fs::write(&file, validate(&["--shard", shard])).unwrap();
+        files.push(file);
+    }
+    let merged = Command::new(env!("CARGO_BIN_EXE_fencesim"))
+        .current_dir(repo())
+        .args(["merge", "--format", "json"])
+        .args(&files)
+        .output()
+        .unwrap();
+    assert_eq!(merged.status.code(), Some(1), "{}", show(&merged));
+    assert_eq!(
+        String::from_utf8_lossy(&merged.stdout),
+        String::from_utf8_lossy(&whole)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&whole).unwrap();
+    assert_eq!(report["scenarios"][0]["seeds"].as_array().unwrap().len(), 6);
+    assert_eq!(report["scenarios"][0]["first_failure"]["seed"], 0);
+    // One shard alone is not the validation.
+    let alone = Command::new(env!("CARGO_BIN_EXE_fencesim"))
+        .current_dir(repo())
+        .args(["merge"])
+        .arg(&files[0])
+        .output()
+        .unwrap();
+    assert_eq!(alone.status.code(), Some(2), "{}", show(&alone));
+    assert!(String::from_utf8_lossy(&alone.stderr).contains("missing shards: 0/2"));
+}
