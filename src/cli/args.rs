@@ -100,6 +100,13 @@ pub enum Command {
         format: Format,
         #[arg(long)]
         junit: Option<PathBuf>,
+        /// Also write the report directory `run --report` writes (its charts run the seeds
+        /// once more, here, on --jobs threads: the shard files carry totals only).
+        #[arg(long, value_name = "DIR")]
+        report: Option<PathBuf>,
+        /// Threads for --report's second pass (default: all cores).
+        #[arg(long)]
+        jobs: Option<usize>,
     },
     /// Re-run one seed of a scenario and show its timeline, trace, violations and hash.
     Replay {
@@ -182,6 +189,12 @@ pub enum Command {
         /// Abort a run if a process takes longer than this to answer one input.
         #[arg(long, default_value_t = 5_000)]
         step_timeout_ms: u64,
+        /// Run only shard I of N (0-based); `fencesim merge` combines the `--format json` outputs.
+        #[arg(long, value_parser = parse_shard)]
+        shard: Option<crate::suite::Shard>,
+        /// Output format on stdout (json: schema `fencesim-validate`, version 1).
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
     },
     /// Try every placement of up to K faults at the protocol events of a scenario (exhaustive
     /// fault-placement search); on a violation, write it as a scripted scenario.

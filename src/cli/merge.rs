@@ -7,7 +7,12 @@
 //! content hash as when the shards ran. Shards that disagree on version,
 //! flags, scenarios or seed ranges, or that do not cover `0..N` exactly
 //! once, are bad input: merging them would report a sweep nobody ran.
+//!
+//! `validate --shard I/N --format json` outputs merge here too (told apart
+//! by their `schema`), into the unsharded validation's JSON; see
+//! `validate::shard`.
 
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -15,39 +20,193 @@ use anyhow::Result;
 
 use super::args::Format;
 use super::run::{emit, exit_code};
-use super::{load, BadInput};
-use crate::suite::json::{parse_hex, RunJson, ScenarioJson, SCHEMA, SCHEMA_VERSION};
+use super::{check_writable_dir, check_writable_file, load, BadInput};
+use crate::scenario::Scenario;
+use crate::suite::json::{parse_hex, RunJson, ScenarioJson, ShardJson, SCHEMA, SCHEMA_VERSION};
 use crate::suite::{self, Aggregate, ScenarioResult, SweepConfig};
+use crate::validate::shard::{self as vshard, ValidateJson};
 
-fn read(file: &Path) -> Result<RunJson, BadInput> {
+/// The text of a shard file and the `schema` it names (what wrote it).
+fn read_text(file: &Path) -> Result<(String, String), BadInput> {
     let text =
         std::fs::read_to_string(file).map_err(|e| BadInput(format!("{}: {e}", file.display())))?;
-    let report: RunJson = serde_json::from_str(&text).map_err(|e| {
+    let schema = serde_json::from_str::<serde_json::Value>(&text)
+        .ok()
+        .and_then(|v| v.get("schema")?.as_str().map(String::from))
+        .unwrap_or_default();
+    Ok((text, schema))
+}
+
+/// Parses a shard file written by `expected_by` with schema `schema` version `version`.
+fn parse<T: serde::de::DeserializeOwned>(
+    file: &Path,
+    text: &str,
+    expected_by: &str,
+) -> Result<T, BadInput> {
+    serde_json::from_str(text).map_err(|e| {
         BadInput(format!(
-            "{}:{}:{}: {e}; expected the output of `fencesim run --format json --shard I/N`",
+            "{}:{}:{}: {e}; expected the output of `{expected_by}`",
             file.display(),
             e.line(),
             e.column()
         ))
-    })?;
+    })
+}
+
+fn unsupported(
+    file: &Path,
+    schema: &str,
+    version: u32,
+    expected: &str,
+    expected_version: u32,
+) -> BadInput {
+    BadInput(format!(
+        "{}: schema {schema} version {version} is not supported; expected {expected} version {expected_version}",
+        file.display(),
+    ))
+}
+
+fn read(file: &Path) -> Result<RunJson, BadInput> {
+    let (text, _) = read_text(file)?;
+    let report: RunJson = parse(file, &text, "fencesim run --format json --shard I/N")?;
     if report.schema != SCHEMA || report.schema_version != SCHEMA_VERSION {
-        return Err(BadInput(format!(
-            "{}: schema {} version {} is not supported; expected {SCHEMA} version {SCHEMA_VERSION}",
-            file.display(),
-            report.schema,
-            report.schema_version
-        )));
+        return Err(unsupported(
+            file,
+            &report.schema,
+            report.schema_version,
+            SCHEMA,
+            SCHEMA_VERSION,
+        ));
     }
     Ok(report)
 }
 
+fn read_validate(file: &Path) -> Result<ValidateJson, BadInput> {
+    let (text, _) = read_text(file)?;
+    let report: ValidateJson = parse(file, &text, "fencesim validate --format json --shard I/N")?;
+    if report.schema != vshard::SCHEMA || report.schema_version != vshard::SCHEMA_VERSION {
+        return Err(unsupported(
+            file,
+            &report.schema,
+            report.schema_version,
+            vshard::SCHEMA,
+            vshard::SCHEMA_VERSION,
+        ));
+    }
+    Ok(report)
+}
+
+/// Merges `validate --shard I/N --format json` outputs into the unsharded
+/// validation's JSON (or, as text, its table of counts and verdict).
+fn merge_validate(files: &[PathBuf], format: Format) -> Result<ExitCode> {
+    let reports = files
+        .iter()
+        .map(|f| read_validate(f))
+        .collect::<Result<Vec<_>, _>>()?;
+    check_shards(
+        files,
+        &reports.iter().map(validate_view).collect::<Vec<_>>(),
+    )?;
+    let first = &reports[0];
+    let scenarios: Vec<_> = (0..first.scenarios.len())
+        .map(|i| {
+            let parts: Vec<_> = reports.iter().map(|r| r.scenarios[i].clone()).collect();
+            vshard::merge_scenario(&parts)
+        })
+        .collect();
+    let (failing_runs, impl_errors, exit_code) = vshard::verdict(&scenarios);
+    let merged = ValidateJson {
+        schema: first.schema.clone(),
+        schema_version: first.schema_version,
+        fencesim_version: first.fencesim_version.clone(),
+        nodes: first.nodes.clone(),
+        step_timeout_ms: first.step_timeout_ms,
+        shard: None,
+        scenarios,
+        failing_runs,
+        impl_errors,
+        exit_code,
+    };
+    match format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&merged)?),
+        Format::Text => {
+            println!(
+                "{:<34} {:>6} {:>8} {:>12}",
+                "scenario", "seeds", "failing", "impl-errors"
+            );
+            for s in &merged.scenarios {
+                let errors = s.seeds.iter().filter(|x| x.impl_error.is_some()).count();
+                let failing = s
+                    .seeds
+                    .iter()
+                    .filter(|x| x.impl_error.is_none() && !x.own.is_empty())
+                    .count();
+                println!(
+                    "{:<34} {:>6} {failing:>8} {errors:>12}",
+                    s.name,
+                    s.seeds.len()
+                );
+            }
+            for s in &merged.scenarios {
+                if let Some(f) = &s.first_failure {
+                    println!("\n== {} seed {} (lowest failing seed) ==", s.name, f.seed);
+                    print!("{}", f.details);
+                }
+            }
+            println!(
+                "\nverdict: {failing_runs} runs with the implementation's violations, {impl_errors} implementation errors (exit {exit_code})"
+            );
+        }
+    }
+    Ok(ExitCode::from(exit_code))
+}
+
 /// What must be equal across shards for one scenario.
-fn identity(s: &ScenarioJson) -> (&str, &str, u64, u64) {
+type Identity<'a> = (&'a str, &'a str, u64, u64);
+
+fn identity(s: &ScenarioJson) -> Identity<'_> {
     (&s.path, &s.source_hash, s.seed_start, s.seed_end)
 }
 
+/// What the shard checks read from one file, whichever command wrote it.
+struct ShardView<'a> {
+    shard: Option<ShardJson>,
+    version: &'a str,
+    /// The flags that change results, and how to name them in an error.
+    flags: (String, &'static str),
+    scenarios: Vec<Identity<'a>>,
+}
+
+fn run_view(r: &RunJson) -> ShardView<'_> {
+    ShardView {
+        shard: r.shard,
+        version: &r.fencesim_version,
+        flags: (
+            format!("{} {}", r.swarm, r.check_determinism),
+            "--swarm / --check-determinism",
+        ),
+        scenarios: r.scenarios.iter().map(identity).collect(),
+    }
+}
+
+fn validate_view(r: &ValidateJson) -> ShardView<'_> {
+    ShardView {
+        shard: r.shard,
+        version: &r.fencesim_version,
+        flags: (
+            format!("{:?} {}", r.nodes, r.step_timeout_ms),
+            "--node / --step-timeout-ms",
+        ),
+        scenarios: r
+            .scenarios
+            .iter()
+            .map(|s| (&*s.path, &*s.source_hash, s.seed_start, s.seed_end))
+            .collect(),
+    }
+}
+
 /// Checks that `reports` are the shards `0..N` of one sweep.
-fn check_shards(files: &[PathBuf], reports: &[RunJson]) -> Result<(), BadInput> {
+fn check_shards(files: &[PathBuf], reports: &[ShardView]) -> Result<(), BadInput> {
     let first = &reports[0];
     let count = first.shard.map_or(0, |s| s.count);
     // A set, not a vector sized by a count read from a file.
@@ -76,13 +235,10 @@ fn check_shards(files: &[PathBuf], reports: &[RunJson]) -> Result<(), BadInput> 
                 shard.index
             )));
         }
-        if let Some(s) = r.scenarios.iter().find(|s| s.seed_start >= s.seed_end) {
+        if let Some((path, _, start, end)) = r.scenarios.iter().find(|s| s.2 >= s.3) {
             return Err(BadInput(format!(
-                "{}: {}: seed range {}..{} is empty; expected seed_start < seed_end",
+                "{}: {path}: seed range {start}..{end} is empty; expected seed_start < seed_end",
                 file.display(),
-                s.path,
-                s.seed_start,
-                s.seed_end
             )));
         }
         if !seen.insert(shard.index) {
@@ -92,18 +248,13 @@ fn check_shards(files: &[PathBuf], reports: &[RunJson]) -> Result<(), BadInput> 
                 shard.index
             )));
         }
-        if r.fencesim_version != first.fencesim_version {
+        if r.version != first.version {
             return Err(bad("the fencesim version"));
         }
-        if (r.swarm, r.check_determinism) != (first.swarm, first.check_determinism) {
-            return Err(bad("--swarm / --check-determinism"));
+        if r.flags.0 != first.flags.0 {
+            return Err(bad(r.flags.1));
         }
-        if !r
-            .scenarios
-            .iter()
-            .map(identity)
-            .eq(first.scenarios.iter().map(identity))
-        {
+        if r.scenarios != first.scenarios {
             return Err(bad(
                 "the scenario list (paths, content hashes, seed ranges)",
             ));
@@ -175,7 +326,11 @@ fn plausible(part: &Aggregate, r: &RunJson, s: &ScenarioJson, shards: usize) -> 
 }
 
 /// Merges scenario `i` of every shard and judges it from its file.
-fn merge_scenario(reports: &[RunJson], i: usize, cfg: &SweepConfig) -> Result<ScenarioResult> {
+fn merge_scenario(
+    reports: &[RunJson],
+    i: usize,
+    cfg: &SweepConfig,
+) -> Result<(Scenario, ScenarioResult)> {
     let mut agg = Aggregate::default();
     let mut divergence: Option<(u64, String)> = None;
     for r in reports {
@@ -202,30 +357,103 @@ fn merge_scenario(reports: &[RunJson], i: usize, cfg: &SweepConfig) -> Result<Sc
         ))
         .into());
     }
-    Ok(suite::judge_sweep(
+    let result = suite::judge_sweep(
         &scenario,
         s.seed_start..s.seed_end,
         cfg,
         agg,
         divergence.map(|(_, text)| text),
-    ))
+    );
+    Ok((scenario, result))
 }
 
-pub fn cmd_merge(files: &[PathBuf], format: Format, junit: Option<PathBuf>) -> Result<ExitCode> {
+/// The `--seeds` / `--seed-start` a sweep over `ranges` was run with: the
+/// report recomputes each scenario's range from its file and these, as
+/// `run` does. A flag given to `run` applies to every scenario, so a value
+/// shared by all ranges is taken as given; the result is checked.
+fn overrides(
+    scenarios: &[Scenario],
+    ranges: &[Range<u64>],
+) -> Result<(Option<u64>, Option<u64>), BadInput> {
+    let same = |f: fn(&Range<u64>) -> u64| {
+        let first = ranges.first().map(f)?;
+        ranges.iter().all(|r| f(r) == first).then_some(first)
+    };
+    let seeds = same(|r| r.end - r.start);
+    let seed_start = same(|r| r.start);
+    for (s, r) in scenarios.iter().zip(ranges) {
+        if crate::report::write::seed_range(s, seeds, seed_start) != *r {
+            return Err(BadInput(format!(
+                "{}: its seed range {}..{} is not one a single `fencesim run` gives with the others'; \
+                 --report needs shards of one run",
+                s.path.display(),
+                r.start,
+                r.end
+            )));
+        }
+    }
+    Ok((seeds, seed_start))
+}
+
+pub fn cmd_merge(
+    files: &[PathBuf],
+    format: Format,
+    junit: Option<PathBuf>,
+    report: Option<PathBuf>,
+    jobs: Option<usize>,
+) -> Result<ExitCode> {
+    if read_text(&files[0])?.1 == vshard::SCHEMA {
+        if junit.is_some() || report.is_some() {
+            return Err(BadInput(
+                "--junit and --report merge `run` shards; `validate` shards merge to text or JSON"
+                    .into(),
+            )
+            .into());
+        }
+        return merge_validate(files, format);
+    }
+    if let Some(file) = &junit {
+        check_writable_file("--junit", file)?;
+    }
+    if let Some(dir) = &report {
+        check_writable_dir("--report", dir)?;
+    }
     let reports = files
         .iter()
         .map(|f| read(f))
         .collect::<Result<Vec<_>, _>>()?;
-    check_shards(files, &reports)?;
+    check_shards(files, &reports.iter().map(run_view).collect::<Vec<_>>())?;
     let cfg = SweepConfig {
         swarm: reports[0].swarm,
         check_determinism: reports[0].check_determinism,
         shard: None,
     };
-    let results = (0..reports[0].scenarios.len())
-        .map(|i| merge_scenario(&reports, i, &cfg))
-        .collect::<Result<Vec<_>>>()?;
+    let (scenarios, results): (Vec<Scenario>, Vec<ScenarioResult>) =
+        (0..reports[0].scenarios.len())
+            .map(|i| merge_scenario(&reports, i, &cfg))
+            .collect::<Result<Vec<_>>>()?
+            .into_iter()
+            .unzip();
     let code = exit_code(&results);
     emit(&results, &cfg, format, junit.as_deref(), code)?;
+    if let Some(dir) = report {
+        let ranges: Vec<Range<u64>> = reports[0]
+            .scenarios
+            .iter()
+            .map(|s| s.seed_start..s.seed_end)
+            .collect();
+        let (seeds, seed_start) = overrides(&scenarios, &ranges)?;
+        let doc = crate::report::write::run_doc(
+            &scenarios,
+            &results,
+            seeds,
+            seed_start,
+            super::jobs(jobs),
+        );
+        crate::report::write::write(&dir, &doc)?;
+        if format == Format::Text {
+            println!("report written to {}", dir.join("index.html").display());
+        }
+    }
     Ok(ExitCode::from(code))
 }

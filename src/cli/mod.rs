@@ -80,7 +80,9 @@ pub fn run(cli: args::Cli) -> Result<ExitCode> {
             files,
             format,
             junit,
-        } => merge::cmd_merge(&files, format, junit),
+            report,
+            jobs,
+        } => merge::cmd_merge(&files, format, junit, report, jobs),
         Command::Replay {
             path,
             seed,
@@ -118,7 +120,20 @@ pub fn run(cli: args::Cli) -> Result<ExitCode> {
             seed_start,
             jobs,
             step_timeout_ms,
-        } => validate::cmd_validate(&nodes, &paths, seeds, seed_start, jobs, step_timeout_ms),
+            shard,
+            format,
+        } => validate::cmd_validate(
+            &nodes,
+            &paths,
+            validate::ValidateArgs {
+                seeds,
+                seed_start,
+                jobs,
+                step_timeout_ms,
+                shard,
+                format,
+            },
+        ),
         Command::Check {
             paths,
             threads,

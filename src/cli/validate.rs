@@ -13,9 +13,10 @@ use std::time::Duration;
 
 use anyhow::Result;
 
+use super::args::Format;
 use super::{load, BadInput, EXIT_FAILED, EXIT_INTERNAL, EXIT_OK};
 use crate::scenario;
-use crate::validate::{self, Implementations, Limits, ScenarioValidation};
+use crate::validate::{self, shard, Implementations, Limits, ScenarioValidation};
 
 pub(super) fn parse_nodes(specs: &[String]) -> Result<Implementations, BadInput> {
     let mut impls = Implementations::default();
@@ -106,14 +107,63 @@ fn table(results: &[ScenarioValidation]) -> String {
     s
 }
 
-pub fn cmd_validate(
+/// The lowest failing seed's block: violations with evidence, who they are
+/// attributed to, and the command that reruns it.
+fn failure_details(
+    r: &ScenarioValidation,
+    seed: u64,
+    judged: &validate::Judged,
     specs: &[String],
-    paths: &[PathBuf],
-    seeds: Option<u64>,
-    seed_start: Option<u64>,
-    jobs: Option<usize>,
     step_timeout_ms: u64,
-) -> Result<ExitCode> {
+) -> String {
+    let mut out = judged.render();
+    if let Some(s) = r.seeds.iter().find(|s| s.seed == seed) {
+        if let Ok(j) = &s.verdict {
+            let _ = writeln!(
+                out,
+                "the implementation's: {}; the scenario's: {}; built-in on this seed: {}",
+                j.own.join(" "),
+                if j.scenario.is_empty() {
+                    "-".into()
+                } else {
+                    j.scenario.join(" ")
+                },
+                if s.baseline.is_empty() {
+                    "clean".into()
+                } else {
+                    s.baseline.join(" ")
+                },
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "repro: {}",
+        repro(specs, &r.path, seed, step_timeout_ms)
+    );
+    out
+}
+
+/// What `validate` was asked to do, beyond the nodes and files.
+pub struct ValidateArgs {
+    pub seeds: Option<u64>,
+    pub seed_start: Option<u64>,
+    pub jobs: Option<usize>,
+    pub step_timeout_ms: u64,
+    pub shard: Option<crate::suite::Shard>,
+    pub format: Format,
+}
+
+pub fn cmd_validate(specs: &[String], paths: &[PathBuf], args: ValidateArgs) -> Result<ExitCode> {
+    let ValidateArgs {
+        seeds,
+        seed_start,
+        jobs,
+        step_timeout_ms,
+        shard,
+        format,
+    } = args;
+    let text = format == Format::Text;
     let impls = parse_nodes(specs)?;
     if step_timeout_ms == 0 {
         return Err(BadInput("--step-timeout-ms must be positive".into()).into());
@@ -172,23 +222,55 @@ pub fn cmd_validate(
         step_timeout: Duration::from_millis(step_timeout_ms),
         ..Limits::default()
     };
-    println!(
-        "fencesim {} — validate: {} scenarios, jobs {jobs}, step timeout {step_timeout_ms} ms",
-        env!("CARGO_PKG_VERSION"),
-        scenarios.len()
-    );
-    print!("{}", impls.describe());
+    if text {
+        let of_shard = shard.map(|s| format!(", shard {s}")).unwrap_or_default();
+        println!(
+            "fencesim {} — validate: {} scenarios, jobs {jobs}, step timeout {step_timeout_ms} ms{of_shard}",
+            env!("CARGO_PKG_VERSION"),
+            scenarios.len()
+        );
+        print!("{}", impls.describe());
+    }
     let mut results = Vec::with_capacity(scenarios.len());
     for (s, range) in scenarios.iter().zip(&ranges) {
-        results.push(validate::validate_scenario(
-            s,
-            range.clone(),
-            &impls,
-            limits,
-            jobs,
-        ));
+        let seeds: Vec<u64> = range
+            .clone()
+            .filter(|&seed| shard.is_none_or(|sh| sh.owns(range.start, seed)))
+            .collect();
+        results.push(validate::validate_scenario(s, &seeds, &impls, limits, jobs));
     }
     validate::reaper::end_orphans();
+    if !text {
+        let scenarios_json: Vec<_> = results
+            .iter()
+            .zip(&scenarios)
+            .zip(&ranges)
+            .map(|((r, s), range)| {
+                let details = r.first_failure.as_ref().map(|(seed, judged)| {
+                    failure_details(r, *seed, judged, specs, step_timeout_ms)
+                });
+                shard::scenario_json(r, s.source_hash, range.clone(), details)
+            })
+            .collect();
+        let (failing_runs, impl_errors, exit_code) = shard::verdict(&scenarios_json);
+        let report = shard::ValidateJson {
+            schema: shard::SCHEMA.into(),
+            schema_version: shard::SCHEMA_VERSION,
+            fencesim_version: env!("CARGO_PKG_VERSION").into(),
+            nodes: specs.to_vec(),
+            step_timeout_ms,
+            shard: shard.map(|s| crate::suite::json::ShardJson {
+                index: s.index,
+                count: s.count,
+            }),
+            scenarios: scenarios_json,
+            failing_runs,
+            impl_errors,
+            exit_code,
+        };
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(ExitCode::from(exit_code));
+    }
     println!();
     print!("{}", table(&results));
     for r in &results {
@@ -206,26 +288,10 @@ pub fn cmd_validate(
     for r in &results {
         if let Some((seed, judged)) = &r.first_failure {
             println!("\n== {} seed {seed} (lowest failing seed) ==", r.name);
-            print!("{}", judged.render());
-            if let Some(s) = r.seeds.iter().find(|s| s.seed == *seed) {
-                if let Ok(j) = &s.verdict {
-                    println!(
-                        "the implementation's: {}; the scenario's: {}; built-in on this seed: {}",
-                        j.own.join(" "),
-                        if j.scenario.is_empty() {
-                            "-".into()
-                        } else {
-                            j.scenario.join(" ")
-                        },
-                        if s.baseline.is_empty() {
-                            "clean".into()
-                        } else {
-                            s.baseline.join(" ")
-                        },
-                    );
-                }
-            }
-            println!("repro: {}", repro(specs, &r.path, *seed, step_timeout_ms));
+            print!(
+                "{}",
+                failure_details(r, *seed, judged, specs, step_timeout_ms)
+            );
         }
     }
     let mut impl_errors = 0;

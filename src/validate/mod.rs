@@ -23,6 +23,7 @@
 pub mod error;
 pub mod process;
 pub mod reaper;
+pub mod shard;
 pub mod wire;
 
 /// A scenario stops after this many consecutive seeds end in the same
@@ -30,7 +31,6 @@ pub mod wire;
 /// every seed).
 pub const IDENTICAL_ERRORS_MAX: usize = 3;
 
-use std::ops::Range;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
 
@@ -404,14 +404,15 @@ fn same_error(a: &SeedSummary, b: &SeedSummary) -> bool {
     }
 }
 
-/// Runs `seeds` of `scenario` on `jobs` threads (each seed has its own
-/// processes), each beside the built-in baseline; results are in seed order
-/// whatever the job count. Seeds run in rounds of `jobs`; after
-/// [`IDENTICAL_ERRORS_MAX`] consecutive identical implementation errors the
-/// scenario stops, cut at the same seed for any job count.
+/// Runs `seeds` (ascending: a range, or one shard of it) of `scenario` on
+/// `jobs` threads (each seed has its own processes), each beside the
+/// built-in baseline; results are in seed order whatever the job count.
+/// Seeds run in rounds of `jobs`; after [`IDENTICAL_ERRORS_MAX`]
+/// consecutive identical implementation errors the scenario stops, cut at
+/// the same seed for any job count.
 pub fn validate_scenario(
     scenario: &Scenario,
-    seeds: Range<u64>,
+    seeds: &[u64],
     impls: &Implementations,
     limits: Limits,
     jobs: usize,
@@ -425,14 +426,12 @@ pub fn validate_scenario(
     let mut first_failure = None;
     let mut summaries: Vec<SeedSummary> = Vec::new();
     let mut stopped = None;
-    let mut next = seeds.start;
-    'rounds: while next < seeds.end {
-        let round = next..seeds.end.min(next.saturating_add(jobs as u64));
-        next = round.end;
+    let mut done = 0;
+    'rounds: for round in seeds.chunks(jobs) {
         let verdicts: Vec<(u64, SeedVerdict, Vec<ViolationKind>)> = pool.install(|| {
             round
-                .into_par_iter()
-                .map(|seed| {
+                .par_iter()
+                .map(|&seed| {
                     let verdict = run_seed(&scenario.options, seed, impls, limits, false);
                     let baseline = crate::suite::run_seed(scenario, seed)
                         .report
@@ -443,6 +442,7 @@ pub fn validate_scenario(
                 .collect()
         });
         for (seed, verdict, baseline) in verdicts {
+            done += 1;
             let verdict = verdict.map(|judged| {
                 let j = attribute(scenario, &judged, &baseline);
                 if !j.own.is_empty() && first_failure.is_none() {
@@ -459,7 +459,7 @@ pub fn validate_scenario(
             if tail.len() == IDENTICAL_ERRORS_MAX && tail.iter().all(|s| same_error(s, &tail[0])) {
                 stopped = Some(Stopped {
                     last_seed: seed,
-                    skipped: seeds.end - seed - 1,
+                    skipped: (seeds.len() - done) as u64,
                 });
                 break 'rounds;
             }
