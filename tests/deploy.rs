@@ -248,8 +248,8 @@ fn containerfile_builds_in_one_stage_and_runs_unprivileged_in_another() {
 fn workdir() -> String {
     let text = std::fs::read_to_string(repo().join("deploy/Containerfile")).unwrap();
     text.lines()
-        .filter_map(|l| l.trim().strip_prefix("WORKDIR "))
-        .last()
+        .rev()
+        .find_map(|l| l.trim().strip_prefix("WORKDIR "))
         .expect("a WORKDIR")
         .to_string()
 }

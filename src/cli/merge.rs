@@ -12,7 +12,6 @@
 //! by their `schema`), into the unsharded validation's JSON; see
 //! `validate::shard`.
 
-use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -367,34 +366,6 @@ fn merge_scenario(
     Ok((scenario, result))
 }
 
-/// The `--seeds` / `--seed-start` a sweep over `ranges` was run with: the
-/// report recomputes each scenario's range from its file and these, as
-/// `run` does. A flag given to `run` applies to every scenario, so a value
-/// shared by all ranges is taken as given; the result is checked.
-fn overrides(
-    scenarios: &[Scenario],
-    ranges: &[Range<u64>],
-) -> Result<(Option<u64>, Option<u64>), BadInput> {
-    let same = |f: fn(&Range<u64>) -> u64| {
-        let first = ranges.first().map(f)?;
-        ranges.iter().all(|r| f(r) == first).then_some(first)
-    };
-    let seeds = same(|r| r.end - r.start);
-    let seed_start = same(|r| r.start);
-    for (s, r) in scenarios.iter().zip(ranges) {
-        if crate::report::write::seed_range(s, seeds, seed_start) != *r {
-            return Err(BadInput(format!(
-                "{}: its seed range {}..{} is not one a single `fencesim run` gives with the others'; \
-                 --report needs shards of one run",
-                s.path.display(),
-                r.start,
-                r.end
-            )));
-        }
-    }
-    Ok((seeds, seed_start))
-}
-
 pub fn cmd_merge(
     files: &[PathBuf],
     format: Format,
@@ -437,19 +408,9 @@ pub fn cmd_merge(
     let code = exit_code(&results);
     emit(&results, &cfg, format, junit.as_deref(), code)?;
     if let Some(dir) = report {
-        let ranges: Vec<Range<u64>> = reports[0]
-            .scenarios
-            .iter()
-            .map(|s| s.seed_start..s.seed_end)
-            .collect();
-        let (seeds, seed_start) = overrides(&scenarios, &ranges)?;
-        let doc = crate::report::write::run_doc(
-            &scenarios,
-            &results,
-            seeds,
-            seed_start,
-            super::jobs(jobs),
-        );
+        // Each merged result carries its whole seed range and the sweep's
+        // swarm setting: the report covers exactly what the shards ran.
+        let doc = crate::report::write::run_doc(&scenarios, &results, super::jobs(jobs));
         crate::report::write::write(&dir, &doc)?;
         if format == Format::Text {
             println!("report written to {}", dir.join("index.html").display());
