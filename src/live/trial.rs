@@ -154,7 +154,7 @@ pub fn run(
                 &s.retry_ms.to_string(),
             ])
             .args(["--work-ms", &s.work_ms.to_string()])
-            .args(["--op-id", &(1001 + i as u64).to_string()])
+            .args(["--index", &(i + 1).to_string()])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
