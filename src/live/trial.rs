@@ -1,6 +1,7 @@
 //! One live trial: reset the servers, start the workers as processes, apply
-//! the pauses at their protocol points, collect every worker's records and
-//! PostgreSQL's audit rows, and merge them into one history for the checker.
+//! the faults (pauses, crashes with restarts, a failover) at their protocol
+//! points or times, collect every worker's records and PostgreSQL's audit
+//! rows, and merge them into one history for the checker.
 //!
 //! How the history is made honest: invocations and completions come from
 //! the workers (CLOCK_MONOTONIC, one clock for all processes); what landed
