@@ -269,6 +269,74 @@ fn the_article_scenarios_on_real_servers_find_what_the_simulator_finds_and_leave
     let one_db = get("live-one-database-transaction");
     assert_eq!(one_db.clean, TRIALS, "one-database transaction\n{stdout}");
 
+    // Network faults from the proxy: a dropped and a cut UPDATE, retried by
+    // the worker's own machine after its request timeout, land after the lease.
+    for name in [
+        "live-dropped-write-plain-update",
+        "live-cut-connection-plain-update",
+    ] {
+        let found = get(name).kinds.get("stale_write").copied().unwrap_or(0);
+        assert!(
+            2 * found > TRIALS,
+            "{name}: stale_write in {found}/{TRIALS}\n{stdout}"
+        );
+    }
+    let dropped_fenced = get("live-dropped-write-fenced-update");
+    assert_eq!(
+        (dropped_fenced.clean, dropped_fenced.rejected),
+        (TRIALS, TRIALS),
+        "dropped write, fenced\n{stdout}"
+    );
+
+    // A Redis without persistence, killed and restarted, forgets the lock
+    // and the counter: a second token 1 and a lost update.
+    let restart = get("live-redis-restart-loses-lock");
+    for kind in ["token_order", "lost_update"] {
+        let found = restart.kinds.get(kind).copied().unwrap_or(0);
+        assert!(
+            2 * found > TRIALS,
+            "Redis restart: {kind} in {found}/{TRIALS}\n{stdout}"
+        );
+    }
+    let restart_history = std::fs::read_to_string(&restart.histories[0]).unwrap();
+    for record in [
+        r#""node":"coord/0","kind":"crash""#,
+        r#""node":"coord/0","kind":"restart""#,
+    ] {
+        assert!(
+            restart_history.contains(record),
+            "{record} missing:\n{restart_history}"
+        );
+    }
+
+    // A worker SIGKILLed while it holds the lock and restarted: clean, the
+    // crash and the restart are in the history, and the restarted process
+    // ran its second op under a new op id (its machine's persisted record).
+    let crash = get("live-worker-crash-restart");
+    assert_eq!(crash.clean, TRIALS, "worker crash\n{stdout}");
+    let crash_history = std::fs::read_to_string(&crash.histories[0]).unwrap();
+    for record in [
+        r#""node":"worker/A","kind":"crash""#,
+        r#""node":"worker/A","kind":"restart""#,
+        r#""node":"resource/0","kind":"write_accepted","op_id":1002"#,
+    ] {
+        assert!(
+            crash_history.contains(record),
+            "{record} missing:\n{crash_history}"
+        );
+    }
+    assert!(
+        !crash_history.contains(r#""kind":"write_sent","op_id":1001"#),
+        "the crashed op never wrote:\n{crash_history}"
+    );
+
+    // The harness knows when a PX TTL ran out: A's lease expired while it was paused.
+    let paused_history = std::fs::read_to_string(&plain.histories[0]).unwrap();
+    assert!(
+        paused_history.contains(r#""node":"coord/0","kind":"lease_expired","grant_id":1"#),
+        "{paused_history}"
+    );
+
     // The written histories are the documented schema: check-history agrees.
     let stale = fencesim()
         .arg("check-history")
@@ -432,4 +500,146 @@ fn a_killed_worker_ends_the_run_with_an_error_and_nothing_left_behind() {
         "the run went on without its worker: {rest:?}"
     );
     assert_nothing_left(&started, &before);
+}
+
+#[test]
+fn a_crash_with_both_after_and_at_ms_is_an_error_naming_file_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad.toml");
+    let src = std::fs::read_to_string("live/worker-crash-restart.toml").unwrap();
+    let src = src.replace("restart_after_ms = 30", "restart_after_ms = 30\nat_ms = 5");
+    let src = src.replace(
+        "twins/",
+        &format!("{}/live/twins/", env!("CARGO_MANIFEST_DIR")),
+    );
+    std::fs::write(&file, &src).unwrap();
+    let line = src.lines().position(|l| l == "kind = \"crash\"").unwrap() + 1;
+    let o = fencesim().arg("live").arg(&file).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains(&format!("bad.toml:{line}:8")), "{err}");
+    assert!(err.contains("`after` or `at_ms`, not both"), "{err}");
+}
+
+/// Keys, schemas and tables of a PostgreSQL/Redis pair as a user would have them.
+fn user_state(redis_url: &str, pg_url: &str) -> (Vec<String>, Vec<String>) {
+    let mut r = redis::Client::open(redis_url)
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let mut keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut r).unwrap();
+    keys.sort();
+    let mut pg = postgres::Client::connect(pg_url, postgres::NoTls).unwrap();
+    let tables = pg
+        .query(
+            "SELECT n.nspname || '.' || c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+             WHERE n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast') ORDER BY 1",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect::<Vec<String>>();
+    let schemas = pg
+        .query(
+            "SELECT nspname FROM pg_namespace WHERE nspname NOT LIKE 'pg_%' AND nspname <> 'information_schema' ORDER BY 1",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|row| row.get::<_, String>(0))
+        .collect::<Vec<String>>();
+    (keys, tables.into_iter().chain(schemas).collect())
+}
+
+#[test]
+fn a_users_servers_given_as_urls_keep_nothing_of_the_run_and_server_faults_are_refused() {
+    if !servers_present("a user's servers given as URLs") {
+        return;
+    }
+    let _serial = serial();
+    use fencesim::live::servers::{Postgres, Redis, TempRoot};
+    // Stand-ins for the user's servers (never the system ones on 6379/5432).
+    let root = TempRoot::new().unwrap();
+    let redis = Redis::start(&root.path.join("redis"), Duration::from_secs(15)).unwrap();
+    let (pg, _) = Postgres::start(&root.path.join("pg"), Duration::from_secs(15)).unwrap();
+    let redis_url = redis.url();
+    let pg_url = format!(
+        "postgres://postgres@127.0.0.1:{}/postgres?sslmode=disable",
+        pg.port
+    );
+    {
+        let mut r = redis.connection().unwrap();
+        redis::cmd("SET")
+            .arg("users:own")
+            .arg("keep")
+            .query::<()>(&mut r)
+            .unwrap();
+        let mut c = postgres::Client::connect(&pg_url, postgres::NoTls).unwrap();
+        c.batch_execute("CREATE TABLE public.users_own (id int)")
+            .unwrap();
+    }
+    let before = user_state(&redis_url, &pg_url);
+    let out = tempfile::tempdir().unwrap();
+    let o = fencesim()
+        .args([
+            "live",
+            "live/gc-pause-fenced-update.toml",
+            "live/delayed-packet-plain-update.toml",
+            "live/worker-crash-restart.toml",
+            "--trials",
+            "2",
+            "--jobs",
+            "1",
+            "--redis",
+            &redis_url,
+            "--postgres",
+            &pg_url,
+            "--out",
+        ])
+        .arg(out.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        stdout.lines().next().unwrap().contains("your Redis at"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("live-delayed-packet-plain-update     stale_write"),
+        "{stdout}"
+    );
+    assert!(stdout.contains(" met"), "{stdout}");
+    assert!(!stdout.contains("NOT MET"), "{stdout}");
+    assert_eq!(
+        user_state(&redis_url, &pg_url),
+        before,
+        "the run left something"
+    );
+
+    // Killing or promoting the user's Redis is refused, before anything is created.
+    let o = fencesim()
+        .args([
+            "live",
+            "live/redis-restart-loses-lock.toml",
+            "--redis",
+            &redis_url,
+            "--postgres",
+            &pg_url,
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("redis-restart-loses-lock.toml"), "{err}");
+    assert!(
+        err.contains("only worker-side and network faults apply"),
+        "{err}"
+    );
+    assert_eq!(user_state(&redis_url, &pg_url), before);
 }

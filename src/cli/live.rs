@@ -26,6 +26,16 @@ pub struct LiveArgs {
     /// Threads for the simulated twins.
     #[arg(long, default_value_t = super::default_jobs())]
     pub jobs: usize,
+    /// Use this Redis (redis://host:port/db) instead of starting one: the run
+    /// touches only keys under its own prefix and deletes them at the end;
+    /// server faults (failover, crash of coord/0) are refused.
+    #[arg(long, value_name = "URL")]
+    pub redis: Option<String>,
+    /// Use this PostgreSQL (postgres://user@host:port/db or key=value)
+    /// instead of starting one: the run works in a schema it creates and
+    /// drops at the end.
+    #[arg(long, value_name = "URL")]
+    pub postgres: Option<String>,
 }
 
 /// One scenario's tallies over its trials.
@@ -43,18 +53,51 @@ pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
         .iter()
         .map(|p| scenario::load(p).map_err(|e| BadInput(format!("{e:#}"))))
         .collect::<Result<Vec<_>, _>>()?;
+    if args.redis.is_some() {
+        // Only worker-side and network faults can be applied to a server we do not own.
+        if let Some((s, fault)) = scenarios
+            .iter()
+            .find_map(|s| s.server_fault().map(|f| (s, f)))
+        {
+            return Err(BadInput(format!(
+                "{}: the fault `{fault}` kills or promotes the Redis server, which --redis does not let fencesim do; \
+                 with --redis only worker-side and network faults apply (run this scenario without --redis)",
+                s.path.display()
+            ))
+            .into());
+        }
+    }
     crate::live::install_interrupt_handler();
     let exe = std::env::current_exe()?;
-    let mut servers = Servers::start()?;
+    let user = crate::live::servers::UserServers {
+        redis: args.redis.clone(),
+        postgres: args.postgres.clone(),
+    };
+    let mut servers = Servers::start(&user)?;
+    let redis = match (&servers.redis, &servers.replica) {
+        (Some(r), Some(rep)) => format!(
+            "redis-server on 127.0.0.1:{} (pid {}), replica on 127.0.0.1:{} (pid {})",
+            r.port,
+            r.pid(),
+            rep.port,
+            rep.pid()
+        ),
+        _ => format!(
+            "your Redis at {} (keys {}*)",
+            servers.redis_url, servers.key_prefix
+        ),
+    };
+    let postgres = match &servers.postgres {
+        Some(pg) => format!(
+            "postgres on 127.0.0.1:{} (pid {})",
+            pg.port,
+            pg.pid().unwrap_or(0)
+        ),
+        None => format!("your PostgreSQL (schema {})", servers.schema),
+    };
     println!(
-        "fencesim {} live: redis-server on 127.0.0.1:{} (pid {}), replica on 127.0.0.1:{} (pid {}), postgres on 127.0.0.1:{} (pid {}), in {}",
+        "fencesim {} live: {redis}, {postgres}, in {}",
         env!("CARGO_PKG_VERSION"),
-        servers.redis.port,
-        servers.redis.pid(),
-        servers.replica.port,
-        servers.replica.pid(),
-        servers.postgres.port,
-        servers.postgres.pid().unwrap_or(0),
         servers.root.path.display()
     );
     let [redis_ms, initdb_ms, postgres_ms] = servers.started_ms;
@@ -162,6 +205,8 @@ pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
             );
         }
     }
+    // A user's servers keep nothing of the run (the harness's own go with their directory).
+    servers.clean_up()?;
     Ok(ExitCode::from(if all_met { EXIT_OK } else { EXIT_FAILED }))
 }
 

@@ -1,6 +1,6 @@
 //! A TCP proxy inside the harness, between one worker and PostgreSQL, that
-//! can hold the bytes of the worker's write for N ms: the article's delayed
-//! write packet, made real.
+//! can hold the bytes of the worker's write for N ms (the article's delayed
+//! write packet, made real), drop them for N ms, or cut the connection.
 //!
 //! Why it parses PostgreSQL messages: holding "the write" must not hold the
 //! connection set-up or the read before it, so the client-to-server thread
@@ -12,7 +12,17 @@
 //! attempt GSS encryption), so the stream is plain. One thread per direction
 //! (std threads: they only copy bytes and never spawn processes).
 //!
-//! Without a hold pattern it is a plain forwarder that can be *cut*: the
+//! The three modes, all starting at the first message naming the pattern:
+//! - *hold*: that message and everything behind it wait N ms, then pass.
+//! - *drop*: for N ms every request naming the pattern is discarded with
+//!   the rest of its batch (up to its Sync), so the server never sees it
+//!   and the connection stays in step; the client waits for an answer that
+//!   never comes, and only its own request timeout gets it out.
+//! - *cut*: the connection is shut down both ways before the message is
+//!   forwarded (the server never sees it; the client reads a closed
+//!   connection); new connections are accepted.
+//!
+//! Without a pattern it is a plain forwarder that can be *cut*: the
 //! Redis replication link runs through one, so a failover can lose the
 //! primary's last writes (its `SET` and `INCR`) the way the article says.
 
@@ -24,11 +34,21 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
+/// What the proxy does to the first message naming its pattern.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProxyMode {
+    Hold { ms: u64 },
+    Drop { ms: u64 },
+    Cut,
+}
+
 /// What the proxy did, for the trial's fault line.
 #[derive(Default, Debug)]
 pub struct ProxyLog {
-    /// CLOCK_MONOTONIC ns when a matching message was held, and for how long.
-    pub held: Vec<(u64, u64)>,
+    /// CLOCK_MONOTONIC ns of each action on a matching message, and what it was.
+    pub events: Vec<(u64, String)>,
+    /// When the mode first fired (its window starts there); shared by every connection.
+    first_ns: Option<u64>,
 }
 
 pub struct Proxy {
@@ -41,9 +61,9 @@ pub struct Proxy {
 
 impl Proxy {
     /// Listens on a free 127.0.0.1 port, forwarding to 127.0.0.1:`upstream`;
-    /// with a `hold`, the first PostgreSQL message from the client containing
-    /// the pattern is held that many ms (without, bytes pass as they come).
-    pub fn start(upstream: u16, hold: Option<(&'static str, u64)>) -> Result<Proxy> {
+    /// with a `mode`, the PostgreSQL messages from the client containing the
+    /// pattern are held, dropped or cut (without, bytes pass as they come).
+    pub fn start(upstream: &str, hold: Option<(&'static str, ProxyMode)>) -> Result<Proxy> {
         let listener = TcpListener::bind("127.0.0.1:0").context("proxy bind")?;
         let port = listener.local_addr()?.port();
         listener.set_nonblocking(true)?;
@@ -51,12 +71,13 @@ impl Proxy {
         let log = Arc::new(Mutex::new(ProxyLog::default()));
         let streams = Arc::new(Mutex::new(Vec::new()));
         let (stop2, log2, streams2) = (stop.clone(), log.clone(), streams.clone());
+        let upstream = upstream.to_string();
         std::thread::spawn(move || {
             while !stop2.load(Ordering::SeqCst) {
                 match listener.accept() {
                     Ok((client, _)) => {
                         let _ = client.set_nonblocking(false);
-                        if let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) {
+                        if let Ok(server) = TcpStream::connect(upstream.as_str()) {
                             if let (Ok(mut all), Ok(c), Ok(s)) =
                                 (streams2.lock(), client.try_clone(), server.try_clone())
                             {
@@ -98,7 +119,7 @@ impl Drop for Proxy {
 fn pipe(
     client: TcpStream,
     server: TcpStream,
-    hold: Option<(&'static str, u64)>,
+    hold: Option<(&'static str, ProxyMode)>,
     log: Arc<Mutex<ProxyLog>>,
 ) {
     let (c2, s2) = match (client.try_clone(), server.try_clone()) {
@@ -117,9 +138,7 @@ fn pipe(
     std::thread::spawn(move || {
         let (mut from, mut to) = (client, server);
         let _ = match hold {
-            Some((pattern, hold_ms)) => {
-                forward_messages(&mut from, &mut to, pattern, hold_ms, &log)
-            }
+            Some((pattern, mode)) => forward_messages(&mut from, &mut to, pattern, mode, &log),
             None => std::io::copy(&mut from, &mut to).map(|_| ()),
         };
         let _ = to.shutdown(Shutdown::Both);
@@ -127,15 +146,15 @@ fn pipe(
     });
 }
 
-/// Reads frontend messages from `from` and writes them to `to` unchanged.
+/// Reads frontend messages from `from` and writes them to `to` unchanged,
+/// except those the mode holds, drops or cuts.
 fn forward_messages(
     from: &mut TcpStream,
     to: &mut TcpStream,
     pattern: &str,
-    hold_ms: u64,
+    mode: ProxyMode,
     log: &Mutex<ProxyLog>,
 ) -> std::io::Result<()> {
-    let mut held = false;
     // The startup message has no type byte: int32 length (including itself), then the body.
     let mut len = [0u8; 4];
     from.read_exact(&mut len)?;
@@ -144,19 +163,45 @@ fn forward_messages(
     from.read_exact(&mut body)?;
     to.write_all(&len)?;
     to.write_all(&body)?;
+    // Dropping the rest of a dropped request's batch, up to its Sync.
+    let mut dropping_batch = false;
     loop {
         let mut head = [0u8; 5];
         from.read_exact(&mut head)?;
         let n = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize;
         let mut body = vec![0u8; n.saturating_sub(4)];
         from.read_exact(&mut body)?;
-        let is_query = matches!(head[0], b'P' | b'Q');
-        if !held && is_query && contains(&body, pattern.as_bytes()) {
-            held = true;
-            if let Ok(mut l) = log.lock() {
-                l.held.push((super::monotonic_ns(), hold_ms));
+        if dropping_batch {
+            dropping_batch = head[0] != b'S';
+            continue;
+        }
+        let matches = matches!(head[0], b'P' | b'Q') && contains(&body, pattern.as_bytes());
+        if matches {
+            let now = super::monotonic_ns();
+            let Ok(mut l) = log.lock() else {
+                return Ok(());
+            };
+            let first = *l.first_ns.get_or_insert(now);
+            match mode {
+                ProxyMode::Hold { ms } if first == now => {
+                    l.events.push((now, format!("held for {ms} ms")));
+                    drop(l);
+                    std::thread::sleep(Duration::from_millis(ms));
+                }
+                ProxyMode::Drop { ms } if now < first + ms * 1_000_000 => {
+                    l.events.push((now, format!("dropped (window {ms} ms)")));
+                    dropping_batch = head[0] == b'P';
+                    continue;
+                }
+                ProxyMode::Cut if first == now => {
+                    l.events
+                        .push((now, "cut (connection shut down)".to_string()));
+                    let _ = to.shutdown(Shutdown::Both);
+                    let _ = from.shutdown(Shutdown::Both);
+                    return Ok(());
+                }
+                _ => {}
             }
-            std::thread::sleep(Duration::from_millis(hold_ms));
         }
         to.write_all(&head)?;
         to.write_all(&body)?;

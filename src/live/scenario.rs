@@ -33,6 +33,9 @@ struct RawFile {
     retry_ms: u64,
     #[serde(default)]
     work_ms: u64,
+    /// A request unanswered this long is retransmitted by the worker's machine.
+    #[serde(default = "default_request_timeout")]
+    request_timeout_ms: u64,
     worker: Vec<RawWorker>,
     #[serde(default)]
     fault: Vec<RawFault>,
@@ -47,12 +50,22 @@ fn default_retry() -> u64 {
     5
 }
 
+fn default_request_timeout() -> u64 {
+    2_000
+}
+
+fn default_ops() -> u32 {
+    1
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawWorker {
     name: String,
     #[serde(default)]
     start_ms: u64,
+    #[serde(default = "default_ops")]
+    ops: u32,
 }
 
 #[derive(Deserialize)]
@@ -60,9 +73,14 @@ struct RawWorker {
 struct RawFault {
     kind: Spanned<String>,
     node: Spanned<String>,
-    /// pause: the protocol point after which the worker is stopped.
+    /// The protocol point the fault follows: `read_ok` (of the worker named
+    /// by `node`) or `worker/A:read_ok`.
     after: Option<Spanned<String>>,
-    /// delay: which of the worker's messages the proxy holds ("update").
+    /// crash: ms after the trial started (instead of `after`).
+    at_ms: Option<u64>,
+    /// crash: restart the node this long after it was killed (none: it stays down).
+    restart_after_ms: Option<u64>,
+    /// delay/drop/cut: which of the worker's messages the proxy acts on ("update").
     message: Option<Spanned<String>>,
     #[serde(default)]
     duration_ms: u64,
@@ -83,6 +101,7 @@ struct RawExpect {
 pub struct LiveWorker {
     pub name: String,
     pub start_ms: u64,
+    pub ops: u32,
 }
 
 /// A SIGSTOP of `worker` right after `after` returned, for `duration_ms`.
@@ -101,11 +120,35 @@ pub struct LiveFailover {
     pub after: String,
 }
 
-/// The TCP proxy between `worker` and PostgreSQL holds its UPDATE for `duration_ms`.
+/// The TCP proxy between `worker` and PostgreSQL holds, drops or cuts its UPDATE.
 #[derive(Clone, Debug)]
-pub struct LiveHold {
+pub struct LiveNet {
     pub worker: String,
-    pub duration_ms: u64,
+    pub mode: super::proxy::ProxyMode,
+}
+
+/// When a crash happens.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Trigger {
+    /// Right after `worker`'s protocol point returned.
+    After { worker: String, point: String },
+    /// This many ms after the trial started.
+    AtMs(u64),
+}
+
+/// What a crash kills (SIGKILL).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CrashTarget {
+    Worker(String),
+    /// The harness's own Redis primary (no persistence: it restarts empty).
+    RedisPrimary,
+}
+
+#[derive(Clone, Debug)]
+pub struct LiveCrash {
+    pub target: CrashTarget,
+    pub trigger: Trigger,
+    pub restart_after_ms: Option<u64>,
 }
 
 #[derive(Clone, Debug)]
@@ -120,17 +163,47 @@ pub struct LiveScenario {
     pub ttl_ms: u64,
     pub retry_ms: u64,
     pub work_ms: u64,
+    pub request_timeout_ms: u64,
     pub workers: Vec<LiveWorker>,
     pub pauses: Vec<LivePause>,
-    pub holds: Vec<LiveHold>,
+    pub net: Vec<LiveNet>,
     pub failovers: Vec<LiveFailover>,
+    pub crashes: Vec<LiveCrash>,
     /// Empty: every trial must be clean.
     pub find: Vec<ViolationKind>,
     pub min_fence_rejected: u64,
 }
 
-/// Protocol points a worker can be paused after.
-pub const PAUSE_POINTS: [&str; 2] = ["read_ok", "fence_checked"];
+/// Protocol points a worker can be paused or crashed after.
+pub const PAUSE_POINTS: [&str; 3] = ["read_ok", "fence_checked", "write_sent"];
+
+impl LiveScenario {
+    /// The one protocol point `worker` stops at for the harness, if any.
+    pub fn gate_of(&self, worker: &str) -> Option<&str> {
+        let crash_points = self.crashes.iter().filter_map(|c| match &c.trigger {
+            Trigger::After { worker, point } => Some((worker, point)),
+            Trigger::AtMs(_) => None,
+        });
+        self.pauses
+            .iter()
+            .map(|p| (&p.worker, &p.after))
+            .chain(self.failovers.iter().map(|f| (&f.worker, &f.after)))
+            .chain(crash_points)
+            .find(|(w, _)| *w == worker)
+            .map(|(_, p)| p.as_str())
+    }
+
+    /// A fault that needs the harness's own Redis (it kills or promotes it).
+    pub fn server_fault(&self) -> Option<&'static str> {
+        if !self.failovers.is_empty() {
+            return Some("failover");
+        }
+        self.crashes
+            .iter()
+            .any(|c| c.target == CrashTarget::RedisPrimary)
+            .then_some("crash of coord/0")
+    }
+}
 
 fn one_of<T: Copy>(
     file: &str,
@@ -192,17 +265,37 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
         .map(|w| LiveWorker {
             name: w.name,
             start_ms: w.start_ms,
+            ops: w.ops,
         })
         .collect();
     let mut pauses = Vec::new();
-    let mut holds = Vec::new();
+    let mut net = Vec::new();
     let mut failovers = Vec::new();
+    let mut crashes = Vec::new();
+    // (worker, point, span) of every gate, to keep one point per worker.
+    let mut gates: Vec<(String, String, std::ops::Range<usize>)> = Vec::new();
     #[derive(Clone, Copy, PartialEq)]
     enum K {
         Pause,
         Delay,
+        Drop,
+        Cut,
         Failover,
+        Crash,
     }
+    let err = |span: std::ops::Range<usize>, msg: String| ScenarioError::at(&file, src, span, msg);
+    let worker_named = |name: &str, span: std::ops::Range<usize>| {
+        name.strip_prefix("worker/")
+            .filter(|w| workers.iter().any(|x| x.name == *w))
+            .map(str::to_string)
+            .ok_or_else(|| {
+                err(
+                    span,
+                    format!("unknown node {name:?}; expected worker/<name> of a [[worker]]"),
+                )
+            })
+    };
+    let points: Vec<(&str, &str)> = PAUSE_POINTS.iter().map(|p| (*p, *p)).collect();
     for f in &raw.fault {
         let kind = one_of(
             &file,
@@ -212,78 +305,120 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
             &[
                 ("pause", K::Pause),
                 ("delay", K::Delay),
+                ("drop", K::Drop),
+                ("cut", K::Cut),
                 ("failover", K::Failover),
+                ("crash", K::Crash),
             ],
         )?;
         let node = f.node.get_ref();
-        let worker = node
-            .strip_prefix("worker/")
-            .filter(|w| workers.iter().any(|x| x.name == *w))
-            .ok_or_else(|| {
-                ScenarioError::at(
-                    &file,
-                    src,
+        let missing = |what: &str| err(f.kind.span(), format!("this fault needs `{what}`"));
+        // The target: a worker, or (crash only) the Redis primary.
+        let target = if kind == K::Crash && node == "coord/0" {
+            if lock == LockKind::None {
+                return Err(err(
                     f.node.span(),
-                    format!("unknown node {node:?}; expected worker/<name> of a [[worker]]"),
-                )
-            })?
-            .to_string();
-        let missing = |what: &str| {
-            ScenarioError::at(
-                &file,
-                src,
-                f.kind.span(),
-                format!("this fault needs `{what}`"),
-            )
-        };
-        if kind != K::Delay {
-            let after = f.after.as_ref().ok_or_else(|| missing("after"))?;
-            let points: Vec<(&str, &str)> = PAUSE_POINTS.iter().map(|p| (*p, *p)).collect();
-            let after = one_of(&file, src, after, "protocol point", &points)?.to_string();
-            if let Some(other) = pauses
-                .iter()
-                .map(|p: &LivePause| (&p.worker, &p.after))
-                .chain(
-                    failovers
-                        .iter()
-                        .map(|p: &LiveFailover| (&p.worker, &p.after)),
-                )
-                .find(|(w, a)| **w == worker && **a != after)
-            {
-                return Err(ScenarioError::at(
-                    &file,
-                    src,
-                    f.kind.span(),
-                    format!(
-                        "worker/{worker} already stops at {:?}; one protocol point per worker",
-                        other.1
-                    ),
+                    "coord/0 is the Redis lock server; this scenario has none (lock = \"none\")"
+                        .into(),
                 ));
             }
-            if kind == K::Pause {
-                pauses.push(LivePause {
-                    worker,
-                    after,
-                    duration_ms: f.duration_ms,
+            CrashTarget::RedisPrimary
+        } else {
+            CrashTarget::Worker(worker_named(node, f.node.span())?)
+        };
+        // The protocol point: `read_ok` (the node's own) or `worker/A:read_ok`.
+        let after = match &f.after {
+            None => None,
+            Some(a) => {
+                let (who, point) = match a.get_ref().split_once(':') {
+                    Some((who, point)) => (worker_named(who, a.span())?, point),
+                    None => match &target {
+                        CrashTarget::Worker(w) => (w.clone(), a.get_ref().as_str()),
+                        CrashTarget::RedisPrimary => return Err(err(
+                            a.span(),
+                            "name the worker whose step it follows: after = \"worker/A:read_ok\""
+                                .into(),
+                        )),
+                    },
+                };
+                let point = Spanned::new(a.span(), point.to_string());
+                let point = one_of(&file, src, &point, "protocol point", &points)?.to_string();
+                gates.push((who.clone(), point.clone(), a.span()));
+                Some((who, point))
+            }
+        };
+        let worker = match &target {
+            CrashTarget::Worker(w) => w.clone(),
+            CrashTarget::RedisPrimary => String::new(),
+        };
+        if kind != K::Crash && (f.at_ms.is_some() || f.restart_after_ms.is_some()) {
+            return Err(err(
+                f.kind.span(),
+                "`at_ms` and `restart_after_ms` belong to a crash".into(),
+            ));
+        }
+        match kind {
+            K::Pause | K::Failover => {
+                let (who, after) = after.ok_or_else(|| missing("after"))?;
+                if kind == K::Pause {
+                    pauses.push(LivePause {
+                        worker: who,
+                        after,
+                        duration_ms: f.duration_ms,
+                    });
+                } else {
+                    if lock == LockKind::None {
+                        return Err(err(f.kind.span(), "a failover needs a Redis lock".into()));
+                    }
+                    failovers.push(LiveFailover { worker: who, after });
+                }
+            }
+            K::Crash => {
+                let trigger = match (after, f.at_ms) {
+                    (Some((worker, point)), None) => Trigger::After { worker, point },
+                    (None, Some(ms)) => Trigger::AtMs(ms),
+                    (Some(_), Some(_)) => {
+                        return Err(err(
+                            f.kind.span(),
+                            "a crash has `after` or `at_ms`, not both".into(),
+                        ))
+                    }
+                    (None, None) => return Err(missing("after` or `at_ms")),
+                };
+                crashes.push(LiveCrash {
+                    target,
+                    trigger,
+                    restart_after_ms: f.restart_after_ms,
                 });
-            } else {
-                if lock == LockKind::None {
-                    return Err(ScenarioError::at(
-                        &file,
-                        src,
-                        f.kind.span(),
-                        "a failover needs a Redis lock",
+            }
+            K::Delay | K::Drop | K::Cut => {
+                let message = f.message.as_ref().ok_or_else(|| missing("message"))?;
+                one_of(&file, src, message, "message", &[("update", ())])?;
+                if kind != K::Cut && f.duration_ms == 0 {
+                    return Err(missing("duration_ms"));
+                }
+                if net.iter().any(|n: &LiveNet| n.worker == worker) {
+                    return Err(err(
+                        f.node.span(),
+                        format!("worker/{worker} already has a network fault; one per worker"),
                     ));
                 }
-                failovers.push(LiveFailover { worker, after });
+                use super::proxy::ProxyMode;
+                let mode = match kind {
+                    K::Delay => ProxyMode::Hold { ms: f.duration_ms },
+                    K::Drop => ProxyMode::Drop { ms: f.duration_ms },
+                    _ => ProxyMode::Cut,
+                };
+                net.push(LiveNet { worker, mode });
             }
-        } else {
-            let message = f.message.as_ref().ok_or_else(|| missing("message"))?;
-            one_of(&file, src, message, "held message", &[("update", ())])?;
-            holds.push(LiveHold {
-                worker,
-                duration_ms: f.duration_ms,
-            });
+        }
+    }
+    for (i, (w, p, span)) in gates.iter().enumerate() {
+        if let Some((_, other, _)) = gates[..i].iter().find(|(w2, p2, _)| w2 == w && p2 != p) {
+            return Err(err(
+                span.clone(),
+                format!("worker/{w} already stops at {other:?}; one protocol point per worker"),
+            ));
         }
     }
     let kinds: Vec<(&str, ViolationKind)> =
@@ -315,10 +450,12 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
         ttl_ms: raw.ttl_ms,
         retry_ms: raw.retry_ms,
         work_ms: raw.work_ms,
+        request_timeout_ms: raw.request_timeout_ms,
         workers,
         pauses,
-        holds,
+        net,
         failovers,
+        crashes,
         find,
         min_fence_rejected: raw.expect.min_fence_rejected,
     })

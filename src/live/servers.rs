@@ -58,7 +58,7 @@ pub fn find_binary(binary: &str, debian_package: &str) -> Result<PathBuf> {
         })
 }
 
-/// Whether the live mode can run here: every server binary present.
+/// Whether the live mode can run here with its own servers: every server binary present.
 pub fn binaries_present() -> Result<()> {
     find_binary("redis-server", "redis-server")?;
     find_binary("initdb", "postgresql")?;
@@ -412,7 +412,8 @@ impl Drop for Postgres {
 /// The schema every trial starts from: one document row, and an audit
 /// trigger that records, in the same transaction as every applied write,
 /// the op id written, its token and a commit sequence. Row locks serialise
-/// writes of the one row, so the sequence is their commit order.
+/// writes of the one row, so the sequence is their commit order. Every
+/// name is unqualified: it lands in the run's own schema (search_path).
 pub const SCHEMA_SQL: &str = "
 DROP TABLE IF EXISTS documents, audit CASCADE;
 DROP SEQUENCE IF EXISTS commit_seq;
@@ -428,54 +429,259 @@ CREATE TRIGGER audit_write AFTER UPDATE ON documents FOR EACH ROW EXECUTE FUNCTI
 INSERT INTO documents VALUES (1, 0, 0);
 ";
 
-/// Both servers of one harness run, in one temporary directory.
+/// Servers the user already runs (`--redis URL`, `--postgres URL`); each
+/// one given replaces the harness's own instance of that server.
+#[derive(Clone, Debug, Default)]
+pub struct UserServers {
+    pub redis: Option<String>,
+    pub postgres: Option<String>,
+}
+
+/// How to reach PostgreSQL: directly, or through a proxy on 127.0.0.1.
+#[derive(Clone, Debug)]
+pub struct PgTarget {
+    config: postgres::Config,
+    /// `host:port` for a proxy to forward to (None: a Unix socket only).
+    pub tcp: Option<String>,
+}
+
+/// A libpq key=value, quoted (spaces, quotes and backslashes survive).
+fn kv(key: &str, value: &str) -> String {
+    format!(
+        "{key}='{}'",
+        value.replace('\\', "\\\\").replace('\'', "\\'")
+    )
+}
+
+impl PgTarget {
+    fn parse(url: &str) -> Result<PgTarget> {
+        let config: postgres::Config = url.parse().with_context(|| {
+            format!("--postgres {url:?} is not a PostgreSQL URL or connection string")
+        })?;
+        let port = config.get_ports().first().copied().unwrap_or(5432);
+        let tcp = config.get_hosts().iter().find_map(|h| match h {
+            postgres::config::Host::Tcp(host) => Some(format!("{host}:{port}")),
+            _ => None,
+        });
+        Ok(PgTarget { config, tcp })
+    }
+
+    /// The connection string, with the host and port replaced by `via` when given.
+    pub fn conn_string(&self, via: Option<u16>) -> String {
+        let c = &self.config;
+        let mut parts = Vec::new();
+        match via {
+            Some(port) => {
+                parts.push(kv("host", "127.0.0.1"));
+                parts.push(kv("port", &port.to_string()));
+            }
+            None => {
+                for h in c.get_hosts() {
+                    parts.push(kv(
+                        "host",
+                        &match h {
+                            postgres::config::Host::Tcp(t) => t.clone(),
+                            postgres::config::Host::Unix(p) => p.display().to_string(),
+                        },
+                    ));
+                }
+                if let Some(p) = c.get_ports().first() {
+                    parts.push(kv("port", &p.to_string()));
+                }
+            }
+        }
+        if let Some(u) = c.get_user() {
+            parts.push(kv("user", u));
+        }
+        if let Some(p) = c.get_password() {
+            parts.push(kv("password", &String::from_utf8_lossy(p)));
+        }
+        if let Some(d) = c.get_dbname() {
+            parts.push(kv("dbname", d));
+        }
+        // The `postgres` crate speaks neither TLS nor GSS encryption here.
+        parts.push("sslmode=disable".into());
+        parts.join(" ")
+    }
+}
+
+/// Both servers of one harness run (its own, or the user's), and the
+/// schema and key prefix the run owns on them.
 pub struct Servers {
-    /// Start-up times: redis-server, initdb, postgres (ms).
+    /// Start-up times: redis-server, initdb, postgres (ms; 0 for a user's server).
     pub started_ms: [u128; 3],
-    pub redis: Redis,
+    /// The harness's own Redis primary (None: the user's, at `redis_url`).
+    pub redis: Option<Redis>,
     /// A second redis-server for failover scenarios (replica of `redis` per trial).
-    pub replica: Redis,
-    pub postgres: Postgres,
+    pub replica: Option<Redis>,
+    pub postgres: Option<Postgres>,
+    pub redis_url: String,
+    pub pg: PgTarget,
+    /// The PostgreSQL schema the run creates, works in and drops.
+    pub schema: String,
+    /// Every Redis key the run touches starts with it.
+    pub key_prefix: String,
     // Dropped last: the servers stop before their directory goes.
     pub root: TempRoot,
 }
 
 impl Servers {
-    pub fn start() -> Result<Servers> {
-        binaries_present()?;
+    pub fn start(user: &UserServers) -> Result<Servers> {
+        if user.redis.is_none() {
+            find_binary("redis-server", "redis-server")?;
+        }
+        if user.postgres.is_none() {
+            find_binary("initdb", "postgresql")?;
+            find_binary("postgres", "postgresql")?;
+        }
         let root = TempRoot::new()?;
         let timeout = Duration::from_secs(15);
+        let run_name = root
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let schema = run_name.replace('-', "_");
+        let key_prefix = format!("{run_name}:");
         let t = Instant::now();
-        let redis = Redis::start(&root.path.join("redis"), timeout)?;
-        let redis_ms = t.elapsed().as_millis();
-        let replica = Redis::start(&root.path.join("replica"), timeout)?;
+        let (redis, replica, redis_url) = match &user.redis {
+            Some(url) => {
+                redis::Client::open(url.as_str())
+                    .and_then(|c| c.get_connection())
+                    .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c))
+                    .with_context(|| format!("--redis {url}: no answer to PING"))?;
+                (None, None, url.clone())
+            }
+            None => {
+                let redis = Redis::start(&root.path.join("redis"), timeout)?;
+                let replica = Redis::start(&root.path.join("replica"), timeout)?;
+                let url = redis.url();
+                (Some(redis), Some(replica), url)
+            }
+        };
+        let redis_ms = if redis.is_some() {
+            t.elapsed().as_millis()
+        } else {
+            0
+        };
         let t = Instant::now();
-        let (postgres, initdb_ms) = Postgres::start(&root.path.join("pg"), timeout)?;
-        let postgres_ms = t.elapsed().as_millis() - initdb_ms;
-        Ok(Servers {
+        let (postgres, pg, initdb_ms) = match &user.postgres {
+            Some(url) => (None, PgTarget::parse(url)?, 0),
+            None => {
+                let (pg, initdb_ms) = Postgres::start(&root.path.join("pg"), timeout)?;
+                let target = PgTarget::parse(&pg.conn_string())?;
+                let target = PgTarget {
+                    tcp: Some(format!("127.0.0.1:{}", pg.port)),
+                    ..target
+                };
+                (Some(pg), target, initdb_ms)
+            }
+        };
+        let postgres_ms = if postgres.is_some() {
+            t.elapsed().as_millis() - initdb_ms
+        } else {
+            0
+        };
+        let servers = Servers {
             started_ms: [redis_ms, initdb_ms, postgres_ms],
             redis,
             replica,
             postgres,
+            redis_url,
+            pg,
+            schema,
+            key_prefix,
             root,
-        })
+        };
+        let mut c = servers.pg_admin()?;
+        c.batch_execute(&format!("CREATE SCHEMA \"{}\"", servers.schema))
+            .with_context(|| format!("creating schema {}", servers.schema))?;
+        Ok(servers)
     }
 
-    /// Fresh state for a trial: empty Redis, the schema recreated.
+    /// A connection to PostgreSQL, without the run's search_path.
+    fn pg_admin(&self) -> Result<postgres::Client> {
+        postgres::Client::connect(&self.pg.conn_string(None), postgres::NoTls)
+            .context("connecting to PostgreSQL")
+    }
+
+    /// A connection working in the run's schema.
+    pub fn pg_client(&self) -> Result<postgres::Client> {
+        let mut c = self.pg_admin()?;
+        c.batch_execute(&format!("SET search_path TO \"{}\"", self.schema))?;
+        Ok(c)
+    }
+
+    /// The Redis keys the run creates (the lock and the token counter).
+    pub fn redis_keys(&self) -> [String; 2] {
+        [
+            format!("{}{}", self.key_prefix, super::LOCK_KEY),
+            format!("{}{}", self.key_prefix, super::TOKEN_KEY),
+        ]
+    }
+
+    /// Whether the harness owns the Redis it talks to (server faults allowed).
+    pub fn own_redis(&self) -> bool {
+        self.redis.is_some()
+    }
+
+    /// Fresh state for a trial: the run's keys gone, the schema's tables recreated.
     pub fn reset(&mut self) -> Result<()> {
-        self.redis.ensure_running()?;
-        for r in [&self.redis, &self.replica] {
+        if let Some(r) = self.redis.as_mut() {
+            r.ensure_running()?;
+        }
+        for r in self.redis.iter().chain(self.replica.iter()) {
             let mut con = r.connection()?;
             // A replica promoted in the last trial is a primary again until the next REPLICAOF.
             redis::cmd("REPLICAOF")
                 .arg("NO")
                 .arg("ONE")
                 .query::<()>(&mut con)?;
-            redis::cmd("FLUSHALL").query::<()>(&mut con)?;
         }
-        let mut pg = postgres::Client::connect(&self.postgres.conn_string(), postgres::NoTls)?;
+        self.delete_keys()?;
+        if let Some(r) = self.replica.as_ref() {
+            let mut con = r.connection()?;
+            redis::cmd("DEL")
+                .arg(&self.redis_keys()[..])
+                .query::<()>(&mut con)?;
+        }
+        let mut pg = self.pg_client()?;
         pg.batch_execute(SCHEMA_SQL)
             .context("creating the live schema")?;
         Ok(())
+    }
+
+    fn delete_keys(&self) -> Result<()> {
+        let mut con = redis::Client::open(self.redis_url.as_str())?.get_connection()?;
+        redis::cmd("DEL")
+            .arg(&self.redis_keys()[..])
+            .query::<()>(&mut con)?;
+        Ok(())
+    }
+
+    /// Removes what the run created on the servers: its keys and its schema.
+    /// (The harness's own servers go with their directory anyway.)
+    pub fn clean_up(&mut self) -> Result<()> {
+        if let Some(r) = self.redis.as_mut() {
+            r.ensure_running()?;
+        }
+        self.delete_keys()?;
+        let mut c = self.pg_admin()?;
+        c.batch_execute(&format!(
+            "DROP SCHEMA IF EXISTS \"{}\" CASCADE",
+            self.schema
+        ))?;
+        Ok(())
+    }
+}
+
+impl Drop for Servers {
+    fn drop(&mut self) {
+        // Only a user's servers outlive the run; ours stop right after this.
+        if self.redis.is_none() || self.postgres.is_none() {
+            if let Err(e) = self.clean_up() {
+                eprintln!("fencesim live: cleaning up the run's keys/schema: {e:#}");
+            }
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! One live trial: reset the servers, start the workers as processes, apply
-//! the pauses at their protocol points, collect every worker's records and
-//! PostgreSQL's audit rows, and merge them into one history for the checker.
+//! the faults (pauses, crashes with restarts, a failover) at their protocol
+//! points or times, collect every worker's records and PostgreSQL's audit
+//! rows, and merge them into one history for the checker.
 //!
 //! How the history is made honest: invocations and completions come from
 //! the workers (CLOCK_MONOTONIC, one clock for all processes); what landed
@@ -23,7 +24,7 @@ use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
 use super::proxy::Proxy;
-use super::scenario::LiveScenario;
+use super::scenario::{CrashTarget, LiveCrash, LiveScenario, Trigger};
 use super::servers::{die_with_parent, kill, Servers};
 use super::{monotonic_ns, LockKind};
 use crate::check::{self, Report};
@@ -38,15 +39,20 @@ pub struct TrialResult {
 }
 
 /// A worker process, killed (after SIGCONT: a stopped process ignores
-/// SIGTERM) and reaped on drop.
+/// SIGTERM) and reaped on drop — unless a crash fault already reaped it
+/// (its pid may be someone else's by then).
 struct WorkerProc {
     name: String,
     child: Child,
     stdin: ChildStdin,
+    reaped: bool,
 }
 
 impl Drop for WorkerProc {
     fn drop(&mut self) {
+        if self.reaped {
+            return;
+        }
         kill(self.child.id(), libc::SIGCONT);
         kill(self.child.id(), libc::SIGKILL);
         let _ = self.child.wait();
@@ -56,6 +62,14 @@ impl Drop for WorkerProc {
 impl WorkerProc {
     fn send(&mut self, line: &str) -> Result<()> {
         writeln!(self.stdin, "{line}").with_context(|| format!("writing to worker {}", self.name))
+    }
+
+    /// SIGKILL (a crash) and reap.
+    fn crash(&mut self) {
+        kill(self.child.id(), libc::SIGCONT);
+        kill(self.child.id(), libc::SIGKILL);
+        let _ = self.child.wait();
+        self.reaped = true;
     }
 }
 
@@ -79,15 +93,43 @@ fn stop_confirmed(pid: u32) -> Result<Duration> {
     bail!("worker {pid} not stopped 2 s after SIGSTOP")
 }
 
-/// Marks a failover record in the fault list (its node is the promoted replica).
-const FAILOVER: usize = usize::MAX;
+/// Where a harness record belongs: a worker (by index) or a Redis server
+/// (0 = the primary, 1 = the replica).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HarnessNode {
+    Worker(usize),
+    Coord(u16),
+}
+
+/// Something the harness did or saw (pause, resume, crash, restart,
+/// failover), with its CLOCK_MONOTONIC time.
+#[derive(Clone, Debug)]
+pub struct HarnessRecord {
+    pub node: HarnessNode,
+    pub kind: Kind,
+    pub t_ns: u64,
+    pub detail: String,
+}
+
+/// What the trial loop has to do later.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Later {
+    Resume(usize),
+    RestartWorker(usize),
+    RestartRedis,
+    /// A time-triggered crash (index into the scenario's crashes).
+    Crash(usize),
+}
 
 /// Makes the replica follow the primary through a proxy, waits until it has
 /// synced (so it starts the trial with the primary's flushed state), then
 /// cuts the link: whatever the primary does next never reaches the replica.
 fn replicate_then_cut(servers: &mut Servers) -> Result<()> {
-    let link = Proxy::start(servers.redis.port, None)?;
-    let mut replica = servers.replica.connection()?;
+    let (Some(primary), Some(replica)) = (servers.redis.as_ref(), servers.replica.as_ref()) else {
+        bail!("a failover needs the harness's own Redis primary and replica");
+    };
+    let link = Proxy::start(&format!("127.0.0.1:{}", primary.port), None)?;
+    let mut replica = replica.connection()?;
     redis::cmd("REPLICAOF")
         .arg("127.0.0.1")
         .arg(link.port)
@@ -112,56 +154,48 @@ enum Msg {
     Eof(usize),
 }
 
-/// Runs one trial. Must be called from the main thread (children's parent-death signal).
-pub fn run(
-    s: &LiveScenario,
-    servers: &mut Servers,
-    exe: &Path,
-    timeout: Duration,
-) -> Result<TrialResult> {
-    servers.reset()?;
-    let mut redis_urls = servers.redis.url();
-    if !s.failovers.is_empty() {
-        replicate_then_cut(servers)?;
-        redis_urls = format!("{},{}", servers.redis.url(), servers.replica.url());
+/// Everything needed to (re)start worker `i` as a process.
+struct Spawner<'a> {
+    s: &'a LiveScenario,
+    exe: &'a Path,
+    redis_urls: String,
+    /// Per worker: its PostgreSQL connection string (through its proxy, if any).
+    conns: Vec<String>,
+    state_dir: PathBuf,
+    schema: String,
+    key_prefix: String,
+    tx: mpsc::Sender<Msg>,
+}
+
+impl Spawner<'_> {
+    fn state_file(&self, i: usize) -> PathBuf {
+        self.state_dir.join(format!("worker-{i}.state"))
     }
-    let (tx, rx) = mpsc::channel::<Msg>();
-    let mut procs = Vec::new();
-    let mut proxies = Vec::new();
-    for (i, w) in s.workers.iter().enumerate() {
-        let mut conn = servers.postgres.conn_string();
-        if let Some(h) = s.holds.iter().find(|h| h.worker == w.name) {
-            let proxy = Proxy::start(
-                servers.postgres.port,
-                Some(("UPDATE documents", h.duration_ms)),
-            )?;
-            conn = format!(
-                "host=127.0.0.1 port={} user=postgres dbname=postgres sslmode=disable",
-                proxy.port
-            );
-            proxies.push((w.name.clone(), proxy));
-        }
-        let mut cmd = Command::new(exe);
+
+    /// Starts worker `i`; must run on the main thread (parent-death signal).
+    fn spawn(&self, i: usize) -> Result<WorkerProc> {
+        let (s, w) = (self.s, &self.s.workers[i]);
+        let mut cmd = Command::new(self.exe);
         cmd.arg("live-worker")
             .args(["--name", &w.name])
-            .args(["--redis", &redis_urls])
-            .args(["--postgres", &conn])
+            .args(["--redis", &self.redis_urls])
+            .args(["--postgres", &self.conns[i]])
             .args(["--lock", s.lock.name(), "--write", s.write.name()])
-            .args([
-                "--ttl-ms",
-                &s.ttl_ms.to_string(),
-                "--retry-ms",
-                &s.retry_ms.to_string(),
-            ])
+            .args(["--ttl-ms", &s.ttl_ms.to_string()])
+            .args(["--retry-ms", &s.retry_ms.to_string()])
             .args(["--work-ms", &s.work_ms.to_string()])
-            .args(["--op-id", &(1001 + i as u64).to_string()])
+            .args(["--request-timeout-ms", &s.request_timeout_ms.to_string()])
+            .args(["--index", &(i + 1).to_string()])
+            .args(["--ops", &w.ops.to_string()])
+            .args(["--schema", &self.schema])
+            .args(["--key-prefix", &self.key_prefix])
+            .arg("--state-file")
+            .arg(self.state_file(i))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
-        let gate = s.pauses.iter().map(|p| (&p.worker, &p.after));
-        let gate = gate.chain(s.failovers.iter().map(|f| (&f.worker, &f.after)));
-        if let Some((_, after)) = gate.into_iter().find(|(worker, _)| **worker == w.name) {
-            cmd.args(["--gate", after]);
+        if let Some(point) = s.gate_of(&w.name) {
+            cmd.args(["--gate", point]);
         }
         die_with_parent(&mut cmd);
         let mut child = cmd
@@ -169,7 +203,7 @@ pub fn run(
             .with_context(|| format!("starting worker {}", w.name))?;
         let stdout = child.stdout.take().context("worker stdout")?;
         let stdin = child.stdin.take().context("worker stdin")?;
-        let tx = tx.clone();
+        let tx = self.tx.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
@@ -179,13 +213,61 @@ pub fn run(
             }
             let _ = tx.send(Msg::Eof(i));
         });
-        procs.push(WorkerProc {
+        Ok(WorkerProc {
             name: w.name.clone(),
             child,
             stdin,
-        });
+            reaped: false,
+        })
     }
-    drop(tx);
+}
+
+/// Runs one trial. Must be called from the main thread (children's parent-death signal).
+pub fn run(
+    s: &LiveScenario,
+    servers: &mut Servers,
+    exe: &Path,
+    timeout: Duration,
+) -> Result<TrialResult> {
+    servers.reset()?;
+    let mut redis_urls = servers.redis_url.clone();
+    if !s.failovers.is_empty() {
+        replicate_then_cut(servers)?;
+        if let Some(r) = servers.replica.as_ref() {
+            redis_urls = format!("{redis_urls},{}", r.url());
+        }
+    }
+    let (tx, rx) = mpsc::channel::<Msg>();
+    let mut proxies = Vec::new();
+    let mut conns = Vec::new();
+    for w in &s.workers {
+        let mut conn = servers.pg.conn_string(None);
+        if let Some(n) = s.net.iter().find(|n| n.worker == w.name) {
+            let upstream = servers.pg.tcp.clone().context(
+                "a network fault needs PostgreSQL over TCP (the URL names only a Unix socket)",
+            )?;
+            let proxy = Proxy::start(&upstream, Some(("UPDATE documents", n.mode)))?;
+            conn = servers.pg.conn_string(Some(proxy.port));
+            proxies.push((w.name.clone(), proxy));
+        }
+        conns.push(conn);
+    }
+    let spawner = Spawner {
+        s,
+        exe,
+        redis_urls,
+        conns,
+        state_dir: servers.root.path.clone(),
+        schema: servers.schema.clone(),
+        key_prefix: servers.key_prefix.clone(),
+        tx,
+    };
+    let mut procs = Vec::new();
+    for i in 0..s.workers.len() {
+        // A new trial's workers boot fresh: no record from the last trial's crash.
+        let _ = std::fs::remove_file(spawner.state_file(i));
+        procs.push(spawner.spawn(i)?);
+    }
 
     let deadline = Instant::now() + timeout;
     let mut records: Vec<(usize, Value)> = Vec::new();
@@ -201,6 +283,16 @@ pub fn run(
     }
     let t0 = Instant::now();
     let t0_ns = monotonic_ns();
+    let since_t0 = || t0.elapsed().as_secs_f64() * 1e3;
+    let mut later: Vec<(Instant, Later)> = s
+        .crashes
+        .iter()
+        .enumerate()
+        .filter_map(|(k, c)| match c.trigger {
+            Trigger::AtMs(ms) => Some((t0 + Duration::from_millis(ms), Later::Crash(k))),
+            Trigger::After { .. } => None,
+        })
+        .collect();
     let mut to_start: Vec<(u64, usize)> = s
         .workers
         .iter()
@@ -209,12 +301,16 @@ pub fn run(
         .collect();
     to_start.sort();
     let mut to_start = to_start.into_iter().peekable();
-    // (when, worker index) of pending SIGCONTs.
-    let mut resumes: Vec<(Instant, usize)> = Vec::new();
     let mut faults = Vec::new();
-    let mut pause_records: Vec<(usize, &'static str, u64, String)> = Vec::new();
+    let mut harness: Vec<HarnessRecord> = Vec::new();
+    // Faults at a protocol point fire once (a restarted worker passes it again).
+    let (mut paused, mut failed_over, mut crashed) = (
+        vec![false; s.pauses.len()],
+        vec![false; s.failovers.len()],
+        vec![false; s.crashes.len()],
+    );
     let mut open = procs.len();
-    while open > 0 || !resumes.is_empty() {
+    while open > 0 || !later.is_empty() {
         let now = Instant::now();
         if now > deadline {
             bail!("trial did not finish within {} ms", timeout.as_millis());
@@ -229,11 +325,47 @@ pub fn run(
             procs[i].send("start")?;
             to_start.next();
         }
-        if let Some(pos) = resumes.iter().position(|(at, _)| *at <= now) {
-            let (_, i) = resumes.remove(pos);
-            // Stamped before the signal: the worker may run (and record) at once.
-            pause_records.push((i, "resume", monotonic_ns(), "SIGCONT".into()));
-            kill(procs[i].child.id(), libc::SIGCONT);
+        if let Some(pos) = later.iter().position(|(at, _)| *at <= now) {
+            let (_, what) = later.remove(pos);
+            match what {
+                Later::Resume(i) => {
+                    // Stamped before the signal: the worker may run (and record) at once.
+                    harness.push(HarnessRecord {
+                        node: HarnessNode::Worker(i),
+                        kind: Kind::Resume,
+                        t_ns: monotonic_ns(),
+                        detail: "SIGCONT".into(),
+                    });
+                    kill(procs[i].child.id(), libc::SIGCONT);
+                }
+                Later::RestartWorker(i) => {
+                    procs[i] = spawner.spawn(i)?;
+                    open += 1;
+                    faults.push(format!(
+                        "worker/{} restarted at {:.1} ms",
+                        procs[i].name,
+                        since_t0()
+                    ));
+                }
+                Later::RestartRedis => {
+                    if let Some(r) = servers.redis.as_mut() {
+                        r.ensure_running()?;
+                    }
+                    harness.push(HarnessRecord {
+                        node: HarnessNode::Coord(0),
+                        kind: Kind::Restart,
+                        t_ns: monotonic_ns(),
+                        detail: "redis-server restarted empty (no persistence)".into(),
+                    });
+                    faults.push(format!("coord/0 restarted at {:.1} ms", since_t0()));
+                }
+                Later::Crash(k) => {
+                    crashed[k] = true;
+                    let c = &s.crashes[k];
+                    crash(c, servers, &mut procs, &mut harness, &mut later)?;
+                    faults.push(format!("{} at {:.1} ms", crash_line(c), since_t0()));
+                }
+            }
             continue;
         }
         // Wake at least every 50 ms to notice Ctrl-C.
@@ -241,61 +373,102 @@ pub fn run(
         if let Some(&(ms, _)) = to_start.peek() {
             next = next.min(t0 + Duration::from_millis(ms));
         }
-        for (at, _) in &resumes {
+        for (at, _) in &later {
             next = next.min(*at);
         }
         match rx.recv_timeout(next.saturating_duration_since(now)) {
+            // A restarted worker connected: it starts at once.
+            Ok(Msg::Line(i, line)) if line.contains("\"ready\"") => {
+                harness.push(HarnessRecord {
+                    node: HarnessNode::Worker(i),
+                    kind: Kind::Restart,
+                    t_ns: monotonic_ns(),
+                    detail: "process restarted from its state file".into(),
+                });
+                procs[i].send("start")?;
+            }
             Ok(Msg::Line(i, line)) => {
                 let v: Value = serde_json::from_str(&line)
                     .with_context(|| format!("worker {} wrote {line:?}", procs[i].name))?;
-                if let Some(step) = v.get("gate").and_then(Value::as_str) {
-                    let name = &procs[i].name;
-                    if s.failovers
-                        .iter()
-                        .any(|f| f.worker == *name && f.after == step)
-                    {
-                        let at = monotonic_ns();
-                        servers.redis.stop();
-                        let mut con = servers.replica.connection()?;
-                        redis::cmd("REPLICAOF")
-                            .arg("NO")
-                            .arg("ONE")
-                            .query::<()>(&mut con)?;
-                        faults.push(format!(
-                            "failover after worker/{name}'s {step} at {:.1} ms: primary SIGKILLed, replica promoted",
-                            t0.elapsed().as_secs_f64() * 1e3
-                        ));
-                        pause_records.push((
-                            FAILOVER,
-                            "failover",
-                            at,
-                            "primary SIGKILLed; REPLICAOF NO ONE".into(),
-                        ));
-                    }
-                    if let Some(p) = s
-                        .pauses
-                        .iter()
-                        .find(|p| p.worker == *name && p.after == step)
-                    {
-                        let pid = procs[i].child.id();
-                        let confirm = stop_confirmed(pid)?;
-                        let at = monotonic_ns();
-                        let detail = format!("SIGSTOP for {} ms", p.duration_ms);
-                        faults.push(format!(
-                            "pause worker/{} after {step} for {} ms at {:.1} ms (stop confirmed in {} us)",
-                            p.worker,
-                            p.duration_ms,
-                            t0.elapsed().as_secs_f64() * 1e3,
-                            confirm.as_micros()
-                        ));
-                        pause_records.push((i, "pause", at, detail));
-                        resumes.push((Instant::now() + Duration::from_millis(p.duration_ms), i));
-                    }
-                    // Answered while stopped: the worker reads it when it runs again.
-                    procs[i].send("go")?;
-                } else {
+                let Some(step) = v.get("gate").and_then(Value::as_str) else {
                     records.push((i, v));
+                    continue;
+                };
+                let name = procs[i].name.clone();
+                for (k, f) in s.failovers.iter().enumerate() {
+                    if failed_over[k] || f.worker != name || f.after != step {
+                        continue;
+                    }
+                    failed_over[k] = true;
+                    let at = monotonic_ns();
+                    let (Some(primary), Some(replica)) =
+                        (servers.redis.as_mut(), servers.replica.as_ref())
+                    else {
+                        bail!("a failover needs the harness's own Redis");
+                    };
+                    primary.stop();
+                    let mut con = replica.connection()?;
+                    redis::cmd("REPLICAOF")
+                        .arg("NO")
+                        .arg("ONE")
+                        .query::<()>(&mut con)?;
+                    faults.push(format!(
+                        "failover after worker/{name}'s {step} at {:.1} ms: primary SIGKILLed, replica promoted",
+                        since_t0()
+                    ));
+                    harness.push(HarnessRecord {
+                        node: HarnessNode::Coord(1),
+                        kind: Kind::Failover,
+                        t_ns: at,
+                        detail: "primary SIGKILLed; REPLICAOF NO ONE".into(),
+                    });
                 }
+                let mut killed = false;
+                for (k, c) in s.crashes.iter().enumerate() {
+                    let here = matches!(&c.trigger, Trigger::After { worker, point } if *worker == name && point == step);
+                    if crashed[k] || !here {
+                        continue;
+                    }
+                    crashed[k] = true;
+                    killed |= c.target == CrashTarget::Worker(name.clone());
+                    crash(c, servers, &mut procs, &mut harness, &mut later)?;
+                    faults.push(format!(
+                        "{} after worker/{name}'s {step} at {:.1} ms",
+                        crash_line(c),
+                        since_t0()
+                    ));
+                }
+                if killed {
+                    continue;
+                }
+                for (k, p) in s.pauses.iter().enumerate() {
+                    if paused[k] || p.worker != name || p.after != step {
+                        continue;
+                    }
+                    paused[k] = true;
+                    let pid = procs[i].child.id();
+                    let confirm = stop_confirmed(pid)?;
+                    let at = monotonic_ns();
+                    faults.push(format!(
+                        "pause worker/{} after {step} for {} ms at {:.1} ms (stop confirmed in {} us)",
+                        p.worker,
+                        p.duration_ms,
+                        since_t0(),
+                        confirm.as_micros()
+                    ));
+                    harness.push(HarnessRecord {
+                        node: HarnessNode::Worker(i),
+                        kind: Kind::Pause,
+                        t_ns: at,
+                        detail: format!("SIGSTOP for {} ms", p.duration_ms),
+                    });
+                    later.push((
+                        Instant::now() + Duration::from_millis(p.duration_ms),
+                        Later::Resume(i),
+                    ));
+                }
+                // Answered while stopped: the worker reads it when it runs again.
+                procs[i].send("go")?;
             }
             Ok(Msg::Eof(_)) => open -= 1,
             Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -303,7 +476,11 @@ pub fn run(
         }
     }
     for p in &mut procs {
+        if p.reaped {
+            continue;
+        }
         let status = p.child.wait()?;
+        p.reaped = true;
         if !status.success() {
             bail!("worker {} failed: {status}", p.name);
         }
@@ -314,15 +491,15 @@ pub fn run(
             .log
             .lock()
             .map_err(|_| anyhow::anyhow!("proxy log poisoned"))?;
-        for (at, ms) in &log.held {
+        for (at, what) in &log.events {
             faults.push(format!(
-                "proxy held worker/{name}'s UPDATE for {ms} ms at {:.1} ms",
+                "proxy: worker/{name}'s UPDATE {what} at {:.1} ms",
                 (at.saturating_sub(t0_ns)) as f64 / 1e6
             ));
         }
     }
 
-    let mut pg = postgres::Client::connect(&servers.postgres.conn_string(), postgres::NoTls)?;
+    let mut pg = servers.pg_client()?;
     let audit: Vec<(i64, i64, i64)> = pg
         .query(
             "SELECT commit_seq, op_id, token FROM audit ORDER BY commit_seq",
@@ -332,13 +509,74 @@ pub fn run(
         .map(|r| (r.get(0), r.get(1), r.get(2)))
         .collect();
     let names: Vec<String> = s.workers.iter().map(|w| w.name.clone()).collect();
-    let history = build_history(&names, s.lock, &records, &pause_records, &audit)?;
+    let history = build_history(&names, s.lock, &records, &harness, &audit)?;
     let report = check::check(&history);
     Ok(TrialResult {
         report,
         history,
         faults,
     })
+}
+
+fn crash_line(c: &LiveCrash) -> String {
+    let what = match &c.target {
+        CrashTarget::Worker(w) => format!("crash (SIGKILL) worker/{w}"),
+        CrashTarget::RedisPrimary => "crash (SIGKILL) coord/0 (redis-server)".to_string(),
+    };
+    match c.restart_after_ms {
+        Some(ms) => format!("{what}, restart after {ms} ms,"),
+        None => format!("{what}, no restart,"),
+    }
+}
+
+/// SIGKILLs the crash's target, records it, and schedules its restart.
+fn crash(
+    c: &LiveCrash,
+    servers: &mut Servers,
+    procs: &mut [WorkerProc],
+    harness: &mut Vec<HarnessRecord>,
+    later: &mut Vec<(Instant, Later)>,
+) -> Result<()> {
+    let restart_at = c
+        .restart_after_ms
+        .map(|ms| Instant::now() + Duration::from_millis(ms));
+    match &c.target {
+        CrashTarget::Worker(w) => {
+            let i = procs
+                .iter()
+                .position(|p| p.name == *w)
+                .context("crash of an unknown worker")?;
+            let at = monotonic_ns();
+            procs[i].crash();
+            harness.push(HarnessRecord {
+                node: HarnessNode::Worker(i),
+                kind: Kind::Crash,
+                t_ns: at,
+                detail: "SIGKILL".into(),
+            });
+            if let Some(t) = restart_at {
+                later.push((t, Later::RestartWorker(i)));
+            }
+        }
+        CrashTarget::RedisPrimary => {
+            let r = servers
+                .redis
+                .as_mut()
+                .context("a crash of coord/0 needs the harness's own Redis")?;
+            let at = monotonic_ns();
+            r.stop();
+            harness.push(HarnessRecord {
+                node: HarnessNode::Coord(0),
+                kind: Kind::Crash,
+                t_ns: at,
+                detail: "SIGKILL (no persistence: the lock and the counter are gone)".into(),
+            });
+            if let Some(t) = restart_at {
+                later.push((t, Later::RestartRedis));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A record before it has its place in the merged order.
@@ -353,13 +591,24 @@ fn field(v: &Value, name: &str) -> Option<u64> {
     v.get(name).and_then(Value::as_u64)
 }
 
-/// Merges worker records, pause/resume and audit rows into one history.
-/// `audit` is (commit_seq, op_id, token) in commit order.
+/// Merges worker records, the harness's records and audit rows into one
+/// history. `audit` is (commit_seq, op_id, token) in commit order.
+///
+/// What the harness adds because Redis does not report it:
+/// - `grant_issued` when a worker's `SET … NX` came back OK;
+/// - `release_applied` when a release deleted the key (`DEL`/compare-and-
+///   delete returned 1): the lease it removed is the newest grant issued on
+///   that server before it (only a successful `SET … NX` creates the key);
+/// - `lease_expired` at `set_ns + ttl` (the `SET`'s reply time plus the PX
+///   TTL, on the one monotonic clock): Redis set the TTL before it replied,
+///   so the key is certainly gone by then — unless a release deleted it, or
+///   the server that held it crashed or was failed over, first (then it was
+///   lost, not expired), or the run ended before that instant.
 pub fn build_history(
     workers: &[String],
     lock: LockKind,
     records: &[(usize, Value)],
-    pauses: &[(usize, &'static str, u64, String)],
+    harness: &[HarnessRecord],
     audit: &[(i64, i64, i64)],
 ) -> Result<History> {
     let resource = workers.len() as u16;
@@ -380,6 +629,16 @@ pub fn build_history(
     let mut acked_at = std::collections::BTreeMap::new();
     // grant held by each worker, for release records.
     let mut held = std::collections::BTreeMap::new();
+    // (grant, server, SET reply ns, expiry ns) of every Redis grant.
+    let mut leases: Vec<(u64, u16, u64, u64)> = Vec::new();
+    // (t_ns, record index, releasing grant, server) of every release that deleted a lease.
+    let mut deletions: Vec<(u64, usize, Option<u64>, u16)> = Vec::new();
+    let last_ns = records
+        .iter()
+        .filter_map(|(_, v)| field(v, "t_ns"))
+        .chain(harness.iter().map(|h| h.t_ns))
+        .max()
+        .unwrap_or(0);
     for (n, (i, v)) in records.iter().enumerate() {
         let Some(kind_name) = v.get("kind").and_then(Value::as_str) else {
             continue;
@@ -392,14 +651,17 @@ pub fn build_history(
         e.token = field(v, "token");
         e.value = field(v, "value");
         e.detail = v.get("detail").and_then(Value::as_str).map(str::to_string);
+        // The server that answered: 0 = primary, 1 = the promoted replica.
+        let server = (field(v, "server").unwrap_or(0) as u16).min(1);
         e.kind = match kind_name {
             "acquire_sent" => Kind::AcquireSent,
             "grant_received" => {
                 grant_id += 1;
-                held.insert(*i, grant_id);
-                // The server that answered the SET: 0 = primary, 1 = the promoted replica.
-                let server = field(v, "server").unwrap_or(0) as u16;
-                let mut issued = Event::new(0, t_ns, coord + server.min(1), Kind::GrantIssued);
+                held.insert(*i, (grant_id, server));
+                if let (Some(set), Some(ttl)) = (field(v, "set_ns"), field(v, "ttl_ms")) {
+                    leases.push((grant_id, server, set, set + ttl * 1_000_000));
+                }
+                let mut issued = Event::new(0, t_ns, coord + server, Kind::GrantIssued);
                 issued.key = Some(0);
                 issued.grant_id = Some(grant_id);
                 issued.token = e.token;
@@ -446,13 +708,19 @@ pub fn build_history(
                 Kind::WriteAcked
             }
             "release_sent" => {
-                e.grant_id = held.get(i).copied();
+                e.grant_id = held.get(i).map(|(g, _)| *g);
                 e.op_id = None;
                 Kind::ReleaseSent
             }
+            "release_done" if field(v, "value").unwrap_or(0) > 0 && lock != LockKind::None => {
+                let mine = held.get(i).map(|(g, _)| *g);
+                let server = held.get(i).map_or(0, |(_, s)| *s);
+                deletions.push((t_ns, n, mine, server));
+                continue;
+            }
             "workload_done" => Kind::WorkloadDone,
             "op_abandoned" => Kind::OpAbandoned,
-            // fence_checked, release_done: shown in the worker's own log only.
+            // fence_checked, release_done, moved, io_error, restarted: the worker's own log only.
             _ => continue,
         };
         if matches!(e.kind, Kind::WorkloadDone) {
@@ -464,16 +732,65 @@ pub fn build_history(
             event: e,
         });
     }
-    for (i, kind, t_ns, detail) in pauses {
-        let (node, kind) = match *kind {
-            "pause" => (*i as u16, Kind::Pause),
-            "resume" => (*i as u16, Kind::Resume),
-            _ => (coord + 1, Kind::Failover),
-        };
-        let mut e = Event::new(0, *t_ns, node, kind);
-        e.detail = Some(detail.clone());
+    // The key a deletion removed: the newest lease set on that server before it.
+    let mut removals: Vec<(u64, u16, u64)> = Vec::new();
+    for (t_ns, n, mine, server) in deletions {
+        let removed = leases
+            .iter()
+            .filter(|(_, s, set, _)| *s == server && *set <= t_ns)
+            .max_by_key(|(_, _, set, _)| *set)
+            .map(|(g, ..)| *g);
+        let mut r = Event::new(0, t_ns, coord + server, Kind::ReleaseApplied);
+        r.key = Some(0);
+        r.grant_id = mine;
+        r.removed_grant_id = removed;
+        if let Some(g) = removed {
+            removals.push((t_ns, server, g));
+        }
         out.push(Pending {
-            t_ns: *t_ns,
+            t_ns,
+            rank: (1, n as u64),
+            event: r,
+        });
+    }
+    // A server crash or failover loses its leases; it does not expire them.
+    let lost_between = |server: u16, from: u64, to: u64| -> bool {
+        harness.iter().any(|h| {
+            let hits = match (h.kind, h.node) {
+                (Kind::Crash, HarnessNode::Coord(s)) => s == server,
+                // A failover kills the primary.
+                (Kind::Failover, _) => server == 0,
+                _ => false,
+            };
+            hits && h.t_ns > from && h.t_ns < to
+        })
+    };
+    for (n, &(grant, server, set, expiry)) in leases.iter().enumerate() {
+        let removed_first = removals
+            .iter()
+            .any(|(t, s, g)| *g == grant && *s == server && *t < expiry);
+        if removed_first || lost_between(server, set, expiry) || expiry > last_ns {
+            continue;
+        }
+        let mut e = Event::new(0, expiry, coord + server, Kind::LeaseExpired);
+        e.key = Some(0);
+        e.grant_id = Some(grant);
+        e.detail = Some("PX TTL elapsed since the SET's reply".into());
+        out.push(Pending {
+            t_ns: expiry,
+            rank: (1, n as u64),
+            event: e,
+        });
+    }
+    for h in harness {
+        let node = match h.node {
+            HarnessNode::Worker(i) => i as u16,
+            HarnessNode::Coord(s) => coord + s.min(1),
+        };
+        let mut e = Event::new(0, h.t_ns, node, h.kind);
+        e.detail = Some(h.detail.clone());
+        out.push(Pending {
+            t_ns: h.t_ns,
             rank: (2, u64::MAX),
             event: e,
         });

@@ -1,32 +1,64 @@
-//! One live worker: a real process (`fencesim live-worker`, hidden) with its
-//! own Redis and PostgreSQL connections, running one operation of the lock
-//! discipline — acquire, read, work, write, release — as the simulator's
-//! workers do.
+//! One live worker: a real process (`fencesim live-worker`, hidden) that
+//! drives the simulator's own sans-IO worker ([`crate::protocol::worker::Worker`])
+//! with real I/O — the same state machine, step for step, that every
+//! simulated run uses.
 //!
-//! It does not drive the sans-IO worker of `protocol/worker.rs` (that state
-//! machine speaks the simulator's message types and timers; mapping them to
-//! blocking client calls was more than this slice could carry); it follows
-//! the same discipline step for step, and docs/live.md says so.
+//! Why a driver and not a re-implementation: the live mode exists to check
+//! the simulator's models against reality, so the worker side must be the
+//! code the simulator runs, not a second copy of the discipline. The driver
+//! is the machine's "network": an `Effect::Send` to the coordinator becomes
+//! Redis calls (`SET key owner NX PX ttl` + `INCR` beside it → `Granted`,
+//! nil → `Busy`; `DEL` or the Lua compare-and-delete → `Released`), one to
+//! the resource becomes PostgreSQL statements (`SELECT` → `ReadOk`, the
+//! scenario's `UPDATE` → `WriteOk`, or `WriteRejected` when 0 rows were
+//! updated); timers run on CLOCK_MONOTONIC; `Persist` goes to a state file,
+//! so a worker SIGKILLed and restarted boots with `Input::Start { recovered }`
+//! exactly as a simulated crash does (op ids never repeat).
 //!
-//! Talking to the harness: every observation is one JSON line on stdout with
-//! a CLOCK_MONOTONIC timestamp; the worker waits for `start` on stdin before
-//! its first request, and at its gate step (the protocol point a scenario
-//! pauses it at) prints `{"gate": step}` and waits for a line on stdin. The
-//! harness freezes the process with SIGSTOP *before* answering, so the pause
-//! is in force exactly after that step returned.
+//! Each server is reached through a *lane*: a thread that owns one
+//! connection and executes one request at a time. A request that gets no
+//! answer (a dropped or cut connection) is the machine's business: its
+//! request timer fires and it retransmits, and the driver then opens a
+//! fresh lane (a new connection) rather than queue behind the stuck one.
+//!
+//! Where the resource's semantics live in PostgreSQL, not in the worker:
+//! `check-then-update` is the resource's non-atomic check (a `SELECT` of the
+//! fence, then the plain `UPDATE`, two statements), and with
+//! `select-for-update` the database is the lock — `Acquire` is granted by
+//! the driver at once (no token) and the row lock is taken by the read's
+//! `SELECT … FOR UPDATE`, committed with the write.
+//!
+//! Talking to the harness: every observation is one JSON line on stdout
+//! with a CLOCK_MONOTONIC timestamp; the worker waits for `start` on stdin,
+//! and at its gate step (the protocol point a scenario stops it at) prints
+//! `{"gate": step}` and waits for a line on stdin. The harness freezes or
+//! kills the process *before* answering, so the fault is in force exactly
+//! after that step returned.
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use serde_json::json;
 
 use super::{monotonic_ns, LockKind, WriteKind, DOC_ID, LOCK_KEY, TOKEN_KEY};
+use crate::protocol::client::LockKind as ClientLock;
+use crate::protocol::msg::{Key, Msg, OpId, Token};
+use crate::protocol::node::{Clocks, Effect, Input, Node, NodeId, Observation, TimerId};
+use crate::protocol::worker::{MoreLocks, Worker, WorkerConfig};
 
 /// Redis's documented compare-and-delete release (redis.io, "Distributed
 /// Locks with Redis"): delete the key only if it still holds our value.
 pub const COMPARE_AND_DELETE: &str =
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
+
+/// The machine's addresses for the two servers (only the driver reads them).
+const COORD: NodeId = NodeId(1000);
+const RESOURCE: NodeId = NodeId(1001);
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct WorkerArgs {
@@ -50,45 +82,79 @@ pub struct WorkerArgs {
     pub retry_ms: u64,
     #[arg(long, default_value_t = 0)]
     pub work_ms: u64,
+    /// 1-based worker index: op ids are `index * 1000 + n` (the simulator's rule).
     #[arg(long)]
-    pub op_id: u64,
-    /// Stop and wait for the harness after this step (`read_ok`, `fence_checked`).
+    pub index: u16,
+    /// Operations this worker runs.
+    #[arg(long, default_value_t = 1)]
+    pub ops: u32,
+    /// Stop and wait for the harness after this step (`read_ok`, `fence_checked`, `write_sent`).
     #[arg(long)]
     pub gate: Option<String>,
-    /// Give up acquiring after this long.
-    #[arg(long, default_value_t = 5_000)]
-    pub acquire_timeout_ms: u64,
+    /// The machine retransmits a request unanswered for this long.
+    #[arg(long, default_value_t = 2_000)]
+    pub request_timeout_ms: u64,
+    /// Where the machine's synced record lives across a crash and restart.
+    #[arg(long)]
+    pub state_file: Option<PathBuf>,
+    /// Prefix of every Redis key (a run against a user's Redis owns only its prefix).
+    #[arg(long, default_value = "")]
+    pub key_prefix: String,
+    /// PostgreSQL schema holding the run's tables (search_path).
+    #[arg(long)]
+    pub schema: Option<String>,
+    /// Give up (error) when the workload is not done after this long.
+    #[arg(long, default_value_t = 15_000)]
+    pub give_up_ms: u64,
 }
 
-struct Out {
-    stdout: std::io::Stdout,
-    stdin: std::io::StdinLock<'static>,
-    gate: Option<String>,
+/// One JSON line to the harness, stamped with CLOCK_MONOTONIC.
+fn emit(mut record: serde_json::Value) {
+    record["t_ns"] = json!(monotonic_ns());
+    let out = std::io::stdout();
+    let mut lock = out.lock();
+    // The harness reading our stdout is the only observer; if it is gone, so are we.
+    let _ = writeln!(lock, "{record}");
+    let _ = lock.flush();
 }
 
-impl Out {
-    fn emit(&mut self, mut record: serde_json::Value) {
-        record["t_ns"] = json!(monotonic_ns());
-        let mut lock = self.stdout.lock();
-        // The harness reading our stdout is the only observer; if it is gone, so are we.
-        let _ = writeln!(lock, "{record}");
-        let _ = lock.flush();
-    }
+fn wait_line() -> Result<()> {
+    let mut line = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut line)
+        .context("reading stdin")?;
+    Ok(())
+}
 
-    fn wait_line(&mut self) -> Result<()> {
-        let mut line = String::new();
-        self.stdin.read_line(&mut line).context("reading stdin")?;
-        Ok(())
-    }
+/// What every lane needs to turn a message into server calls.
+struct Setup {
+    args: WorkerArgs,
+    urls: Vec<String>,
+    /// Redis owner value prefix: unique per process, so a restarted worker
+    /// never releases its previous incarnation's lease by accident.
+    owner_prefix: String,
+    lock_key: String,
+    token_key: String,
+}
 
-    /// The pause point: tell the harness, then wait until it has frozen us
-    /// (SIGSTOP) and thawed us again.
-    fn gate(&mut self, step: &str) -> Result<()> {
-        if self.gate.as_deref() == Some(step) {
-            self.emit(json!({ "gate": step }));
-            self.wait_line()?;
+impl Setup {
+    /// The pause/crash point: tell the harness, then wait until it has acted.
+    fn gate(&self, step: &str) -> Result<()> {
+        if self.args.gate.as_deref() == Some(step) {
+            emit(json!({ "gate": step }));
+            wait_line()?;
         }
         Ok(())
+    }
+
+    fn connect_pg(&self) -> Result<postgres::Client> {
+        let mut pg = postgres::Client::connect(&self.args.postgres, postgres::NoTls)
+            .context("connecting to PostgreSQL")?;
+        if let Some(schema) = &self.args.schema {
+            pg.batch_execute(&format!("SET search_path TO \"{schema}\""))?;
+        }
+        Ok(pg)
     }
 }
 
@@ -99,159 +165,523 @@ fn connect_redis(url: &str) -> Result<redis::Connection> {
         .with_context(|| format!("connecting to Redis at {url}"))
 }
 
-pub fn run(args: &WorkerArgs) -> Result<()> {
-    let mut out = Out {
-        stdout: std::io::stdout(),
-        stdin: std::io::stdin().lock(),
-        gate: args.gate.clone(),
-    };
-    let urls: Vec<&str> = args.redis.split(',').filter(|u| !u.is_empty()).collect();
-    let mut server = 0usize;
-    let mut redis = match args.lock {
-        LockKind::None => None,
-        _ => Some(connect_redis(urls.first().copied().unwrap_or(""))?),
-    };
-    let mut pg = postgres::Client::connect(&args.postgres, postgres::NoTls)
-        .context("connecting to PostgreSQL")?;
-    out.emit(json!({ "ready": true }));
-    out.wait_line()?;
-    let op = args.op_id;
-    let owner = format!("{}:{}", args.name, std::process::id());
-
-    // Acquire: SET NX PX, retried every retry_ms; the token is INCR beside it.
-    let mut token: Option<u64> = None;
-    if let Some(con) = redis.as_mut() {
-        let deadline = monotonic_ns() + args.acquire_timeout_ms * 1_000_000;
-        loop {
-            out.emit(json!({ "kind": "acquire_sent", "op": op }));
-            let got = redis::cmd("SET")
-                .arg(LOCK_KEY)
-                .arg(&owner)
-                .arg("NX")
-                .arg("PX")
-                .arg(args.ttl_ms)
-                .query::<Option<String>>(con)
-                .and_then(|got| match got {
-                    Some(_) => redis::cmd("INCR")
-                        .arg(TOKEN_KEY)
-                        .query::<u64>(con)
-                        .map(Some),
-                    None => Ok(None),
-                });
-            match got {
-                Ok(Some(t)) => {
-                    token = Some(t);
-                    out.emit(
-                        json!({ "kind": "grant_received", "op": op, "token": t, "server": server }),
-                    );
-                    break;
-                }
-                Ok(None) => {}
-                // The primary is gone: move to the next server (the promoted replica).
-                Err(e) if server + 1 < urls.len() => {
-                    server += 1;
-                    out.emit(
-                        json!({ "kind": "moved", "detail": format!("{e}; now server {server}") }),
-                    );
-                    *con = connect_redis(urls[server])?;
-                    continue;
-                }
-                Err(e) => return Err(e).context("SET NX PX / INCR"),
-            }
-            if monotonic_ns() > deadline {
-                out.emit(
-                    json!({ "kind": "op_abandoned", "op": op, "detail": "acquire timed out" }),
-                );
-                return Ok(());
-            }
-            std::thread::sleep(Duration::from_millis(args.retry_ms));
-        }
-    }
-    let token_sql = token.unwrap_or(0) as i64;
-
-    let in_tx = if args.write == WriteKind::SelectForUpdate {
-        pg.batch_execute("BEGIN").context("BEGIN")?;
-        true
-    } else {
-        false
-    };
-    // Read, carrying the token for the record.
-    out.emit(json!({ "kind": "read_sent", "op": op, "token": token }));
-    let select = if in_tx {
-        "SELECT body FROM documents WHERE id = $1 FOR UPDATE"
-    } else {
-        "SELECT body FROM documents WHERE id = $1"
-    };
-    let row = pg.query_one(select, &[&DOC_ID]).context("read")?;
-    let seen: i64 = row.get(0);
-    out.emit(json!({ "kind": "read_ok", "op": op, "value": seen }));
-    out.gate("read_ok")?;
-    if args.work_ms > 0 {
-        std::thread::sleep(Duration::from_millis(args.work_ms));
-    }
-
-    if args.write == WriteKind::CheckThenUpdate {
-        let fence: i64 = pg
-            .query_one(
-                "SELECT fencing_token FROM documents WHERE id = $1",
-                &[&DOC_ID],
-            )
-            .context("fence check")?
-            .get(0);
-        out.emit(json!({ "kind": "fence_checked", "op": op, "value": fence }));
-        if fence >= token_sql {
-            out.emit(json!({ "kind": "op_abandoned", "op": op, "detail": "fence check refused" }));
-            release(&mut out, redis.as_mut(), args.lock, &owner, op)?;
-            return Ok(());
-        }
-        out.gate("fence_checked")?;
-    }
-
-    // Write: the op id is the value, so the audit row names the op.
-    let sql = match args.write {
-        WriteKind::Fenced => {
-            "UPDATE documents SET body = $1, fencing_token = $2 WHERE id = $3 AND fencing_token < $2"
-        }
-        _ => "UPDATE documents SET body = $1, fencing_token = $2 WHERE id = $3",
-    };
-    out.emit(json!({ "kind": "write_sent", "op": op, "token": token, "value": op }));
-    let rows = pg
-        .execute(sql, &[&(op as i64), &token_sql, &DOC_ID])
-        .context("write")?;
-    if in_tx {
-        pg.batch_execute("COMMIT").context("COMMIT")?;
-    }
-    let outcome = if rows == 1 { "ok" } else { "rejected" };
-    out.emit(json!({ "kind": "write_acked", "op": op, "token": token, "outcome": outcome }));
-
-    release(&mut out, redis.as_mut(), args.lock, &owner, op)?;
-    out.emit(json!({ "kind": "workload_done" }));
-    Ok(())
+/// One connection to one server, owned by a lane thread.
+enum Conn {
+    Redis {
+        con: Option<redis::Connection>,
+        server: usize,
+    },
+    Pg {
+        pg: Option<postgres::Client>,
+        in_tx: bool,
+    },
+    /// `select-for-update`: the database is the lock, no lock server.
+    NoLock,
 }
 
-fn release(
-    out: &mut Out,
-    redis: Option<&mut redis::Connection>,
-    lock: LockKind,
-    owner: &str,
+/// What a lane knows of the operation in progress (for its records).
+#[derive(Clone, Copy)]
+struct Req {
+    msg: Msg,
     op: u64,
-) -> Result<()> {
-    let Some(con) = redis else { return Ok(()) };
-    out.emit(json!({ "kind": "release_sent", "op": op }));
-    let removed: redis::RedisResult<i64> = match lock {
-        LockKind::RedisSetNxCad => redis::cmd("EVAL")
-            .arg(COMPARE_AND_DELETE)
-            .arg(1)
-            .arg(LOCK_KEY)
-            .arg(owner)
-            .query(con),
-        _ => redis::cmd("DEL").arg(LOCK_KEY).query(con),
-    };
-    // A release that cannot reach its server (killed in a failover) is not
-    // the worker's failure: the lease expires by itself.
-    match removed {
-        Ok(n) => out.emit(json!({ "kind": "release_done", "op": op, "value": n })),
-        Err(e) => out.emit(json!({ "kind": "release_done", "op": op, "detail": e.to_string() })),
+}
+
+impl Conn {
+    /// Executes one request; `None` is no answer (the machine times out).
+    fn execute(&mut self, s: &Setup, req: Req) -> Option<Msg> {
+        match self {
+            Conn::NoLock => match req.msg {
+                Msg::Acquire { req, key, owner } => Some(Msg::Granted {
+                    req,
+                    key,
+                    owner,
+                    token: None,
+                    ttl_ns: u64::MAX / 4,
+                }),
+                Msg::Release { req, key, owner } => Some(Msg::Released {
+                    req,
+                    key,
+                    removed: Some(owner),
+                }),
+                _ => None,
+            },
+            Conn::Redis { con, server } => redis_execute(s, con, server, req),
+            Conn::Pg { pg, in_tx } => match pg_execute(s, pg, in_tx, req) {
+                Ok(reply) => reply,
+                Err(e) => {
+                    // A cut or broken connection: reconnect on the next request.
+                    emit(json!({ "kind": "io_error", "op": req.op, "detail": format!("{e:#}") }));
+                    *pg = None;
+                    *in_tx = false;
+                    None
+                }
+            },
+        }
     }
-    Ok(())
+}
+
+fn redis_execute(
+    s: &Setup,
+    con: &mut Option<redis::Connection>,
+    server: &mut usize,
+    req: Req,
+) -> Option<Msg> {
+    let op = req.op;
+    loop {
+        if con.is_none() {
+            *con = connect_redis(s.urls.get(*server)?).ok();
+        }
+        let c = con.as_mut()?;
+        let answer = match req.msg {
+            Msg::Acquire {
+                req: id,
+                key,
+                owner,
+            } => {
+                emit(json!({ "kind": "acquire_sent", "op": op }));
+                let value = format!("{}:{owner}", s.owner_prefix);
+                redis::cmd("SET")
+                    .arg(&s.lock_key)
+                    .arg(&value)
+                    .arg("NX")
+                    .arg("PX")
+                    .arg(s.args.ttl_ms)
+                    .query::<Option<String>>(c)
+                    .map(|set| set.map(|_| monotonic_ns()))
+                    .and_then(|set| match set {
+                        Some(set_ns) => redis::cmd("INCR")
+                            .arg(&s.token_key)
+                            .query::<u64>(c)
+                            .map(|t| Some((set_ns, t))),
+                        None => Ok(None),
+                    })
+                    .map(|got| match got {
+                        Some((set_ns, t)) => {
+                            emit(json!({
+                                "kind": "grant_received", "op": op, "token": t,
+                                "server": *server, "set_ns": set_ns, "ttl_ms": s.args.ttl_ms
+                            }));
+                            Msg::Granted {
+                                req: id,
+                                key,
+                                owner,
+                                token: Some(Token(t)),
+                                ttl_ns: s.args.ttl_ms * 1_000_000,
+                            }
+                        }
+                        None => Msg::Busy { req: id, key },
+                    })
+            }
+            Msg::Release {
+                req: id,
+                key,
+                owner,
+            } => {
+                emit(json!({ "kind": "release_sent", "op": op }));
+                let value = format!("{}:{owner}", s.owner_prefix);
+                let removed: redis::RedisResult<i64> = match s.args.lock {
+                    LockKind::RedisSetNxCad => redis::cmd("EVAL")
+                        .arg(COMPARE_AND_DELETE)
+                        .arg(1)
+                        .arg(&s.lock_key)
+                        .arg(&value)
+                        .query(c),
+                    _ => redis::cmd("DEL").arg(&s.lock_key).query(c),
+                };
+                match removed {
+                    Ok(n) => {
+                        emit(json!({ "kind": "release_done", "op": op, "value": n }));
+                        Ok(Msg::Released {
+                            req: id,
+                            key,
+                            removed: (n > 0).then_some(owner),
+                        })
+                    }
+                    // A release that cannot reach its server (killed in a
+                    // failover) is not the worker's failure: the lease
+                    // expires by itself.
+                    Err(e) => {
+                        emit(json!({ "kind": "release_done", "op": op, "detail": e.to_string() }));
+                        return Some(Msg::Released {
+                            req: id,
+                            key,
+                            removed: None,
+                        });
+                    }
+                }
+            }
+            // Renewal is off in every live scenario (renew_every_ns = None).
+            _ => return None,
+        };
+        match answer {
+            Ok(reply) => return Some(reply),
+            // The primary is gone: move to the next server (the promoted replica) and ask again.
+            Err(e) if *server + 1 < s.urls.len() => {
+                *server += 1;
+                emit(json!({ "kind": "moved", "detail": format!("{e}; now server {server}") }));
+                *con = None;
+            }
+            Err(e) => {
+                emit(json!({ "kind": "io_error", "op": op, "detail": e.to_string() }));
+                *con = None;
+                return None;
+            }
+        }
+    }
+}
+
+fn pg_execute(
+    s: &Setup,
+    pg: &mut Option<postgres::Client>,
+    in_tx: &mut bool,
+    req: Req,
+) -> Result<Option<Msg>> {
+    if pg.is_none() {
+        *pg = Some(s.connect_pg()?);
+    }
+    let Some(pg) = pg.as_mut() else {
+        return Ok(None);
+    };
+    match req.msg {
+        Msg::Read {
+            req: id,
+            key,
+            op,
+            token,
+        } => {
+            let one_db = s.args.write == WriteKind::SelectForUpdate;
+            emit(json!({ "kind": "read_sent", "op": op.0, "token": token.map(|t| t.0) }));
+            let select = if one_db {
+                if *in_tx {
+                    pg.batch_execute("ROLLBACK")?;
+                }
+                pg.batch_execute("BEGIN")?;
+                *in_tx = true;
+                "SELECT body FROM documents WHERE id = $1 FOR UPDATE"
+            } else {
+                "SELECT body FROM documents WHERE id = $1"
+            };
+            let seen: i64 = pg.query_one(select, &[&DOC_ID]).context("read")?.get(0);
+            emit(json!({ "kind": "read_ok", "op": op.0, "value": seen }));
+            s.gate("read_ok")?;
+            Ok(Some(Msg::ReadOk {
+                req: id,
+                key,
+                op,
+                value: OpId(seen as u64),
+            }))
+        }
+        Msg::Write {
+            req: id,
+            key,
+            op,
+            token,
+            value,
+        } => {
+            let token_sql = token.map_or(0, |t| t.0 as i64);
+            emit(json!({
+                "kind": "write_sent", "op": op.0, "token": token.map(|t| t.0), "value": value.0
+            }));
+            s.gate("write_sent")?;
+            if s.args.write == WriteKind::CheckThenUpdate {
+                let fence: i64 = pg
+                    .query_one(
+                        "SELECT fencing_token FROM documents WHERE id = $1",
+                        &[&DOC_ID],
+                    )
+                    .context("fence check")?
+                    .get(0);
+                emit(json!({ "kind": "fence_checked", "op": op.0, "value": fence }));
+                if fence >= token_sql {
+                    emit(
+                        json!({ "kind": "write_acked", "op": op.0, "token": token.map(|t| t.0), "outcome": "rejected" }),
+                    );
+                    return Ok(Some(Msg::WriteRejected {
+                        req: id,
+                        key,
+                        op,
+                        fence: Token(fence as u64),
+                    }));
+                }
+                s.gate("fence_checked")?;
+            }
+            let sql = match s.args.write {
+                WriteKind::Fenced => {
+                    "UPDATE documents SET body = $1, fencing_token = $2 WHERE id = $3 AND fencing_token < $2"
+                }
+                _ => "UPDATE documents SET body = $1, fencing_token = $2 WHERE id = $3",
+            };
+            let rows = pg
+                .execute(sql, &[&(value.0 as i64), &token_sql, &DOC_ID])
+                .context("write")?;
+            if *in_tx {
+                pg.batch_execute("COMMIT").context("COMMIT")?;
+                *in_tx = false;
+            }
+            let ok = rows == 1;
+            emit(json!({
+                "kind": "write_acked", "op": op.0, "token": token.map(|t| t.0),
+                "outcome": if ok { "ok" } else { "rejected" }
+            }));
+            Ok(Some(if ok {
+                Msg::WriteOk { req: id, key, op }
+            } else {
+                Msg::WriteRejected {
+                    req: id,
+                    key,
+                    op,
+                    fence: Token(token_sql as u64),
+                }
+            }))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// A lane: its thread's request queue and whether a request is in flight.
+struct Lane {
+    tx: mpsc::Sender<Req>,
+    busy: bool,
+}
+
+/// A reply (or the lack of one) from lane `lane` of server `from`.
+struct Reply {
+    from: NodeId,
+    lane: u64,
+    msg: Option<Msg>,
+}
+
+fn spawn_lane(
+    setup: &Arc<Setup>,
+    from: NodeId,
+    id: u64,
+    mut conn: Conn,
+    replies: &mpsc::Sender<Reply>,
+) -> Lane {
+    let (tx, rx) = mpsc::channel::<Req>();
+    let (setup, replies) = (setup.clone(), replies.clone());
+    std::thread::spawn(move || {
+        for req in rx {
+            let msg = conn.execute(&setup, req);
+            if replies
+                .send(Reply {
+                    from,
+                    lane: id,
+                    msg,
+                })
+                .is_err()
+            {
+                return;
+            }
+        }
+    });
+    Lane { tx, busy: false }
+}
+
+/// The machine's configuration for a live worker: one op at a time on one
+/// key, the token sent with reads and writes (the SQL decides whether the
+/// fence is checked), no renewal, no client-side lease check.
+fn machine_config(args: &WorkerArgs) -> WorkerConfig {
+    WorkerConfig {
+        id: NodeId(args.index - 1),
+        index: args.index,
+        key: Key(0),
+        coordinator: COORD,
+        resource: RESOURCE,
+        start_ns: 0,
+        ops: args.ops,
+        work_ns: args.work_ms * 1_000_000,
+        think_ns: 0,
+        retry_ns: args.retry_ms * 1_000_000,
+        request_timeout_ns: args.request_timeout_ms * 1_000_000,
+        max_retries: 3,
+        send_token: true,
+        token_on_reads: true,
+        check_lease_before_write: false,
+        renew_every_ns: None,
+        write_if_match: false,
+        lock: ClientLock::Lease,
+        effect: None,
+        more_locks: MoreLocks::NONE,
+    }
+}
+
+fn clocks() -> Clocks {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe {
+        libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts);
+    }
+    Clocks {
+        wall_ns: ts.tv_sec as i64 * 1_000_000_000 + ts.tv_nsec as i64,
+        mono_ns: monotonic_ns(),
+    }
+}
+
+pub fn run(args: &WorkerArgs) -> Result<()> {
+    if args.index == 0 {
+        bail!("--index is 1-based");
+    }
+    let setup = Arc::new(Setup {
+        args: args.clone(),
+        urls: args
+            .redis
+            .split(',')
+            .filter(|u| !u.is_empty())
+            .map(str::to_string)
+            .collect(),
+        owner_prefix: format!("{}:{}", args.name, std::process::id()),
+        lock_key: format!("{}{LOCK_KEY}", args.key_prefix),
+        token_key: format!("{}{TOKEN_KEY}", args.key_prefix),
+    });
+    // Connections are made before `ready`: set-up is not part of the trial.
+    let coord_conn = match args.lock {
+        LockKind::None => Conn::NoLock,
+        _ => Conn::Redis {
+            con: Some(connect_redis(
+                setup.urls.first().map_or("", String::as_str),
+            )?),
+            server: 0,
+        },
+    };
+    let pg_conn = Conn::Pg {
+        pg: Some(setup.connect_pg()?),
+        in_tx: false,
+    };
+    let recovered = match &args.state_file {
+        Some(p) if p.exists() => {
+            Some(std::fs::read(p).with_context(|| format!("reading {}", p.display()))?)
+        }
+        _ => None,
+    };
+    let (reply_tx, reply_rx) = mpsc::channel::<Reply>();
+    let mut next_lane = 0u64;
+    let mut lanes: BTreeMap<NodeId, (u64, Lane)> = BTreeMap::new();
+    lanes.insert(
+        COORD,
+        (0, spawn_lane(&setup, COORD, 0, coord_conn, &reply_tx)),
+    );
+    lanes.insert(
+        RESOURCE,
+        (1, spawn_lane(&setup, RESOURCE, 1, pg_conn, &reply_tx)),
+    );
+    next_lane += 2;
+
+    emit(json!({ "ready": true }));
+    wait_line()?;
+    if recovered.is_some() {
+        emit(json!({ "kind": "restarted" }));
+    }
+
+    let give_up = monotonic_ns() + args.give_up_ms * 1_000_000;
+    let mut machine = Worker::new(machine_config(args));
+    let mut timers: BTreeMap<TimerId, u64> = BTreeMap::new();
+    let mut op = 0u64;
+    let mut fx = Vec::new();
+    machine.handle(
+        clocks(),
+        Input::Start {
+            recovered: recovered.as_deref(),
+        },
+        &mut fx,
+    );
+    loop {
+        let mut done = false;
+        for effect in fx.drain(..) {
+            match effect {
+                Effect::Send { to, msg } => {
+                    let (_, lane) = lanes.get_mut(&to).context("message to an unknown node")?;
+                    if lane.busy {
+                        // The previous request is stuck (a retransmission):
+                        // a fresh connection, as a real client reconnects.
+                        let conn = if to == COORD {
+                            match args.lock {
+                                LockKind::None => Conn::NoLock,
+                                _ => Conn::Redis {
+                                    con: None,
+                                    server: 0,
+                                },
+                            }
+                        } else {
+                            Conn::Pg {
+                                pg: None,
+                                in_tx: false,
+                            }
+                        };
+                        let fresh = spawn_lane(&setup, to, next_lane, conn, &reply_tx);
+                        lanes.insert(to, (next_lane, fresh));
+                        next_lane += 1;
+                    }
+                    let (_, lane) = lanes.get_mut(&to).context("lane")?;
+                    lane.busy = true;
+                    lane.tx
+                        .send(Req { msg, op })
+                        .map_err(|_| anyhow::anyhow!("lane thread gone"))?;
+                }
+                Effect::SetTimer { timer, after_ns } => {
+                    timers.insert(timer, monotonic_ns().saturating_add(after_ns));
+                }
+                Effect::CancelTimer { timer } => {
+                    timers.remove(&timer);
+                }
+                Effect::Persist { record, .. } => {
+                    // The record's first word is ops_started: the op being begun.
+                    if record.len() >= 4 {
+                        let started =
+                            u32::from_le_bytes([record[0], record[1], record[2], record[3]]);
+                        op = args.index as u64 * 1000 + started as u64;
+                    }
+                    if let Some(p) = &args.state_file {
+                        std::fs::write(p, &record)
+                            .with_context(|| format!("writing {}", p.display()))?;
+                    }
+                }
+                Effect::Observe(Observation::WorkloadDone) => {
+                    emit(json!({ "kind": "workload_done" }));
+                    done = true;
+                }
+                Effect::Observe(Observation::OpAbandoned { op }) => {
+                    emit(json!({ "kind": "op_abandoned", "op": op.0 }));
+                }
+                Effect::Observe(_) => {}
+            }
+        }
+        if done {
+            return Ok(());
+        }
+        let now = monotonic_ns();
+        if now > give_up {
+            bail!("worker {} not done after {} ms", args.name, args.give_up_ms);
+        }
+        let due = timers
+            .iter()
+            .min_by_key(|(_, at)| **at)
+            .map(|(t, at)| (*t, *at));
+        if let Some((timer, at)) = due.filter(|(_, at)| *at <= now) {
+            let _ = at;
+            timers.remove(&timer);
+            machine.handle(clocks(), Input::Timer { timer }, &mut fx);
+            continue;
+        }
+        let wait_ns = due.map_or(50_000_000, |(_, at)| at - now).min(50_000_000);
+        match reply_rx.recv_timeout(Duration::from_nanos(wait_ns)) {
+            Ok(Reply { from, lane, msg }) => {
+                if let Some((current, l)) = lanes.get_mut(&from) {
+                    if *current == lane {
+                        l.busy = false;
+                    }
+                }
+                // Late replies from an abandoned lane are delivered too, as a
+                // network would; the machine ignores answers it no longer awaits.
+                if let Some(msg) = msg {
+                    machine.handle(clocks(), Input::Message { from, msg }, &mut fx);
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => bail!("every lane is gone"),
+        }
+    }
 }
