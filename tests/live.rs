@@ -253,18 +253,24 @@ fn the_article_scenarios_on_real_servers_find_what_the_simulator_finds_and_leave
         );
     }
 
-    // Safe: clean in every trial, and the hazard was put to the test (rejections).
+    // Safe: clean in every trial, and the hazard was put to the test
+    // (rejections) in most: a loaded machine can stretch a real pause's
+    // timing so that one trial's late write never becomes stale. Clean is
+    // required in every trial; that is the safety claim.
     let delayed_fenced = get("live-delayed-packet-fenced-update");
     assert_eq!(
-        (delayed_fenced.clean, delayed_fenced.rejected),
-        (TRIALS, TRIALS),
+        delayed_fenced.clean, TRIALS,
         "delayed packet, fenced\n{stdout}"
     );
+    assert!(
+        2 * delayed_fenced.rejected > TRIALS,
+        "delayed packet, fenced: hazard reached in too few trials\n{stdout}"
+    );
     let fenced = get("live-gc-pause-fenced-update");
-    assert_eq!(
-        (fenced.clean, fenced.rejected),
-        (TRIALS, TRIALS),
-        "fenced UPDATE\n{stdout}"
+    assert_eq!(fenced.clean, TRIALS, "fenced UPDATE\n{stdout}");
+    assert!(
+        2 * fenced.rejected > TRIALS,
+        "fenced UPDATE: hazard reached in too few trials\n{stdout}"
     );
     let one_db = get("live-one-database-transaction");
     assert_eq!(one_db.clean, TRIALS, "one-database transaction\n{stdout}");
@@ -283,9 +289,12 @@ fn the_article_scenarios_on_real_servers_find_what_the_simulator_finds_and_leave
     }
     let dropped_fenced = get("live-dropped-write-fenced-update");
     assert_eq!(
-        (dropped_fenced.clean, dropped_fenced.rejected),
-        (TRIALS, TRIALS),
+        dropped_fenced.clean, TRIALS,
         "dropped write, fenced\n{stdout}"
+    );
+    assert!(
+        2 * dropped_fenced.rejected > TRIALS,
+        "dropped write, fenced: hazard reached in too few trials\n{stdout}"
     );
 
     // A Redis without persistence, killed and restarted, forgets the lock
