@@ -507,16 +507,12 @@ fn machine_config(args: &WorkerArgs) -> WorkerConfig {
 }
 
 fn clocks() -> Clocks {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes into the timespec we own.
-    unsafe {
-        libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts);
-    }
+    // A live worker's wall clock is the machine's, as a real client's is.
+    let wall = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
     Clocks {
-        wall_ns: ts.tv_sec as i64 * 1_000_000_000 + ts.tv_nsec as i64,
+        wall_ns: i64::try_from(wall.as_nanos()).unwrap_or(i64::MAX),
         mono_ns: monotonic_ns(),
     }
 }
