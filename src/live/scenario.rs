@@ -33,6 +33,8 @@ struct RawFile {
     retry_ms: u64,
     #[serde(default)]
     work_ms: u64,
+    /// A user's own worker program (`fencesim live --worker-cmd` sets or overrides it).
+    worker_cmd: Option<String>,
     worker: Vec<RawWorker>,
     #[serde(default)]
     fault: Vec<RawFault>,
@@ -120,6 +122,7 @@ pub struct LiveScenario {
     pub ttl_ms: u64,
     pub retry_ms: u64,
     pub work_ms: u64,
+    pub worker_cmd: Option<String>,
     pub workers: Vec<LiveWorker>,
     pub pauses: Vec<LivePause>,
     pub holds: Vec<LiveHold>,
@@ -131,6 +134,8 @@ pub struct LiveScenario {
 
 /// Protocol points a worker can be paused after.
 pub const PAUSE_POINTS: [&str; 2] = ["read_ok", "fence_checked"];
+/// Points only a user's program (`worker_cmd`) can be paused at, seen by the proxy.
+pub const CLIENT_POINTS: [&str; 1] = ["lock_granted"];
 
 fn one_of<T: Copy>(
     file: &str,
@@ -238,7 +243,12 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
         };
         if kind != K::Delay {
             let after = f.after.as_ref().ok_or_else(|| missing("after"))?;
-            let points: Vec<(&str, &str)> = PAUSE_POINTS.iter().map(|p| (*p, *p)).collect();
+            let client = raw.worker_cmd.is_some().then_some(CLIENT_POINTS.iter());
+            let points: Vec<(&str, &str)> = PAUSE_POINTS
+                .iter()
+                .chain(client.into_iter().flatten())
+                .map(|p| (*p, *p))
+                .collect();
             let after = one_of(&file, src, after, "protocol point", &points)?.to_string();
             if let Some(other) = pauses
                 .iter()
@@ -315,6 +325,7 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
         ttl_ms: raw.ttl_ms,
         retry_ms: raw.retry_ms,
         work_ms: raw.work_ms,
+        worker_cmd: raw.worker_cmd,
         workers,
         pauses,
         holds,
