@@ -28,6 +28,9 @@ pub struct LiveArgs {
     /// (README "Validate your own client"). Overrides a scenario's `worker_cmd`.
     #[arg(long, value_name = "CMD")]
     pub worker_cmd: Option<String>,
+    /// A trial that has not finished by then is ended: with --worker-cmd, reported as the program hanging (exit 3).
+    #[arg(long, value_name = "MS", default_value_t = 20_000)]
+    pub timeout_ms: u64,
     /// Also write the last trial's history (JSON lines) here, for `check-history`.
     #[arg(long, value_name = "FILE")]
     pub history: Option<PathBuf>,
@@ -95,17 +98,25 @@ pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
             let started = std::time::Instant::now();
             let worker_cmd = args.worker_cmd.as_ref().or(s.worker_cmd.as_ref());
             let r = match worker_cmd {
-                None => trial::run(s, &mut servers, &exe, Duration::from_secs(20))?,
-                Some(cmd) => match client::run(s, cmd, &mut servers, Duration::from_secs(20)) {
-                    Ok(r) => r,
-                    Err(e) => match e.downcast::<client::ClientFailed>() {
-                        Ok(failed) => {
-                            eprintln!("error: trial {k}/{n} of {}: {failed}", s.name);
-                            return Ok(ExitCode::from(EXIT_INTERNAL));
-                        }
-                        Err(e) => return Err(e),
-                    },
-                },
+                None => trial::run(
+                    s,
+                    &mut servers,
+                    &exe,
+                    Duration::from_millis(args.timeout_ms),
+                )?,
+                Some(cmd) => {
+                    match client::run(s, cmd, &mut servers, Duration::from_millis(args.timeout_ms))
+                    {
+                        Ok(r) => r,
+                        Err(e) => match e.downcast::<client::ClientFailed>() {
+                            Ok(failed) => {
+                                eprintln!("error: trial {k}/{n} of {}: {failed}", s.name);
+                                return Ok(ExitCode::from(EXIT_INTERNAL));
+                            }
+                            Err(e) => return Err(e),
+                        },
+                    }
+                }
             };
             let trial_ms = started.elapsed().as_millis();
             let file = args.out.join(format!("{}-trial-{k}.jsonl", s.name));

@@ -447,11 +447,14 @@ pub fn run(
         let mut c = Command::new("sh");
         c.arg("-c")
             .arg(cmd)
-            .env("FENCESIM_REDIS_URL", format!("redis://127.0.0.1:{}/", redis_proxy.port))
+            .env(
+                "FENCESIM_REDIS_URL",
+                format!("redis://127.0.0.1:{}/", redis_proxy.port),
+            )
             .env(
                 "FENCESIM_POSTGRES_URL",
                 format!(
-                    "postgresql://postgres@127.0.0.1:{}/postgres?sslmode=disable&gssencmode=disable",
+                    "postgresql://postgres@127.0.0.1:{}/postgres?sslmode=disable",
                     pg_proxy.port
                 ),
             )
