@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use super::{BadInput, EXIT_FAILED, EXIT_OK};
+use super::{BadInput, EXIT_FAILED, EXIT_INTERNAL, EXIT_OK};
 use crate::check::ViolationKind;
-use crate::live::{scenario, servers::Servers, trial};
+use crate::live::{client, scenario, servers::Servers, trial};
 
 #[derive(clap::Args, Debug)]
 pub struct LiveArgs {
@@ -23,6 +23,17 @@ pub struct LiveArgs {
     /// Where each trial's history (JSON lines) is written.
     #[arg(long, default_value = "target/live")]
     pub out: PathBuf,
+    /// Run this program (`sh -c CMD`) as every worker instead of the built-in
+    /// one: a user's own lock client, judged from what the proxies decode
+    /// (README "Validate your own client"). Overrides a scenario's `worker_cmd`.
+    #[arg(long, value_name = "CMD")]
+    pub worker_cmd: Option<String>,
+    /// A trial that has not finished by then is ended: with --worker-cmd, reported as the program hanging (exit 3).
+    #[arg(long, value_name = "MS", default_value_t = 20_000)]
+    pub timeout_ms: u64,
+    /// Also write the last trial's history (JSON lines) here, for `check-history`.
+    #[arg(long, value_name = "FILE")]
+    pub history: Option<PathBuf>,
     /// Threads for the simulated twins.
     #[arg(long, default_value_t = super::default_jobs())]
     pub jobs: usize,
@@ -128,10 +139,34 @@ pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
                 anyhow::bail!("interrupted");
             }
             let started = std::time::Instant::now();
-            let r = trial::run(s, &mut servers, &exe, Duration::from_secs(20))?;
+            let worker_cmd = args.worker_cmd.as_ref().or(s.worker_cmd.as_ref());
+            let r = match worker_cmd {
+                None => trial::run(
+                    s,
+                    &mut servers,
+                    &exe,
+                    Duration::from_millis(args.timeout_ms),
+                )?,
+                Some(cmd) => {
+                    match client::run(s, cmd, &mut servers, Duration::from_millis(args.timeout_ms))
+                    {
+                        Ok(r) => r,
+                        Err(e) => match e.downcast::<client::ClientFailed>() {
+                            Ok(failed) => {
+                                eprintln!("error: trial {k}/{n} of {}: {failed}", s.name);
+                                return Ok(ExitCode::from(EXIT_INTERNAL));
+                            }
+                            Err(e) => return Err(e),
+                        },
+                    }
+                }
+            };
             let trial_ms = started.elapsed().as_millis();
             let file = args.out.join(format!("{}-trial-{k}.jsonl", s.name));
             trial::write_history(&r.history, &file)?;
+            if let Some(h) = &args.history {
+                trial::write_history(&r.history, h)?;
+            }
             let kinds: Vec<&str> = r.report.kinds().map(|k| k.name()).collect();
             for kind in r.report.kinds() {
                 t.found[kind as usize] += 1;

@@ -13,6 +13,8 @@
 //! run ([`crate::check`]). Live runs are not deterministic: each scenario is
 //! run for N trials and reported as found/N beside its simulated twin.
 
+pub mod client;
+pub mod decode;
 pub mod proxy;
 pub mod scenario;
 pub mod servers;

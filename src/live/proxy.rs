@@ -211,3 +211,73 @@ fn forward_messages(
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
     hay.windows(needle.len()).any(|w| w == needle)
 }
+
+/// Sees one direction of one proxied connection: called with each chunk
+/// *before* it is forwarded, so it may hold the chunk (by blocking) or stop
+/// the program that will receive it. `fencesim live --worker-cmd` decodes
+/// a user's client through it ([`super::client`]).
+pub type Observer = Box<dyn FnMut(&[u8]) + Send>;
+
+impl Proxy {
+    /// A plain forwarder whose every new connection gets a pair of
+    /// observers from `observe` (client→server, server→client).
+    pub fn start_observed(
+        upstream: &str,
+        observe: impl Fn() -> (Observer, Observer) + Send + 'static,
+    ) -> Result<Proxy> {
+        let listener = TcpListener::bind("127.0.0.1:0").context("proxy bind")?;
+        let port = listener.local_addr()?.port();
+        listener.set_nonblocking(true)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let streams = Arc::new(Mutex::new(Vec::new()));
+        let (stop2, streams2) = (stop.clone(), streams.clone());
+        let upstream = upstream.to_string();
+        std::thread::spawn(move || {
+            while !stop2.load(Ordering::SeqCst) {
+                let Ok((client, _)) = listener.accept() else {
+                    std::thread::sleep(Duration::from_millis(2));
+                    continue;
+                };
+                let _ = client.set_nonblocking(false);
+                let Ok(server) = TcpStream::connect(upstream.as_str()) else {
+                    continue;
+                };
+                let (Ok(c), Ok(s)) = (client.try_clone(), server.try_clone()) else {
+                    continue;
+                };
+                if let (Ok(mut all), Ok(c2), Ok(s2)) =
+                    (streams2.lock(), client.try_clone(), server.try_clone())
+                {
+                    all.push(c2);
+                    all.push(s2);
+                }
+                let _ = client.set_nodelay(true);
+                let _ = server.set_nodelay(true);
+                let (up, down) = observe();
+                std::thread::spawn(move || copy_observed(client, s, up));
+                std::thread::spawn(move || copy_observed(server, c, down));
+            }
+        });
+        Ok(Proxy {
+            port,
+            stop,
+            log: Arc::new(Mutex::new(ProxyLog::default())),
+            streams,
+        })
+    }
+}
+
+fn copy_observed(mut from: TcpStream, mut to: TcpStream, mut observer: Observer) {
+    let mut buf = vec![0u8; 64 * 1024];
+    while let Ok(n) = from.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        observer(&buf[..n]);
+        if to.write_all(&buf[..n]).is_err() {
+            break;
+        }
+    }
+    let _ = to.shutdown(Shutdown::Both);
+    let _ = from.shutdown(Shutdown::Both);
+}

@@ -36,6 +36,8 @@ struct RawFile {
     /// A request unanswered this long is retransmitted by the worker's machine.
     #[serde(default = "default_request_timeout")]
     request_timeout_ms: u64,
+    /// A user's own worker program (`fencesim live --worker-cmd` sets or overrides it).
+    worker_cmd: Option<String>,
     worker: Vec<RawWorker>,
     #[serde(default)]
     fault: Vec<RawFault>,
@@ -164,6 +166,7 @@ pub struct LiveScenario {
     pub retry_ms: u64,
     pub work_ms: u64,
     pub request_timeout_ms: u64,
+    pub worker_cmd: Option<String>,
     pub workers: Vec<LiveWorker>,
     pub pauses: Vec<LivePause>,
     pub net: Vec<LiveNet>,
@@ -204,6 +207,8 @@ impl LiveScenario {
             .then_some("crash of coord/0")
     }
 }
+/// Points only a user's program (`worker_cmd`) can be paused at, seen by the proxy.
+pub const CLIENT_POINTS: [&str; 1] = ["lock_granted"];
 
 fn one_of<T: Copy>(
     file: &str,
@@ -295,7 +300,14 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
                 )
             })
     };
-    let points: Vec<(&str, &str)> = PAUSE_POINTS.iter().map(|p| (*p, *p)).collect();
+    // `lock_granted` is seen by the proxy, so only a user's program
+    // (`worker_cmd`) can be stopped there.
+    let client = raw.worker_cmd.is_some().then_some(CLIENT_POINTS.iter());
+    let points: Vec<(&str, &str)> = PAUSE_POINTS
+        .iter()
+        .chain(client.into_iter().flatten())
+        .map(|p| (*p, *p))
+        .collect();
     for f in &raw.fault {
         let kind = one_of(
             &file,
@@ -451,6 +463,7 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
         retry_ms: raw.retry_ms,
         work_ms: raw.work_ms,
         request_timeout_ms: raw.request_timeout_ms,
+        worker_cmd: raw.worker_cmd,
         workers,
         pauses,
         net,

@@ -1,0 +1,78 @@
+//! A lock client as a Rust application would write it, with the `redis`
+//! (1.x, sync) and `postgres` (0.19) crates: `SET NX PX` for the lock, a
+//! Lua compare-and-delete to release it, `INCR` beside it for a fencing
+//! token, then read the document and write it back. fencesim runs it
+//! unchanged and watches its connections (README "Validate your own client"):
+//!
+//! ```sh
+//! cargo build --release --example live_client_rust
+//! fencesim live examples/live-clients/gc-pause-rust-fenced.toml
+//! ```
+//!
+//! `--fenced` writes with the article's `… AND fencing_token < $token`;
+//! without it the UPDATE is plain. Settings come from the environment that
+//! `fencesim live --worker-cmd` sets.
+
+use std::time::Duration;
+
+fn env(name: &str, default: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| default.to_string())
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let fenced = std::env::args().any(|a| a == "--fenced");
+    let mut r = redis::Client::open(env("FENCESIM_REDIS_URL", "redis://127.0.0.1:6379/"))?
+        .get_connection()?;
+    let mut pg = postgres::Client::connect(
+        &env(
+            "FENCESIM_POSTGRES_URL",
+            "postgresql://postgres@127.0.0.1/postgres",
+        ),
+        postgres::NoTls,
+    )?;
+    let (lock_key, token_key) = (
+        env("FENCESIM_LOCK_KEY", "lock:doc"),
+        env("FENCESIM_TOKEN_KEY", "fence:doc"),
+    );
+    let doc: i32 = env("FENCESIM_DOC_ID", "1").parse()?;
+    let ttl_ms: u64 = env("FENCESIM_TTL_MS", "1000").parse()?;
+    let me = format!("{}-{}", env("FENCESIM_WORKER_ID", "w"), std::process::id());
+    for _ in 0..env("FENCESIM_OPS", "1").parse::<u32>()? {
+        loop {
+            let got: Option<String> = redis::cmd("SET")
+                .arg(&lock_key)
+                .arg(&me)
+                .arg("NX")
+                .arg("PX")
+                .arg(ttl_ms)
+                .query(&mut r)?;
+            if got.is_some() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let token: i64 = redis::cmd("INCR").arg(&token_key).query(&mut r)?;
+        let body: i64 = pg
+            .query_one("SELECT body FROM documents WHERE id = $1", &[&doc])?
+            .get(0);
+        if fenced {
+            pg.execute(
+                "UPDATE documents SET body = $1, fencing_token = $2 WHERE id = $3 AND fencing_token < $2",
+                &[&(body + 1), &token, &doc],
+            )?;
+        } else {
+            pg.execute(
+                "UPDATE documents SET body = $1 WHERE id = $2",
+                &[&(body + 1), &doc],
+            )?;
+        }
+        // Release only our own lock (it may have expired and been taken).
+        redis::cmd("EVAL")
+            .arg("if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end")
+            .arg(1)
+            .arg(&lock_key)
+            .arg(&me)
+            .query::<i64>(&mut r)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,12 @@
+//! Decoding, inside the TCP proxy, of what a user's unmodified lock client
+//! says to Redis and PostgreSQL, so that fencesim can build a history of a
+//! program it did not write and that reports nothing.
+//!
+//! The proxy hands each connection direction's bytes to an observer before
+//! it forwards them; the decoders here buffer those chunks and cut them into
+//! protocol messages ([`resp`] for Redis, [`pgwire`] for PostgreSQL). They
+//! only read: the bytes are forwarded unchanged, and a stream that does not
+//! decode is still forwarded (its messages are simply not seen).
+
+pub mod pgwire;
+pub mod resp;

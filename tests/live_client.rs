@@ -1,0 +1,209 @@
+//! A user's own lock client, unchanged, under `fencesim live --worker-cmd`:
+//! redis-py's `Lock` with a plain UPDATE is found unsafe under a pause
+//! longer than its timeout, the same worker with the article's fenced
+//! UPDATE is clean with its late write refused, the decoded history is
+//! re-checked by `check-history`, and a program that crashes or hangs is
+//! reported as such (exit 3) with nothing it started left running.
+//!
+//! Needs `redis-server` and PostgreSQL's binaries, and for the Python
+//! examples redis-py and psycopg (`.ci/run` installs all of them); without
+//! them a test prints one loud line saying what it skipped and why.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+/// One live run at a time: each starts its own servers, and the timings
+/// of a 2-core machine would suffer from two.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn servers_present(test: &str) -> bool {
+    match fencesim::live::servers::binaries_present() {
+        Ok(()) => true,
+        Err(e) => {
+            eprintln!("!!! LIVE CLIENT TEST SKIPPED: {test}: {e:#}");
+            false
+        }
+    }
+}
+
+fn python_clients_present(test: &str) -> bool {
+    let ok = Command::new("python3")
+        .args(["-c", "import redis, psycopg"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!(
+            "!!! LIVE CLIENT TEST SKIPPED: {test}: python3 with redis-py and psycopg is missing \
+             (pip install redis 'psycopg[binary]')"
+        );
+    }
+    ok
+}
+
+fn live(args: &[&str]) -> (Output, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_fencesim"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .arg("live")
+        .args(args)
+        .output()
+        .expect("run fencesim live");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out, stdout, stderr)
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "fencesim-live-client-test-{}-{name}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The "live" column of a table row: (found, trials).
+fn live_count(stdout: &str, scenario: &str, row: &str) -> (u32, u32) {
+    let line = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with(&format!("{scenario} ")) && l.contains(row))
+        .unwrap_or_else(|| panic!("no {row} row for {scenario} in:\n{stdout}"));
+    let cell = line[line.find(row).unwrap() + row.len()..]
+        .split_whitespace()
+        .next()
+        .unwrap();
+    let (a, b) = cell.split_once('/').unwrap();
+    (a.parse().unwrap(), b.parse().unwrap())
+}
+
+#[test]
+fn redis_py_lock_with_plain_update_is_found_unsafe_and_its_history_rechecks() {
+    let _g = serial();
+    let test = "redis_py_lock_with_plain_update_is_found_unsafe";
+    if !servers_present(test) || !python_clients_present(test) {
+        return;
+    }
+    let dir = scratch("plain");
+    let history = dir.join("h.jsonl");
+    let (out, stdout, stderr) = live(&[
+        "examples/live-clients/gc-pause-redis-py-plain.toml",
+        "--trials",
+        "4",
+        "--out",
+        dir.to_str().unwrap(),
+        "--history",
+        history.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let (found, n) = live_count(&stdout, "client-gc-pause-redis-py-plain", "stale_write");
+    assert!(
+        2 * found > n,
+        "stale write in only {found}/{n} trials:\n{stdout}"
+    );
+    let recheck = Command::new(env!("CARGO_BIN_EXE_fencesim"))
+        .args(["check-history", history.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&recheck.stdout);
+    if found == n {
+        assert_eq!(recheck.status.code(), Some(1), "{text}");
+        assert!(text.contains("stale_write"), "{text}");
+        // Evidence points at decoded records and PostgreSQL's own audit.
+        assert!(text.contains("audit commit_seq"), "{text}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn redis_py_lock_with_fenced_update_is_clean_in_every_trial_with_its_late_write_refused() {
+    let _g = serial();
+    let test = "redis_py_lock_with_fenced_update_is_clean";
+    if !servers_present(test) || !python_clients_present(test) {
+        return;
+    }
+    let dir = scratch("fenced");
+    let (out, stdout, stderr) = live(&[
+        "examples/live-clients/gc-pause-redis-py-fenced.toml",
+        "--trials",
+        "4",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let scenario = "client-gc-pause-redis-py-fenced";
+    assert_eq!(
+        live_count(&stdout, scenario, "none (clean runs)"),
+        (4, 4),
+        "{stdout}"
+    );
+    assert_eq!(
+        live_count(&stdout, scenario, "fence_rejected ≥ 1"),
+        (4, 4),
+        "{stdout}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A program that does nothing of the protocol: the faults never strike.
+fn misbehaving(cmd: &str, extra: &[&str]) -> (Output, String, String) {
+    let dir = scratch("misbehaving");
+    let mut args = vec![
+        "live/gc-pause-plain-update.toml",
+        "--trials",
+        "1",
+        "--out",
+        dir.to_str().unwrap(),
+        "--worker-cmd",
+        cmd,
+    ];
+    args.extend_from_slice(extra);
+    let r = live(&args);
+    std::fs::remove_dir_all(&dir).unwrap();
+    r
+}
+
+#[test]
+fn crashing_program_is_reported_with_exit_3_not_a_verdict() {
+    let _g = serial();
+    if !servers_present("crashing_program_is_reported_with_exit_3") {
+        return;
+    }
+    let (out, stdout, stderr) = misbehaving("echo connecting >&2; exit 7", &[]);
+    assert_eq!(out.status.code(), Some(3), "{stdout}\n{stderr}");
+    assert!(stderr.contains("exited with code 7"), "{stderr}");
+    assert!(stderr.contains("not the protocol"), "{stderr}");
+    assert!(
+        stderr.contains("connecting"),
+        "its output is shown: {stderr}"
+    );
+    assert!(
+        !stdout.contains("live vs simulated"),
+        "no verdict table: {stdout}"
+    );
+}
+
+#[test]
+fn hanging_program_is_reported_with_exit_3_and_nothing_it_started_survives() {
+    let _g = serial();
+    if !servers_present("hanging_program_is_reported_with_exit_3") {
+        return;
+    }
+    let marker = format!("{}", 900_000 + std::process::id() % 90_000);
+    // A background child in the group and a daemon that leaves it.
+    let cmd = format!("sleep {marker} & setsid sleep {marker} & sleep {marker}");
+    let (out, stdout, stderr) = misbehaving(&cmd, &["--timeout-ms", "3000"]);
+    assert_eq!(out.status.code(), Some(3), "{stdout}\n{stderr}");
+    assert!(stderr.contains("did not finish within 3000 ms"), "{stderr}");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let left: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(&format!("sleep {marker}")))
+        .collect();
+    assert!(left.is_empty(), "still running after the run: {left:?}");
+}
