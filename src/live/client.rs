@@ -49,6 +49,9 @@ use crate::check;
 use crate::history::Kind;
 use crate::validate::reaper;
 
+/// Statements sent and not yet answered, with the token each carried.
+type Pending = VecDeque<(pgwire::Statement, Option<i64>)>;
+
 /// The user's program misbehaved (exit code, signal, hang): exit 3, no verdict.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -276,7 +279,7 @@ fn redis_observers(shared: Arc<Shared>, worker: usize) -> (Observer, Observer) {
 
 /// Observers for one PostgreSQL connection of `worker`.
 fn pg_observers(shared: Arc<Shared>, worker: usize) -> (Observer, Observer) {
-    let pending: Arc<Mutex<VecDeque<(pgwire::Statement, Option<i64>)>>> = Arc::default();
+    let pending: Arc<Mutex<Pending>> = Arc::default();
     let (s2, p2) = (shared.clone(), pending.clone());
     let mut up = pgwire::Frontend::default();
     let mut down = pgwire::Backend::default();

@@ -238,7 +238,7 @@ impl Backend {
                             let buf = r.buffer();
                             let first = r.ranges().next().ok().flatten();
                             out.push(Reply::Row(
-                                first.map(|range| range.map(|x| buf[x].to_vec())).flatten(),
+                                first.and_then(|range| range.map(|x| buf[x].to_vec())),
                             ));
                         }
                         Message::ErrorResponse(e) => {
