@@ -90,8 +90,9 @@ pub fn cmd_search(path: &Path, args: SearchArgs) -> Result<ExitCode> {
     let external = !args.nodes.is_empty();
     let process_runner = |o: &Options, seed: u64| -> Result<Execution, String> {
         let judged =
-            validate::run_seed(o, seed, &impls, limits, false).map_err(|e| e.to_string())?;
+            validate::run_seed(o, seed, &impls, limits, true).map_err(|e| e.to_string())?;
         Ok(Execution {
+            sends: search::sends(&judged.trace),
             trace_hash: judged.trace_hash,
             violations: judged.kind_names(),
             history: judged.history,

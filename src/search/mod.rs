@@ -38,7 +38,10 @@ use rayon::prelude::*;
 use crate::history::{History, Kind};
 use crate::protocol::NodeId;
 use crate::scenario::Scenario;
-use crate::sim::faults::{past_ttl_ns, strike_fault, strikes_at, Strike};
+use crate::sim::faults::{
+    message_fault, message_strikes, past_ttl_ns, strike_fault, strikes_at, Strike,
+};
+use crate::sim::trace::{TraceEvent, What};
 use crate::sim::{self, Fault, Options};
 
 /// One fault placed right after the `nth` `kind` event of `node`.
@@ -48,13 +51,29 @@ pub struct Placement {
     pub kind: Kind,
     pub nth: u32,
     pub strike: Strike,
-    /// The node struck (the anchor node, or the resource a write went to).
+    /// The node struck (the anchor node, the resource a write went to, or
+    /// for a message strike the message's receiver).
     pub target: NodeId,
+    /// Message strikes: the message's 1-based number on the link
+    /// `node -> target` (0 for node strikes).
+    pub link_nth: u32,
 }
 
 impl Placement {
     /// `crash coord/0 after coord/0:grant_issued#2`.
     pub fn describe(&self, o: &Options) -> String {
+        if self.strike.is_message() {
+            return format!(
+                "{} {}->{} #{} (sent with {}:{}#{})",
+                self.strike.name(),
+                o.node_name(self.node),
+                o.node_name(self.target),
+                self.link_nth,
+                o.node_name(self.node),
+                self.kind,
+                self.nth
+            );
+        }
         format!(
             "{} {} after {}:{}#{}",
             self.strike.name(),
@@ -69,11 +88,15 @@ impl Placement {
     /// (past-TTL pauses, the TTL and half), crashes restart after the
     /// shortest random restart.
     pub fn fault(&self, o: &Options) -> Fault {
+        if self.strike.is_message() {
+            return message_fault(o, self.strike, self.node, self.target, self.link_nth);
+        }
         let pause_ns = match self.strike {
             Strike::PastTtl => past_ttl_ns(o),
             _ => o.random.pause_max_ns,
         };
         strike_fault(
+            o,
             self.strike,
             self.target,
             (self.node, self.kind, self.nth),
@@ -89,6 +112,26 @@ pub struct Execution {
     pub history: History,
     /// Names of every violation found (checker kinds, store claims).
     pub violations: Vec<&'static str>,
+    /// The message each protocol event sent with it, if any: (history
+    /// index, receiver, the message's number on its link). See [`sends`].
+    pub sends: Vec<(usize, NodeId, u32)>,
+}
+
+/// The message sent in the same step right after each history record: the
+/// trace has the record, then the node's `Send` (a write after its
+/// `write_sent`, a grant after its `grant_issued`). Message strikes act on
+/// exactly that message, by its number on the link, so they replay as
+/// ordinary `Drop`/`Delay`/`Duplicate` faults.
+pub fn sends(trace: &[TraceEvent]) -> Vec<(usize, NodeId, u32)> {
+    trace
+        .windows(2)
+        .filter_map(|w| match (w[0].what, w[1].what) {
+            (What::Record(i), What::Send { to, nth, .. }) if w[0].node == w[1].node => {
+                Some((i, to, nth))
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// Runs one execution: the built-in nodes ([`builtin`]) or processes under
@@ -98,9 +141,10 @@ pub type Runner<'a> = dyn Fn(&Options, u64) -> Result<Execution, String> + Sync 
 
 /// The built-in protocol nodes, judged by the history checker.
 pub fn builtin(o: &Options, seed: u64) -> Result<Execution, String> {
-    let out = sim::run(o, seed, false);
+    let out = sim::run(o, seed, true);
     let report = crate::check::check(&out.history);
     Ok(Execution {
+        sends: sends(&out.trace),
         trace_hash: out.trace_hash,
         violations: report.kinds().map(|k| k.name()).collect(),
         history: out.history,
@@ -176,12 +220,29 @@ pub fn fault_free(o: &Options) -> Options {
 
 /// Every placement the vocabulary allows at the events of `history` from
 /// record `from` on, each with the record index it anchors at.
-pub fn placements(vocab: &Options, history: &History, from: usize) -> Vec<(usize, Placement)> {
+pub fn placements(
+    vocab: &Options,
+    history: &History,
+    sent: &[(usize, NodeId, u32)],
+    from: usize,
+) -> Vec<(usize, Placement)> {
     let mut seen: Vec<(u16, Kind, u32)> = Vec::new();
     let mut out = Vec::new();
+    let mut sent = sent.iter().peekable();
     for (i, e) in history.events.iter().enumerate() {
         let node = NodeId(e.node);
-        let strikes = strikes_at(vocab, node, e.kind);
+        let mut strikes: Vec<(Strike, NodeId, u32)> = strikes_at(vocab, node, e.kind)
+            .into_iter()
+            .map(|(s, t)| (s, t, 0))
+            .collect();
+        while sent.next_if(|s| s.0 < i).is_some() {}
+        if let Some(&(_, to, link_nth)) = sent.next_if(|s| s.0 == i) {
+            strikes.extend(
+                message_strikes(vocab, node, e.kind)
+                    .into_iter()
+                    .map(|s| (s, to, link_nth)),
+            );
+        }
         if strikes.is_empty() {
             continue;
         }
@@ -201,7 +262,7 @@ pub fn placements(vocab: &Options, history: &History, from: usize) -> Vec<(usize
         if i < from {
             continue;
         }
-        out.extend(strikes.into_iter().map(|(strike, target)| {
+        out.extend(strikes.into_iter().map(|(strike, target, link_nth)| {
             (
                 i,
                 Placement {
@@ -210,6 +271,7 @@ pub fn placements(vocab: &Options, history: &History, from: usize) -> Vec<(usize
                     nth,
                     strike,
                     target,
+                    link_nth,
                 },
             )
         }));
@@ -223,6 +285,11 @@ pub fn placements_vocabulary(vocab: &Options) -> Vec<Strike> {
         .into_iter()
         .map(|(_, _, s, _, _)| s)
         .collect();
+    for i in 0..vocab.nodes.len() {
+        for &kind in Kind::ALL {
+            strikes.extend(message_strikes(vocab, NodeId(i as u16), kind));
+        }
+    }
     strikes.sort_unstable();
     strikes.dedup();
     strikes
@@ -234,6 +301,7 @@ struct Frontier {
     /// Record index of the last placement's event.
     from: usize,
     history: History,
+    sends: Vec<(usize, NodeId, u32)>,
 }
 
 /// Searches every placement of up to `cfg.max_faults` faults; `tick` is
@@ -286,13 +354,14 @@ pub fn search(
         placements: Vec::new(),
         from: 0,
         history: root.history,
+        sends: root.sends,
     }];
     for level in 1..=cfg.max_faults {
         let last = level == cfg.max_faults;
         let jobs: Vec<(Vec<Placement>, usize)> = frontier
             .iter()
             .flat_map(|f| {
-                placements(vocab, &f.history, f.from)
+                placements(vocab, &f.history, &f.sends, f.from)
                     .into_iter()
                     .filter(|(_, p)| !f.placements.contains(p))
                     .map(|(i, p)| {
@@ -312,6 +381,7 @@ pub fn search(
                     ran.map(|mut ex| {
                         if last {
                             ex.history.events = Vec::new();
+                            ex.sends = Vec::new();
                         }
                         ex
                     })
@@ -332,6 +402,7 @@ pub fn search(
                     placements: ps,
                     from,
                     history: ex.history,
+                    sends: ex.sends,
                 });
             }
         }
