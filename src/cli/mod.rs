@@ -134,6 +134,9 @@ pub fn run(cli: args::Cli) -> Result<ExitCode> {
             step_timeout_ms,
             out,
             no_shrink,
+            shard,
+            json,
+            merge,
         } => search::cmd_search(
             &path,
             search::SearchArgs {
@@ -144,6 +147,9 @@ pub fn run(cli: args::Cli) -> Result<ExitCode> {
                 step_timeout_ms,
                 out,
                 no_shrink,
+                shard,
+                json,
+                merge,
             },
         ),
         Command::Explore { path, port } => explore::cmd_explore(&path, port),

@@ -157,6 +157,25 @@ impl Strike {
 }
 
 impl Strike {
+    pub const ALL: [Strike; 12] = [
+        Strike::Pause,
+        Strike::PastTtl,
+        Strike::Crash,
+        Strike::Failover,
+        Strike::Stall,
+        Strike::Partition,
+        Strike::PartitionOneWay,
+        Strike::Split,
+        Strike::Loss,
+        Strike::Delay,
+        Strike::Duplicate,
+        Strike::Late,
+    ];
+
+    pub fn from_name(name: &str) -> Option<Strike> {
+        Strike::ALL.into_iter().find(|s| s.name() == name)
+    }
+
     /// Whether this strike acts on the message sent with its event (a
     /// link fault: `Drop`/`Delay`/`Duplicate` of that message's `nth`).
     pub fn is_message(self) -> bool {
