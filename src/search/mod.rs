@@ -289,7 +289,9 @@ pub fn placements_vocabulary(vocab: &Options) -> Vec<Strike> {
         .collect();
     for i in 0..vocab.nodes.len() {
         for &kind in Kind::ALL {
-            strikes.extend(message_strikes(vocab, NodeId(i as u16), kind));
+            let node = NodeId(i as u16);
+            strikes.extend(strikes_at(vocab, node, kind).into_iter().map(|(s, _)| s));
+            strikes.extend(message_strikes(vocab, node, kind));
         }
     }
     strikes.sort_unstable();

@@ -412,7 +412,16 @@ pub fn anchored_vocabulary(o: &Options) -> Vec<Slot> {
             _ => total_ops,
         };
         for &kind in anchor_kinds(&spec.role) {
+            // Random anchored faults keep their node strikes; partitions
+            // are placed by `fencesim search` (the random ones already
+            // draw a partition per seed).
             for (strike, target) in strikes_at(o, node, kind) {
+                if matches!(
+                    strike,
+                    Strike::Partition | Strike::PartitionOneWay | Strike::Split
+                ) {
+                    continue;
+                }
                 out.push((node, kind, strike, target, max_nth));
             }
         }
