@@ -220,6 +220,16 @@ pub enum Command {
         /// Write the violating execution as found, without shrinking it.
         #[arg(long)]
         no_shrink: bool,
+        /// Run only shard I of N (0-based) of the enumeration; write it with --json, then merge.
+        #[arg(long, value_name = "I/N", value_parser = parse_shard)]
+        shard: Option<crate::suite::Shard>,
+        /// Write this (shard's) runs as JSON, for `--merge`.
+        #[arg(long, value_name = "FILE")]
+        json: Option<PathBuf>,
+        /// Run nothing: merge the --json files of shards 0..N of this scenario's search and
+        /// report exactly what the unsharded search reports.
+        #[arg(long, value_name = "FILES", num_args = 1..)]
+        merge: Vec<PathBuf>,
     },
     /// Model-check specs (models/*.toml) exhaustively within their bounds: prove them safe or
     /// find shortest counterexamples.

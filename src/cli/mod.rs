@@ -149,6 +149,9 @@ pub fn run(cli: args::Cli) -> Result<ExitCode> {
             step_timeout_ms,
             out,
             no_shrink,
+            shard,
+            json,
+            merge,
         } => search::cmd_search(
             &path,
             search::SearchArgs {
@@ -159,6 +162,9 @@ pub fn run(cli: args::Cli) -> Result<ExitCode> {
                 step_timeout_ms,
                 out,
                 no_shrink,
+                shard,
+                json,
+                merge,
             },
         ),
         Command::Explore { path, port } => explore::cmd_explore(&path, port),

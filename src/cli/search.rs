@@ -26,6 +26,9 @@ pub struct SearchArgs {
     pub step_timeout_ms: u64,
     pub out: Option<PathBuf>,
     pub no_shrink: bool,
+    pub shard: Option<crate::suite::Shard>,
+    pub json: Option<PathBuf>,
+    pub merge: Vec<PathBuf>,
 }
 
 fn progress_bar() -> ProgressBar {
@@ -80,6 +83,7 @@ pub fn cmd_search(path: &Path, args: SearchArgs) -> Result<ExitCode> {
     let source =
         std::fs::read_to_string(path).map_err(|e| BadInput(format!("{}: {e}", path.display())))?;
     let impls = super::validate::parse_nodes(&args.nodes)?;
+    super::validate::refuse_incompatible(&scenario, &impls)?;
     if args.step_timeout_ms == 0 {
         return Err(BadInput("--step-timeout-ms must be positive".into()).into());
     }
@@ -90,8 +94,9 @@ pub fn cmd_search(path: &Path, args: SearchArgs) -> Result<ExitCode> {
     let external = !args.nodes.is_empty();
     let process_runner = |o: &Options, seed: u64| -> Result<Execution, String> {
         let judged =
-            validate::run_seed(o, seed, &impls, limits, false).map_err(|e| e.to_string())?;
+            validate::run_seed(o, seed, &impls, limits, true).map_err(|e| e.to_string())?;
         Ok(Execution {
+            sends: search::sends(&judged.trace),
             trace_hash: judged.trace_hash,
             violations: judged.kind_names(),
             history: judged.history,
@@ -132,17 +137,95 @@ pub fn cmd_search(path: &Path, args: SearchArgs) -> Result<ExitCode> {
             strikes.join(", ")
         }
     );
+    let shard = args
+        .shard
+        .map_or((0, 1), |s| (s.index as usize, s.count as usize));
+    let path_text = path.display().to_string();
+    if !args.merge.is_empty() {
+        // Run nothing: the shards' runs, deduplicated as the search does.
+        let mut shards = Vec::with_capacity(args.merge.len());
+        for file in &args.merge {
+            let name = file.display().to_string();
+            let text =
+                std::fs::read_to_string(file).map_err(|e| BadInput(format!("{name}: {e}")))?;
+            shards.push(search::shard::from_json(&text, &name, &source).map_err(BadInput)?);
+        }
+        if let Some(s) = shards
+            .iter()
+            .find(|s| (s.max_faults, s.seed) != (cfg.max_faults, cfg.seed))
+        {
+            return Err(BadInput(format!(
+                "shard {}/{} was searched with --faults {} --seed {}; this merge asks for --faults {} --seed {}",
+                s.index, s.count, s.max_faults, s.seed, cfg.max_faults, cfg.seed
+            ))
+            .into());
+        }
+        println!("merging {} shard files", shards.len());
+        let result = search::tally(&scenario, &shards).map_err(BadInput)?;
+        return report(path, &source, &scenario, &cfg, &result, &args, external);
+    }
+    if let Some(json) = &args.json {
+        super::check_writable_file("--json", json)?;
+    } else if shard.1 > 1 {
+        return Err(
+            BadInput("--shard needs --json FILE (the shard's runs, for --merge)".into()).into(),
+        );
+    }
+    if shard.1 > 1 {
+        println!(
+            "shard {}/{}: the levels below K whole, every {}th run of level K",
+            shard.0, shard.1, shard.1
+        );
+    }
     let bar = progress_bar();
     let tick = || bar.inc(1);
-    let searched = search::search(&scenario, &cfg, runner, &tick);
+    if external {
+        validate::reaper::adopt_orphans();
+    }
+    let searched = search::search_shard(&scenario, &cfg, shard, runner, &tick);
+    if external {
+        validate::reaper::end_orphans();
+    }
     bar.finish_and_clear();
-    let result = match searched {
+    let ran = match searched {
         Ok(r) => r,
         Err(e) => {
             println!("\nverdict: IMPLEMENTATION ERROR: {e}");
             return Ok(ExitCode::from(EXIT_INTERNAL));
         }
     };
+    if let Some(json) = &args.json {
+        std::fs::write(json, search::shard::to_json(&ran, &path_text, &source))
+            .with_context(|| format!("writing {}", json.display()))?;
+        println!(
+            "runs written: {} ({} of {})",
+            json.display(),
+            ran.runs.len(),
+            ran.total_runs
+        );
+    }
+    if shard.1 > 1 {
+        println!(
+            "shard {}/{} done; the verdict is the merge's: fencesim search {} --faults {} --seed {} --merge <the {} --json files>",
+            shard.0, shard.1, crate::suite::shell_quote(&path_text), cfg.max_faults, cfg.seed, shard.1
+        );
+        return Ok(ExitCode::from(EXIT_OK));
+    }
+    let result = search::tally(&scenario, &[ran]).map_err(BadInput)?;
+    report(path, &source, &scenario, &cfg, &result, &args, external)
+}
+
+/// Prints coverage and verdict, writes each violation as a scenario.
+fn report(
+    path: &Path,
+    source: &str,
+    scenario: &crate::scenario::Scenario,
+    cfg: &Config,
+    result: &search::SearchResult,
+    args: &SearchArgs,
+    external: bool,
+) -> Result<ExitCode> {
+    let o = &scenario.options;
     println!("fault-free run: {} protocol events", result.baseline_events);
     for (k, (runs, distinct)) in result.levels.iter().enumerate() {
         println!("  {k} faults: {runs:>7} runs, {distinct:>7} new distinct executions");
@@ -176,7 +259,7 @@ pub fn cmd_search(path: &Path, args: SearchArgs) -> Result<ExitCode> {
         };
         let how = write_found(
             path,
-            &source,
+            source,
             &base,
             found,
             cfg.seed,

@@ -107,6 +107,53 @@ fn table(results: &[ScenarioValidation]) -> String {
     s
 }
 
+/// The scenarios an implementation cannot be run under, refused before
+/// anything starts (bad input, exit 2): the wire protocol carries no
+/// multi-lock worker config, no coordinator of a client-decided protocol,
+/// no storage reservation. `validate` and `search --node` both ask this.
+pub fn refuse_incompatible(s: &scenario::Scenario, impls: &Implementations) -> Result<()> {
+    let multi_lock =
+        s.options.nodes.iter().any(
+            |n| matches!(n.role, crate::protocol::Role::Worker(w) if !w.more_locks.is_empty()),
+        );
+    if multi_lock && impls.worker.is_some() {
+        return Err(BadInput(format!(
+            "{}: its workers take several locks per operation ([[worker]] locks), which the wire \
+             protocol's worker config does not carry; run it with the built-in worker",
+            s.path.display()
+        ))
+        .into());
+    }
+    let server = s
+        .options
+        .nodes
+        .iter()
+        .any(|n| matches!(n.role, crate::protocol::Role::Server(_)));
+    if server && impls.coordinator.is_some() {
+        return Err(BadInput(format!(
+            "{}: protocol {} is client-decided or one of the article's alternatives (its nodes \
+             speak their own API); `validate --node coordinator=` covers lease-server protocols only (docs/validate.md)",
+            s.path.display(),
+            s.options.protocol.kind.id()
+        ))
+        .into());
+    }
+    let p = s.options.protocol;
+    if p.kind == crate::protocol::ProtocolKind::Github2012Pair
+        && p.fence
+        && impls.resource.is_some()
+    {
+        return Err(BadInput(format!(
+            "{}: the storage-fenced github-2012-pair reserves the storage with a `reserve` \
+             command that the JSON-lines protocol does not have; validate a store under \
+             the unfenced pair (fence = false) instead",
+            s.path.display()
+        ))
+        .into());
+    }
+    Ok(())
+}
+
 /// The lowest failing seed's block: violations with evidence, who they are
 /// attributed to, and the command that reruns it.
 fn failure_details(
@@ -171,44 +218,7 @@ pub fn cmd_validate(specs: &[String], paths: &[PathBuf], args: ValidateArgs) -> 
     let files = scenario::collect(paths).map_err(|e| BadInput(e.to_string()))?;
     let scenarios = files.iter().map(|f| load(f)).collect::<Result<Vec<_>>>()?;
     for s in &scenarios {
-        let multi_lock = s.options.nodes.iter().any(
-            |n| matches!(n.role, crate::protocol::Role::Worker(w) if !w.more_locks.is_empty()),
-        );
-        if multi_lock && impls.worker.is_some() {
-            return Err(BadInput(format!(
-                "{}: its workers take several locks per operation ([[worker]] locks), which the wire \
-                 protocol's worker config does not carry; run it with the built-in worker",
-                s.path.display()
-            ))
-            .into());
-        }
-        let server = s
-            .options
-            .nodes
-            .iter()
-            .any(|n| matches!(n.role, crate::protocol::Role::Server(_)));
-        if server && impls.coordinator.is_some() {
-            return Err(BadInput(format!(
-                "{}: protocol {} is client-decided or one of the article's alternatives (its nodes \
-                 speak their own API); `validate --node coordinator=` covers lease-server protocols only (docs/validate.md)",
-                s.path.display(),
-                s.options.protocol.kind.id()
-            ))
-            .into());
-        }
-        let p = s.options.protocol;
-        if p.kind == crate::protocol::ProtocolKind::Github2012Pair
-            && p.fence
-            && impls.resource.is_some()
-        {
-            return Err(BadInput(format!(
-                "{}: the storage-fenced github-2012-pair reserves the storage with a `reserve` \
-                 command that the JSON-lines protocol does not have; validate a store under \
-                 the unfenced pair (fence = false) instead",
-                s.path.display()
-            ))
-            .into());
-        }
+        refuse_incompatible(s, &impls)?;
     }
     let ranges = scenarios
         .iter()

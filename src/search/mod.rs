@@ -33,12 +33,17 @@
 
 use std::collections::BTreeSet;
 
+pub mod shard;
+
 use rayon::prelude::*;
 
 use crate::history::{History, Kind};
 use crate::protocol::NodeId;
 use crate::scenario::Scenario;
-use crate::sim::faults::{past_ttl_ns, strike_fault, strikes_at, Strike};
+use crate::sim::faults::{
+    message_fault, message_strikes, past_ttl_ns, strike_fault, strikes_at, Strike,
+};
+use crate::sim::trace::{TraceEvent, What};
 use crate::sim::{self, Fault, Options};
 
 /// One fault placed right after the `nth` `kind` event of `node`.
@@ -48,13 +53,29 @@ pub struct Placement {
     pub kind: Kind,
     pub nth: u32,
     pub strike: Strike,
-    /// The node struck (the anchor node, or the resource a write went to).
+    /// The node struck (the anchor node, the resource a write went to, or
+    /// for a message strike the message's receiver).
     pub target: NodeId,
+    /// Message strikes: the message's 1-based number on the link
+    /// `node -> target` (0 for node strikes).
+    pub link_nth: u32,
 }
 
 impl Placement {
     /// `crash coord/0 after coord/0:grant_issued#2`.
     pub fn describe(&self, o: &Options) -> String {
+        if self.strike.is_message() {
+            return format!(
+                "{} {}->{} #{} (sent with {}:{}#{})",
+                self.strike.name(),
+                o.node_name(self.node),
+                o.node_name(self.target),
+                self.link_nth,
+                o.node_name(self.node),
+                self.kind,
+                self.nth
+            );
+        }
         format!(
             "{} {} after {}:{}#{}",
             self.strike.name(),
@@ -69,11 +90,15 @@ impl Placement {
     /// (past-TTL pauses, the TTL and half), crashes restart after the
     /// shortest random restart.
     pub fn fault(&self, o: &Options) -> Fault {
+        if self.strike.is_message() {
+            return message_fault(o, self.strike, self.node, self.target, self.link_nth);
+        }
         let pause_ns = match self.strike {
             Strike::PastTtl => past_ttl_ns(o),
             _ => o.random.pause_max_ns,
         };
         strike_fault(
+            o,
             self.strike,
             self.target,
             (self.node, self.kind, self.nth),
@@ -89,6 +114,26 @@ pub struct Execution {
     pub history: History,
     /// Names of every violation found (checker kinds, store claims).
     pub violations: Vec<&'static str>,
+    /// The message each protocol event sent with it, if any: (history
+    /// index, receiver, the message's number on its link). See [`sends`].
+    pub sends: Vec<(usize, NodeId, u32)>,
+}
+
+/// The message sent in the same step right after each history record: the
+/// trace has the record, then the node's `Send` (a write after its
+/// `write_sent`, a grant after its `grant_issued`). Message strikes act on
+/// exactly that message, by its number on the link, so they replay as
+/// ordinary `Drop`/`Delay`/`Duplicate` faults.
+pub fn sends(trace: &[TraceEvent]) -> Vec<(usize, NodeId, u32)> {
+    trace
+        .windows(2)
+        .filter_map(|w| match (w[0].what, w[1].what) {
+            (What::Record(i), What::Send { to, nth, .. }) if w[0].node == w[1].node => {
+                Some((i, to, nth))
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// Runs one execution: the built-in nodes ([`builtin`]) or processes under
@@ -98,9 +143,10 @@ pub type Runner<'a> = dyn Fn(&Options, u64) -> Result<Execution, String> + Sync 
 
 /// The built-in protocol nodes, judged by the history checker.
 pub fn builtin(o: &Options, seed: u64) -> Result<Execution, String> {
-    let out = sim::run(o, seed, false);
+    let out = sim::run(o, seed, true);
     let report = crate::check::check(&out.history);
     Ok(Execution {
+        sends: sends(&out.trace),
         trace_hash: out.trace_hash,
         violations: report.kinds().map(|k| k.name()).collect(),
         history: out.history,
@@ -176,12 +222,29 @@ pub fn fault_free(o: &Options) -> Options {
 
 /// Every placement the vocabulary allows at the events of `history` from
 /// record `from` on, each with the record index it anchors at.
-pub fn placements(vocab: &Options, history: &History, from: usize) -> Vec<(usize, Placement)> {
+pub fn placements(
+    vocab: &Options,
+    history: &History,
+    sent: &[(usize, NodeId, u32)],
+    from: usize,
+) -> Vec<(usize, Placement)> {
     let mut seen: Vec<(u16, Kind, u32)> = Vec::new();
     let mut out = Vec::new();
+    let mut sent = sent.iter().peekable();
     for (i, e) in history.events.iter().enumerate() {
         let node = NodeId(e.node);
-        let strikes = strikes_at(vocab, node, e.kind);
+        let mut strikes: Vec<(Strike, NodeId, u32)> = strikes_at(vocab, node, e.kind)
+            .into_iter()
+            .map(|(s, t)| (s, t, 0))
+            .collect();
+        while sent.next_if(|s| s.0 < i).is_some() {}
+        if let Some(&(_, to, link_nth)) = sent.next_if(|s| s.0 == i) {
+            strikes.extend(
+                message_strikes(vocab, node, e.kind)
+                    .into_iter()
+                    .map(|s| (s, to, link_nth)),
+            );
+        }
         if strikes.is_empty() {
             continue;
         }
@@ -201,7 +264,7 @@ pub fn placements(vocab: &Options, history: &History, from: usize) -> Vec<(usize
         if i < from {
             continue;
         }
-        out.extend(strikes.into_iter().map(|(strike, target)| {
+        out.extend(strikes.into_iter().map(|(strike, target, link_nth)| {
             (
                 i,
                 Placement {
@@ -210,6 +273,7 @@ pub fn placements(vocab: &Options, history: &History, from: usize) -> Vec<(usize
                     nth,
                     strike,
                     target,
+                    link_nth,
                 },
             )
         }));
@@ -223,6 +287,13 @@ pub fn placements_vocabulary(vocab: &Options) -> Vec<Strike> {
         .into_iter()
         .map(|(_, _, s, _, _)| s)
         .collect();
+    for i in 0..vocab.nodes.len() {
+        for &kind in Kind::ALL {
+            let node = NodeId(i as u16);
+            strikes.extend(strikes_at(vocab, node, kind).into_iter().map(|(s, _)| s));
+            strikes.extend(message_strikes(vocab, node, kind));
+        }
+    }
     strikes.sort_unstable();
     strikes.dedup();
     strikes
@@ -234,6 +305,37 @@ struct Frontier {
     /// Record index of the last placement's event.
     from: usize,
     history: History,
+    sends: Vec<(usize, NodeId, u32)>,
+}
+
+/// One execution of the enumeration, as a shard reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ran {
+    /// 1-based position in the enumeration (the fault-free run is 1).
+    pub position: u64,
+    /// Faults placed (the level of the tree).
+    pub level: usize,
+    pub trace_hash: u64,
+    pub violations: Vec<&'static str>,
+    /// Kept only for executions with a violation (to write them out).
+    pub placements: Vec<Placement>,
+}
+
+/// What one shard (`--shard I/N`) ran: the levels below K whole (every
+/// shard runs them: they decide what level K expands, and are a small
+/// fraction of the runs), and of level K the jobs whose index is I mod N.
+/// [`tally`] of all N shards is the unsharded result, exactly: it replays
+/// the same sequential deduplication over the same enumeration order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShardRun {
+    pub index: usize,
+    pub count: usize,
+    pub max_faults: usize,
+    pub seed: u64,
+    pub baseline_events: usize,
+    /// Runs of the whole enumeration, every shard's together.
+    pub total_runs: u64,
+    pub runs: Vec<Ran>,
 }
 
 /// Searches every placement of up to `cfg.max_faults` faults; `tick` is
@@ -244,6 +346,21 @@ pub fn search(
     runner: &Runner<'_>,
     tick: &(dyn Fn() + Sync),
 ) -> Result<SearchResult, String> {
+    let shard = search_shard(scenario, cfg, (0, 1), runner, tick)?;
+    tally(scenario, &[shard])
+}
+
+/// Runs shard `index` of `count` (0-based) of the search.
+pub fn search_shard(
+    scenario: &Scenario,
+    cfg: &Config,
+    (index, count): (usize, usize),
+    runner: &Runner<'_>,
+    tick: &(dyn Fn() + Sync),
+) -> Result<ShardRun, String> {
+    if count == 0 || index >= count {
+        return Err(format!("shard {index}/{count}: expected 0 <= I < N"));
+    }
     let vocab = &scenario.options;
     let base = fault_free(vocab);
     let pool = rayon::ThreadPoolBuilder::new()
@@ -255,44 +372,41 @@ pub fn search(
         o.faults.extend(ps.iter().map(|p| p.fault(vocab)));
         o
     };
-    let mut result = SearchResult::default();
-    let mut hashes = BTreeSet::new();
-    let note = |result: &mut SearchResult, ex: &Execution, ps: &[Placement]| {
-        for &v in &ex.violations {
-            let tolerated = crate::check::ViolationKind::from_name(v)
-                .is_some_and(|k| scenario.expect.tolerates(k));
-            if tolerated {
-                if !result.tolerated.contains(&v) {
-                    result.tolerated.push(v);
-                }
-            } else if !result.found.iter().any(|f| f.kind == v) {
-                result.found.push(Found {
-                    kind: v,
-                    run: result.runs,
-                    placements: ps.to_vec(),
-                    script: options_with(ps).faults,
-                });
-            }
-        }
+    let ran = |position: u64, level: usize, ex: &Execution, ps: &[Placement]| Ran {
+        position,
+        level,
+        trace_hash: ex.trace_hash,
+        violations: ex.violations.clone(),
+        placements: if ex.violations.is_empty() {
+            Vec::new()
+        } else {
+            ps.to_vec()
+        },
     };
     let root = runner(&base, cfg.seed)?;
     tick();
-    result.runs = 1;
-    hashes.insert(root.trace_hash);
-    note(&mut result, &root, &[]);
-    result.baseline_events = root.history.events.len();
-    result.levels.push((1, 1));
+    let mut out = ShardRun {
+        index,
+        count,
+        max_faults: cfg.max_faults,
+        seed: cfg.seed,
+        baseline_events: root.history.events.len(),
+        total_runs: 1,
+        runs: vec![ran(1, 0, &root, &[])],
+    };
+    let mut hashes = BTreeSet::from([root.trace_hash]);
     let mut frontier = vec![Frontier {
         placements: Vec::new(),
         from: 0,
         history: root.history,
+        sends: root.sends,
     }];
     for level in 1..=cfg.max_faults {
         let last = level == cfg.max_faults;
         let jobs: Vec<(Vec<Placement>, usize)> = frontier
             .iter()
             .flat_map(|f| {
-                placements(vocab, &f.history, f.from)
+                placements(vocab, &f.history, &f.sends, f.from)
                     .into_iter()
                     .filter(|(_, p)| !f.placements.contains(p))
                     .map(|(i, p)| {
@@ -303,43 +417,159 @@ pub fn search(
             })
             .collect();
         drop(frontier);
-        let runs: Vec<Result<Execution, String>> = pool.install(|| {
+        let first_position = out.total_runs + 1;
+        out.total_runs += jobs.len() as u64;
+        // Level K is the shard's slice; the levels below it, every shard runs.
+        let mine = |j: usize| !last || j % count == index;
+        let runs: Vec<Option<Result<Execution, String>>> = pool.install(|| {
             jobs.par_iter()
-                .map(|(ps, _)| {
+                .enumerate()
+                .map(|(j, (ps, _))| {
+                    if !mine(j) {
+                        return None;
+                    }
                     let ran = runner(&options_with(ps), cfg.seed);
                     tick();
                     // The last level expands nothing: keep no history.
-                    ran.map(|mut ex| {
+                    Some(ran.map(|mut ex| {
                         if last {
                             ex.history.events = Vec::new();
+                            ex.sends = Vec::new();
                         }
                         ex
-                    })
+                    }))
                 })
                 .collect()
         });
         let mut next = Vec::new();
-        let before = hashes.len();
-        for ((ps, from), ran) in jobs.into_iter().zip(runs) {
-            let ex = ran?;
-            result.runs += 1;
-            if !hashes.insert(ex.trace_hash) {
-                continue;
-            }
-            note(&mut result, &ex, &ps);
-            if !last {
+        for (j, ((ps, from), result)) in jobs.into_iter().zip(runs).enumerate() {
+            let Some(result) = result else { continue };
+            let ex = result?;
+            out.runs
+                .push(ran(first_position + j as u64, level, &ex, &ps));
+            if !last && hashes.insert(ex.trace_hash) {
                 next.push(Frontier {
                     placements: ps,
                     from,
                     history: ex.history,
+                    sends: ex.sends,
                 });
             }
         }
-        let level_runs = result.runs - result.levels.iter().map(|l| l.0).sum::<u64>();
-        result
-            .levels
-            .push((level_runs, (hashes.len() - before) as u64));
         frontier = next;
+    }
+    Ok(out)
+}
+
+/// The search result of shards `0..N` of one search (any order): every
+/// execution in enumeration order, deduplicated by trace hash as the
+/// unsharded search does. Refuses shards of different searches, a shard
+/// missing or given twice, or shards that disagree on a shared run.
+pub fn tally(scenario: &Scenario, shards: &[ShardRun]) -> Result<SearchResult, String> {
+    let Some(first) = shards.first() else {
+        return Err("no shard to merge".into());
+    };
+    let same_search = |s: &ShardRun| {
+        (
+            s.count,
+            s.max_faults,
+            s.seed,
+            s.total_runs,
+            s.baseline_events,
+        ) == (
+            first.count,
+            first.max_faults,
+            first.seed,
+            first.total_runs,
+            first.baseline_events,
+        )
+    };
+    if let Some(s) = shards.iter().find(|s| !same_search(s)) {
+        return Err(format!(
+            "shard {}/{} is of another search than shard {}/{} (shard count, --faults, --seed \
+             or the scenario differ)",
+            s.index, s.count, first.index, first.count
+        ));
+    }
+    let mut indices: Vec<usize> = shards.iter().map(|s| s.index).collect();
+    indices.sort_unstable();
+    if indices != (0..first.count).collect::<Vec<_>>() {
+        return Err(format!(
+            "expected shards 0..{} of {} exactly once each, got {:?}",
+            first.count, first.count, indices
+        ));
+    }
+    let mut all: Vec<&Ran> = shards.iter().flat_map(|s| &s.runs).collect();
+    all.sort_by_key(|r| r.position);
+    let mut merged: Vec<&Ran> = Vec::with_capacity(all.len());
+    for r in all {
+        match merged.last() {
+            Some(prev) if prev.position == r.position => {
+                if prev.trace_hash != r.trace_hash {
+                    return Err(format!(
+                        "shards disagree on run {}: trace hash {:016x} vs {:016x} (not the same \
+                         scenario, binary or implementation)",
+                        r.position, prev.trace_hash, r.trace_hash
+                    ));
+                }
+            }
+            _ => merged.push(r),
+        }
+    }
+    if merged.len() as u64 != first.total_runs
+        || merged.iter().zip(1..).any(|(r, p)| r.position != p)
+    {
+        return Err(format!(
+            "the shards hold {} of the search's {} runs",
+            merged.len(),
+            first.total_runs
+        ));
+    }
+    let vocab = &scenario.options;
+    let nodes = vocab.nodes.len();
+    if let Some(r) = merged.iter().find(|r| {
+        r.level > first.max_faults
+            || r.placements
+                .iter()
+                .any(|p| usize::from(p.node.0) >= nodes || usize::from(p.target.0) >= nodes)
+    }) {
+        return Err(format!(
+            "run {} places a fault on a node this scenario does not have, or more faults than --faults",
+            r.position
+        ));
+    }
+    let base = fault_free(vocab);
+    let mut result = SearchResult {
+        baseline_events: first.baseline_events,
+        levels: vec![(0, 0); first.max_faults + 1],
+        ..SearchResult::default()
+    };
+    let mut hashes = BTreeSet::new();
+    for r in merged {
+        result.runs += 1;
+        result.levels[r.level].0 += 1;
+        if !hashes.insert(r.trace_hash) {
+            continue;
+        }
+        result.levels[r.level].1 += 1;
+        for &v in &r.violations {
+            let tolerated = crate::check::ViolationKind::from_name(v)
+                .is_some_and(|k| scenario.expect.tolerates(k));
+            if tolerated {
+                if !result.tolerated.contains(&v) {
+                    result.tolerated.push(v);
+                }
+            } else if !result.found.iter().any(|f| f.kind == v) {
+                let mut o = base.clone();
+                o.faults.extend(r.placements.iter().map(|p| p.fault(vocab)));
+                result.found.push(Found {
+                    kind: v,
+                    run: r.position,
+                    placements: r.placements.clone(),
+                    script: o.faults,
+                });
+            }
+        }
     }
     result.distinct = hashes.len() as u64;
     Ok(result)

@@ -110,6 +110,31 @@ pub enum Strike {
     /// may crash) right after a worker sent it a write: writes pile up and
     /// are checked, in arrival order, at resume.
     Stall,
+    /// Cut the node off from every other node, both ways, for the
+    /// scenario's longest random partition, then heal (a switch failure
+    /// right after it became the owner).
+    Partition,
+    /// Only the node's outgoing messages are lost for that long: it still
+    /// hears the others, they no longer hear it (the heartbeats that never
+    /// arrive while its own view looks healthy).
+    PartitionOneWay,
+    /// Cut the node off, both ways, from every other node but the
+    /// resources, for that long: the lock service or the pair's peer is
+    /// unreachable while the storage still is (GitHub 2012: the switches
+    /// between the pair failed, the shared storage did not).
+    Split,
+    /// The message the node sent with the event is lost.
+    Loss,
+    /// The message the node sent with the event is held for the scenario's
+    /// longest delay spike (the delayed packet that lands after the TTL).
+    Delay,
+    /// The message the node sent with the event is delivered twice, the
+    /// copy after the longest delay spike (a retransmission that lands late).
+    Duplicate,
+    /// Delivery order: the message the node sent with the event arrives the
+    /// latency jitter (`latency_max - latency_min`) later, so every message
+    /// sent within that window on another link overtakes it.
+    Late,
 }
 
 impl Strike {
@@ -120,7 +145,124 @@ impl Strike {
             Strike::Crash => "crash",
             Strike::Failover => "failover",
             Strike::Stall => "stall",
+            Strike::Partition => "partition",
+            Strike::PartitionOneWay => "partition-one-way",
+            Strike::Split => "partition-from-peers",
+            Strike::Loss => "loss",
+            Strike::Delay => "delay",
+            Strike::Duplicate => "duplicate",
+            Strike::Late => "late",
         }
+    }
+}
+
+impl Strike {
+    pub const ALL: [Strike; 12] = [
+        Strike::Pause,
+        Strike::PastTtl,
+        Strike::Crash,
+        Strike::Failover,
+        Strike::Stall,
+        Strike::Partition,
+        Strike::PartitionOneWay,
+        Strike::Split,
+        Strike::Loss,
+        Strike::Delay,
+        Strike::Duplicate,
+        Strike::Late,
+    ];
+
+    pub fn from_name(name: &str) -> Option<Strike> {
+        Strike::ALL.into_iter().find(|s| s.name() == name)
+    }
+
+    /// Whether this strike acts on the message sent with its event (a
+    /// link fault: `Drop`/`Delay`/`Duplicate` of that message's `nth`).
+    pub fn is_message(self) -> bool {
+        matches!(
+            self,
+            Strike::Loss | Strike::Delay | Strike::Duplicate | Strike::Late
+        )
+    }
+}
+
+/// The events at which a partition may start: ownership changes (a grant
+/// issued or received, a pair node becoming active). A partition anywhere
+/// else is a message loss the message strikes already place, and one per
+/// resource write would multiply the search for nothing new.
+fn partition_anchor(kind: Kind) -> bool {
+    matches!(
+        kind,
+        Kind::GrantIssued | Kind::GrantReceived | Kind::BecameActive
+    )
+}
+
+/// Every other node but the resources: what [`Strike::Split`] cuts off.
+fn peers(o: &Options, node: NodeId) -> Vec<NodeId> {
+    (0..o.nodes.len() as u16)
+        .map(NodeId)
+        .filter(|&n| n != node && !matches!(o.nodes[n.0 as usize].role, Role::Resource(_)))
+        .collect()
+}
+
+/// The message strikes the network vocabulary allows: loss, a delay spike
+/// and duplication where their rates are on, reordering where latency has
+/// jitter. Placed on the message a non-resource node sends with an anchor
+/// event (resources only reply; a lost reply is a retransmission the
+/// worker-side strikes already cover).
+pub fn message_strikes(o: &Options, node: NodeId, kind: Kind) -> Vec<Strike> {
+    let Some(spec) = o.nodes.get(node.0 as usize) else {
+        return Vec::new();
+    };
+    if matches!(spec.role, Role::Resource(_)) || !anchor_kinds(&spec.role).contains(&kind) {
+        return Vec::new();
+    }
+    let n = &o.network;
+    let mut out = Vec::new();
+    if n.loss_probability > 0.0 {
+        out.push(Strike::Loss);
+    }
+    if n.delay_probability > 0.0 && n.delay_max_ns > 0 {
+        out.push(Strike::Delay);
+    }
+    if n.duplicate_probability > 0.0 {
+        out.push(Strike::Duplicate);
+    }
+    if n.latency_max_ns > n.latency_min_ns {
+        out.push(Strike::Late);
+    }
+    out
+}
+
+/// The scripted link fault for a message strike on the `nth` message
+/// `from -> to`.
+pub fn message_fault(o: &Options, strike: Strike, from: NodeId, to: NodeId, nth: u32) -> Fault {
+    let n = &o.network;
+    let spike_ns = if n.delay_max_ns > 0 {
+        n.delay_max_ns
+    } else {
+        n.latency_max_ns
+    };
+    match strike {
+        Strike::Loss => Fault::Drop { from, to, nth },
+        Strike::Duplicate => Fault::Duplicate {
+            from,
+            to,
+            nth,
+            delay_ns: spike_ns,
+        },
+        Strike::Late => Fault::Delay {
+            from,
+            to,
+            nth,
+            delay_ns: (n.latency_max_ns - n.latency_min_ns).max(MS) / MS * MS,
+        },
+        _ => Fault::Delay {
+            from,
+            to,
+            nth,
+            delay_ns: spike_ns,
+        },
     }
 }
 
@@ -181,6 +323,13 @@ fn own_strikes_at(o: &Options, node: NodeId, kind: Kind) -> Vec<Strike> {
     {
         out.push(Strike::Failover);
     }
+    if r.partition_probability > 0.0 && o.nodes.len() > 1 && partition_anchor(kind) {
+        out.push(Strike::Partition);
+        out.push(Strike::PartitionOneWay);
+        if !peers(o, node).is_empty() {
+            out.push(Strike::Split);
+        }
+    }
     out
 }
 
@@ -192,8 +341,11 @@ pub fn past_ttl_ns(o: &Options) -> Nanos {
 }
 
 /// The scripted fault for `strike` right after the `nth` `kind` of `node`.
-/// `pause_ns` is the pause length, `restart_ns` the crash's restart delay.
+/// `pause_ns` is the pause length, `restart_ns` the crash's restart delay;
+/// a partition lasts the scenario's longest random partition. Message
+/// strikes are link faults: see [`message_fault`].
 pub fn strike_fault(
+    o: &Options,
     strike: Strike,
     target: NodeId,
     (node, kind, nth): (NodeId, Kind, u32),
@@ -216,6 +368,23 @@ pub fn strike_fault(
             when,
             restart_after_ns: Some(restart_ns),
         },
+        Strike::Partition | Strike::PartitionOneWay | Strike::Split => Fault::Partition {
+            when,
+            duration_ns: o.random.partition_max_ns.max(MS) / MS * MS,
+            side_a: vec![target],
+            side_b: if strike == Strike::Split {
+                peers(o, target)
+            } else {
+                (0..o.nodes.len() as u16)
+                    .map(NodeId)
+                    .filter(|&n| n != target)
+                    .collect()
+            },
+            one_way: strike == Strike::PartitionOneWay,
+        },
+        Strike::Loss | Strike::Delay | Strike::Duplicate | Strike::Late => {
+            unreachable!("message strikes are link faults (message_fault)")
+        }
     }
 }
 
@@ -243,7 +412,16 @@ pub fn anchored_vocabulary(o: &Options) -> Vec<Slot> {
             _ => total_ops,
         };
         for &kind in anchor_kinds(&spec.role) {
+            // Random anchored faults keep their node strikes; partitions
+            // are placed by `fencesim search` (the random ones already
+            // draw a partition per seed).
             for (strike, target) in strikes_at(o, node, kind) {
+                if matches!(
+                    strike,
+                    Strike::Partition | Strike::PartitionOneWay | Strike::Split
+                ) {
+                    continue;
+                }
                 out.push((node, kind, strike, target, max_nth));
             }
         }
@@ -278,6 +456,7 @@ pub fn resolve_anchored(o: &Options, seed: u64) -> Vec<Fault> {
                 _ => pause_ns,
             };
             out.push(strike_fault(
+                o,
                 strike,
                 target,
                 (node, kind, nth),

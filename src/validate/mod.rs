@@ -173,6 +173,9 @@ pub struct Judged {
     pub trace_hash: u64,
     pub report: check::Report,
     pub claims: store_claims::ClaimsReport,
+    /// The run's trace, when `run_seed` was asked to keep it (`search`
+    /// anchors message faults at its sends).
+    pub trace: Vec<crate::sim::trace::TraceEvent>,
 }
 
 impl Judged {
@@ -265,6 +268,7 @@ pub fn run_seed(
         trace_hash: out.trace_hash,
         report,
         claims,
+        trace: out.trace,
     })
 }
 
