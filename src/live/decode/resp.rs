@@ -35,6 +35,14 @@ impl FrameBuffer {
         }
         self.buf.extend_from_slice(chunk);
         loop {
+            // RESP2's null bulk string and null array (a refused `SET NX`,
+            // a `GET` of nothing) are not RESP3: the RESP3 decoder would
+            // call them malformed and the rest of the stream would be lost.
+            if self.buf.starts_with(b"$-1\r\n") || self.buf.starts_with(b"*-1\r\n") {
+                self.buf.drain(..5);
+                out.push(OwnedFrame::Null);
+                continue;
+            }
             match decode(&self.buf) {
                 Ok(Some((frame, used))) => {
                     self.buf.drain(..used);
