@@ -164,6 +164,16 @@ fn a_line_without_end_is_cut_off_at_the_line_limit() {
     assert_reported(&o, "flooding output", "a line longer than 65536 bytes");
 }
 
+#[test]
+fn a_lease_longer_than_a_year_is_an_invalid_message_not_a_crash() {
+    let o = validate_with_fake("huge_ttl");
+    assert_reported(
+        &o,
+        "invalid message",
+        "is 18446744073709551615 ns, expected at most 31536000000000000 ns (one year)",
+    );
+}
+
 /// Runs `validate` with the fake coordinator in `mode` (every seed it is
 /// told), returning the exit code, stdout and the pids the fakes recorded.
 fn validate_raw(mode: &str, fake_seed: &str, args: &[&str]) -> Outcome {
@@ -269,6 +279,25 @@ fn a_setsid_daemon_started_by_an_implementation_does_not_outlive_validate() {
         // Seed 0's process, seed 1's process and seed 1's daemon.
         assert!(o.pids.len() >= 3, "{mode}: {:?}", o.pids);
         assert_all_gone(&o.pids);
+    }
+}
+
+#[test]
+fn one_seeds_cleanup_never_ends_a_daemon_of_a_seed_still_running_under_jobs_2() {
+    // Every seed's coordinator starts a daemon (the empty seed argument
+    // targets them all): a grandchild that is an orphan of the harness for
+    // a moment before it reports ready. Ending it then would hang its seed.
+    for mode in ["daemon", "daemon_noenv"] {
+        for round in 0..3 {
+            let o = validate_raw(
+                mode,
+                "",
+                &["--seeds", "6", "--jobs", "2", "--step-timeout-ms", "3000"],
+            );
+            assert_eq!(o.code, 0, "{mode} round {round}:\n{}", o.stdout);
+            assert!(o.pids.len() >= 12, "{mode}: {:?}", o.pids);
+            assert_all_gone(&o.pids);
+        }
     }
 }
 

@@ -430,8 +430,14 @@ pub fn anchored_vocabulary(o: &Options) -> Vec<Slot> {
 }
 
 /// The anchored faults of one seed: `anchored_max` slots, each firing with
-/// `anchored_probability`. Every slot costs the same five draws whether it
+/// `anchored_probability`. Every slot costs the same six draws whether it
 /// fires or not.
+///
+/// A slot draws its strike first (uniform over the strikes the vocabulary
+/// holds), then a place for it. Drawing the place directly would weight
+/// each strike by how many places it has: a worker pause may follow any of
+/// nine worker events, a resource crash only the resource's acceptances,
+/// so the crash that empties a volatile fence would be one draw in twenty.
 pub fn resolve_anchored(o: &Options, seed: u64) -> Vec<Fault> {
     let r = &o.random;
     if r.anchored_probability <= 0.0 || r.anchored_max == 0 {
@@ -441,12 +447,20 @@ pub fn resolve_anchored(o: &Options, seed: u64) -> Vec<Fault> {
     if vocabulary.is_empty() {
         return Vec::new();
     }
+    let mut strikes: Vec<Strike> = Vec::new();
+    for &(_, _, strike, _, _) in &vocabulary {
+        if !strikes.contains(&strike) {
+            strikes.push(strike);
+        }
+    }
     let mut rng = Rng::stream(seed, "anchored");
     let mut out = Vec::new();
     for _ in 0..r.anchored_max {
         let fires = rng.chance(r.anchored_probability);
+        let strike = strikes[rng.below(strikes.len() as u64) as usize];
+        let places: Vec<&Slot> = vocabulary.iter().filter(|s| s.2 == strike).collect();
         let (node, kind, strike, target, max_nth) =
-            vocabulary[rng.below(vocabulary.len() as u64) as usize];
+            *places[rng.below(places.len() as u64) as usize];
         let nth = rng.between(1, u64::from(max_nth)) as u32;
         let pause_ns = ms_between(&mut rng, r.pause_min_ns, r.pause_max_ns);
         let restart_ns = ms_between(&mut rng, r.restart_min_ns, r.restart_max_ns);

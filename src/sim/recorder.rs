@@ -61,8 +61,9 @@ impl Recorder {
                 ttl_ns,
                 ..
             } => {
-                if self.expiry.get(&owner).is_none_or(|&e| e < now + ttl_ns) {
-                    self.expiry.insert(owner, now + ttl_ns);
+                let expiry_ns = now.saturating_add(ttl_ns);
+                if self.expiry.get(&owner).is_none_or(|&e| e < expiry_ns) {
+                    self.expiry.insert(owner, expiry_ns);
                 }
                 let triple = (k.0, owner, token.map_or(0, |t| t.0));
                 if self.grants.contains_key(&triple) {
@@ -84,7 +85,7 @@ impl Recorder {
                     .expiry
                     .get(&owner)
                     .map_or(0, |&e| e.saturating_sub(now));
-                self.expiry.insert(owner, now + ttl_ns);
+                self.expiry.insert(owner, now.saturating_add(ttl_ns));
                 Some(ev(from, Kind::RenewOk, |e| {
                     e.key = key;
                     e.grant_id = self.owner_grant.get(&owner).copied();

@@ -141,7 +141,7 @@ impl ProcessNode {
         let mut live = reaper::LIVE_ROOTS.lock().unwrap_or_else(|p| p.into_inner());
         let spawned = cmd.spawn();
         if let Ok(child) = &spawned {
-            live.push(child.id());
+            live.push((child.id(), tag.clone()));
         }
         drop(live);
         let mut child = spawned.map_err(|e| {
@@ -471,7 +471,7 @@ impl Drop for ProcessNode {
         let _ = self.child.kill();
         let _ = self.child.wait();
         if let Ok(mut live) = reaper::LIVE_ROOTS.lock() {
-            live.retain(|&p| p != pid);
+            live.retain(|(p, _)| *p != pid);
         }
     }
 }

@@ -30,9 +30,10 @@ pub const TAG_VAR: &str = "FENCESIM_PROCESS_TAG";
 static NEXT_TAG: AtomicU64 = AtomicU64::new(1);
 static ADOPT_ORPHANS: AtomicBool = AtomicBool::new(false);
 
-/// Pids of live node processes (the `sh -c` children). Held across a spawn
-/// so that an orphan sweep never mistakes a child being started for an orphan.
-pub static LIVE_ROOTS: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+/// Live node processes (the `sh -c` children) with their tags. Held across
+/// a spawn so that an orphan sweep never mistakes a child being started for
+/// an orphan.
+pub static LIVE_ROOTS: Mutex<Vec<(u32, String)>> = Mutex::new(Vec::new());
 
 /// A fresh tag for one node process: `<harness pid>.<serial>`.
 pub fn new_tag() -> String {
@@ -71,8 +72,11 @@ pub fn end_node(root: u32, tag: &str) {
 }
 
 /// With [`adopt_orphans`]: ends and reaps every child of the harness that is
-/// not a live node process (call when no node is running, or any time: live
-/// roots are spared).
+/// not a live node process. An orphan that carries a live node's tag still
+/// belongs to a running seed (a daemon between its forks, say) and is spared;
+/// one that carries no tag at all cannot be attributed, so it is ended only
+/// when no node is live — never in the middle of another seed's run, which
+/// would make that run depend on its neighbours under `--jobs`.
 pub fn end_orphans() {
     imp::end_orphans()
 }
@@ -107,6 +111,16 @@ mod imp {
         };
         let want = format!("{TAG_VAR}={tag}");
         env.split(|&b| b == 0).any(|v| v == want.as_bytes())
+    }
+
+    /// The tag in a process's environment (none for a zombie, or a process
+    /// that cleared its environment).
+    fn tag_of(pid: u32) -> Option<String> {
+        let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+        let prefix = format!("{TAG_VAR}=");
+        env.split(|&b| b == 0)
+            .find_map(|v| v.strip_prefix(prefix.as_bytes()))
+            .map(|t| String::from_utf8_lossy(t).into_owned())
     }
 
     fn descendants(procs: &[(u32, u32, bool)], root: u32) -> BTreeSet<u32> {
@@ -209,7 +223,18 @@ mod imp {
             let Ok(live) = LIVE_ROOTS.lock() else { return };
             let orphans: BTreeSet<u32> = processes()
                 .into_iter()
-                .filter(|&(pid, ppid, _)| ppid == me && !live.contains(&pid))
+                .filter(|&(pid, ppid, zombie)| {
+                    if ppid != me || live.iter().any(|(root, _)| *root == pid) {
+                        return false;
+                    }
+                    if zombie {
+                        return true;
+                    }
+                    match tag_of(pid) {
+                        Some(tag) => !live.iter().any(|(_, t)| *t == tag),
+                        None => live.is_empty(),
+                    }
+                })
                 .map(|(pid, _, _)| pid)
                 .collect();
             drop(live);

@@ -274,6 +274,21 @@ pub fn u64_field(body: Fields<'_>, name: &str) -> Result<u64, WireError> {
         })
 }
 
+/// A duration in nanoseconds, at most the one year a scenario may ask for
+/// (`scenario::limits::DURATION_MAX_MS`): a process that answers with a
+/// longer lease or timer is misbehaving, and adding its value to the clock
+/// must not overflow the simulator.
+pub fn duration_ns_field(body: Fields<'_>, name: &str) -> Result<u64, WireError> {
+    let max_ns = crate::scenario::limits::DURATION_MAX_MS * 1_000_000;
+    let v = u64_field(body, name)?;
+    if v > max_ns {
+        return Err(WireError::Invalid(format!(
+            "field {name:?} is {v} ns, expected at most {max_ns} ns (one year)"
+        )));
+    }
+    Ok(v)
+}
+
 /// A number, `null` or absent.
 pub fn opt_u64_field(body: Fields<'_>, name: &str) -> Result<Option<u64>, WireError> {
     match body.get(name) {
@@ -379,7 +394,7 @@ pub fn parse_output(dir: &Directory, me: NodeId, line: &str) -> Result<Written, 
         },
         "set_timer" => Output::SetTimer {
             timer: small_field(body, "timer", u16::MAX as u64)?,
-            after_ns: u64_field(body, "after_ns")?,
+            after_ns: duration_ns_field(body, "after_ns")?,
         },
         "cancel_timer" => Output::CancelTimer {
             timer: small_field(body, "timer", u16::MAX as u64)?,
@@ -500,7 +515,7 @@ pub fn reply(request: &Msg, body: Fields<'_>) -> Result<Msg, WireError> {
             key,
             owner,
             token: opt_u64_field(body, "token")?.map(Token),
-            ttl_ns: u64_field(body, "ttl_ns")?,
+            ttl_ns: duration_ns_field(body, "ttl_ns")?,
         },
         (Msg::Acquire { req, key, .. }, "error")
             if error_code()? == code::TEMPORARILY_UNAVAILABLE =>
@@ -516,7 +531,7 @@ pub fn reply(request: &Msg, body: Fields<'_>) -> Result<Msg, WireError> {
             req,
             key,
             owner,
-            ttl_ns: u64_field(body, "ttl_ns")?,
+            ttl_ns: duration_ns_field(body, "ttl_ns")?,
         },
         (Msg::Renew { req, key, owner }, "error") if error_code()? == code::PRECONDITION_FAILED => {
             Msg::RenewFailed { req, key, owner }

@@ -11,7 +11,8 @@ late_line (after that step's step_done, a line of the finished step,
 written after a random 0-3 ms: a race on purpose), daemon / daemon_noenv
 (start a setsid'd grandchild that outlives its parent -- keeping, or
 clearing, its environment -- then behave), slow (sleep $FAKE_SLOW_S, then
-behave), exit_at_init (exit on `init`, before init_ok).
+behave), exit_at_init (exit on `init`, before init_ok), huge_ttl (grant with
+a lease of 2^64-1 ns: the harness's clock must not overflow).
 Appends its pid (and its children's) to $FAKE_PIDFILE so tests can check
 that nothing outlives the harness.
 """
@@ -114,6 +115,10 @@ class Misbehaving(fencelock.Coordinator):
         elif MODE in ("daemon", "daemon_noenv"):
             self.done = True
             start_daemon(MODE == "daemon_noenv")
+            return super().on_acquire(req)
+        elif MODE == "huge_ttl":
+            self.done = True
+            self.ttl_ns = 2**64 - 1
             return super().on_acquire(req)
         elif MODE == "slow":
             self.done = True
