@@ -223,6 +223,19 @@ fn unwritable_output_paths_fail_before_the_sweep() {
 }
 
 #[test]
+fn tradeoff_refuses_an_unwritable_report_before_its_sweep() {
+    let dir = tempfile::tempdir().unwrap();
+    let blocked = write(dir.path(), "file", "") + "/sub/out";
+    let (code, out, err) = cli(&["tradeoff", BASE, "--ttls-ms", "1000,2000", "--report", &blocked]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--report") && err.contains("expected a writable"),
+        "{err}"
+    );
+    assert!(!out.contains("TTL trade-off"), "the sweep must not have run: {out}");
+}
+
+#[test]
 fn jobs_are_capped_with_a_note() {
     let (code, out, err) = cli(&["run", BASE, "--seeds", "2", "--jobs", "100000"]);
     assert_eq!(code, 0, "{err}");
@@ -397,6 +410,27 @@ fn a_run_that_would_outgrow_memory_stops_at_the_event_budget() {
         false,
     );
     assert!(!normal.hit_event_budget && normal.events < fencesim::sim::EVENTS_MAX / 100);
+}
+
+#[test]
+fn a_sweep_says_which_seeds_stopped_at_the_event_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = base_text()
+        .replace("max_time_ms = 60_000", "max_time_ms = 31536000000")
+        .replace("work_ms = 100", "work_ms = 31536000000")
+        .replace(
+            "kind = \"fenced-cas\"",
+            "kind = \"fenced-cas\"\nrenew_every_ms = 1",
+        );
+    let file = write(dir.path(), "busy.toml", text);
+    let (code, out, err) = cli(&["run", &file, "--seeds", "2", "--jobs", "1"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains("2 seeds stopped at the event budget of 1000000 events per run"),
+        "{out}"
+    );
+    let (_, out, err) = cli(&["run", &file, "--seeds", "2", "--jobs", "1", "--format", "json"]);
+    assert!(out.contains("\"seeds_at_event_budget\": 2"), "{out}{err}");
 }
 
 /// The limits' argument, tested: every protocol, with every duration at the

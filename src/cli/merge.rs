@@ -297,6 +297,7 @@ fn plausible(part: &Aggregate, r: &RunJson, s: &ScenarioJson, shards: usize) -> 
         part.seeds_with_stale_attempts,
         part.fence_rejected_total,
         part.seeds_with_unfinished,
+        part.seeds_at_event_budget,
         part.metric_failures,
         part.diverged_seeds,
         p.renewal_failures,

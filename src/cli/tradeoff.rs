@@ -26,6 +26,10 @@ pub fn cmd_tradeoff(
         ))
         .into());
     }
+    // Refused before the sweep, not after it.
+    if let Some(dir) = &report {
+        super::check_writable_dir("--report", dir)?;
+    }
     let s = load(path)?;
     let range = super::seed_range(&s, None, seeds)?;
     let count = range.end - range.start;

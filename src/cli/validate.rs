@@ -284,7 +284,8 @@ pub fn cmd_validate(specs: &[String], paths: &[PathBuf], args: ValidateArgs) -> 
     println!();
     print!("{}", table(&results));
     for r in &results {
-        if let Some(stop) = &r.stopped {
+        // A stop at the last seed skipped nothing: nothing to say.
+        if let Some(stop) = r.stopped.as_ref().filter(|s| s.skipped > 0) {
             println!(
                 "\n{}: stopped after {} identical implementation errors in a row (last seed run: {}); \
                  {} seeds not run",

@@ -81,6 +81,9 @@ pub struct AggregateJson {
     pub seeds_with_stale_attempts: u64,
     pub fence_rejected_total: u64,
     pub seeds_with_unfinished: u64,
+    /// Absent in files written before it existed.
+    #[serde(default)]
+    pub seeds_at_event_budget: u64,
     pub metric_failures: u64,
     pub first_metric_failure: Option<MetricFailureJson>,
     pub digest: String,
@@ -166,6 +169,7 @@ impl AggregateJson {
             seeds_with_stale_attempts: a.seeds_with_stale_attempts,
             fence_rejected_total: a.fence_rejected_total,
             seeds_with_unfinished: a.seeds_with_unfinished,
+            seeds_at_event_budget: a.seeds_at_event_budget,
             metric_failures: a.metric_failures,
             first_metric_failure: a.first_metric_failure.as_ref().map(|(seed, message)| {
                 MetricFailureJson {
@@ -238,6 +242,7 @@ impl AggregateJson {
             seeds_with_stale_attempts: self.seeds_with_stale_attempts,
             fence_rejected_total: self.fence_rejected_total,
             seeds_with_unfinished: self.seeds_with_unfinished,
+            seeds_at_event_budget: self.seeds_at_event_budget,
             metric_failures: self.metric_failures,
             first_metric_failure: self
                 .first_metric_failure

@@ -56,6 +56,8 @@ pub struct SeedResult {
     pub trace_hash: u64,
     pub events: u64,
     pub unfinished: usize,
+    /// The run stopped at the simulator's event budget, not at its end.
+    pub hit_event_budget: bool,
     pub failed_metrics: Vec<String>,
     /// The swarm mix this seed ran, under `--swarm`.
     pub mix: Option<Mix>,
@@ -97,6 +99,7 @@ pub fn run_seed_with(scenario: &Scenario, seed: u64, cfg: &SweepConfig) -> SeedR
         trace_hash: out.trace_hash,
         events: out.events,
         unfinished: out.unfinished.len(),
+        hit_event_budget: out.hit_event_budget,
         failed_metrics,
         mix,
         diverged,
@@ -136,6 +139,8 @@ pub struct Aggregate {
     pub seeds_with_stale_attempts: u64,
     pub fence_rejected_total: u64,
     pub seeds_with_unfinished: u64,
+    /// Seeds cut short by the event budget (their liveness says nothing).
+    pub seeds_at_event_budget: u64,
     pub metric_failures: u64,
     /// (seed, message) of the lowest seed failing a metric assertion.
     pub first_metric_failure: Option<(u64, String)>,
@@ -187,6 +192,7 @@ impl Aggregate {
         self.seeds_with_stale_attempts += r.report.info.hazard_reached() as u64;
         self.fence_rejected_total += r.report.info.fence_rejected_total;
         self.seeds_with_unfinished += (r.unfinished > 0) as u64;
+        self.seeds_at_event_budget += r.hit_event_budget as u64;
         if !r.failed_metrics.is_empty() {
             self.metric_failures += 1;
             let candidate = (r.seed, r.failed_metrics.join("; "));
@@ -241,6 +247,7 @@ impl Aggregate {
         self.seeds_with_stale_attempts += o.seeds_with_stale_attempts;
         self.fence_rejected_total += o.fence_rejected_total;
         self.seeds_with_unfinished += o.seeds_with_unfinished;
+        self.seeds_at_event_budget += o.seeds_at_event_budget;
         self.metric_failures += o.metric_failures;
         self.first_metric_failure = match (self.first_metric_failure, o.first_metric_failure) {
             (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
@@ -414,6 +421,13 @@ pub fn judge_sweep(
                 VACUITY_MIN_FRACTION * 100.0
             ));
         }
+    }
+    if agg.seeds_at_event_budget > 0 {
+        problems.push(format!(
+            "{} seeds stopped at the event budget of {} events per run, before max_time_ms: shorten max_time_ms or slow the timers (an unfinished worker there is no liveness evidence)",
+            agg.seeds_at_event_budget,
+            sim::EVENTS_MAX
+        ));
     }
     if let Some(seed) = agg.first_diverged {
         problems.push(format!(
