@@ -22,7 +22,7 @@ pub fn parse_seed(s: &str) -> Result<u64, String> {
         Some(hex) => u64::from_str_radix(hex, 16),
         None => s.parse::<u64>(),
     };
-    parsed.map_err(|_| format!("{s:?} is not a seed; expected a decimal or 0x-prefixed hex u64"))
+    parsed.map_err(|_| format!("{s:?} is not a seed; expected a whole number from 0 to 18446744073709551615, decimal or 0x-prefixed hex"))
 }
 
 /// A shard `I/N`, 0-based.
