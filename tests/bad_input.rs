@@ -226,13 +226,23 @@ fn unwritable_output_paths_fail_before_the_sweep() {
 fn tradeoff_refuses_an_unwritable_report_before_its_sweep() {
     let dir = tempfile::tempdir().unwrap();
     let blocked = write(dir.path(), "file", "") + "/sub/out";
-    let (code, out, err) = cli(&["tradeoff", BASE, "--ttls-ms", "1000,2000", "--report", &blocked]);
+    let (code, out, err) = cli(&[
+        "tradeoff",
+        BASE,
+        "--ttls-ms",
+        "1000,2000",
+        "--report",
+        &blocked,
+    ]);
     assert_eq!(code, 2, "{err}");
     assert!(
         err.contains("--report") && err.contains("expected a writable"),
         "{err}"
     );
-    assert!(!out.contains("TTL trade-off"), "the sweep must not have run: {out}");
+    assert!(
+        !out.contains("TTL trade-off"),
+        "the sweep must not have run: {out}"
+    );
 }
 
 #[test]
@@ -429,7 +439,9 @@ fn a_sweep_says_which_seeds_stopped_at_the_event_budget() {
         out.contains("2 seeds stopped at the event budget of 1000000 events per run"),
         "{out}"
     );
-    let (_, out, err) = cli(&["run", &file, "--seeds", "2", "--jobs", "1", "--format", "json"]);
+    let (_, out, err) = cli(&[
+        "run", &file, "--seeds", "2", "--jobs", "1", "--format", "json",
+    ]);
     assert!(out.contains("\"seeds_at_event_budget\": 2"), "{out}{err}");
 }
 

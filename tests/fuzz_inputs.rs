@@ -417,8 +417,17 @@ fn fencesim_capped(args: &[String]) -> (i32, String) {
 /// (seed counts stay small), since what is tested is the refusal path.
 fn command_line() -> impl Strategy<Value = Vec<String>> {
     const SUBCOMMANDS: [&str; 11] = [
-        "run", "replay", "shrink", "check-history", "tradeoff", "merge", "check", "explore",
-        "list", "search", "nonsense",
+        "run",
+        "replay",
+        "shrink",
+        "check-history",
+        "tradeoff",
+        "merge",
+        "check",
+        "explore",
+        "list",
+        "search",
+        "nonsense",
     ];
     const FILES: [&str; 9] = [
         "scenarios/article/gc-pause-fenced-cas.toml",
@@ -432,13 +441,44 @@ fn command_line() -> impl Strategy<Value = Vec<String>> {
         "Cargo.toml",
     ];
     const FLAGS: [&str; 20] = [
-        "--seeds", "--seed", "--seed-start", "--jobs", "--format", "--shard", "--report",
-        "--junit", "--metrics", "--max-runs", "--kind", "--ttls-ms", "--threads", "--faults",
-        "--swarm", "--no-trace", "--check-determinism", "--emit-scenario", "--history", "--",
+        "--seeds",
+        "--seed",
+        "--seed-start",
+        "--jobs",
+        "--format",
+        "--shard",
+        "--report",
+        "--junit",
+        "--metrics",
+        "--max-runs",
+        "--kind",
+        "--ttls-ms",
+        "--threads",
+        "--faults",
+        "--swarm",
+        "--no-trace",
+        "--check-determinism",
+        "--emit-scenario",
+        "--history",
+        "--",
     ];
     const VALUES: [&str; 16] = [
-        "0", "1", "2", "-1", "x", "", "18446744073709551615", "18446744073709551616",
-        "0xffffffffffffffff", "1/2", "3/2", "json", "text", "stale_write", "/dev/null/x", "99",
+        "0",
+        "1",
+        "2",
+        "-1",
+        "x",
+        "",
+        "18446744073709551615",
+        "18446744073709551616",
+        "0xffffffffffffffff",
+        "1/2",
+        "3/2",
+        "json",
+        "text",
+        "stale_write",
+        "/dev/null/x",
+        "99",
     ];
     let word = prop_oneof![
         (0..FLAGS.len()).prop_map(|i| FLAGS[i].to_string()),
@@ -471,17 +511,33 @@ fn drawn_command_lines_exit_0_1_or_2_and_refuse_in_plain_words() {
     let started = Instant::now();
     let result = runner.run(&command_line(), |args| {
         let (code, err) = fencesim_capped(&args);
-        prop_assert!(matches!(code, 0..=2), "fencesim {args:?} exited {code}: {err}");
-        prop_assert!(!err.contains("panicked"), "fencesim {args:?} panicked: {err}");
+        prop_assert!(
+            matches!(code, 0..=2),
+            "fencesim {args:?} exited {code}: {err}"
+        );
+        prop_assert!(
+            !err.contains("panicked"),
+            "fencesim {args:?} panicked: {err}"
+        );
         if code == 2 {
-            prop_assert!(!err.trim().is_empty(), "fencesim {args:?}: exit 2 without a word");
+            prop_assert!(
+                !err.trim().is_empty(),
+                "fencesim {args:?}: exit 2 without a word"
+            );
             for word in INTERNAL {
-                prop_assert!(!err.contains(word), "fencesim {args:?}: internal word {word:?} in {err}");
+                prop_assert!(
+                    !err.contains(word),
+                    "fencesim {args:?}: internal word {word:?} in {err}"
+                );
             }
         }
         Ok(())
     });
-    eprintln!("fuzz command lines: {} cases in {:?}", cases(300), started.elapsed());
+    eprintln!(
+        "fuzz command lines: {} cases in {:?}",
+        cases(300),
+        started.elapsed()
+    );
     if let Err(e) = result {
         panic!("fuzz command lines: {e}");
     }
