@@ -28,7 +28,40 @@ const ANCHORED_MAX: u32 = 3;
 const MAX_SEEDS: u64 = 10_000;
 
 /// (label, `[protocol]` lines replacing `kind = "fenced-cas"`, violation kind).
-const UNSAFE: [(&str, &str, &str); 5] = [
+const UNSAFE: [(&str, &str, &str); 14] = [
+    ("ttl-lease-del", "kind = \"ttl-lease-del\"", "stale_write"),
+    (
+        "ttl-lease-del",
+        "kind = \"ttl-lease-del\"",
+        "unsafe_release",
+    ),
+    ("redis-set-nx", "kind = \"redis-set-nx\"", "stale_write"),
+    (
+        "check-before-write",
+        "kind = \"check-before-write\"",
+        "stale_write",
+    ),
+    (
+        "dynamodb-heartbeat",
+        "kind = \"dynamodb-heartbeat\"",
+        "stale_write",
+    ),
+    ("redlock", "kind = \"redlock\"", "stale_write"),
+    (
+        "etcd-mutex-no-recheck, unfenced",
+        "kind = \"etcd-mutex-no-recheck\"\nfence = false",
+        "stale_write",
+    ),
+    (
+        "zk-sequential, unfenced",
+        "kind = \"zk-sequential\"\nfence = false",
+        "stale_write",
+    ),
+    (
+        "effect-naive",
+        "kind = \"effect-naive\"",
+        "duplicate_effect",
+    ),
     (
         "incr-beside-lease",
         "kind = \"incr-beside-lease\"",
@@ -56,14 +89,34 @@ const UNSAFE: [(&str, &str, &str); 5] = [
     ),
 ];
 
-const SAFE: [(&str, &str); 4] = [
-    ("fenced-cas", "kind = \"fenced-cas\""),
-    ("fenced-cas, strict", "kind = \"fenced-cas\"\nstrict = true"),
+/// (label, `[protocol]` lines, kinds that are the protocol's documented
+/// limit rather than a fault of it: reported, not called violations).
+const SAFE: [(&str, &str, &[&str]); 9] = [
+    ("zk-sequential", "kind = \"zk-sequential\"", &[]),
+    ("etcd-mutex", "kind = \"etcd-mutex\"", &[]),
+    ("object-store-cas", "kind = \"object-store-cas\"", &[]),
+    (
+        "effect-idempotency-key",
+        "kind = \"effect-idempotency-key\"",
+        &["superseded_effect"],
+    ),
+    ("effect-outbox", "kind = \"effect-outbox\"", &[]),
+    ("fenced-cas", "kind = \"fenced-cas\"", &[]),
+    (
+        "fenced-cas, strict",
+        "kind = \"fenced-cas\"\nstrict = true",
+        &[],
+    ),
     (
         "fenced-cas, fence_reads",
         "kind = \"fenced-cas\"\nfence_reads = true",
+        &[],
     ),
-    ("consensus-generation", "kind = \"consensus-generation\""),
+    (
+        "consensus-generation",
+        "kind = \"consensus-generation\"",
+        &[],
+    ),
 ];
 
 fn generic(protocol: &str) -> Scenario {
@@ -190,17 +243,21 @@ fn main() {
     println!("\n## Safe protocols: the K = 2 search\n");
     println!("| protocol | verdict | distinct executions | runs | tolerated kinds seen |");
     println!("|---|---|---:|---:|---|");
-    for (label, protocol) in SAFE {
+    for (label, protocol, limits) in SAFE {
         if !label.contains(only.as_str()) {
             continue;
         }
         let s = generic(protocol);
         let r = search::search(&s, &cfg, &search::builtin, &|| {}).expect("built-in nodes");
-        let verdict = if r.is_clean() {
-            "clean".to_string()
-        } else {
-            let kinds: Vec<&str> = r.found.iter().map(|f| f.kind).collect();
-            format!("VIOLATIONS: {}", kinds.join(", "))
+        let (limit, faults): (Vec<&str>, Vec<&str>) = r
+            .found
+            .iter()
+            .map(|f| f.kind)
+            .partition(|k| limits.contains(k));
+        let verdict = match (faults.is_empty(), limit.is_empty()) {
+            (true, true) => "clean".to_string(),
+            (true, false) => format!("clean; {} found, its documented limit", limit.join(", ")),
+            (false, _) => format!("VIOLATIONS: {}", faults.join(", ")),
         };
         println!(
             "| {label} | {verdict} | {} | {} | {} |",

@@ -208,13 +208,19 @@ fn peers(o: &Options, node: NodeId) -> Vec<NodeId> {
 /// The message strikes the network vocabulary allows: loss, a delay spike
 /// and duplication where their rates are on, reordering where latency has
 /// jitter. Placed on the message a non-resource node sends with an anchor
-/// event (resources only reply; a lost reply is a retransmission the
-/// worker-side strikes already cover).
+/// event or a worker's `effect_sent` (resources only reply; a lost reply is
+/// a retransmission the worker-side strikes already cover).
 pub fn message_strikes(o: &Options, node: NodeId, kind: Kind) -> Vec<Strike> {
     let Some(spec) = o.nodes.get(node.0 as usize) else {
         return Vec::new();
     };
-    if matches!(spec.role, Role::Resource(_)) || !anchor_kinds(&spec.role).contains(&kind) {
+    // A worker's call to an effect sink is a message worth striking too (a
+    // late or lost call is what makes a provider retry, the duplicate
+    // effect's cause); pauses stay at the lease-domain anchors.
+    let effect_call = kind == Kind::EffectSent && spec.role.is_worker();
+    if matches!(spec.role, Role::Resource(_))
+        || !(effect_call || anchor_kinds(&spec.role).contains(&kind))
+    {
         return Vec::new();
     }
     let n = &o.network;
