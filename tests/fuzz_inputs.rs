@@ -295,6 +295,10 @@ fn mutated_scenarios_never_panic_hang_or_leak_rust_words() {
     run_target("scenarios", 40_000, &bases, scenario_input);
 }
 
+/// Valid mutated specs model-checked so far, and the most one run checks.
+static CHECKED_SPECS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+const CHECKED_SPECS_MAX: usize = 300;
+
 #[test]
 fn mutated_model_specs_never_panic_or_leak_rust_words() {
     let bases: Vec<Vec<u8>> = toml_files("models").into_iter().map(|(_, b)| b).collect();
@@ -303,16 +307,41 @@ fn mutated_model_specs_never_panic_or_leak_rust_words() {
             let Ok(text) = String::from_utf8(bytes.to_vec()) else {
                 return; // located by `source::decode`, as for scenarios
             };
-            if let Err(e) = fencesim::model::parse(std::path::Path::new("m.toml"), "m", &text) {
-                assert_plain(
+            match fencesim::model::parse(std::path::Path::new("m.toml"), "m", &text) {
+                // A valid mutant is also model-checked when its search is
+                // small (most are: the bundled bounds, a number changed),
+                // up to a fixed number per run to bound the target's time.
+                Ok(spec) => {
+                    if spec.estimated_states() < 20_000.0
+                        && CHECKED_SPECS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                            < CHECKED_SPECS_MAX
+                    {
+                        let options = fencesim::model::CheckOptions {
+                            threads: 1,
+                            ..Default::default()
+                        };
+                        let report = fencesim::model::check(&spec, &options);
+                        assert!(!report.interrupted);
+                    }
+                }
+                Err(e) => assert_plain(
                     "m.toml",
                     e.line.is_some() && e.column.is_some(),
                     &e.message,
                     &e.to_string(),
-                );
+                ),
             }
         });
     });
+    let checked = CHECKED_SPECS.load(std::sync::atomic::Ordering::Relaxed);
+    eprintln!(
+        "fuzz model specs: {} valid mutants model-checked",
+        checked.min(CHECKED_SPECS_MAX)
+    );
+    assert!(
+        checked > 0,
+        "no mutant was valid and small: the check path went untested"
+    );
 }
 
 #[test]
