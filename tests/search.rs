@@ -205,3 +205,66 @@ fn search_through_validate_is_clean_on_the_correct_python_store() {
         "{text}"
     );
 }
+
+/// The generic scenario with clock faults as its only vocabulary: the lock
+/// server's clock drifts (so clocks are in play), nothing else strikes.
+fn clocks_only_source(protocol_lines: &str) -> String {
+    let mut s = std::fs::read_to_string(root().join(GENERIC)).expect("bundled scenario");
+    s = s.replace("kind = \"fenced-cas\"", protocol_lines);
+    for (from, to) in [
+        ("loss_probability = 0.02\n", ""),
+        ("delay_probability = 0.03\n", ""),
+        ("delay_max_ms = 12_000\n", ""),
+        ("pause_probability = 0.5", "pause_probability = 0.0"),
+        ("crash_probability = 0.1", "crash_probability = 0.0"),
+        ("partition_probability = 0.2", "partition_probability = 0.0"),
+        ("allow = [\"lost_update\"]", "allow = []"),
+        (
+            "[random]",
+            "[clock.\"coord/0\"]\ndrift_ppm = 100\n\n[random]",
+        ),
+    ] {
+        assert!(s.contains(from), "{from:?} not in {GENERIC}");
+        s = s.replacen(from, to, 1);
+    }
+    s
+}
+
+#[test]
+fn search_steps_the_lock_servers_wall_clock_right_after_a_grant_and_redis_loses_an_update() {
+    // Redis keeps key expiry on the wall clock: an NTP step forward right
+    // after a grant expires the key early, a second worker takes the lock
+    // while the first still holds it. No pause, no lost packet.
+    let source = clocks_only_source("kind = \"redis-set-nx\"");
+    let s = scenario::parse(&source, "clocks.toml").unwrap_or_else(|e| panic!("{e}"));
+    let r = search_k(&s, 1, 2);
+    let found = r
+        .found
+        .iter()
+        .find(|f| f.kind == "lost_update")
+        .unwrap_or_else(|| panic!("no lost_update: {:?}", r.found));
+    assert_eq!(found.placements.len(), 1);
+    let p = &found.placements[0];
+    assert_eq!(p.strike.name(), "clock-forward");
+    assert!(p
+        .describe(&s.options)
+        .contains("coord/0 after coord/0:grant_issued"));
+    // Written out, the placement is a `clock_jump` fault that replays.
+    let base = search::fault_free(&s.options);
+    let text = scenario::emit::scripted(&source, &base, &found.script, 0).expect("emits");
+    assert!(text.contains("kind = \"clock_jump\""), "{text}");
+    let scripted =
+        scenario::parse(&text, "scripted.toml").unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let out = sim::run(&scripted.options, 0, false);
+    let report = fencesim::check::check(&out.history);
+    assert!(report.kinds().any(|k| k.name() == "lost_update"), "{text}");
+}
+
+#[test]
+fn the_same_clock_steps_cannot_break_fenced_cas_with_fenced_reads() {
+    let source = clocks_only_source("kind = \"fenced-cas\"\nfence_reads = true");
+    let s = scenario::parse(&source, "clocks.toml").unwrap_or_else(|e| panic!("{e}"));
+    let r = search_k(&s, 2, 2);
+    assert!(r.is_clean(), "{:?}", r.found);
+    assert!(r.distinct > 100, "{}", r.coverage(2));
+}

@@ -107,6 +107,16 @@ fn fault_table(o: &Options, f: &Fault) -> Table {
             t.insert("nth".into(), Value::Integer(*nth as i64));
             t.insert("delay_ms".into(), ms(*delay_ns));
         }
+        Fault::ClockJump {
+            node,
+            when: w,
+            by_ns,
+        } => {
+            t.insert("kind".into(), "clock_jump".into());
+            t.insert("node".into(), name(o, *node));
+            when(&mut t, w);
+            t.insert("by_ms".into(), Value::Integer(by_ns / MS as i64));
+        }
         Fault::Failover {
             when: w,
             restart_after_ns,

@@ -625,7 +625,7 @@ fn resolve_redlock(
     Ok(())
 }
 
-const FAULT_KINDS: &str = "pause, crash, partition, delay, drop, duplicate, failover";
+const FAULT_KINDS: &str = "pause, crash, partition, delay, drop, duplicate, failover, clock_jump";
 
 fn native_token_ids() -> String {
     let ids: Vec<&str> = ProtocolKind::ALL
@@ -652,6 +652,7 @@ fn resolve_fault(
         "drop" => &["from", "to", "nth"],
         "duplicate" => &["from", "to", "nth", "delay_ms"],
         "failover" => &["at_ms", "after", "restart_after_ms"],
+        "clock_jump" => &["node", "at_ms", "after", "by_ms"],
         other => {
             return Err(ctx.err(
                 s.kind.span(),
@@ -671,6 +672,7 @@ fn resolve_fault(
         ("to", s.to.is_some()),
         ("nth", s.nth.is_some()),
         ("delay_ms", s.delay_ms.is_some()),
+        ("by_ms", s.by_ms.is_some()),
     ];
     if let Some((field, _)) = present
         .iter()
@@ -705,6 +707,14 @@ fn resolve_fault(
             node: node(&s.node, "node")?,
             when: when()?,
             duration_ns: need(s.duration_ms, "duration_ms")?.ns(),
+        },
+        "clock_jump" => Fault::ClockJump {
+            node: node(&s.node, "node")?,
+            when: when()?,
+            by_ns: s
+                .by_ms
+                .ok_or_else(|| ctx.err(f.span(), "a clock_jump fault needs `by_ms`"))?
+                .ns(),
         },
         "crash" => Fault::Crash {
             node: node(&s.node, "node")?,

@@ -245,6 +245,8 @@ pub struct FaultSection {
     pub to: Option<Spanned<String>>,
     pub nth: Option<u32>,
     pub delay_ms: Option<Ms>,
+    /// clock_jump: the step, negative = back.
+    pub by_ms: Option<SignedMs>,
 }
 
 #[derive(Deserialize, Debug)]

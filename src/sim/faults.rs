@@ -135,6 +135,13 @@ pub enum Strike {
     /// latency jitter (`latency_max - latency_min`) later, so every message
     /// sent within that window on another link overtakes it.
     Late,
+    /// The node's wall clock steps forward by the pause past the TTL (an
+    /// NTP step right after a grant: a lock server that keeps its leases
+    /// on the wall clock, as Redis does, expires the key early).
+    ClockForward,
+    /// The node's wall clock steps back by as much (a holder or server that
+    /// times leases on the wall clock believes they last longer).
+    ClockBack,
 }
 
 impl Strike {
@@ -152,12 +159,14 @@ impl Strike {
             Strike::Delay => "delay",
             Strike::Duplicate => "duplicate",
             Strike::Late => "late",
+            Strike::ClockForward => "clock-forward",
+            Strike::ClockBack => "clock-back",
         }
     }
 }
 
 impl Strike {
-    pub const ALL: [Strike; 12] = [
+    pub const ALL: [Strike; 14] = [
         Strike::Pause,
         Strike::PastTtl,
         Strike::Crash,
@@ -170,6 +179,8 @@ impl Strike {
         Strike::Delay,
         Strike::Duplicate,
         Strike::Late,
+        Strike::ClockForward,
+        Strike::ClockBack,
     ];
 
     pub fn from_name(name: &str) -> Option<Strike> {
@@ -329,6 +340,10 @@ fn own_strikes_at(o: &Options, node: NodeId, kind: Kind) -> Vec<Strike> {
     {
         out.push(Strike::Failover);
     }
+    if clocks_in_play(o) && !matches!(spec.role, Role::Resource(_) | Role::Alt(_)) {
+        out.push(Strike::ClockForward);
+        out.push(Strike::ClockBack);
+    }
     if r.partition_probability > 0.0 && o.nodes.len() > 1 && partition_anchor(kind) {
         out.push(Strike::Partition);
         out.push(Strike::PartitionOneWay);
@@ -337,6 +352,14 @@ fn own_strikes_at(o: &Options, node: NodeId, kind: Kind) -> Vec<Strike> {
         }
     }
     out
+}
+
+/// Whether the scenario's vocabulary has clock faults: some node's clock
+/// drifts or jumps (as written, or as the swarm's clock kind made it).
+pub fn clocks_in_play(o: &Options) -> bool {
+    o.nodes
+        .iter()
+        .any(|n| n.clock.drift_ppm != 0 || !n.clock.jumps.is_empty())
 }
 
 /// A pause that outlives the lease: the TTL plus half of it again (at
@@ -387,6 +410,15 @@ pub fn strike_fault(
                     .collect()
             },
             one_way: strike == Strike::PartitionOneWay,
+        },
+        Strike::ClockForward | Strike::ClockBack => Fault::ClockJump {
+            node: target,
+            when,
+            by_ns: if strike == Strike::ClockBack {
+                -(past_ttl_ns(o) as i64)
+            } else {
+                past_ttl_ns(o) as i64
+            },
         },
         Strike::Loss | Strike::Delay | Strike::Duplicate | Strike::Late => {
             unreachable!("message strikes are link faults (message_fault)")

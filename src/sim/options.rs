@@ -96,6 +96,14 @@ pub enum Fault {
         when: When,
         restart_after_ns: Option<Nanos>,
     },
+    /// The node's wall clock steps by `by_ns` (an NTP step, an operator's
+    /// `date -s`) when `when` fires; its monotonic clock does not move.
+    /// Anchored at a grant, it is the lock server whose key expires early.
+    ClockJump {
+        node: NodeId,
+        when: When,
+        by_ns: i64,
+    },
 }
 
 /// Random faults, resolved into scripted [`Fault`]s at the start of a run
@@ -421,6 +429,17 @@ pub fn describe_fault(o: &Options, f: &Fault) -> String {
             o.node_name(*from),
             o.node_name(*to),
             ms(*delay_ns)
+        ),
+        Fault::ClockJump { node, when, by_ns } => format!(
+            "clock of {} jumps {}{} {}",
+            o.node_name(*node),
+            if *by_ns < 0 {
+                "back by "
+            } else {
+                "forward by "
+            },
+            ms(by_ns.unsigned_abs()),
+            describe_when(o, when)
         ),
         Fault::Failover {
             when,

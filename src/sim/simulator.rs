@@ -71,6 +71,9 @@ struct Slot {
     synced: Option<Vec<u8>>,
     buffered: Option<Vec<u8>>,
     done: bool,
+    /// Wall-clock steps applied by `ClockJump` faults so far (the node's
+    /// hardware clock: it survives a crash).
+    wall_jump_ns: i64,
 }
 
 /// Everything a run produced.
@@ -220,6 +223,7 @@ impl<'o, 'f> Sim<'o, 'f> {
                 synced: None,
                 buffered: None,
                 done: false,
+                wall_jump_ns: 0,
             });
             self.schedule(0, Ev::Start(id));
         }
@@ -228,7 +232,8 @@ impl<'o, 'f> Sim<'o, 'f> {
                 Fault::Pause { when, .. }
                 | Fault::Crash { when, .. }
                 | Fault::Partition { when, .. }
-                | Fault::Failover { when, .. } => when.clone(),
+                | Fault::Failover { when, .. }
+                | Fault::ClockJump { when, .. } => when.clone(),
                 Fault::Delay { .. } | Fault::Drop { .. } | Fault::Duplicate { .. } => continue,
             };
             match when {
@@ -366,7 +371,10 @@ impl<'o, 'f> Sim<'o, 'f> {
     /// Hands one input to a node and applies its effects, in order, now.
     fn step(&mut self, id: NodeId, input: Input<'_>) {
         let spec = &self.opts.nodes[id.0 as usize];
-        let clocks = spec.clock.read(self.now);
+        let mut clocks = spec.clock.read(self.now);
+        clocks.wall_ns = clocks
+            .wall_ns
+            .saturating_add(self.slots[id.0 as usize].wall_jump_ns);
         let mut fx = std::mem::take(&mut self.fx);
         debug_assert!(fx.is_empty());
         {
@@ -559,6 +567,10 @@ impl<'o, 'f> Sim<'o, 'f> {
             Fault::Failover {
                 restart_after_ns, ..
             } => self.failover(restart_after_ns),
+            Fault::ClockJump { node, by_ns, .. } => {
+                let slot = &mut self.slots[node.0 as usize];
+                slot.wall_jump_ns = slot.wall_jump_ns.saturating_add(by_ns);
+            }
             Fault::Partition {
                 duration_ns,
                 ref side_a,

@@ -114,6 +114,7 @@ pub fn unsupported(opts: &Options) -> Option<String> {
             Some("per-link delay/drop/duplicate faults".into())
         }
         Fault::Failover { .. } => Some("failover faults".into()),
+        Fault::ClockJump { .. } => Some("clock_jump faults".into()),
         _ => None,
     })
 }
@@ -274,7 +275,8 @@ impl Ctx {
                 Fault::Delay { .. }
                 | Fault::Drop { .. }
                 | Fault::Duplicate { .. }
-                | Fault::Failover { .. } => unreachable!("refused up front"),
+                | Fault::Failover { .. }
+                | Fault::ClockJump { .. } => unreachable!("refused up front"),
             }
         });
     }
@@ -652,7 +654,8 @@ pub fn run_seed(opts: &Options, seed: u64) -> History {
                 Fault::Delay { .. }
                 | Fault::Drop { .. }
                 | Fault::Duplicate { .. }
-                | Fault::Failover { .. } => continue,
+                | Fault::Failover { .. }
+                | Fault::ClockJump { .. } => continue,
             };
             match *when {
                 When::At(t) => timed.push((t, i)),
