@@ -281,6 +281,10 @@ const FAULTS: [(&str, &str); 12] = [
         "coordinator primary crashes, the next replica is promoted (Sentinel, election)",
     ),
     (
+        "clock_jump",
+        "a node's wall clock steps by by_ms at a time or right after a protocol event (NTP step)",
+    ),
+    (
         "network.loss/delay/duplicate",
         "random per-message loss, delay spikes, duplication",
     ),
