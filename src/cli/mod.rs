@@ -254,7 +254,7 @@ pub(crate) fn check_writable_dir(flag: &str, dir: &std::path::Path) -> Result<()
         })
 }
 
-const FAULTS: [(&str, &str); 12] = [
+const FAULTS: [(&str, &str); 13] = [
     (
         "pause",
         "process pause (GC, SIGSTOP, page fault): inputs and due timers wait until resume",
