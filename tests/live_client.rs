@@ -9,7 +9,7 @@
 //! examples redis-py and psycopg (`.ci/run` installs all of them); without
 //! them a test prints one loud line saying what it skipped and why.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// One live run at a time: each starts its own servers, and the timings
@@ -42,6 +42,66 @@ fn python_clients_present(test: &str) -> bool {
         );
     }
     ok
+}
+
+/// The Rust example where the example scenarios name it
+/// (`target/release/examples/live_client_rust`), built by `cargo test --release`
+/// next to the fencesim binary under test.
+fn rust_example_present(test: &str) -> bool {
+    let built = Path::new(env!("CARGO_BIN_EXE_fencesim"))
+        .parent()
+        .map(|d| d.join("examples/live_client_rust"));
+    let named =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/examples/live_client_rust");
+    let ok =
+        built.is_some_and(|b| b.is_file() && b.canonicalize().ok() == named.canonicalize().ok());
+    if !ok {
+        eprintln!(
+            "!!! LIVE CLIENT TEST SKIPPED: {test}: {} is not this build's example \
+             (cargo test --release builds it; or cargo build --release --example live_client_rust)",
+            named.display()
+        );
+    }
+    ok
+}
+
+/// Each trial's verdict ("clean" or the kinds found) and history file, from
+/// the trial lines of `scenario`.
+fn trials_of(stdout: &str, scenario: &str) -> Vec<(String, PathBuf)> {
+    stdout
+        .lines()
+        .filter(|l| l.trim_start().starts_with("trial "))
+        .map(|l| l.split(" — ").collect::<Vec<_>>())
+        .filter(|parts| parts.len() >= 4 && parts[3].contains(&format!("{scenario}-trial-")))
+        .map(|parts| (parts[1].to_string(), PathBuf::from(parts[3])))
+        .collect()
+}
+
+/// `check-history` of each trial's written history reaches the trial's verdict.
+fn rechecks_agree(stdout: &str, scenario: &str) {
+    let trials = trials_of(stdout, scenario);
+    assert!(!trials.is_empty(), "no trials of {scenario} in:\n{stdout}");
+    for (verdict, file) in trials {
+        let out = Command::new(env!("CARGO_BIN_EXE_fencesim"))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .arg("check-history")
+            .arg(&file)
+            .output()
+            .expect("run check-history");
+        let text = String::from_utf8_lossy(&out.stdout);
+        if verdict == "clean" {
+            assert_eq!(out.status.code(), Some(0), "{}: {text}", file.display());
+        } else {
+            assert_eq!(out.status.code(), Some(1), "{}: {text}", file.display());
+            for kind in verdict.split(", ") {
+                assert!(
+                    text.contains(kind),
+                    "{}: {kind} not re-found:\n{text}",
+                    file.display()
+                );
+            }
+        }
+    }
 }
 
 fn live(args: &[&str]) -> (Output, String, String) {
@@ -144,6 +204,45 @@ fn redis_py_lock_with_fenced_update_is_clean_in_every_trial_with_its_late_write_
         (4, 4),
         "{stdout}"
     );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn rust_client_is_clean_fenced_and_found_unsafe_with_a_plain_update() {
+    let _g = serial();
+    let test = "rust_client_is_clean_fenced_and_found_unsafe_with_a_plain_update";
+    if !servers_present(test) || !rust_example_present(test) {
+        return;
+    }
+    let dir = scratch("rust");
+    let (out, stdout, stderr) = live(&[
+        "examples/live-clients/gc-pause-rust-fenced.toml",
+        "examples/live-clients/gc-pause-rust-plain.toml",
+        "--trials",
+        "3",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let fenced = "client-gc-pause-rust-fenced";
+    assert_eq!(
+        live_count(&stdout, fenced, "none (clean runs)"),
+        (3, 3),
+        "{stdout}"
+    );
+    assert_eq!(
+        live_count(&stdout, fenced, "fence_rejected ≥ 1"),
+        (3, 3),
+        "{stdout}"
+    );
+    let plain = "client-gc-pause-rust-plain";
+    let (found, n) = live_count(&stdout, plain, "stale_write");
+    assert!(
+        2 * found > n,
+        "stale write in only {found}/{n} trials:\n{stdout}"
+    );
+    rechecks_agree(&stdout, fenced);
+    rechecks_agree(&stdout, plain);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
