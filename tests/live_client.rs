@@ -2,12 +2,17 @@
 //! redis-py's `Lock` with a plain UPDATE is found unsafe under a pause
 //! longer than its timeout, the same worker with the article's fenced
 //! UPDATE is clean with its late write refused, the decoded history is
-//! re-checked by `check-history`, and a program that crashes or hangs is
-//! reported as such (exit 3) with nothing it started left running.
+//! re-checked by `check-history`; the Rust example (`redis` and `postgres`
+//! crates) likewise, fenced and plain; user programs crashed (at an anchor,
+//! restarted, and `at_ms`, while stopped) and their UPDATE dropped or cut
+//! by the proxy get a verdict, not a failure; and a program that crashes
+//! or hangs on its own is reported as such (exit 3) with nothing it
+//! started left running.
 //!
-//! Needs `redis-server` and PostgreSQL's binaries, and for the Python
-//! examples redis-py and psycopg (`.ci/run` installs all of them); without
-//! them a test prints one loud line saying what it skipped and why.
+//! Needs `redis-server` and PostgreSQL's binaries, for the Python examples
+//! redis-py and psycopg (`.ci/run` installs all of them), and for the Rust
+//! ones the example built beside the binary (`cargo test --release` builds
+//! it); without them a test prints one loud line saying what it skipped and why.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -246,6 +251,121 @@ fn rust_client_is_clean_fenced_and_found_unsafe_with_a_plain_update() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `check-history`'s info line of a history file (writes_accepted=…).
+fn info_of(file: &Path) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_fencesim"))
+        .arg("check-history")
+        .arg(file)
+        .output()
+        .expect("run check-history");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find(|l| l.starts_with("info:"))
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Command lines of running processes that contain `needle`.
+fn running(needle: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(needle))
+        .collect()
+}
+
+#[test]
+fn user_programs_are_crashed_restarted_and_lose_their_update_to_drop_and_cut_without_failing() {
+    let _g = serial();
+    let test = "user_programs_are_crashed_restarted_and_lose_their_update";
+    if !servers_present(test) || !rust_example_present(test) {
+        return;
+    }
+    let dir = scratch("faults");
+    let (out, stdout, stderr) = live(&[
+        "examples/live-clients/crash-restart-rust-fenced.toml",
+        "examples/live-clients/crash-at-ms-rust-fenced.toml",
+        "examples/live-clients/dropped-update-rust-fenced.toml",
+        "examples/live-clients/cut-connection-rust-fenced.toml",
+        "--trials",
+        "2",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    // Killed by fencesim is not the program failing: every trial has a verdict.
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    // (scenario, what the fault line says, writes that landed, what the history holds)
+    let cases = [
+        (
+            "client-crash-restart-rust-fenced",
+            "crash (SIGKILL) worker/A at Granted, restart after 50 ms",
+            2,
+            &["\"kind\":\"crash\"", "\"kind\":\"restart\""][..],
+        ),
+        (
+            "client-crash-at-ms-rust-fenced",
+            "crash (SIGKILL) worker/A at_ms 400, no restart",
+            1,
+            &["\"kind\":\"pause\"", "\"kind\":\"crash\""][..],
+        ),
+        (
+            "client-dropped-update-rust-fenced",
+            "proxy dropped worker/A's UPDATE",
+            1,
+            &["\"kind\":\"op_abandoned\""][..],
+        ),
+        (
+            "client-cut-connection-rust-fenced",
+            "proxy cut worker/A's connection at its UPDATE",
+            1,
+            &["\"kind\":\"op_abandoned\""][..],
+        ),
+    ];
+    for (scenario, fault, writes, kinds) in cases {
+        assert_eq!(
+            live_count(&stdout, scenario, "none (clean runs)"),
+            (2, 2),
+            "{stdout}"
+        );
+        rechecks_agree(&stdout, scenario);
+        for (_, file) in trials_of(&stdout, scenario) {
+            let line = stdout
+                .lines()
+                .find(|l| l.contains(file.to_str().unwrap()))
+                .unwrap();
+            assert!(line.contains(fault), "{scenario}: no {fault:?} in {line}");
+            let info = info_of(&file);
+            assert!(
+                info.contains(&format!("writes_accepted={writes} ")),
+                "{scenario}: {info}"
+            );
+            let history = std::fs::read_to_string(&file).unwrap();
+            for kind in kinds {
+                assert!(
+                    history.contains(kind),
+                    "{scenario}: no {kind} in {}",
+                    file.display()
+                );
+            }
+            if scenario == "client-crash-at-ms-rust-fenced" {
+                assert!(
+                    !history.contains("\"kind\":\"resume\""),
+                    "a program killed while stopped is not resumed: {}",
+                    file.display()
+                );
+            }
+        }
+    }
+    assert!(
+        running("examples/live_client_rust").is_empty(),
+        "still running: {:?}",
+        running("examples/live_client_rust")
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// A program that does nothing of the protocol: the faults never strike.
 fn misbehaving(cmd: &str, extra: &[&str]) -> (Output, String, String) {
     let dir = scratch("misbehaving");
@@ -297,12 +417,6 @@ fn hanging_program_is_reported_with_exit_3_and_nothing_it_started_survives() {
     assert_eq!(out.status.code(), Some(3), "{stdout}\n{stderr}");
     assert!(stderr.contains("did not finish within 3000 ms"), "{stderr}");
     std::thread::sleep(std::time::Duration::from_millis(300));
-    let left: Vec<String> = std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-        .filter(|c| c.contains(&format!("sleep {marker}")))
-        .collect();
+    let left = running(&format!("sleep {marker}"));
     assert!(left.is_empty(), "still running after the run: {left:?}");
 }
