@@ -9,7 +9,11 @@
 //! its `OK` are an acquisition and a grant, `INCR`'s reply its token, a
 //! `SELECT` of the document and its row a read, an `UPDATE` and its
 //! `UPDATE n` a write that applied (n ≥ 1) or was refused by its condition
-//! (n = 0), a `DEL` or a one-key script a release. What committed comes
+//! (n = 0), a `DEL` or a one-key script a release, which deleted the lock
+//! when it answers 1 (`release_applied`). A grant's lease runs from the
+//! moment its `OK` passed the proxy for the PX/EX ttl the `SET` asked
+//! (`lease_expired`, on the one monotonic clock, as for the built-in
+//! workers: Redis set the ttl before it replied). What committed comes
 //! from PostgreSQL itself: a trigger records, in the writing transaction,
 //! the backend pid (which the proxy saw in that connection's
 //! BackendKeyData), body and token of every applied write. The history is
@@ -123,9 +127,13 @@ struct Fault {
 #[derive(Clone, Debug)]
 enum Seen {
     AcquireSent,
-    Granted,
+    /// Its `SET … NX` was answered OK, with the PX/EX ttl it asked for.
+    Granted(Option<u64>),
     Token(i64),
     ReleaseSent,
+    /// A release's reply: keys deleted (`DEL`, or the script's 1/0); None:
+    /// an error (a script not loaded yet, resent as `EVAL`).
+    ReleaseDone(Option<i64>),
     ReadSent,
     ReadOk(Option<i64>),
     WriteSent(Vec<i64>),
@@ -374,14 +382,18 @@ fn redis_observers(shared: Arc<Shared>, worker: usize) -> (Observer, Observer) {
                 continue;
             };
             match (cmd, resp::reply(&frame)) {
-                (resp::Command::Acquire { .. }, resp::Reply::Ok) => {
-                    s2.record(worker, Seen::Granted);
+                (resp::Command::Acquire { ttl_ms, .. }, resp::Reply::Ok) => {
+                    s2.record(worker, Seen::Granted(ttl_ms));
                     // The program is stopped or killed; the reply goes on.
                     s2.strike(worker, Anchor::Granted);
                 }
                 (resp::Command::Incr { .. }, resp::Reply::Int(n)) => {
                     s2.record(worker, Seen::Token(n))
                 }
+                (resp::Command::Release { .. }, resp::Reply::Int(n)) => {
+                    s2.record(worker, Seen::ReleaseDone(Some(n)))
+                }
+                (resp::Command::Release { .. }, _) => s2.record(worker, Seen::ReleaseDone(None)),
                 _ => {}
             }
         }
@@ -963,7 +975,7 @@ fn to_records(
                 token[w] = None;
                 json!({"kind": "acquire_sent", "t_ns": t})
             }
-            Seen::Granted => {
+            Seen::Granted(ttl_ms) => {
                 // The token is the INCR answered next on this worker's
                 // connection, before it asks for the lock again or lets go.
                 let next = seen[k + 1..]
@@ -975,12 +987,36 @@ fn to_records(
                         _ => None,
                     });
                 token[w] = next;
-                match next {
-                    Some(tok) => json!({"kind": "grant_received", "t_ns": t, "token": tok}),
-                    None => json!({"kind": "grant_received", "t_ns": t}),
+                // The SET's reply passed the proxy at t: the lease runs
+                // from there (build_history places its lease_expired).
+                let mut v = json!({"kind": "grant_received", "t_ns": t, "set_ns": t});
+                if let Some(tok) = next {
+                    v["token"] = json!(tok);
                 }
+                if let Some(ttl) = ttl_ms {
+                    v["ttl_ms"] = json!(ttl);
+                }
+                v
             }
-            Seen::ReleaseSent => json!({"kind": "release_sent", "t_ns": t}),
+            Seen::ReleaseSent => {
+                // A release the server refused (NOSCRIPT: the client sends
+                // the script itself next) released nothing.
+                let refused = seen[k + 1..]
+                    .iter()
+                    .filter(|(x, _, _)| *x == w)
+                    .find_map(|(_, _, s)| match s {
+                        Seen::ReleaseDone(r) => Some(r.is_none()),
+                        _ => None,
+                    })
+                    .unwrap_or(false);
+                if refused {
+                    continue;
+                }
+                json!({"kind": "release_sent", "t_ns": t})
+            }
+            // 1: the key was deleted (build_history's release_applied).
+            Seen::ReleaseDone(Some(n)) => json!({"kind": "release_done", "t_ns": t, "value": n}),
+            Seen::ReleaseDone(None) => continue,
             Seen::ReadSent => json!({"kind": "read_sent", "t_ns": t, "op": op}),
             Seen::ReadOk(body) => {
                 let value = body.and_then(|b| {
