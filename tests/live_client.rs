@@ -109,6 +109,22 @@ fn rechecks_agree(stdout: &str, scenario: &str) {
     }
 }
 
+/// Every one of the `n` trials clean, each with a late write refused, and
+/// each re-checked clean from its history.
+fn clean_with_late_write_refused(stdout: &str, scenario: &str, n: u32) {
+    assert_eq!(
+        live_count(stdout, scenario, "none (clean runs)"),
+        (n, n),
+        "{stdout}"
+    );
+    assert_eq!(
+        live_count(stdout, scenario, "fence_rejected ≥ 1"),
+        (n, n),
+        "{stdout}"
+    );
+    rechecks_agree(stdout, scenario);
+}
+
 fn live(args: &[&str]) -> (Output, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_fencesim"))
         .current_dir(env!("CARGO_MANIFEST_DIR"))
@@ -209,18 +225,7 @@ fn redis_py_lock_with_fenced_update_is_clean_in_every_trial_with_its_late_write_
         dir.to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
-    let scenario = "client-gc-pause-redis-py-fenced";
-    assert_eq!(
-        live_count(&stdout, scenario, "none (clean runs)"),
-        (3, 3),
-        "{stdout}"
-    );
-    assert_eq!(
-        live_count(&stdout, scenario, "fence_rejected ≥ 1"),
-        (3, 3),
-        "{stdout}"
-    );
-    rechecks_agree(&stdout, scenario);
+    clean_with_late_write_refused(&stdout, "client-gc-pause-redis-py-fenced", 3);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -241,24 +246,13 @@ fn rust_client_is_clean_fenced_and_found_unsafe_with_a_plain_update() {
         dir.to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
-    let fenced = "client-gc-pause-rust-fenced";
-    assert_eq!(
-        live_count(&stdout, fenced, "none (clean runs)"),
-        (3, 3),
-        "{stdout}"
-    );
-    assert_eq!(
-        live_count(&stdout, fenced, "fence_rejected ≥ 1"),
-        (3, 3),
-        "{stdout}"
-    );
+    clean_with_late_write_refused(&stdout, "client-gc-pause-rust-fenced", 3);
     let plain = "client-gc-pause-rust-plain";
     let (found, n) = live_count(&stdout, plain, "stale_write");
     assert!(
         2 * found > n,
         "stale write in only {found}/{n} trials:\n{stdout}"
     );
-    rechecks_agree(&stdout, fenced);
     rechecks_agree(&stdout, plain);
     std::fs::remove_dir_all(&dir).unwrap();
 }
