@@ -9,9 +9,11 @@
 //! fencesim live examples/live-clients/gc-pause-rust-fenced.toml
 //! ```
 //!
-//! `--fenced` writes with the article's `… AND fencing_token < $token`;
-//! without it the UPDATE is plain. Settings come from the environment that
-//! `fencesim live --worker-cmd` sets.
+//! `--fenced` takes a fencing token (`INCR`) and writes with the article's
+//! `… AND fencing_token < $token`; without it there is no token and the
+//! UPDATE is plain. A write that fails (its connection was cut) is given up,
+//! the lock released and the program goes on, as an application would.
+//! Settings come from the environment that `fencesim live --worker-cmd` sets.
 
 use std::time::Duration;
 
@@ -23,13 +25,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let fenced = std::env::args().any(|a| a == "--fenced");
     let mut r = redis::Client::open(env("FENCESIM_REDIS_URL", "redis://127.0.0.1:6379/"))?
         .get_connection()?;
-    let mut pg = postgres::Client::connect(
-        &env(
-            "FENCESIM_POSTGRES_URL",
-            "postgresql://postgres@127.0.0.1/postgres",
-        ),
-        postgres::NoTls,
-    )?;
+    let pg_url = env(
+        "FENCESIM_POSTGRES_URL",
+        "postgresql://postgres@127.0.0.1/postgres",
+    );
+    let mut pg = postgres::Client::connect(&pg_url, postgres::NoTls)?;
     let (lock_key, token_key) = (
         env("FENCESIM_LOCK_KEY", "lock:doc"),
         env("FENCESIM_TOKEN_KEY", "fence:doc"),
@@ -51,20 +51,29 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
             std::thread::sleep(Duration::from_millis(5));
         }
-        let token: i64 = redis::cmd("INCR").arg(&token_key).query(&mut r)?;
+        let token: Option<i64> = if fenced {
+            Some(redis::cmd("INCR").arg(&token_key).query(&mut r)?)
+        } else {
+            None
+        };
         let body: i64 = pg
             .query_one("SELECT body FROM documents WHERE id = $1", &[&doc])?
             .get(0);
-        if fenced {
-            pg.execute(
+        let written = match token {
+            Some(token) => pg.execute(
                 "UPDATE documents SET body = $1, fencing_token = $2 WHERE id = $3 AND fencing_token < $2",
                 &[&(body + 1), &token, &doc],
-            )?;
-        } else {
-            pg.execute(
+            ),
+            None => pg.execute(
                 "UPDATE documents SET body = $1 WHERE id = $2",
                 &[&(body + 1), &doc],
-            )?;
+            ),
+        };
+        if let Err(e) = written {
+            eprintln!("{me}: the write failed, given up: {e}");
+            if pg.is_closed() {
+                pg = postgres::Client::connect(&pg_url, postgres::NoTls)?;
+            }
         }
         // Release only our own lock (it may have expired and been taken).
         redis::cmd("EVAL")

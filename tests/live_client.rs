@@ -2,14 +2,19 @@
 //! redis-py's `Lock` with a plain UPDATE is found unsafe under a pause
 //! longer than its timeout, the same worker with the article's fenced
 //! UPDATE is clean with its late write refused, the decoded history is
-//! re-checked by `check-history`, and a program that crashes or hangs is
-//! reported as such (exit 3) with nothing it started left running.
+//! re-checked by `check-history`; the Rust example (`redis` and `postgres`
+//! crates) likewise, fenced and plain; user programs crashed (at an anchor,
+//! restarted, and `at_ms`, while stopped) and their UPDATE dropped or cut
+//! by the proxy get a verdict, not a failure; and a program that crashes
+//! or hangs on its own is reported as such (exit 3) with nothing it
+//! started left running.
 //!
-//! Needs `redis-server` and PostgreSQL's binaries, and for the Python
-//! examples redis-py and psycopg (`.ci/run` installs all of them); without
-//! them a test prints one loud line saying what it skipped and why.
+//! Needs `redis-server` and PostgreSQL's binaries, for the Python examples
+//! redis-py and psycopg (`.ci/run` installs all of them), and for the Rust
+//! ones the example built beside the binary (`cargo test --release` builds
+//! it); without them a test prints one loud line saying what it skipped and why.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// One live run at a time: each starts its own servers, and the timings
@@ -42,6 +47,82 @@ fn python_clients_present(test: &str) -> bool {
         );
     }
     ok
+}
+
+/// The Rust example where the example scenarios name it
+/// (`target/release/examples/live_client_rust`), built by `cargo test --release`
+/// next to the fencesim binary under test.
+fn rust_example_present(test: &str) -> bool {
+    let built = Path::new(env!("CARGO_BIN_EXE_fencesim"))
+        .parent()
+        .map(|d| d.join("examples/live_client_rust"));
+    let named =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/examples/live_client_rust");
+    let ok =
+        built.is_some_and(|b| b.is_file() && b.canonicalize().ok() == named.canonicalize().ok());
+    if !ok {
+        eprintln!(
+            "!!! LIVE CLIENT TEST SKIPPED: {test}: {} is not this build's example \
+             (cargo test --release builds it; or cargo build --release --example live_client_rust)",
+            named.display()
+        );
+    }
+    ok
+}
+
+/// Each trial's verdict ("clean" or the kinds found) and history file, from
+/// the trial lines of `scenario`.
+fn trials_of(stdout: &str, scenario: &str) -> Vec<(String, PathBuf)> {
+    stdout
+        .lines()
+        .filter(|l| l.trim_start().starts_with("trial "))
+        .map(|l| l.split(" — ").collect::<Vec<_>>())
+        .filter(|parts| parts.len() >= 4 && parts[3].contains(&format!("{scenario}-trial-")))
+        .map(|parts| (parts[1].to_string(), PathBuf::from(parts[3])))
+        .collect()
+}
+
+/// `check-history` of each trial's written history reaches the trial's verdict.
+fn rechecks_agree(stdout: &str, scenario: &str) {
+    let trials = trials_of(stdout, scenario);
+    assert!(!trials.is_empty(), "no trials of {scenario} in:\n{stdout}");
+    for (verdict, file) in trials {
+        let out = Command::new(env!("CARGO_BIN_EXE_fencesim"))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .arg("check-history")
+            .arg(&file)
+            .output()
+            .expect("run check-history");
+        let text = String::from_utf8_lossy(&out.stdout);
+        if verdict == "clean" {
+            assert_eq!(out.status.code(), Some(0), "{}: {text}", file.display());
+        } else {
+            assert_eq!(out.status.code(), Some(1), "{}: {text}", file.display());
+            for kind in verdict.split(", ") {
+                assert!(
+                    text.contains(kind),
+                    "{}: {kind} not re-found:\n{text}",
+                    file.display()
+                );
+            }
+        }
+    }
+}
+
+/// Every one of the `n` trials clean, each with a late write refused, and
+/// each re-checked clean from its history.
+fn clean_with_late_write_refused(stdout: &str, scenario: &str, n: u32) {
+    assert_eq!(
+        live_count(stdout, scenario, "none (clean runs)"),
+        (n, n),
+        "{stdout}"
+    );
+    assert_eq!(
+        live_count(stdout, scenario, "fence_rejected ≥ 1"),
+        (n, n),
+        "{stdout}"
+    );
+    rechecks_agree(stdout, scenario);
 }
 
 fn live(args: &[&str]) -> (Output, String, String) {
@@ -91,7 +172,7 @@ fn redis_py_lock_with_plain_update_is_found_unsafe_and_its_history_rechecks() {
     let (out, stdout, stderr) = live(&[
         "examples/live-clients/gc-pause-redis-py-plain.toml",
         "--trials",
-        "4",
+        "3",
         "--out",
         dir.to_str().unwrap(),
         "--history",
@@ -103,6 +184,17 @@ fn redis_py_lock_with_plain_update_is_found_unsafe_and_its_history_rechecks() {
         2 * found > n,
         "stale write in only {found}/{n} trials:\n{stdout}"
     );
+    rechecks_agree(&stdout, "client-gc-pause-redis-py-plain");
+    // Decoded from the servers' side: A's lease ran out during its pause
+    // (the SET's PX ttl from its reply), B's compare-and-delete deleted B's lock.
+    let written = std::fs::read_to_string(&history).unwrap();
+    for kind in ["lease_expired", "release_applied"] {
+        assert!(
+            written.contains(&format!("\"kind\":\"{kind}\"")),
+            "no {kind} in {}",
+            history.display()
+        );
+    }
     let recheck = Command::new(env!("CARGO_BIN_EXE_fencesim"))
         .args(["check-history", history.to_str().unwrap()])
         .output()
@@ -128,21 +220,154 @@ fn redis_py_lock_with_fenced_update_is_clean_in_every_trial_with_its_late_write_
     let (out, stdout, stderr) = live(&[
         "examples/live-clients/gc-pause-redis-py-fenced.toml",
         "--trials",
-        "4",
+        "3",
         "--out",
         dir.to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
-    let scenario = "client-gc-pause-redis-py-fenced";
-    assert_eq!(
-        live_count(&stdout, scenario, "none (clean runs)"),
-        (4, 4),
-        "{stdout}"
+    clean_with_late_write_refused(&stdout, "client-gc-pause-redis-py-fenced", 3);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn rust_client_is_clean_fenced_and_found_unsafe_with_a_plain_update() {
+    let _g = serial();
+    let test = "rust_client_is_clean_fenced_and_found_unsafe_with_a_plain_update";
+    if !servers_present(test) || !rust_example_present(test) {
+        return;
+    }
+    let dir = scratch("rust");
+    let (out, stdout, stderr) = live(&[
+        "examples/live-clients/gc-pause-rust-fenced.toml",
+        "examples/live-clients/gc-pause-rust-plain.toml",
+        "--trials",
+        "3",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    clean_with_late_write_refused(&stdout, "client-gc-pause-rust-fenced", 3);
+    let plain = "client-gc-pause-rust-plain";
+    let (found, n) = live_count(&stdout, plain, "stale_write");
+    assert!(
+        2 * found > n,
+        "stale write in only {found}/{n} trials:\n{stdout}"
     );
-    assert_eq!(
-        live_count(&stdout, scenario, "fence_rejected ≥ 1"),
-        (4, 4),
-        "{stdout}"
+    rechecks_agree(&stdout, plain);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `check-history`'s info line of a history file (writes_accepted=…).
+fn info_of(file: &Path) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_fencesim"))
+        .arg("check-history")
+        .arg(file)
+        .output()
+        .expect("run check-history");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find(|l| l.starts_with("info:"))
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Command lines of running processes that contain `needle`.
+fn running(needle: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(needle))
+        .collect()
+}
+
+#[test]
+fn user_programs_are_crashed_restarted_and_lose_their_update_to_drop_and_cut_without_failing() {
+    let _g = serial();
+    let test = "user_programs_are_crashed_restarted_and_lose_their_update";
+    if !servers_present(test) || !rust_example_present(test) {
+        return;
+    }
+    let dir = scratch("faults");
+    let (out, stdout, stderr) = live(&[
+        "examples/live-clients/crash-restart-rust-fenced.toml",
+        "examples/live-clients/crash-at-ms-rust-fenced.toml",
+        "examples/live-clients/dropped-update-rust-fenced.toml",
+        "examples/live-clients/cut-connection-rust-fenced.toml",
+        "--trials",
+        "2",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    // Killed by fencesim is not the program failing: every trial has a verdict.
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    // (scenario, what the fault line says, writes that landed, what the history holds)
+    let cases = [
+        (
+            "client-crash-restart-rust-fenced",
+            "crash (SIGKILL) worker/A at Granted, restart after 50 ms",
+            2,
+            &["\"kind\":\"crash\"", "\"kind\":\"restart\""][..],
+        ),
+        (
+            "client-crash-at-ms-rust-fenced",
+            "crash (SIGKILL) worker/A at_ms 400, no restart",
+            1,
+            &["\"kind\":\"pause\"", "\"kind\":\"crash\""][..],
+        ),
+        (
+            "client-dropped-update-rust-fenced",
+            "proxy dropped worker/A's UPDATE",
+            1,
+            &["\"kind\":\"op_abandoned\""][..],
+        ),
+        (
+            "client-cut-connection-rust-fenced",
+            "proxy cut worker/A's connection at its UPDATE",
+            1,
+            &["\"kind\":\"op_abandoned\""][..],
+        ),
+    ];
+    for (scenario, fault, writes, kinds) in cases {
+        assert_eq!(
+            live_count(&stdout, scenario, "none (clean runs)"),
+            (2, 2),
+            "{stdout}"
+        );
+        rechecks_agree(&stdout, scenario);
+        for (_, file) in trials_of(&stdout, scenario) {
+            let line = stdout
+                .lines()
+                .find(|l| l.contains(file.to_str().unwrap()))
+                .unwrap();
+            assert!(line.contains(fault), "{scenario}: no {fault:?} in {line}");
+            let info = info_of(&file);
+            assert!(
+                info.contains(&format!("writes_accepted={writes} ")),
+                "{scenario}: {info}"
+            );
+            let history = std::fs::read_to_string(&file).unwrap();
+            for kind in kinds {
+                assert!(
+                    history.contains(kind),
+                    "{scenario}: no {kind} in {}",
+                    file.display()
+                );
+            }
+            if scenario == "client-crash-at-ms-rust-fenced" {
+                assert!(
+                    !history.contains("\"kind\":\"resume\""),
+                    "a program killed while stopped is not resumed: {}",
+                    file.display()
+                );
+            }
+        }
+    }
+    assert!(
+        running("examples/live_client_rust").is_empty(),
+        "still running: {:?}",
+        running("examples/live_client_rust")
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -198,12 +423,6 @@ fn hanging_program_is_reported_with_exit_3_and_nothing_it_started_survives() {
     assert_eq!(out.status.code(), Some(3), "{stdout}\n{stderr}");
     assert!(stderr.contains("did not finish within 3000 ms"), "{stderr}");
     std::thread::sleep(std::time::Duration::from_millis(300));
-    let left: Vec<String> = std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-        .filter(|c| c.contains(&format!("sleep {marker}")))
-        .collect();
+    let left = running(&format!("sleep {marker}"));
     assert!(left.is_empty(), "still running after the run: {left:?}");
 }

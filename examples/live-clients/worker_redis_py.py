@@ -20,7 +20,8 @@ import redis
 env = os.environ.get
 fenced = "--fenced" in sys.argv
 r = redis.Redis.from_url(env("FENCESIM_REDIS_URL", "redis://127.0.0.1:6379/"))
-pg = psycopg.connect(env("FENCESIM_POSTGRES_URL", "postgresql://postgres@127.0.0.1/postgres"))
+pg_url = env("FENCESIM_POSTGRES_URL", "postgresql://postgres@127.0.0.1/postgres")
+pg = psycopg.connect(pg_url)
 doc = int(env("FENCESIM_DOC_ID", "1"))
 ttl_s = int(env("FENCESIM_TTL_MS", "1000")) / 1000
 
@@ -30,18 +31,23 @@ for _ in range(int(env("FENCESIM_OPS", "1"))):
     if not lock.acquire():
         sys.exit("could not take the lock")
     token = r.incr(env("FENCESIM_TOKEN_KEY", "fence:doc")) if fenced else None
-    with pg.cursor() as cur:
-        cur.execute("SELECT body FROM documents WHERE id = %s", (doc,))
-        (body,) = cur.fetchone()
-        if fenced:
-            # The article's fenced write: refused unless this token is newer.
-            cur.execute(
-                "UPDATE documents SET body = %s, fencing_token = %s WHERE id = %s AND fencing_token < %s",
-                (body + 1, token, doc, token),
-            )
-        else:
-            cur.execute("UPDATE documents SET body = %s WHERE id = %s", (body + 1, doc))
-    pg.commit()
+    try:
+        with pg.cursor() as cur:
+            cur.execute("SELECT body FROM documents WHERE id = %s", (doc,))
+            (body,) = cur.fetchone()
+            if fenced:
+                # The article's fenced write: refused unless this token is newer.
+                cur.execute(
+                    "UPDATE documents SET body = %s, fencing_token = %s WHERE id = %s AND fencing_token < %s",
+                    (body + 1, token, doc, token),
+                )
+            else:
+                cur.execute("UPDATE documents SET body = %s WHERE id = %s", (body + 1, doc))
+        pg.commit()
+    except psycopg.OperationalError as e:
+        # The connection was lost (cut, reset): this write is given up.
+        print(f"the write failed, given up: {e}", file=sys.stderr)
+        pg = psycopg.connect(pg_url)
     try:
         lock.release()
     except redis.exceptions.LockNotOwnedError:

@@ -9,7 +9,11 @@
 //! its `OK` are an acquisition and a grant, `INCR`'s reply its token, a
 //! `SELECT` of the document and its row a read, an `UPDATE` and its
 //! `UPDATE n` a write that applied (n ≥ 1) or was refused by its condition
-//! (n = 0), a `DEL` or a one-key script a release. What committed comes
+//! (n = 0), a `DEL` or a one-key script a release, which deleted the lock
+//! when it answers 1 (`release_applied`). A grant's lease runs from the
+//! moment its `OK` passed the proxy for the PX/EX ttl the `SET` asked
+//! (`lease_expired`, on the one monotonic clock, as for the built-in
+//! workers: Redis set the ttl before it replied). What committed comes
 //! from PostgreSQL itself: a trigger records, in the writing transaction,
 //! the backend pid (which the proxy saw in that connection's
 //! BackendKeyData), body and token of every applied write. The history is
@@ -20,14 +24,23 @@
 //! thread *before* the bytes go on: a pause after the grant stops the
 //! program (SIGSTOP to its group, confirmed) before it learns it holds the
 //! lock, one after a read before it sees the row, and a pause or delay "at
-//! the write" holds the UPDATE it just sent. Workers' first acquisitions
-//! are let through in their start order, `start_ms` apart, because program
-//! start-up times vary more than the offsets a scenario needs.
+//! the write" holds the UPDATE it just sent. A crash is a SIGKILL of the
+//! program's process group, at an anchor or `at_ms` after the trial
+//! started (the first lock request let through), optionally followed by a
+//! restart of the same command with the same environment; at the write it
+//! takes the UPDATE with it (never forwarded). `drop` loses the UPDATE's
+//! request and resets its connection `duration_ms` later (what a TCP user
+//! timeout does to data that is never acknowledged); `cut` closes the
+//! connection instead of forwarding it. Workers' first acquisitions are let
+//! through in their start order, `start_ms` apart, because program start-up
+//! times vary more than the offsets a scenario needs.
 //!
 //! A program that exits non-zero, dies of a signal fencesim did not send,
 //! or outlives the trial's timeout is reported as such ([`ClientFailed`]),
-//! never as a protocol verdict; every process it started is ended by the
-//! validate mode's reaper.
+//! never as a protocol verdict — also when it exits because a fault cut its
+//! connection (the message lists the trial's faults); one fencesim killed
+//! is not a failure. Every process it started is ended by the validate
+//! mode's reaper.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::io::Read;
@@ -39,9 +52,8 @@ use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
 use super::decode::{pgwire, resp};
-use super::proxy::ProxyMode;
-use super::proxy::{Observer, Proxy};
-use super::scenario::LiveScenario;
+use super::proxy::{Flow, Observer, Proxy, ProxyMode};
+use super::scenario::{CrashTarget, LiveScenario, Trigger};
 use super::servers::{die_with_parent, kill, Servers};
 use super::trial::{build_history, proc_state, HarnessNode, HarnessRecord, TrialResult};
 use super::{monotonic_ns, LockKind, DOC_ID};
@@ -86,12 +98,27 @@ enum Action {
     Pause,
     /// Hold the bytes, program running.
     Delay,
+    /// Lose the UPDATE's request; reset its connection `duration_ms` later.
+    Drop,
+    /// Close the connection instead of forwarding the UPDATE.
+    Cut,
+    /// SIGKILL of the program's process group; the same command, with the
+    /// same environment, is started again this long after (None: it stays down).
+    Crash { restart_after_ms: Option<u64> },
+}
+
+/// When a fault strikes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum When {
+    At(Anchor),
+    /// Ms after the trial started (its first lock request let through).
+    AtMs(u64),
 }
 
 #[derive(Clone, Debug)]
 struct Fault {
     worker: usize,
-    anchor: Anchor,
+    when: When,
     action: Action,
     duration_ms: u64,
 }
@@ -100,14 +127,20 @@ struct Fault {
 #[derive(Clone, Debug)]
 enum Seen {
     AcquireSent,
-    Granted,
+    /// Its `SET … NX` was answered OK, with the PX/EX ttl it asked for.
+    Granted(Option<u64>),
     Token(i64),
     ReleaseSent,
+    /// A release's reply: keys deleted (`DEL`, or the script's 1/0); None:
+    /// an error (a script not loaded yet, resent as `EVAL`).
+    ReleaseDone(Option<i64>),
     ReadSent,
     ReadOk(Option<i64>),
     WriteSent(Vec<i64>),
     /// Rows updated (None: the statement failed).
     WriteDone(Option<u64>),
+    /// The UPDATE never reached the server (a fault lost it), and why.
+    WriteLost(String),
 }
 
 struct Shared {
@@ -119,13 +152,19 @@ struct Shared {
     faults: Vec<Fault>,
     fired: Mutex<Vec<bool>>,
     log: Mutex<Vec<String>>,
-    pauses: Mutex<Vec<(usize, &'static str, u64, String)>>,
+    /// Pauses, resumes, crashes and restarts, for the history.
+    harness: Mutex<Vec<HarnessRecord>>,
+    /// Whether each worker's current process was killed by a crash fault.
+    killed: Mutex<Vec<bool>>,
+    /// Restarts due: (worker, when).
+    restarts: Mutex<Vec<(usize, Instant)>>,
+    /// The trial's start: the first acquisition let through.
+    started: Mutex<Option<(Instant, u64)>>,
     /// When each worker's first acquisition was let through.
     first_acquire: Mutex<Vec<Option<Instant>>>,
     /// Which programs have asked for the lock (their first acquisition waits).
     arrived: Mutex<Vec<bool>>,
     backend_pids: Mutex<BTreeMap<i32, usize>>,
-    t0_ns: u64,
     ended: std::sync::atomic::AtomicBool,
 }
 
@@ -138,37 +177,76 @@ impl Shared {
         locked(&self.seen).push((worker, monotonic_ns(), what));
     }
 
-    /// Applies the worker's fault at `anchor`, once, in the proxy thread.
-    fn strike(&self, worker: usize, anchor: Anchor) {
-        let Some(k) = self
-            .faults
-            .iter()
-            .position(|f| f.worker == worker && f.anchor == anchor)
-        else {
-            return;
-        };
-        {
-            let mut fired = locked(&self.fired);
-            if fired[k] {
-                return;
+    /// Ms since the trial started (0 before).
+    fn since_start_ms(&self) -> f64 {
+        locked(&self.started).map_or(0.0, |(_, ns)| {
+            monotonic_ns().saturating_sub(ns) as f64 / 1e6
+        })
+    }
+
+    fn ended(&self) -> bool {
+        self.ended.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Applies the worker's faults at `anchor`, each once, in the proxy
+    /// thread. Some(ms): the bytes are lost and the connection is to be
+    /// closed `ms` later.
+    fn strike(&self, worker: usize, anchor: Anchor) -> Option<u64> {
+        let mut lost = None;
+        for k in 0..self.faults.len() {
+            let f = &self.faults[k];
+            if f.worker != worker || f.when != When::At(anchor) {
+                continue;
             }
-            fired[k] = true;
+            {
+                let mut fired = locked(&self.fired);
+                if fired[k] {
+                    continue;
+                }
+                fired[k] = true;
+            }
+            if let Some(ms) = self.fire(f, &format!("at {anchor:?}")) {
+                lost = Some(ms);
+            }
         }
-        let f = &self.faults[k];
-        let at_ms = monotonic_ns().saturating_sub(self.t0_ns) as f64 / 1e6;
+        lost
+    }
+
+    /// Applies one fault now; Some(ms) as for [`Shared::strike`].
+    fn fire(&self, f: &Fault, at: &str) -> Option<u64> {
+        let worker = f.worker;
+        let at_ms = self.since_start_ms();
         let name = &self.names[worker];
         match f.action {
             Action::Delay => {
                 locked(&self.log).push(format!(
-                    "proxy held worker/{name}'s bytes at {anchor:?} for {} ms at {at_ms:.1} ms",
+                    "proxy held worker/{name}'s bytes {at} for {} ms at {at_ms:.1} ms",
                     f.duration_ms
                 ));
                 std::thread::sleep(Duration::from_millis(f.duration_ms));
+                None
+            }
+            Action::Drop => {
+                locked(&self.log).push(format!(
+                    "proxy dropped worker/{name}'s UPDATE at {at_ms:.1} ms, connection reset {} ms later",
+                    f.duration_ms
+                ));
+                Some(f.duration_ms)
+            }
+            Action::Cut => {
+                locked(&self.log).push(format!(
+                    "proxy cut worker/{name}'s connection at its UPDATE at {at_ms:.1} ms"
+                ));
+                Some(0)
+            }
+            Action::Crash { restart_after_ms } => {
+                self.crash(worker, at, restart_after_ms);
+                (f.when == When::At(Anchor::Write)).then_some(0)
             }
             Action::Pause => {
                 let pgid = locked(&self.pgids)[worker];
-                if pgid == 0 || self.ended.load(std::sync::atomic::Ordering::SeqCst) {
-                    return;
+                if pgid == 0 || self.ended() {
+                    return None;
                 }
                 let start = Instant::now();
                 kill_group(pgid, libc::SIGSTOP);
@@ -177,25 +255,63 @@ impl Shared {
                 {
                     std::thread::yield_now();
                 }
-                let stopped_ns = monotonic_ns();
-                locked(&self.pauses).push((
+                self.harness_record(
                     worker,
-                    "pause",
-                    stopped_ns,
+                    Kind::Pause,
                     format!("SIGSTOP for {} ms", f.duration_ms),
-                ));
+                );
                 locked(&self.log).push(format!(
-                    "pause worker/{name} at {anchor:?} for {} ms at {at_ms:.1} ms (stop confirmed in {} us)",
+                    "pause worker/{name} {at} for {} ms at {at_ms:.1} ms (stop confirmed in {} us)",
                     f.duration_ms,
                     start.elapsed().as_micros()
                 ));
                 std::thread::sleep(Duration::from_millis(f.duration_ms));
-                if !self.ended.load(std::sync::atomic::Ordering::SeqCst) {
-                    locked(&self.pauses).push((worker, "resume", monotonic_ns(), "SIGCONT".into()));
+                // Not if a crash killed it meanwhile (its group id may be reused).
+                let same = locked(&self.pgids)[worker] == pgid && !locked(&self.killed)[worker];
+                if same && !self.ended() {
+                    self.harness_record(worker, Kind::Resume, "SIGCONT".into());
                     kill_group(pgid, libc::SIGCONT);
                 }
+                None
             }
         }
+    }
+
+    fn harness_record(&self, worker: usize, kind: Kind, detail: String) {
+        locked(&self.harness).push(HarnessRecord {
+            node: HarnessNode::Worker(worker),
+            kind,
+            t_ns: monotonic_ns(),
+            detail,
+        });
+    }
+
+    /// SIGKILL of the worker's process group (stopped or not), recorded as
+    /// a crash, its restart scheduled.
+    fn crash(&self, worker: usize, at: &str, restart_after_ms: Option<u64>) {
+        let pgid = locked(&self.pgids)[worker];
+        if pgid == 0 || self.ended() || locked(&self.killed)[worker] {
+            return;
+        }
+        locked(&self.killed)[worker] = true;
+        self.harness_record(
+            worker,
+            Kind::Crash,
+            "SIGKILL of the program's process group".into(),
+        );
+        kill_group(pgid, libc::SIGKILL);
+        let restart = match restart_after_ms {
+            Some(ms) => {
+                locked(&self.restarts).push((worker, Instant::now() + Duration::from_millis(ms)));
+                format!("restart after {ms} ms")
+            }
+            None => "no restart".into(),
+        };
+        locked(&self.log).push(format!(
+            "crash (SIGKILL) worker/{} {at}, {restart}, at {:.1} ms",
+            self.names[worker],
+            self.since_start_ms()
+        ));
     }
 
     /// Lets a worker's first acquisition through only once every program
@@ -227,7 +343,9 @@ impl Shared {
             }
             std::thread::sleep(Duration::from_millis(1));
         }
-        locked(&self.first_acquire)[worker].get_or_insert(Instant::now());
+        let now = Instant::now();
+        locked(&self.first_acquire)[worker].get_or_insert(now);
+        locked(&self.started).get_or_insert((now, monotonic_ns()));
     }
 }
 
@@ -256,6 +374,7 @@ fn redis_observers(shared: Arc<Shared>, worker: usize) -> (Observer, Observer) {
             }
             locked(&pending).push_back(cmd);
         }
+        Flow::Pass
     });
     let to_client: Observer = Box::new(move |chunk| {
         for frame in down.push(chunk) {
@@ -263,16 +382,22 @@ fn redis_observers(shared: Arc<Shared>, worker: usize) -> (Observer, Observer) {
                 continue;
             };
             match (cmd, resp::reply(&frame)) {
-                (resp::Command::Acquire { .. }, resp::Reply::Ok) => {
-                    s2.record(worker, Seen::Granted);
+                (resp::Command::Acquire { ttl_ms, .. }, resp::Reply::Ok) => {
+                    s2.record(worker, Seen::Granted(ttl_ms));
+                    // The program is stopped or killed; the reply goes on.
                     s2.strike(worker, Anchor::Granted);
                 }
                 (resp::Command::Incr { .. }, resp::Reply::Int(n)) => {
                     s2.record(worker, Seen::Token(n))
                 }
+                (resp::Command::Release { .. }, resp::Reply::Int(n)) => {
+                    s2.record(worker, Seen::ReleaseDone(Some(n)))
+                }
+                (resp::Command::Release { .. }, _) => s2.record(worker, Seen::ReleaseDone(None)),
                 _ => {}
             }
         }
+        Flow::Pass
     });
     (to_server, to_client)
 }
@@ -283,16 +408,37 @@ fn pg_observers(shared: Arc<Shared>, worker: usize) -> (Observer, Observer) {
     let (s2, p2) = (shared.clone(), pending.clone());
     let mut up = pgwire::Frontend::default();
     let mut down = pgwire::Backend::default();
+    // Stream offset of the chunk being observed.
+    let mut stream_at = 0u64;
     let to_server: Observer = Box::new(move |chunk| {
+        let chunk_at = stream_at;
+        stream_at += chunk.len() as u64;
         for st in up.push(chunk) {
             if st.is_select_of("documents") {
                 shared.record(worker, Seen::ReadSent);
             } else if st.is_update_of("documents") {
                 shared.record(worker, Seen::WriteSent(st.integers()));
-                shared.strike(worker, Anchor::Write);
+                if let Some(after_ms) = shared.strike(worker, Anchor::Write) {
+                    shared.record(
+                        worker,
+                        Seen::WriteLost(
+                            "the UPDATE never reached the server (a fault lost it)".into(),
+                        ),
+                    );
+                    // Its request is lost from its first byte; what came before goes on.
+                    let forward = st
+                        .request_at
+                        .saturating_sub(chunk_at)
+                        .min(chunk.len() as u64);
+                    return Flow::Cut {
+                        forward: forward as usize,
+                        after_ms,
+                    };
+                }
             }
             locked(&pending).push_back((st, None));
         }
+        Flow::Pass
     });
     let to_client: Observer = Box::new(move |chunk| {
         for reply in down.push(chunk) {
@@ -327,6 +473,7 @@ fn pg_observers(shared: Arc<Shared>, worker: usize) -> (Observer, Observer) {
                 pgwire::Reply::Ready => locked(&p2).clear(),
             }
         }
+        Flow::Pass
     });
     (to_server, to_client)
 }
@@ -347,43 +494,70 @@ END $$;
 CREATE TRIGGER client_audit_write AFTER UPDATE ON documents FOR EACH ROW EXECUTE FUNCTION client_audit_write();
 ";
 
-/// The scenario's faults as anchored client faults; those a user's program
-/// cannot be given (a failover of the built-in worker's gate) are refused.
+/// The scenario's faults as client faults; those a user's program cannot
+/// be given (a failover, or a crash of the harness's Redis, which the
+/// built-in worker's gate times) are refused.
 fn faults_of(s: &LiveScenario) -> Result<Vec<Fault>> {
     let index = |name: &str| s.workers.iter().position(|w| w.name == name).unwrap_or(0);
+    let anchor = |point: &str| {
+        Anchor::from_point(point)
+            .with_context(|| format!("protocol point {point:?} has no client anchor"))
+    };
     if !s.failovers.is_empty() {
         bail!("{}: failover faults need the built-in worker; they are not supported with --worker-cmd", s.path.display());
     }
     let mut faults = Vec::new();
     for p in &s.pauses {
-        let anchor = Anchor::from_point(&p.after)
-            .with_context(|| format!("protocol point {:?} has no client anchor", p.after))?;
         faults.push(Fault {
             worker: index(&p.worker),
-            anchor,
+            when: When::At(anchor(&p.after)?),
             action: Action::Pause,
             duration_ms: p.duration_ms,
         });
     }
     for h in &s.net {
-        let ProxyMode::Hold { ms } = h.mode else {
-            bail!(
-                "{}: drop and cut faults need the built-in worker; with --worker-cmd a write can be held (kind = \"delay\")",
-                s.path.display()
-            );
+        let (action, duration_ms) = match h.mode {
+            ProxyMode::Hold { ms } => (Action::Delay, ms),
+            ProxyMode::Drop { ms } => (Action::Drop, ms),
+            ProxyMode::Cut => (Action::Cut, 0),
         };
         faults.push(Fault {
             worker: index(&h.worker),
-            anchor: Anchor::Write,
-            action: Action::Delay,
-            duration_ms: ms,
+            when: When::At(Anchor::Write),
+            action,
+            duration_ms,
         });
     }
-    if !s.crashes.is_empty() {
-        bail!(
-            "{}: crash faults need the built-in worker; they are not supported with --worker-cmd",
-            s.path.display()
-        );
+    for c in &s.crashes {
+        let CrashTarget::Worker(w) = &c.target else {
+            bail!(
+                "{}: a crash of coord/0 needs the built-in worker; with --worker-cmd a worker can be crashed",
+                s.path.display()
+            );
+        };
+        let (worker, when) = match &c.trigger {
+            // `after = "worker/B:read_ok"` crashes this worker when B reaches it.
+            Trigger::After { worker, point } => (index(worker), When::At(anchor(point)?)),
+            Trigger::AtMs(ms) => (index(w), When::AtMs(*ms)),
+        };
+        if index(w) != worker {
+            bail!(
+                "{}: with --worker-cmd a crash follows the crashed worker's own step (after = \"{}\")",
+                s.path.display(),
+                match &c.trigger {
+                    Trigger::After { point, .. } => point.as_str(),
+                    Trigger::AtMs(_) => "",
+                }
+            );
+        }
+        faults.push(Fault {
+            worker,
+            when,
+            action: Action::Crash {
+                restart_after_ms: c.restart_after_ms,
+            },
+            duration_ms: 0,
+        });
     }
     Ok(faults)
 }
@@ -422,6 +596,61 @@ impl UserProc {
     }
 }
 
+/// Starts worker `i`'s program (`sh -c CMD`, its own process group) with
+/// its environment; its output is kept for a failure's report.
+fn spawn(cmd: &str, name: &str, env: &[(&'static str, String)]) -> Result<UserProc> {
+    let tag = reaper::new_tag();
+    let mut c = Command::new("sh");
+    c.arg("-c")
+        .arg(cmd)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .env(reaper::TAG_VAR, &tag)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    std::os::unix::process::CommandExt::process_group(&mut c, 0);
+    die_with_parent(&mut c);
+    let mut child = c
+        .spawn()
+        .with_context(|| format!("starting worker {name} as `sh -c {cmd}`"))?;
+    let output: Arc<Mutex<Vec<u8>>> = Arc::default();
+    for stream in [
+        child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+        child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        let out = output.clone();
+        std::thread::spawn(move || {
+            let mut stream = stream;
+            let mut buf = [0u8; 4096];
+            while let Ok(k) = stream.read(&mut buf) {
+                if k == 0 {
+                    break;
+                }
+                let mut o = locked(&out);
+                o.extend_from_slice(&buf[..k]);
+                let excess = o.len().saturating_sub(64 * 1024);
+                o.drain(..excess);
+            }
+        });
+    }
+    Ok(UserProc {
+        name: name.to_string(),
+        child,
+        tag,
+        output,
+        done: None,
+    })
+}
+
 /// Runs one trial of `cmd` as every worker of `s`. Call from the main thread
 /// (the programs' parent-death signal is tied to the spawning thread).
 pub fn run(
@@ -439,6 +668,7 @@ pub fn run(
         .tcp
         .clone()
         .context("the harness's PostgreSQL listens on TCP")?;
+    let faults = faults_of(s)?;
     servers.reset()?;
     // The run's schema: the program's unqualified `documents` resolves to it
     // through the search_path its URL carries.
@@ -452,18 +682,21 @@ pub fn run(
         start_ms: s.workers.iter().map(|w| w.start_ms).collect(),
         seen: Mutex::default(),
         pgids: Mutex::new(vec![0; n]),
-        fired: Mutex::new(vec![false; s.pauses.len() + s.net.len()]),
-        faults: faults_of(s)?,
+        fired: Mutex::new(vec![false; faults.len()]),
+        faults,
         log: Mutex::default(),
-        pauses: Mutex::default(),
+        harness: Mutex::default(),
+        killed: Mutex::new(vec![false; n]),
+        restarts: Mutex::default(),
+        started: Mutex::default(),
         first_acquire: Mutex::new(vec![None; n]),
         arrived: Mutex::new(vec![false; n]),
         backend_pids: Mutex::default(),
-        t0_ns: monotonic_ns(),
         ended: Default::default(),
     });
     let [lock_key, token_key] = servers.redis_keys();
     let mut proxies = Vec::new();
+    let mut envs = Vec::new();
     let mut procs: Vec<UserProc> = Vec::new();
     for (i, w) in s.workers.iter().enumerate() {
         let sh = shared.clone();
@@ -471,88 +704,49 @@ pub fn run(
             Proxy::start_observed(&redis_upstream, move || redis_observers(sh.clone(), i))?;
         let sh = shared.clone();
         let pg_proxy = Proxy::start_observed(&pg_upstream, move || pg_observers(sh.clone(), i))?;
-        let tag = reaper::new_tag();
-        let mut c = Command::new("sh");
-        c.arg("-c")
-            .arg(cmd)
-            .env(
+        let env = vec![
+            (
                 "FENCESIM_REDIS_URL",
                 format!("redis://127.0.0.1:{}/", redis_proxy.port),
-            )
-            .env(
+            ),
+            (
                 "FENCESIM_POSTGRES_URL",
                 format!(
                     "postgresql://postgres@127.0.0.1:{}/postgres?sslmode=disable&options=-csearch_path%3D{}",
                     pg_proxy.port, servers.schema
                 ),
-            )
-            .env("FENCESIM_WORKER_ID", &w.name)
-            .env("FENCESIM_LOCK_KEY", &lock_key)
-            .env("FENCESIM_TOKEN_KEY", &token_key)
-            .env("FENCESIM_DOC_ID", DOC_ID.to_string())
-            .env("FENCESIM_OPS", "1")
-            .env("FENCESIM_TTL_MS", s.ttl_ms.to_string())
-            .env("FENCESIM_WORK_MS", s.work_ms.to_string())
-            .env(reaper::TAG_VAR, &tag)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        std::os::unix::process::CommandExt::process_group(&mut c, 0);
-        die_with_parent(&mut c);
-        let mut child = c
-            .spawn()
-            .with_context(|| format!("starting worker {} as `sh -c {cmd}`", w.name))?;
-        locked(&shared.pgids)[i] = child.id();
-        let output: Arc<Mutex<Vec<u8>>> = Arc::default();
-        for stream in [
-            child
-                .stdout
-                .take()
-                .map(|s| Box::new(s) as Box<dyn Read + Send>),
-            child
-                .stderr
-                .take()
-                .map(|s| Box::new(s) as Box<dyn Read + Send>),
-        ]
-        .into_iter()
-        .flatten()
-        {
-            let out = output.clone();
-            std::thread::spawn(move || {
-                let mut stream = stream;
-                let mut buf = [0u8; 4096];
-                while let Ok(k) = stream.read(&mut buf) {
-                    if k == 0 {
-                        break;
-                    }
-                    let mut o = locked(&out);
-                    o.extend_from_slice(&buf[..k]);
-                    let excess = o.len().saturating_sub(64 * 1024);
-                    o.drain(..excess);
-                }
-            });
-        }
-        procs.push(UserProc {
-            name: w.name.clone(),
-            child,
-            tag,
-            output,
-            done: None,
-        });
+            ),
+            ("FENCESIM_WORKER_ID", w.name.clone()),
+            ("FENCESIM_LOCK_KEY", lock_key.clone()),
+            ("FENCESIM_TOKEN_KEY", token_key.clone()),
+            ("FENCESIM_DOC_ID", DOC_ID.to_string()),
+            ("FENCESIM_OPS", "1".to_string()),
+            ("FENCESIM_TTL_MS", s.ttl_ms.to_string()),
+            ("FENCESIM_WORK_MS", s.work_ms.to_string()),
+        ];
+        let p = spawn(cmd, &w.name, &env)?;
+        locked(&shared.pgids)[i] = p.child.id();
+        procs.push(p);
+        envs.push(env);
         proxies.push((redis_proxy, pg_proxy));
     }
     let deadline = t0 + timeout;
-    while procs.iter().any(|p| p.done.is_none()) {
+    let timed: Vec<usize> = (0..shared.faults.len())
+        .filter(|&k| matches!(shared.faults[k].when, When::AtMs(_)))
+        .collect();
+    let end = |shared: &Shared| {
+        shared
+            .ended
+            .store(true, std::sync::atomic::Ordering::SeqCst)
+    };
+    while procs.iter().any(|p| p.done.is_none()) || !locked(&shared.restarts).is_empty() {
         if super::interrupted() {
-            shared
-                .ended
-                .store(true, std::sync::atomic::Ordering::SeqCst);
+            end(&shared);
             bail!("interrupted");
         }
-        if Instant::now() > deadline {
-            shared
-                .ended
-                .store(true, std::sync::atomic::Ordering::SeqCst);
+        let now = Instant::now();
+        if now > deadline {
+            end(&shared);
             let hung: Vec<String> = procs
                 .iter()
                 .filter(|p| p.done.is_none())
@@ -571,6 +765,53 @@ pub fn run(
             ))
             .into());
         }
+        // Time-based faults, from the trial's start.
+        let started = *locked(&shared.started);
+        for &k in &timed {
+            let f = &shared.faults[k];
+            let (When::AtMs(ms), Some((start, _))) = (f.when, started) else {
+                continue;
+            };
+            if now < start + Duration::from_millis(ms) || locked(&shared.fired)[k] {
+                continue;
+            }
+            locked(&shared.fired)[k] = true;
+            if procs[f.worker].done.is_some() {
+                locked(&shared.log).push(format!(
+                    "worker/{} had already exited at {ms} ms (its fault did not strike)",
+                    shared.names[f.worker]
+                ));
+                continue;
+            }
+            shared.fire(f, &format!("at_ms {ms}"));
+        }
+        // Restarts due: the same command and environment, a new process group.
+        let due: Vec<usize> = {
+            let mut r = locked(&shared.restarts);
+            let due = r
+                .iter()
+                .filter(|(_, at)| *at <= now)
+                .map(|(w, _)| *w)
+                .collect();
+            r.retain(|(_, at)| *at > now);
+            due
+        };
+        for i in due {
+            let p = spawn(cmd, &s.workers[i].name, &envs[i])?;
+            locked(&shared.pgids)[i] = p.child.id();
+            locked(&shared.killed)[i] = false;
+            shared.harness_record(
+                i,
+                Kind::Restart,
+                "the program started again with the same environment".into(),
+            );
+            locked(&shared.log).push(format!(
+                "worker/{} restarted at {:.1} ms",
+                s.workers[i].name,
+                shared.since_start_ms()
+            ));
+            procs[i] = p;
+        }
         for p in &mut procs {
             if p.done.is_none() {
                 p.done = p.child.try_wait()?;
@@ -578,14 +819,19 @@ pub fn run(
         }
         std::thread::sleep(Duration::from_millis(2));
     }
-    shared
-        .ended
-        .store(true, std::sync::atomic::Ordering::SeqCst);
-    for p in &procs {
+    end(&shared);
+    let killed = locked(&shared.killed).clone();
+    for (i, p) in procs.iter().enumerate() {
         let status = p.done.context("worker status")?;
-        if !status.success() {
+        if !status.success() && !killed[i] {
+            let faults = locked(&shared.log).clone();
+            let note = if faults.is_empty() {
+                String::new()
+            } else {
+                format!(" (faults this trial: {})", faults.join("; "))
+            };
             return Err(ClientFailed(format!(
-                "worker {} (`{cmd}`) {} — the program failed, not the protocol; its last output:\n    {}",
+                "worker {} (`{cmd}`) {} — the program failed, not the protocol{note}; its last output:\n    {}",
                 p.name,
                 describe(status),
                 p.tail()
@@ -593,7 +839,7 @@ pub fn run(
             .into());
         }
     }
-    let finished_ns: Vec<u64> = vec![monotonic_ns(); n];
+    let finished_ns: Vec<Option<u64>> = killed.iter().map(|k| (!k).then(monotonic_ns)).collect();
     drop(procs);
     drop(proxies);
 
@@ -608,24 +854,12 @@ pub fn run(
     let seen = locked(&shared.seen).clone();
     let pids = locked(&shared.backend_pids).clone();
     let (records, audit) = to_records(n, &seen, &pids, &audit, &finished_ns)?;
-    let pauses: Vec<HarnessRecord> = locked(&shared.pauses)
-        .iter()
-        .map(|(worker, what, t_ns, detail)| HarnessRecord {
-            node: HarnessNode::Worker(*worker),
-            kind: if *what == "pause" {
-                Kind::Pause
-            } else {
-                Kind::Resume
-            },
-            t_ns: *t_ns,
-            detail: detail.clone(),
-        })
-        .collect();
+    let harness = locked(&shared.harness).clone();
     let history = build_history(
         &shared.names,
         LockKind::RedisSetNxCad,
         &records,
-        &pauses,
+        &harness,
         &audit,
     )?;
     let report = check::check(&history);
@@ -646,30 +880,67 @@ fn describe(status: std::process::ExitStatus) -> String {
     }
 }
 
-/// The decoded conversation as the built-in workers' records (one op id per
-/// UPDATE a worker sends: worker i's n-th is `(i+1)*1000 + n`), and the
+/// The op id of each decoded event (0 where none): worker i's n-th
+/// operation is `(i+1)*1000 + n`. An operation is a read and the write
+/// after it; a new one begins at a read after a read or a write, at a write
+/// after an unanswered write (its program was restarted), and after a
+/// write's answer or loss.
+fn op_ids(n: usize, seen: &[(usize, u64, Seen)]) -> Vec<u64> {
+    let op_of = |w: usize, k: u64| (w as u64 + 1) * 1000 + k + 1;
+    let (mut count, mut used, mut writing) = (vec![0u64; n], vec![false; n], vec![false; n]);
+    seen.iter()
+        .map(|(w, _, what)| {
+            let w = *w;
+            match what {
+                Seen::ReadSent => {
+                    if used[w] {
+                        count[w] += 1;
+                        writing[w] = false;
+                    }
+                    used[w] = true;
+                }
+                Seen::WriteSent(_) => {
+                    if writing[w] {
+                        count[w] += 1;
+                    }
+                    used[w] = true;
+                    writing[w] = true;
+                }
+                Seen::WriteDone(_) | Seen::WriteLost(_) => {
+                    let op = op_of(w, count[w]);
+                    count[w] += 1;
+                    used[w] = false;
+                    writing[w] = false;
+                    return op;
+                }
+                _ => {}
+            }
+            op_of(w, count[w])
+        })
+        .collect()
+}
+
+/// The decoded conversation as the built-in workers' records, and the
 /// audit rows as (commit_seq, op id, token) for [`build_history`].
+/// `finished_ns`: when each worker's program ended (None: a crash fault
+/// killed it and it stayed down, so it never finished its workload).
 #[allow(clippy::type_complexity)]
 fn to_records(
     n: usize,
     seen: &[(usize, u64, Seen)],
     pids: &BTreeMap<i32, usize>,
     audit: &[(i64, i32, i64, i64)],
-    finished_ns: &[u64],
+    finished_ns: &[Option<u64>],
 ) -> Result<(Vec<(usize, Value)>, Vec<(i64, i64, i64)>)> {
-    let op_of = |w: usize, k: u64| (w as u64 + 1) * 1000 + k + 1;
+    let ops = op_ids(n, seen);
     // Each worker's writes that applied, in its own order, with their body.
     let mut applied: Vec<VecDeque<(u64, u64, Vec<i64>)>> = vec![VecDeque::new(); n];
-    let mut ops = vec![0u64; n];
     let mut last_ints: Vec<Vec<i64>> = vec![Vec::new(); n];
-    for (w, t, what) in seen {
+    for (k, (w, t, what)) in seen.iter().enumerate() {
         match what {
             Seen::WriteSent(ints) => last_ints[*w] = ints.clone(),
-            Seen::WriteDone(rows) => {
-                if rows.is_some_and(|r| r > 0) {
-                    applied[*w].push_back((op_of(*w, ops[*w]), *t, last_ints[*w].clone()));
-                }
-                ops[*w] += 1;
+            Seen::WriteDone(Some(rows)) if *rows > 0 => {
+                applied[*w].push_back((ops[k], *t, last_ints[*w].clone()));
             }
             _ => {}
         }
@@ -696,17 +967,15 @@ fn to_records(
         .map(|((_, _, body, _), (_, op, _, t))| (*body, *op as u64, *t))
         .collect();
     let mut records = Vec::new();
-    let mut ops = vec![0u64; n];
     let mut token: Vec<Option<i64>> = vec![None; n];
     for (k, (w, t, what)) in seen.iter().enumerate() {
-        let (w, t) = (*w, *t);
-        let op = op_of(w, ops[w]);
+        let (w, t, op) = (*w, *t, ops[k]);
         let v = match what {
             Seen::AcquireSent => {
                 token[w] = None;
                 json!({"kind": "acquire_sent", "t_ns": t})
             }
-            Seen::Granted => {
+            Seen::Granted(ttl_ms) => {
                 // The token is the INCR answered next on this worker's
                 // connection, before it asks for the lock again or lets go.
                 let next = seen[k + 1..]
@@ -718,12 +987,36 @@ fn to_records(
                         _ => None,
                     });
                 token[w] = next;
-                match next {
-                    Some(tok) => json!({"kind": "grant_received", "t_ns": t, "token": tok}),
-                    None => json!({"kind": "grant_received", "t_ns": t}),
+                // The SET's reply passed the proxy at t: the lease runs
+                // from there (build_history places its lease_expired).
+                let mut v = json!({"kind": "grant_received", "t_ns": t, "set_ns": t});
+                if let Some(tok) = next {
+                    v["token"] = json!(tok);
                 }
+                if let Some(ttl) = ttl_ms {
+                    v["ttl_ms"] = json!(ttl);
+                }
+                v
             }
-            Seen::ReleaseSent => json!({"kind": "release_sent", "t_ns": t}),
+            Seen::ReleaseSent => {
+                // A release the server refused (NOSCRIPT: the client sends
+                // the script itself next) released nothing.
+                let refused = seen[k + 1..]
+                    .iter()
+                    .filter(|(x, _, _)| *x == w)
+                    .find_map(|(_, _, s)| match s {
+                        Seen::ReleaseDone(r) => Some(r.is_none()),
+                        _ => None,
+                    })
+                    .unwrap_or(false);
+                if refused {
+                    continue;
+                }
+                json!({"kind": "release_sent", "t_ns": t})
+            }
+            // 1: the key was deleted (build_history's release_applied).
+            Seen::ReleaseDone(Some(n)) => json!({"kind": "release_done", "t_ns": t, "value": n}),
+            Seen::ReleaseDone(None) => continue,
             Seen::ReadSent => json!({"kind": "read_sent", "t_ns": t, "op": op}),
             Seen::ReadOk(body) => {
                 let value = body.and_then(|b| {
@@ -743,28 +1036,102 @@ fn to_records(
                 Some(tok) => json!({"kind": "write_sent", "t_ns": t, "op": op, "token": tok}),
                 None => json!({"kind": "write_sent", "t_ns": t, "op": op}),
             },
-            Seen::WriteDone(rows) => {
-                ops[w] += 1;
-                match rows {
-                    Some(0) => {
-                        json!({"kind": "write_acked", "t_ns": t, "op": op, "outcome": "rejected"})
-                    }
-                    Some(_) => json!({"kind": "write_acked", "t_ns": t, "op": op, "outcome": "ok"}),
-                    None => {
-                        json!({"kind": "op_abandoned", "t_ns": t, "op": op, "detail": "the UPDATE failed"})
-                    }
+            Seen::WriteDone(rows) => match rows {
+                Some(0) => {
+                    json!({"kind": "write_acked", "t_ns": t, "op": op, "outcome": "rejected"})
                 }
+                Some(_) => json!({"kind": "write_acked", "t_ns": t, "op": op, "outcome": "ok"}),
+                None => {
+                    json!({"kind": "op_abandoned", "t_ns": t, "op": op, "detail": "the UPDATE failed"})
+                }
+            },
+            Seen::WriteLost(why) => {
+                json!({"kind": "op_abandoned", "t_ns": t, "op": op, "detail": why})
             }
             Seen::Token(_) => continue,
         };
         records.push((w, v));
     }
     for (w, t) in finished_ns.iter().enumerate() {
-        records.push((w, json!({"kind": "workload_done", "t_ns": t})));
+        if let Some(t) = t {
+            records.push((w, json!({"kind": "workload_done", "t_ns": t})));
+        }
     }
     let audit = commits
         .into_iter()
         .map(|(seq, op, token, _)| (seq, op, token))
         .collect();
     Ok((records, audit))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scenario(faults: &str) -> LiveScenario {
+        let src = format!(
+            "schema_version = 1\nname = \"t\"\ntwin = \"../scenarios/article/gc-pause-stale-write.toml\"\n\
+             lock = \"redis-set-nx-cad\"\nwrite = \"plain\"\nttl_ms = 300\nworker_cmd = \"true\"\n\
+             [[worker]]\nname = \"A\"\n[[worker]]\nname = \"B\"\n{faults}\n[expect]\n"
+        );
+        super::super::scenario::parse(&src, std::path::Path::new("live/t.toml")).unwrap()
+    }
+
+    #[test]
+    fn crashes_drops_and_cuts_of_a_program_are_faults_and_a_redis_crash_is_refused() {
+        let s = scenario(
+            "[[fault]]\nkind = \"crash\"\nnode = \"worker/A\"\nafter = \"lock_granted\"\nrestart_after_ms = 5\n\
+             [[fault]]\nkind = \"crash\"\nnode = \"worker/B\"\nat_ms = 40\n\
+             [[fault]]\nkind = \"drop\"\nnode = \"worker/A\"\nmessage = \"update\"\nduration_ms = 9\n\
+             [[fault]]\nkind = \"cut\"\nnode = \"worker/B\"\nmessage = \"update\"\n",
+        );
+        let f = faults_of(&s).unwrap();
+        let got: Vec<(usize, When, Action)> =
+            f.iter().map(|f| (f.worker, f.when, f.action)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (0, When::At(Anchor::Write), Action::Drop),
+                (1, When::At(Anchor::Write), Action::Cut),
+                (
+                    0,
+                    When::At(Anchor::Granted),
+                    Action::Crash {
+                        restart_after_ms: Some(5)
+                    }
+                ),
+                (
+                    1,
+                    When::AtMs(40),
+                    Action::Crash {
+                        restart_after_ms: None
+                    }
+                ),
+            ]
+        );
+        let redis = scenario("[[fault]]\nkind = \"crash\"\nnode = \"coord/0\"\nat_ms = 40\n");
+        let err = faults_of(&redis).unwrap_err().to_string();
+        assert!(err.contains("coord/0 needs the built-in worker"), "{err}");
+    }
+
+    #[test]
+    fn a_lost_write_ends_its_operation_and_a_restarted_program_reads_for_a_new_one() {
+        let seen = vec![
+            (0, 1, Seen::ReadSent),
+            (0, 2, Seen::ReadOk(Some(0))),
+            (0, 3, Seen::WriteSent(vec![1])),
+            (0, 4, Seen::WriteLost("cut".into())),
+            (0, 5, Seen::ReadSent),
+            (0, 6, Seen::WriteSent(vec![1])),
+            // Killed before the answer; the restarted program reads again.
+            (0, 7, Seen::ReadSent),
+            (0, 8, Seen::WriteSent(vec![1])),
+            (0, 9, Seen::WriteDone(Some(1))),
+            (1, 10, Seen::ReadSent),
+        ];
+        assert_eq!(
+            op_ids(2, &seen),
+            vec![1001, 1001, 1001, 1001, 1002, 1002, 1003, 1003, 1003, 2001]
+        );
+    }
 }

@@ -213,10 +213,21 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
 }
 
 /// Sees one direction of one proxied connection: called with each chunk
-/// *before* it is forwarded, so it may hold the chunk (by blocking) or stop
-/// the program that will receive it. `fencesim live --worker-cmd` decodes
-/// a user's client through it ([`super::client`]).
-pub type Observer = Box<dyn FnMut(&[u8]) + Send>;
+/// *before* it is forwarded, so it may hold the chunk (by blocking), stop
+/// the program that will receive it, or lose the chunk and close the
+/// connection ([`Flow`]). `fencesim live --worker-cmd` decodes a user's
+/// client through it ([`super::client`]).
+pub type Observer = Box<dyn FnMut(&[u8]) -> Flow + Send>;
+
+/// What an [`Observer`] has the proxy do with the chunk it saw.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flow {
+    /// Forward it.
+    Pass,
+    /// Forward only its first `forward` bytes (the rest is lost), wait
+    /// `after_ms`, then shut the connection down both ways.
+    Cut { forward: usize, after_ms: u64 },
+}
 
 impl Proxy {
     /// A plain forwarder whose every new connection gets a pair of
@@ -273,9 +284,17 @@ fn copy_observed(mut from: TcpStream, mut to: TcpStream, mut observer: Observer)
         if n == 0 {
             break;
         }
-        observer(&buf[..n]);
-        if to.write_all(&buf[..n]).is_err() {
-            break;
+        match observer(&buf[..n]) {
+            Flow::Pass => {
+                if to.write_all(&buf[..n]).is_err() {
+                    break;
+                }
+            }
+            Flow::Cut { forward, after_ms } => {
+                let _ = to.write_all(&buf[..forward.min(n)]);
+                std::thread::sleep(Duration::from_millis(after_ms));
+                break;
+            }
         }
     }
     let _ = to.shutdown(Shutdown::Both);

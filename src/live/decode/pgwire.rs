@@ -23,6 +23,10 @@ pub struct Statement {
     pub params: Vec<Option<i64>>,
     /// Result columns come back in binary (the extended protocol's choice).
     pub binary_results: bool,
+    /// Offset in the client's stream of the request that runs it: its
+    /// Query, or the first message after the previous Sync (the proxy can
+    /// lose the request from there on and leave what came before intact).
+    pub request_at: u64,
 }
 
 impl Statement {
@@ -56,6 +60,10 @@ pub struct Frontend {
     broken: bool,
     statements: BTreeMap<String, String>,
     portals: BTreeMap<String, Statement>,
+    /// Bytes of the stream taken out of `buf` so far.
+    consumed: u64,
+    /// Where the current request began (after the last Sync or Query).
+    request_at: u64,
 }
 
 const PROTOCOL_3: u32 = 196_608;
@@ -118,6 +126,12 @@ impl Frontend {
                 break;
             }
             let msg: Vec<u8> = self.buf.drain(..total).collect();
+            let at = self.consumed;
+            self.consumed += total as u64;
+            if !self.started || matches!(msg[0], b'S' | b'Q') {
+                // The next request starts after a Sync, a Query or the start-up.
+                self.request_at = self.consumed;
+            }
             if !self.started {
                 // SSL/GSS requests precede the startup message, untyped like it.
                 let code = msg
@@ -126,7 +140,7 @@ impl Frontend {
                 self.started = code == PROTOCOL_3;
                 continue;
             }
-            if self.message(msg[0], &msg[5..], &mut out).is_none() {
+            if self.message(msg[0], &msg[5..], at, &mut out).is_none() {
                 self.broken = true;
                 break;
             }
@@ -134,11 +148,12 @@ impl Frontend {
         out
     }
 
-    fn message(&mut self, kind: u8, b: &[u8], out: &mut Vec<Statement>) -> Option<()> {
+    fn message(&mut self, kind: u8, b: &[u8], msg_at: u64, out: &mut Vec<Statement>) -> Option<()> {
         let mut at = 0;
         match kind {
             b'Q' => out.push(Statement {
                 sql: cstr(b, &mut at)?,
+                request_at: msg_at,
                 ..Statement::default()
             }),
             b'P' => {
@@ -179,13 +194,17 @@ impl Frontend {
                         sql,
                         params,
                         binary_results: results.first() == Some(&1),
+                        request_at: msg_at,
                     },
                 );
             }
             b'E' => {
                 let portal = cstr(b, &mut at)?;
                 if let Some(s) = self.portals.get(&portal) {
-                    out.push(s.clone());
+                    out.push(Statement {
+                        request_at: self.request_at.min(msg_at),
+                        ..s.clone()
+                    });
                 }
             }
             _ => {}
@@ -308,6 +327,21 @@ mod tests {
         assert_eq!(run.len(), 1);
         assert!(run[0].is_update_of("documents"));
         assert_eq!(run[0].params, vec![Some(7), None]);
+        assert_eq!(run[0].request_at, 8, "its request starts with its Parse");
+    }
+
+    #[test]
+    fn a_request_after_a_sync_starts_after_it() {
+        let mut f = Frontend::default();
+        let mut wire = startup();
+        wire.extend(typed(b'P', b"s1\0SELECT body FROM documents\0\0\0"));
+        wire.extend(typed(b'S', b""));
+        let second = wire.len() as u64;
+        wire.extend(typed(b'B', b"\0s1\0\0\0\0\0\0\0"));
+        wire.extend(typed(b'E', b"\0\0\0\0\0"));
+        let run = f.push(&wire);
+        assert_eq!(run.len(), 1);
+        assert_eq!(run[0].request_at, second);
     }
 
     #[test]
