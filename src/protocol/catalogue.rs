@@ -499,8 +499,13 @@ impl ProtocolConfig {
         self.kind == ProtocolKind::CheckBeforeWrite
     }
 
-    /// The write carries the object generation its read returned (If-Match).
+    /// The write carries the version its read returned (If-Match on the
+    /// object generation; memcached's `cas` on the entry `gets` returned):
+    /// a conditional write, judged by whether its condition held.
     pub fn worker_writes_if_match(&self) -> bool {
-        self.kind == ProtocolKind::ObjectStoreCas
+        matches!(
+            self.kind,
+            ProtocolKind::ObjectStoreCas | ProtocolKind::CacheLease
+        )
     }
 }
