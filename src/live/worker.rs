@@ -290,7 +290,7 @@ fn cluster_conn(s: &Setup) -> Result<Conn> {
         )?)),
         _ => Conn::Zk(Box::new(super::zk::ZkLane::new(
             endpoints,
-            format!("/{}", s.args.key_prefix.trim_end_matches(':')),
+            &s.args.key_prefix,
             s.args.ttl_ms,
         )?)),
     })
