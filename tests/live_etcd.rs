@@ -9,196 +9,38 @@
 //! One cluster serves every scenario of the run (started once, repaired
 //! between trials), so its start-up is paid once.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::{Duration, Instant};
+mod live_cluster;
 
-use fencesim::live::cluster::{binaries_present, ClusterKind};
-
-fn present(test: &str) -> bool {
-    let all = fencesim::live::servers::binaries_present()
-        .and_then(|()| binaries_present(ClusterKind::Etcd));
-    match all {
-        Ok(()) => true,
-        Err(e) => {
-            eprintln!("!!! LIVE TEST SKIPPED: {test}: {e:#}");
-            false
-        }
-    }
-}
-
-fn fencesim() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_fencesim"))
-}
-
-/// The pids in `(pid N)` and `(pids [a, b, c])` of the run's start-up lines.
-fn started_pids(stdout: &str) -> Vec<u32> {
-    let mut pids = Vec::new();
-    for line in stdout.lines().filter(|l| l.contains("(pid")) {
-        for part in line.split("(pid").skip(1) {
-            let list = part.split(')').next().unwrap_or("");
-            pids.extend(
-                list.split(|c: char| !c.is_ascii_digit())
-                    .filter_map(|n| n.parse::<u32>().ok()),
-            );
-        }
-    }
-    pids
-}
-
-fn assert_nothing_left(root: &Path, pids: &[u32]) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let alive: Vec<u32> = pids
-            .iter()
-            .copied()
-            .filter(|p| Path::new(&format!("/proc/{p}")).exists())
-            .collect();
-        if alive.is_empty() && !root.exists() {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "left behind: pids {alive:?}, directory {} exists: {}",
-            root.display(),
-            root.exists()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
+use fencesim::live::cluster::ClusterKind;
+use live_cluster::{assert_bad_input, present, run_and_check};
 
 #[test]
 fn etcd_lock_is_found_stale_unfenced_and_fenced_through_pause_leader_death_and_partition() {
-    if !present("etcd live scenarios") {
+    if !present(ClusterKind::Etcd, "etcd live scenarios") {
         return;
     }
-    let out = tempfile::tempdir().unwrap();
-    let started = Instant::now();
-    let o = fencesim()
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args([
-            "live",
+    run_and_check(
+        ClusterKind::Etcd,
+        &[
             "live/etcd-gc-pause-plain-update.toml",
             "live/etcd-gc-pause-fenced-update.toml",
             "live/etcd-leader-killed-during-grant.toml",
             "live/etcd-partitioned-holder-fenced.toml",
-            "--trials",
-            "2",
-            "--jobs",
-            "1",
-            "--out",
-        ])
-        .arg(out.path())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
-    eprintln!(
-        "{stdout}\n(wall time {:.1} s)",
-        started.elapsed().as_secs_f64()
+        ],
+        "live-etcd-gc-pause-plain-update",
+        &[
+            "live-etcd-gc-pause-fenced-update",
+            "live-etcd-leader-killed-during-grant",
+            "live-etcd-partitioned-holder-fenced",
+        ],
     );
-    assert!(
-        o.status.success(),
-        "fencesim live failed ({}):\n{stdout}\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stderr)
-    );
-    assert!(
-        stdout.contains("started: etcd cluster of 3 members"),
-        "{stdout}"
-    );
-    // scenario -> (kind or "none (clean runs)") -> live column, from the table.
-    let mut table: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
-    let body = stdout.split("live vs simulated").nth(1).unwrap_or("");
-    for line in body.lines().filter(|l| l.trim_start().starts_with("live-")) {
-        let name = line.split_whitespace().next().unwrap().to_string();
-        let rest = line.trim_start()[name.len()..].trim_start();
-        let (kind, cols) = match (
-            rest.strip_prefix("none (clean runs)"),
-            rest.strip_prefix("fence_rejected ≥ 1"),
-        ) {
-            (Some(c), _) => ("none".to_string(), c),
-            (_, Some(c)) => ("fence_rejected".to_string(), c),
-            _ => {
-                let k = rest.split_whitespace().next().unwrap();
-                (k.to_string(), &rest[k.len()..])
-            }
-        };
-        let live = cols.split_whitespace().next().unwrap_or("").to_string();
-        table.entry(name).or_default().insert(kind, live);
-    }
-    let at = |s: &str, k: &str| table.get(s).and_then(|m| m.get(k)).cloned();
-    assert_eq!(
-        at("live-etcd-gc-pause-plain-update", "stale_write").as_deref(),
-        Some("2/2"),
-        "{stdout}"
-    );
-    assert_eq!(
-        at("live-etcd-gc-pause-plain-update", "lost_update").as_deref(),
-        Some("2/2"),
-        "{stdout}"
-    );
-    for safe in [
-        "live-etcd-gc-pause-fenced-update",
-        "live-etcd-leader-killed-during-grant",
-        "live-etcd-partitioned-holder-fenced",
-    ] {
-        assert_eq!(
-            at(safe, "none").as_deref(),
-            Some("2/2"),
-            "{safe} not clean in every trial:\n{stdout}"
-        );
-        assert_eq!(
-            at(safe, "fence_rejected").as_deref(),
-            Some("2/2"),
-            "{safe}: the fence refused nothing in some trial:\n{stdout}"
-        );
-        assert!(
-            at(safe, "token_order").is_none(),
-            "{safe}: token order broken:\n{stdout}"
-        );
-    }
-    // Each trial's history gives the same verdict through check-history.
-    let plain: PathBuf = out
-        .path()
-        .join("live-etcd-gc-pause-plain-update-trial-1.jsonl");
-    let c = fencesim()
-        .arg("check-history")
-        .arg(&plain)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&c.stdout);
-    assert!(
-        text.contains("stale_write"),
-        "check-history of {}: {text}",
-        plain.display()
-    );
-    let first = stdout.lines().next().unwrap_or("");
-    let root = PathBuf::from(first.rsplit(" in ").next().unwrap_or("").trim());
-    assert_nothing_left(&root, &started_pids(&stdout));
 }
 
 #[test]
 fn a_member_fault_in_a_redis_scenario_is_bad_input_naming_the_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let twin =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/article/gc-pause-stale-write.toml");
-    let file = dir.path().join("bad.toml");
-    std::fs::write(
-        &file,
-        format!(
-            "schema_version = 1\nname = \"bad\"\ntwin = \"{}\"\nlock = \"redis-set-nx-del\"\nwrite = \"plain\"\nttl_ms = 50\n\
-             [[worker]]\nname = \"A\"\n[[fault]]\nkind = \"partition\"\nnode = \"member/0\"\nafter = \"worker/A:read_ok\"\nduration_ms = 10\n[expect]\n",
-            twin.display()
-        ),
-    )
-    .unwrap();
-    let o = fencesim().arg("live").arg(&file).output().unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(
-        err.contains("bad.toml:")
-            && err.contains("member/0 is a member of an etcd or ZooKeeper cluster"),
-        "{err}"
+    assert_bad_input(
+        "lock = \"redis-set-nx-del\"\nwrite = \"plain\"\nttl_ms = 50\n[[worker]]\nname = \"A\"\n\
+         [[fault]]\nkind = \"partition\"\nnode = \"member/0\"\nafter = \"worker/A:read_ok\"\nduration_ms = 10\n[expect]\n",
+        "member/0 is a member of an etcd or ZooKeeper cluster",
     );
 }

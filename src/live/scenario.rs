@@ -295,6 +295,17 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
             "lock = \"none\" goes with write = \"select-for-update\" (the database is the lock), and only with it",
         ));
     }
+    if let (Some(_), Some(kind)) = (&raw.worker_cmd, lock.cluster()) {
+        return Err(ScenarioError::at(
+            &file,
+            src,
+            raw.lock.span(),
+            format!(
+                "worker_cmd runs a user's Redis client; a {} lock needs the built-in worker",
+                kind.name()
+            ),
+        ));
+    }
     let workers: Vec<LiveWorker> = raw
         .worker
         .into_iter()
