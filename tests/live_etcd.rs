@@ -12,7 +12,9 @@
 mod live_cluster;
 
 use fencesim::live::cluster::ClusterKind;
-use live_cluster::{assert_bad_input, present, run_and_check};
+use live_cluster::{
+    assert_bad_input, assert_killed_harness_leaves_nothing, present, run_and_check,
+};
 
 #[test]
 fn etcd_lock_is_found_stale_unfenced_and_fenced_through_pause_leader_death_and_partition() {
@@ -43,4 +45,12 @@ fn a_member_fault_in_a_redis_scenario_is_bad_input_naming_the_file() {
          [[fault]]\nkind = \"partition\"\nnode = \"member/0\"\nafter = \"worker/A:read_ok\"\nduration_ms = 10\n[expect]\n",
         "member/0 is a member of an etcd or ZooKeeper cluster",
     );
+}
+
+#[test]
+fn a_killed_harness_takes_its_etcd_members_with_it_and_the_next_run_sweeps_its_directory() {
+    if !present(ClusterKind::Etcd, "a killed harness leaves no etcd member") {
+        return;
+    }
+    assert_killed_harness_leaves_nothing(ClusterKind::Etcd, "live/etcd-gc-pause-plain-update.toml");
 }

@@ -11,7 +11,9 @@
 mod live_cluster;
 
 use fencesim::live::cluster::ClusterKind;
-use live_cluster::{assert_bad_input, present, run_and_check};
+use live_cluster::{
+    assert_bad_input, assert_killed_harness_leaves_nothing, present, run_and_check,
+};
 
 #[test]
 fn zk_lock_is_found_stale_unfenced_and_fenced_through_pause_and_leader_death() {
@@ -49,4 +51,15 @@ fn a_user_worker_program_with_a_zk_lock_is_bad_input_naming_the_file() {
          [[worker]]\nname = \"A\"\n[expect]\n",
         "needs the built-in worker",
     );
+}
+
+#[test]
+fn a_killed_harness_takes_its_zookeeper_members_with_it_and_the_next_run_sweeps_its_directory() {
+    if !present(
+        ClusterKind::Zk,
+        "a killed harness leaves no ZooKeeper member",
+    ) {
+        return;
+    }
+    assert_killed_harness_leaves_nothing(ClusterKind::Zk, "live/zk-gc-pause-plain-update.toml");
 }

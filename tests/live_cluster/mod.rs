@@ -25,6 +25,14 @@ pub fn present(kind: ClusterKind, test: &str) -> bool {
     }
 }
 
+/// One live run at a time within a test file: two harnesses with a cluster
+/// each would skew the timings on a 2-core machine.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 pub fn fencesim() -> Command {
     Command::new(env!("CARGO_BIN_EXE_fencesim"))
 }
@@ -94,6 +102,7 @@ fn table(stdout: &str) -> BTreeMap<String, BTreeMap<String, String>> {
 /// trials (and check-history agrees), each of `safe` is clean with a fence
 /// rejection in both and no token_order, and nothing is left afterwards.
 pub fn run_and_check(kind: ClusterKind, files: &[&str], unsafe_: &str, safe: &[&str]) {
+    let _serial = serial();
     let out = tempfile::tempdir().unwrap();
     let started = Instant::now();
     let o = fencesim()
@@ -175,4 +184,54 @@ pub fn assert_bad_input(body: &str, message: &str) {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("bad.toml:") && err.contains(message), "{err}");
+}
+
+/// A harness SIGKILLed in the middle of `file`'s trials runs no Drop: every
+/// cluster member (and server) must still die by its parent-death signal,
+/// and the directory it leaves is swept by the next start.
+pub fn assert_killed_harness_leaves_nothing(kind: ClusterKind, file: &str) {
+    use std::io::{BufRead, BufReader};
+    let _serial = serial();
+    let out = tempfile::tempdir().unwrap();
+    let mut child = fencesim()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["live", file, "--trials", "50", "--jobs", "1", "--out"])
+        .arg(out.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(out.path().join("stderr")).unwrap())
+        .spawn()
+        .unwrap();
+    let mut text = String::new();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        text.push_str(&line);
+        text.push('\n');
+        if line.contains("trial 1/") {
+            break;
+        }
+    }
+    let banner = format!("started: {} cluster of 3 members", kind.name());
+    let stderr = || std::fs::read_to_string(out.path().join("stderr")).unwrap_or_default();
+    assert!(text.contains(&banner), "{text}\n{}", stderr());
+    let pids = started_pids(&text);
+    // redis-server, its replica, postgres and the three members.
+    assert!(pids.len() >= 6, "{pids:?} from\n{text}");
+    let first = text.lines().next().unwrap_or("");
+    let root = PathBuf::from(first.rsplit(" in ").next().unwrap_or("").trim());
+    assert!(root.exists(), "{}", root.display());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while pids
+        .iter()
+        .any(|p| Path::new(&format!("/proc/{p}")).exists())
+    {
+        assert!(
+            Instant::now() < deadline,
+            "members outlived the harness: {pids:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    fencesim::live::servers::sweep_stale();
+    assert_nothing_left(&root, &pids);
 }
