@@ -14,12 +14,15 @@
 //! run for N trials and reported as found/N beside its simulated twin.
 
 pub mod client;
+pub mod cluster;
 pub mod decode;
+pub mod etcd;
 pub mod proxy;
 pub mod scenario;
 pub mod servers;
 pub mod trial;
 pub mod worker;
+pub mod zk;
 
 /// Nanoseconds on CLOCK_MONOTONIC: one clock shared by every process on the
 /// machine, so worker and harness records can be merged into one order.
@@ -50,6 +53,12 @@ pub enum LockKind {
     RedisSetNxCad,
     /// No lock server: `SELECT … FOR UPDATE` and the update in one transaction.
     None,
+    /// A three-member etcd cluster: a lease with keep-alive and the
+    /// server-side lock (`/v3/lock/lock`); token = the lock key's create revision.
+    EtcdLock,
+    /// A three-member ZooKeeper ensemble: the lock recipe (ephemeral
+    /// sequential znode, lowest owns, watch the predecessor); token = its czxid.
+    ZkLock,
 }
 
 /// How the worker writes the document.
@@ -67,11 +76,22 @@ pub enum WriteKind {
 }
 
 impl LockKind {
-    pub const NAMES: [(&'static str, LockKind); 3] = [
+    pub const NAMES: [(&'static str, LockKind); 5] = [
         ("redis-set-nx-del", LockKind::RedisSetNxDel),
         ("redis-set-nx-cad", LockKind::RedisSetNxCad),
         ("none", LockKind::None),
+        ("etcd-lock", LockKind::EtcdLock),
+        ("zk-lock", LockKind::ZkLock),
     ];
+
+    /// The consensus cluster this lock runs on, if any (Redis is not one).
+    pub fn cluster(self) -> Option<cluster::ClusterKind> {
+        match self {
+            LockKind::EtcdLock => Some(cluster::ClusterKind::Etcd),
+            LockKind::ZkLock => Some(cluster::ClusterKind::Zk),
+            _ => None,
+        }
+    }
 
     pub fn name(self) -> &'static str {
         Self::NAMES

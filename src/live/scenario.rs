@@ -144,6 +144,35 @@ pub enum CrashTarget {
     Worker(String),
     /// The harness's own Redis primary (no persistence: it restarts empty).
     RedisPrimary,
+    /// A member of the etcd / ZooKeeper cluster (its data survives a restart).
+    Member(MemberSel),
+}
+
+/// Which cluster member a fault hits: `member/N` or `member/leader`
+/// (whichever leads when the fault fires).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemberSel {
+    Index(usize),
+    Leader,
+}
+
+impl std::fmt::Display for MemberSel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MemberSel::Index(i) => write!(f, "member/{i}"),
+            MemberSel::Leader => write!(f, "member/leader"),
+        }
+    }
+}
+
+/// Right after `worker`'s `after` step, `member` is cut off from the other
+/// members (both ways; its clients stay connected) for `duration_ms`.
+#[derive(Clone, Debug)]
+pub struct LivePartition {
+    pub member: MemberSel,
+    pub worker: String,
+    pub after: String,
+    pub duration_ms: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -172,6 +201,7 @@ pub struct LiveScenario {
     pub net: Vec<LiveNet>,
     pub failovers: Vec<LiveFailover>,
     pub crashes: Vec<LiveCrash>,
+    pub partitions: Vec<LivePartition>,
     /// Empty: every trial must be clean.
     pub find: Vec<ViolationKind>,
     pub min_fence_rejected: u64,
@@ -191,6 +221,7 @@ impl LiveScenario {
             .iter()
             .map(|p| (&p.worker, &p.after))
             .chain(self.failovers.iter().map(|f| (&f.worker, &f.after)))
+            .chain(self.partitions.iter().map(|p| (&p.worker, &p.after)))
             .chain(crash_points)
             .find(|(w, _)| *w == worker)
             .map(|(_, p)| p.as_str())
@@ -264,6 +295,17 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
             "lock = \"none\" goes with write = \"select-for-update\" (the database is the lock), and only with it",
         ));
     }
+    if let (Some(_), Some(kind)) = (&raw.worker_cmd, lock.cluster()) {
+        return Err(ScenarioError::at(
+            &file,
+            src,
+            raw.lock.span(),
+            format!(
+                "worker_cmd runs a user's Redis client; a {} lock needs the built-in worker",
+                kind.name()
+            ),
+        ));
+    }
     let workers: Vec<LiveWorker> = raw
         .worker
         .into_iter()
@@ -277,6 +319,7 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
     let mut net = Vec::new();
     let mut failovers = Vec::new();
     let mut crashes = Vec::new();
+    let mut partitions = Vec::new();
     // (worker, point, span) of every gate, to keep one point per worker.
     let mut gates: Vec<(String, String, std::ops::Range<usize>)> = Vec::new();
     #[derive(Clone, Copy, PartialEq)]
@@ -287,6 +330,7 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
         Cut,
         Failover,
         Crash,
+        Partition,
     }
     let err = |span: std::ops::Range<usize>, msg: String| ScenarioError::at(&file, src, span, msg);
     let worker_named = |name: &str, span: std::ops::Range<usize>| {
@@ -321,12 +365,58 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
                 ("cut", K::Cut),
                 ("failover", K::Failover),
                 ("crash", K::Crash),
+                ("partition", K::Partition),
             ],
         )?;
         let node = f.node.get_ref();
         let missing = |what: &str| err(f.kind.span(), format!("this fault needs `{what}`"));
-        // The target: a worker, or (crash only) the Redis primary.
-        let target = if kind == K::Crash && node == "coord/0" {
+        // The target: a worker, a cluster member (crash, partition), or (crash only) the Redis primary.
+        let target = if let Some(m) = node.strip_prefix("member/") {
+            if !matches!(kind, K::Crash | K::Partition) {
+                return Err(err(
+                    f.node.span(),
+                    "a cluster member can be crashed or partitioned; other faults act on a worker"
+                        .into(),
+                ));
+            }
+            if lock.cluster().is_none() {
+                return Err(err(
+                    f.node.span(),
+                    format!(
+                        "{node} is a member of an etcd or ZooKeeper cluster; this scenario's lock ({}) has none",
+                        lock.name()
+                    ),
+                ));
+            }
+            let sel = match m {
+                "leader" => MemberSel::Leader,
+                n => match n.parse::<usize>() {
+                    Ok(i) if i < super::cluster::MEMBERS => MemberSel::Index(i),
+                    _ => {
+                        return Err(err(
+                            f.node.span(),
+                            format!(
+                                "unknown member {node:?}; expected member/0..member/{} or member/leader",
+                                super::cluster::MEMBERS - 1
+                            ),
+                        ))
+                    }
+                },
+            };
+            CrashTarget::Member(sel)
+        } else if kind == K::Partition {
+            return Err(err(
+                f.node.span(),
+                "a partition cuts off a cluster member: node = \"member/0\" (or member/leader)"
+                    .into(),
+            ));
+        } else if kind == K::Crash && node == "coord/0" {
+            if lock.cluster().is_some() {
+                return Err(err(
+                    f.node.span(),
+                    "coord/0 is the Redis lock server; this scenario's lock runs on a cluster: crash member/N or member/leader".into(),
+                ));
+            }
             if lock == LockKind::None {
                 return Err(err(
                     f.node.span(),
@@ -346,7 +436,7 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
                     Some((who, point)) => (worker_named(who, a.span())?, point),
                     None => match &target {
                         CrashTarget::Worker(w) => (w.clone(), a.get_ref().as_str()),
-                        CrashTarget::RedisPrimary => return Err(err(
+                        CrashTarget::RedisPrimary | CrashTarget::Member(_) => return Err(err(
                             a.span(),
                             "name the worker whose step it follows: after = \"worker/A:read_ok\""
                                 .into(),
@@ -361,7 +451,7 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
         };
         let worker = match &target {
             CrashTarget::Worker(w) => w.clone(),
-            CrashTarget::RedisPrimary => String::new(),
+            CrashTarget::RedisPrimary | CrashTarget::Member(_) => String::new(),
         };
         if kind != K::Crash && (f.at_ms.is_some() || f.restart_after_ms.is_some()) {
             return Err(err(
@@ -379,8 +469,12 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
                         duration_ms: f.duration_ms,
                     });
                 } else {
-                    if lock == LockKind::None {
-                        return Err(err(f.kind.span(), "a failover needs a Redis lock".into()));
+                    if lock == LockKind::None || lock.cluster().is_some() {
+                        return Err(err(
+                            f.kind.span(),
+                            "a failover needs a Redis lock (on a cluster: crash member/leader)"
+                                .into(),
+                        ));
                     }
                     failovers.push(LiveFailover { worker: who, after });
                 }
@@ -401,6 +495,21 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
                     target,
                     trigger,
                     restart_after_ms: f.restart_after_ms,
+                });
+            }
+            K::Partition => {
+                let (who, after) = after.ok_or_else(|| missing("after"))?;
+                if f.duration_ms == 0 {
+                    return Err(missing("duration_ms"));
+                }
+                let CrashTarget::Member(member) = target else {
+                    return Err(missing("node = \"member/N\""));
+                };
+                partitions.push(LivePartition {
+                    member,
+                    worker: who,
+                    after,
+                    duration_ms: f.duration_ms,
                 });
             }
             K::Delay | K::Drop | K::Cut => {
@@ -469,6 +578,7 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
         net,
         failovers,
         crashes,
+        partitions,
         find,
         min_fence_rejected: raw.expect.min_fence_rejected,
     })

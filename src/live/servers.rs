@@ -521,6 +521,8 @@ pub struct Servers {
     pub schema: String,
     /// Every Redis key the run touches starts with it.
     pub key_prefix: String,
+    /// The etcd or ZooKeeper cluster, started by the first scenario that needs it.
+    pub cluster: Option<super::cluster::Cluster>,
     // Dropped last: the servers stop before their directory goes.
     pub root: TempRoot,
 }
@@ -591,12 +593,56 @@ impl Servers {
             pg,
             schema,
             key_prefix,
+            cluster: None,
             root,
         };
         let mut c = servers.pg_admin()?;
         c.batch_execute(&format!("CREATE SCHEMA \"{}\"", servers.schema))
             .with_context(|| format!("creating schema {}", servers.schema))?;
         Ok(servers)
+    }
+
+    /// The cluster `kind`, started (once per run, in the run's directory) if
+    /// it is not running yet, and repaired: every member up, connected and
+    /// answering, and the run's lock keys gone.
+    pub fn ensure_cluster(
+        &mut self,
+        kind: super::cluster::ClusterKind,
+    ) -> Result<&mut super::cluster::Cluster> {
+        use super::cluster::{Cluster, ClusterKind};
+        if self.cluster.as_ref().is_some_and(|c| c.kind != kind) {
+            self.cluster = None;
+        }
+        let prefix = self.key_prefix.clone();
+        let cluster = match self.cluster.take() {
+            Some(mut c) => {
+                c.repair()?;
+                c
+            }
+            None => {
+                let dir = self.root.path.join(match kind {
+                    ClusterKind::Etcd => "etcd",
+                    ClusterKind::Zk => "zookeeper",
+                });
+                let c = Cluster::start(kind, &dir)?;
+                println!(
+                    "started: {} cluster of {} members in {} ms (pids {:?})",
+                    kind.name(),
+                    super::cluster::MEMBERS,
+                    c.started_ms,
+                    c.pids()
+                );
+                c
+            }
+        };
+        match kind {
+            ClusterKind::Etcd => {
+                super::etcd::Etcd::new(cluster.endpoints(), Duration::from_secs(5))?
+                    .delete_prefix(&format!("{prefix}fencesim/"))?;
+            }
+            ClusterKind::Zk => super::zk::reset(&cluster.endpoints(), &prefix)?,
+        }
+        Ok(self.cluster.insert(cluster))
     }
 
     /// A connection to PostgreSQL, without the run's search_path.

@@ -24,7 +24,7 @@ use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
 use super::proxy::Proxy;
-use super::scenario::{CrashTarget, LiveCrash, LiveScenario, Trigger};
+use super::scenario::{CrashTarget, LiveCrash, LiveScenario, MemberSel, Trigger};
 use super::servers::{die_with_parent, kill, Servers};
 use super::{monotonic_ns, LockKind};
 use crate::check::{self, Report};
@@ -117,6 +117,10 @@ enum Later {
     Resume(usize),
     RestartWorker(usize),
     RestartRedis,
+    /// A killed cluster member starts again from its data directory.
+    RestartMember(usize),
+    /// A partition of a cluster member ends.
+    Heal,
     /// A time-triggered crash (index into the scenario's crashes).
     Crash(usize),
 }
@@ -164,6 +168,8 @@ struct Spawner<'a> {
     state_dir: PathBuf,
     schema: String,
     key_prefix: String,
+    /// etcd / ZooKeeper client endpoints (worker i prefers member i mod 3).
+    cluster: Vec<String>,
     tx: mpsc::Sender<Msg>,
 }
 
@@ -196,6 +202,11 @@ impl Spawner<'_> {
             .stderr(Stdio::inherit());
         if let Some(point) = s.gate_of(&w.name) {
             cmd.args(["--gate", point]);
+        }
+        if !self.cluster.is_empty() {
+            let n = self.cluster.len();
+            let mine: Vec<&str> = (0..n).map(|k| self.cluster[(i + k) % n].as_str()).collect();
+            cmd.args(["--cluster", &mine.join(",")]);
         }
         die_with_parent(&mut cmd);
         let mut child = cmd
@@ -230,6 +241,10 @@ pub fn run(
     timeout: Duration,
 ) -> Result<TrialResult> {
     servers.reset()?;
+    let cluster = match s.lock.cluster() {
+        Some(kind) => servers.ensure_cluster(kind)?.endpoints(),
+        None => Vec::new(),
+    };
     let mut redis_urls = servers.redis_url.clone();
     if !s.failovers.is_empty() {
         replicate_then_cut(servers)?;
@@ -260,6 +275,7 @@ pub fn run(
         state_dir: servers.root.path.clone(),
         schema: servers.schema.clone(),
         key_prefix: servers.key_prefix.clone(),
+        cluster,
         tx,
     };
     let mut procs = Vec::new();
@@ -304,10 +320,11 @@ pub fn run(
     let mut faults = Vec::new();
     let mut harness: Vec<HarnessRecord> = Vec::new();
     // Faults at a protocol point fire once (a restarted worker passes it again).
-    let (mut paused, mut failed_over, mut crashed) = (
+    let (mut paused, mut failed_over, mut crashed, mut parted) = (
         vec![false; s.pauses.len()],
         vec![false; s.failovers.len()],
         vec![false; s.crashes.len()],
+        vec![false; s.partitions.len()],
     );
     let mut open = procs.len();
     while open > 0 || !later.is_empty() {
@@ -359,6 +376,30 @@ pub fn run(
                     });
                     faults.push(format!("coord/0 restarted at {:.1} ms", since_t0()));
                 }
+                Later::RestartMember(m) => {
+                    if let Some(c) = servers.cluster.as_mut() {
+                        c.restart(m)?;
+                    }
+                    harness.push(HarnessRecord {
+                        node: HarnessNode::Coord(0),
+                        kind: Kind::Restart,
+                        t_ns: monotonic_ns(),
+                        detail: format!("member/{m} restarted from its data directory"),
+                    });
+                    faults.push(format!("member/{m} restarted at {:.1} ms", since_t0()));
+                }
+                Later::Heal => {
+                    if let Some(c) = servers.cluster.as_mut() {
+                        c.heal();
+                    }
+                    harness.push(HarnessRecord {
+                        node: HarnessNode::Coord(0),
+                        kind: Kind::Heal,
+                        t_ns: monotonic_ns(),
+                        detail: "partition healed".into(),
+                    });
+                    faults.push(format!("healed at {:.1} ms", since_t0()));
+                }
                 Later::Crash(k) => {
                     crashed[k] = true;
                     let c = &s.crashes[k];
@@ -391,6 +432,9 @@ pub fn run(
                 let v: Value = serde_json::from_str(&line)
                     .with_context(|| format!("worker {} wrote {line:?}", procs[i].name))?;
                 let Some(step) = v.get("gate").and_then(Value::as_str) else {
+                    if std::env::var_os("FENCESIM_LIVE_DEBUG").is_some() {
+                        eprintln!("[{:.1} ms] worker {}: {line}", since_t0(), procs[i].name);
+                    }
                     records.push((i, v));
                     continue;
                 };
@@ -422,6 +466,35 @@ pub fn run(
                         t_ns: at,
                         detail: "primary SIGKILLed; REPLICAOF NO ONE".into(),
                     });
+                }
+                for (k, p) in s.partitions.iter().enumerate() {
+                    if parted[k] || p.worker != name || p.after != step {
+                        continue;
+                    }
+                    parted[k] = true;
+                    let c = servers
+                        .cluster
+                        .as_mut()
+                        .context("a partition needs the etcd or ZooKeeper cluster")?;
+                    let m = resolve_member(c, p.member)?;
+                    let at = monotonic_ns();
+                    c.partition(m);
+                    faults.push(format!(
+                        "{} (member/{m}) cut off from the others after worker/{name}'s {step} for {} ms at {:.1} ms",
+                        p.member,
+                        p.duration_ms,
+                        since_t0()
+                    ));
+                    harness.push(HarnessRecord {
+                        node: HarnessNode::Coord(0),
+                        kind: Kind::Partition,
+                        t_ns: at,
+                        detail: format!("member/{m} | the other members"),
+                    });
+                    later.push((
+                        Instant::now() + Duration::from_millis(p.duration_ms),
+                        Later::Heal,
+                    ));
                 }
                 let mut killed = false;
                 for (k, c) in s.crashes.iter().enumerate() {
@@ -522,6 +595,7 @@ fn crash_line(c: &LiveCrash) -> String {
     let what = match &c.target {
         CrashTarget::Worker(w) => format!("crash (SIGKILL) worker/{w}"),
         CrashTarget::RedisPrimary => "crash (SIGKILL) coord/0 (redis-server)".to_string(),
+        CrashTarget::Member(m) => format!("crash (SIGKILL) {m}"),
     };
     match c.restart_after_ms {
         Some(ms) => format!("{what}, restart after {ms} ms,"),
@@ -575,8 +649,36 @@ fn crash(
                 later.push((t, Later::RestartRedis));
             }
         }
+        CrashTarget::Member(sel) => {
+            let cluster = servers
+                .cluster
+                .as_mut()
+                .context("a crash of a member needs the etcd or ZooKeeper cluster")?;
+            let m = resolve_member(cluster, *sel)?;
+            let at = monotonic_ns();
+            cluster.kill(m);
+            harness.push(HarnessRecord {
+                node: HarnessNode::Coord(0),
+                kind: Kind::Crash,
+                t_ns: at,
+                detail: format!("{sel}: member/{m} SIGKILLed (its data directory stays)"),
+            });
+            if let Some(t) = restart_at {
+                later.push((t, Later::RestartMember(m)));
+            }
+        }
     }
     Ok(())
+}
+
+/// The member index a fault names (the leader: whichever leads now).
+fn resolve_member(c: &super::cluster::Cluster, sel: MemberSel) -> Result<usize> {
+    match sel {
+        MemberSel::Index(i) => Ok(i),
+        MemberSel::Leader => c
+            .leader()
+            .context("no member of the cluster reports a leader"),
+    }
 }
 
 /// A record before it has its place in the merged order.

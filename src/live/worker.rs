@@ -103,13 +103,16 @@ pub struct WorkerArgs {
     /// PostgreSQL schema holding the run's tables (search_path).
     #[arg(long)]
     pub schema: Option<String>,
+    /// etcd or ZooKeeper client endpoints, comma-separated, this worker's own member first.
+    #[arg(long, default_value = "")]
+    pub cluster: String,
     /// Give up (error) when the workload is not done after this long.
     #[arg(long, default_value_t = 15_000)]
     pub give_up_ms: u64,
 }
 
 /// One JSON line to the harness, stamped with CLOCK_MONOTONIC.
-fn emit(mut record: serde_json::Value) {
+pub(crate) fn emit(mut record: serde_json::Value) {
     record["t_ns"] = json!(monotonic_ns());
     let out = std::io::stdout();
     let mut lock = out.lock();
@@ -177,6 +180,10 @@ enum Conn {
     },
     /// `select-for-update`: the database is the lock, no lock server.
     NoLock,
+    /// The etcd cluster (lease, keep-alive, server-side lock).
+    Etcd(Box<super::etcd::EtcdLane>),
+    /// The ZooKeeper ensemble (the lock recipe).
+    Zk(Box<super::zk::ZkLane>),
 }
 
 /// What a lane knows of the operation in progress (for its records).
@@ -206,6 +213,14 @@ impl Conn {
                 _ => None,
             },
             Conn::Redis { con, server } => redis_execute(s, con, server, req),
+            Conn::Etcd(lane) => cluster_execute(req, |acquire| match acquire {
+                true => lane.acquire(req.op).map(|(t, _)| Some(t)),
+                false => Ok(lane.release().then_some(0)),
+            }),
+            Conn::Zk(lane) => cluster_execute(req, |acquire| match acquire {
+                true => lane.acquire(req.op).map(Some),
+                false => Ok(lane.release().then_some(0)),
+            }),
             Conn::Pg { pg, in_tx } => match pg_execute(s, pg, in_tx, req) {
                 Ok(reply) => reply,
                 Err(e) => {
@@ -218,6 +233,67 @@ impl Conn {
             },
         }
     }
+}
+
+/// Acquire and Release on a consensus cluster: `call(true)` blocks until
+/// the lock is held and gives its token; `call(false)` releases it.
+fn cluster_execute(req: Req, mut call: impl FnMut(bool) -> Result<Option<u64>>) -> Option<Msg> {
+    match req.msg {
+        Msg::Acquire {
+            req: id,
+            key,
+            owner,
+        } => match call(true) {
+            Ok(Some(token)) => Some(Msg::Granted {
+                req: id,
+                key,
+                owner,
+                token: Some(Token(token)),
+                ttl_ns: u64::MAX / 4,
+            }),
+            Ok(None) => Some(Msg::Busy { req: id, key }),
+            Err(e) => {
+                emit(json!({ "kind": "io_error", "op": req.op, "detail": format!("{e:#}") }));
+                None
+            }
+        },
+        Msg::Release {
+            req: id,
+            key,
+            owner,
+        } => {
+            let removed = matches!(call(false), Ok(Some(_)));
+            Some(Msg::Released {
+                req: id,
+                key,
+                removed: removed.then_some(owner),
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The lock lane for a consensus cluster, endpoints from `--cluster`.
+fn cluster_conn(s: &Setup) -> Result<Conn> {
+    let endpoints: Vec<String> = s
+        .args
+        .cluster
+        .split(',')
+        .filter(|e| !e.is_empty())
+        .map(str::to_string)
+        .collect();
+    Ok(match s.args.lock {
+        LockKind::EtcdLock => Conn::Etcd(Box::new(super::etcd::EtcdLane::new(
+            endpoints,
+            format!("{}fencesim/lock/doc", s.args.key_prefix),
+            s.args.ttl_ms,
+        )?)),
+        _ => Conn::Zk(Box::new(super::zk::ZkLane::new(
+            endpoints,
+            &s.args.key_prefix,
+            s.args.ttl_ms,
+        )?)),
+    })
 }
 
 fn redis_execute(
@@ -536,6 +612,7 @@ pub fn run(args: &WorkerArgs) -> Result<()> {
     // Connections are made before `ready`: set-up is not part of the trial.
     let coord_conn = match args.lock {
         LockKind::None => Conn::NoLock,
+        LockKind::EtcdLock | LockKind::ZkLock => cluster_conn(&setup)?,
         _ => Conn::Redis {
             con: Some(connect_redis(
                 setup.urls.first().map_or("", String::as_str),
@@ -596,6 +673,7 @@ pub fn run(args: &WorkerArgs) -> Result<()> {
                         let conn = if to == COORD {
                             match args.lock {
                                 LockKind::None => Conn::NoLock,
+                                LockKind::EtcdLock | LockKind::ZkLock => cluster_conn(&setup)?,
                                 _ => Conn::Redis {
                                     con: None,
                                     server: 0,

@@ -1,0 +1,507 @@
+//! Three-member etcd and ZooKeeper clusters for the live mode, every
+//! member's client and peer traffic through a partitionable TCP link inside
+//! fencesim, each member in its own data directory under the run's
+//! temporary directory; a member can be paused (SIGSTOP), killed (SIGKILL)
+//! and restarted on the same ports with its data, or cut off from the others.
+//!
+//! Why links that know who is calling: a partition of member *i* from the
+//! majority must stop *i*'s traffic to the others *and* theirs to *i*, while
+//! the clients talking to *i* stay connected (they are on *i*'s side). A
+//! member dials the others through their advertised (proxied) peer address
+//! from an ephemeral port, so each link asks the kernel who owns the other
+//! end of every connection it accepts (`/proc/net/tcp` gives the socket's
+//! inode, `/proc/<member pid>/fd` its process). Blocked pairs are refused at
+//! accept and their open connections shut down; healing lets them redial.
+//! etcd cannot be given a different address per observer (a member's id is
+//! a hash of its peer URLs), which is why the source is found this way.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use super::servers::{die_with_parent, find_binary, free_port, kill, log_tail};
+
+/// Which consensus service a cluster runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClusterKind {
+    Etcd,
+    Zk,
+}
+
+impl ClusterKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            ClusterKind::Etcd => "etcd",
+            ClusterKind::Zk => "ZooKeeper",
+        }
+    }
+}
+
+/// Members in every cluster the harness starts.
+pub const MEMBERS: usize = 3;
+
+/// The links' shared view: member pids (0 = down), blocked (from, to)
+/// member pairs, and every open connection with its ends.
+#[derive(Default)]
+struct NetState {
+    pids: Vec<u32>,
+    blocked: BTreeSet<(usize, usize)>,
+    /// (source member if a member dialled, destination member, both sockets).
+    conns: Vec<(Option<usize>, usize, TcpStream, TcpStream)>,
+}
+
+type Net = Arc<Mutex<NetState>>;
+
+/// A forwarder from a free 127.0.0.1 port to one member's port.
+struct Link {
+    port: u16,
+    stop: Arc<AtomicBool>,
+}
+
+impl Link {
+    fn start(upstream: u16, member: usize, net: Net) -> Result<Link> {
+        let listener = TcpListener::bind("127.0.0.1:0").context("link bind")?;
+        let port = listener.local_addr()?.port();
+        listener.set_nonblocking(true)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop2 = stop.clone();
+        std::thread::spawn(move || {
+            while !stop2.load(Ordering::SeqCst) {
+                let Ok((client, peer)) = listener.accept() else {
+                    std::thread::sleep(Duration::from_millis(2));
+                    continue;
+                };
+                let _ = client.set_nonblocking(false);
+                let pids = net.lock().map(|n| n.pids.clone()).unwrap_or_default();
+                let from = member_of(peer, port, &pids);
+                if std::env::var_os("FENCESIM_LIVE_DEBUG").is_some() {
+                    eprintln!("link to member {member} (port {port}): connection from {peer} = member {from:?}");
+                }
+                let blocked = |n: &NetState| from.is_some_and(|f| n.blocked.contains(&(f, member)));
+                if net.lock().map(|n| blocked(&n)).unwrap_or(true) {
+                    let _ = client.shutdown(Shutdown::Both);
+                    continue;
+                }
+                let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else {
+                    let _ = client.shutdown(Shutdown::Both);
+                    continue;
+                };
+                let _ = client.set_nodelay(true);
+                let _ = server.set_nodelay(true);
+                let (Ok(c1), Ok(s1), Ok(c2), Ok(s2)) = (
+                    client.try_clone(),
+                    server.try_clone(),
+                    client.try_clone(),
+                    server.try_clone(),
+                ) else {
+                    continue;
+                };
+                if let Ok(mut n) = net.lock() {
+                    n.conns.retain(|(_, _, c, _)| c.peer_addr().is_ok());
+                    n.conns.push((from, member, c2, s2));
+                }
+                std::thread::spawn(move || copy(client, s1));
+                std::thread::spawn(move || copy(server, c1));
+            }
+        });
+        Ok(Link { port, stop })
+    }
+}
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+fn copy(mut from: TcpStream, mut to: TcpStream) {
+    let mut buf = vec![0u8; 32 * 1024];
+    while let Ok(n) = from.read(&mut buf) {
+        if n == 0 || to.write_all(&buf[..n]).is_err() {
+            break;
+        }
+    }
+    let _ = to.shutdown(Shutdown::Both);
+    let _ = from.shutdown(Shutdown::Both);
+}
+
+/// Which member process owns the socket at `peer` (connected to our `port`).
+fn member_of(peer: SocketAddr, port: u16, pids: &[u32]) -> Option<usize> {
+    let tcp = fs::read_to_string("/proc/net/tcp").ok()?;
+    let inode = tcp.lines().skip(1).find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let local_port = u16::from_str_radix(f.get(1)?.rsplit(':').next()?, 16).ok()?;
+        let rem_port = u16::from_str_radix(f.get(2)?.rsplit(':').next()?, 16).ok()?;
+        (local_port == peer.port() && rem_port == port).then(|| f.get(9).map(|s| s.to_string()))?
+    })?;
+    let want = format!("socket:[{inode}]");
+    pids.iter().position(|&pid| {
+        pid != 0
+            && fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|d| {
+                d.flatten()
+                    .any(|e| fs::read_link(e.path()).is_ok_and(|l| l.as_os_str() == want.as_str()))
+            })
+    })
+}
+
+/// One member: how to (re)start it and its ports.
+struct Member {
+    bin: PathBuf,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+    log: PathBuf,
+    child: Option<Child>,
+    /// The port clients use: the member's client link.
+    client_port: u16,
+    paused: bool,
+}
+
+/// A running three-member cluster; every member killed on drop.
+pub struct Cluster {
+    pub kind: ClusterKind,
+    members: Vec<Member>,
+    net: Net,
+    _links: Vec<Link>,
+    /// Start-up time of the whole cluster (ms), until it answered a write.
+    pub started_ms: u128,
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for i in 0..self.members.len() {
+            self.kill(i);
+        }
+    }
+}
+
+impl Cluster {
+    /// Starts a cluster of `kind` in `dir` (created; the caller removes it).
+    pub fn start(kind: ClusterKind, dir: &Path) -> Result<Cluster> {
+        fs::create_dir_all(dir)?;
+        let t = Instant::now();
+        let net: Net = Arc::new(Mutex::new(NetState {
+            pids: vec![0; MEMBERS],
+            ..NetState::default()
+        }));
+        let mut links = Vec::new();
+        let mut members = Vec::new();
+        match kind {
+            ClusterKind::Etcd => {
+                let bin = find_binary("etcd", "etcd-server")?;
+                let client: Vec<u16> = (0..MEMBERS).map(|_| free_port()).collect::<Result<_>>()?;
+                let peer: Vec<u16> = (0..MEMBERS).map(|_| free_port()).collect::<Result<_>>()?;
+                for i in 0..MEMBERS {
+                    links.push(Link::start(client[i], i, net.clone())?);
+                    links.push(Link::start(peer[i], i, net.clone())?);
+                }
+                let url = |p: u16| format!("http://127.0.0.1:{p}");
+                let initial: Vec<String> = (0..MEMBERS)
+                    .map(|i| format!("m{i}={}", url(links[2 * i + 1].port)))
+                    .collect();
+                let token = dir
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                for i in 0..MEMBERS {
+                    let data = dir.join(format!("m{i}"));
+                    let args = vec![
+                        format!("--name=m{i}"),
+                        format!("--data-dir={}", data.display()),
+                        format!("--listen-client-urls={}", url(client[i])),
+                        format!("--advertise-client-urls={}", url(links[2 * i].port)),
+                        format!("--listen-peer-urls={}", url(peer[i])),
+                        format!(
+                            "--initial-advertise-peer-urls={}",
+                            url(links[2 * i + 1].port)
+                        ),
+                        format!("--initial-cluster={}", initial.join(",")),
+                        "--initial-cluster-state=new".into(),
+                        format!("--initial-cluster-token={token}"),
+                        // Fast elections on loopback; the minimum lease TTL
+                        // becomes 1 s (3/2 election ticks of 50 ms, rounded up).
+                        "--heartbeat-interval=50".into(),
+                        "--election-timeout=500".into(),
+                        "--pre-vote=true".into(),
+                        "--logger=zap".into(),
+                        "--log-outputs=stderr".into(),
+                    ];
+                    members.push(Member {
+                        bin: bin.clone(),
+                        args,
+                        env: Vec::new(),
+                        log: dir.join(format!("m{i}.log")),
+                        child: None,
+                        client_port: links[2 * i].port,
+                        paused: false,
+                    });
+                }
+            }
+            ClusterKind::Zk => {
+                let (java, classpath) = zk_runtime()?;
+                // Real ports per member: client, quorum, election.
+                let real: Vec<[u16; 3]> = (0..MEMBERS)
+                    .map(|_| Ok([free_port()?, free_port()?, free_port()?]))
+                    .collect::<Result<_>>()?;
+                for (i, r) in real.iter().enumerate() {
+                    for p in r {
+                        links.push(Link::start(*p, i, net.clone())?);
+                    }
+                }
+                for (i, r) in real.iter().enumerate() {
+                    let data = dir.join(format!("z{i}"));
+                    fs::create_dir_all(&data)?;
+                    fs::write(data.join("myid"), format!("{}\n", i + 1))?;
+                    let mut cfg = format!(
+                        "tickTime=100\ninitLimit=20\nsyncLimit=10\ndataDir={}\nclientPort={}\n\
+                         clientPortAddress=127.0.0.1\nminSessionTimeout=200\nmaxSessionTimeout=20000\n\
+                         admin.enableServer=false\n4lw.commands.whitelist=srvr,stat,ruok\n\
+                         standaloneEnabled=false\nreconfigEnabled=false\n",
+                        data.display(),
+                        r[0]
+                    );
+                    for (j, rj) in real.iter().enumerate() {
+                        // Its own line is where it listens; the others' are their links.
+                        let (q, e) = if i == j {
+                            (rj[1], rj[2])
+                        } else {
+                            (links[3 * j + 1].port, links[3 * j + 2].port)
+                        };
+                        cfg.push_str(&format!("server.{}=127.0.0.1:{q}:{e}\n", j + 1));
+                    }
+                    let cfg_path = data.join("zoo.cfg");
+                    fs::write(&cfg_path, cfg)?;
+                    let args = vec![
+                        "-Xmx128m".into(),
+                        "-XX:+UseSerialGC".into(),
+                        "-XX:TieredStopAtLevel=1".into(),
+                        "-Dzookeeper.log.dir=".to_string() + &data.display().to_string(),
+                        "-Dzookeeper.root.logger=INFO,CONSOLE".into(),
+                        "-cp".into(),
+                        classpath.clone(),
+                        "org.apache.zookeeper.server.quorum.QuorumPeerMain".into(),
+                        cfg_path.display().to_string(),
+                    ];
+                    members.push(Member {
+                        bin: java.clone(),
+                        args,
+                        env: Vec::new(),
+                        log: dir.join(format!("z{i}.log")),
+                        child: None,
+                        client_port: links[3 * i].port,
+                        paused: false,
+                    });
+                }
+            }
+        }
+        let mut c = Cluster {
+            kind,
+            members,
+            net,
+            _links: links,
+            started_ms: 0,
+        };
+        for i in 0..MEMBERS {
+            c.spawn(i)?;
+        }
+        c.wait_healthy(Duration::from_secs(60))?;
+        c.started_ms = t.elapsed().as_millis();
+        Ok(c)
+    }
+
+    fn spawn(&mut self, i: usize) -> Result<()> {
+        let m = &mut self.members[i];
+        let log = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&m.log)?;
+        let mut cmd = Command::new(&m.bin);
+        cmd.args(&m.args)
+            .envs(m.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log);
+        die_with_parent(&mut cmd);
+        let child = cmd
+            .spawn()
+            .with_context(|| format!("starting {}", m.bin.display()))?;
+        if let Ok(mut n) = self.net.lock() {
+            n.pids[i] = child.id();
+        }
+        m.child = Some(child);
+        m.paused = false;
+        Ok(())
+    }
+
+    /// The client addresses, each through its member's link: etcd
+    /// `http://127.0.0.1:P`, ZooKeeper `127.0.0.1:P`.
+    pub fn endpoints(&self) -> Vec<String> {
+        self.members
+            .iter()
+            .map(|m| match self.kind {
+                ClusterKind::Etcd => format!("http://127.0.0.1:{}", m.client_port),
+                ClusterKind::Zk => format!("127.0.0.1:{}", m.client_port),
+            })
+            .collect()
+    }
+
+    pub fn pid(&self, i: usize) -> u32 {
+        self.members[i].child.as_ref().map_or(0, Child::id)
+    }
+
+    pub fn pids(&self) -> Vec<u32> {
+        (0..self.members.len()).map(|i| self.pid(i)).collect()
+    }
+
+    /// SIGKILL member `i` and reap it (its data directory stays).
+    pub fn kill(&mut self, i: usize) {
+        if let Some(mut child) = self.members[i].child.take() {
+            kill(child.id(), libc::SIGCONT);
+            kill(child.id(), libc::SIGKILL);
+            let _ = child.wait();
+        }
+        if let Ok(mut n) = self.net.lock() {
+            n.pids[i] = 0;
+        }
+    }
+
+    /// Starts a killed member again on the same ports, from its data.
+    pub fn restart(&mut self, i: usize) -> Result<()> {
+        if self.members[i].child.is_none() {
+            self.spawn(i)?;
+        }
+        Ok(())
+    }
+
+    pub fn pause(&mut self, i: usize) {
+        kill(self.pid(i), libc::SIGSTOP);
+        self.members[i].paused = true;
+    }
+
+    pub fn resume(&mut self, i: usize) {
+        kill(self.pid(i), libc::SIGCONT);
+        self.members[i].paused = false;
+    }
+
+    /// Cuts member `i` off from every other member, both ways; its
+    /// clients stay connected to it.
+    pub fn partition(&mut self, i: usize) {
+        let Ok(mut n) = self.net.lock() else {
+            return;
+        };
+        for j in 0..MEMBERS {
+            if j != i {
+                n.blocked.insert((i, j));
+                n.blocked.insert((j, i));
+            }
+        }
+        let blocked = n.blocked.clone();
+        n.conns.retain(|(from, to, c, s)| {
+            let cut = from.is_some_and(|f| blocked.contains(&(f, *to)));
+            if cut {
+                let _ = c.shutdown(Shutdown::Both);
+                let _ = s.shutdown(Shutdown::Both);
+            }
+            !cut
+        });
+    }
+
+    pub fn heal(&mut self) {
+        if let Ok(mut n) = self.net.lock() {
+            n.blocked.clear();
+        }
+    }
+
+    /// Every member running, unpaused and connected, a leader elected, and
+    /// a write through each member answered.
+    pub fn repair(&mut self) -> Result<()> {
+        self.heal();
+        for i in 0..MEMBERS {
+            if self.members[i].paused {
+                self.resume(i);
+            }
+            self.restart(i)?;
+        }
+        self.wait_healthy(Duration::from_secs(30))
+    }
+
+    fn wait_healthy(&mut self, timeout: Duration) -> Result<()> {
+        let start = Instant::now();
+        let eps = self.endpoints();
+        loop {
+            let ok = match self.kind {
+                ClusterKind::Etcd => eps.iter().all(|e| {
+                    super::etcd::Etcd::new(vec![e.clone()], Duration::from_millis(500))
+                        .and_then(|mut c| c.put("fencesim/health", "ok"))
+                        .is_ok()
+                }),
+                ClusterKind::Zk => eps.iter().all(|e| super::zk::healthy(e)),
+            };
+            if ok {
+                return Ok(());
+            }
+            for (i, m) in self.members.iter_mut().enumerate() {
+                if let Some(Ok(Some(status))) = m.child.as_mut().map(Child::try_wait) {
+                    bail!(
+                        "{} member {i} exited ({status}); last lines of {}:\n{}",
+                        self.kind.name(),
+                        m.log.display(),
+                        log_tail(&m.log, 20)
+                    );
+                }
+            }
+            if start.elapsed() > timeout {
+                bail!(
+                    "{} cluster not healthy within {} ms; last lines of {}:\n{}",
+                    self.kind.name(),
+                    timeout.as_millis(),
+                    self.members[0].log.display(),
+                    log_tail(&self.members[0].log, 20)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The member that leads now, if one does.
+    pub fn leader(&self) -> Option<usize> {
+        match self.kind {
+            ClusterKind::Etcd => super::etcd::leader(&self.endpoints()),
+            ClusterKind::Zk => self
+                .endpoints()
+                .iter()
+                .position(|e| super::zk::mode(e).as_deref() == Some("leader")),
+        }
+    }
+}
+
+/// `java` and the classpath of Debian's `zookeeper` package.
+fn zk_runtime() -> Result<(PathBuf, String)> {
+    let java = find_binary("java", "default-jre-headless")?;
+    let dir = Path::new("/usr/share/java");
+    let jar = dir.join("zookeeper.jar");
+    if !jar.is_file() {
+        bail!(
+            "{} not found; install the Debian package `zookeeper` (apt-get install zookeeper)",
+            jar.display()
+        );
+    }
+    // Debian's /etc/zookeeper/conf/environment: the jar's manifest names its dependencies.
+    let cp = ["/etc/zookeeper/conf".to_string(), jar.display().to_string()];
+    Ok((java, cp.join(":")))
+}
+
+/// Whether the server binaries for `kind` are installed (for tests that skip).
+pub fn binaries_present(kind: ClusterKind) -> Result<()> {
+    match kind {
+        ClusterKind::Etcd => find_binary("etcd", "etcd-server").map(|_| ()),
+        ClusterKind::Zk => zk_runtime().map(|_| ()),
+    }
+}
