@@ -426,3 +426,21 @@ fn hanging_program_is_reported_with_exit_3_and_nothing_it_started_survives() {
     let left = running(&format!("sleep {marker}"));
     assert!(left.is_empty(), "still running after the run: {left:?}");
 }
+
+#[test]
+fn a_user_program_under_a_cluster_lock_is_refused_before_any_server_starts() {
+    let (out, stdout, stderr) = live(&[
+        "live/etcd-gc-pause-plain-update.toml",
+        "--worker-cmd",
+        "true",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("an etcd-lock needs the built-in worker"),
+        "{stderr}"
+    );
+    assert!(
+        !stdout.contains("started:"),
+        "no server was started: {stdout}"
+    );
+}

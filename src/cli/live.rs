@@ -78,6 +78,18 @@ pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
             .into());
         }
     }
+    if args.worker_cmd.is_some() {
+        // A user's program speaks Redis; a cluster lock (etcd, ZooKeeper) is
+        // taken by the built-in worker only. Refused before any server starts.
+        if let Some(s) = scenarios.iter().find(|s| s.lock.cluster().is_some()) {
+            return Err(BadInput(format!(
+                "{}: --worker-cmd runs a user's Redis client; an {} needs the built-in worker (drop --worker-cmd for this scenario)",
+                s.path.display(),
+                s.lock.name()
+            ))
+            .into());
+        }
+    }
     crate::live::install_interrupt_handler();
     let exe = std::env::current_exe()?;
     let user = crate::live::servers::UserServers {
