@@ -166,6 +166,11 @@ enum Step {
         g: u64,
         removed: u64,
     },
+    /// A worker asks to release grant g (it settles a provisional adoption).
+    ReleaseSent {
+        w: u16,
+        g: u64,
+    },
     EffectSent {
         w: u16,
         op: u64,
@@ -224,6 +229,7 @@ fn step() -> impl Strategy<Value = Step> {
         1 => g.clone().prop_map(|g| Step::Expire { g }),
         1 => g.clone().prop_map(|g| Step::Renew { g }),
         1 => (g.clone(), g.clone()).prop_map(|(g, removed)| Step::Release { g, removed }),
+        1 => (w.clone(), g.clone()).prop_map(|(w, g)| Step::ReleaseSent { w, g }),
         2 => (w.clone(), op.clone(), key.clone()).prop_map(|(w, op, key)| Step::EffectSent { w, op, key }),
         2 => (op, key.clone()).prop_map(|(op, key)| Step::EffectPerformed { op, key }),
         1 => (w.clone(), g).prop_map(|(w, g)| Step::Became { w, g }),
@@ -231,6 +237,45 @@ fn step() -> impl Strategy<Value = Step> {
         1 => (w.clone(), 0u8..4).prop_map(|(w, kind)| Step::Life { w, kind }),
         1 => w.prop_map(|w| Step::Unfinished { w }),
     ]
+}
+
+/// Steps around one key's adoptions: asks, issues, late and fresh
+/// answers, and the writes and requests that settle them (grants 1, 3, 5
+/// of key 1; worker 1 holds 1 and 3, worker 0 holds 5).
+fn adoption_step() -> impl Strategy<Value = Step> {
+    let w = 0u16..2;
+    let g = prop::sample::select(vec![1u64, 3, 5]);
+    let op = 1u64..4;
+    let token = prop::option::of(0u64..7);
+    prop_oneof![
+        3 => g.clone().prop_map(|g| Step::Issue { g, rogue: false }),
+        4 => (w.clone(), g.clone()).prop_map(|(w, g)| Step::Receive { w, g }),
+        3 => w.clone().prop_map(|w| Step::Acquire { w, key: 1 }),
+        3 => (w.clone(), op.clone(), token.clone())
+            .prop_map(|(w, op, token)| Step::Send { w, op, key: 1, token, grant: None }),
+        3 => (op.clone(), token, prop::bool::weighted(0.9))
+            .prop_map(|(op, token, accepted)| Step::Resource { r: 0, op, key: 1, token, accepted }),
+        1 => (w.clone(), g.clone()).prop_map(|(w, g)| Step::ReleaseSent { w, g }),
+        1 => (w.clone(), op.clone()).prop_map(|(w, op)| Step::EffectSent { w, op, key: 1 }),
+        1 => op.prop_map(|op| Step::EffectPerformed { op, key: 1 }),
+        1 => g.prop_map(|g| Step::Expire { g }),
+        1 => (w, 0u8..4).prop_map(|(w, kind)| Step::Life { w, kind }),
+    ]
+}
+
+fn adoption_gen() -> impl Strategy<Value = Gen> {
+    (
+        0u64..4,
+        prop::bool::weighted(0.1),
+        prop::collection::vec((adoption_step(), 0u8..4), 1..24),
+    )
+        .prop_map(|(token_salt, stray, steps)| Gen {
+            token_salt,
+            two_issuers: false,
+            client_decided: false,
+            stray,
+            steps,
+        })
 }
 
 fn gen() -> impl Strategy<Value = Gen> {
@@ -282,7 +327,15 @@ impl Gen {
                 f(&mut e);
                 h.events.push(e);
             };
-            let holder = |w: u16, g: u64| if self.stray { w } else { (g % 3) as u16 };
+            // Worker 1 holds grants 1 and 3 (key 1), worker 2 grants 2 and 4 (key 0):
+            // a holder with two grants of a key meets late and fresh answers.
+            let holder = |w: u16, g: u64| {
+                if self.stray {
+                    w
+                } else {
+                    [0, 1, 2, 1, 2, 0][g as usize % 6]
+                }
+            };
             let step = match *step {
                 Step::Issue { g, .. } if self.client_decided => Step::Decide { w: holder(0, g), g },
                 Step::Receive { w, g } => Step::Receive { w: holder(w, g), g },
@@ -376,6 +429,11 @@ impl Gen {
                     e.removed_grant_id = Some(removed);
                     e.key = Some(self.grant_key(g));
                 }),
+                Step::ReleaseSent { w, g } => push(W0 + w, Kind::ReleaseSent, &|e| {
+                    e.grant_id = Some(g);
+                    // a release naming no key is keyed by its grant
+                    e.key = (g != 4).then(|| self.grant_key(g));
+                }),
                 Step::EffectSent { w, op, key } => {
                     // worker 2 stands in for an outbox dispatcher sometimes
                     let node = if w == 2 && op % 2 == 0 { 8 } else { W0 + w };
@@ -463,4 +521,28 @@ fn both_checkers_agree_on_generated_histories_and_refused_ones_are_refused() {
             per_kind[kind as usize]
         );
     }
+}
+
+#[test]
+fn both_checkers_agree_on_generated_adoptions_late_and_fresh_answers_included() {
+    let cases = (env_or("FENCESIM_DIFF_CASES", 125_000) / 2) as u32;
+    let config = ProptestConfig {
+        cases,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    };
+    let stale = std::cell::Cell::new(0u64);
+    proptest!(config, |(g in adoption_gen())| {
+        let h = g.history();
+        if validate(&h).is_ok() {
+            let d = disagreement(&h);
+            prop_assert!(d.is_none(), "the checkers disagree:\n{}\non this history:\n{}", d.unwrap_or_default(), as_jsonl(&h));
+            stale.set(stale.get() + (check::check(&h).count(ViolationKind::StaleWrite) > 0) as u64);
+        }
+    });
+    assert!(
+        stale.get() >= cases as u64 / 50,
+        "stale writes in only {} of {cases} histories",
+        stale.get()
+    );
 }

@@ -193,6 +193,121 @@ fn a_duplicated_old_grant_does_not_make_a_current_write_stale() {
     assert_eq!(r.info.stale_attempts, 0);
 }
 
+/// A gives up acquire #1, B holds grant 2 and writes, A asks again: the
+/// late answer to #1 (grant 1, issued before A's new ask) arrives first,
+/// then grant 3 (issued after it). Writes `rest` afterwards.
+fn late_answer_then(rest: impl FnOnce(&mut H)) -> H {
+    let mut h = H::new();
+    h.acquire(A);
+    h.issued(1, None);
+    h.grant_event(COORD, Kind::LeaseExpired, 1);
+    h.op_event(A, Kind::OpAbandoned, 1000);
+    h.acquire(B);
+    h.issued(2, None);
+    h.received(B, 2, None);
+    h.sent(B, 2001, None);
+    h.accepted(2001, None);
+    h.grant_event(COORD, Kind::LeaseExpired, 2);
+    h.acquire(A);
+    rest(&mut h);
+    h
+}
+
+#[test]
+fn a_late_answer_adopted_before_a_fresher_grant_is_replaced_by_it() {
+    // audit h/1a: grant 3 answers the acquire A is waiting on.
+    let h = late_answer_then(|h| {
+        h.issued(3, None);
+        h.received(A, 1, None);
+        h.received(A, 3, None);
+        h.sent(A, 1001, None);
+        h.accepted(1001, None);
+    });
+    let r = h.check();
+    assert!(r.is_clean(), "{:?}", r.violations);
+    assert_eq!(r.info.stale_attempts, 0);
+
+    // audit h/1g: the same after A crashed and restarted in between.
+    let mut h = H::new();
+    h.acquire(A);
+    h.issued(1, None);
+    h.life(A, Kind::Crash);
+    h.grant_event(COORD, Kind::LeaseExpired, 1);
+    h.acquire(B);
+    h.issued(2, None);
+    h.received(B, 2, None);
+    h.sent(B, 2001, None);
+    h.accepted(2001, None);
+    h.grant_event(COORD, Kind::LeaseExpired, 2);
+    h.life(A, Kind::Restart);
+    h.acquire(A);
+    h.issued(3, None);
+    h.received(A, 1, None);
+    h.received(A, 3, None);
+    h.sent(A, 1001, None);
+    h.accepted(1001, None);
+    let r = h.check();
+    assert!(r.is_clean(), "{:?}", r.violations);
+}
+
+#[test]
+fn a_provisional_adoption_stands_when_no_fresher_grant_comes() {
+    // A re-sent grant is not recorded as issued again: grant 1 may be the
+    // real answer, and A's write under it lands after generation 2's.
+    let h = late_answer_then(|h| {
+        h.received(A, 1, None);
+        h.sent(A, 1001, None);
+        h.accepted(1001, None);
+    });
+    let r = h.check();
+    assert_eq!(r.count(ViolationKind::StaleWrite), 1, "{:?}", r.violations);
+}
+
+#[test]
+fn a_write_settles_a_provisional_adoption_before_a_fresher_grant_arrives() {
+    // A wrote under grant 1 before grant 3 reached it: that write is stale.
+    let h = late_answer_then(|h| {
+        h.issued(3, None);
+        h.received(A, 1, None);
+        h.sent(A, 1001, None);
+        h.received(A, 3, None);
+        h.accepted(1001, None);
+    });
+    let r = h.check();
+    assert_eq!(r.count(ViolationKind::StaleWrite), 1, "{:?}", r.violations);
+
+    // An effect request settles it the same way.
+    let h = late_answer_then(|h| {
+        h.issued(3, None);
+        h.received(A, 1, None);
+        h.push(A, Kind::EffectSent, |e| e.op_id = Some(1001));
+        h.received(A, 3, None);
+        h.sent(A, 1001, None);
+        h.accepted(1001, None);
+    });
+    let r = h.check();
+    assert_eq!(r.count(ViolationKind::StaleWrite), 1, "{:?}", r.violations);
+
+    // A grant issued before A's new ask does not replace one either: only
+    // an answer to that ask is fresher.
+    let mut h = H::new();
+    h.acquire(A);
+    h.issued(1, None);
+    h.acquire(B);
+    h.issued(2, None);
+    h.received(B, 2, None);
+    h.sent(B, 2001, None);
+    h.accepted(2001, None);
+    h.issued(3, None);
+    h.acquire(A);
+    h.received(A, 1, None);
+    h.received(A, 3, None);
+    h.sent(A, 1001, None);
+    h.accepted(1001, None);
+    let r = h.check();
+    assert_eq!(r.count(ViolationKind::StaleWrite), 1, "{:?}", r.violations);
+}
+
 #[test]
 fn a_client_that_acts_late_on_an_older_token_stays_older() {
     // B's decision comes first in true time under token 5; A, paused, then
