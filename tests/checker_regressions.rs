@@ -441,6 +441,79 @@ fn a_grant_id_reused_by_a_new_primary_or_held_twice_is_refused() {
     assert_eq!((r.record, r.rule), (4, "grant-holder"));
 }
 
+/// audit h/5c: coord/0 crashes and restarts, then issues grant 1 / token 1
+/// again, to B; A's older token-1 write lands after B's.
+fn reissued_after(lapse: &[Kind]) -> H {
+    let mut h = H::new();
+    h.acquire(A);
+    h.issued(1, Some(1));
+    h.received(A, 1, Some(1));
+    h.sent(A, 1001, Some(1));
+    for &kind in lapse {
+        h.life(COORD, kind);
+    }
+    h.acquire(B);
+    h.issued(1, Some(1));
+    h.sent(B, 2001, Some(1));
+    h.accepted(2001, Some(1));
+    h.accepted(1001, Some(1));
+    h
+}
+
+#[test]
+fn a_grant_id_issued_again_after_its_issuer_crashed_is_refused_as_input() {
+    for lapse in [
+        &[Kind::Crash, Kind::Restart][..],
+        &[Kind::Crash],
+        &[Kind::Restart],
+    ] {
+        let h = reissued_after(lapse);
+        let r = validate(&h.0).expect_err("a reused id after a crash is refused");
+        assert_eq!(
+            (r.record, r.rule),
+            (6 + lapse.len(), "grant-identity"),
+            "{r}"
+        );
+        assert!(
+            r.message.contains("coord/0") && r.message.contains("record 2"),
+            "{r}"
+        );
+    }
+    // Its twin with no crash: the same record is a re-send, judged clean.
+    let h = reissued_after(&[]);
+    assert!(h.check().is_clean());
+    // Another node's crash does not make the issuer's re-send a new grant.
+    let mut h = H::new();
+    h.issued(1, Some(1));
+    h.received(A, 1, Some(1));
+    h.life(A, Kind::Crash);
+    h.life(A, Kind::Restart);
+    h.issued(1, Some(1));
+    assert!(validate(&h.0).is_ok());
+    // A restarted issuer that gives its grant a fresh id is judged: token 1
+    // again is a token regression.
+    let mut h = H::new();
+    h.issued(1, Some(1));
+    h.received(A, 1, Some(1));
+    h.life(COORD, Kind::Crash);
+    h.life(COORD, Kind::Restart);
+    h.issued(2, Some(1));
+    assert_eq!(h.check().count(ViolationKind::TokenOrder), 1);
+}
+
+#[test]
+fn check_history_refuses_a_reused_grant_id_after_a_restart_with_file_line_and_rule() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("5c.jsonl");
+    let mut text = Vec::new();
+    jsonl::write(&reissued_after(&[Kind::Crash, Kind::Restart]).0, &mut text).expect("write");
+    std::fs::write(&path, text).expect("write");
+    let out = common::fencesim(&["check-history", path.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(2), "{}", common::stderr(&out));
+    let err = common::stderr(&out);
+    assert!(err.contains("5c.jsonl:8:1: rule grant-identity"), "{err}");
+}
+
 #[test]
 fn a_compare_and_set_loop_is_judged_by_the_read_it_retried_with() {
     let mut h = H::new();
