@@ -119,6 +119,13 @@ impl H {
                 .filter(|f| f.kind == kind.name())
                 .count() as u64;
             assert_eq!(r.count(kind), theirs, "{kind}: check and oracle disagree");
+            // A violation is its kind's hazard happening unprotected.
+            let counted = r.info.hazards[kind as usize] > 0;
+            assert!(
+                r.count(kind) == 0 || counted || kind == ViolationKind::TwoActives,
+                "{kind} found but its hazard ({}) not counted",
+                kind.hazard()
+            );
         }
         r
     }
@@ -708,9 +715,10 @@ fn a_release_by_an_expired_holder_exercises_the_release_hazard() {
     let r = h.check();
     assert!(r.is_clean());
     assert!(
-        r.info.hazard_reached(),
+        r.info.hazard_reached() && r.hazard_seen(ViolationKind::UnsafeRelease),
         "a compare-and-delete was put to the test"
     );
+    assert!(!r.hazard_seen(ViolationKind::StaleWrite), "no write at all");
 
     let mut h = H::new();
     h.issued(1, None);
@@ -841,4 +849,56 @@ fn object_store_conditional_writes_are_clean_under_random_faults_and_their_unfen
         clean.agg.seeds_with_stale_attempts
     );
     assert!(broken.agg.failing_seeds[ViolationKind::StaleWrite as usize] > 0);
+}
+
+#[test]
+fn the_vacuity_guard_judges_each_expected_kind_by_its_own_hazard_and_names_it() {
+    use fencesim::scenario::expect::Expectation;
+    use fencesim::suite::{vacuity, Aggregate};
+    let mut agg = Aggregate {
+        seeds: 200,
+        ..Aggregate::default()
+    };
+    // A release hazard in every seed, no stale or late write in any.
+    agg.seeds_with_hazard[ViolationKind::UnsafeRelease as usize] = 200;
+    agg.seeds_with_hazard[ViolationKind::TokenOrder as usize] = 200;
+    let release = Expectation {
+        must_find: vec![(ViolationKind::UnsafeRelease, 1)],
+        ..Expectation::default()
+    };
+    assert_eq!(
+        vacuity(&release, &agg),
+        None,
+        "the release was put to the test"
+    );
+    let clean = Expectation::default();
+    assert_eq!(
+        vacuity(&clean, &agg),
+        None,
+        "a clean scenario judges releases too"
+    );
+
+    let stale = Expectation {
+        must_find: vec![(ViolationKind::StaleWrite, 1)],
+        ..Expectation::default()
+    };
+    let msg = vacuity(&stale, &agg).expect("no stale or late write: vacuous");
+    assert!(
+        msg.contains("a stale or late write reached the resource (stale_write) in 0/200"),
+        "{msg}"
+    );
+    assert!(
+        !msg.contains("release"),
+        "only the expected kind is judged: {msg}"
+    );
+
+    // Two grants of a key in every seed do not make a clean scenario meaningful.
+    agg.seeds_with_hazard[ViolationKind::UnsafeRelease as usize] = 19;
+    let msg = vacuity(&clean, &agg).expect("19/200 is under 10%");
+    assert!(
+        msg.contains("a release was applied for an expired lease (unsafe_release) in 19/200"),
+        "{msg}"
+    );
+    agg.seeds_with_hazard[ViolationKind::UnsafeRelease as usize] = 20;
+    assert_eq!(vacuity(&clean, &agg), None);
 }
