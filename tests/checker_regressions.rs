@@ -200,13 +200,17 @@ fn a_duplicated_old_grant_does_not_make_a_current_write_stale() {
     assert_eq!(r.info.stale_attempts, 0);
 }
 
-/// A gives up acquire #1, B holds grant 2 and writes, A asks again: the
-/// late answer to #1 (grant 1, issued before A's new ask) arrives first,
-/// then grant 3 (issued after it). Writes `rest` afterwards.
-fn late_answer_then(rest: impl FnOnce(&mut H)) -> H {
+/// A gives up acquire #1, B holds grant 2 and writes, A asks again (after a
+/// crash and restart if `restart`); `before_ask` runs just before A's new
+/// ask, `rest` after it: the late answer to #1 (grant 1, issued before the
+/// new ask), and what follows.
+fn late_answer(restart: bool, before_ask: impl FnOnce(&mut H), rest: impl FnOnce(&mut H)) -> H {
     let mut h = H::new();
     h.acquire(A);
     h.issued(1, None);
+    if restart {
+        h.life(A, Kind::Crash);
+    }
     h.grant_event(COORD, Kind::LeaseExpired, 1);
     h.op_event(A, Kind::OpAbandoned, 1000);
     h.acquire(B);
@@ -215,46 +219,51 @@ fn late_answer_then(rest: impl FnOnce(&mut H)) -> H {
     h.sent(B, 2001, None);
     h.accepted(2001, None);
     h.grant_event(COORD, Kind::LeaseExpired, 2);
+    if restart {
+        h.life(A, Kind::Restart);
+    }
+    before_ask(&mut h);
     h.acquire(A);
     rest(&mut h);
     h
 }
 
+fn late_answer_then(rest: impl FnOnce(&mut H)) -> H {
+    late_answer(false, |_| {}, rest)
+}
+
+/// Grant 3 is issued after A's new ask; A receives grant 1, then `then`.
+fn late_then_fresh(restart: bool, then: impl FnOnce(&mut H)) -> H {
+    late_answer(
+        restart,
+        |_| {},
+        |h| {
+            h.issued(3, None);
+            h.received(A, 1, None);
+            then(h);
+        },
+    )
+}
+
+fn stale_writes(h: &H) -> u64 {
+    let r = h.check();
+    r.count(ViolationKind::StaleWrite)
+}
+
 #[test]
 fn a_late_answer_adopted_before_a_fresher_grant_is_replaced_by_it() {
-    // audit h/1a: grant 3 answers the acquire A is waiting on.
-    let h = late_answer_then(|h| {
-        h.issued(3, None);
-        h.received(A, 1, None);
-        h.received(A, 3, None);
-        h.sent(A, 1001, None);
-        h.accepted(1001, None);
-    });
-    let r = h.check();
-    assert!(r.is_clean(), "{:?}", r.violations);
-    assert_eq!(r.info.stale_attempts, 0);
-
-    // audit h/1g: the same after A crashed and restarted in between.
-    let mut h = H::new();
-    h.acquire(A);
-    h.issued(1, None);
-    h.life(A, Kind::Crash);
-    h.grant_event(COORD, Kind::LeaseExpired, 1);
-    h.acquire(B);
-    h.issued(2, None);
-    h.received(B, 2, None);
-    h.sent(B, 2001, None);
-    h.accepted(2001, None);
-    h.grant_event(COORD, Kind::LeaseExpired, 2);
-    h.life(A, Kind::Restart);
-    h.acquire(A);
-    h.issued(3, None);
-    h.received(A, 1, None);
-    h.received(A, 3, None);
-    h.sent(A, 1001, None);
-    h.accepted(1001, None);
-    let r = h.check();
-    assert!(r.is_clean(), "{:?}", r.violations);
+    // audit h/1a, and h/1g (A crashed and restarted in between): grant 3
+    // answers the acquire A is waiting on.
+    for restart in [false, true] {
+        let h = late_then_fresh(restart, |h| {
+            h.received(A, 3, None);
+            h.sent(A, 1001, None);
+            h.accepted(1001, None);
+        });
+        let r = h.check();
+        assert!(r.is_clean(), "{:?}", r.violations);
+        assert_eq!(r.info.stale_attempts, 0);
+    }
 }
 
 #[test]
@@ -266,53 +275,43 @@ fn a_provisional_adoption_stands_when_no_fresher_grant_comes() {
         h.sent(A, 1001, None);
         h.accepted(1001, None);
     });
-    let r = h.check();
-    assert_eq!(r.count(ViolationKind::StaleWrite), 1, "{:?}", r.violations);
+    assert_eq!(stale_writes(&h), 1);
 }
 
 #[test]
 fn a_write_settles_a_provisional_adoption_before_a_fresher_grant_arrives() {
     // A wrote under grant 1 before grant 3 reached it: that write is stale.
-    let h = late_answer_then(|h| {
-        h.issued(3, None);
-        h.received(A, 1, None);
+    let h = late_then_fresh(false, |h| {
         h.sent(A, 1001, None);
         h.received(A, 3, None);
         h.accepted(1001, None);
     });
-    let r = h.check();
-    assert_eq!(r.count(ViolationKind::StaleWrite), 1, "{:?}", r.violations);
+    assert_eq!(stale_writes(&h), 1);
 
     // An effect request settles it the same way.
-    let h = late_answer_then(|h| {
-        h.issued(3, None);
-        h.received(A, 1, None);
+    let h = late_then_fresh(false, |h| {
         h.push(A, Kind::EffectSent, |e| e.op_id = Some(1001));
         h.received(A, 3, None);
         h.sent(A, 1001, None);
         h.accepted(1001, None);
     });
-    let r = h.check();
-    assert_eq!(r.count(ViolationKind::StaleWrite), 1, "{:?}", r.violations);
+    assert_eq!(stale_writes(&h), 1);
 
     // A grant issued before A's new ask does not replace one either: only
     // an answer to that ask is fresher.
-    let mut h = H::new();
-    h.acquire(A);
-    h.issued(1, None);
-    h.acquire(B);
-    h.issued(2, None);
-    h.received(B, 2, None);
-    h.sent(B, 2001, None);
-    h.accepted(2001, None);
-    h.issued(3, None);
-    h.acquire(A);
-    h.received(A, 1, None);
-    h.received(A, 3, None);
-    h.sent(A, 1001, None);
-    h.accepted(1001, None);
-    let r = h.check();
-    assert_eq!(r.count(ViolationKind::StaleWrite), 1, "{:?}", r.violations);
+    let h = late_answer(
+        false,
+        |h| {
+            h.issued(3, None);
+        },
+        |h| {
+            h.received(A, 1, None);
+            h.received(A, 3, None);
+            h.sent(A, 1001, None);
+            h.accepted(1001, None);
+        },
+    );
+    assert_eq!(stale_writes(&h), 1);
 }
 
 #[test]
