@@ -5,8 +5,15 @@
 //! generated histories, malformed ones included (those the input rules
 //! refuse must be refused, and neither checker may panic on them).
 //!
-//! Longer sweep (documented in docs/history.md):
-//! `FENCESIM_DIFF_SEEDS=2000 FENCESIM_DIFF_CASES=1000000 cargo test --release --test checker_differential`
+//! A disagreement prints the minimal history (a greedy delta loop drops
+//! records while the checkers still disagree on valid input).
+//!
+//! Knobs (documented in docs/history.md and docs/reproducing.md):
+//! `FENCESIM_DIFF_SEEDS` (seeds per bundled scenario, default 200),
+//! `FENCESIM_DIFF_DIR` (only scenarios under `scenarios/<DIR>`, e.g.
+//! `chaos`), `FENCESIM_DIFF_CASES` (generated histories, default 125,000).
+//! The chaos sweep at 100,000 seeds per scenario:
+//! `FENCESIM_DIFF_DIR=chaos FENCESIM_DIFF_SEEDS=100000 cargo test --release --test checker_differential bundled`
 
 use std::path::PathBuf;
 
@@ -62,40 +69,152 @@ fn disagreement(h: &History) -> Option<String> {
     (!diffs.is_empty()).then(|| diffs.join("\n"))
 }
 
+/// The smallest history, by a greedy delta loop, on which the checkers
+/// still disagree: drop chunks of records (halves, quarters, ... single
+/// records) while the rest is valid input and still a disagreement.
+fn shrink(h: &History) -> History {
+    shrink_by(h, &|c| disagreement(c).is_some())
+}
+
+/// The greedy delta loop of [`shrink`], for any property `still`.
+fn shrink_by(h: &History, still: &dyn Fn(&History) -> bool) -> History {
+    let mut cur = h.clone();
+    let mut chunk = cur.events.len().div_ceil(2).max(1);
+    loop {
+        let mut i = 0;
+        let mut dropped = false;
+        while i < cur.events.len() {
+            let mut cand = cur.clone();
+            let end = (i + chunk).min(cand.events.len());
+            cand.events.drain(i..end);
+            if !cand.events.is_empty() && validate(&cand).is_ok() && still(&cand) {
+                cur = cand;
+                dropped = true;
+            } else {
+                i += chunk;
+            }
+        }
+        if chunk == 1 && !dropped {
+            return cur;
+        }
+        if !dropped {
+            chunk = chunk.div_ceil(2);
+        }
+    }
+}
+
+/// Panics with the disagreement, the minimal history and the repro line.
+fn report_disagreement(path: &std::path::Path, seed: u64, h: &History, d: &str) -> ! {
+    let small = shrink(h);
+    panic!(
+        "{} seed {seed}: the checkers disagree:\n{d}\nminimal history ({} of {} records; on it: {}):\n{}(full: fencesim replay {} --seed {seed} --history h.jsonl)",
+        path.display(),
+        small.events.len(),
+        h.events.len(),
+        disagreement(&small).unwrap_or_default().replace('\n', "; "),
+        as_jsonl(&small),
+        path.display()
+    );
+}
+
+/// Every scenario under `scenarios/` (or under `scenarios/$FENCESIM_DIFF_DIR`),
+/// `FENCESIM_DIFF_SEEDS` seeds each (default 200), on every core: each
+/// history must be valid input, and both checkers must reach the same
+/// verdicts on it. Returns (histories, violations) judged.
+fn sweep_bundled(dir: &str, seeds: u64) -> (Vec<PathBuf>, u64, u64) {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios")
+        .join(dir);
+    let paths = fencesim::scenario::collect(&[root]).expect("bundled scenarios");
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+    let histories = std::sync::atomic::AtomicU64::new(0);
+    let violations = std::sync::atomic::AtomicU64::new(0);
+    for path in &paths {
+        let s = fencesim::scenario::load(path).unwrap_or_else(|e| panic!("{e}"));
+        std::thread::scope(|scope| {
+            for t in 0..threads {
+                let (s, histories, violations) = (&s, &histories, &violations);
+                scope.spawn(move || {
+                    let start = s.seeds.start;
+                    for seed in (start + t..start + seeds).step_by(threads as usize) {
+                        let (opts, _) = fencesim::suite::seed_options(s, seed, false);
+                        let h = fencesim::sim::run(&opts, seed, false).history;
+                        if let Err(r) = validate(&h) {
+                            panic!(
+                                "{} seed {seed}: the simulator wrote a history the input rules refuse: {r}",
+                                path.display()
+                            );
+                        }
+                        if let Some(d) = disagreement(&h) {
+                            report_disagreement(path, seed, &h, &d);
+                        }
+                        let found = check::check(&h).counts.iter().sum::<u64>();
+                        histories.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        violations.fetch_add(found, std::sync::atomic::Ordering::Relaxed);
+                    }
+                });
+            }
+        });
+    }
+    (paths, histories.into_inner(), violations.into_inner())
+}
+
+/// The default run: every bundled scenario, `scenarios/chaos/` (clean ones
+/// and their unfenced twins) included, at >= 200 seeds each. The long
+/// chaos sweep (docs/reproducing.md):
+/// `FENCESIM_DIFF_DIR=chaos FENCESIM_DIFF_SEEDS=100000 cargo test --release --test checker_differential bundled`
 #[test]
 fn both_checkers_agree_on_every_bundled_scenario_history() {
     let seeds = env_or("FENCESIM_DIFF_SEEDS", 200);
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios");
-    let paths = fencesim::scenario::collect(&[root]).expect("bundled scenarios");
-    let mut histories = 0;
-    let mut violations = 0;
-    for path in &paths {
-        let s = fencesim::scenario::load(path).unwrap_or_else(|e| panic!("{e}"));
-        for seed in s.seeds.start..s.seeds.start + seeds {
-            let (opts, _) = fencesim::suite::seed_options(&s, seed, false);
-            let h = fencesim::sim::run(&opts, seed, false).history;
-            if let Err(r) = validate(&h) {
-                panic!(
-                    "{} seed {seed}: the simulator wrote a history the input rules refuse: {r}",
-                    path.display()
-                );
-            }
-            if let Some(d) = disagreement(&h) {
-                panic!(
-                    "{} seed {seed}: the checkers disagree:\n{d}\n(fencesim replay {} --seed {seed} --history h.jsonl)",
-                    path.display(),
-                    path.display()
-                );
-            }
-            histories += 1;
-            violations += check::check(&h).counts.iter().sum::<u64>();
-        }
+    let dir = std::env::var("FENCESIM_DIFF_DIR").unwrap_or_default();
+    let (paths, histories, violations) = sweep_bundled(&dir, seeds);
+    assert_eq!(histories, paths.len() as u64 * seeds);
+    if dir.is_empty() || dir.starts_with("chaos") {
+        let chaos = paths
+            .iter()
+            .filter(|p| p.components().any(|c| c.as_os_str() == "chaos"))
+            .count();
+        assert!(chaos >= 15, "every chaos scenario is swept: {chaos}");
     }
-    assert!(histories >= paths.len() as u64 * seeds);
+    eprintln!(
+        "checker_differential: {} scenarios x {seeds} seeds = {histories} histories, {violations} violations, checkers agree",
+        paths.len()
+    );
     assert!(
         violations > 0,
         "the sweep must contain violations for agreement to mean anything"
     );
+}
+
+#[test]
+fn a_disagreement_is_shrunk_to_the_records_that_cause_it() {
+    // The checkers agree on every history we have, so the greedy loop is
+    // held to a stand-in property ("two grants are issued"): of 40
+    // records it must keep exactly the two that make it true.
+    let mut h = History {
+        nodes: NODES.map(String::from).to_vec(),
+        keys: vec!["doc".into()],
+        events: vec![],
+    };
+    for i in 1..=40u64 {
+        let mut e = Event::new(i, i * 1_000_000, W0, Kind::Pause);
+        if i == 17 || i == 31 {
+            e = Event::new(i, i * 1_000_000, COORD, Kind::GrantIssued);
+            e.grant_id = Some(i);
+            e.key = Some(0);
+        }
+        h.events.push(e);
+    }
+    let keeps = |h: &History| {
+        h.events
+            .iter()
+            .filter(|e| e.kind == Kind::GrantIssued)
+            .count()
+            == 2
+    };
+    let small = shrink_by(&h, &keeps);
+    assert_eq!(small.events.len(), 2, "{}", as_jsonl(&small));
+    assert!(small.events.iter().all(|e| e.kind == Kind::GrantIssued));
 }
 
 // ---- generated histories ----------------------------------------------
@@ -166,6 +285,11 @@ enum Step {
         g: u64,
         removed: u64,
     },
+    /// A worker asks to release grant g (it settles a provisional adoption).
+    ReleaseSent {
+        w: u16,
+        g: u64,
+    },
     EffectSent {
         w: u16,
         op: u64,
@@ -224,6 +348,7 @@ fn step() -> impl Strategy<Value = Step> {
         1 => g.clone().prop_map(|g| Step::Expire { g }),
         1 => g.clone().prop_map(|g| Step::Renew { g }),
         1 => (g.clone(), g.clone()).prop_map(|(g, removed)| Step::Release { g, removed }),
+        1 => (w.clone(), g.clone()).prop_map(|(w, g)| Step::ReleaseSent { w, g }),
         2 => (w.clone(), op.clone(), key.clone()).prop_map(|(w, op, key)| Step::EffectSent { w, op, key }),
         2 => (op, key.clone()).prop_map(|(op, key)| Step::EffectPerformed { op, key }),
         1 => (w.clone(), g).prop_map(|(w, g)| Step::Became { w, g }),
@@ -231,6 +356,45 @@ fn step() -> impl Strategy<Value = Step> {
         1 => (w.clone(), 0u8..4).prop_map(|(w, kind)| Step::Life { w, kind }),
         1 => w.prop_map(|w| Step::Unfinished { w }),
     ]
+}
+
+/// Steps around one key's adoptions: asks, issues, late and fresh
+/// answers, and the writes and requests that settle them (grants 1, 3, 5
+/// of key 1; worker 1 holds 1 and 3, worker 0 holds 5).
+fn adoption_step() -> impl Strategy<Value = Step> {
+    let w = 0u16..2;
+    let g = prop::sample::select(vec![1u64, 3, 5]);
+    let op = 1u64..4;
+    let token = prop::option::of(0u64..7);
+    prop_oneof![
+        3 => g.clone().prop_map(|g| Step::Issue { g, rogue: false }),
+        4 => (w.clone(), g.clone()).prop_map(|(w, g)| Step::Receive { w, g }),
+        3 => w.clone().prop_map(|w| Step::Acquire { w, key: 1 }),
+        3 => (w.clone(), op.clone(), token.clone())
+            .prop_map(|(w, op, token)| Step::Send { w, op, key: 1, token, grant: None }),
+        3 => (op.clone(), token, prop::bool::weighted(0.9))
+            .prop_map(|(op, token, accepted)| Step::Resource { r: 0, op, key: 1, token, accepted }),
+        1 => (w.clone(), g.clone()).prop_map(|(w, g)| Step::ReleaseSent { w, g }),
+        1 => (w.clone(), op.clone()).prop_map(|(w, op)| Step::EffectSent { w, op, key: 1 }),
+        1 => op.prop_map(|op| Step::EffectPerformed { op, key: 1 }),
+        1 => g.prop_map(|g| Step::Expire { g }),
+        1 => (w, 0u8..4).prop_map(|(w, kind)| Step::Life { w, kind }),
+    ]
+}
+
+fn adoption_gen() -> impl Strategy<Value = Gen> {
+    (
+        0u64..4,
+        prop::bool::weighted(0.1),
+        prop::collection::vec((adoption_step(), 0u8..4), 1..24),
+    )
+        .prop_map(|(token_salt, stray, steps)| Gen {
+            token_salt,
+            two_issuers: false,
+            client_decided: false,
+            stray,
+            steps,
+        })
 }
 
 fn gen() -> impl Strategy<Value = Gen> {
@@ -282,7 +446,15 @@ impl Gen {
                 f(&mut e);
                 h.events.push(e);
             };
-            let holder = |w: u16, g: u64| if self.stray { w } else { (g % 3) as u16 };
+            // Worker 1 holds grants 1 and 3 (key 1), worker 2 grants 2 and 4 (key 0):
+            // a holder with two grants of a key meets late and fresh answers.
+            let holder = |w: u16, g: u64| {
+                if self.stray {
+                    w
+                } else {
+                    [0, 1, 2, 1, 2, 0][g as usize % 6]
+                }
+            };
             let step = match *step {
                 Step::Issue { g, .. } if self.client_decided => Step::Decide { w: holder(0, g), g },
                 Step::Receive { w, g } => Step::Receive { w: holder(w, g), g },
@@ -376,6 +548,11 @@ impl Gen {
                     e.removed_grant_id = Some(removed);
                     e.key = Some(self.grant_key(g));
                 }),
+                Step::ReleaseSent { w, g } => push(W0 + w, Kind::ReleaseSent, &|e| {
+                    e.grant_id = Some(g);
+                    // a release naming no key is keyed by its grant
+                    e.key = (g != 4).then(|| self.grant_key(g));
+                }),
                 Step::EffectSent { w, op, key } => {
                     // worker 2 stands in for an outbox dispatcher sometimes
                     let node = if w == 2 && op % 2 == 0 { 8 } else { W0 + w };
@@ -435,7 +612,7 @@ fn both_checkers_agree_on_generated_histories_and_refused_ones_are_refused() {
                 prop_assert!(!h.events.is_empty(), "an empty history must be refused");
                 judged.set(judged.get() + 1);
                 let d = disagreement(&h);
-                prop_assert!(d.is_none(), "the checkers disagree:\n{}\non this history:\n{}", d.unwrap_or_default(), as_jsonl(&h));
+                prop_assert!(d.is_none(), "the checkers disagree:\n{}\non this history (shrunk):\n{}", d.unwrap_or_default(), as_jsonl(&shrink(&h)));
                 let report = check::check(&h);
                 violating.set(violating.get() + (!report.is_clean()) as u64);
                 for kind in report.kinds() {
@@ -463,4 +640,28 @@ fn both_checkers_agree_on_generated_histories_and_refused_ones_are_refused() {
             per_kind[kind as usize]
         );
     }
+}
+
+#[test]
+fn both_checkers_agree_on_generated_adoptions_late_and_fresh_answers_included() {
+    let cases = (env_or("FENCESIM_DIFF_CASES", 125_000) / 2) as u32;
+    let config = ProptestConfig {
+        cases,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    };
+    let stale = std::cell::Cell::new(0u64);
+    proptest!(config, |(g in adoption_gen())| {
+        let h = g.history();
+        if validate(&h).is_ok() {
+            let d = disagreement(&h);
+            prop_assert!(d.is_none(), "the checkers disagree:\n{}\non this history (shrunk):\n{}", d.unwrap_or_default(), as_jsonl(&shrink(&h)));
+            stale.set(stale.get() + (check::check(&h).count(ViolationKind::StaleWrite) > 0) as u64);
+        }
+    });
+    assert!(
+        stale.get() >= cases as u64 / 50,
+        "stale writes in only {} of {cases} histories",
+        stale.get()
+    );
 }

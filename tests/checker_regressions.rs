@@ -119,6 +119,13 @@ impl H {
                 .filter(|f| f.kind == kind.name())
                 .count() as u64;
             assert_eq!(r.count(kind), theirs, "{kind}: check and oracle disagree");
+            // A violation is its kind's hazard happening unprotected.
+            let counted = r.info.hazards[kind as usize] > 0;
+            assert!(
+                r.count(kind) == 0 || counted || kind == ViolationKind::TwoActives,
+                "{kind} found but its hazard ({}) not counted",
+                kind.hazard()
+            );
         }
         r
     }
@@ -191,6 +198,120 @@ fn a_duplicated_old_grant_does_not_make_a_current_write_stale() {
     let r = h.check();
     assert!(r.is_clean(), "{:?}", r.violations);
     assert_eq!(r.info.stale_attempts, 0);
+}
+
+/// A gives up acquire #1, B holds grant 2 and writes, A asks again (after a
+/// crash and restart if `restart`); `before_ask` runs just before A's new
+/// ask, `rest` after it: the late answer to #1 (grant 1, issued before the
+/// new ask), and what follows.
+fn late_answer(restart: bool, before_ask: impl FnOnce(&mut H), rest: impl FnOnce(&mut H)) -> H {
+    let mut h = H::new();
+    h.acquire(A);
+    h.issued(1, None);
+    if restart {
+        h.life(A, Kind::Crash);
+    }
+    h.grant_event(COORD, Kind::LeaseExpired, 1);
+    h.op_event(A, Kind::OpAbandoned, 1000);
+    h.acquire(B);
+    h.issued(2, None);
+    h.received(B, 2, None);
+    h.sent(B, 2001, None);
+    h.accepted(2001, None);
+    h.grant_event(COORD, Kind::LeaseExpired, 2);
+    if restart {
+        h.life(A, Kind::Restart);
+    }
+    before_ask(&mut h);
+    h.acquire(A);
+    rest(&mut h);
+    h
+}
+
+fn late_answer_then(rest: impl FnOnce(&mut H)) -> H {
+    late_answer(false, |_| {}, rest)
+}
+
+/// Grant 3 is issued after A's new ask; A receives grant 1, then `then`.
+fn late_then_fresh(restart: bool, then: impl FnOnce(&mut H)) -> H {
+    late_answer(
+        restart,
+        |_| {},
+        |h| {
+            h.issued(3, None);
+            h.received(A, 1, None);
+            then(h);
+        },
+    )
+}
+
+fn stale_writes(h: &H) -> u64 {
+    let r = h.check();
+    r.count(ViolationKind::StaleWrite)
+}
+
+#[test]
+fn a_late_answer_adopted_before_a_fresher_grant_is_replaced_by_it() {
+    // audit h/1a, and h/1g (A crashed and restarted in between): grant 3
+    // answers the acquire A is waiting on.
+    for restart in [false, true] {
+        let h = late_then_fresh(restart, |h| {
+            h.received(A, 3, None);
+            h.sent(A, 1001, None);
+            h.accepted(1001, None);
+        });
+        let r = h.check();
+        assert!(r.is_clean(), "{:?}", r.violations);
+        assert_eq!(r.info.stale_attempts, 0);
+    }
+}
+
+#[test]
+fn a_provisional_adoption_stands_when_no_fresher_grant_comes() {
+    // A re-sent grant is not recorded as issued again: grant 1 may be the
+    // real answer, and A's write under it lands after generation 2's.
+    let h = late_answer_then(|h| {
+        h.received(A, 1, None);
+        h.sent(A, 1001, None);
+        h.accepted(1001, None);
+    });
+    assert_eq!(stale_writes(&h), 1);
+}
+
+#[test]
+fn a_write_settles_a_provisional_adoption_before_a_fresher_grant_arrives() {
+    // A wrote under grant 1 before grant 3 reached it: that write is stale.
+    let h = late_then_fresh(false, |h| {
+        h.sent(A, 1001, None);
+        h.received(A, 3, None);
+        h.accepted(1001, None);
+    });
+    assert_eq!(stale_writes(&h), 1);
+
+    // An effect request settles it the same way.
+    let h = late_then_fresh(false, |h| {
+        h.push(A, Kind::EffectSent, |e| e.op_id = Some(1001));
+        h.received(A, 3, None);
+        h.sent(A, 1001, None);
+        h.accepted(1001, None);
+    });
+    assert_eq!(stale_writes(&h), 1);
+
+    // A grant issued before A's new ask does not replace one either: only
+    // an answer to that ask is fresher.
+    let h = late_answer(
+        false,
+        |h| {
+            h.issued(3, None);
+        },
+        |h| {
+            h.received(A, 1, None);
+            h.received(A, 3, None);
+            h.sent(A, 1001, None);
+            h.accepted(1001, None);
+        },
+    );
+    assert_eq!(stale_writes(&h), 1);
 }
 
 #[test]
@@ -324,6 +445,79 @@ fn a_grant_id_reused_by_a_new_primary_or_held_twice_is_refused() {
     h.received(B, 1, Some(1));
     let r = validate(&h.0).expect_err("refused");
     assert_eq!((r.record, r.rule), (4, "grant-holder"));
+}
+
+/// audit h/5c: coord/0 crashes and restarts, then issues grant 1 / token 1
+/// again, to B; A's older token-1 write lands after B's.
+fn reissued_after(lapse: &[Kind]) -> H {
+    let mut h = H::new();
+    h.acquire(A);
+    h.issued(1, Some(1));
+    h.received(A, 1, Some(1));
+    h.sent(A, 1001, Some(1));
+    for &kind in lapse {
+        h.life(COORD, kind);
+    }
+    h.acquire(B);
+    h.issued(1, Some(1));
+    h.sent(B, 2001, Some(1));
+    h.accepted(2001, Some(1));
+    h.accepted(1001, Some(1));
+    h
+}
+
+#[test]
+fn a_grant_id_issued_again_after_its_issuer_crashed_is_refused_as_input() {
+    for lapse in [
+        &[Kind::Crash, Kind::Restart][..],
+        &[Kind::Crash],
+        &[Kind::Restart],
+    ] {
+        let h = reissued_after(lapse);
+        let r = validate(&h.0).expect_err("a reused id after a crash is refused");
+        assert_eq!(
+            (r.record, r.rule),
+            (6 + lapse.len(), "grant-identity"),
+            "{r}"
+        );
+        assert!(
+            r.message.contains("coord/0") && r.message.contains("record 2"),
+            "{r}"
+        );
+    }
+    // Its twin with no crash: the same record is a re-send, judged clean.
+    let h = reissued_after(&[]);
+    assert!(h.check().is_clean());
+    // Another node's crash does not make the issuer's re-send a new grant.
+    let mut h = H::new();
+    h.issued(1, Some(1));
+    h.received(A, 1, Some(1));
+    h.life(A, Kind::Crash);
+    h.life(A, Kind::Restart);
+    h.issued(1, Some(1));
+    assert!(validate(&h.0).is_ok());
+    // A restarted issuer that gives its grant a fresh id is judged: token 1
+    // again is a token regression.
+    let mut h = H::new();
+    h.issued(1, Some(1));
+    h.received(A, 1, Some(1));
+    h.life(COORD, Kind::Crash);
+    h.life(COORD, Kind::Restart);
+    h.issued(2, Some(1));
+    assert_eq!(h.check().count(ViolationKind::TokenOrder), 1);
+}
+
+#[test]
+fn check_history_refuses_a_reused_grant_id_after_a_restart_with_file_line_and_rule() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("5c.jsonl");
+    let mut text = Vec::new();
+    jsonl::write(&reissued_after(&[Kind::Crash, Kind::Restart]).0, &mut text).expect("write");
+    std::fs::write(&path, text).expect("write");
+    let out = common::fencesim(&["check-history", path.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(2), "{}", common::stderr(&out));
+    let err = common::stderr(&out);
+    assert!(err.contains("5c.jsonl:8:1: rule grant-identity"), "{err}");
 }
 
 #[test]
@@ -520,9 +714,10 @@ fn a_release_by_an_expired_holder_exercises_the_release_hazard() {
     let r = h.check();
     assert!(r.is_clean());
     assert!(
-        r.info.hazard_reached(),
+        r.info.hazard_reached() && r.hazard_seen(ViolationKind::UnsafeRelease),
         "a compare-and-delete was put to the test"
     );
+    assert!(!r.hazard_seen(ViolationKind::StaleWrite), "no write at all");
 
     let mut h = H::new();
     h.issued(1, None);
@@ -653,4 +848,56 @@ fn object_store_conditional_writes_are_clean_under_random_faults_and_their_unfen
         clean.agg.seeds_with_stale_attempts
     );
     assert!(broken.agg.failing_seeds[ViolationKind::StaleWrite as usize] > 0);
+}
+
+#[test]
+fn the_vacuity_guard_judges_each_expected_kind_by_its_own_hazard_and_names_it() {
+    use fencesim::scenario::expect::Expectation;
+    use fencesim::suite::{vacuity, Aggregate};
+    let mut agg = Aggregate {
+        seeds: 200,
+        ..Aggregate::default()
+    };
+    // A release hazard in every seed, no stale or late write in any.
+    agg.seeds_with_hazard[ViolationKind::UnsafeRelease as usize] = 200;
+    agg.seeds_with_hazard[ViolationKind::TokenOrder as usize] = 200;
+    let release = Expectation {
+        must_find: vec![(ViolationKind::UnsafeRelease, 1)],
+        ..Expectation::default()
+    };
+    assert_eq!(
+        vacuity(&release, &agg),
+        None,
+        "the release was put to the test"
+    );
+    let clean = Expectation::default();
+    assert_eq!(
+        vacuity(&clean, &agg),
+        None,
+        "a clean scenario judges releases too"
+    );
+
+    let stale = Expectation {
+        must_find: vec![(ViolationKind::StaleWrite, 1)],
+        ..Expectation::default()
+    };
+    let msg = vacuity(&stale, &agg).expect("no stale or late write: vacuous");
+    assert!(
+        msg.contains("a stale or late write reached the resource (stale_write) in 0/200"),
+        "{msg}"
+    );
+    assert!(
+        !msg.contains("release"),
+        "only the expected kind is judged: {msg}"
+    );
+
+    // Two grants of a key in every seed do not make a clean scenario meaningful.
+    agg.seeds_with_hazard[ViolationKind::UnsafeRelease as usize] = 19;
+    let msg = vacuity(&clean, &agg).expect("19/200 is under 10%");
+    assert!(
+        msg.contains("a release was applied for an expired lease (unsafe_release) in 19/200"),
+        "{msg}"
+    );
+    agg.seeds_with_hazard[ViolationKind::UnsafeRelease as usize] = 20;
+    assert_eq!(vacuity(&clean, &agg), None);
 }

@@ -64,6 +64,11 @@ impl Effects {
             }
             Kind::EffectPerformed => {
                 self.check_duplicate(h, e, key, op, out);
+                let under = self.sent_under.get(&(key, op));
+                let superseded = under
+                    .and_then(|&g| gens.generation_of(g))
+                    .is_some_and(|g| g < gens.issued_max(key));
+                info.hazards[ViolationKind::SupersededEffect as usize] += superseded as u64;
                 self.check_superseded(h, e, key, op, gens, out);
             }
             _ => {}

@@ -28,6 +28,14 @@
 //!    duplicate of a grant, or the late answer to an acquire already
 //!    answered, is received but not adopted, and raises nothing.
 //!
+//!    An adoption is *provisional* when the grant's latest `grant_issued`
+//!    precedes the node's latest `acquire_sent` for the key (the late
+//!    answer to an acquire the node gave up on, arriving while it waits on
+//!    a new one): until the node's next `write_sent`, `effect_sent` or
+//!    `release_sent` for the key, a grant it receives that was issued after
+//!    that `acquire_sent` replaces it. With no such grant the provisional
+//!    adoption stands (a re-sent grant is not recorded as issued again).
+//!
 //! A write with none of these has generation 0. A `write_accepted` with no
 //! `write_sent` before it (a resource-side log) is attributed by its own
 //! token the same way (rule 2 without a sender).
@@ -77,6 +85,13 @@ pub struct Generations {
     pending: BTreeSet<(u16, u16)>,
     /// Nodes that record `acquire_sent` at all.
     asks: BTreeSet<u16>,
+    /// grant -> seq of its latest `grant_issued` (re-sends included).
+    last_issue: BTreeMap<u64, u64>,
+    /// (node, key) -> seq of the node's latest `acquire_sent` for the key.
+    last_acquire: BTreeMap<(u16, u16), u64>,
+    /// (node, key) -> the `acquire_sent` seq a provisional adoption predates,
+    /// until the node's next write, effect or release request for the key.
+    provisional: BTreeMap<(u16, u16), u64>,
     /// key -> highest generation any node has received so far.
     received_max: BTreeMap<u16, (u64, u64)>,
     /// op id -> its sends, in order.
@@ -158,14 +173,17 @@ impl Generations {
             Kind::AcquireSent => {
                 if let Some(key) = e.key {
                     self.pending.insert((e.node, key));
+                    self.last_acquire.insert((e.node, key), e.seq);
                 }
             }
+            Kind::EffectSent | Kind::ReleaseSent => self.settle(e),
             Kind::ReadOk => {
                 if let (Some(op), Some(value)) = (e.op_id, e.value) {
                     self.reads.insert(op, (value, e.seq));
                 }
             }
             Kind::WriteSent => {
+                self.settle(e);
                 let (Some(op), Some(key)) = (e.op_id, e.key) else {
                     return;
                 };
@@ -184,6 +202,7 @@ impl Generations {
         let Some(info) = self.grants.get(&id).copied() else {
             return;
         };
+        self.last_issue.insert(id, e.seq);
         if !self.issued.insert(id) {
             return; // a re-send
         }
@@ -211,16 +230,42 @@ impl Generations {
         // A node that never records asking keeps its newest grant: a
         // delayed reply for an older grant does not move it back.
         let newer = current.and_then(|c| self.generation_of(c)) < Some(info.generation);
+        let issued_at = self.last_issue.get(&id).copied().unwrap_or(0);
+        // A fresher answer replaces a provisional adoption (module doc).
+        let fresher = self
+            .provisional
+            .get(&(e.node, key))
+            .is_some_and(|&asked| issued_at > asked);
         if current != Some(id)
             && (self_issued
                 || self.pending.remove(&(e.node, key))
-                || (!self.asks.contains(&e.node) && newer))
+                || (!self.asks.contains(&e.node) && newer)
+                || fresher)
         {
             self.adopted.insert((e.node, key), id);
+            match self.last_acquire.get(&(e.node, key)) {
+                Some(&asked) if issued_at < asked => {
+                    self.provisional.insert((e.node, key), asked);
+                }
+                _ => {
+                    self.provisional.remove(&(e.node, key));
+                }
+            }
         }
         let max = self.received_max.entry(key).or_insert((0, 0));
         if info.generation > max.0 {
             *max = (info.generation, e.seq);
+        }
+    }
+
+    /// A write, effect or release request settles its node's provisional
+    /// adoption for the key: what it acted on is what it adopted.
+    fn settle(&mut self, e: &Event) {
+        let key = e
+            .key
+            .or_else(|| e.grant_id.and_then(|g| self.grants.get(&g)).map(|i| i.key));
+        if let Some(key) = key {
+            self.provisional.remove(&(e.node, key));
         }
     }
 

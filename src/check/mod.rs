@@ -82,6 +82,27 @@ impl ViolationKind {
         ViolationKind::ALL.into_iter().find(|k| k.name() == name)
     }
 
+    /// What must have happened in a run for this kind's check to have been
+    /// put to the test ([`Info::hazards`]; the vacuity guard judges it).
+    pub fn hazard(self) -> &'static str {
+        match self {
+            ViolationKind::StaleWrite => "a stale or late write reached the resource",
+            ViolationKind::LostUpdate => {
+                "a write reached the resource after another op's write replaced the value its op read"
+            }
+            ViolationKind::TokenOrder => "a key was granted twice",
+            ViolationKind::UnsafeRelease => "a release was applied for an expired lease",
+            ViolationKind::Liveness => "a node crashed, paused or was partitioned",
+            ViolationKind::DuplicateEffect => "an effect request was sent again",
+            ViolationKind::TwoActives => "two nodes believed they were active at once",
+            ViolationKind::ExpiredRenewal => "a lease was renewed after it expired",
+            ViolationKind::SupersededEffect => {
+                "an effect was performed for a request made under a superseded grant"
+            }
+            ViolationKind::UnissuedToken => "a write with a token reached the resource",
+        }
+    }
+
     pub fn doc(self) -> &'static str {
         match self {
             ViolationKind::StaleWrite => {
@@ -164,6 +185,10 @@ pub struct Info {
     pub release_hazards: u64,
     /// Effect requests sent again for an op (see [`effects`]).
     pub effect_retries: u64,
+    /// Per violation kind (indexed by `ViolationKind as usize`): how often
+    /// the kind's hazard ([`ViolationKind::hazard`]) happened. A seed with a
+    /// violation of a kind reached its hazard too ([`Report::hazard_seen`]).
+    pub hazards: [u64; VIOLATION_KINDS],
 }
 
 impl Info {
@@ -226,6 +251,12 @@ impl Report {
         self.counts[kind.index()]
     }
 
+    /// Whether this run put `kind`'s check to the test: its hazard
+    /// happened, or the kind was found (an unprotected hazard).
+    pub fn hazard_seen(&self, kind: ViolationKind) -> bool {
+        self.info.hazards[kind.index()] > 0 || self.count(kind) > 0
+    }
+
     pub fn is_clean(&self) -> bool {
         self.counts.iter().all(|&c| c == 0)
     }
@@ -283,6 +314,14 @@ pub fn check(history: &History) -> Report {
         releases.observe(history, e, &gens, &mut report.info, &mut found);
         renewals.observe(history, e, &gens, &mut found);
         overlap.observe(e, &mut report.info);
+        if matches!(
+            e.kind,
+            crate::history::Kind::Crash
+                | crate::history::Kind::Pause
+                | crate::history::Kind::Partition
+        ) {
+            report.info.hazards[ViolationKind::Liveness.index()] += 1;
+        }
         measured.observe(e);
         live.observe(history, e, &mut found);
         report.info.watch_notifications += (e.kind == crate::history::Kind::WatchNotified) as u64;
@@ -297,6 +336,13 @@ pub fn check(history: &History) -> Report {
             }
         }
     }
+    let hz = &mut report.info.hazards;
+    hz[ViolationKind::UnsafeRelease.index()] = report.info.release_hazards;
+    hz[ViolationKind::DuplicateEffect.index()] = report.info.effect_retries;
+    hz[ViolationKind::TokenOrder.index()] =
+        gens.grants.values().filter(|g| g.generation > 1).count() as u64;
+    hz[ViolationKind::TwoActives.index()] = pair.hazards;
+    hz[ViolationKind::ExpiredRenewal.index()] = renewals.hazards;
     let end_ns = history.events.last().map_or(0, |e| e.t_true_ns);
     overlap.finish(end_ns, &mut report.info);
     report.metrics = measured.finish(end_ns);

@@ -17,6 +17,8 @@ pub struct Renewals {
     expired: BTreeMap<u64, u64>,
     /// key -> (seq, grant) of its latest first `grant_issued`.
     latest_issue: BTreeMap<u16, (u64, u64)>,
+    /// Renewals of a lease after its expiry (the hazard of `expired_renewal`).
+    pub hazards: u64,
 }
 
 impl Renewals {
@@ -46,6 +48,7 @@ impl Renewals {
                 let Some(&expired_seq) = self.expired.get(&g) else {
                     return;
                 };
+                self.hazards += 1;
                 let Some(key) = gens.grants.get(&g).map(|i| i.key).or(e.key) else {
                     return;
                 };

@@ -40,6 +40,9 @@ pub struct TwoActives {
     active: BTreeMap<u16, BTreeMap<u16, Belief>>,
     /// (node, key) -> seq of its latest `became_active` (kept after stepping down).
     last_became: BTreeMap<(u16, u16), u64>,
+    /// Promotions made while another node believed it was active for the
+    /// key (the hazard of `two_actives`).
+    pub hazards: u64,
 }
 
 impl TwoActives {
@@ -59,6 +62,11 @@ impl TwoActives {
                     .and_then(|g| gens.generation_of(g))
                     .unwrap_or_else(|| gens.issued_max(key));
                 self.last_became.insert((e.node, key), e.seq);
+                let others = self
+                    .active
+                    .get(&key)
+                    .is_some_and(|b| b.keys().any(|&n| n != e.node));
+                self.hazards += others as u64;
                 let belief = Belief {
                     generation,
                     became_seq: e.seq,

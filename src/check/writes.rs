@@ -77,6 +77,17 @@ impl Writes {
                 if superseded {
                     info.stale_attempts += 1;
                 }
+                let current = self.docs.get(&(e.node, key)).map_or(0, |d| d.current_op);
+                if write.read.is_some_and(|(v, _)| v != current) && current != op {
+                    info.hazards[ViolationKind::LostUpdate as usize] += 1;
+                }
+                if e.token.is_some() {
+                    info.hazards[ViolationKind::UnissuedToken as usize] += 1;
+                }
+                // Stale by what was received, or by what was issued (a
+                // resource-side log records no receipt).
+                let stale = superseded || generation < gens.issued_max(key);
+                info.hazards[ViolationKind::StaleWrite as usize] += stale as u64;
                 if e.kind == Kind::WriteRejected {
                     if superseded {
                         info.fence_rejected_total += 1;
@@ -90,6 +101,9 @@ impl Writes {
                     && generation == gens.issued_max(key)
                 {
                     info.late_writes += 1;
+                    if !stale {
+                        info.hazards[ViolationKind::StaleWrite as usize] += 1;
+                    }
                 }
                 let doc = (e.node, key);
                 self.check_stale(h, e, doc, &write, gens, out);

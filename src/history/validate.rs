@@ -14,7 +14,11 @@
 //! - `grant-identity`: a `grant_id` names one grant: every `grant_issued`
 //!   (and `became_active`) of that id comes from the same node, for the
 //!   same key, with the same token. An id reused by another issuer (a new
-//!   primary numbering from 1 again) is not a re-send;
+//!   primary numbering from 1 again) is not a re-send, and neither is one
+//!   issued again after its issuer's `crash` or `restart`: a coordinator
+//!   that lost its state and numbers its grants from 1 again issues a new
+//!   grant under an old name, and judging it as the old one would hide
+//!   its token regression (a history must give it a fresh id);
 //! - `grant-holder`: a grant is received by one node only.
 
 use std::collections::BTreeMap;
@@ -54,6 +58,8 @@ pub fn validate(h: &History) -> Result<(), Refusal> {
     }
     let mut issued: BTreeMap<u64, (usize, &Event)> = BTreeMap::new();
     let mut holder: BTreeMap<u64, (usize, u16)> = BTreeMap::new();
+    // node -> record of its latest crash or restart.
+    let mut lives: BTreeMap<u16, (usize, Kind)> = BTreeMap::new();
     let mut prev: Option<&Event> = None;
     for (i, e) in h.events.iter().enumerate() {
         let record = i + 1;
@@ -73,6 +79,9 @@ pub fn validate(h: &History) -> Result<(), Refusal> {
             ));
         }
         prev = Some(e);
+        if matches!(e.kind, Kind::Crash | Kind::Restart) {
+            lives.insert(e.node, (record, e.kind));
+        }
         let grant = e.grant_id;
         match (e.kind, grant) {
             (Kind::GrantIssued | Kind::BecameActive, Some(g)) => {
@@ -95,6 +104,14 @@ pub fn validate(h: &History) -> Result<(), Refusal> {
                     Some(format!(
                         "with token {:?} here but {:?} at record {first_record}",
                         e.token, first.token
+                    ))
+                } else if let Some(&(at, kind)) =
+                    lives.get(&e.node).filter(|&&(at, _)| at > first_record)
+                {
+                    Some(format!(
+                        "issued again by {} after its {} at record {at} but was first issued at record {first_record}, before it: an issuer that lost its state and numbers grants again gives a new grant an old id",
+                        h.node_name(e.node),
+                        kind.name()
                     ))
                 } else {
                     None

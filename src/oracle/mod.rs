@@ -133,8 +133,10 @@ impl<'h> Oracle<'h> {
 
     /// Whether receipt `i` adopts its grant: a grant other than the one its
     /// node acts on, issued already, and either decided by the node itself,
-    /// or newer than what it acts on for a node that never asks, or answering an `acquire_sent` for the
-    /// key made since the node's last adoption of a grant it asked for.
+    /// or newer than what it acts on for a node that never asks, or
+    /// answering an `acquire_sent` for the key made since the node's last
+    /// adoption of a grant it asked for, or replacing a provisional
+    /// adoption (see [`Oracle::replaces_provisional`]).
     fn adopts(&self, i: usize) -> bool {
         let e = &self.ev[i];
         if !is_receipt(e) {
@@ -168,10 +170,59 @@ impl<'h> Oracle<'h> {
                     .is_some_and(|x| x.issuer != e.node)
         });
         let from = last_asked_adoption.map_or(0, |j| j + 1);
-        (from..i).any(|j| {
-            let a = &self.ev[j];
-            a.kind == Kind::AcquireSent && a.node == e.node && a.key == Some(g.key)
-        })
+        (from..i).any(|j| self.is_acquire(j, e.node, g.key)) || self.replaces_provisional(i, id)
+    }
+
+    fn is_acquire(&self, j: usize, node: u16, key: u16) -> bool {
+        let a = &self.ev[j];
+        a.kind == Kind::AcquireSent && a.node == node && a.key == Some(key)
+    }
+
+    /// Index of the latest issue record of grant `id` at or before record `i`.
+    fn last_issue(&self, id: u64, i: usize) -> Option<usize> {
+        (0..=i)
+            .rev()
+            .find(|&j| is_issue(&self.ev[j]) && self.ev[j].grant_id == Some(id))
+    }
+
+    /// Whether receipt `i` of grant `id` replaces a provisional adoption:
+    /// its node's current grant for the key was adopted at a receipt `j`
+    /// while that grant's latest issue preceded the node's latest
+    /// `acquire_sent` `a` for the key; no `write_sent`, `effect_sent` or
+    /// `release_sent` of the node for the key came since `j`; and `id`'s
+    /// latest issue comes after `a`.
+    fn replaces_provisional(&self, i: usize, id: u64) -> bool {
+        let e = &self.ev[i];
+        let Some(key) = self.grants.get(&id).map(|g| g.key) else {
+            return false;
+        };
+        let Some(j) = (0..i).rev().find(|&j| {
+            self.adopting[j] && self.ev[j].node == e.node && self.receipt_key(j) == Some(key)
+        }) else {
+            return false;
+        };
+        let Some(current) = self.ev[j].grant_id else {
+            return false;
+        };
+        let Some(asked) = (0..j).rev().find(|&k| self.is_acquire(k, e.node, key)) else {
+            return false;
+        };
+        if self.last_issue(current, j).is_none_or(|x| x > asked) {
+            return false;
+        }
+        let acted = (j + 1..i).any(|k| {
+            let r = &self.ev[k];
+            let r_key = r
+                .key
+                .or_else(|| r.grant_id.and_then(|g| self.grants.get(&g)).map(|g| g.key));
+            r.node == e.node
+                && r_key == Some(key)
+                && matches!(
+                    r.kind,
+                    Kind::WriteSent | Kind::EffectSent | Kind::ReleaseSent
+                )
+        });
+        !acted && self.last_issue(id, i).is_some_and(|x| x > asked)
     }
 
     /// The grant a request by `sender` on `key` at record `i` acted on.

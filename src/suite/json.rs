@@ -79,6 +79,9 @@ pub struct AggregateJson {
     pub failing_seeds: BTreeMap<String, u64>,
     pub first_failing_seed: BTreeMap<String, Option<u64>>,
     pub seeds_with_stale_attempts: u64,
+    /// Per kind: seeds that reached the kind's hazard (vacuity guard).
+    #[serde(default)]
+    pub seeds_with_hazard: BTreeMap<String, u64>,
     pub fence_rejected_total: u64,
     pub seeds_with_unfinished: u64,
     /// Absent in files written before it existed.
@@ -167,6 +170,7 @@ impl AggregateJson {
             failing_seeds: per_kind(&a.failing_seeds),
             first_failing_seed: per_kind(&a.first_seed),
             seeds_with_stale_attempts: a.seeds_with_stale_attempts,
+            seeds_with_hazard: per_kind(&a.seeds_with_hazard),
             fence_rejected_total: a.fence_rejected_total,
             seeds_with_unfinished: a.seeds_with_unfinished,
             seeds_at_event_budget: a.seeds_at_event_budget,
@@ -240,6 +244,7 @@ impl AggregateJson {
             failing_seeds: from_per_kind(&self.failing_seeds)?,
             first_seed: from_per_kind(&self.first_failing_seed)?,
             seeds_with_stale_attempts: self.seeds_with_stale_attempts,
+            seeds_with_hazard: from_per_kind(&self.seeds_with_hazard)?,
             fence_rejected_total: self.fence_rejected_total,
             seeds_with_unfinished: self.seeds_with_unfinished,
             seeds_at_event_budget: self.seeds_at_event_budget,

@@ -137,6 +137,9 @@ pub struct Aggregate {
     /// Seeds where a stale or late write reached the resource
     /// ([`Info::hazard_reached`](crate::check::Info::hazard_reached); vacuity guard).
     pub seeds_with_stale_attempts: u64,
+    /// Per violation kind: seeds whose run reached the kind's hazard
+    /// ([`Report::hazard_seen`](crate::check::Report::hazard_seen); vacuity guard).
+    pub seeds_with_hazard: [u64; VIOLATION_KINDS],
     pub fence_rejected_total: u64,
     pub seeds_with_unfinished: u64,
     /// Seeds cut short by the event budget (their liveness says nothing).
@@ -190,6 +193,9 @@ impl Aggregate {
             self.first_seed[i] = min_opt(self.first_seed[i], Some(r.seed));
         }
         self.seeds_with_stale_attempts += r.report.info.hazard_reached() as u64;
+        for kind in ViolationKind::ALL {
+            self.seeds_with_hazard[kind as usize] += r.report.hazard_seen(kind) as u64;
+        }
         self.fence_rejected_total += r.report.info.fence_rejected_total;
         self.seeds_with_unfinished += (r.unfinished > 0) as u64;
         self.seeds_at_event_budget += r.hit_event_budget as u64;
@@ -245,6 +251,9 @@ impl Aggregate {
             self.first_seed[i] = min_opt(self.first_seed[i], o.first_seed[i]);
         }
         self.seeds_with_stale_attempts += o.seeds_with_stale_attempts;
+        for i in 0..VIOLATION_KINDS {
+            self.seeds_with_hazard[i] += o.seeds_with_hazard[i];
+        }
         self.fence_rejected_total += o.fence_rejected_total;
         self.seeds_with_unfinished += o.seeds_with_unfinished;
         self.seeds_at_event_budget += o.seeds_at_event_budget;
@@ -375,6 +384,51 @@ pub fn judge(scenario: &Scenario, agg: Aggregate) -> ScenarioResult {
     )
 }
 
+/// The kinds a clean scenario's vacuity guard judges when it names none
+/// (`must_find`): those whose hazard puts a protection to the test (a fence,
+/// a compare-and-delete, an idempotency key, STONITH, a lease server's
+/// expiry). A write with a token, a second grant or a crash happens in
+/// nearly every run, so `unissued_token`, `token_order` and `liveness`
+/// hazards alone do not make a run meaningful.
+pub const VACUITY_KINDS: [ViolationKind; 7] = [
+    ViolationKind::StaleWrite,
+    ViolationKind::LostUpdate,
+    ViolationKind::UnsafeRelease,
+    ViolationKind::DuplicateEffect,
+    ViolationKind::TwoActives,
+    ViolationKind::ExpiredRenewal,
+    ViolationKind::SupersededEffect,
+];
+
+/// The vacuity guard: the kinds the scenario expects (its `must_find`
+/// kinds, else [`VACUITY_KINDS`]) are judged by their own hazards; a result
+/// means something only if one of those hazards happened in at least
+/// [`VACUITY_MIN_FRACTION`] of the seeds. The problem names each hazard.
+pub fn vacuity(expect: &crate::scenario::expect::Expectation, agg: &Aggregate) -> Option<String> {
+    let kinds: Vec<ViolationKind> = if expect.must_find.is_empty() {
+        VACUITY_KINDS.to_vec()
+    } else {
+        expect.must_find.iter().map(|&(k, _)| k).collect()
+    };
+    let seeds = agg.seeds.max(1);
+    let reached = |k: ViolationKind| agg.seeds_with_hazard[k as usize];
+    if kinds
+        .iter()
+        .any(|&k| reached(k) as f64 / seeds as f64 >= VACUITY_MIN_FRACTION)
+    {
+        return None;
+    }
+    let hazards: Vec<String> = kinds
+        .iter()
+        .map(|&k| format!("{} ({k}) in {}/{seeds}", k.hazard(), reached(k)))
+        .collect();
+    Some(format!(
+        "vacuous: no hazard its checks judge happened in {:.0}% of seeds — {} — so a clean result proves nothing",
+        VACUITY_MIN_FRACTION * 100.0,
+        hazards.join("; ")
+    ))
+}
+
 pub fn judge_sweep(
     scenario: &Scenario,
     seeds: Range<u64>,
@@ -411,15 +465,9 @@ pub fn judge_sweep(
         ));
         replay_seed = min_opt(replay_seed, Some(*seed));
     }
-    if whole && expect.expects_clean() && agg.seeds > 0 {
-        let fraction = agg.seeds_with_stale_attempts as f64 / agg.seeds as f64;
-        if fraction < VACUITY_MIN_FRACTION {
-            problems.push(format!(
-                "vacuous: stale or late writes reached the resource in {}/{} seeds (< {:.0}%), so a clean result proves nothing",
-                agg.seeds_with_stale_attempts,
-                agg.seeds,
-                VACUITY_MIN_FRACTION * 100.0
-            ));
+    if whole && agg.seeds > 0 {
+        if let Some(problem) = vacuity(expect, &agg) {
+            problems.push(problem);
         }
     }
     if agg.seeds_at_event_budget > 0 {
