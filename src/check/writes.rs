@@ -14,6 +14,8 @@
 //! the value current at the resource (If-Match on the object generation,
 //! which is the op id of the current value) and that is the value its op
 //! read. It overwrote exactly what it saw, so the result is serializable.
+//! Nor is a redelivery the document absorbed (the current value is already
+//! the op's own): its first acceptance was judged, this one changed nothing.
 //!
 //! lost_update: a write W is applied while the current value came from a
 //! different op than the one W's own read returned — W overwrote a value its
@@ -140,6 +142,11 @@ impl Writes {
             return;
         }
         if condition_held(write, state.current_op) {
+            return;
+        }
+        if state.current_op == e.op_id.unwrap_or(0) {
+            // A redelivery the document absorbed: the current value is
+            // already this op's; its first acceptance was judged.
             return;
         }
         let newer_event = h.by_seq(newer_seq);

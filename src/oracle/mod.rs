@@ -371,7 +371,9 @@ impl<'h> Oracle<'h> {
                     .max();
                 let condition_held =
                     token == Some(current) && read.is_some_and(|(v, _)| v == current);
-                if newest.is_some_and(|n| generation < n) && !condition_held {
+                // A redelivery absorbed by the document (current value is
+                // already this op's) changed nothing: its first acceptance was judged.
+                if newest.is_some_and(|n| generation < n) && !condition_held && current != op {
                     find("stale_write");
                 }
                 if current != op && read.is_some_and(|(v, _)| v != current) {
