@@ -214,7 +214,17 @@ fn the_article_scenarios_on_real_servers_find_what_the_simulator_finds_and_leave
     let _serial = serial();
     let out = tempfile::tempdir().unwrap();
     let before = postgres_pids();
-    let (seen, started, stdout) = run_live(&["live/"], TRIALS, out.path());
+    // The Redis/PostgreSQL scenarios: etcd and ZooKeeper have their own
+    // files (tests/live_etcd.rs, tests/live_zk.rs) and their clusters.
+    let files: Vec<String> = std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("live"))
+        .expect("live/ is readable")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|f| f.ends_with(".toml") && !f.starts_with("etcd-") && !f.starts_with("zk-"))
+        .map(|f| format!("live/{f}"))
+        .collect();
+    assert!(files.len() >= 12, "{files:?}");
+    let args: Vec<&str> = files.iter().map(String::as_str).collect();
+    let (seen, started, stdout) = run_live(&args, TRIALS, out.path());
     let get = |name: &str| {
         seen.get(name)
             .unwrap_or_else(|| panic!("{name} not run:\n{stdout}"))

@@ -85,7 +85,8 @@ pub struct Expectation {
 }
 
 impl Expectation {
-    /// Expected clean: nothing to find, so the vacuity guard applies.
+    /// Expected clean: nothing to find (the vacuity guard then judges the
+    /// hazards of the protection kinds: `suite::vacuity`).
     pub fn expects_clean(&self) -> bool {
         self.must_find.is_empty()
     }
