@@ -400,16 +400,20 @@ fn merge_refuses_absurd_shard_files_without_panicking() {
     assert!(!err.contains("panicked"), "{err}");
 }
 
-#[test]
-fn a_run_that_would_outgrow_memory_stops_at_the_event_budget() {
-    // A 1 ms renewal for a year: billions of events before; now a bounded run.
-    let text = base_text()
+/// A 1 ms renewal for a year: billions of events without the event budget.
+fn a_year_of_one_ms_renewals() -> String {
+    base_text()
         .replace("max_time_ms = 60_000", "max_time_ms = 31536000000")
         .replace("work_ms = 100", "work_ms = 31536000000")
         .replace(
             "kind = \"fenced-cas\"",
             "kind = \"fenced-cas\"\nrenew_every_ms = 1",
-        );
+        )
+}
+
+#[test]
+fn a_run_that_would_outgrow_memory_stops_at_the_event_budget() {
+    let text = a_year_of_one_ms_renewals();
     let s = scenario::parse(&text, "t.toml").expect("valid");
     let out = fencesim::sim::run(&s.options, 1, false);
     assert!(out.hit_event_budget && !out.hit_max_time);
@@ -425,13 +429,7 @@ fn a_run_that_would_outgrow_memory_stops_at_the_event_budget() {
 #[test]
 fn a_sweep_says_which_seeds_stopped_at_the_event_budget() {
     let dir = tempfile::tempdir().unwrap();
-    let text = base_text()
-        .replace("max_time_ms = 60_000", "max_time_ms = 31536000000")
-        .replace("work_ms = 100", "work_ms = 31536000000")
-        .replace(
-            "kind = \"fenced-cas\"",
-            "kind = \"fenced-cas\"\nrenew_every_ms = 1",
-        );
+    let text = a_year_of_one_ms_renewals();
     let file = write(dir.path(), "busy.toml", text);
     let (code, out, err) = cli(&["run", &file, "--seeds", "2", "--jobs", "1"]);
     assert_eq!(code, 1, "{out}{err}");

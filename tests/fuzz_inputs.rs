@@ -667,29 +667,8 @@ fn command_line_misuse_exits_0_1_or_2_within_a_time_budget() {
         vec!["nonsense"],
     ];
     for args in &misuse {
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fencesim"))
-            .args(args)
-            .current_dir(common::root())
-            .env("RUST_BACKTRACE", "0")
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("spawns");
-        let started = Instant::now();
-        let status = loop {
-            if let Some(status) = child.try_wait().expect("waits") {
-                break status;
-            }
-            if started.elapsed() > Duration::from_secs(60) {
-                let _ = child.kill();
-                panic!("fencesim {args:?} ran past 60 s");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        let mut err = String::new();
-        std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
-        let code = status.code().expect("exited, not killed by a signal");
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        let (code, err) = fencesim_capped(&args);
         assert!(
             matches!(code, 0..=2),
             "fencesim {args:?} exited {code}: {err}"
