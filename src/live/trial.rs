@@ -689,6 +689,47 @@ struct Pending {
     event: Event,
 }
 
+/// The lease a delete on `server`, sent at `asked_ns` and answered at
+/// `reply_ns`, removed, and the instant to place that removal at.
+///
+/// A lease set by its `SET … NX` request at `a` lives at least until
+/// `a + ttl` (Redis started its TTL no earlier than the request). If such a
+/// lease was alive when the delete was sent and not yet removed, no other
+/// `SET … NX` could succeed until the delete ran, so a grant set while the
+/// delete was in flight is later than the delete: the delete removed the
+/// older lease, just before the newer grant. Without that certainty the
+/// newest lease set before the reply is the one removed.
+fn deleted_lease(
+    leases: &[(u64, u16, u64, u64, u64)],
+    removals: &[(u64, u16, u64)],
+    lost_between: &dyn Fn(u16, u64, u64) -> bool,
+    server: u16,
+    asked_ns: u64,
+    reply_ns: u64,
+) -> Option<(u64, u64)> {
+    let on_server = || leases.iter().filter(move |l| l.1 == server);
+    let first_in_flight = on_server()
+        .filter(|l| l.2 > asked_ns && l.2 <= reply_ns)
+        .min_by_key(|l| l.2);
+    let certainly_alive = on_server()
+        .filter(|l| l.2 <= asked_ns)
+        .max_by_key(|l| l.2)
+        .filter(|l| {
+            let ttl_ns = l.3 - l.2;
+            let removed = removals.iter().any(|r| r.1 == server && r.2 == l.0);
+            first_in_flight.is_some_and(|next| {
+                !removed && !lost_between(server, l.2, next.2) && l.4 + ttl_ns >= next.2
+            })
+        });
+    if let (Some(old), Some(next)) = (certainly_alive, first_in_flight) {
+        return Some((old.0, next.2));
+    }
+    on_server()
+        .filter(|l| l.2 <= reply_ns)
+        .max_by_key(|l| l.2)
+        .map(|l| (l.0, reply_ns))
+}
+
 fn field(v: &Value, name: &str) -> Option<u64> {
     v.get(name).and_then(Value::as_u64)
 }
@@ -699,8 +740,15 @@ fn field(v: &Value, name: &str) -> Option<u64> {
 /// What the harness adds because Redis does not report it:
 /// - `grant_issued` when a worker's `SET … NX` came back OK;
 /// - `release_applied` when a release deleted the key (`DEL`/compare-and-
-///   delete returned 1): the lease it removed is the newest grant issued on
-///   that server before it (only a successful `SET … NX` creates the key);
+///   delete returned 1). The delete ran somewhere between its request and
+///   its reply, and the proxy sees replies on different connections in an
+///   order Redis need not have run them in. So the lease it removed is the
+///   one it must have met: a lease still certainly alive when the delete was
+///   sent blocked every `SET … NX` until the delete removed it, so a grant
+///   set while the delete was in flight came after the delete (the delete is
+///   placed just before that grant). Otherwise it is the newest grant set on
+///   that server before the reply (only a successful `SET … NX` creates the
+///   key);
 /// - `lease_expired` at `set_ns + ttl` (the `SET`'s reply time plus the PX
 ///   TTL, on the one monotonic clock): Redis set the TTL before it replied,
 ///   so the key is certainly gone by then — unless a release deleted it, or
@@ -731,10 +779,13 @@ pub fn build_history(
     let mut acked_at = std::collections::BTreeMap::new();
     // grant held by each worker, for release records.
     let mut held = std::collections::BTreeMap::new();
-    // (grant, server, SET reply ns, expiry ns) of every Redis grant.
-    let mut leases: Vec<(u64, u16, u64, u64)> = Vec::new();
-    // (t_ns, record index, releasing grant, server) of every release that deleted a lease.
-    let mut deletions: Vec<(u64, usize, Option<u64>, u16)> = Vec::new();
+    // (grant, server, SET reply ns, expiry ns, SET request ns) of every Redis grant.
+    let mut leases: Vec<(u64, u16, u64, u64, u64)> = Vec::new();
+    // (reply ns, request ns, record index, releasing grant, server) of every release that deleted a lease.
+    let mut deletions: Vec<(u64, u64, usize, Option<u64>, u16)> = Vec::new();
+    // Each worker's latest acquire and release request.
+    let mut asked_at = std::collections::BTreeMap::new();
+    let mut release_asked_at = std::collections::BTreeMap::new();
     let last_ns = records
         .iter()
         .filter_map(|(_, v)| field(v, "t_ns"))
@@ -756,12 +807,16 @@ pub fn build_history(
         // The server that answered: 0 = primary, 1 = the promoted replica.
         let server = (field(v, "server").unwrap_or(0) as u16).min(1);
         e.kind = match kind_name {
-            "acquire_sent" => Kind::AcquireSent,
+            "acquire_sent" => {
+                asked_at.insert(*i, t_ns);
+                Kind::AcquireSent
+            }
             "grant_received" => {
                 grant_id += 1;
                 held.insert(*i, (grant_id, server));
                 if let (Some(set), Some(ttl)) = (field(v, "set_ns"), field(v, "ttl_ms")) {
-                    leases.push((grant_id, server, set, set + ttl * 1_000_000));
+                    let asked = asked_at.get(i).copied().unwrap_or(set).min(set);
+                    leases.push((grant_id, server, set, set + ttl * 1_000_000, asked));
                 }
                 let mut issued = Event::new(0, t_ns, coord + server, Kind::GrantIssued);
                 issued.key = Some(0);
@@ -810,6 +865,7 @@ pub fn build_history(
                 Kind::WriteAcked
             }
             "release_sent" => {
+                release_asked_at.insert(*i, t_ns);
                 e.grant_id = held.get(i).map(|(g, _)| *g);
                 e.op_id = None;
                 Kind::ReleaseSent
@@ -817,7 +873,8 @@ pub fn build_history(
             "release_done" if field(v, "value").unwrap_or(0) > 0 && lock != LockKind::None => {
                 let mine = held.get(i).map(|(g, _)| *g);
                 let server = held.get(i).map_or(0, |(_, s)| *s);
-                deletions.push((t_ns, n, mine, server));
+                let asked = release_asked_at.get(i).copied().unwrap_or(t_ns).min(t_ns);
+                deletions.push((t_ns, asked, n, mine, server));
                 continue;
             }
             "workload_done" => Kind::WorkloadDone,
@@ -834,27 +891,6 @@ pub fn build_history(
             event: e,
         });
     }
-    // The key a deletion removed: the newest lease set on that server before it.
-    let mut removals: Vec<(u64, u16, u64)> = Vec::new();
-    for (t_ns, n, mine, server) in deletions {
-        let removed = leases
-            .iter()
-            .filter(|(_, s, set, _)| *s == server && *set <= t_ns)
-            .max_by_key(|(_, _, set, _)| *set)
-            .map(|(g, ..)| *g);
-        let mut r = Event::new(0, t_ns, coord + server, Kind::ReleaseApplied);
-        r.key = Some(0);
-        r.grant_id = mine;
-        r.removed_grant_id = removed;
-        if let Some(g) = removed {
-            removals.push((t_ns, server, g));
-        }
-        out.push(Pending {
-            t_ns,
-            rank: (1, n as u64),
-            event: r,
-        });
-    }
     // A server crash or failover loses its leases; it does not expire them.
     let lost_between = |server: u16, from: u64, to: u64| -> bool {
         harness.iter().any(|h| {
@@ -867,7 +903,28 @@ pub fn build_history(
             hits && h.t_ns > from && h.t_ns < to
         })
     };
-    for (n, &(grant, server, set, expiry)) in leases.iter().enumerate() {
+    // The key each deletion removed, and when (see the doc comment).
+    let mut removals: Vec<(u64, u16, u64)> = Vec::new();
+    for (t_ns, asked, n, mine, server) in deletions {
+        let (removed, at_ns, rank) =
+            deleted_lease(&leases, &removals, &lost_between, server, asked, t_ns)
+                .map_or((None, t_ns, 1), |(g, at)| {
+                    (Some(g), at, if at < t_ns { 0 } else { 1 })
+                });
+        let mut r = Event::new(0, at_ns, coord + server, Kind::ReleaseApplied);
+        r.key = Some(0);
+        r.grant_id = mine;
+        r.removed_grant_id = removed;
+        if let Some(g) = removed {
+            removals.push((at_ns, server, g));
+        }
+        out.push(Pending {
+            t_ns: at_ns,
+            rank: (rank, n as u64),
+            event: r,
+        });
+    }
+    for (n, &(grant, server, set, expiry, _)) in leases.iter().enumerate() {
         let removed_first = removals
             .iter()
             .any(|(t, s, g)| *g == grant && *s == server && *t < expiry);
@@ -945,4 +1002,74 @@ pub fn write_history(h: &History, path: &PathBuf) -> Result<()> {
     crate::history::jsonl::write(h, &mut f)?;
     f.flush()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const MS: u64 = 1_000_000;
+
+    fn rec(worker: usize, kind: &str, t_ms: u64) -> (usize, Value) {
+        (worker, json!({"kind": kind, "t_ns": t_ms * MS}))
+    }
+
+    fn granted(worker: usize, t_ms: u64, token: u64) -> (usize, Value) {
+        let t_ns = t_ms * MS;
+        (
+            worker,
+            json!({"kind": "grant_received", "t_ns": t_ns, "set_ns": t_ns, "ttl_ms": 300, "token": token}),
+        )
+    }
+
+    fn deleted(worker: usize, t_ms: u64) -> (usize, Value) {
+        (
+            worker,
+            json!({"kind": "release_done", "t_ns": t_ms * MS, "value": 1}),
+        )
+    }
+
+    fn unsafe_releases(lock: LockKind, records: &[(usize, Value)]) -> usize {
+        let workers = ["A".to_string(), "B".to_string()];
+        let h = build_history(&workers, lock, records, &[], &[]).expect("history");
+        check::check(&h)
+            .violations
+            .iter()
+            .filter(|v| v.kind == check::ViolationKind::UnsafeRelease)
+            .count()
+    }
+
+    /// Seen on real Redis: B's compare-and-delete ran before A's `SET NX`
+    /// (which could only succeed once B's key was gone), but its reply
+    /// reached the proxy after A's grant.
+    #[test]
+    fn a_delete_whose_reply_overtakes_the_next_grant_removed_its_own_lease() {
+        let records = [
+            rec(1, "acquire_sent", 100),
+            granted(1, 101, 1),
+            rec(1, "release_sent", 200),
+            rec(0, "acquire_sent", 200),
+            granted(0, 201, 2),
+            deleted(1, 202),
+            rec(0, "release_sent", 300),
+            deleted(0, 301),
+        ];
+        assert_eq!(unsafe_releases(LockKind::RedisSetNxCad, &records), 0);
+    }
+
+    /// The unsafe twin: B's lease expired, A took the lock, and only then
+    /// did B's plain `DEL` go out: it deleted A's lock.
+    #[test]
+    fn a_delete_sent_after_its_lease_expired_and_the_next_grant_removed_that_grant() {
+        let records = [
+            rec(1, "acquire_sent", 100),
+            granted(1, 101, 1),
+            rec(0, "acquire_sent", 402),
+            granted(0, 403, 2),
+            rec(1, "release_sent", 410),
+            deleted(1, 411),
+        ];
+        assert_eq!(unsafe_releases(LockKind::RedisSetNxDel, &records), 1);
+    }
 }
