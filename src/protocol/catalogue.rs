@@ -38,15 +38,15 @@
 //! the harness records each promotion. No token (`fence = true`: the
 //! storage is reserved with the promotion's epoch, SCSI-3 style).
 
-use super::client::LockKind;
-use super::coordinator::{CoordinatorConfig, ReleaseStyle, Replication};
-use super::dynamodb::DynamoClientConfig;
-use super::etcd::EtcdClientConfig;
-use super::node::{Nanos, NodeId};
-use super::redlock::{RedisMasterConfig, RedlockClientConfig};
-use super::resource::{FenceCheck, ResourceConfig};
-use super::zookeeper::{ZkClientConfig, ZkServerConfig};
-use super::{Role, ServerConfig};
+use crate::protocol::client::LockKind;
+use crate::protocol::coordinator::{CoordinatorConfig, ReleaseStyle, Replication};
+use crate::protocol::dynamodb::DynamoClientConfig;
+use crate::protocol::etcd::EtcdClientConfig;
+use crate::protocol::node::{Nanos, NodeId};
+use crate::protocol::redlock::{RedisMasterConfig, RedlockClientConfig};
+use crate::protocol::resource::{FenceCheck, ResourceConfig};
+use crate::protocol::zookeeper::{ZkClientConfig, ZkServerConfig};
+use crate::protocol::{Role, ServerConfig};
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
 pub enum ProtocolKind {

@@ -4,27 +4,29 @@
 //! **Invariant:** nothing here imports `sim`, `serde`, a clock or an RNG.
 //! The simulator, tests and external drivers all drive these nodes through
 //! the one [`Node`] trait.
+//!
+//! Four wings: `core/` (messages, the `Node` contract, durable records),
+//! `lease/` (coordinator, resource, worker), `systems/` (ZooKeeper, etcd,
+//! Redlock, DynamoDB over their shared client base) and `alternatives/`
+//! (single database, queue claim, cache lease, active/passive pair,
+//! irreversible effects). `catalogue.rs` composes them into named protocols.
 
-pub mod active_passive;
-pub mod alt_role;
-pub mod cache_lease;
+pub mod alternatives;
 pub mod catalogue;
-pub mod client;
-pub mod coordinator;
-pub mod dynamodb;
-pub mod effects;
-pub mod etcd;
-pub mod msg;
-pub mod node;
-pub mod queue_claim;
-pub mod record;
-pub mod redlock;
-pub mod resource;
-pub mod single_db;
+pub mod core;
+pub mod lease;
+pub mod systems;
 #[cfg(test)]
 mod testkit;
-pub mod worker;
-pub mod zookeeper;
+
+// The wings' files keep their flat paths (`protocol::worker`, `protocol::msg`, …):
+// code outside protocol/ names a file, not the wing it lives in.
+pub use self::alternatives::{
+    active_passive, alt_role, cache_lease, effects, queue_claim, single_db,
+};
+pub use self::core::{msg, node, record};
+pub use self::lease::{coordinator, resource, worker};
+pub use self::systems::{client, dynamodb, etcd, redlock, zookeeper};
 
 pub use catalogue::{ProtocolConfig, ProtocolKind};
 pub use msg::{Key, Msg, OpId, Token};

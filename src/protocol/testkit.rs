@@ -1,8 +1,8 @@
 //! Helpers for the protocol modules' unit tests, which drive one node by
 //! hand: clocks that read true time, and the messages a step sent.
 
-use super::msg::Msg;
-use super::node::{Clocks, Effect, Nanos, NodeId};
+use crate::protocol::msg::Msg;
+use crate::protocol::node::{Clocks, Effect, Nanos, NodeId};
 
 /// Wall and monotonic clocks both reading `t_ns` (no offset, no drift).
 pub fn at(t_ns: Nanos) -> Clocks {

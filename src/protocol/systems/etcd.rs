@@ -53,20 +53,20 @@
 //!   client acting on it still lets a client decide after a newer holder,
 //!   with an older revision — `token_order`, harmless only behind the fence.
 //!   Under random faults the re-check makes that rare, not impossible
-//!   (tests/etcd.rs).
-//! - The server is durable (see [`super::record`]): a crash stands for the
+//!   (tests/it/protocol/etcd.rs).
+//! - The server is durable (see [`crate::protocol::record`]): a crash stands for the
 //!   cluster's, whose raft log keeps every key and lease; lease TTLs start
 //!   over at the restart, as under a new leader.
 //! - Not modelled: compaction, auth.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::client::{
+use crate::protocol::client::{
     ClientBase, LockEvent, Requests, Timeout, CLIENT_REQUEST, CLIENT_TIMER_A, CLIENT_TIMER_B,
 };
-use super::msg::{Key, Msg, Token};
-use super::node::{Clocks, Effect, Input, Nanos, Node, NodeId, Observation, TimerId};
-use super::record::{persist_if_changed, RecordReader, RecordWriter};
+use crate::protocol::msg::{Key, Msg, Token};
+use crate::protocol::node::{Clocks, Effect, Input, Nanos, Node, NodeId, Observation, TimerId};
+use crate::protocol::record::{persist_if_changed, RecordReader, RecordWriter};
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct EtcdClientConfig {
@@ -341,7 +341,7 @@ pub struct EtcdServer {
     watches: BTreeSet<(Key, u64, NodeId)>,
     /// When the lease check timer fires (None: not armed).
     check_at_mono_ns: Option<Nanos>,
-    /// The durable record last persisted (see [`super::record`]).
+    /// The durable record last persisted (see [`crate::protocol::record`]).
     persisted: Vec<u8>,
 }
 

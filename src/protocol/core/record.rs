@@ -9,7 +9,7 @@
 //! and expiry instants are rebuilt from the restart's clock, the way a new
 //! ZooKeeper or etcd leader gives every session or lease a fresh timeout.
 
-use super::node::{Durability, Effect};
+use crate::protocol::node::{Durability, Effect};
 
 /// Appends words to a record.
 #[derive(Default)]

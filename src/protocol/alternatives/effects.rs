@@ -27,9 +27,9 @@
 
 use std::collections::BTreeSet;
 
-use super::msg::{Key, Msg, OpId, ReqId};
-use super::node::{Clocks, Durability, Effect, Input, Nanos, Node, NodeId, TimerId};
-use super::resource::{Resource, ResourceConfig};
+use crate::protocol::msg::{Key, Msg, OpId, ReqId};
+use crate::protocol::node::{Clocks, Durability, Effect, Input, Nanos, Node, NodeId, TimerId};
+use crate::protocol::resource::{Resource, ResourceConfig};
 
 /// How a worker calls the effect sink after its write is acknowledged.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]

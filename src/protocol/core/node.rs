@@ -10,7 +10,7 @@
 //! The trait deliberately does not require `Clone` or `Hash`: an external
 //! process cannot be cloned. Built-in protocol state may be richer.
 
-use super::msg::Msg;
+use crate::protocol::msg::Msg;
 
 /// Nanoseconds. All time in fencesim is integer nanoseconds.
 pub type Nanos = u64;
@@ -70,29 +70,35 @@ pub enum Input<'a> {
 pub enum Observation {
     /// The coordinator dropped a lease record because its TTL ran out on the
     /// coordinator's own clock. `owner` is the nonce the lease was held under.
-    LeaseExpired { key: super::msg::Key, owner: u64 },
+    LeaseExpired {
+        key: crate::protocol::msg::Key,
+        owner: u64,
+    },
     /// A worker finished every operation of its workload.
     WorkloadDone,
     /// A worker gave up on an operation (retries exhausted, or rejected).
-    OpAbandoned { op: super::msg::OpId },
+    OpAbandoned { op: crate::protocol::msg::OpId },
     /// A worker learned (a failed renewal) that its lease is gone.
-    LeaseLost { key: super::msg::Key, owner: u64 },
+    LeaseLost {
+        key: crate::protocol::msg::Key,
+        owner: u64,
+    },
     /// A client-decided protocol's client (ZooKeeper recipe, Redlock,
     /// DynamoDB lock client, etcd mutex) concluded, at this step, that it
     /// holds the lock of `key` under acquisition `owner`, with fencing
     /// `token` if the protocol has one. No server issues such a lock, so the
     /// harness records this decision as the grant.
     Acquired {
-        key: super::msg::Key,
+        key: crate::protocol::msg::Key,
         owner: u64,
-        token: Option<super::msg::Token>,
+        token: Option<crate::protocol::msg::Token>,
     },
     /// A node of an active/passive pair (src/protocol/active_passive.rs)
     /// started acting as the owner of `key` under `epoch` (what it believes
     /// its generation is). The harness numbers promotions in true-time order.
     BecameActive {
-        key: super::msg::Key,
-        epoch: Option<super::msg::Token>,
+        key: crate::protocol::msg::Key,
+        epoch: Option<crate::protocol::msg::Token>,
     },
     /// A worker acted on this resource reply (`ReadOk`, `ReadRejected`,
     /// `WriteOk`, `WriteRejected`): the answer to its outstanding request.
@@ -102,7 +108,7 @@ pub enum Observation {
     ReplyUsed { reply: Msg },
     /// A pair node stopped acting as the owner of `key`, and why.
     SteppedDown {
-        key: super::msg::Key,
+        key: crate::protocol::msg::Key,
         cause: StepDownCause,
     },
 }

@@ -26,12 +26,12 @@
 
 use std::collections::BTreeMap;
 
-use super::client::{
+use crate::protocol::client::{
     ClientBase, LockEvent, Requests, Timeout, CLIENT_REQUEST, CLIENT_TIMER_A, CLIENT_TIMER_B,
 };
-use super::msg::{Key, Msg, Token};
-use super::node::{Clocks, Effect, Input, Nanos, Node, NodeId};
-use super::record::{persist_if_changed, RecordReader, RecordWriter};
+use crate::protocol::msg::{Key, Msg, Token};
+use crate::protocol::node::{Clocks, Effect, Input, Nanos, Node, NodeId};
+use crate::protocol::record::{persist_if_changed, RecordReader, RecordWriter};
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct DynamoClientConfig {
@@ -55,8 +55,8 @@ enum Phase {
     Deleting,
 }
 
-const HEARTBEAT: super::node::TimerId = CLIENT_TIMER_A;
-const LEASE_WAIT: super::node::TimerId = CLIENT_TIMER_B;
+const HEARTBEAT: crate::protocol::node::TimerId = CLIENT_TIMER_A;
+const LEASE_WAIT: crate::protocol::node::TimerId = CLIENT_TIMER_B;
 
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct DynamoClient {
@@ -205,7 +205,7 @@ impl DynamoClient {
     pub fn on_timer(
         &mut self,
         clocks: Clocks,
-        timer: super::node::TimerId,
+        timer: crate::protocol::node::TimerId,
         fx: &mut Vec<Effect>,
     ) -> LockEvent {
         match (timer, self.phase) {
@@ -259,7 +259,7 @@ struct Item {
 pub struct LockTable {
     items: BTreeMap<Key, Item>,
     fences: BTreeMap<Key, u64>,
-    /// The durable record last persisted (see [`super::record`]).
+    /// The durable record last persisted (see [`crate::protocol::record`]).
     persisted: Vec<u8>,
 }
 

@@ -2,16 +2,16 @@
 //! effect sink and outbox nodes, and the article's alternatives to a
 //! distributed lock. One enum so the shared `Role` gains a single variant.
 
-use super::active_passive::{PairConfig, PairNode};
-use super::cache_lease::CasCache;
-use super::catalogue::{ProtocolConfig, ProtocolKind};
-use super::effects::{Dispatcher, DispatcherConfig, EffectCall, OutboxStore, Sink};
-use super::node::{Nanos, Node, NodeId};
-use super::queue_claim::{Queue, QueueConfig};
-use super::resource::ResourceConfig;
-use super::single_db::{Db, DbConfig};
-use super::worker::WorkerConfig;
-use super::Role;
+use crate::protocol::active_passive::{PairConfig, PairNode};
+use crate::protocol::cache_lease::CasCache;
+use crate::protocol::catalogue::{ProtocolConfig, ProtocolKind};
+use crate::protocol::effects::{Dispatcher, DispatcherConfig, EffectCall, OutboxStore, Sink};
+use crate::protocol::node::{Nanos, Node, NodeId};
+use crate::protocol::queue_claim::{Queue, QueueConfig};
+use crate::protocol::resource::ResourceConfig;
+use crate::protocol::single_db::{Db, DbConfig};
+use crate::protocol::worker::WorkerConfig;
+use crate::protocol::Role;
 
 /// How often the outbox dispatcher polls an empty outbox.
 pub const OUTBOX_POLL_NS: Nanos = 100_000_000;

@@ -4,19 +4,19 @@
 //! library in the worker process concludes it from what the servers said.
 //!
 //! The workload around the lock — read, compute, write, op ids as values,
-//! retransmissions — is the [`Worker`](super::worker::Worker)'s and is the
+//! retransmissions — is the [`Worker`](crate::protocol::worker::Worker)'s and is the
 //! same for every protocol. The worker hands the lock phases (acquire,
 //! release) to a [`LockClient`] and hears back [`LockEvent`]s; at
-//! `Acquired` it emits [`Observation::Acquired`](super::node::Observation),
+//! `Acquired` it emits [`Observation::Acquired`](crate::protocol::node::Observation),
 //! which the harness records as the grant. [`Requests`] is the one
 //! request/retransmit helper the clients share.
 
-use super::dynamodb::{DynamoClient, DynamoClientConfig};
-use super::etcd::{EtcdClient, EtcdClientConfig};
-use super::msg::{first_req, next_req, Key, Msg, ReqId, Token};
-use super::node::{Clocks, Effect, Nanos, NodeId, TimerId};
-use super::redlock::{RedlockClient, RedlockClientConfig};
-use super::zookeeper::{ZkClient, ZkClientConfig};
+use crate::protocol::dynamodb::{DynamoClient, DynamoClientConfig};
+use crate::protocol::etcd::{EtcdClient, EtcdClientConfig};
+use crate::protocol::msg::{first_req, next_req, Key, Msg, ReqId, Token};
+use crate::protocol::node::{Clocks, Effect, Nanos, NodeId, TimerId};
+use crate::protocol::redlock::{RedlockClient, RedlockClientConfig};
+use crate::protocol::zookeeper::{ZkClient, ZkClientConfig};
 
 /// Which lock client a worker runs.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]

@@ -41,8 +41,10 @@
 
 use std::collections::BTreeMap;
 
-use super::msg::{Key, Msg, Token};
-use super::node::{Clocks, Durability, Effect, Input, Nanos, Node, NodeId, Observation, TimerId};
+use crate::protocol::msg::{Key, Msg, Token};
+use crate::protocol::node::{
+    Clocks, Durability, Effect, Input, Nanos, Node, NodeId, Observation, TimerId,
+};
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum ReleaseStyle {

@@ -78,9 +78,9 @@
 //! node never says "I am the second active" — the `two_actives` checker
 //! finds that from the history.
 
-use super::msg::{first_req, next_req, Key, Msg, OpId, ReqId, Token};
-use super::node::{Clocks, Durability, Effect, Input, Nanos, Node, NodeId, Observation};
-use super::node::{StepDownCause, TimerId};
+use crate::protocol::msg::{first_req, next_req, Key, Msg, OpId, ReqId, Token};
+use crate::protocol::node::{Clocks, Durability, Effect, Input, Nanos, Node, NodeId, Observation};
+use crate::protocol::node::{StepDownCause, TimerId};
 
 // Public so tests outside the crate can drive a node by hand.
 /// Next step of the write loop (read → work → write → think).

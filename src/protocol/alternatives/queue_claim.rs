@@ -22,9 +22,9 @@
 
 use std::collections::BTreeMap;
 
-use super::msg::{Key, Msg, OpId, Token};
-use super::node::{Clocks, Durability, Effect, Input, Nanos, Node};
-use super::single_db::{serve, Server, Txn};
+use crate::protocol::msg::{Key, Msg, OpId, Token};
+use crate::protocol::node::{Clocks, Durability, Effect, Input, Nanos, Node};
+use crate::protocol::single_db::{serve, Server, Txn};
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct QueueConfig {

@@ -51,8 +51,8 @@
 
 use std::collections::BTreeMap;
 
-use super::msg::{Key, Msg, OpId, Token};
-use super::node::{Clocks, Durability, Effect, Input, Node, NodeId, TimerId};
+use crate::protocol::msg::{Key, Msg, OpId, Token};
+use crate::protocol::node::{Clocks, Durability, Effect, Input, Node, NodeId, TimerId};
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum FenceCheck {

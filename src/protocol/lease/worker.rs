@@ -36,10 +36,12 @@
 //! hold one and wait for the other forever (with renewal on) — a deadlock
 //! the liveness checker reports; a consistent global order cannot.
 
-use super::client::{ClientBase, LockClient, LockEvent, LockKind, CLIENT_TIMER_BASE};
-use super::effects::EffectCall;
-use super::msg::{first_req, next_req, Key, Msg, OpId, ReqId, Token};
-use super::node::{Clocks, Durability, Effect, Input, Nanos, Node, NodeId, Observation, TimerId};
+use crate::protocol::client::{ClientBase, LockClient, LockEvent, LockKind, CLIENT_TIMER_BASE};
+use crate::protocol::effects::EffectCall;
+use crate::protocol::msg::{first_req, next_req, Key, Msg, OpId, ReqId, Token};
+use crate::protocol::node::{
+    Clocks, Durability, Effect, Input, Nanos, Node, NodeId, Observation, TimerId,
+};
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct WorkerConfig {
@@ -75,7 +77,7 @@ pub struct WorkerConfig {
     /// Who decides that the worker holds the lock.
     pub lock: LockKind,
     /// After the write is acknowledged, call an effect sink (still holding
-    /// the lease) before releasing — see [`super::effects`].
+    /// the lease) before releasing — see [`crate::protocol::effects`].
     pub effect: Option<EffectCall>,
     /// Locks an operation takes after `key`, in the order taken (none: the
     /// single-lock worker). Coordinator grants only.

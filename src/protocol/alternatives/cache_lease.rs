@@ -20,9 +20,9 @@
 
 use std::collections::BTreeMap;
 
-use super::msg::{Key, Msg, OpId, Token};
-use super::node::{Clocks, Durability, Effect, Input, Node};
-use super::single_db::{serve, Server};
+use crate::protocol::msg::{Key, Msg, OpId, Token};
+use crate::protocol::node::{Clocks, Durability, Effect, Input, Node};
+use crate::protocol::single_db::{serve, Server};
 
 #[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
 pub struct CasCache {

@@ -29,8 +29,8 @@
 
 use std::collections::BTreeMap;
 
-use super::msg::{Key, Msg, OpId, Token};
-use super::node::{Clocks, Durability, Effect, Input, Nanos, Node, Observation};
+use crate::protocol::msg::{Key, Msg, OpId, Token};
+use crate::protocol::node::{Clocks, Durability, Effect, Input, Nanos, Node, Observation};
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct DbConfig {

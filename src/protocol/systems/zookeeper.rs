@@ -40,16 +40,18 @@
 //! a notification. A lost session is noticed by the next request's
 //! `session expired` answer, and the client starts a new acquisition.
 //!
-//! The server is durable (see [`super::record`]): a crash of the simulated
+//! The server is durable (see [`crate::protocol::record`]): a crash of the simulated
 //! server stands for the ensemble's, whose committed znodes and sessions
 //! survive; session timeouts start over at the restart.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::client::{ClientBase, LockEvent, Requests, Timeout, CLIENT_REQUEST, CLIENT_TIMER_A};
-use super::msg::{Key, Msg, Token};
-use super::node::{Clocks, Effect, Input, Nanos, Node, NodeId, Observation, TimerId};
-use super::record::{persist_if_changed, RecordReader, RecordWriter};
+use crate::protocol::client::{
+    ClientBase, LockEvent, Requests, Timeout, CLIENT_REQUEST, CLIENT_TIMER_A,
+};
+use crate::protocol::msg::{Key, Msg, Token};
+use crate::protocol::node::{Clocks, Effect, Input, Nanos, Node, NodeId, Observation, TimerId};
+use crate::protocol::record::{persist_if_changed, RecordReader, RecordWriter};
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct ZkClientConfig {
@@ -328,7 +330,7 @@ pub struct ZkServer {
     watches: Vec<Watch>,
     /// When the session check timer fires (None: not armed).
     check_at_mono_ns: Option<Nanos>,
-    /// The durable record last persisted (see [`super::record`]).
+    /// The durable record last persisted (see [`crate::protocol::record`]).
     persisted: Vec<u8>,
 }
 
