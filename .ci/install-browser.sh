@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs Debian's chromium for tests/report_browser.rs (headless DOM and
+# Installs Debian's chromium for tests/it/report/browser.rs (headless DOM and
 # screenshot checks of the HTML report). Idempotent: does nothing when a
 # chromium is already on PATH. Called from .ci/run.
 set -euo pipefail

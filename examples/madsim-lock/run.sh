@@ -17,7 +17,7 @@ RUSTFLAGS="--cfg madsim" CARGO_TARGET_DIR="$here/target" \
 "$here/target/debug/madsim-lock" "$root/scenarios/article/gc-pause-fenced-cas.toml" --seed 3 --history "$tmp/fenced.jsonl"
 "$here/target/debug/madsim-lock" "$root/scenarios/article/gc-pause-stale-write.toml" --seed 3 --history "$tmp/unfenced.jsonl"
 
-# The main crate's binary: FENCESIM_BIN when the caller has one (tests/madsim.rs
+# The main crate's binary: FENCESIM_BIN when the caller has one (tests/it/sim/madsim.rs
 # passes the binary cargo built for the test run), else built here.
 check() {
     if [ -n "${FENCESIM_BIN:-}" ]; then

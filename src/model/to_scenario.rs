@@ -107,7 +107,7 @@ pub fn to_scenario(spec: &ModelSpec, counterexample: &Counterexample) -> Result<
         )
     })?;
     if kind == ProtocolKind::ZkSequential {
-        // The agreement with the simulator is checked (tests/model_scenarios.rs);
+        // The agreement with the simulator is checked (tests/it/model/scenarios.rs);
         // scripting is not: sequential nodes and watches have no scripted form.
         return Err(
             "zk-sequential paths (sequential nodes, watches) are not scripted; the model is safe, so it has no counterexample to emit"

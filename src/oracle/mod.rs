@@ -6,7 +6,7 @@
 //! This module judges each record by scanning the records before it again
 //! (quadratic, and fine for the histories the differential test feeds it),
 //! so the two share nothing but the history types. The differential test
-//! (`tests/checker_differential.rs`) holds them to the same verdicts.
+//! (`tests/it/check/differential.rs`) holds them to the same verdicts.
 //!
 //! It reports, per violation, the kind's name and the `seq` of the record
 //! that commits it (the last of the main checker's evidence). It assumes a

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A coordinator that breaks the wire protocol on purpose, for the tests of
-`fencesim validate`'s diagnostics (tests/validate_misbehaviour.rs).
+`fencesim validate`'s diagnostics (tests/it/validate/misbehaviour.rs).
 
     misbehaving.py MODE [SEED]
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Stores for the store-claims tests of `fencesim validate`
-(tests/validate_claims.rs), each beside fencelock.py's coordinator.
+(tests/it/validate/claims.rs), each beside fencelock.py's coordinator.
 
     stores.py MODE
 

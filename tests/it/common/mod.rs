@@ -1,0 +1,107 @@
+//! The one helper kit of the integration tests: paths, the binary, loading
+//! scenarios, and the machine-wide gate that keeps a live run (real
+//! servers, real timeouts) from sharing the 2 cores with a test that
+//! saturates them.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use fencesim::protocol::Role;
+use fencesim::scenario::Scenario;
+use fencesim::sim::RandomFaults;
+
+const MS: u64 = 1_000_000;
+
+/// Live runs take it exclusively; tests that keep every core busy for a
+/// long time (the madsim build, the chaos and differential sweeps) take it
+/// shared. Test binaries used to run one after another, so a live run
+/// never met those; in one binary the gate keeps it that way, while light
+/// tests still run beside anything.
+static MACHINE: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// One live run on the machine at a time, and no heavy test beside it: a
+/// live run's leftover checks judge every server process on the machine,
+/// and its timings (leases, session timeouts) suffer on a loaded machine.
+pub fn live_exclusive() -> std::sync::RwLockWriteGuard<'static, ()> {
+    MACHINE.write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A test that saturates the cores: it may run beside other heavy tests,
+/// never beside a live run.
+pub fn heavy() -> std::sync::RwLockReadGuard<'static, ()> {
+    MACHINE.read().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Whether the live mode's Redis and PostgreSQL binaries are here; if not,
+/// one loud line says which test was skipped and why.
+pub fn live_servers_present(test: &str) -> bool {
+    match fencesim::live::servers::binaries_present() {
+        Ok(()) => true,
+        Err(e) => {
+            eprintln!("!!! LIVE TEST SKIPPED: {test}: {e:#}");
+            false
+        }
+    }
+}
+
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn scenario_path(rel: &str) -> PathBuf {
+    root().join("scenarios").join(rel)
+}
+
+/// Runs the `fencesim` binary built for this test profile.
+pub fn fencesim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fencesim"))
+        .args(args)
+        .current_dir(root())
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .expect("fencesim binary runs")
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn load(path: &Path) -> fencesim::scenario::Scenario {
+    fencesim::scenario::load(path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A bundled scenario under random pauses, crashes and partitions instead of
+/// one scripted pause, with workers busy for the whole fault window.
+pub fn with_random_faults(mut s: Scenario) -> Scenario {
+    let workers: Vec<_> = s.options.workers().map(|(id, _)| id).collect();
+    for node in &mut s.options.nodes {
+        if let Role::Worker(w) = &mut node.role {
+            w.ops = 20;
+            w.work_ns = 500 * MS;
+            w.think_ns = 200 * MS;
+        }
+    }
+    s.options.max_time_ns = 120_000 * MS;
+    s.options.faults.clear();
+    s.options.random = RandomFaults {
+        window_ns: 20_000 * MS,
+        pause_probability: 0.5,
+        pause_min_ns: 1_000 * MS,
+        pause_max_ns: 15_000 * MS,
+        pause_nodes: workers.clone(),
+        crash_probability: 0.1,
+        restart_min_ns: 500 * MS,
+        restart_max_ns: 3_000 * MS,
+        crash_nodes: workers,
+        partition_probability: 0.2,
+        partition_min_ns: 1_000 * MS,
+        partition_max_ns: 12_000 * MS,
+        failover_probability: 0.0,
+        ..RandomFaults::default()
+    };
+    s
+}

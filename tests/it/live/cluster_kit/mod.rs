@@ -1,0 +1,230 @@
+//! What tests/it/live/etcd.rs and tests/it/live/zk.rs share: skipping loudly when
+//! the servers are missing, one `fencesim live` run of a cluster's
+//! scenarios read back as its live-vs-simulated table, the checks every
+//! run must pass (unsafe found in every trial, safe clean with a rejection
+//! in every trial, tokens in order, the history re-checked by
+//! `check-history`, nothing left behind), and a bad-input run.
+
+use crate::common::live_exclusive;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use fencesim::live::cluster::{binaries_present, ClusterKind};
+
+/// Whether the live mode's servers and `kind`'s binaries are here; if not,
+/// one loud line says what was skipped and why.
+pub fn present(kind: ClusterKind, test: &str) -> bool {
+    let all = fencesim::live::servers::binaries_present().and_then(|()| binaries_present(kind));
+    match all {
+        Ok(()) => true,
+        Err(e) => {
+            eprintln!("!!! LIVE TEST SKIPPED: {test}: {e:#}");
+            false
+        }
+    }
+}
+
+pub fn fencesim() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_fencesim"))
+}
+
+/// The pids in `(pid N)` and `(pids [a, b, c])` of the run's start-up lines.
+fn started_pids(stdout: &str) -> Vec<u32> {
+    let mut pids = Vec::new();
+    for line in stdout.lines().filter(|l| l.contains("(pid")) {
+        for part in line.split("(pid").skip(1) {
+            let list = part.split(')').next().unwrap_or("");
+            pids.extend(
+                list.split(|c: char| !c.is_ascii_digit())
+                    .filter_map(|n| n.parse::<u32>().ok()),
+            );
+        }
+    }
+    pids
+}
+
+fn assert_nothing_left(root: &Path, pids: &[u32]) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let alive: Vec<u32> = pids
+            .iter()
+            .copied()
+            .filter(|p| Path::new(&format!("/proc/{p}")).exists())
+            .collect();
+        if alive.is_empty() && !root.exists() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "left behind: pids {alive:?}, directory {} exists: {}",
+            root.display(),
+            root.exists()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// scenario -> kind ("none" for clean runs, "fence_rejected") -> live column.
+fn table(stdout: &str) -> BTreeMap<String, BTreeMap<String, String>> {
+    let mut table: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    let body = stdout.split("live vs simulated").nth(1).unwrap_or("");
+    for line in body.lines().filter(|l| l.trim_start().starts_with("live-")) {
+        let name = line.split_whitespace().next().unwrap().to_string();
+        let rest = line.trim_start()[name.len()..].trim_start();
+        let (kind, cols) = match (
+            rest.strip_prefix("none (clean runs)"),
+            rest.strip_prefix("fence_rejected ≥ 1"),
+        ) {
+            (Some(c), _) => ("none".to_string(), c),
+            (_, Some(c)) => ("fence_rejected".to_string(), c),
+            _ => {
+                let k = rest.split_whitespace().next().unwrap();
+                (k.to_string(), &rest[k.len()..])
+            }
+        };
+        let live = cols.split_whitespace().next().unwrap_or("").to_string();
+        table.entry(name).or_default().insert(kind, live);
+    }
+    table
+}
+
+/// Runs `files` (under live/) for two trials each on one cluster of
+/// `kind` and checks: `unsafe_` finds stale_write and lost_update in both
+/// trials (and check-history agrees), each of `safe` is clean with a fence
+/// rejection in both and no token_order, and nothing is left afterwards.
+pub fn run_and_check(kind: ClusterKind, files: &[&str], unsafe_: &str, safe: &[&str]) {
+    let _serial = live_exclusive();
+    let out = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let o = fencesim()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .arg("live")
+        .args(files)
+        .args(["--trials", "2", "--jobs", "1", "--out"])
+        .arg(out.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    eprintln!(
+        "{stdout}\n(wall time {:.1} s)",
+        started.elapsed().as_secs_f64()
+    );
+    assert!(
+        o.status.success(),
+        "fencesim live failed ({}):\n{stdout}\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let banner = format!("started: {} cluster of 3 members", kind.name());
+    assert!(stdout.contains(&banner), "{stdout}");
+    let table = table(&stdout);
+    let at = |s: &str, k: &str| table.get(s).and_then(|m| m.get(k)).cloned();
+    for k in ["stale_write", "lost_update"] {
+        assert_eq!(
+            at(unsafe_, k).as_deref(),
+            Some("2/2"),
+            "{unsafe_} {k}:\n{stdout}"
+        );
+    }
+    for s in safe {
+        assert_eq!(
+            at(s, "none").as_deref(),
+            Some("2/2"),
+            "{s} not clean in every trial:\n{stdout}"
+        );
+        assert_eq!(
+            at(s, "fence_rejected").as_deref(),
+            Some("2/2"),
+            "{s}: the fence refused nothing in some trial:\n{stdout}"
+        );
+        assert!(
+            at(s, "token_order").is_none(),
+            "{s}: token order broken:\n{stdout}"
+        );
+    }
+    let history: PathBuf = out.path().join(format!("{unsafe_}-trial-1.jsonl"));
+    let c = fencesim()
+        .arg("check-history")
+        .arg(&history)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&c.stdout);
+    assert!(
+        text.contains("stale_write"),
+        "check-history of {}: {text}",
+        history.display()
+    );
+    let first = stdout.lines().next().unwrap_or("");
+    let root = PathBuf::from(first.rsplit(" in ").next().unwrap_or("").trim());
+    assert_nothing_left(&root, &started_pids(&stdout));
+}
+
+/// `fencesim live` on a scenario file made of `body` (its twin filled in)
+/// exits 2 with an error naming the file and containing `message`.
+pub fn assert_bad_input(body: &str, message: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let twin = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios/real-systems/zk-sequential-gc-pause.toml");
+    let file = dir.path().join("bad.toml");
+    let head = format!(
+        "schema_version = 1\nname = \"bad\"\ntwin = \"{}\"\n",
+        twin.display()
+    );
+    std::fs::write(&file, head + body).unwrap();
+    let o = fencesim().arg("live").arg(&file).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("bad.toml:") && err.contains(message), "{err}");
+}
+
+/// A harness SIGKILLed in the middle of `file`'s trials runs no Drop: every
+/// cluster member (and server) must still die by its parent-death signal,
+/// and the directory it leaves is swept by the next start.
+pub fn assert_killed_harness_leaves_nothing(kind: ClusterKind, file: &str) {
+    use std::io::{BufRead, BufReader};
+    let _serial = live_exclusive();
+    let out = tempfile::tempdir().unwrap();
+    let mut child = fencesim()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["live", file, "--trials", "50", "--jobs", "1", "--out"])
+        .arg(out.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(out.path().join("stderr")).unwrap())
+        .spawn()
+        .unwrap();
+    let mut text = String::new();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        text.push_str(&line);
+        text.push('\n');
+        if line.contains("trial 1/") {
+            break;
+        }
+    }
+    let banner = format!("started: {} cluster of 3 members", kind.name());
+    let stderr = || std::fs::read_to_string(out.path().join("stderr")).unwrap_or_default();
+    assert!(text.contains(&banner), "{text}\n{}", stderr());
+    let pids = started_pids(&text);
+    // redis-server, its replica, postgres and the three members.
+    assert!(pids.len() >= 6, "{pids:?} from\n{text}");
+    let first = text.lines().next().unwrap_or("");
+    let root = PathBuf::from(first.rsplit(" in ").next().unwrap_or("").trim());
+    assert!(root.exists(), "{}", root.display());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while pids
+        .iter()
+        .any(|p| Path::new(&format!("/proc/{p}")).exists())
+    {
+        assert!(
+            Instant::now() < deadline,
+            "members outlived the harness: {pids:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    fencesim::live::servers::sweep_stale();
+    assert_nothing_left(&root, &pids);
+}

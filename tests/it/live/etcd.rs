@@ -1,0 +1,54 @@
+//! The live mode on a real three-member etcd cluster: the paused holder's
+//! plain UPDATE is found stale, the fenced one refused; a leader killed
+//! while B waits and a partition of the holder's member leave the fence
+//! holding and the revisions in order; nothing the run started outlives it.
+//!
+//! Needs Debian's `etcd-server` (and the Redis/PostgreSQL of the live
+//! mode); without them the test prints one loud line saying what it
+//! skipped and why (`.ci/run` installs the packages so CI always runs it).
+//! One cluster serves every scenario of the run (started once, repaired
+//! between trials), so its start-up is paid once.
+
+use super::cluster_kit::{
+    assert_bad_input, assert_killed_harness_leaves_nothing, present, run_and_check,
+};
+use fencesim::live::cluster::ClusterKind;
+
+#[test]
+fn etcd_lock_is_found_stale_unfenced_and_fenced_through_pause_leader_death_and_partition() {
+    if !present(ClusterKind::Etcd, "etcd live scenarios") {
+        return;
+    }
+    run_and_check(
+        ClusterKind::Etcd,
+        &[
+            "live/etcd-gc-pause-plain-update.toml",
+            "live/etcd-gc-pause-fenced-update.toml",
+            "live/etcd-leader-killed-during-grant.toml",
+            "live/etcd-partitioned-holder-fenced.toml",
+        ],
+        "live-etcd-gc-pause-plain-update",
+        &[
+            "live-etcd-gc-pause-fenced-update",
+            "live-etcd-leader-killed-during-grant",
+            "live-etcd-partitioned-holder-fenced",
+        ],
+    );
+}
+
+#[test]
+fn a_member_fault_in_a_redis_scenario_is_bad_input_naming_the_file() {
+    assert_bad_input(
+        "lock = \"redis-set-nx-del\"\nwrite = \"plain\"\nttl_ms = 50\n[[worker]]\nname = \"A\"\n\
+         [[fault]]\nkind = \"partition\"\nnode = \"member/0\"\nafter = \"worker/A:read_ok\"\nduration_ms = 10\n[expect]\n",
+        "member/0 is a member of an etcd or ZooKeeper cluster",
+    );
+}
+
+#[test]
+fn a_killed_harness_takes_its_etcd_members_with_it_and_the_next_run_sweeps_its_directory() {
+    if !present(ClusterKind::Etcd, "a killed harness leaves no etcd member") {
+        return;
+    }
+    assert_killed_harness_leaves_nothing(ClusterKind::Etcd, "live/etcd-gc-pause-plain-update.toml");
+}

@@ -1,0 +1,10 @@
+//! `fencesim live` on real servers (Redis, PostgreSQL, etcd, ZooKeeper)
+//! and a user's own client program. These tests hold
+//! `common::live_exclusive()`: one live run on the machine at a time, and no
+//! heavy test beside it.
+
+mod article;
+mod cluster_kit;
+mod etcd;
+mod user_client;
+mod zk;

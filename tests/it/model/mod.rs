@@ -1,0 +1,7 @@
+//! The stateright models (`src/model/`): bundled expectations, the CLI,
+//! Ctrl-C, and agreement with the simulator.
+
+mod bundled;
+mod cli;
+mod interrupt;
+mod scenarios;

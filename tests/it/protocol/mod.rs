@@ -1,0 +1,12 @@
+//! Each protocol of the catalogue against the claim the article or its
+//! source makes about it.
+
+mod alternatives_effects;
+mod alternatives_table;
+mod dynamodb;
+mod etcd;
+mod multi_lock;
+mod pair;
+mod redlock;
+mod safe;
+mod zk;

@@ -1,0 +1,3 @@
+//! Shrinking a failing seed into a small scripted scenario.
+
+mod regression;
