@@ -26,12 +26,12 @@
 
 use std::collections::BTreeMap;
 
-use crate::protocol::client::{
-    ClientBase, LockEvent, Requests, Timeout, CLIENT_REQUEST, CLIENT_TIMER_A, CLIENT_TIMER_B,
-};
 use crate::protocol::msg::{Key, Msg, Token};
 use crate::protocol::node::{Clocks, Effect, Input, Nanos, Node, NodeId};
 use crate::protocol::record::{persist_if_changed, RecordReader, RecordWriter};
+use crate::protocol::systems::base::{
+    ClientBase, LockEvent, Requests, Timeout, CLIENT_REQUEST, CLIENT_TIMER_A, CLIENT_TIMER_B,
+};
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct DynamoClientConfig {

@@ -3,6 +3,7 @@
 //! each one file with its server and client halves, over the shared client
 //! base (`client`) that plugs them into the worker.
 
+pub mod base;
 pub mod client;
 pub mod dynamodb;
 pub mod etcd;

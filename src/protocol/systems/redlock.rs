@@ -48,9 +48,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::protocol::client::{ClientBase, LockEvent, CLIENT_REQUEST, CLIENT_TIMER_A};
 use crate::protocol::msg::{first_req, Key, Msg, ReqId};
 use crate::protocol::node::{Clocks, Durability, Effect, Input, Nanos, Node, NodeId, TimerId};
+use crate::protocol::systems::base::{ClientBase, LockEvent, CLIENT_REQUEST, CLIENT_TIMER_A};
 
 /// Masters per lock: the master index travels in 4 bits of the request id.
 pub const MASTERS_MAX: u8 = 15;

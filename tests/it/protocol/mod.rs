@@ -9,4 +9,5 @@ mod multi_lock;
 mod pair;
 mod redlock;
 mod safe;
+mod wings;
 mod zk;
