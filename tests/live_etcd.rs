@@ -14,7 +14,7 @@ mod live_cluster;
 
 use fencesim::live::cluster::ClusterKind;
 use live_cluster::{
-    assert_bad_input, assert_killed_harness_leaves_nothing, present, run_and_check,
+    assert_bad_input, assert_killed_harness_leaves_nothing, cell, present, run_and_check,
 };
 
 #[test]
@@ -23,7 +23,7 @@ fn etcd_lock_is_found_stale_unfenced_and_fenced_through_pause_leader_death_parti
     if !present(ClusterKind::Etcd, "etcd live scenarios") {
         return;
     }
-    run_and_check(
+    let table = run_and_check(
         ClusterKind::Etcd,
         &[
             "live/etcd-gc-pause-plain-update.toml",
@@ -39,6 +39,11 @@ fn etcd_lock_is_found_stale_unfenced_and_fenced_through_pause_leader_death_parti
             "live-etcd-partitioned-holder-fenced",
             "live-etcd-delayed-peers-fenced",
         ],
+    );
+    // B's grant went through the slow quorum and A's late write was still refused.
+    assert_eq!(
+        cell(&table, "live-etcd-delayed-peers-fenced", "fence_rejected"),
+        Some("2/2")
     );
 }
 
