@@ -514,6 +514,16 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
                     .into(),
             ));
         }
+        // When a crash or a member delay happens: after a protocol point or at a time, one of them.
+        let trigger = |after: Option<(String, String)>, what: &str| match (after, f.at_ms) {
+            (Some((worker, point)), None) => Ok(Trigger::After { worker, point }),
+            (None, Some(ms)) => Ok(Trigger::AtMs(ms)),
+            (Some(_), Some(_)) => Err(err(
+                f.kind.span(),
+                format!("{what} has `after` or `at_ms`, not both"),
+            )),
+            (None, None) => Err(missing("after` or `at_ms")),
+        };
         match kind {
             K::Pause | K::Failover => {
                 let (who, after) = after.ok_or_else(|| missing("after"))?;
@@ -535,17 +545,7 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
                 }
             }
             K::Crash => {
-                let trigger = match (after, f.at_ms) {
-                    (Some((worker, point)), None) => Trigger::After { worker, point },
-                    (None, Some(ms)) => Trigger::AtMs(ms),
-                    (Some(_), Some(_)) => {
-                        return Err(err(
-                            f.kind.span(),
-                            "a crash has `after` or `at_ms`, not both".into(),
-                        ))
-                    }
-                    (None, None) => return Err(missing("after` or `at_ms")),
-                };
+                let trigger = trigger(after, "a crash")?;
                 crashes.push(LiveCrash {
                     target,
                     trigger,
@@ -571,17 +571,7 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
                 let CrashTarget::Member(member) = target else {
                     return Err(missing("node = \"member/N\""));
                 };
-                let trigger = match (after, f.at_ms) {
-                    (Some((worker, point)), None) => Trigger::After { worker, point },
-                    (None, Some(ms)) => Trigger::AtMs(ms),
-                    (Some(_), Some(_)) => {
-                        return Err(err(
-                            f.kind.span(),
-                            "a member delay has `after` or `at_ms`, not both".into(),
-                        ))
-                    }
-                    (None, None) => return Err(missing("after` or `at_ms")),
-                };
+                let trigger = trigger(after, "a member delay")?;
                 let by_ms = f
                     .by_ms
                     .filter(|ms| *ms > 0)
