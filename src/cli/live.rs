@@ -230,7 +230,7 @@ pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
     }
     println!("\nlive vs simulated (trials / seeds with the violation; for `none`, clean ones):");
     println!(
-        "  {:<40} {:<22} {:>9} {:>13}  expectation",
+        "  {:<36} {:<22} {:>9} {:>13}  expectation",
         "scenario", "violation", "live", "simulated"
     );
     for (name, t, sim, find, met, sim_watches) in &rows {
@@ -247,7 +247,7 @@ pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
         if kinds.is_empty() {
             // No kind found on either side: both columns count clean runs instead.
             println!(
-                "  {name:<40} {:<22} {:>9} {:>13}  {verdict}",
+                "  {name:<36} {:<22} {:>9} {:>13}  {verdict}",
                 "none (clean runs)",
                 format!("{}/{}", t.clean, t.trials),
                 format!("{}/{}", sim.agg.seeds, sim.agg.seeds)
@@ -261,7 +261,7 @@ pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
                 ""
             };
             println!(
-                "  {name:<40} {:<22} {:>9} {:>13}  {verdict}{disagree}",
+                "  {name:<36} {:<22} {:>9} {:>13}  {verdict}{disagree}",
                 k.name(),
                 format!("{l}/{}", t.trials),
                 format!("{m}/{}", sim.agg.seeds)
@@ -269,7 +269,7 @@ pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
         }
         if t.fence_rejected_trials > 0 {
             println!(
-                "  {name:<40} {:<22} {:>9} {:>13}",
+                "  {name:<36} {:<22} {:>9} {:>13}",
                 "fence_rejected ≥ 1",
                 format!("{}/{}", t.fence_rejected_trials, t.trials),
                 format!("{} total", sim.agg.fence_rejected_total)
@@ -278,7 +278,7 @@ pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
         if let Some(sim_watches) = sim_watches {
             // Per trial / per seed: how many wake-ups the waiters had.
             println!(
-                "  {name:<40} {:<22} {:>9} {:>13}",
+                "  {name:<36} {:<22} {:>9} {:>13}",
                 "watch_notified/trial",
                 format!(
                     "{:.1}",
