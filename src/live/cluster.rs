@@ -342,6 +342,8 @@ impl Cluster {
                         "-Xmx128m".into(),
                         "-XX:+UseSerialGC".into(),
                         "-XX:TieredStopAtLevel=1".into(),
+                        // No /tmp/hsperfdata_<user>/<pid> file, which a SIGKILLed JVM leaves behind.
+                        "-XX:-UsePerfData".into(),
                         "-Dzookeeper.log.dir=".to_string() + &data.display().to_string(),
                         "-Dzookeeper.root.logger=INFO,CONSOLE".into(),
                         "-cp".into(),
