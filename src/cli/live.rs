@@ -56,6 +56,8 @@ struct Tally {
     fence_rejected_trials: u32,
     min_fence_rejected: u64,
     clean: u32,
+    /// ZooKeeper watch notifications over all trials (the workers' wake-ups).
+    watch_notifications: u64,
 }
 
 pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
@@ -145,6 +147,7 @@ pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
             fence_rejected_trials: 0,
             min_fence_rejected: u64::MAX,
             clean: 0,
+            watch_notifications: 0,
         };
         for k in 1..=n {
             if crate::live::interrupted() {
@@ -187,8 +190,15 @@ pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
             t.fence_rejected_trials += (rejected > 0) as u32;
             t.min_fence_rejected = t.min_fence_rejected.min(rejected);
             t.clean += r.report.is_clean() as u32;
+            let watches = r.report.info.watch_notifications;
+            t.watch_notifications += watches;
+            let watch_note = if s.lock == crate::live::LockKind::ZkLock {
+                format!(" — watch notifications {watches} ({})", s.zk_watch.name())
+            } else {
+                String::new()
+            };
             println!(
-                "  trial {k}/{n}: {} — {} — fence_rejected {rejected} — {} — {trial_ms} ms",
+                "  trial {k}/{n}: {} — {} — fence_rejected {rejected}{watch_note} — {} — {trial_ms} ms",
                 r.faults.join("; "),
                 if kinds.is_empty() {
                     "clean".to_string()
@@ -202,14 +212,28 @@ pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
         let sim = crate::suite::run_scenario(&twin, twin.seeds.clone(), args.jobs);
         let met = met(s, &t);
         all_met &= met;
-        rows.push((s.name.clone(), t, sim, s.find.clone(), met));
+        // The twin's watch notifications per seed (mean of its first 20 seeds).
+        let sim_watches = (s.lock == crate::live::LockKind::ZkLock).then(|| {
+            let seeds: Vec<u64> = twin.seeds.clone().take(20).collect();
+            let total: u64 = seeds
+                .iter()
+                .map(|seed| {
+                    crate::suite::run_seed(&twin, *seed)
+                        .report
+                        .info
+                        .watch_notifications
+                })
+                .sum();
+            total as f64 / seeds.len().max(1) as f64
+        });
+        rows.push((s.name.clone(), t, sim, s.find.clone(), met, sim_watches));
     }
     println!("\nlive vs simulated (trials / seeds with the violation; for `none`, clean ones):");
     println!(
         "  {:<36} {:<22} {:>9} {:>13}  expectation",
         "scenario", "violation", "live", "simulated"
     );
-    for (name, t, sim, find, met) in &rows {
+    for (name, t, sim, find, met, sim_watches) in &rows {
         let mut kinds: Vec<ViolationKind> = ViolationKind::ALL
             .into_iter()
             .filter(|k| {
@@ -249,6 +273,18 @@ pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
                 "fence_rejected ≥ 1",
                 format!("{}/{}", t.fence_rejected_trials, t.trials),
                 format!("{} total", sim.agg.fence_rejected_total)
+            );
+        }
+        if let Some(sim_watches) = sim_watches {
+            // Per trial / per seed: how many wake-ups the waiters had.
+            println!(
+                "  {name:<36} {:<22} {:>9} {:>13}",
+                "watch_notified/trial",
+                format!(
+                    "{:.1}",
+                    t.watch_notifications as f64 / t.trials.max(1) as f64
+                ),
+                format!("{sim_watches:.1}")
             );
         }
     }

@@ -2,7 +2,9 @@
 //! member's client and peer traffic through a partitionable TCP link inside
 //! fencesim, each member in its own data directory under the run's
 //! temporary directory; a member can be paused (SIGSTOP), killed (SIGKILL)
-//! and restarted on the same ports with its data, or cut off from the others.
+//! and restarted on the same ports with its data, cut off from the others,
+//! or have every message to and from the others held a fixed time (a delay
+//! line per direction: bytes keep their order, only their arrival moves).
 //!
 //! Why links that know who is calling: a partition of member *i* from the
 //! majority must stop *i*'s traffic to the others *and* theirs to *i*, while
@@ -15,14 +17,14 @@
 //! etcd cannot be given a different address per observer (a member's id is
 //! a hash of its peer URLs), which is why the source is found this way.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -54,6 +56,8 @@ pub const MEMBERS: usize = 3;
 struct NetState {
     pids: Vec<u32>,
     blocked: BTreeSet<(usize, usize)>,
+    /// (from, to) member pairs whose messages are held this many ms.
+    delayed_ms: BTreeMap<(usize, usize), u64>,
     /// (source member if a member dialled, destination member, both sockets).
     conns: Vec<(Option<usize>, usize, TcpStream, TcpStream)>,
 }
@@ -108,8 +112,14 @@ impl Link {
                     n.conns.retain(|(_, _, c, _)| c.peer_addr().is_ok());
                     n.conns.push((from, member, c2, s2));
                 }
-                std::thread::spawn(move || copy(client, s1));
-                std::thread::spawn(move || copy(server, c1));
+                // Member-to-member bytes go through a delay line per direction.
+                let (up, down) = match from {
+                    Some(f) => (Some((f, member)), Some((member, f))),
+                    None => (None, None),
+                };
+                let (net1, net2) = (net.clone(), net.clone());
+                std::thread::spawn(move || copy(client, s1, up.map(|p| (p, net1))));
+                std::thread::spawn(move || copy(server, c1, down.map(|p| (p, net2))));
             }
         });
         Ok(Link { port, stop })
@@ -122,21 +132,71 @@ impl Drop for Link {
     }
 }
 
-fn copy(mut from: TcpStream, mut to: TcpStream) {
+/// Forwards `from` to `to`. With `delay` (the member pair this direction
+/// carries and the links' state), every chunk is stamped when it was read
+/// and written by a second thread no earlier than the pair's delay later:
+/// a delay line, so a held message does not slow the ones behind it more
+/// than the delay itself, and the byte order stays.
+fn copy(mut from: TcpStream, mut to: TcpStream, delay: Option<((usize, usize), Net)>) {
     let mut buf = vec![0u8; 32 * 1024];
+    let Some((pair, net)) = delay else {
+        while let Ok(n) = from.read(&mut buf) {
+            if n == 0 || to.write_all(&buf[..n]).is_err() {
+                break;
+            }
+        }
+        let _ = to.shutdown(Shutdown::Both);
+        let _ = from.shutdown(Shutdown::Both);
+        return;
+    };
+    let (tx, rx) = mpsc::channel::<(Instant, Vec<u8>)>();
+    let Ok(from2) = from.try_clone() else {
+        return;
+    };
+    let writer = std::thread::spawn(move || {
+        for (due, bytes) in rx {
+            let now = Instant::now();
+            if due > now {
+                std::thread::sleep(due - now);
+            }
+            if to.write_all(&bytes).is_err() {
+                break;
+            }
+        }
+        let _ = to.shutdown(Shutdown::Both);
+        let _ = from2.shutdown(Shutdown::Both);
+    });
     while let Ok(n) = from.read(&mut buf) {
-        if n == 0 || to.write_all(&buf[..n]).is_err() {
+        if n == 0 {
+            break;
+        }
+        let ms = net
+            .lock()
+            .map(|s| s.delayed_ms.get(&pair).copied().unwrap_or(0))
+            .unwrap_or(0);
+        if tx
+            .send((
+                Instant::now() + Duration::from_millis(ms),
+                buf[..n].to_vec(),
+            ))
+            .is_err()
+        {
             break;
         }
     }
-    let _ = to.shutdown(Shutdown::Both);
-    let _ = from.shutdown(Shutdown::Both);
+    drop(tx);
+    let _ = writer.join();
 }
 
 /// Which member process owns the socket at `peer` (connected to our `port`).
+/// A JVM's sockets are IPv6 ones (IPv4-mapped), listed in `/proc/net/tcp6`.
 fn member_of(peer: SocketAddr, port: u16, pids: &[u32]) -> Option<usize> {
-    let tcp = fs::read_to_string("/proc/net/tcp").ok()?;
-    let inode = tcp.lines().skip(1).find_map(|l| {
+    let tcp = ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|f| fs::read_to_string(f).ok())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let inode = tcp.lines().find_map(|l| {
         let f: Vec<&str> = l.split_whitespace().collect();
         let local_port = u16::from_str_radix(f.get(1)?.rsplit(':').next()?, 16).ok()?;
         let rem_port = u16::from_str_radix(f.get(2)?.rsplit(':').next()?, 16).ok()?;
@@ -282,6 +342,8 @@ impl Cluster {
                         "-Xmx128m".into(),
                         "-XX:+UseSerialGC".into(),
                         "-XX:TieredStopAtLevel=1".into(),
+                        // No /tmp/hsperfdata_<user>/<pid> file, which a SIGKILLed JVM leaves behind.
+                        "-XX:-UsePerfData".into(),
                         "-Dzookeeper.log.dir=".to_string() + &data.display().to_string(),
                         "-Dzookeeper.root.logger=INFO,CONSOLE".into(),
                         "-cp".into(),
@@ -419,10 +481,29 @@ impl Cluster {
         }
     }
 
+    /// Holds every message between member `i` and the others, both ways,
+    /// `by_ms` (connections open now and later); its clients' are not held.
+    pub fn delay(&mut self, i: usize, by_ms: u64) {
+        if let Ok(mut n) = self.net.lock() {
+            for j in (0..MEMBERS).filter(|j| *j != i) {
+                n.delayed_ms.insert((i, j), by_ms);
+                n.delayed_ms.insert((j, i), by_ms);
+            }
+        }
+    }
+
+    /// Ends every member delay (bytes already held still arrive on time).
+    pub fn undelay(&mut self) {
+        if let Ok(mut n) = self.net.lock() {
+            n.delayed_ms.clear();
+        }
+    }
+
     /// Every member running, unpaused and connected, a leader elected, and
     /// a write through each member answered.
     pub fn repair(&mut self) -> Result<()> {
         self.heal();
+        self.undelay();
         for i in 0..MEMBERS {
             if self.members[i].paused {
                 self.resume(i);

@@ -38,6 +38,8 @@ struct RawFile {
     request_timeout_ms: u64,
     /// A user's own worker program (`fencesim live --worker-cmd` sets or overrides it).
     worker_cmd: Option<String>,
+    /// zk-lock: what a waiter watches, `predecessor` (the recipe) or `herd`.
+    zk_watch: Option<Spanned<String>>,
     worker: Vec<RawWorker>,
     #[serde(default)]
     fault: Vec<RawFault>,
@@ -86,6 +88,10 @@ struct RawFault {
     message: Option<Spanned<String>>,
     #[serde(default)]
     duration_ms: u64,
+    /// delay of a member's links: by how many ms every message is held.
+    by_ms: Option<u64>,
+    /// delay of a member's links: for how long (ms).
+    for_ms: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -175,6 +181,17 @@ pub struct LivePartition {
     pub duration_ms: u64,
 }
 
+/// From `trigger` on, for `for_ms`, every message between `member` and the
+/// other members (both ways) is held `by_ms` by the links; its clients'
+/// traffic is not.
+#[derive(Clone, Debug)]
+pub struct LiveMemberDelay {
+    pub member: MemberSel,
+    pub trigger: Trigger,
+    pub by_ms: u64,
+    pub for_ms: u64,
+}
+
 #[derive(Clone, Debug)]
 pub struct LiveCrash {
     pub target: CrashTarget,
@@ -202,6 +219,9 @@ pub struct LiveScenario {
     pub failovers: Vec<LiveFailover>,
     pub crashes: Vec<LiveCrash>,
     pub partitions: Vec<LivePartition>,
+    pub member_delays: Vec<LiveMemberDelay>,
+    /// zk-lock: what a waiting worker watches.
+    pub zk_watch: super::zk::WatchMode,
     /// Empty: every trial must be clean.
     pub find: Vec<ViolationKind>,
     pub min_fence_rejected: u64,
@@ -213,7 +233,12 @@ pub const PAUSE_POINTS: [&str; 3] = ["read_ok", "fence_checked", "write_sent"];
 impl LiveScenario {
     /// The one protocol point `worker` stops at for the harness, if any.
     pub fn gate_of(&self, worker: &str) -> Option<&str> {
-        let crash_points = self.crashes.iter().filter_map(|c| match &c.trigger {
+        let triggers = self
+            .crashes
+            .iter()
+            .map(|c| &c.trigger)
+            .chain(self.member_delays.iter().map(|d| &d.trigger));
+        let crash_points = triggers.filter_map(|t| match t {
             Trigger::After { worker, point } => Some((worker, point)),
             Trigger::AtMs(_) => None,
         });
@@ -306,6 +331,24 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
             ),
         ));
     }
+    let zk_watch = match &raw.zk_watch {
+        None => super::zk::WatchMode::default(),
+        Some(w) => {
+            let mode = one_of(&file, src, w, "zk_watch", &super::zk::WatchMode::NAMES)?;
+            if lock != LockKind::ZkLock {
+                return Err(ScenarioError::at(
+                    &file,
+                    src,
+                    w.span(),
+                    format!(
+                        "zk_watch chooses what a ZooKeeper waiter watches; this scenario's lock is {}",
+                        lock.name()
+                    ),
+                ));
+            }
+            mode
+        }
+    };
     let workers: Vec<LiveWorker> = raw
         .worker
         .into_iter()
@@ -320,6 +363,7 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
     let mut failovers = Vec::new();
     let mut crashes = Vec::new();
     let mut partitions = Vec::new();
+    let mut member_delays = Vec::new();
     // (worker, point, span) of every gate, to keep one point per worker.
     let mut gates: Vec<(String, String, std::ops::Range<usize>)> = Vec::new();
     #[derive(Clone, Copy, PartialEq)]
@@ -372,10 +416,10 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
         let missing = |what: &str| err(f.kind.span(), format!("this fault needs `{what}`"));
         // The target: a worker, a cluster member (crash, partition), or (crash only) the Redis primary.
         let target = if let Some(m) = node.strip_prefix("member/") {
-            if !matches!(kind, K::Crash | K::Partition) {
+            if !matches!(kind, K::Crash | K::Partition | K::Delay) {
                 return Err(err(
                     f.node.span(),
-                    "a cluster member can be crashed or partitioned; other faults act on a worker"
+                    "a cluster member can be crashed, partitioned or delayed; other faults act on a worker"
                         .into(),
                 ));
             }
@@ -453,12 +497,33 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
             CrashTarget::Worker(w) => w.clone(),
             CrashTarget::RedisPrimary | CrashTarget::Member(_) => String::new(),
         };
-        if kind != K::Crash && (f.at_ms.is_some() || f.restart_after_ms.is_some()) {
+        let member_delay = kind == K::Delay && matches!(target, CrashTarget::Member(_));
+        if f.restart_after_ms.is_some() && kind != K::Crash
+            || f.at_ms.is_some() && kind != K::Crash && !member_delay
+        {
             return Err(err(
                 f.kind.span(),
-                "`at_ms` and `restart_after_ms` belong to a crash".into(),
+                "`at_ms` belongs to a crash or a member delay, `restart_after_ms` to a crash"
+                    .into(),
             ));
         }
+        if (f.by_ms.is_some() || f.for_ms.is_some()) && !member_delay {
+            return Err(err(
+                f.kind.span(),
+                "`by_ms` and `for_ms` belong to a delay of a cluster member (node = \"member/N\")"
+                    .into(),
+            ));
+        }
+        // When a crash or a member delay happens: after a protocol point or at a time, one of them.
+        let trigger = |after: Option<(String, String)>, what: &str| match (after, f.at_ms) {
+            (Some((worker, point)), None) => Ok(Trigger::After { worker, point }),
+            (None, Some(ms)) => Ok(Trigger::AtMs(ms)),
+            (Some(_), Some(_)) => Err(err(
+                f.kind.span(),
+                format!("{what} has `after` or `at_ms`, not both"),
+            )),
+            (None, None) => Err(missing("after` or `at_ms")),
+        };
         match kind {
             K::Pause | K::Failover => {
                 let (who, after) = after.ok_or_else(|| missing("after"))?;
@@ -480,17 +545,7 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
                 }
             }
             K::Crash => {
-                let trigger = match (after, f.at_ms) {
-                    (Some((worker, point)), None) => Trigger::After { worker, point },
-                    (None, Some(ms)) => Trigger::AtMs(ms),
-                    (Some(_), Some(_)) => {
-                        return Err(err(
-                            f.kind.span(),
-                            "a crash has `after` or `at_ms`, not both".into(),
-                        ))
-                    }
-                    (None, None) => return Err(missing("after` or `at_ms")),
-                };
+                let trigger = trigger(after, "a crash")?;
                 crashes.push(LiveCrash {
                     target,
                     trigger,
@@ -510,6 +565,32 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
                     worker: who,
                     after,
                     duration_ms: f.duration_ms,
+                });
+            }
+            K::Delay if member_delay => {
+                let CrashTarget::Member(member) = target else {
+                    return Err(missing("node = \"member/N\""));
+                };
+                let trigger = trigger(after, "a member delay")?;
+                let by_ms = f
+                    .by_ms
+                    .filter(|ms| *ms > 0)
+                    .ok_or_else(|| missing("by_ms"))?;
+                let for_ms = f
+                    .for_ms
+                    .filter(|ms| *ms > 0)
+                    .ok_or_else(|| missing("for_ms"))?;
+                if f.duration_ms != 0 || f.message.is_some() {
+                    return Err(err(
+                        f.kind.span(),
+                        "a member delay holds every message between members: `by_ms` and `for_ms`, no `duration_ms` or `message`".into(),
+                    ));
+                }
+                member_delays.push(LiveMemberDelay {
+                    member,
+                    trigger,
+                    by_ms,
+                    for_ms,
                 });
             }
             K::Delay | K::Drop | K::Cut => {
@@ -579,6 +660,8 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
         failovers,
         crashes,
         partitions,
+        member_delays,
+        zk_watch,
         find,
         min_fence_rejected: raw.expect.min_fence_rejected,
     })

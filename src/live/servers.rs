@@ -22,6 +22,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
+use super::monotonic_ns;
+
 /// Prefix of every temporary directory the harness creates under the system temp dir.
 pub const TEMP_PREFIX: &str = "fencesim-live-";
 
@@ -66,10 +68,41 @@ pub fn binaries_present() -> Result<()> {
     Ok(())
 }
 
-/// A free port on 127.0.0.1 (asked of the kernel, then released for the server).
+/// A free port on 127.0.0.1 for a server to bind, found by trying to bind
+/// it and released at once.
+///
+/// Chosen *below* the kernel's ephemeral range (`ip_local_port_range`):
+/// between our release and the server's own bind, any `connect()` on the
+/// machine (our links, health checks, other runs' clients) may take an
+/// ephemeral port as its source, and a port the kernel handed out with
+/// `bind(0)` is one it hands out again — the server then dies with
+/// "address already in use" before it is up. Ports outside the range are
+/// never picked by the kernel. Each call goes on from the last one (a
+/// random start per process), so one run never hands out a port twice.
 pub fn free_port() -> Result<u16> {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").context("binding 127.0.0.1:0")?;
-    Ok(l.local_addr()?.port())
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let ephemeral_low = fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32_768);
+    let (low, high) = (10_000u32, ephemeral_low.min(65_536));
+    if high <= low + 1_000 {
+        // No room below the ephemeral range: let the kernel choose.
+        let l = std::net::TcpListener::bind("127.0.0.1:0").context("binding 127.0.0.1:0")?;
+        return Ok(l.local_addr()?.port());
+    }
+    let span = high - low;
+    let start = (std::process::id().wrapping_mul(7_919) ^ (monotonic_ns() as u32)) % span;
+    let _ = NEXT.compare_exchange(0, start + 1, Ordering::SeqCst, Ordering::SeqCst);
+    for _ in 0..span {
+        let k = NEXT.fetch_add(1, Ordering::SeqCst) % span;
+        let port = (low + k) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return Ok(port);
+        }
+    }
+    bail!("no free port on 127.0.0.1 in {low}..{high}")
 }
 
 /// The `postgres` system user's (uid, gid) when we are root, else None (run as ourselves).
@@ -624,7 +657,29 @@ impl Servers {
                     ClusterKind::Etcd => "etcd",
                     ClusterKind::Zk => "zookeeper",
                 });
-                let c = Cluster::start(kind, &dir)?;
+                // A port taken between its probe and the member's bind (by
+                // another process on the machine) is a start-up failure, not
+                // the scenario's: start again on fresh ports, twice at most.
+                let mut attempt = 0;
+                let c = loop {
+                    attempt += 1;
+                    match Cluster::start(kind, &dir) {
+                        Ok(c) => break c,
+                        Err(e)
+                            if attempt < 3
+                                && format!("{e:#}")
+                                    .to_lowercase()
+                                    .contains("address already in use") =>
+                        {
+                            eprintln!(
+                                "fencesim live: {} cluster start {attempt} lost a port race, starting again: {e:#}",
+                                kind.name()
+                            );
+                            let _ = std::fs::remove_dir_all(&dir);
+                        }
+                        Err(e) => return Err(e),
+                    }
+                };
                 println!(
                     "started: {} cluster of {} members in {} ms (pids {:?})",
                     kind.name(),

@@ -24,7 +24,7 @@ use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
 use super::proxy::Proxy;
-use super::scenario::{CrashTarget, LiveCrash, LiveScenario, MemberSel, Trigger};
+use super::scenario::{CrashTarget, LiveCrash, LiveMemberDelay, LiveScenario, MemberSel, Trigger};
 use super::servers::{die_with_parent, kill, Servers};
 use super::{monotonic_ns, LockKind};
 use crate::check::{self, Report};
@@ -123,6 +123,10 @@ enum Later {
     Heal,
     /// A time-triggered crash (index into the scenario's crashes).
     Crash(usize),
+    /// A time-triggered member delay starts (index into the scenario's member delays).
+    Delay(usize),
+    /// Member delays end.
+    Undelay,
 }
 
 /// Makes the replica follow the primary through a proxy, waits until it has
@@ -170,6 +174,10 @@ struct Spawner<'a> {
     key_prefix: String,
     /// etcd / ZooKeeper client endpoints (worker i prefers member i mod 3).
     cluster: Vec<String>,
+    /// Worker i talks to member i mod 3 only: when a member is cut off, the
+    /// harness must know whose member it is (the ZooKeeper client shuffles
+    /// the list it is given, so it is given one).
+    pinned: bool,
     tx: mpsc::Sender<Msg>,
 }
 
@@ -205,8 +213,14 @@ impl Spawner<'_> {
         }
         if !self.cluster.is_empty() {
             let n = self.cluster.len();
-            let mine: Vec<&str> = (0..n).map(|k| self.cluster[(i + k) % n].as_str()).collect();
+            let take = if self.pinned { 1 } else { n };
+            let mine: Vec<&str> = (0..take)
+                .map(|k| self.cluster[(i + k) % n].as_str())
+                .collect();
             cmd.args(["--cluster", &mine.join(",")]);
+        }
+        if s.lock == super::LockKind::ZkLock {
+            cmd.args(["--zk-watch", s.zk_watch.name()]);
         }
         die_with_parent(&mut cmd);
         let mut child = cmd
@@ -276,6 +290,7 @@ pub fn run(
         schema: servers.schema.clone(),
         key_prefix: servers.key_prefix.clone(),
         cluster,
+        pinned: !s.partitions.is_empty(),
         tx,
     };
     let mut procs = Vec::new();
@@ -308,6 +323,15 @@ pub fn run(
             Trigger::AtMs(ms) => Some((t0 + Duration::from_millis(ms), Later::Crash(k))),
             Trigger::After { .. } => None,
         })
+        .chain(
+            s.member_delays
+                .iter()
+                .enumerate()
+                .filter_map(|(k, d)| match d.trigger {
+                    Trigger::AtMs(ms) => Some((t0 + Duration::from_millis(ms), Later::Delay(k))),
+                    Trigger::After { .. } => None,
+                }),
+        )
         .collect();
     let mut to_start: Vec<(u64, usize)> = s
         .workers
@@ -326,6 +350,7 @@ pub fn run(
         vec![false; s.crashes.len()],
         vec![false; s.partitions.len()],
     );
+    let mut delayed = vec![false; s.member_delays.len()];
     let mut open = procs.len();
     while open > 0 || !later.is_empty() {
         let now = Instant::now();
@@ -399,6 +424,17 @@ pub fn run(
                         detail: "partition healed".into(),
                     });
                     faults.push(format!("healed at {:.1} ms", since_t0()));
+                }
+                Later::Delay(k) => {
+                    delayed[k] = true;
+                    let line = delay_members(&s.member_delays[k], servers, &mut later)?;
+                    faults.push(format!("{line} at {:.1} ms", since_t0()));
+                }
+                Later::Undelay => {
+                    if let Some(c) = servers.cluster.as_mut() {
+                        c.undelay();
+                    }
+                    faults.push(format!("member delay ended at {:.1} ms", since_t0()));
                 }
                 Later::Crash(k) => {
                     crashed[k] = true;
@@ -494,6 +530,18 @@ pub fn run(
                     later.push((
                         Instant::now() + Duration::from_millis(p.duration_ms),
                         Later::Heal,
+                    ));
+                }
+                for (k, d) in s.member_delays.iter().enumerate() {
+                    let here = matches!(&d.trigger, Trigger::After { worker, point } if *worker == name && point == step);
+                    if delayed[k] || !here {
+                        continue;
+                    }
+                    delayed[k] = true;
+                    let line = delay_members(d, servers, &mut later)?;
+                    faults.push(format!(
+                        "{line} after worker/{name}'s {step} at {:.1} ms",
+                        since_t0()
                     ));
                 }
                 let mut killed = false;
@@ -601,6 +649,28 @@ fn crash_line(c: &LiveCrash) -> String {
         Some(ms) => format!("{what}, restart after {ms} ms,"),
         None => format!("{what}, no restart,"),
     }
+}
+
+/// Starts a member delay and schedules its end; the fault's line.
+fn delay_members(
+    d: &LiveMemberDelay,
+    servers: &mut Servers,
+    later: &mut Vec<(Instant, Later)>,
+) -> Result<String> {
+    let c = servers
+        .cluster
+        .as_mut()
+        .context("a member delay needs the etcd or ZooKeeper cluster")?;
+    let m = resolve_member(c, d.member)?;
+    c.delay(m, d.by_ms);
+    later.push((
+        Instant::now() + Duration::from_millis(d.for_ms),
+        Later::Undelay,
+    ));
+    Ok(format!(
+        "{} (member/{m})'s messages to and from the others held {} ms for {} ms",
+        d.member, d.by_ms, d.for_ms
+    ))
 }
 
 /// SIGKILLs the crash's target, records it, and schedules its restart.
@@ -878,6 +948,18 @@ pub fn build_history(
                 continue;
             }
             "workload_done" => Kind::WorkloadDone,
+            // A ZooKeeper watch fired and woke this worker: the server's notification.
+            "watch_notified" => {
+                let mut w = Event::new(0, t_ns, coord, Kind::WatchNotified);
+                w.key = Some(0);
+                w.detail = e.detail.take();
+                out.push(Pending {
+                    t_ns,
+                    rank: (1, n as u64),
+                    event: w,
+                });
+                continue;
+            }
             "op_abandoned" => Kind::OpAbandoned,
             // fence_checked, release_done, moved, io_error, restarted: the worker's own log only.
             _ => continue,

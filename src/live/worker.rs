@@ -106,6 +106,9 @@ pub struct WorkerArgs {
     /// etcd or ZooKeeper client endpoints, comma-separated, this worker's own member first.
     #[arg(long, default_value = "")]
     pub cluster: String,
+    /// ZooKeeper: what a waiter watches (the recipe's predecessor, or the herd's directory).
+    #[arg(long, value_enum, default_value = "predecessor")]
+    pub zk_watch: super::zk::WatchMode,
     /// Give up (error) when the workload is not done after this long.
     #[arg(long, default_value_t = 15_000)]
     pub give_up_ms: u64,
@@ -292,6 +295,7 @@ fn cluster_conn(s: &Setup) -> Result<Conn> {
             endpoints,
             &s.args.key_prefix,
             s.args.ttl_ms,
+            s.args.zk_watch,
         )?)),
     })
 }

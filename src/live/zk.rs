@@ -5,6 +5,12 @@
 //! sequence owns, each waiter watches its predecessor) through the
 //! pure-Rust `zookeeper-client` crate; the owning znode's czxid (the
 //! transaction id that created it) is the fencing token.
+//!
+//! Beside the recipe, its anti-pattern ([`WatchMode::Herd`]): every waiter
+//! watches the lock directory's children and re-lists on any change, so
+//! each create and delete wakes every waiter — the "herd effect" the
+//! recipes page warns about. Each wake-up is a `watch_notified` record, so
+//! a run counts the notifications the real ensemble sent in either mode.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -15,6 +21,30 @@ use serde_json::json;
 use zookeeper_client as zk;
 
 use super::worker::emit;
+
+/// What a waiting worker watches.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum WatchMode {
+    /// The recipe: only the next lower znode (one wake-up per handover).
+    #[default]
+    Predecessor,
+    /// The anti-pattern: the lock directory's children (every change wakes every waiter).
+    Herd,
+}
+
+impl WatchMode {
+    pub const NAMES: [(&'static str, WatchMode); 2] = [
+        ("predecessor", WatchMode::Predecessor),
+        ("herd", WatchMode::Herd),
+    ];
+
+    pub fn name(self) -> &'static str {
+        Self::NAMES
+            .iter()
+            .find(|(_, k)| *k == self)
+            .map_or("?", |(n, _)| n)
+    }
+}
 
 /// The answer to a four-letter command, or None when the member does not answer.
 fn four_letter(endpoint: &str, cmd: &str) -> Option<String> {
@@ -93,11 +123,17 @@ pub struct ZkLane {
     client: zk::Client,
     dir: String,
     mine: Option<String>,
+    watch: WatchMode,
 }
 
 impl ZkLane {
     /// Connects (session timeout `session_ms`) before the trial starts.
-    pub fn new(endpoints: Vec<String>, key_prefix: &str, session_ms: u64) -> Result<ZkLane> {
+    pub fn new(
+        endpoints: Vec<String>,
+        key_prefix: &str,
+        session_ms: u64,
+        watch: WatchMode,
+    ) -> Result<ZkLane> {
         let rt = runtime()?;
         let client = rt.block_on(connect(&endpoints, session_ms))?;
         Ok(ZkLane {
@@ -107,15 +143,17 @@ impl ZkLane {
             client,
             dir: lock_dir(key_prefix),
             mine: None,
+            watch,
         })
     }
 
     /// The recipe: create `n-` ephemeral sequential, then until ours is the
-    /// lowest, watch the next lower one and wait for it to go. The token is
-    /// our znode's czxid. A session that expired while waiting (its client
-    /// could not reach a serving member in time: a leader election) is
-    /// replaced by a new one and the recipe starts over, for up to 12 s —
-    /// the recipe's "re-check on session events".
+    /// lowest, watch the next lower one (herd mode: the directory's
+    /// children) and wait for it to change. The token is our znode's czxid.
+    /// A session that expired while waiting (its client could not reach a
+    /// serving member in time: a leader election) is replaced by a new one
+    /// and the recipe starts over, for up to 12 s — the recipe's "re-check
+    /// on session events".
     pub fn acquire(&mut self, op: u64) -> Result<u64> {
         emit(json!({ "kind": "acquire_sent", "op": op }));
         let deadline = std::time::Instant::now() + Duration::from_secs(12);
@@ -137,7 +175,11 @@ impl ZkLane {
     }
 
     fn try_acquire(&mut self, op: u64) -> Result<u64> {
-        let (c, dir) = (&self.client, self.dir.clone());
+        let (c, dir, herd) = (
+            &self.client,
+            self.dir.clone(),
+            self.watch == WatchMode::Herd,
+        );
         let (path, czxid, watches) = self.rt.block_on(async {
             let persistent = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
             match c.mkdir(&dir, &persistent).await {
@@ -150,12 +192,22 @@ impl ZkLane {
                 .await
                 .with_context(|| format!("creating {dir}/n-"))?;
             let name = format!("n-{seq}");
+            // Watch notifications this acquire woke up on.
             let mut watches = 0u32;
             loop {
-                let mut children = c
-                    .list_children(&dir)
-                    .await
-                    .with_context(|| format!("listing {dir}"))?;
+                let (mut children, herd_watch) = if herd {
+                    let (children, watcher) = c
+                        .list_and_watch_children(&dir)
+                        .await
+                        .with_context(|| format!("listing and watching {dir}"))?;
+                    (children, Some(watcher))
+                } else {
+                    let children = c
+                        .list_children(&dir)
+                        .await
+                        .with_context(|| format!("listing {dir}"))?;
+                    (children, None)
+                };
                 children.sort();
                 if !children.contains(&name) {
                     bail!("our znode {dir}/{name} is gone (session expired)");
@@ -163,13 +215,26 @@ impl ZkLane {
                 let Some(pred) = children.iter().rev().find(|n| **n < name) else {
                     return Ok((format!("{dir}/{name}"), stat.czxid, watches));
                 };
-                let (exists, watcher) = c
-                    .check_and_watch_stat(&format!("{dir}/{pred}"))
-                    .await
-                    .with_context(|| format!("watching {dir}/{pred}"))?;
-                watches += 1;
-                if exists.is_some() {
-                    watcher.changed().await;
+                let event = match herd_watch {
+                    Some(watcher) => Some(watcher.changed().await),
+                    None => {
+                        let (exists, watcher) = c
+                            .check_and_watch_stat(&format!("{dir}/{pred}"))
+                            .await
+                            .with_context(|| format!("watching {dir}/{pred}"))?;
+                        match exists {
+                            Some(_) => Some(watcher.changed().await),
+                            None => None,
+                        }
+                    }
+                };
+                // A session event (disconnected, expired) is the client's own, not the server's notification.
+                if let Some(event) = event.filter(|e| e.event_type != zk::EventType::Session) {
+                    watches += 1;
+                    emit(json!({
+                        "kind": "watch_notified", "op": op, "mode": if herd { "herd" } else { "predecessor" },
+                        "detail": format!("{:?} {}", event.event_type, event.path)
+                    }));
                 }
             }
         })?;

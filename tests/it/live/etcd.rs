@@ -1,7 +1,8 @@
 //! The live mode on a real three-member etcd cluster: the paused holder's
 //! plain UPDATE is found stale, the fenced one refused; a leader killed
-//! while B waits and a partition of the holder's member leave the fence
-//! holding and the revisions in order; nothing the run started outlives it.
+//! while B waits, a partition of the holder's member and the leader's peer
+//! messages held 150 ms during B's grant leave the fence holding and the
+//! revisions in order; nothing the run started outlives it.
 //!
 //! Needs Debian's `etcd-server` (and the Redis/PostgreSQL of the live
 //! mode); without them the test prints one loud line saying what it
@@ -10,29 +11,37 @@
 //! between trials), so its start-up is paid once.
 
 use super::cluster_kit::{
-    assert_bad_input, assert_killed_harness_leaves_nothing, present, run_and_check,
+    assert_bad_input, assert_killed_harness_leaves_nothing, cell, present, run_and_check,
 };
 use fencesim::live::cluster::ClusterKind;
 
 #[test]
-fn etcd_lock_is_found_stale_unfenced_and_fenced_through_pause_leader_death_and_partition() {
+fn etcd_lock_is_found_stale_unfenced_and_fenced_through_pause_leader_death_partition_and_slow_peers(
+) {
     if !present(ClusterKind::Etcd, "etcd live scenarios") {
         return;
     }
-    run_and_check(
+    let table = run_and_check(
         ClusterKind::Etcd,
         &[
             "live/etcd-gc-pause-plain-update.toml",
             "live/etcd-gc-pause-fenced-update.toml",
             "live/etcd-leader-killed-during-grant.toml",
             "live/etcd-partitioned-holder-fenced.toml",
+            "live/etcd-delayed-peers-fenced.toml",
         ],
-        "live-etcd-gc-pause-plain-update",
+        &["live-etcd-gc-pause-plain-update"],
         &[
             "live-etcd-gc-pause-fenced-update",
             "live-etcd-leader-killed-during-grant",
             "live-etcd-partitioned-holder-fenced",
+            "live-etcd-delayed-peers-fenced",
         ],
+    );
+    // B's grant went through the slow quorum and A's late write was still refused.
+    assert_eq!(
+        cell(&table, "live-etcd-delayed-peers-fenced", "fence_rejected"),
+        Some("2/2")
     );
 }
 
@@ -42,6 +51,15 @@ fn a_member_fault_in_a_redis_scenario_is_bad_input_naming_the_file() {
         "lock = \"redis-set-nx-del\"\nwrite = \"plain\"\nttl_ms = 50\n[[worker]]\nname = \"A\"\n\
          [[fault]]\nkind = \"partition\"\nnode = \"member/0\"\nafter = \"worker/A:read_ok\"\nduration_ms = 10\n[expect]\n",
         "member/0 is a member of an etcd or ZooKeeper cluster",
+    );
+}
+
+#[test]
+fn a_member_delay_without_for_ms_is_bad_input_naming_the_file() {
+    assert_bad_input(
+        "lock = \"etcd-lock\"\nwrite = \"plain\"\nttl_ms = 1000\n[[worker]]\nname = \"A\"\n\
+         [[fault]]\nkind = \"delay\"\nnode = \"member/leader\"\nat_ms = 0\nby_ms = 100\n[expect]\n",
+        "this fault needs `for_ms`",
     );
 }
 

@@ -1,35 +1,83 @@
 //! The live mode on a real three-member ZooKeeper ensemble: the paused
 //! holder's plain UPDATE is found stale, the fenced one (czxid as the
 //! token) refused; a leader killed while B waits leaves the fence holding
-//! and the tokens in order; nothing the run started outlives it.
+//! and the tokens in order; the holder's member cut off from the majority
+//! loses it its session, its late plain UPDATE is found stale and the
+//! fenced one refused; five workers watching the lock directory (the
+//! herd) get more watch notifications than the same five watching their
+//! predecessors; nothing the run started outlives it.
 //!
 //! Needs Debian's `zookeeper` (3.8, with a Java runtime) and the
 //! Redis/PostgreSQL of the live mode; without them the test prints one loud
 //! line saying what it skipped and why (`.ci/run` installs the packages so
-//! CI always runs it). One ensemble serves every scenario of the run.
+//! CI always runs it). One ensemble serves every scenario of the run: the
+//! tests that read it share one `fencesim live` run.
+
+use std::sync::OnceLock;
 
 use super::cluster_kit::{
-    assert_bad_input, assert_killed_harness_leaves_nothing, present, run_and_check,
+    assert_bad_input, assert_killed_harness_leaves_nothing, cell, present, run_and_check, Table,
 };
 use fencesim::live::cluster::ClusterKind;
 
+/// The one run of every ZooKeeper scenario (None: the servers are missing).
+fn zk_run() -> Option<&'static Table> {
+    static RUN: OnceLock<Option<Table>> = OnceLock::new();
+    RUN.get_or_init(|| {
+        present(ClusterKind::Zk, "ZooKeeper live scenarios").then(|| {
+            run_and_check(
+                ClusterKind::Zk,
+                &[
+                    "live/zk-gc-pause-plain-update.toml",
+                    "live/zk-gc-pause-fenced-update.toml",
+                    "live/zk-leader-killed-during-grant.toml",
+                    "live/zk-partitioned-holder-plain-update.toml",
+                    "live/zk-partitioned-holder-fenced.toml",
+                    "live/zk-predecessor-watch.toml",
+                    "live/zk-herd-watch.toml",
+                ],
+                &[
+                    "live-zk-gc-pause-plain-update",
+                    "live-zk-partitioned-holder-plain-update",
+                ],
+                &[
+                    "live-zk-gc-pause-fenced-update",
+                    "live-zk-leader-killed-during-grant",
+                    "live-zk-partitioned-holder-fenced",
+                    "live-zk-predecessor-watch",
+                    "live-zk-herd-watch",
+                ],
+            )
+        })
+    })
+    .as_ref()
+}
+
 #[test]
-fn zk_lock_is_found_stale_unfenced_and_fenced_through_pause_and_leader_death() {
-    if !present(ClusterKind::Zk, "ZooKeeper live scenarios") {
-        return;
-    }
-    run_and_check(
-        ClusterKind::Zk,
-        &[
-            "live/zk-gc-pause-plain-update.toml",
-            "live/zk-gc-pause-fenced-update.toml",
-            "live/zk-leader-killed-during-grant.toml",
-        ],
-        "live-zk-gc-pause-plain-update",
-        &[
-            "live-zk-gc-pause-fenced-update",
-            "live-zk-leader-killed-during-grant",
-        ],
+fn zk_lock_is_found_stale_unfenced_and_fenced_through_pause_leader_death_and_partition() {
+    // run_and_check asserts every scenario's verdict.
+    let Some(table) = zk_run() else { return };
+    assert!(cell(table, "live-zk-partitioned-holder-fenced", "none").is_some());
+}
+
+#[test]
+fn five_waiters_watching_the_lock_directory_get_more_notifications_than_watching_predecessors() {
+    let Some(table) = zk_run() else { return };
+    let per_trial = |s: &str| -> f64 {
+        let v = cell(table, s, "watch_notified/trial");
+        v.and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{s}: no watch_notified/trial row: {table:?}"))
+    };
+    let (herd, predecessor) = (
+        per_trial("live-zk-herd-watch"),
+        per_trial("live-zk-predecessor-watch"),
+    );
+    // Four waiters: the recipe wakes each about once; the herd wakes every
+    // waiter on every create and delete (at least 4 + 3 + 2 + 1).
+    assert!(predecessor >= 1.0, "predecessor {predecessor}");
+    assert!(
+        herd > predecessor && herd >= 10.0,
+        "herd {herd} per trial vs predecessor {predecessor}"
     );
 }
 
@@ -39,6 +87,15 @@ fn a_member_beyond_the_three_is_bad_input_naming_the_file() {
         "lock = \"zk-lock\"\nwrite = \"plain\"\nttl_ms = 1000\n[[worker]]\nname = \"A\"\n\
          [[fault]]\nkind = \"crash\"\nnode = \"member/3\"\nat_ms = 10\n[expect]\n",
         "unknown member \"member/3\"",
+    );
+}
+
+#[test]
+fn an_unknown_zk_watch_is_bad_input_naming_the_file() {
+    assert_bad_input(
+        "lock = \"zk-lock\"\nzk_watch = \"everyone\"\nwrite = \"plain\"\nttl_ms = 1000\n\
+         [[worker]]\nname = \"A\"\n[expect]\n",
+        "unsupported zk_watch \"everyone\"; the live mode supports: predecessor, herd",
     );
 }
 

@@ -1,4 +1,4 @@
-//! What tests/it/live/etcd.rs and tests/it/live/zk.rs share: skipping loudly when
+//! What the etcd and ZooKeeper live tests (`etcd.rs`, `zk.rs`) share: skipping loudly when
 //! the servers are missing, one `fencesim live` run of a cluster's
 //! scenarios read back as its live-vs-simulated table, the checks every
 //! run must pass (unsafe found in every trial, safe clean with a rejection
@@ -66,8 +66,16 @@ fn assert_nothing_left(root: &Path, pids: &[u32]) {
     }
 }
 
-/// scenario -> kind ("none" for clean runs, "fence_rejected") -> live column.
-fn table(stdout: &str) -> BTreeMap<String, BTreeMap<String, String>> {
+/// scenario -> kind ("none" for clean runs, "fence_rejected",
+/// "watch_notified/trial") -> live column.
+pub type Table = BTreeMap<String, BTreeMap<String, String>>;
+
+/// The live column of `scenario`'s `kind` row, if the table has one.
+pub fn cell<'a>(table: &'a Table, scenario: &str, kind: &str) -> Option<&'a str> {
+    table.get(scenario)?.get(kind).map(String::as_str)
+}
+
+fn table(stdout: &str) -> Table {
     let mut table: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
     let body = stdout.split("live vs simulated").nth(1).unwrap_or("");
     for line in body.lines().filter(|l| l.trim_start().starts_with("live-")) {
@@ -91,10 +99,11 @@ fn table(stdout: &str) -> BTreeMap<String, BTreeMap<String, String>> {
 }
 
 /// Runs `files` (under live/) for two trials each on one cluster of
-/// `kind` and checks: `unsafe_` finds stale_write and lost_update in both
-/// trials (and check-history agrees), each of `safe` is clean with a fence
-/// rejection in both and no token_order, and nothing is left afterwards.
-pub fn run_and_check(kind: ClusterKind, files: &[&str], unsafe_: &str, safe: &[&str]) {
+/// `kind` and checks: each of `unsafe_` finds stale_write and lost_update
+/// in both trials (and check-history agrees on the first's history), each
+/// of `safe` is clean with a fence rejection in both and no token_order,
+/// and nothing is left afterwards. Returns the live-vs-simulated table.
+pub fn run_and_check(kind: ClusterKind, files: &[&str], unsafe_: &[&str], safe: &[&str]) -> Table {
     let _serial = live_exclusive();
     let out = tempfile::tempdir().unwrap();
     let started = Instant::now();
@@ -121,12 +130,10 @@ pub fn run_and_check(kind: ClusterKind, files: &[&str], unsafe_: &str, safe: &[&
     assert!(stdout.contains(&banner), "{stdout}");
     let table = table(&stdout);
     let at = |s: &str, k: &str| table.get(s).and_then(|m| m.get(k)).cloned();
-    for k in ["stale_write", "lost_update"] {
-        assert_eq!(
-            at(unsafe_, k).as_deref(),
-            Some("2/2"),
-            "{unsafe_} {k}:\n{stdout}"
-        );
+    for u in unsafe_ {
+        for k in ["stale_write", "lost_update"] {
+            assert_eq!(at(u, k).as_deref(), Some("2/2"), "{u} {k}:\n{stdout}");
+        }
     }
     for s in safe {
         assert_eq!(
@@ -144,7 +151,7 @@ pub fn run_and_check(kind: ClusterKind, files: &[&str], unsafe_: &str, safe: &[&
             "{s}: token order broken:\n{stdout}"
         );
     }
-    let history: PathBuf = out.path().join(format!("{unsafe_}-trial-1.jsonl"));
+    let history: PathBuf = out.path().join(format!("{}-trial-1.jsonl", unsafe_[0]));
     let c = fencesim()
         .arg("check-history")
         .arg(&history)
@@ -159,6 +166,7 @@ pub fn run_and_check(kind: ClusterKind, files: &[&str], unsafe_: &str, safe: &[&
     let first = stdout.lines().next().unwrap_or("");
     let root = PathBuf::from(first.rsplit(" in ").next().unwrap_or("").trim());
     assert_nothing_left(&root, &started_pids(&stdout));
+    table
 }
 
 /// `fencesim live` on a scenario file made of `body` (its twin filled in)
