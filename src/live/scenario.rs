@@ -181,14 +181,16 @@ pub struct LivePartition {
     pub duration_ms: u64,
 }
 
-/// From `trigger` on, for `for_ms`, every message between `member` and the
-/// other members (both ways) is held `by_ms` by the links; its clients'
-/// traffic is not.
+/// From `trigger` on, for `for_ms`, `member` is slowed: with `by_ms`, every
+/// message between it and the other members (both ways) is held that long
+/// by the links (its clients' traffic is not); with `by_ms = None` the
+/// member is SIGSTOPped (a GC pause or a frozen VM of a server: peers and
+/// clients hear nothing, and it wakes up believing what it believed).
 #[derive(Clone, Debug)]
 pub struct LiveMemberDelay {
     pub member: MemberSel,
     pub trigger: Trigger,
-    pub by_ms: u64,
+    pub by_ms: Option<u64>,
     pub for_ms: u64,
 }
 
@@ -414,12 +416,12 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
         )?;
         let node = f.node.get_ref();
         let missing = |what: &str| err(f.kind.span(), format!("this fault needs `{what}`"));
-        // The target: a worker, a cluster member (crash, partition), or (crash only) the Redis primary.
+        // The target: a worker, a cluster member (crash, partition, delay, pause), or (crash only) the Redis primary.
         let target = if let Some(m) = node.strip_prefix("member/") {
-            if !matches!(kind, K::Crash | K::Partition | K::Delay) {
+            if !matches!(kind, K::Crash | K::Partition | K::Delay | K::Pause) {
                 return Err(err(
                     f.node.span(),
-                    "a cluster member can be crashed, partitioned or delayed; other faults act on a worker"
+                    "a cluster member can be crashed, partitioned, delayed or paused; other faults act on a worker"
                         .into(),
                 ));
             }
@@ -497,13 +499,14 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
             CrashTarget::Worker(w) => w.clone(),
             CrashTarget::RedisPrimary | CrashTarget::Member(_) => String::new(),
         };
+        let member_pause = kind == K::Pause && matches!(target, CrashTarget::Member(_));
         let member_delay = kind == K::Delay && matches!(target, CrashTarget::Member(_));
         if f.restart_after_ms.is_some() && kind != K::Crash
-            || f.at_ms.is_some() && kind != K::Crash && !member_delay
+            || f.at_ms.is_some() && kind != K::Crash && !member_delay && !member_pause
         {
             return Err(err(
                 f.kind.span(),
-                "`at_ms` belongs to a crash or a member delay, `restart_after_ms` to a crash"
+                "`at_ms` belongs to a crash or a member's delay or pause, `restart_after_ms` to a crash"
                     .into(),
             ));
         }
@@ -525,6 +528,21 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
             (None, None) => Err(missing("after` or `at_ms")),
         };
         match kind {
+            K::Pause if member_pause => {
+                let CrashTarget::Member(member) = target else {
+                    return Err(missing("node = \"member/N\""));
+                };
+                let trigger = trigger(after, "a member pause")?;
+                if f.duration_ms == 0 {
+                    return Err(missing("duration_ms"));
+                }
+                member_delays.push(LiveMemberDelay {
+                    member,
+                    trigger,
+                    by_ms: None,
+                    for_ms: f.duration_ms,
+                });
+            }
             K::Pause | K::Failover => {
                 let (who, after) = after.ok_or_else(|| missing("after"))?;
                 if kind == K::Pause {
@@ -589,7 +607,7 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
                 member_delays.push(LiveMemberDelay {
                     member,
                     trigger,
-                    by_ms,
+                    by_ms: Some(by_ms),
                     for_ms,
                 });
             }

@@ -127,6 +127,8 @@ enum Later {
     Delay(usize),
     /// Member delays end.
     Undelay,
+    /// A SIGSTOPped member continues.
+    ResumeMember(usize),
 }
 
 /// Makes the replica follow the primary through a proxy, waits until it has
@@ -430,6 +432,15 @@ pub fn run(
                     let line = delay_members(&s.member_delays[k], servers, &mut later)?;
                     faults.push(format!("{line} at {:.1} ms", since_t0()));
                 }
+                Later::ResumeMember(m) => {
+                    if let Some(c) = servers.cluster.as_mut() {
+                        c.resume(m);
+                    }
+                    faults.push(format!(
+                        "member/{m} continued (SIGCONT) at {:.1} ms",
+                        since_t0()
+                    ));
+                }
                 Later::Undelay => {
                     if let Some(c) = servers.cluster.as_mut() {
                         c.undelay();
@@ -662,15 +673,22 @@ fn delay_members(
         .as_mut()
         .context("a member delay needs the etcd or ZooKeeper cluster")?;
     let m = resolve_member(c, d.member)?;
-    c.delay(m, d.by_ms);
-    later.push((
-        Instant::now() + Duration::from_millis(d.for_ms),
-        Later::Undelay,
-    ));
-    Ok(format!(
-        "{} (member/{m})'s messages to and from the others held {} ms for {} ms",
-        d.member, d.by_ms, d.for_ms
-    ))
+    let end = Instant::now() + Duration::from_millis(d.for_ms);
+    Ok(match d.by_ms {
+        Some(by_ms) => {
+            c.delay(m, by_ms);
+            later.push((end, Later::Undelay));
+            format!(
+                "{} (member/{m})'s messages to and from the others held {by_ms} ms for {} ms",
+                d.member, d.for_ms
+            )
+        }
+        None => {
+            c.pause(m);
+            later.push((end, Later::ResumeMember(m)));
+            format!("{} (member/{m}) SIGSTOPped for {} ms", d.member, d.for_ms)
+        }
+    })
 }
 
 /// SIGKILLs the crash's target, records it, and schedules its restart.

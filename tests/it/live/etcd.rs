@@ -1,8 +1,8 @@
 //! The live mode on a real three-member etcd cluster: the paused holder's
 //! plain UPDATE is found stale, the fenced one refused; a leader killed
-//! while B waits, a partition of the holder's member and the leader's peer
-//! messages held 150 ms during B's grant leave the fence holding and the
-//! revisions in order; nothing the run started outlives it.
+//! or SIGSTOPped while B waits, a partition of the holder's member and the
+//! leader's peer messages held 150 ms during B's grant leave the fence
+//! holding and the revisions in order; nothing the run started outlives it.
 //!
 //! Needs Debian's `etcd-server` (and the Redis/PostgreSQL of the live
 //! mode); without them the test prints one loud line saying what it
@@ -27,6 +27,7 @@ fn etcd_lock_is_found_stale_unfenced_and_fenced_through_pause_leader_death_parti
             "live/etcd-gc-pause-plain-update.toml",
             "live/etcd-gc-pause-fenced-update.toml",
             "live/etcd-leader-killed-during-grant.toml",
+            "live/etcd-leader-paused-during-grant.toml",
             "live/etcd-partitioned-holder-fenced.toml",
             "live/etcd-delayed-peers-fenced.toml",
         ],
@@ -34,6 +35,7 @@ fn etcd_lock_is_found_stale_unfenced_and_fenced_through_pause_leader_death_parti
         &[
             "live-etcd-gc-pause-fenced-update",
             "live-etcd-leader-killed-during-grant",
+            "live-etcd-leader-paused-during-grant",
             "live-etcd-partitioned-holder-fenced",
             "live-etcd-delayed-peers-fenced",
         ],
@@ -51,6 +53,15 @@ fn a_member_fault_in_a_redis_scenario_is_bad_input_naming_the_file() {
         "lock = \"redis-set-nx-del\"\nwrite = \"plain\"\nttl_ms = 50\n[[worker]]\nname = \"A\"\n\
          [[fault]]\nkind = \"partition\"\nnode = \"member/0\"\nafter = \"worker/A:read_ok\"\nduration_ms = 10\n[expect]\n",
         "member/0 is a member of an etcd or ZooKeeper cluster",
+    );
+}
+
+#[test]
+fn a_member_pause_without_duration_ms_is_bad_input_naming_the_file() {
+    assert_bad_input(
+        "lock = \"etcd-lock\"\nwrite = \"plain\"\nttl_ms = 1000\n[[worker]]\nname = \"A\"\n\
+         [[fault]]\nkind = \"pause\"\nnode = \"member/leader\"\nat_ms = 10\n[expect]\n",
+        "this fault needs `duration_ms`",
     );
 }
 

@@ -1,6 +1,6 @@
 //! The live mode on a real three-member ZooKeeper ensemble: the paused
 //! holder's plain UPDATE is found stale, the fenced one (czxid as the
-//! token) refused; a leader killed while B waits leaves the fence holding
+//! token) refused; a leader killed or SIGSTOPped while B waits leaves the fence holding
 //! and the tokens in order; the holder's member cut off from the majority
 //! loses it its session, its late plain UPDATE is found stale and the
 //! fenced one refused; five workers watching the lock directory (the
@@ -31,6 +31,7 @@ fn zk_run() -> Option<&'static Table> {
                     "live/zk-gc-pause-plain-update.toml",
                     "live/zk-gc-pause-fenced-update.toml",
                     "live/zk-leader-killed-during-grant.toml",
+                    "live/zk-leader-paused-during-grant.toml",
                     "live/zk-partitioned-holder-plain-update.toml",
                     "live/zk-partitioned-holder-fenced.toml",
                     "live/zk-predecessor-watch.toml",
@@ -43,6 +44,7 @@ fn zk_run() -> Option<&'static Table> {
                 &[
                     "live-zk-gc-pause-fenced-update",
                     "live-zk-leader-killed-during-grant",
+                    "live-zk-leader-paused-during-grant",
                     "live-zk-partitioned-holder-fenced",
                     "live-zk-predecessor-watch",
                     "live-zk-herd-watch",
