@@ -19,12 +19,13 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use crate::check::{self, ViolationKind};
-use crate::history::{History, Kind};
+use crate::check::ViolationKind;
+use crate::history::Kind;
 use crate::protocol::ProtocolKind;
 use crate::report::tradeoff::TtlRow;
 use crate::scenario::Scenario;
-use crate::sim::{self, Options};
+use crate::sim::Options;
+use crate::suite::seed::{self, RunSeed, SeedRun};
 
 /// Per-seed measurements, summed commutatively across seeds.
 #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
@@ -46,7 +47,8 @@ impl Tally {
     }
 }
 
-fn measure(h: &History) -> Tally {
+fn measure(run: &SeedRun) -> Tally {
+    let h = &run.outcome.history;
     let mut t = Tally::default();
     let mut crashed: BTreeSet<u16> = BTreeSet::new();
     // grant -> holder, while the holder has not released it
@@ -86,7 +88,7 @@ fn measure(h: &History) -> Tally {
             _ => {}
         }
     }
-    t.corrupted_writes = check::check(h).count(ViolationKind::StaleWrite);
+    t.corrupted_writes = run.report.count(ViolationKind::StaleWrite);
     t
 }
 
@@ -116,7 +118,7 @@ pub fn sweep(scenario: &Scenario, ttls_ms: &[u64], seeds: Range<u64>, jobs: usiz
                 seeds
                     .clone()
                     .into_par_iter()
-                    .map(|seed| measure(&sim::run(&opts, seed, false).history))
+                    .map(|seed| measure(&seed::run(&opts, seed, RunSeed::default())))
                     .reduce(Tally::default, Tally::merge)
             });
             rows.push(TtlRow {

@@ -95,9 +95,11 @@ pub fn collect(
             .into_par_iter()
             .filter(|&seed| owned(seed))
             .fold(SeedStats::default, |acc, seed| {
-                let (options, _) = crate::suite::seed_options(scenario, seed, cfg.swarm);
-                let out = crate::sim::run(&options, seed, false);
-                acc.add(seed, &crate::check::check(&out.history))
+                let how = crate::suite::RunSeed {
+                    keep_trace: false,
+                    swarm: cfg.swarm,
+                };
+                acc.add(seed, &crate::suite::seed::run(&scenario.options, seed, how).report)
             })
             .reduce(SeedStats::default, SeedStats::merge)
     });

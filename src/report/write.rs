@@ -18,10 +18,10 @@ use anyhow::{Context, Result};
 use super::results::{self, MetricSeries, Results, ScenarioResults, TimelineResults};
 use super::stats::{self, SeedStats, SERIES};
 use super::{html, markdown, scene, svg, table};
-use crate::check::{self, Report};
+use crate::check::Report;
 use crate::scenario::Scenario;
-use crate::sim::{self, RunOutcome};
-use crate::suite::ScenarioResult;
+use crate::sim::RunOutcome;
+use crate::suite::{self, RunSeed, ScenarioResult, SeedRun};
 
 /// A report's content: the results plus each scenario's timeline markup.
 pub struct Doc {
@@ -68,9 +68,15 @@ pub fn run_doc(scenarios: &[Scenario], results: &[ScenarioResult], jobs: usize) 
         let (timeline, svg) = match pick {
             Some((seed, reason)) => {
                 // The seed exactly as the sweep ran it: with its swarm mix.
-                let (options, _) = crate::suite::seed_options(s, seed, r.cfg.swarm);
-                let out = sim::run(&options, seed, true);
-                let report = check::check(&out.history);
+                let how = RunSeed {
+                    keep_trace: true,
+                    swarm: r.cfg.swarm,
+                };
+                let SeedRun {
+                    outcome: out,
+                    report,
+                    ..
+                } = suite::seed::run(&s.options, seed, how);
                 let (t, svg) = timeline(s, &out, &report, reason, &slug, r.cfg.swarm);
                 (Some(t), Some(svg))
             }

@@ -19,9 +19,11 @@ pub mod histogram;
 pub mod json;
 pub mod junit;
 pub mod production;
+pub mod seed;
 pub mod shard;
 pub mod text;
 
+pub use seed::{RunSeed, SeedRun};
 pub use shard::Shard;
 
 use std::borrow::Cow;
@@ -34,7 +36,7 @@ use crate::check::{self, ViolationKind, VIOLATION_KINDS};
 use crate::scenario::expect::VACUITY_MIN_FRACTION;
 use crate::scenario::Scenario;
 use crate::sim;
-use crate::swarm::{self, Mix};
+use crate::swarm::Mix;
 
 /// How many failing seeds an aggregate keeps in detail (the lowest ones).
 pub const KEPT_FAILING: usize = 16;
@@ -66,18 +68,13 @@ pub struct SeedResult {
 }
 
 /// The options seed `seed` of `scenario` runs with (swarmed or as written),
-/// and the swarm mix drawn.
+/// and the swarm mix drawn (see [`seed::options`]).
 pub fn seed_options(
     scenario: &Scenario,
     seed: u64,
     swarm: bool,
 ) -> (Cow<'_, sim::Options>, Option<Mix>) {
-    if swarm {
-        let (o, mix) = swarm::configure(&scenario.options, seed);
-        (Cow::Owned(o), Some(mix))
-    } else {
-        (Cow::Borrowed(&scenario.options), None)
-    }
+    seed::options(&scenario.options, seed, swarm)
 }
 
 pub fn run_seed(scenario: &Scenario, seed: u64) -> SeedResult {
@@ -85,13 +82,19 @@ pub fn run_seed(scenario: &Scenario, seed: u64) -> SeedResult {
 }
 
 pub fn run_seed_with(scenario: &Scenario, seed: u64, cfg: &SweepConfig) -> SeedResult {
-    let (opts, mix) = seed_options(scenario, seed, cfg.swarm);
-    let out = sim::run(&opts, seed, false);
+    let how = RunSeed {
+        keep_trace: false,
+        swarm: cfg.swarm,
+    };
+    let SeedRun {
+        outcome: out,
+        report,
+        mix,
+    } = seed::run(&scenario.options, seed, how);
     let diverged = cfg.check_determinism && {
-        let again = sim::run(&opts, seed, false);
+        let again = seed::run(&scenario.options, seed, how).outcome;
         (again.trace_hash, again.events) != (out.trace_hash, out.events)
     };
-    let report = check::check(&out.history);
     let failed_metrics = scenario.expect.failed_metrics(&report);
     SeedResult {
         seed,

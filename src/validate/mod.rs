@@ -45,7 +45,7 @@ use crate::protocol::coordinator::{ReleaseStyle, Replication};
 use crate::protocol::resource::{FenceCheck, ResourceConfig};
 use crate::protocol::{self, Node, NodeId, Role};
 use crate::scenario::Scenario;
-use crate::sim::{self, Options};
+use crate::sim::Options;
 use process::{Abort, ProcessNode, WriteAcks};
 use store_claims::FenceRule;
 use wire::Directory;
@@ -241,19 +241,27 @@ pub fn run_seed(
             Err(e) => process::abort(e),
         }
     };
+    let how = crate::suite::RunSeed {
+        keep_trace,
+        swarm: false,
+    };
     let run = panic::catch_unwind(AssertUnwindSafe(|| {
-        sim::run_with(opts, seed, keep_trace, &mut factory)
+        crate::suite::seed::run_with(opts, seed, how, &mut factory, &mut |history| {
+            let acks = acks.lock().map(|a| a.clone()).unwrap_or_default();
+            mark_unapplied(history, &acks);
+        })
     }));
-    let mut out = match run {
-        Ok(out) => out,
+    let crate::suite::SeedRun {
+        outcome: out,
+        report,
+        ..
+    } = match run {
+        Ok(run) => run,
         Err(payload) => match payload.downcast::<Abort>() {
             Ok(abort) => return Err(abort.0),
             Err(other) => panic::resume_unwind(other),
         },
     };
-    let acks = acks.lock().map(|a| a.clone()).unwrap_or_default();
-    mark_unapplied(&mut out.history, &acks);
-    let report = check::check(&out.history);
     let claims = if impls.resource.is_some() {
         let rule = opts.nodes.iter().find_map(|n| match &n.role {
             Role::Resource(cfg) => Some(fence_rule(cfg)),
