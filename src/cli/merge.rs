@@ -372,7 +372,6 @@ pub fn cmd_merge(
     format: Format,
     junit: Option<PathBuf>,
     report: Option<PathBuf>,
-    jobs: Option<usize>,
 ) -> Result<ExitCode> {
     if read_text(&files[0])?.1 == vshard::SCHEMA {
         if junit.is_some() || report.is_some() {
@@ -411,7 +410,7 @@ pub fn cmd_merge(
     if let Some(dir) = report {
         // Each merged result carries its whole seed range and the sweep's
         // swarm setting: the report covers exactly what the shards ran.
-        let doc = crate::report::write::run_doc(&scenarios, &results, super::jobs(jobs));
+        let doc = crate::report::write::run_doc(&scenarios, &results);
         crate::report::write::write(&dir, &doc)?;
         if format == Format::Text {
             println!("report written to {}", dir.join("index.html").display());

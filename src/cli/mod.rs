@@ -81,8 +81,8 @@ pub fn run(cli: args::Cli) -> Result<ExitCode> {
             format,
             junit,
             report,
-            jobs,
-        } => merge::cmd_merge(&files, format, junit, report, jobs),
+            jobs: _,
+        } => merge::cmd_merge(&files, format, junit, report),
         Command::Replay {
             path,
             seed,

@@ -147,7 +147,7 @@ pub fn cmd_run(paths: &[PathBuf], args: RunArgs) -> Result<ExitCode> {
             .with_context(|| format!("writing {}", file.display()))?;
     }
     if let Some(dir) = args.report {
-        let doc = report::write::run_doc(&scenarios, &results, jobs);
+        let doc = report::write::run_doc(&scenarios, &results);
         report::write::write(&dir, &doc)?;
         if args.format == Format::Text {
             println!("report written to {}", dir.join("index.html").display());

@@ -10,7 +10,6 @@ pub mod markdown;
 pub mod replay;
 pub mod results;
 pub mod scene;
-pub mod stats;
 pub mod svg;
 pub mod table;
 pub mod timeline;

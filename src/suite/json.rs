@@ -95,6 +95,10 @@ pub struct AggregateJson {
     pub diverged_seeds: u64,
     pub first_diverged_seed: Option<u64>,
     pub production: super::production::Production,
+    /// Per-seed metric histograms (the report's charts); absent in files
+    /// written before the sweep kept them.
+    #[serde(default)]
+    pub seed_stats: super::seed_stats::SeedStats,
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
@@ -207,6 +211,7 @@ impl AggregateJson {
             diverged_seeds: a.diverged_seeds,
             first_diverged_seed: a.first_diverged,
             production: a.production.clone(),
+            seed_stats: a.seed_stats.clone(),
         }
     }
 
@@ -259,6 +264,7 @@ impl AggregateJson {
             diverged_seeds: self.diverged_seeds,
             first_diverged: self.first_diverged_seed,
             production: self.production.clone(),
+            seed_stats: self.seed_stats.clone(),
         })
     }
 }

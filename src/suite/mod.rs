@@ -20,6 +20,7 @@ pub mod json;
 pub mod junit;
 pub mod production;
 pub mod seed;
+pub mod seed_stats;
 pub mod shard;
 pub mod text;
 
@@ -163,6 +164,8 @@ pub struct Aggregate {
     pub first_diverged: Option<u64>,
     /// The article's production metrics over all seeds.
     pub production: production::Production,
+    /// Per-seed distributions of the checker's metrics (the report's charts).
+    pub seed_stats: seed_stats::SeedStats,
 }
 
 fn min_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
@@ -243,6 +246,7 @@ impl Aggregate {
             self.first_diverged = min_opt(self.first_diverged, Some(r.seed));
         }
         self.production.add(&r.report.metrics);
+        self.seed_stats.add_mut(r.seed, &r.report);
         self
     }
 
@@ -277,6 +281,7 @@ impl Aggregate {
         self.diverged_seeds += o.diverged_seeds;
         self.first_diverged = min_opt(self.first_diverged, o.first_diverged);
         self.production.merge(&o.production);
+        self.seed_stats = self.seed_stats.merge(o.seed_stats);
         self
     }
 }
