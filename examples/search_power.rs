@@ -17,7 +17,7 @@ use fencesim::scenario::{self, Scenario};
 use fencesim::search::{self, Config};
 use fencesim::sim::Options;
 use fencesim::suite;
-use fencesim::swarm;
+use fencesim::suite::swarm;
 use rayon::prelude::*;
 
 const GENERIC: &str = "scenarios/random/random-faults-fenced-cas.toml";

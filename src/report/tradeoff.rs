@@ -13,15 +13,7 @@ use std::fmt::Write;
 
 use super::xml::esc;
 
-/// One point of the sweep.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TtlRow {
-    pub ttl_ms: u64,
-    pub fencing: bool,
-    pub takeover_ms: u64,
-    pub false_lease_loss: u64,
-    pub corrupted_writes: u64,
-}
+pub use crate::suite::tradeoff::TtlRow;
 
 const PANEL_W_PX: u64 = 280;
 const PANEL_H_PX: u64 = 170;

@@ -370,10 +370,7 @@ pub fn search_shard(
     }
     let vocab = &scenario.options;
     let base = fault_free(vocab);
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(cfg.jobs.max(1))
-        .build()
-        .map_err(|e| format!("thread pool: {e}"))?;
+    let pool = crate::suite::pool::pool(cfg.jobs);
     let options_with = |ps: &[Placement]| {
         let mut o = base.clone();
         o.faults.extend(ps.iter().map(|p| p.fault(vocab)));

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Aggregate, FailingSeed, MixStats, ScenarioResult, Shard, SweepConfig};
 use crate::check::{ViolationKind, VIOLATION_KINDS};
-use crate::swarm;
+use super::swarm;
 
 pub const SCHEMA: &str = "fencesim-run";
 pub const SCHEMA_VERSION: u32 = 1;

@@ -1,7 +1,8 @@
 //! Running a scenario over its seeds and judging the result against the
 //! scenario's expectation.
 //!
-//! Seeds run in parallel on a rayon pool of `jobs` threads; each run is
+//! Seeds run in parallel on the process's rayon pool of `jobs` threads
+//! ([`pool`]); each run is
 //! single-threaded and independent, and per-seed results are folded into an
 //! [`Aggregate`] whose merge is commutative and associative, so the outcome
 //! — including the suite digest of all trace hashes — is identical for any
@@ -11,7 +12,7 @@
 //! detail, and at most 32 swarm mixes.
 //!
 //! Per-seed variations of a sweep ([`SweepConfig`]): `--swarm` (see
-//! [`crate::swarm`]), `--check-determinism` (every seed twice, trace hashes
+//! [`swarm`]), `--check-determinism` (every seed twice, trace hashes
 //! compared; see [`determinism`]) and `--shard I/N` (see [`Shard`]).
 
 pub mod determinism;
@@ -21,8 +22,11 @@ pub mod junit;
 pub mod production;
 pub mod seed;
 pub mod seed_stats;
+pub mod pool;
 pub mod shard;
+pub mod swarm;
 pub mod text;
+pub mod tradeoff;
 
 pub use seed::{RunSeed, SeedRun};
 pub use shard::Shard;
@@ -37,7 +41,7 @@ use crate::check::{self, ViolationKind, VIOLATION_KINDS};
 use crate::scenario::expect::VACUITY_MIN_FRACTION;
 use crate::scenario::Scenario;
 use crate::sim;
-use crate::swarm::Mix;
+use swarm::Mix;
 
 /// How many failing seeds an aggregate keeps in detail (the lowest ones).
 pub const KEPT_FAILING: usize = 16;
@@ -359,12 +363,8 @@ pub fn sweep(
     cfg: &SweepConfig,
     tick: &(dyn Fn() + Sync),
 ) -> ScenarioResult {
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(jobs.max(1))
-        .build()
-        .expect("thread pool");
     let start = seeds.start;
-    let agg = pool.install(|| {
+    let agg = pool::install(jobs, || {
         seeds
             .clone()
             .into_par_iter()

@@ -7,7 +7,7 @@
 //! [`run`] or [`run_with`], and nothing outside `sim/` calls the simulator
 //! directly. That is what makes "the run the report draws is the run the
 //! sweep judged" true by construction: `--swarm` is applied here, once, from
-//! the seed alone (see [`crate::swarm`]), and the checker runs here,
+//! the seed alone (see [`crate::suite::swarm`]), and the checker runs here,
 //! once, on the history the run produced. A change to how a seed runs is a
 //! change to this file.
 
@@ -18,7 +18,7 @@ use crate::history::History;
 use crate::protocol::{NodeId, Role};
 use crate::sim::{self, NodeFactory, Options, RunOutcome};
 
-use crate::swarm::{self, Mix};
+use super::swarm::{self, Mix};
 
 /// How to run one seed. Both flags are part of the run's identity only in
 /// so far as `swarm` changes the options; `keep_trace` changes what is

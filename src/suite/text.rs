@@ -8,7 +8,7 @@ use std::fmt::Write;
 
 use super::{suite_digest, ScenarioResult};
 use crate::check::ViolationKind;
-use crate::swarm;
+use super::swarm;
 
 pub fn render(results: &[ScenarioResult]) -> String {
     let mut s = crate::report::table::render(results);

@@ -431,10 +431,7 @@ pub fn validate_scenario(
 ) -> ScenarioValidation {
     use rayon::prelude::*;
     let jobs = jobs.max(1);
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(jobs)
-        .build()
-        .expect("thread pool");
+    let pool = crate::suite::pool::pool(jobs);
     let mut first_failure = None;
     let mut summaries: Vec<SeedSummary> = Vec::new();
     let mut stopped = None;

@@ -22,10 +22,20 @@ use rayon::prelude::*;
 use crate::check::ViolationKind;
 use crate::history::Kind;
 use crate::protocol::ProtocolKind;
-use crate::report::tradeoff::TtlRow;
 use crate::scenario::Scenario;
 use crate::sim::Options;
-use crate::suite::seed::{self, RunSeed, SeedRun};
+use super::pool;
+use super::seed::{self, RunSeed, SeedRun};
+
+/// One point of the sweep.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TtlRow {
+    pub ttl_ms: u64,
+    pub fencing: bool,
+    pub takeover_ms: u64,
+    pub false_lease_loss: u64,
+    pub corrupted_writes: u64,
+}
 
 /// Per-seed measurements, summed commutatively across seeds.
 #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
@@ -103,10 +113,6 @@ fn with(base: &Options, kind: ProtocolKind, ttl_ms: u64) -> Options {
 
 /// Runs the sweep: one row per (TTL, fencing), TTLs ascending, unfenced first.
 pub fn sweep(scenario: &Scenario, ttls_ms: &[u64], seeds: Range<u64>, jobs: usize) -> Vec<TtlRow> {
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(jobs.max(1))
-        .build()
-        .expect("thread pool");
     let mut rows = Vec::new();
     for &ttl_ms in ttls_ms {
         for (fencing, kind) in [
@@ -114,7 +120,7 @@ pub fn sweep(scenario: &Scenario, ttls_ms: &[u64], seeds: Range<u64>, jobs: usiz
             (true, ProtocolKind::FencedCas),
         ] {
             let opts = with(&scenario.options, kind, ttl_ms);
-            let tally = pool.install(|| {
+            let tally = pool::install(jobs, || {
                 seeds
                     .clone()
                     .into_par_iter()
