@@ -25,7 +25,7 @@ pub fn warn_if_changed(
         eprintln!("warning: the repro line is from fencesim {v}, this is {running}; the replay may differ from the run that failed");
     }
     if let Some(h) = hash {
-        let expected = crate::suite::json::parse_hex(h)
+        let expected = crate::report::json::parse_hex(h)
             .map_err(|e| BadInput(format!("--expect-hash: {e}")))?;
         let actual = load(path)?.source_hash;
         if expected != actual {

@@ -16,7 +16,8 @@ use super::{
     EXIT_INTERNAL, EXIT_OK,
 };
 use crate::suite::{self, ScenarioResult, SweepConfig};
-use crate::{report, scenario, swarm};
+use crate::suite::swarm;
+use crate::{report, scenario};
 
 pub struct RunArgs {
     pub seeds: Option<u64>,
@@ -64,14 +65,14 @@ pub fn emit(
     code: u8,
 ) -> Result<()> {
     match format {
-        Format::Text => print!("{}", suite::text::render(results)),
+        Format::Text => print!("{}", report::text::render(results)),
         Format::Json => println!(
             "{}",
-            serde_json::to_string_pretty(&suite::json::report(results, cfg, code))?
+            serde_json::to_string_pretty(&report::json::report(results, cfg, code))?
         ),
     }
     if let Some(file) = junit {
-        std::fs::write(file, suite::junit::render(results))
+        std::fs::write(file, report::junit::render(results))
             .with_context(|| format!("writing {}", file.display()))?;
     }
     Ok(())
@@ -143,7 +144,7 @@ pub fn cmd_run(paths: &[PathBuf], args: RunArgs) -> Result<ExitCode> {
     let code = exit_code(&results);
     emit(&results, &cfg, args.format, args.junit.as_deref(), code)?;
     if let Some(file) = &args.metrics {
-        std::fs::write(file, suite::production::prometheus(&results))
+        std::fs::write(file, report::production::prometheus(&results))
             .with_context(|| format!("writing {}", file.display()))?;
     }
     if let Some(dir) = args.report {

@@ -39,7 +39,7 @@ pub fn cmd_tradeoff(
         s.name
     );
     let rows = crate::suite::tradeoff::sweep(&s, ttls_ms, range, super::jobs(jobs));
-    let table = crate::suite::tradeoff::table(&rows, count);
+    let table = crate::report::tradeoff::table(&rows, count);
     print!("{table}");
     if let Some(dir) = report {
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;

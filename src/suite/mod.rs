@@ -17,15 +17,13 @@
 
 pub mod determinism;
 pub mod histogram;
-pub mod json;
-pub mod junit;
+pub mod exit;
 pub mod production;
 pub mod seed;
 pub mod seed_stats;
 pub mod pool;
 pub mod shard;
 pub mod swarm;
-pub mod text;
 pub mod tradeoff;
 
 pub use seed::{RunSeed, SeedRun};

@@ -189,19 +189,6 @@ impl Judged {
         names.extend(self.claims.kinds().map(|k| k.name()));
         names
     }
-
-    /// Violations with their evidence records, then the checker's counters.
-    pub fn render(&self) -> String {
-        let mut s = self.claims.render(&self.history);
-        let checker = crate::report::replay::violations(&self.history, &self.report);
-        if self.report.is_clean() && !self.claims.is_clean() {
-            // "no violations" would contradict the store-claim lines above.
-            s.push_str(checker.trim_start_matches("no violations\n"));
-        } else {
-            s.push_str(&checker);
-        }
-        s
-    }
 }
 
 pub type SeedVerdict = Result<Judged, Box<ImplError>>;
