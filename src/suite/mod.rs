@@ -99,7 +99,7 @@ pub fn run_seed_with(scenario: &Scenario, seed: u64, cfg: &SweepConfig) -> SeedR
         (again.trace_hash, again.events) != (out.trace_hash, out.events)
     };
     let failed_metrics = scenario.expect.failed_metrics(&report);
-    SeedResult {
+    let result = SeedResult {
         seed,
         report,
         trace_hash: out.trace_hash,
@@ -109,7 +109,9 @@ pub fn run_seed_with(scenario: &Scenario, seed: u64, cfg: &SweepConfig) -> SeedR
         failed_metrics,
         mix,
         diverged,
-    }
+    };
+    seed::recycle(out.history);
+    result
 }
 
 /// One failing seed, in enough detail to replay and triage it.

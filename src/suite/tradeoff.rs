@@ -124,7 +124,12 @@ pub fn sweep(scenario: &Scenario, ttls_ms: &[u64], seeds: Range<u64>, jobs: usiz
                 seeds
                     .clone()
                     .into_par_iter()
-                    .map(|seed| measure(&seed::run(&opts, seed, RunSeed::default())))
+                    .map(|seed| {
+                        let run = seed::run(&opts, seed, RunSeed::default());
+                        let tally = measure(&run);
+                        seed::recycle(run.outcome.history);
+                        tally
+                    })
                     .reduce(Tally::default, Tally::merge)
             });
             rows.push(TtlRow {
