@@ -143,7 +143,8 @@ pub fn run_with_my_store(path: &Path, check_fence: bool, seeds: Range<u64>) -> S
             }
         };
         let how = suite::RunSeed::default();
-        let report = suite::seed::run_with(&scenario.options, seed, how, &mut factory, &mut |_| {}).report;
+        let report =
+            suite::seed::run_with(&scenario.options, seed, how, &mut factory, &mut |_| {}).report;
         summary.fence_rejections += report.info.fence_rejected_total;
         if !report.is_clean() {
             summary

@@ -35,7 +35,12 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 /// `src/suite.rs` are both `suite`); `None` for `lib.rs` and `main.rs`.
 fn room_of(src: &Path, file: &Path) -> Option<String> {
     let rel = file.strip_prefix(src).ok()?;
-    let first = rel.components().next()?.as_os_str().to_string_lossy().into_owned();
+    let first = rel
+        .components()
+        .next()?
+        .as_os_str()
+        .to_string_lossy()
+        .into_owned();
     let room = first.strip_suffix(".rs").unwrap_or(&first).to_string();
     (room != "lib" && room != "main").then_some(room)
 }
@@ -93,7 +98,10 @@ fn upward_imports() -> Vec<String> {
             continue;
         };
         let mine = rank(&room).unwrap_or_else(|| {
-            panic!("{}: room {room} is not in ORDER (add it where it belongs)", file.display())
+            panic!(
+                "{}: room {room} is not in ORDER (add it where it belongs)",
+                file.display()
+            )
         });
         let text = std::fs::read_to_string(file).expect("source file reads");
         // Joined so a `use crate::{…}` group spanning lines reads as one.
@@ -125,7 +133,10 @@ fn the_scanner_sees_plain_paths_and_use_groups() {
         rooms_named("use crate::{check::{self, Report}, sim, suite::seed}; crate::report::x()"),
         ["check", "sim", "suite", "report"]
     );
-    assert_eq!(rooms_named("let s = \"no paths here\";"), Vec::<String>::new());
+    assert_eq!(
+        rooms_named("let s = \"no paths here\";"),
+        Vec::<String>::new()
+    );
 }
 
 #[test]

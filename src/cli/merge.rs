@@ -20,8 +20,8 @@ use anyhow::Result;
 use super::args::Format;
 use super::run::{emit, exit_code};
 use super::{check_writable_dir, check_writable_file, load, BadInput};
-use crate::scenario::Scenario;
 use crate::report::json::{parse_hex, RunJson, ScenarioJson, ShardJson, SCHEMA, SCHEMA_VERSION};
+use crate::scenario::Scenario;
 use crate::suite::{self, Aggregate, ScenarioResult, SweepConfig};
 use crate::validate::shard::{self as vshard, ValidateJson};
 

@@ -62,7 +62,10 @@ pub fn cmd_replay(
         },
     );
     if let Some(mix) = mix {
-        println!("swarm mix for seed {seed}: {}", crate::suite::swarm::label(mix));
+        println!(
+            "swarm mix for seed {seed}: {}",
+            crate::suite::swarm::label(mix)
+        );
     }
     print!("{}", report::replay::render(&s, &out, &report, with_trace));
     if let Some(file) = history_out {

@@ -15,8 +15,8 @@ use super::{
     check_writable_dir, check_writable_file, jobs, load, seed_range, BadInput, EXIT_FAILED,
     EXIT_INTERNAL, EXIT_OK,
 };
-use crate::suite::{self, ScenarioResult, SweepConfig};
 use crate::suite::swarm;
+use crate::suite::{self, ScenarioResult, SweepConfig};
 use crate::{report, scenario};
 
 pub struct RunArgs {

@@ -90,6 +90,27 @@ pub fn render(rows: &[TtlRow]) -> String {
     s
 }
 
+/// The table `fencesim tradeoff` prints.
+pub fn table(rows: &[TtlRow], seeds: u64) -> String {
+    use std::fmt::Write;
+    let mut s = format!(
+        "{:>8}  {:<10}  {:>12}  {:>17}  {:>16}   (over {seeds} seeds)\n",
+        "ttl_ms", "fencing", "takeover_ms", "false_lease_loss", "corrupted_writes"
+    );
+    for r in rows {
+        let _ = writeln!(
+            s,
+            "{:>8}  {:<10}  {:>12}  {:>17}  {:>16}",
+            r.ttl_ms,
+            if r.fencing { "fenced-cas" } else { "none" },
+            r.takeover_ms,
+            r.false_lease_loss,
+            r.corrupted_writes
+        );
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -114,25 +135,4 @@ mod tests {
         assert_eq!(svg.matches(r#"data-fencing="false""#).count(), 3);
         assert!(roxmltree::Document::parse(&svg).is_ok());
     }
-}
-
-/// The table `fencesim tradeoff` prints.
-pub fn table(rows: &[TtlRow], seeds: u64) -> String {
-    use std::fmt::Write;
-    let mut s = format!(
-        "{:>8}  {:<10}  {:>12}  {:>17}  {:>16}   (over {seeds} seeds)\n",
-        "ttl_ms", "fencing", "takeover_ms", "false_lease_loss", "corrupted_writes"
-    );
-    for r in rows {
-        let _ = writeln!(
-            s,
-            "{:>8}  {:<10}  {:>12}  {:>17}  {:>16}",
-            r.ttl_ms,
-            if r.fencing { "fenced-cas" } else { "none" },
-            r.takeover_ms,
-            r.false_lease_loss,
-            r.corrupted_writes
-        );
-    }
-    s
 }

@@ -16,11 +16,11 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use super::results::{self, MetricSeries, Results, ScenarioResults, TimelineResults};
-use crate::suite::seed_stats::{SeedStats, SERIES};
 use super::{html, markdown, scene, svg, table};
 use crate::check::Report;
 use crate::scenario::Scenario;
 use crate::sim::RunOutcome;
+use crate::suite::seed_stats::{SeedStats, SERIES};
 use crate::suite::{self, RunSeed, ScenarioResult, SeedRun};
 
 /// A report's content: the results plus each scenario's timeline markup.

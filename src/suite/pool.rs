@@ -20,7 +20,9 @@ static POOLS: OnceLock<Mutex<BTreeMap<usize, Arc<ThreadPool>>>> = OnceLock::new(
 pub fn pool(jobs: usize) -> Arc<ThreadPool> {
     let jobs = jobs.max(1);
     let pools = POOLS.get_or_init(Default::default);
-    let mut pools = pools.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut pools = pools
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     Arc::clone(pools.entry(jobs).or_insert_with(|| {
         Arc::new(
             rayon::ThreadPoolBuilder::new()

@@ -121,12 +121,9 @@ mod tests {
         let small = load("scenarios/article/gc-pause-stale-write.toml");
         for seed in 0..30 {
             for s in [&big, &small] {
-                let fresh = sim::run_with(
-                    &s.options,
-                    seed,
-                    false,
-                    &mut |_, role: &Role| crate::protocol::build(role),
-                );
+                let fresh = sim::run_with(&s.options, seed, false, &mut |_, role: &Role| {
+                    crate::protocol::build(role)
+                });
                 let reused = run(&s.options, seed, RunSeed::default());
                 assert_eq!(
                     (reused.outcome.trace_hash, reused.outcome.events),

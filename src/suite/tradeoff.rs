@@ -19,13 +19,13 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
+use super::pool;
+use super::seed::{self, RunSeed, SeedRun};
 use crate::check::ViolationKind;
 use crate::history::Kind;
 use crate::protocol::ProtocolKind;
 use crate::scenario::Scenario;
 use crate::sim::Options;
-use super::pool;
-use super::seed::{self, RunSeed, SeedRun};
 
 /// One point of the sweep.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -326,6 +326,9 @@ mod tests {
         );
         assert_eq!(merged.seeds.last().map(|s| s.seed), Some(14));
         assert_eq!(merged.first_failure, None, "seed 16 ran only in the shard");
-        assert_eq!(verdict(&[merged]), (0, 3, crate::suite::exit::EXIT_INTERNAL));
+        assert_eq!(
+            verdict(&[merged]),
+            (0, 3, crate::suite::exit::EXIT_INTERNAL)
+        );
     }
 }
