@@ -10,7 +10,7 @@
 //! boot with the record you last persisted as synced, a message, or a timer
 //! you set — plus your clock readings, and pushes effects. No I/O, no clock,
 //! no randomness inside: the simulator owns them, so every run replays from
-//! its seed. `sim::run_with` takes a factory that builds each node (at boot
+//! its seed. `suite::seed::run_with` takes a factory that builds each node (at boot
 //! and after every crash); here it builds `MyStore` for the resource and the
 //! built-in protocol for everything else.
 //!
@@ -23,7 +23,7 @@ use std::ops::Range;
 use std::path::Path;
 
 use fencesim::protocol::{self, Clocks, Durability, Effect, Input, Msg, Node, NodeId, Role};
-use fencesim::{check, scenario, sim};
+use fencesim::{scenario, suite};
 
 /// A store that keeps, per key, the value and the greatest token that wrote it.
 pub struct MyStore {
@@ -142,8 +142,9 @@ pub fn run_with_my_store(path: &Path, check_fence: bool, seeds: Range<u64>) -> S
                 other => protocol::build(other),
             }
         };
-        let out = sim::run_with(&scenario.options, seed, false, &mut factory);
-        let report = check::check(&out.history);
+        let how = suite::RunSeed::default();
+        let report =
+            suite::seed::run_with(&scenario.options, seed, how, &mut factory, &mut |_| {}).report;
         summary.fence_rejections += report.info.fence_rejected_total;
         if !report.is_clean() {
             summary

@@ -13,11 +13,11 @@
 
 use std::path::Path;
 
-use fencesim::check;
 use fencesim::scenario::{self, Scenario};
 use fencesim::search::{self, Config};
-use fencesim::sim::{self, Options};
-use fencesim::swarm;
+use fencesim::sim::Options;
+use fencesim::suite;
+use fencesim::suite::swarm;
 use rayon::prelude::*;
 
 const GENERIC: &str = "scenarios/random/random-faults-fenced-cas.toml";
@@ -163,8 +163,9 @@ fn options(s: &Scenario, mode: Mode, seed: u64) -> Options {
 const SAMPLE_SEEDS: u64 = 2_000;
 
 fn fails(s: &Scenario, mode: Mode, kind: &str, seed: u64) -> bool {
-    let out = sim::run(&options(s, mode, seed), seed, false);
-    check::check(&out.history).kinds().any(|k| k.name() == kind)
+    let run = suite::seed::run(&options(s, mode, seed), seed, suite::RunSeed::default());
+    let found = run.report.kinds().any(|k| k.name() == kind);
+    found
 }
 
 /// `first (1/p)`: the 1-based count of seeds up to the first that shows

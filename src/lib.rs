@@ -1,11 +1,13 @@
 //! fencesim: a deterministic simulation and verification harness for
 //! distributed locks built from leases and fencing tokens.
 //!
-//! Layers (see ARCHITECTURE.md): [`protocol`] (sans-IO state machines) →
-//! [`sim`] (deterministic event loop, faults, history recording) →
-//! [`history`] (the observation schema) → [`check`] (violations with
-//! evidence) → [`scenario`] (TOML files, validation) → [`suite`] (seeds in
-//! parallel, expectations) → [`report`] (timelines, tables) → `cli`.
+//! Layers (see ARCHITECTURE.md, enforced by `tests/architecture.rs`):
+//! [`protocol`] (sans-IO state machines) → [`history`] (the observation
+//! schema) → [`sim`] (deterministic event loop, faults, history recording)
+//! → [`check`] (violations with evidence) → [`oracle`] → [`scenario`] (TOML
+//! files, validation) → [`suite`] (running a seed, sweeps, expectations) →
+//! [`model`] / [`shrink`] / [`search`] → [`validate`] → [`report`] (every
+//! renderer) → [`live`] → `cli`.
 
 pub mod check;
 pub mod cli;
@@ -20,6 +22,15 @@ pub mod search;
 pub mod shrink;
 pub mod sim;
 pub mod suite;
-pub mod swarm;
-pub mod tradeoff;
 pub mod validate;
+
+/// Where swarm testing lived before it moved under [`suite`] (kept for
+/// outside code).
+pub use suite::swarm;
+
+/// The TTL trade-off sweep ([`suite::tradeoff`]) and its table, under the
+/// path outside code used before they moved.
+pub mod tradeoff {
+    pub use crate::report::tradeoff::table;
+    pub use crate::suite::tradeoff::sweep;
+}

@@ -100,11 +100,11 @@ pub enum Command {
         format: Format,
         #[arg(long)]
         junit: Option<PathBuf>,
-        /// Also write the report directory `run --report` writes (its charts run the seeds
-        /// once more, here, on --jobs threads: the shard files carry totals only).
+        /// Also write the report directory `run --report` writes (its charts come from the
+        /// shard files; only each timeline's seed runs again).
         #[arg(long, value_name = "DIR")]
         report: Option<PathBuf>,
-        /// Threads for --report's second pass (default: all cores).
+        /// Accepted for compatibility: the report no longer runs a second pass.
         #[arg(long)]
         jobs: Option<usize>,
     },

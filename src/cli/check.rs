@@ -23,7 +23,7 @@ use super::args::Format;
 use super::{default_jobs, BadInput, EXIT_FAILED, EXIT_OK};
 use crate::model::to_scenario::{file_name, scripted_path, to_scenario, violation_kind};
 use crate::model::{self, CheckOptions, CheckReport, Counterexample, ModelSpec, Phase, Stats};
-use crate::{check, report, scenario, sim, suite};
+use crate::{report, scenario, suite};
 
 pub fn cmd_check(
     paths: &[PathBuf],
@@ -411,8 +411,11 @@ fn emit_and_replay(
     for p in &result.problems {
         println!("  - {p}");
     }
-    let out = sim::run(&s.options, s.seeds.start, false);
-    let found = check::check(&out.history);
+    let crate::suite::SeedRun {
+        outcome: out,
+        report: found,
+        ..
+    } = crate::suite::seed::run(&s.options, s.seeds.start, crate::suite::RunSeed::default());
     let evidence: BTreeSet<u64> = found
         .violations
         .iter()

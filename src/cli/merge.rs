@@ -20,8 +20,8 @@ use anyhow::Result;
 use super::args::Format;
 use super::run::{emit, exit_code};
 use super::{check_writable_dir, check_writable_file, load, BadInput};
+use crate::report::json::{parse_hex, RunJson, ScenarioJson, ShardJson, SCHEMA, SCHEMA_VERSION};
 use crate::scenario::Scenario;
-use crate::suite::json::{parse_hex, RunJson, ScenarioJson, ShardJson, SCHEMA, SCHEMA_VERSION};
 use crate::suite::{self, Aggregate, ScenarioResult, SweepConfig};
 use crate::validate::shard::{self as vshard, ValidateJson};
 
@@ -372,7 +372,6 @@ pub fn cmd_merge(
     format: Format,
     junit: Option<PathBuf>,
     report: Option<PathBuf>,
-    jobs: Option<usize>,
 ) -> Result<ExitCode> {
     if read_text(&files[0])?.1 == vshard::SCHEMA {
         if junit.is_some() || report.is_some() {
@@ -411,7 +410,7 @@ pub fn cmd_merge(
     if let Some(dir) = report {
         // Each merged result carries its whole seed range and the sweep's
         // swarm setting: the report covers exactly what the shards ran.
-        let doc = crate::report::write::run_doc(&scenarios, &results, super::jobs(jobs));
+        let doc = crate::report::write::run_doc(&scenarios, &results);
         crate::report::write::write(&dir, &doc)?;
         if format == Format::Text {
             println!("report written to {}", dir.join("index.html").display());

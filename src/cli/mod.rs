@@ -27,10 +27,7 @@ use anyhow::Result;
 use crate::{check, history, scenario};
 use args::Command;
 
-pub const EXIT_OK: u8 = 0;
-pub const EXIT_FAILED: u8 = 1;
-pub const EXIT_BAD_INPUT: u8 = 2;
-pub const EXIT_INTERNAL: u8 = 3;
+pub use crate::suite::exit::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERNAL, EXIT_OK};
 
 /// Errors that are the user's input, not a failed expectation.
 #[derive(Debug, thiserror::Error)]
@@ -81,8 +78,8 @@ pub fn run(cli: args::Cli) -> Result<ExitCode> {
             format,
             junit,
             report,
-            jobs,
-        } => merge::cmd_merge(&files, format, junit, report, jobs),
+            jobs: _,
+        } => merge::cmd_merge(&files, format, junit, report),
         Command::Replay {
             path,
             seed,

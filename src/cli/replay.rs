@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 
 use super::{load, BadInput, EXIT_FAILED, EXIT_OK};
-use crate::{check, history, report, scenario, sim};
+use crate::{history, report, scenario};
 
 /// Warns (stderr) when a repro line's `--expect-version` / `--expect-hash`
 /// differ from this binary and this file: the replay may then not be the
@@ -25,7 +25,7 @@ pub fn warn_if_changed(
         eprintln!("warning: the repro line is from fencesim {v}, this is {running}; the replay may differ from the run that failed");
     }
     if let Some(h) = hash {
-        let expected = crate::suite::json::parse_hex(h)
+        let expected = crate::report::json::parse_hex(h)
             .map_err(|e| BadInput(format!("--expect-hash: {e}")))?;
         let actual = load(path)?.source_hash;
         if expected != actual {
@@ -49,12 +49,24 @@ pub fn cmd_replay(
     report_dir: Option<PathBuf>,
 ) -> Result<ExitCode> {
     let s = load(path)?;
-    let (opts, mix) = crate::suite::seed_options(&s, seed, swarm);
+    let crate::suite::SeedRun {
+        outcome: out,
+        report,
+        mix,
+    } = crate::suite::seed::run(
+        &s.options,
+        seed,
+        crate::suite::RunSeed {
+            keep_trace: true,
+            swarm,
+        },
+    );
     if let Some(mix) = mix {
-        println!("swarm mix for seed {seed}: {}", crate::swarm::label(mix));
+        println!(
+            "swarm mix for seed {seed}: {}",
+            crate::suite::swarm::label(mix)
+        );
     }
-    let out = sim::run(&opts, seed, true);
-    let report = check::check(&out.history);
     print!("{}", report::replay::render(&s, &out, &report, with_trace));
     if let Some(file) = history_out {
         let mut w = std::io::BufWriter::new(

@@ -15,8 +15,9 @@ use super::{
     check_writable_dir, check_writable_file, jobs, load, seed_range, BadInput, EXIT_FAILED,
     EXIT_INTERNAL, EXIT_OK,
 };
+use crate::suite::swarm;
 use crate::suite::{self, ScenarioResult, SweepConfig};
-use crate::{report, scenario, swarm};
+use crate::{report, scenario};
 
 pub struct RunArgs {
     pub seeds: Option<u64>,
@@ -64,14 +65,14 @@ pub fn emit(
     code: u8,
 ) -> Result<()> {
     match format {
-        Format::Text => print!("{}", suite::text::render(results)),
+        Format::Text => print!("{}", report::text::render(results)),
         Format::Json => println!(
             "{}",
-            serde_json::to_string_pretty(&suite::json::report(results, cfg, code))?
+            serde_json::to_string_pretty(&report::json::report(results, cfg, code))?
         ),
     }
     if let Some(file) = junit {
-        std::fs::write(file, suite::junit::render(results))
+        std::fs::write(file, report::junit::render(results))
             .with_context(|| format!("writing {}", file.display()))?;
     }
     Ok(())
@@ -143,11 +144,11 @@ pub fn cmd_run(paths: &[PathBuf], args: RunArgs) -> Result<ExitCode> {
     let code = exit_code(&results);
     emit(&results, &cfg, args.format, args.junit.as_deref(), code)?;
     if let Some(file) = &args.metrics {
-        std::fs::write(file, suite::production::prometheus(&results))
+        std::fs::write(file, report::production::prometheus(&results))
             .with_context(|| format!("writing {}", file.display()))?;
     }
     if let Some(dir) = args.report {
-        let doc = report::write::run_doc(&scenarios, &results, jobs);
+        let doc = report::write::run_doc(&scenarios, &results);
         report::write::write(&dir, &doc)?;
         if args.format == Format::Text {
             println!("report written to {}", dir.join("index.html").display());

@@ -38,8 +38,8 @@ pub fn cmd_tradeoff(
         env!("CARGO_PKG_VERSION"),
         s.name
     );
-    let rows = crate::tradeoff::sweep(&s, ttls_ms, range, super::jobs(jobs));
-    let table = crate::tradeoff::table(&rows, count);
+    let rows = crate::suite::tradeoff::sweep(&s, ttls_ms, range, super::jobs(jobs));
+    let table = crate::report::tradeoff::table(&rows, count);
     print!("{table}");
     if let Some(dir) = report {
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;

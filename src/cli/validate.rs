@@ -269,7 +269,7 @@ pub fn cmd_validate(specs: &[String], paths: &[PathBuf], args: ValidateArgs) -> 
             fencesim_version: env!("CARGO_PKG_VERSION").into(),
             nodes: specs.to_vec(),
             step_timeout_ms,
-            shard: shard.map(|s| crate::suite::json::ShardJson {
+            shard: shard.map(|s| crate::suite::shard::ShardJson {
                 index: s.index,
                 count: s.count,
             }),

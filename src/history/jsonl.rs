@@ -73,13 +73,6 @@ pub fn write(history: &History, out: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
-/// Reads a history file: a regular file of UTF-8 text (the first invalid
-/// byte is located by line and column), then [`read`].
-pub fn load(path: &std::path::Path) -> Result<History, String> {
-    let text = crate::scenario::source::read_text(path, None).map_err(|e| e.to_string())?;
-    read(&text, &path.display().to_string()).map_err(|e| e.to_string())
-}
-
 /// serde_json's message in this format's words: without the position (the
 /// caller prints it once, first), without Rust type names, and with an
 /// out-of-range number shown as written rather than as the float that

@@ -1,7 +1,7 @@
 //! The suite table printed by `fencesim run`: one row per scenario with its
 //! protocol, seeds run, failing seeds per violation kind, the seed to replay
 //! and whether the expectation was met. Failures and repro lines follow it
-//! (`suite::text`).
+//! (`report::text`).
 
 use std::fmt::Write;
 

@@ -13,15 +13,7 @@ use std::fmt::Write;
 
 use super::xml::esc;
 
-/// One point of the sweep.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TtlRow {
-    pub ttl_ms: u64,
-    pub fencing: bool,
-    pub takeover_ms: u64,
-    pub false_lease_loss: u64,
-    pub corrupted_writes: u64,
-}
+pub use crate::suite::tradeoff::TtlRow;
 
 const PANEL_W_PX: u64 = 280;
 const PANEL_H_PX: u64 = 170;
@@ -95,6 +87,27 @@ pub fn render(rows: &[TtlRow]) -> String {
         );
     }
     s.push_str("</svg>");
+    s
+}
+
+/// The table `fencesim tradeoff` prints.
+pub fn table(rows: &[TtlRow], seeds: u64) -> String {
+    use std::fmt::Write;
+    let mut s = format!(
+        "{:>8}  {:<10}  {:>12}  {:>17}  {:>16}   (over {seeds} seeds)\n",
+        "ttl_ms", "fencing", "takeover_ms", "false_lease_loss", "corrupted_writes"
+    );
+    for r in rows {
+        let _ = writeln!(
+            s,
+            "{:>8}  {:<10}  {:>12}  {:>17}  {:>16}",
+            r.ttl_ms,
+            if r.fencing { "fenced-cas" } else { "none" },
+            r.takeover_ms,
+            r.false_lease_loss,
+            r.corrupted_writes
+        );
+    }
     s
 }
 

@@ -16,12 +16,12 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use super::results::{self, MetricSeries, Results, ScenarioResults, TimelineResults};
-use super::stats::{self, SeedStats, SERIES};
 use super::{html, markdown, scene, svg, table};
-use crate::check::{self, Report};
+use crate::check::Report;
 use crate::scenario::Scenario;
-use crate::sim::{self, RunOutcome};
-use crate::suite::ScenarioResult;
+use crate::sim::RunOutcome;
+use crate::suite::seed_stats::{SeedStats, SERIES};
+use crate::suite::{self, RunSeed, ScenarioResult, SeedRun};
 
 /// A report's content: the results plus each scenario's timeline markup.
 pub struct Doc {
@@ -34,8 +34,10 @@ pub struct Doc {
 ///
 /// Each scenario's seeds, shard and swarm setting come from its result, so
 /// the report covers exactly the runs the sweep judged (one shard's seeds
-/// under `--shard`; each seed's own swarm mix under `--swarm`).
-pub fn run_doc(scenarios: &[Scenario], results: &[ScenarioResult], jobs: usize) -> Doc {
+/// under `--shard`; each seed's own swarm mix under `--swarm`). Nothing is
+/// re-run but the one seed each timeline draws, through the same home as
+/// the sweep ([`crate::suite::seed::run`], with its swarm mix and a trace).
+pub fn run_doc(scenarios: &[Scenario], results: &[ScenarioResult]) -> Doc {
     assert_eq!(scenarios.len(), results.len(), "one result per scenario");
     let mut slugs = Slugs::default();
     let mut doc = Doc {
@@ -49,11 +51,7 @@ pub fn run_doc(scenarios: &[Scenario], results: &[ScenarioResult], jobs: usize) 
     };
     for (s, r) in scenarios.iter().zip(results) {
         let range = r.seeds.clone();
-        let stats = stats::collect(s, range.clone(), jobs, &r.cfg);
-        assert_eq!(
-            stats.seeds, r.agg.seeds,
-            "report and suite must cover the same seeds"
-        );
+        let stats = &r.agg.seed_stats;
         let any_violation = r.agg.failing_seeds.iter().any(|&n| n > 0);
         let pick = match (r.replay_seed, stats.first_rejected_seed) {
             (Some(seed), _) if !r.met() => Some((seed, "the seed to replay first")),
@@ -68,9 +66,15 @@ pub fn run_doc(scenarios: &[Scenario], results: &[ScenarioResult], jobs: usize) 
         let (timeline, svg) = match pick {
             Some((seed, reason)) => {
                 // The seed exactly as the sweep ran it: with its swarm mix.
-                let (options, _) = crate::suite::seed_options(s, seed, r.cfg.swarm);
-                let out = sim::run(&options, seed, true);
-                let report = check::check(&out.history);
+                let how = RunSeed {
+                    keep_trace: true,
+                    swarm: r.cfg.swarm,
+                };
+                let SeedRun {
+                    outcome: out,
+                    report,
+                    ..
+                } = suite::seed::run(&s.options, seed, how);
                 let (t, svg) = timeline(s, &out, &report, reason, &slug, r.cfg.swarm);
                 (Some(t), Some(svg))
             }
@@ -91,7 +95,7 @@ pub fn run_doc(scenarios: &[Scenario], results: &[ScenarioResult], jobs: usize) 
             problems: r.problems.clone(),
             replay_seed: r.replay_seed,
             digest: format!("{:016x}", r.agg.digest),
-            metrics: metric_series(&stats),
+            metrics: metric_series(stats),
             timeline,
         });
         doc.svgs.push(svg);

@@ -44,7 +44,7 @@ use crate::sim::faults::{
     message_fault, message_strikes, past_ttl_ns, strike_fault, strikes_at, Strike,
 };
 use crate::sim::trace::{TraceEvent, What};
-use crate::sim::{self, Fault, Options};
+use crate::sim::{Fault, Options};
 
 /// One fault placed right after the `nth` `kind` event of `node`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -143,8 +143,15 @@ pub type Runner<'a> = dyn Fn(&Options, u64) -> Result<Execution, String> + Sync 
 
 /// The built-in protocol nodes, judged by the history checker.
 pub fn builtin(o: &Options, seed: u64) -> Result<Execution, String> {
-    let out = sim::run(o, seed, true);
-    let report = crate::check::check(&out.history);
+    let how = crate::suite::RunSeed {
+        keep_trace: true,
+        swarm: false,
+    };
+    let crate::suite::SeedRun {
+        outcome: out,
+        report,
+        ..
+    } = crate::suite::seed::run(o, seed, how);
     Ok(Execution {
         sends: sends(&out.trace),
         trace_hash: out.trace_hash,
@@ -363,10 +370,7 @@ pub fn search_shard(
     }
     let vocab = &scenario.options;
     let base = fault_free(vocab);
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(cfg.jobs.max(1))
-        .build()
-        .map_err(|e| format!("thread pool: {e}"))?;
+    let pool = crate::suite::pool::pool(cfg.jobs);
     let options_with = |ps: &[Placement]| {
         let mut o = base.clone();
         o.faults.extend(ps.iter().map(|p| p.fault(vocab)));

@@ -31,7 +31,6 @@ use toml::{Table, Value};
 
 use crate::check::{self, ViolationKind};
 use crate::scenario::{self, Scenario};
-use crate::sim;
 
 /// How big a run is, before and after.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -122,8 +121,8 @@ impl Search {
 fn fails_under(doc: &Table, file: &str, seed: u64, kind: ViolationKind) -> Option<u64> {
     let text = toml::to_string(doc).ok()?;
     let s = scenario::parse(&text, file).ok()?;
-    let out = sim::run(&s.options, seed, false);
-    (check::check(&out.history).count(kind) > 0).then_some(out.events)
+    let run = crate::suite::seed::run(&s.options, seed, crate::suite::RunSeed::default());
+    (run.report.count(kind) > 0).then_some(run.outcome.events)
 }
 
 fn array<'a>(doc: &'a Table, key: &str) -> &'a [Value] {
@@ -370,9 +369,18 @@ pub fn shrink(
 ) -> Result<Shrunk, ShrinkError> {
     let scenario =
         scenario::parse(source, file).map_err(|e| ShrinkError::Scenario(e.to_string()))?;
-    let (opts, _) = crate::suite::seed_options(&scenario, seed, swarm);
-    let out = sim::run(&opts, seed, false);
-    let report = check::check(&out.history);
+    let crate::suite::SeedRun {
+        outcome: out,
+        report,
+        ..
+    } = crate::suite::seed::run(
+        &scenario.options,
+        seed,
+        crate::suite::RunSeed {
+            keep_trace: false,
+            swarm,
+        },
+    );
     let kind = match kind {
         Some(k) if report.count(k) > 0 => k,
         Some(wanted) => {

@@ -18,4 +18,4 @@ pub mod trace;
 
 pub use clock::ClockSpec;
 pub use options::{Fault, NetworkOptions, NodeSpec, Options, RandomFaults, When};
-pub use simulator::{run, run_with, NodeFactory, RunOutcome, EVENTS_MAX};
+pub use simulator::{run, run_in, run_with, NodeFactory, RunOutcome, Scratch, EVENTS_MAX};

@@ -71,6 +71,18 @@ const MS: u64 = 1_000_000;
 
 impl Network {
     pub fn new(opts: &NetworkOptions, nodes: usize, faults: &[Fault], seed: u64) -> Network {
+        Network::new_in(opts, nodes, faults, seed, Vec::new())
+    }
+
+    /// [`Network::new`] reusing `link_counts`' allocation (a previous run's
+    /// table, from [`Network::into_link_counts`]); its contents are reset.
+    pub fn new_in(
+        opts: &NetworkOptions,
+        nodes: usize,
+        faults: &[Fault],
+        seed: u64,
+        mut link_counts: Vec<u32>,
+    ) -> Network {
         assert!(nodes <= 64, "partitions use 64-bit node masks");
         assert!(opts.latency_min_ns <= opts.latency_max_ns);
         let mut scripted: BTreeMap<(u16, u16, u32), MsgFaults> = BTreeMap::new();
@@ -102,7 +114,11 @@ impl Network {
         Network {
             opts: opts.clone(),
             nodes,
-            link_counts: vec![0; nodes * nodes],
+            link_counts: {
+                link_counts.clear();
+                link_counts.resize(nodes * nodes, 0);
+                link_counts
+            },
             scripted,
             partitions: Vec::new(),
             latency: Rng::stream(seed, "net.latency"),
@@ -111,6 +127,11 @@ impl Network {
             duplicate: Rng::stream(seed, "net.duplicate"),
             resolved: Vec::new(),
         }
+    }
+
+    /// The per-link message counters' allocation, for the next run.
+    pub fn into_link_counts(self) -> Vec<u32> {
+        self.link_counts
     }
 
     pub fn cut(&self, from: NodeId, to: NodeId) -> bool {

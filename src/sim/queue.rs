@@ -67,6 +67,12 @@ impl EventQueue {
         Some(((key >> 64) as Nanos, key as u32))
     }
 
+    /// Drops every pending event, keeping the allocation.
+    pub fn clear(&mut self) {
+        self.keys.clear();
+        self.spill.clear();
+    }
+
     pub fn len(&self) -> usize {
         self.keys.len() + self.spill.len()
     }

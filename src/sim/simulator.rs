@@ -153,31 +153,89 @@ pub fn run_with<'f>(
     keep_trace: bool,
     factory: &'f mut NodeFactory<'f>,
 ) -> RunOutcome {
+    run_in(opts, seed, keep_trace, factory, &mut Scratch::default())
+}
+
+/// The buffers a run leaves behind for the next one on the same thread:
+/// the event queue and slab, the node slots, the per-link counters, the
+/// effect and trigger lists and (handed back with [`Scratch::recycle`]) the
+/// history's event vector. Cleared, never reallocated, between runs; what
+/// a run computes never depends on them (a fresh `Scratch` and a used one
+/// give the same outcome and trace hash).
+#[derive(Default)]
+pub struct Scratch {
+    queue: EventQueue,
+    slab: Vec<Ev>,
+    free: Vec<u32>,
+    slots: Vec<Slot>,
+    link_counts: Vec<u32>,
+    triggers: Vec<Trigger>,
+    fired: VecDeque<usize>,
+    fx: Vec<Effect>,
+    events: Vec<Event>,
+}
+
+impl Scratch {
+    /// Takes back a finished run's history for its event vector's storage.
+    pub fn recycle(&mut self, history: History) {
+        if history.events.capacity() > self.events.capacity() {
+            self.events = history.events;
+        }
+    }
+}
+
+/// A scratch vector, emptied, its allocation kept.
+fn reuse<T>(v: &mut Vec<T>) -> Vec<T> {
+    let mut v = std::mem::take(v);
+    v.clear();
+    v
+}
+
+/// [`run_with`] on `scratch`'s buffers (see [`Scratch`]).
+pub fn run_in<'f>(
+    opts: &Options,
+    seed: u64,
+    keep_trace: bool,
+    factory: &'f mut NodeFactory<'f>,
+    scratch: &mut Scratch,
+) -> RunOutcome {
     let mut script = opts.faults.clone();
     script.extend(resolve_random(opts, seed));
-    let net = Network::new(&opts.network, opts.nodes.len(), &script, seed);
+    let net = Network::new_in(
+        &opts.network,
+        opts.nodes.len(),
+        &script,
+        seed,
+        std::mem::take(&mut scratch.link_counts),
+    );
+    let mut queue = std::mem::take(&mut scratch.queue);
+    queue.clear();
+    let mut fired = std::mem::take(&mut scratch.fired);
+    fired.clear();
+    let mut events = reuse(&mut scratch.events);
+    events.reserve(256);
     let mut sim = Sim {
         opts,
         factory,
         now: 0,
         order: 0,
         seq: 0,
-        queue: EventQueue::with_capacity(64),
-        slab: Vec::with_capacity(64),
-        free: Vec::with_capacity(64),
-        slots: Vec::with_capacity(opts.nodes.len()),
+        queue,
+        slab: reuse(&mut scratch.slab),
+        free: reuse(&mut scratch.free),
+        slots: reuse(&mut scratch.slots),
         net,
         recorder: Recorder::default(),
         history: History {
             nodes: opts.nodes.iter().map(|n| n.name.clone()).collect(),
             keys: opts.keys.clone(),
-            events: Vec::with_capacity(256),
+            events,
         },
         trace: Trace::new(keep_trace),
         script,
-        triggers: Vec::new(),
-        fired: VecDeque::new(),
-        fx: Vec::with_capacity(8),
+        triggers: reuse(&mut scratch.triggers),
+        fired,
+        fx: reuse(&mut scratch.fx),
         in_flight: 0,
         workers_left: opts.workers().count(),
         events_processed: 0,
@@ -186,7 +244,7 @@ pub fn run_with<'f>(
     };
     sim.boot();
     let hit_max_time = sim.run_loop();
-    sim.finish(seed, hit_max_time)
+    sim.finish(seed, hit_max_time, scratch)
 }
 
 impl<'o, 'f> Sim<'o, 'f> {
@@ -711,7 +769,7 @@ impl<'o, 'f> Sim<'o, 'f> {
         self.promote_if_primary(node);
     }
 
-    fn finish(mut self, seed: u64, hit_max_time: bool) -> RunOutcome {
+    fn finish(mut self, seed: u64, hit_max_time: bool, scratch: &mut Scratch) -> RunOutcome {
         let unfinished: Vec<NodeId> = self
             .opts
             .workers()
@@ -723,6 +781,16 @@ impl<'o, 'f> Sim<'o, 'f> {
         }
         let mut script = self.script;
         script.append(&mut self.net.resolved);
+        // Hand the buffers back (nodes dropped, contents cleared on reuse).
+        self.slots.clear();
+        scratch.slots = self.slots;
+        scratch.queue = self.queue;
+        scratch.slab = self.slab;
+        scratch.free = self.free;
+        scratch.link_counts = self.net.into_link_counts();
+        scratch.triggers = self.triggers;
+        scratch.fired = self.fired;
+        scratch.fx = self.fx;
         RunOutcome {
             seed,
             history: self.history,

@@ -12,9 +12,13 @@ use crate::sim::{Options, RunOutcome};
 
 /// Re-runs `seed` twice with traces and describes the first difference.
 pub fn explain(scenario: &Scenario, seed: u64, swarm: bool) -> String {
+    let how = super::RunSeed {
+        keep_trace: true,
+        swarm,
+    };
     let (opts, _) = super::seed_options(scenario, seed, swarm);
-    let a = crate::sim::run(&opts, seed, true);
-    let b = crate::sim::run(&opts, seed, true);
+    let a = super::seed::run(&scenario.options, seed, how).outcome;
+    let b = super::seed::run(&scenario.options, seed, how).outcome;
     first_difference(&opts, &a, &b).unwrap_or_else(|| {
         "hashes differed in the sweep but two traced re-runs agree (nondeterminism that depends on the thread or on earlier runs)".to_string()
     })

@@ -1,7 +1,8 @@
 //! Running a scenario over its seeds and judging the result against the
 //! scenario's expectation.
 //!
-//! Seeds run in parallel on a rayon pool of `jobs` threads; each run is
+//! Seeds run in parallel on the process's rayon pool of `jobs` threads
+//! ([`pool`]); each run is
 //! single-threaded and independent, and per-seed results are folded into an
 //! [`Aggregate`] whose merge is commutative and associative, so the outcome
 //! — including the suite digest of all trace hashes — is identical for any
@@ -11,17 +12,21 @@
 //! detail, and at most 32 swarm mixes.
 //!
 //! Per-seed variations of a sweep ([`SweepConfig`]): `--swarm` (see
-//! [`crate::swarm`]), `--check-determinism` (every seed twice, trace hashes
+//! [`swarm`]), `--check-determinism` (every seed twice, trace hashes
 //! compared; see [`determinism`]) and `--shard I/N` (see [`Shard`]).
 
 pub mod determinism;
+pub mod exit;
 pub mod histogram;
-pub mod json;
-pub mod junit;
+pub mod pool;
 pub mod production;
+pub mod seed;
+pub mod seed_stats;
 pub mod shard;
-pub mod text;
+pub mod swarm;
+pub mod tradeoff;
 
+pub use seed::{RunSeed, SeedRun};
 pub use shard::Shard;
 
 use std::borrow::Cow;
@@ -34,7 +39,7 @@ use crate::check::{self, ViolationKind, VIOLATION_KINDS};
 use crate::scenario::expect::VACUITY_MIN_FRACTION;
 use crate::scenario::Scenario;
 use crate::sim;
-use crate::swarm::{self, Mix};
+use swarm::Mix;
 
 /// How many failing seeds an aggregate keeps in detail (the lowest ones).
 pub const KEPT_FAILING: usize = 16;
@@ -66,18 +71,13 @@ pub struct SeedResult {
 }
 
 /// The options seed `seed` of `scenario` runs with (swarmed or as written),
-/// and the swarm mix drawn.
+/// and the swarm mix drawn (see [`seed::options`]).
 pub fn seed_options(
     scenario: &Scenario,
     seed: u64,
     swarm: bool,
 ) -> (Cow<'_, sim::Options>, Option<Mix>) {
-    if swarm {
-        let (o, mix) = swarm::configure(&scenario.options, seed);
-        (Cow::Owned(o), Some(mix))
-    } else {
-        (Cow::Borrowed(&scenario.options), None)
-    }
+    seed::options(&scenario.options, seed, swarm)
 }
 
 pub fn run_seed(scenario: &Scenario, seed: u64) -> SeedResult {
@@ -85,15 +85,21 @@ pub fn run_seed(scenario: &Scenario, seed: u64) -> SeedResult {
 }
 
 pub fn run_seed_with(scenario: &Scenario, seed: u64, cfg: &SweepConfig) -> SeedResult {
-    let (opts, mix) = seed_options(scenario, seed, cfg.swarm);
-    let out = sim::run(&opts, seed, false);
+    let how = RunSeed {
+        keep_trace: false,
+        swarm: cfg.swarm,
+    };
+    let SeedRun {
+        outcome: out,
+        report,
+        mix,
+    } = seed::run(&scenario.options, seed, how);
     let diverged = cfg.check_determinism && {
-        let again = sim::run(&opts, seed, false);
+        let again = seed::run(&scenario.options, seed, how).outcome;
         (again.trace_hash, again.events) != (out.trace_hash, out.events)
     };
-    let report = check::check(&out.history);
     let failed_metrics = scenario.expect.failed_metrics(&report);
-    SeedResult {
+    let result = SeedResult {
         seed,
         report,
         trace_hash: out.trace_hash,
@@ -103,7 +109,9 @@ pub fn run_seed_with(scenario: &Scenario, seed: u64, cfg: &SweepConfig) -> SeedR
         failed_metrics,
         mix,
         diverged,
-    }
+    };
+    seed::recycle(out.history);
+    result
 }
 
 /// One failing seed, in enough detail to replay and triage it.
@@ -160,6 +168,8 @@ pub struct Aggregate {
     pub first_diverged: Option<u64>,
     /// The article's production metrics over all seeds.
     pub production: production::Production,
+    /// Per-seed distributions of the checker's metrics (the report's charts).
+    pub seed_stats: seed_stats::SeedStats,
 }
 
 fn min_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
@@ -240,6 +250,7 @@ impl Aggregate {
             self.first_diverged = min_opt(self.first_diverged, Some(r.seed));
         }
         self.production.add(&r.report.metrics);
+        self.seed_stats.add_mut(r.seed, &r.report);
         self
     }
 
@@ -274,6 +285,7 @@ impl Aggregate {
         self.diverged_seeds += o.diverged_seeds;
         self.first_diverged = min_opt(self.first_diverged, o.first_diverged);
         self.production.merge(&o.production);
+        self.seed_stats = self.seed_stats.merge(o.seed_stats);
         self
     }
 }
@@ -351,12 +363,8 @@ pub fn sweep(
     cfg: &SweepConfig,
     tick: &(dyn Fn() + Sync),
 ) -> ScenarioResult {
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(jobs.max(1))
-        .build()
-        .expect("thread pool");
     let start = seeds.start;
-    let agg = pool.install(|| {
+    let agg = pool::install(jobs, || {
         seeds
             .clone()
             .into_par_iter()

@@ -45,7 +45,7 @@ use crate::protocol::coordinator::{ReleaseStyle, Replication};
 use crate::protocol::resource::{FenceCheck, ResourceConfig};
 use crate::protocol::{self, Node, NodeId, Role};
 use crate::scenario::Scenario;
-use crate::sim::{self, Options};
+use crate::sim::Options;
 use process::{Abort, ProcessNode, WriteAcks};
 use store_claims::FenceRule;
 use wire::Directory;
@@ -189,19 +189,6 @@ impl Judged {
         names.extend(self.claims.kinds().map(|k| k.name()));
         names
     }
-
-    /// Violations with their evidence records, then the checker's counters.
-    pub fn render(&self) -> String {
-        let mut s = self.claims.render(&self.history);
-        let checker = crate::report::replay::violations(&self.history, &self.report);
-        if self.report.is_clean() && !self.claims.is_clean() {
-            // "no violations" would contradict the store-claim lines above.
-            s.push_str(checker.trim_start_matches("no violations\n"));
-        } else {
-            s.push_str(&checker);
-        }
-        s
-    }
 }
 
 pub type SeedVerdict = Result<Judged, Box<ImplError>>;
@@ -241,19 +228,27 @@ pub fn run_seed(
             Err(e) => process::abort(e),
         }
     };
+    let how = crate::suite::RunSeed {
+        keep_trace,
+        swarm: false,
+    };
     let run = panic::catch_unwind(AssertUnwindSafe(|| {
-        sim::run_with(opts, seed, keep_trace, &mut factory)
+        crate::suite::seed::run_with(opts, seed, how, &mut factory, &mut |history| {
+            let acks = acks.lock().map(|a| a.clone()).unwrap_or_default();
+            mark_unapplied(history, &acks);
+        })
     }));
-    let mut out = match run {
-        Ok(out) => out,
+    let crate::suite::SeedRun {
+        outcome: out,
+        report,
+        ..
+    } = match run {
+        Ok(run) => run,
         Err(payload) => match payload.downcast::<Abort>() {
             Ok(abort) => return Err(abort.0),
             Err(other) => panic::resume_unwind(other),
         },
     };
-    let acks = acks.lock().map(|a| a.clone()).unwrap_or_default();
-    mark_unapplied(&mut out.history, &acks);
-    let report = check::check(&out.history);
     let claims = if impls.resource.is_some() {
         let rule = opts.nodes.iter().find_map(|n| match &n.role {
             Role::Resource(cfg) => Some(fence_rule(cfg)),
@@ -423,10 +418,7 @@ pub fn validate_scenario(
 ) -> ScenarioValidation {
     use rayon::prelude::*;
     let jobs = jobs.max(1);
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(jobs)
-        .build()
-        .expect("thread pool");
+    let pool = crate::suite::pool::pool(jobs);
     let mut first_failure = None;
     let mut summaries: Vec<SeedSummary> = Vec::new();
     let mut stopped = None;

@@ -18,7 +18,7 @@ use std::ops::Range;
 use serde::{Deserialize, Serialize};
 
 use super::{ScenarioValidation, IDENTICAL_ERRORS_MAX};
-use crate::suite::json::ShardJson;
+use crate::suite::shard::ShardJson;
 
 pub const SCHEMA: &str = "fencesim-validate";
 pub const SCHEMA_VERSION: u32 = 1;
@@ -168,11 +168,11 @@ pub fn verdict(scenarios: &[ScenarioJson]) -> (u64, u64, u8) {
         .filter(|s| s.impl_error.is_none() && !s.own.is_empty())
         .count() as u64;
     let code = if errors > 0 {
-        crate::cli::EXIT_INTERNAL
+        crate::suite::exit::EXIT_INTERNAL
     } else if failing > 0 {
-        crate::cli::EXIT_FAILED
+        crate::suite::exit::EXIT_FAILED
     } else {
-        crate::cli::EXIT_OK
+        crate::suite::exit::EXIT_OK
     };
     (failing, errors, code)
 }
@@ -326,6 +326,9 @@ mod tests {
         );
         assert_eq!(merged.seeds.last().map(|s| s.seed), Some(14));
         assert_eq!(merged.first_failure, None, "seed 16 ran only in the shard");
-        assert_eq!(verdict(&[merged]), (0, 3, crate::cli::EXIT_INTERNAL));
+        assert_eq!(
+            verdict(&[merged]),
+            (0, 3, crate::suite::exit::EXIT_INTERNAL)
+        );
     }
 }

@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use criterion::{Criterion, Throughput};
-use fencesim::{check, scenario, sim};
+use fencesim::{check, scenario, suite};
 
 const GROUP: &str = "gc_pause_fenced_seed";
 
@@ -32,8 +32,7 @@ fn bench(c: &mut Criterion) {
     g.bench_function("fencesim", |b| {
         b.iter(|| {
             seed += 1;
-            let out = sim::run(&s.options, seed, false);
-            let r = check::check(&out.history);
+            let r = suite::seed::run(&s.options, seed, suite::RunSeed::default()).report;
             assert_eq!(r.info.fence_rejected_total, 1);
             r
         })

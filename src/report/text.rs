@@ -1,17 +1,17 @@
 //! The text `fencesim run` and `fencesim merge` print after the sweep: the
-//! suite table (from `report::table`), then for every scenario whose
+//! suite table (from [`super::table`]), the production metrics table
+//! ([`super::production`]), then for every scenario whose
 //! expectation failed its problems and the one command that reproduces it,
 //! then under `--swarm` which fault mixes found which violations, then the
 //! suite digest.
 
 use std::fmt::Write;
 
-use super::{suite_digest, ScenarioResult};
 use crate::check::ViolationKind;
-use crate::swarm;
+use crate::suite::{suite_digest, swarm, ScenarioResult};
 
 pub fn render(results: &[ScenarioResult]) -> String {
-    let mut s = crate::report::table::render(results);
+    let mut s = super::table::render(results);
     s.push_str(&super::production::table(results));
     for r in results.iter().filter(|r| !r.met()) {
         let _ = writeln!(s, "\n{} ({}): expectation not met", r.name, r.path);

@@ -6,8 +6,8 @@
 
 use std::fmt::Write;
 
-use super::ScenarioResult;
-use crate::report::xml::esc;
+use super::xml::esc;
+use crate::suite::ScenarioResult;
 
 pub fn render(results: &[ScenarioResult]) -> String {
     let failures = results.iter().filter(|r| !r.met()).count();

@@ -2,21 +2,20 @@
 //! drawing when a scenario found nothing: the lowest one in which the fence
 //! rejected a stale write (the safe twin's picture of the same story).
 //!
-//! The suite's [`crate::suite::Aggregate`] keeps totals only, so the report
-//! runs the seeds once more and folds each seed's [`Report`] metrics into
-//! histograms (value → number of seeds). The fold is commutative — maps
-//! merge by addition, minima by min — so the result is the same for any
-//! `--jobs`. Only what the checker measures is charted; richer metrics
+//! The sweep folds each seed's [`Report`] metrics into histograms (value →
+//! number of seeds) as part of its [`crate::suite::Aggregate`], so the
+//! report (`--report`) charts the runs the sweep judged and never runs a
+//! seed again; shard JSON carries them, so a merged report has them too.
+//! The fold is commutative — maps merge by addition, minima by min — so
+//! the result is the same for any `--jobs` and any split into shards. Only what the checker measures is charted; richer metrics
 //! (acquisition wait, held time, renewal slack) arrive with issue 3 as more
 //! entries of [`SERIES`].
 
 use std::collections::BTreeMap;
-use std::ops::Range;
 
-use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
 
 use crate::check::Report;
-use crate::scenario::Scenario;
 
 /// Charted metrics: (checker metric name, what one seed's value means).
 pub const SERIES: [(&str, &str); 4] = [
@@ -38,7 +37,8 @@ pub const SERIES: [(&str, &str); 4] = [
     ),
 ];
 
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SeedStats {
     pub seeds: u64,
     /// One histogram per [`SERIES`] entry: metric value -> seeds.
@@ -48,6 +48,12 @@ pub struct SeedStats {
 
 impl SeedStats {
     pub fn add(mut self, seed: u64, report: &Report) -> SeedStats {
+        self.add_mut(seed, report);
+        self
+    }
+
+    /// [`SeedStats::add`] in place (the sweep's fold).
+    pub fn add_mut(&mut self, seed: u64, report: &Report) {
         self.seeds += 1;
         for (i, (name, _)) in SERIES.iter().enumerate() {
             let v = report
@@ -58,7 +64,6 @@ impl SeedStats {
         if report.info.fence_rejected_total > 0 {
             self.first_rejected_seed = Some(self.first_rejected_seed.map_or(seed, |s| s.min(seed)));
         }
-        self
     }
 
     pub fn merge(mut self, o: SeedStats) -> SeedStats {
@@ -74,35 +79,6 @@ impl SeedStats {
         };
         self
     }
-}
-
-/// Runs `seeds` of `scenario` on `jobs` threads and folds their metrics.
-pub fn collect(
-    scenario: &Scenario,
-    seeds: Range<u64>,
-    jobs: usize,
-    cfg: &crate::suite::SweepConfig,
-) -> SeedStats {
-    let start = seeds.start;
-    let owned = |seed: u64| cfg.shard.is_none_or(|s| s.owns(start, seed));
-    let count = seeds.clone().filter(|&seed| owned(seed)).count() as u64;
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(jobs.max(1))
-        .build()
-        .expect("thread pool");
-    let stats = pool.install(|| {
-        seeds
-            .into_par_iter()
-            .filter(|&seed| owned(seed))
-            .fold(SeedStats::default, |acc, seed| {
-                let (options, _) = crate::suite::seed_options(scenario, seed, cfg.swarm);
-                let out = crate::sim::run(&options, seed, false);
-                acc.add(seed, &crate::check::check(&out.history))
-            })
-            .reduce(SeedStats::default, SeedStats::merge)
-    });
-    assert_eq!(stats.seeds, count, "every seed is counted exactly once");
-    stats
 }
 
 #[cfg(test)]

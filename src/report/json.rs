@@ -13,9 +13,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Aggregate, FailingSeed, MixStats, ScenarioResult, Shard, SweepConfig};
 use crate::check::{ViolationKind, VIOLATION_KINDS};
-use crate::swarm;
+pub use crate::suite::shard::ShardJson;
+use crate::suite::{swarm, Aggregate, FailingSeed, MixStats, ScenarioResult, Shard, SweepConfig};
 
 pub const SCHEMA: &str = "fencesim-run";
 pub const SCHEMA_VERSION: u32 = 1;
@@ -36,13 +36,6 @@ pub struct RunJson {
     pub met: bool,
     /// The exit code `fencesim run` returned with this report.
     pub exit_code: u8,
-}
-
-#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct ShardJson {
-    pub index: u64,
-    pub count: u64,
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
@@ -94,7 +87,11 @@ pub struct AggregateJson {
     pub swarm_mixes: Vec<MixJson>,
     pub diverged_seeds: u64,
     pub first_diverged_seed: Option<u64>,
-    pub production: super::production::Production,
+    pub production: crate::suite::production::Production,
+    /// Per-seed metric histograms (the report's charts); absent in files
+    /// written before the sweep kept them.
+    #[serde(default)]
+    pub seed_stats: crate::suite::seed_stats::SeedStats,
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
@@ -207,6 +204,7 @@ impl AggregateJson {
             diverged_seeds: a.diverged_seeds,
             first_diverged_seed: a.first_diverged,
             production: a.production.clone(),
+            seed_stats: a.seed_stats.clone(),
         }
     }
 
@@ -259,6 +257,7 @@ impl AggregateJson {
             diverged_seeds: self.diverged_seeds,
             first_diverged: self.first_diverged_seed,
             production: self.production.clone(),
+            seed_stats: self.seed_stats.clone(),
         })
     }
 }
@@ -298,7 +297,7 @@ pub fn report(results: &[ScenarioResult], cfg: &SweepConfig, exit_code: u8) -> R
         totals: TotalsJson {
             seeds: results.iter().map(|r| r.agg.seeds).sum(),
             events: results.iter().map(|r| r.agg.events).sum(),
-            digest: hex(super::suite_digest(results)),
+            digest: hex(crate::suite::suite_digest(results)),
         },
         met: results.iter().all(|r| r.met()),
         exit_code,

@@ -19,12 +19,23 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use crate::check::{self, ViolationKind};
-use crate::history::{History, Kind};
+use super::pool;
+use super::seed::{self, RunSeed, SeedRun};
+use crate::check::ViolationKind;
+use crate::history::Kind;
 use crate::protocol::ProtocolKind;
-use crate::report::tradeoff::TtlRow;
 use crate::scenario::Scenario;
-use crate::sim::{self, Options};
+use crate::sim::Options;
+
+/// One point of the sweep.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TtlRow {
+    pub ttl_ms: u64,
+    pub fencing: bool,
+    pub takeover_ms: u64,
+    pub false_lease_loss: u64,
+    pub corrupted_writes: u64,
+}
 
 /// Per-seed measurements, summed commutatively across seeds.
 #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
@@ -46,7 +57,8 @@ impl Tally {
     }
 }
 
-fn measure(h: &History) -> Tally {
+fn measure(run: &SeedRun) -> Tally {
+    let h = &run.outcome.history;
     let mut t = Tally::default();
     let mut crashed: BTreeSet<u16> = BTreeSet::new();
     // grant -> holder, while the holder has not released it
@@ -86,7 +98,7 @@ fn measure(h: &History) -> Tally {
             _ => {}
         }
     }
-    t.corrupted_writes = check::check(h).count(ViolationKind::StaleWrite);
+    t.corrupted_writes = run.report.count(ViolationKind::StaleWrite);
     t
 }
 
@@ -101,10 +113,6 @@ fn with(base: &Options, kind: ProtocolKind, ttl_ms: u64) -> Options {
 
 /// Runs the sweep: one row per (TTL, fencing), TTLs ascending, unfenced first.
 pub fn sweep(scenario: &Scenario, ttls_ms: &[u64], seeds: Range<u64>, jobs: usize) -> Vec<TtlRow> {
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(jobs.max(1))
-        .build()
-        .expect("thread pool");
     let mut rows = Vec::new();
     for &ttl_ms in ttls_ms {
         for (fencing, kind) in [
@@ -112,11 +120,16 @@ pub fn sweep(scenario: &Scenario, ttls_ms: &[u64], seeds: Range<u64>, jobs: usiz
             (true, ProtocolKind::FencedCas),
         ] {
             let opts = with(&scenario.options, kind, ttl_ms);
-            let tally = pool.install(|| {
+            let tally = pool::install(jobs, || {
                 seeds
                     .clone()
                     .into_par_iter()
-                    .map(|seed| measure(&sim::run(&opts, seed, false).history))
+                    .map(|seed| {
+                        let run = seed::run(&opts, seed, RunSeed::default());
+                        let tally = measure(&run);
+                        seed::recycle(run.outcome.history);
+                        tally
+                    })
                     .reduce(Tally::default, Tally::merge)
             });
             rows.push(TtlRow {
@@ -129,25 +142,4 @@ pub fn sweep(scenario: &Scenario, ttls_ms: &[u64], seeds: Range<u64>, jobs: usiz
         }
     }
     rows
-}
-
-/// The table `fencesim tradeoff` prints.
-pub fn table(rows: &[TtlRow], seeds: u64) -> String {
-    use std::fmt::Write;
-    let mut s = format!(
-        "{:>8}  {:<10}  {:>12}  {:>17}  {:>16}   (over {seeds} seeds)\n",
-        "ttl_ms", "fencing", "takeover_ms", "false_lease_loss", "corrupted_writes"
-    );
-    for r in rows {
-        let _ = writeln!(
-            s,
-            "{:>8}  {:<10}  {:>12}  {:>17}  {:>16}",
-            r.ttl_ms,
-            if r.fencing { "fenced-cas" } else { "none" },
-            r.takeover_ms,
-            r.false_lease_loss,
-            r.corrupted_writes
-        );
-    }
-    s
 }
