@@ -23,14 +23,3 @@ pub mod shrink;
 pub mod sim;
 pub mod suite;
 pub mod validate;
-
-/// Where swarm testing lived before it moved under [`suite`] (kept for
-/// outside code).
-pub use suite::swarm;
-
-/// The TTL trade-off sweep ([`suite::tradeoff`]) and its table, under the
-/// path outside code used before they moved.
-pub mod tradeoff {
-    pub use crate::report::tradeoff::table;
-    pub use crate::suite::tradeoff::sweep;
-}

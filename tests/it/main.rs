@@ -4,6 +4,8 @@
 
 mod common;
 
+mod architecture;
+
 mod check;
 mod cli;
 mod live;

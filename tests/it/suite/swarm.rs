@@ -6,7 +6,7 @@ use std::path::Path;
 
 use fencesim::scenario;
 use fencesim::sim;
-use fencesim::swarm::{self, KINDS};
+use fencesim::suite::swarm::{self, KINDS};
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))

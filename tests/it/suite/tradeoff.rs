@@ -6,7 +6,7 @@ use crate::common;
 #[test]
 fn fencing_separates_the_ttl_tradeoff_from_data_safety() {
     let s = common::load(&common::scenario_path("tradeoff/ttl-tradeoff.toml"));
-    let rows = fencesim::tradeoff::sweep(&s, &[1_000, 5_000, 20_000], 0..60, 2);
+    let rows = fencesim::suite::tradeoff::sweep(&s, &[1_000, 5_000, 20_000], 0..60, 2);
     assert_eq!(rows.len(), 6);
     let fenced: Vec<_> = rows.iter().filter(|r| r.fencing).collect();
     let unfenced: Vec<_> = rows.iter().filter(|r| !r.fencing).collect();
@@ -33,7 +33,7 @@ fn fencing_separates_the_ttl_tradeoff_from_data_safety() {
         unfenced[0].false_lease_loss > unfenced[2].false_lease_loss,
         "{unfenced:?}"
     );
-    let text = fencesim::tradeoff::table(&rows, 60);
+    let text = fencesim::report::tradeoff::table(&rows, 60);
     assert!(
         text.contains("fenced-cas") && text.lines().count() == 7,
         "{text}"
