@@ -19,23 +19,44 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use super::args::Format;
-use super::{default_jobs, BadInput, EXIT_FAILED, EXIT_OK};
+use super::flags::{jobs, Format};
+use super::{BadInput, EXIT_FAILED, EXIT_OK};
 use crate::model::to_scenario::{file_name, scripted_path, to_scenario, violation_kind};
 use crate::model::{self, CheckOptions, CheckReport, Counterexample, ModelSpec, Phase, Stats};
 use crate::{check, report, scenario, sim, suite};
 
-pub fn cmd_check(
-    paths: &[PathBuf],
+#[derive(clap::Args, Debug)]
+pub struct CheckArgs {
+    /// Model spec files or directories of them (*.toml).
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// Threads for the exhaustive proofs (default: all cores). Counterexample searches are
+    /// single-threaded so that they are shortest and deterministic.
+    #[arg(long)]
     threads: Option<usize>,
-    emit: Option<PathBuf>,
+    /// Write every counterexample as a fully scripted simulator scenario and run it: a
+    /// `.toml` path for a single counterexample, else a directory (created) that receives
+    /// `<model>-<violation>.toml` files.
+    #[arg(long, value_name = "PATH")]
+    emit_scenario: Option<PathBuf>,
+    /// Output format on stdout (json: schema `fencesim-check`, version 1).
+    #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
-) -> Result<ExitCode> {
+}
+
+pub fn cmd(a: CheckArgs) -> Result<ExitCode> {
+    let CheckArgs {
+        paths,
+        threads,
+        emit_scenario: emit,
+        format,
+    } = a;
+    let paths = paths.as_slice();
     let specs = load_specs(paths)?;
     for warning in specs.iter().filter_map(ModelSpec::size_warning) {
         eprintln!("warning: {warning}");
     }
-    let threads = threads.unwrap_or_else(default_jobs).max(1);
+    let threads = jobs(threads);
     if format == Format::Json {
         if emit.is_some() {
             return Err(BadInput(

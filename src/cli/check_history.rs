@@ -10,7 +10,14 @@ use anyhow::Result;
 use super::{BadInput, EXIT_FAILED, EXIT_OK};
 use crate::{check, history, report};
 
-pub fn cmd_check_history(path: &std::path::Path) -> Result<ExitCode> {
+#[derive(clap::Args, Debug)]
+pub struct CheckHistoryArgs {
+    /// A history as JSON lines (docs/history.md).
+    path: std::path::PathBuf,
+}
+
+pub fn cmd(a: CheckHistoryArgs) -> Result<ExitCode> {
+    let path = a.path.as_path();
     // Located UTF-8 errors, FIFOs and oversized files refused: the same
     // reader as scenario files.
     let text =

@@ -17,7 +17,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use super::args::Format;
+use super::flags::Format;
 use super::run::{emit, exit_code};
 use super::{check_writable_dir, check_writable_file, load, BadInput};
 use crate::scenario::Scenario;
@@ -367,13 +367,33 @@ fn merge_scenario(
     Ok((scenario, result))
 }
 
-pub fn cmd_merge(
-    files: &[PathBuf],
+#[derive(clap::Args, Debug)]
+pub struct MergeArgs {
+    /// The `--format json` outputs of `run --shard I/N` (or `validate --shard I/N`), one per shard.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
+    #[arg(long)]
     junit: Option<PathBuf>,
+    /// Also write the report directory `run --report` writes (its charts run the seeds
+    /// once more, here, on --jobs threads: the shard files carry totals only).
+    #[arg(long, value_name = "DIR")]
     report: Option<PathBuf>,
+    /// Threads for --report's second pass (default: all cores).
+    #[arg(long)]
     jobs: Option<usize>,
-) -> Result<ExitCode> {
+}
+
+pub fn cmd(a: MergeArgs) -> Result<ExitCode> {
+    let MergeArgs {
+        files,
+        format,
+        junit,
+        report,
+        jobs,
+    } = a;
+    let files = files.as_slice();
     if read_text(&files[0])?.1 == vshard::SCHEMA {
         if junit.is_some() || report.is_some() {
             return Err(BadInput(

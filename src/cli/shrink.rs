@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 
+use super::flags::parse_seed;
 use super::{BadInput, EXIT_INTERNAL, EXIT_OK};
 use crate::check::ViolationKind;
 use crate::shrink::{self, ShrinkError};
@@ -18,15 +19,37 @@ fn default_out(path: &Path, seed: u64) -> PathBuf {
     path.with_file_name(format!("{stem}-seed-{seed}-shrunk.toml"))
 }
 
-pub fn cmd_shrink(
-    path: &Path,
+#[derive(clap::Args, Debug)]
+pub struct ShrinkArgs {
+    path: PathBuf,
+    #[arg(long, value_parser = parse_seed)]
     seed: u64,
+    /// The seed was found with `run --swarm`.
+    #[arg(long)]
     swarm: bool,
-    kind: Option<&str>,
+    /// Violation kind to preserve (default: the first unexpected one, else the first found).
+    #[arg(long)]
+    kind: Option<String>,
+    /// Where to write the minimal scenario (default: FILE stem + `-seed-S-shrunk.toml`).
+    #[arg(long)]
     out: Option<PathBuf>,
+    /// Give up after this many candidate runs.
+    #[arg(long, default_value_t = 5_000)]
     max_runs: u64,
-) -> Result<ExitCode> {
+}
+
+pub fn cmd(args: ShrinkArgs) -> Result<ExitCode> {
+    let ShrinkArgs {
+        path,
+        seed,
+        swarm,
+        kind,
+        out,
+        max_runs,
+    } = args;
+    let path = path.as_path();
     let kind = kind
+        .as_deref()
         .map(|k| {
             ViolationKind::from_name(k).ok_or_else(|| {
                 let names: Vec<&str> = ViolationKind::ALL.iter().map(|k| k.name()).collect();
