@@ -20,7 +20,8 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use super::flags::{jobs, Format};
-use super::{BadInput, EXIT_FAILED, EXIT_OK};
+use super::Verdict;
+use super::{BadInput, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
 use crate::model::to_scenario::{file_name, scripted_path, to_scenario, violation_kind};
 use crate::model::{self, CheckOptions, CheckReport, Counterexample, ModelSpec, Phase, Stats};
 use crate::{check, report, scenario, sim, suite};
@@ -117,7 +118,7 @@ pub fn cmd(a: CheckArgs) -> Result<ExitCode> {
         for spec in &specs[reports.len()..] {
             println!("{}: not started", spec.name);
         }
-        return Ok(ExitCode::from(EXIT_INTERRUPTED));
+        return Ok(ExitCode::from(Verdict::Interrupted));
     }
     print!("{}", render_table(&reports));
     let mut met = reports.iter().all(CheckReport::meets_expectation);
@@ -144,11 +145,8 @@ pub fn cmd(a: CheckArgs) -> Result<ExitCode> {
             met &= emit_and_replay(spec, c, &targets[i], threads)?;
         }
     }
-    Ok(ExitCode::from(if met { EXIT_OK } else { EXIT_FAILED }))
+    Ok(Verdict::met_if(met).into())
 }
-
-/// 128 + SIGINT, as a shell reports a process killed by Ctrl-C.
-pub const EXIT_INTERRUPTED: u8 = 130;
 
 /// Checks the specs in order; an interrupted check is the last report.
 fn check_until_interrupted(

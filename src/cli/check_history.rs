@@ -7,7 +7,8 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use super::{BadInput, EXIT_FAILED, EXIT_OK};
+use super::BadInput;
+use super::Verdict;
 use crate::{check, history, report};
 
 #[derive(clap::Args, Debug)]
@@ -53,9 +54,5 @@ pub fn cmd(a: CheckHistoryArgs) -> Result<ExitCode> {
     if !claims.is_clean() {
         print!("{}", claims.render(&h));
     }
-    Ok(ExitCode::from(if report.is_clean() && claims.is_clean() {
-        EXIT_OK
-    } else {
-        EXIT_FAILED
-    }))
+    Ok(Verdict::met_if(report.is_clean() && claims.is_clean()).into())
 }

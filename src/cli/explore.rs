@@ -6,7 +6,8 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use super::{BadInput, EXIT_OK};
+use super::BadInput;
+use super::Verdict;
 use crate::model;
 
 #[derive(clap::Args, Debug)]
@@ -25,5 +26,5 @@ pub fn cmd(a: ExploreArgs) -> Result<ExitCode> {
         spec.bounds.protocol.id()
     );
     model::explore(&spec, port).map_err(|e| BadInput(format!("{e:#}")))?;
-    Ok(ExitCode::from(EXIT_OK))
+    Ok(ExitCode::from(Verdict::Met))
 }

@@ -29,10 +29,54 @@ use crate::{check, history, scenario};
 use args::Command;
 pub use flags::{default_jobs, jobs, JOBS_MAX};
 
-pub const EXIT_OK: u8 = 0;
-pub const EXIT_FAILED: u8 = 1;
-pub const EXIT_BAD_INPUT: u8 = 2;
-pub const EXIT_INTERNAL: u8 = 3;
+/// What a command concluded: the one place a verdict becomes an exit code
+/// (the README's exit-code table).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Every expectation met (a history or search: nothing found).
+    Met,
+    /// An expectation failed (a history or search: violations found).
+    Failed,
+    /// The input was wrong: a file, a flag, a history that breaks a rule.
+    BadInput,
+    /// fencesim or an implementation under test broke (a panic, a run that
+    /// ran differently twice, a broken wire protocol).
+    ImplementationError,
+    /// Ctrl-C stopped a search: no verdict (128 + SIGINT, as a shell says).
+    Interrupted,
+}
+
+impl Verdict {
+    pub const fn met_if(met: bool) -> Verdict {
+        if met {
+            Verdict::Met
+        } else {
+            Verdict::Failed
+        }
+    }
+
+    pub const fn code(self) -> u8 {
+        match self {
+            Verdict::Met => 0,
+            Verdict::Failed => 1,
+            Verdict::BadInput => 2,
+            Verdict::ImplementationError => 3,
+            Verdict::Interrupted => 130,
+        }
+    }
+}
+
+impl From<Verdict> for ExitCode {
+    fn from(v: Verdict) -> ExitCode {
+        ExitCode::from(v.code())
+    }
+}
+
+pub const EXIT_OK: u8 = Verdict::Met.code();
+pub const EXIT_FAILED: u8 = Verdict::Failed.code();
+pub const EXIT_BAD_INPUT: u8 = Verdict::BadInput.code();
+pub const EXIT_INTERNAL: u8 = Verdict::ImplementationError.code();
+pub const EXIT_INTERRUPTED: u8 = Verdict::Interrupted.code();
 
 /// Errors that are the user's input, not a failed expectation.
 #[derive(Debug, thiserror::Error)]
@@ -56,7 +100,7 @@ pub fn run(cli: args::Cli) -> Result<ExitCode> {
         Command::LiveWorker(a) => live::cmd_worker(a),
         Command::List => {
             print!("{}", catalogue());
-            Ok(ExitCode::from(EXIT_OK))
+            Ok(Verdict::Met.into())
         }
     }
 }

@@ -11,6 +11,7 @@ use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::flags::{parse_shard, Format, JobsFlag, SeedFlags};
+use super::Verdict;
 use super::{
     check_writable_dir, check_writable_file, load, BadInput, EXIT_FAILED, EXIT_INTERNAL, EXIT_OK,
 };
@@ -160,7 +161,7 @@ pub fn cmd(args: RunArgs) -> Result<ExitCode> {
     bar.finish_and_clear();
     let Ok(results) = swept else {
         eprintln!("error: a simulation run panicked (implementation error); see the message above");
-        return Ok(ExitCode::from(EXIT_INTERNAL));
+        return Ok(ExitCode::from(Verdict::ImplementationError));
     };
     let code = exit_code(&results);
     emit(&results, &cfg, args.format, args.junit.as_deref(), code)?;

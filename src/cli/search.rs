@@ -14,7 +14,8 @@ use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::flags::{parse_seed, parse_shard, JobsFlag};
-use super::{load, BadInput, EXIT_FAILED, EXIT_INTERNAL, EXIT_OK};
+use super::Verdict;
+use super::{load, BadInput, EXIT_FAILED, EXIT_OK};
 use crate::search::{self, Config, Execution, Found};
 use crate::sim::Options;
 use crate::validate::{self, Limits};
@@ -215,7 +216,7 @@ pub fn cmd(args: SearchArgs) -> Result<ExitCode> {
         Ok(r) => r,
         Err(e) => {
             println!("\nverdict: IMPLEMENTATION ERROR: {e}");
-            return Ok(ExitCode::from(EXIT_INTERNAL));
+            return Ok(ExitCode::from(Verdict::ImplementationError));
         }
     };
     if let Some(json) = &args.json {
@@ -233,7 +234,7 @@ pub fn cmd(args: SearchArgs) -> Result<ExitCode> {
             "shard {}/{} done; the verdict is the merge's: fencesim search {} --faults {} --seed {} --merge <the {} --json files>",
             shard.0, shard.1, crate::suite::shell_quote(&path_text), cfg.max_faults, cfg.seed, shard.1
         );
-        return Ok(ExitCode::from(EXIT_OK));
+        return Ok(ExitCode::from(Verdict::Met));
     }
     let result = search::tally(&scenario, &[ran]).map_err(BadInput)?;
     report(path, &source, &scenario, &cfg, &result, &args, external)

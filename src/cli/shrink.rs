@@ -7,7 +7,8 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 
 use super::flags::parse_seed;
-use super::{BadInput, EXIT_INTERNAL, EXIT_OK};
+use super::BadInput;
+use super::Verdict;
 use crate::check::ViolationKind;
 use crate::shrink::{self, ShrinkError};
 
@@ -67,7 +68,7 @@ pub fn cmd(args: ShrinkArgs) -> Result<ExitCode> {
         Ok(s) => s,
         Err(e @ ShrinkError::ScriptedDiffers { .. }) => {
             eprintln!("error: {e}");
-            return Ok(ExitCode::from(EXIT_INTERNAL));
+            return Ok(ExitCode::from(Verdict::ImplementationError));
         }
         Err(e) => return Err(BadInput(e.to_string()).into()),
     };
@@ -105,5 +106,5 @@ pub fn cmd(args: ShrinkArgs) -> Result<ExitCode> {
         "check it: fencesim run {}",
         crate::suite::shell_quote(&out.display().to_string())
     );
-    Ok(ExitCode::from(EXIT_OK))
+    Ok(ExitCode::from(Verdict::Met))
 }

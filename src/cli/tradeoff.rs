@@ -6,7 +6,8 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 
 use super::flags::{JobsFlag, SeedFlags};
-use super::{load, BadInput, EXIT_OK};
+use super::Verdict;
+use super::{load, BadInput};
 
 #[derive(clap::Args, Debug)]
 pub struct TradeoffArgs {
@@ -79,5 +80,5 @@ pub fn cmd(a: TradeoffArgs) -> Result<ExitCode> {
         )?;
         println!("chart written to {}", dir.join("tradeoff.svg").display());
     }
-    Ok(ExitCode::from(EXIT_OK))
+    Ok(ExitCode::from(Verdict::Met))
 }
