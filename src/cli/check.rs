@@ -19,23 +19,45 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use super::args::Format;
-use super::{default_jobs, BadInput, EXIT_FAILED, EXIT_OK};
+use super::flags::{jobs, Format};
+use super::Verdict;
+use super::{BadInput, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
 use crate::model::to_scenario::{file_name, scripted_path, to_scenario, violation_kind};
 use crate::model::{self, CheckOptions, CheckReport, Counterexample, ModelSpec, Phase, Stats};
 use crate::{report, scenario, suite};
 
-pub fn cmd_check(
-    paths: &[PathBuf],
+#[derive(clap::Args, Debug)]
+pub struct CheckArgs {
+    /// Model spec files or directories of them (*.toml).
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// Threads for the exhaustive proofs (default: all cores). Counterexample searches are
+    /// single-threaded so that they are shortest and deterministic.
+    #[arg(long)]
     threads: Option<usize>,
-    emit: Option<PathBuf>,
+    /// Write every counterexample as a fully scripted simulator scenario and run it: a
+    /// `.toml` path for a single counterexample, else a directory (created) that receives
+    /// `<model>-<violation>.toml` files.
+    #[arg(long, value_name = "PATH")]
+    emit_scenario: Option<PathBuf>,
+    /// Output format on stdout (json: schema `fencesim-check`, version 1).
+    #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
-) -> Result<ExitCode> {
+}
+
+pub fn cmd(a: CheckArgs) -> Result<ExitCode> {
+    let CheckArgs {
+        paths,
+        threads,
+        emit_scenario: emit,
+        format,
+    } = a;
+    let paths = paths.as_slice();
     let specs = load_specs(paths)?;
     for warning in specs.iter().filter_map(ModelSpec::size_warning) {
         eprintln!("warning: {warning}");
     }
-    let threads = threads.unwrap_or_else(default_jobs).max(1);
+    let threads = jobs(threads);
     if format == Format::Json {
         if emit.is_some() {
             return Err(BadInput(
@@ -96,7 +118,7 @@ pub fn cmd_check(
         for spec in &specs[reports.len()..] {
             println!("{}: not started", spec.name);
         }
-        return Ok(ExitCode::from(EXIT_INTERRUPTED));
+        return Ok(ExitCode::from(Verdict::Interrupted));
     }
     print!("{}", render_table(&reports));
     let mut met = reports.iter().all(CheckReport::meets_expectation);
@@ -123,11 +145,8 @@ pub fn cmd_check(
             met &= emit_and_replay(spec, c, &targets[i], threads)?;
         }
     }
-    Ok(ExitCode::from(if met { EXIT_OK } else { EXIT_FAILED }))
+    Ok(Verdict::met_if(met).into())
 }
-
-/// 128 + SIGINT, as a shell reports a process killed by Ctrl-C.
-pub const EXIT_INTERRUPTED: u8 = 130;
 
 /// Checks the specs in order; an interrupted check is the last report.
 fn check_until_interrupted(

@@ -7,10 +7,18 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use super::{BadInput, EXIT_FAILED, EXIT_OK};
+use super::BadInput;
+use super::Verdict;
 use crate::{check, history, report};
 
-pub fn cmd_check_history(path: &std::path::Path) -> Result<ExitCode> {
+#[derive(clap::Args, Debug)]
+pub struct CheckHistoryArgs {
+    /// A history as JSON lines (docs/history.md).
+    path: std::path::PathBuf,
+}
+
+pub fn cmd(a: CheckHistoryArgs) -> Result<ExitCode> {
+    let path = a.path.as_path();
     // Located UTF-8 errors, FIFOs and oversized files refused: the same
     // reader as scenario files.
     let text =
@@ -46,9 +54,5 @@ pub fn cmd_check_history(path: &std::path::Path) -> Result<ExitCode> {
     if !claims.is_clean() {
         print!("{}", claims.render(&h));
     }
-    Ok(ExitCode::from(if report.is_clean() && claims.is_clean() {
-        EXIT_OK
-    } else {
-        EXIT_FAILED
-    }))
+    Ok(Verdict::met_if(report.is_clean() && claims.is_clean()).into())
 }

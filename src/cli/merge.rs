@@ -17,7 +17,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use super::args::Format;
+use super::flags::Format;
 use super::run::{emit, exit_code};
 use super::{check_writable_dir, check_writable_file, load, BadInput};
 use crate::report::json::{parse_hex, RunJson, ScenarioJson, ShardJson, SCHEMA, SCHEMA_VERSION};
@@ -367,12 +367,33 @@ fn merge_scenario(
     Ok((scenario, result))
 }
 
-pub fn cmd_merge(
-    files: &[PathBuf],
+#[derive(clap::Args, Debug)]
+pub struct MergeArgs {
+    /// The `--format json` outputs of `run --shard I/N` (or `validate --shard I/N`), one per shard.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
+    #[arg(long)]
     junit: Option<PathBuf>,
+    /// Also write the report directory `run --report` writes (its charts come from the
+    /// shard files; only each timeline's seed runs again).
+    #[arg(long, value_name = "DIR")]
     report: Option<PathBuf>,
-) -> Result<ExitCode> {
+    /// Accepted for compatibility: the report no longer runs the seeds again.
+    #[arg(long, hide = true)]
+    jobs: Option<usize>,
+}
+
+pub fn cmd(a: MergeArgs) -> Result<ExitCode> {
+    let MergeArgs {
+        files,
+        format,
+        junit,
+        report,
+        jobs: _,
+    } = a;
+    let files = files.as_slice();
     if read_text(&files[0])?.1 == vshard::SCHEMA {
         if junit.is_some() || report.is_some() {
             return Err(BadInput(

@@ -6,6 +6,7 @@
 //! `validate` broke the wire protocol).
 
 pub mod args;
+pub mod flags;
 // `fencesim check` (model checking); named apart from `crate::check`, the history checker.
 mod check_history;
 #[path = "check.rs"]
@@ -26,199 +27,41 @@ use anyhow::Result;
 
 use crate::{check, history, scenario};
 use args::Command;
+pub use flags::{default_jobs, jobs, JOBS_MAX};
 
-pub use crate::suite::exit::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERNAL, EXIT_OK};
+pub use crate::suite::exit::{
+    Verdict, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK,
+};
 
 /// Errors that are the user's input, not a failed expectation.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct BadInput(pub String);
 
+/// Parses nothing and decides nothing: hands each subcommand its flags.
 pub fn run(cli: args::Cli) -> Result<ExitCode> {
     match cli.command {
-        Command::Run {
-            paths,
-            seeds,
-            seed_start,
-            jobs,
-            report,
-            metrics,
-            swarm,
-            check_determinism,
-            format,
-            junit,
-            shard,
-        } => run::cmd_run(
-            &paths,
-            run::RunArgs {
-                seeds,
-                seed_start,
-                jobs,
-                cfg: crate::suite::SweepConfig {
-                    swarm,
-                    check_determinism,
-                    shard,
-                },
-                format,
-                junit,
-                report,
-                metrics,
-            },
-        ),
-        Command::Shrink {
-            path,
-            seed,
-            swarm,
-            kind,
-            out,
-            max_runs,
-        } => shrink::cmd_shrink(&path, seed, swarm, kind.as_deref(), out, max_runs),
-        Command::Merge {
-            files,
-            format,
-            junit,
-            report,
-            jobs: _,
-        } => merge::cmd_merge(&files, format, junit, report),
-        Command::Replay {
-            path,
-            seed,
-            history,
-            no_trace,
-            emit_scenario,
-            report,
-            swarm,
-            expect_version,
-            expect_hash,
-        } => {
-            replay::warn_if_changed(&path, expect_version.as_deref(), expect_hash.as_deref())?;
-            replay::cmd_replay(
-                &path,
-                seed,
-                history,
-                !no_trace,
-                emit_scenario,
-                swarm,
-                report,
-            )
-        }
-        Command::CheckHistory { path } => check_history::cmd_check_history(&path),
-        Command::Tradeoff {
-            path,
-            ttls_ms,
-            seeds,
-            jobs,
-            report,
-        } => tradeoff::cmd_tradeoff(&path, &ttls_ms, seeds, jobs, report),
-        Command::Validate {
-            nodes,
-            paths,
-            seeds,
-            seed_start,
-            jobs,
-            step_timeout_ms,
-            shard,
-            format,
-        } => validate::cmd_validate(
-            &nodes,
-            &paths,
-            validate::ValidateArgs {
-                seeds,
-                seed_start,
-                jobs,
-                step_timeout_ms,
-                shard,
-                format,
-            },
-        ),
-        Command::Check {
-            paths,
-            threads,
-            emit_scenario,
-            format,
-        } => check_models::cmd_check(&paths, threads, emit_scenario, format),
-        Command::Search {
-            path,
-            faults,
-            seed,
-            jobs,
-            nodes,
-            step_timeout_ms,
-            out,
-            no_shrink,
-            shard,
-            json,
-            merge,
-        } => search::cmd_search(
-            &path,
-            search::SearchArgs {
-                faults,
-                seed,
-                jobs,
-                nodes,
-                step_timeout_ms,
-                out,
-                no_shrink,
-                shard,
-                json,
-                merge,
-            },
-        ),
-        Command::Explore { path, port } => explore::cmd_explore(&path, port),
+        Command::Run(a) => run::cmd(a),
+        Command::Shrink(a) => shrink::cmd(a),
+        Command::Merge(a) => merge::cmd(a),
+        Command::Replay(a) => replay::cmd(a),
+        Command::CheckHistory(a) => check_history::cmd(a),
+        Command::Tradeoff(a) => tradeoff::cmd(a),
+        Command::Validate(a) => validate::cmd(a),
+        Command::Check(a) => check_models::cmd(a),
+        Command::Search(a) => search::cmd(a),
+        Command::Explore(a) => explore::cmd(a),
         Command::Live(a) => live::cmd_live(a),
         Command::LiveWorker(a) => live::cmd_worker(a),
         Command::List => {
             print!("{}", catalogue());
-            Ok(ExitCode::from(EXIT_OK))
+            Ok(Verdict::Met.into())
         }
     }
 }
 
 pub(crate) fn load(path: &std::path::Path) -> Result<scenario::Scenario> {
     scenario::load(path).map_err(|e| BadInput(e.to_string()).into())
-}
-
-pub fn default_jobs() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
-/// More worker threads than this only costs memory and start-up time (each
-/// seed is one thread's work); results never depend on the count.
-pub const JOBS_MAX: usize = 256;
-
-/// `--jobs` (default: all cores), at least 1 and capped at [`JOBS_MAX`],
-/// saying so on stderr when capped.
-pub fn jobs(requested: Option<usize>) -> usize {
-    let jobs = requested.unwrap_or_else(default_jobs).max(1);
-    if jobs > JOBS_MAX {
-        eprintln!("note: --jobs {jobs} capped at {JOBS_MAX}");
-    }
-    jobs.min(JOBS_MAX)
-}
-
-/// The seeds to run for `s`: its own range, overridden by `--seed-start` and
-/// `--seeds`. Zero seeds, or a range that would run past 2^64 (and so be
-/// silently cut short), is bad input: a sweep of nothing must not pass.
-pub(crate) fn seed_range(
-    s: &scenario::Scenario,
-    seed_start: Option<u64>,
-    seeds: Option<u64>,
-) -> Result<std::ops::Range<u64>, BadInput> {
-    let start = seed_start.unwrap_or(s.seeds.start);
-    let count = seeds.unwrap_or(s.seeds.end - s.seeds.start);
-    let max = scenario::limits::SEEDS_MAX;
-    if count == 0 || count > max {
-        return Err(BadInput(format!(
-            "--seeds {count}: expected from 1 to {max} seeds"
-        )));
-    }
-    start.checked_add(count).map(|end| start..end).ok_or_else(|| {
-        BadInput(format!(
-            "{}: seeds {start}.. with {count} seeds pass 2^64 (only {} fit); expected a smaller --seed-start or --seeds",
-            s.path.display(),
-            u64::MAX - start
-        ))
-    })
 }
 
 /// Fails now, before a long sweep, if `file` cannot be written later.

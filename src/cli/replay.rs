@@ -8,14 +8,60 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 
+use super::flags::parse_seed;
 use super::{load, BadInput, EXIT_FAILED, EXIT_OK};
 use crate::{history, report, scenario};
+
+#[derive(clap::Args, Debug)]
+pub struct ReplayArgs {
+    path: PathBuf,
+    #[arg(long, value_parser = parse_seed)]
+    seed: u64,
+    /// Write the run's history as JSON lines to this file.
+    #[arg(long)]
+    history: Option<PathBuf>,
+    /// Omit the per-event trace (timeline and verdict only).
+    #[arg(long)]
+    no_trace: bool,
+    /// Write this run as a fully scripted scenario (random faults resolved).
+    #[arg(long)]
+    emit_scenario: Option<PathBuf>,
+    /// Also write a report directory: index.html (SVG timeline), summary.md, results.json.
+    #[arg(long, value_name = "DIR")]
+    report: Option<PathBuf>,
+    /// Replay the seed as `run --swarm` ran it.
+    #[arg(long)]
+    swarm: bool,
+    /// Warn unless this is the fencesim version running (from a repro line).
+    #[arg(long)]
+    expect_version: Option<String>,
+    /// Warn unless the scenario file has this content hash (from a repro line).
+    #[arg(long)]
+    expect_hash: Option<String>,
+}
+
+pub fn cmd(a: ReplayArgs) -> Result<ExitCode> {
+    warn_if_changed(
+        &a.path,
+        a.expect_version.as_deref(),
+        a.expect_hash.as_deref(),
+    )?;
+    cmd_replay(
+        &a.path,
+        a.seed,
+        a.history,
+        !a.no_trace,
+        a.emit_scenario,
+        a.swarm,
+        a.report,
+    )
+}
 
 /// Warns (stderr) when a repro line's `--expect-version` / `--expect-hash`
 /// differ from this binary and this file: the replay may then not be the
 /// run that failed. A warning, not an error: replaying an edited scenario
 /// is also how people check their fix.
-pub fn warn_if_changed(
+fn warn_if_changed(
     path: &std::path::Path,
     version: Option<&str>,
     hash: Option<&str>,
@@ -39,7 +85,7 @@ pub fn warn_if_changed(
 }
 
 /// `swarm`: replay the seed with the options `run --swarm` gave it.
-pub fn cmd_replay(
+fn cmd_replay(
     path: &std::path::Path,
     seed: u64,
     history_out: Option<PathBuf>,

@@ -10,26 +10,45 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::args::Format;
+use super::flags::{parse_shard, Format, JobsFlag, SeedFlags};
+use super::Verdict;
 use super::{
-    check_writable_dir, check_writable_file, jobs, load, seed_range, BadInput, EXIT_FAILED,
-    EXIT_INTERNAL, EXIT_OK,
+    check_writable_dir, check_writable_file, load, BadInput, EXIT_FAILED, EXIT_INTERNAL, EXIT_OK,
 };
 use crate::suite::swarm;
 use crate::suite::{self, ScenarioResult, SweepConfig};
 use crate::{report, scenario};
 
+#[derive(clap::Args, Debug)]
 pub struct RunArgs {
-    pub seeds: Option<u64>,
-    pub seed_start: Option<u64>,
-    pub jobs: Option<usize>,
-    pub cfg: SweepConfig,
-    pub format: Format,
-    pub junit: Option<PathBuf>,
-    /// Also write the HTML/Markdown/JSON report here.
+    /// Scenario files or directories (searched recursively for *.toml).
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    #[command(flatten)]
+    pub seeds: SeedFlags,
+    #[command(flatten)]
+    pub jobs: JobsFlag,
+    /// Also write a report directory: index.html (SVG timelines), summary.md, results.json.
+    #[arg(long, value_name = "DIR")]
     pub report: Option<PathBuf>,
-    /// Also write Prometheus text exposition here.
+    /// Also write the production metrics as Prometheus text exposition to this file.
+    #[arg(long, value_name = "FILE")]
     pub metrics: Option<PathBuf>,
+    /// Swarm testing: each seed switches random fault kinds on/off and scales their rates.
+    #[arg(long)]
+    pub swarm: bool,
+    /// Run every seed twice and compare trace hashes (exit 3 on divergence).
+    #[arg(long)]
+    pub check_determinism: bool,
+    /// Output format on stdout.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Also write JUnit XML (one test case per scenario) to this file.
+    #[arg(long)]
+    pub junit: Option<PathBuf>,
+    /// Run only shard I of N (0-based): seeds whose offset from the start is I mod N.
+    #[arg(long, value_parser = parse_shard)]
+    pub shard: Option<crate::suite::Shard>,
 }
 
 /// 3 if any seed ran differently twice, else 1 if an expectation failed.
@@ -78,13 +97,13 @@ pub fn emit(
     Ok(())
 }
 
-pub fn cmd_run(paths: &[PathBuf], args: RunArgs) -> Result<ExitCode> {
-    let files = scenario::collect(paths).map_err(|e| BadInput(e.to_string()))?;
+pub fn cmd(args: RunArgs) -> Result<ExitCode> {
+    let files = scenario::collect(&args.paths).map_err(|e| BadInput(e.to_string()))?;
     // Load everything first: a typo in the last file should not cost a long sweep.
     let scenarios = files.iter().map(|f| load(f)).collect::<Result<Vec<_>>>()?;
     let ranges = scenarios
         .iter()
-        .map(|s| seed_range(s, args.seed_start, args.seeds))
+        .map(|s| args.seeds.range(s))
         .collect::<Result<Vec<_>, _>>()?;
     // Output paths too: an unwritable --junit should not cost a long sweep.
     for (flag, file) in [("--junit", &args.junit), ("--metrics", &args.metrics)] {
@@ -95,8 +114,12 @@ pub fn cmd_run(paths: &[PathBuf], args: RunArgs) -> Result<ExitCode> {
     if let Some(dir) = &args.report {
         check_writable_dir("--report", dir)?;
     }
-    let jobs = jobs(args.jobs);
-    let cfg = args.cfg;
+    let jobs = args.jobs.resolve();
+    let cfg = SweepConfig {
+        swarm: args.swarm,
+        check_determinism: args.check_determinism,
+        shard: args.shard,
+    };
     if args.format == Format::Text {
         let mut flags = String::new();
         if cfg.swarm {
@@ -139,7 +162,7 @@ pub fn cmd_run(paths: &[PathBuf], args: RunArgs) -> Result<ExitCode> {
     bar.finish_and_clear();
     let Ok(results) = swept else {
         eprintln!("error: a simulation run panicked (implementation error); see the message above");
-        return Ok(ExitCode::from(EXIT_INTERNAL));
+        return Ok(ExitCode::from(Verdict::ImplementationError));
     };
     let code = exit_code(&results);
     emit(&results, &cfg, args.format, args.junit.as_deref(), code)?;

@@ -13,22 +13,46 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::{default_jobs, load, BadInput, EXIT_FAILED, EXIT_INTERNAL, EXIT_OK};
+use super::flags::{parse_seed, parse_shard, JobsFlag};
+use super::Verdict;
+use super::{load, BadInput, EXIT_FAILED, EXIT_OK};
 use crate::search::{self, Config, Execution, Found};
 use crate::sim::Options;
 use crate::validate::{self, Limits};
 
+#[derive(clap::Args, Debug)]
 pub struct SearchArgs {
-    pub faults: usize,
-    pub seed: u64,
-    pub jobs: Option<usize>,
-    pub nodes: Vec<String>,
-    pub step_timeout_ms: u64,
-    pub out: Option<PathBuf>,
-    pub no_shrink: bool,
-    pub shard: Option<crate::suite::Shard>,
-    pub json: Option<PathBuf>,
-    pub merge: Vec<PathBuf>,
+    path: PathBuf,
+    /// Place up to this many faults (K).
+    #[arg(long, default_value_t = 2)]
+    faults: usize,
+    /// The seed every execution runs under (latency jitter).
+    #[arg(long, value_parser = parse_seed, default_value_t = 0)]
+    seed: u64,
+    #[command(flatten)]
+    jobs: JobsFlag,
+    /// ROLE=COMMAND: search an implementation, started as `validate --node` starts it.
+    #[arg(long = "node", value_name = "ROLE=CMD")]
+    nodes: Vec<String>,
+    /// Abort a run if a process takes longer than this to answer one input.
+    #[arg(long, default_value_t = 5_000)]
+    step_timeout_ms: u64,
+    /// Where to write a violating execution (a file, or a directory).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Write the violating execution as found, without shrinking it.
+    #[arg(long)]
+    no_shrink: bool,
+    /// Run only shard I of N (0-based) of the enumeration; write it with --json, then merge.
+    #[arg(long, value_name = "I/N", value_parser = parse_shard)]
+    shard: Option<crate::suite::Shard>,
+    /// Write this (shard's) runs as JSON, for `--merge`.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Run nothing: merge the --json files of shards 0..N of this scenario's search and
+    /// report exactly what the unsharded search reports.
+    #[arg(long, value_name = "FILES", num_args = 1..)]
+    merge: Vec<PathBuf>,
 }
 
 fn progress_bar() -> ProgressBar {
@@ -78,7 +102,8 @@ fn write_found(
     Ok(how)
 }
 
-pub fn cmd_search(path: &Path, args: SearchArgs) -> Result<ExitCode> {
+pub fn cmd(args: SearchArgs) -> Result<ExitCode> {
+    let path: &Path = &args.path;
     let scenario = load(path)?;
     let source =
         std::fs::read_to_string(path).map_err(|e| BadInput(format!("{}: {e}", path.display())))?;
@@ -110,7 +135,7 @@ pub fn cmd_search(path: &Path, args: SearchArgs) -> Result<ExitCode> {
     let cfg = Config {
         max_faults: args.faults,
         seed: args.seed,
-        jobs: args.jobs.unwrap_or_else(default_jobs).max(1),
+        jobs: args.jobs.resolve(),
     };
     let o = &scenario.options;
     let mut strikes: Vec<&str> = search::placements_vocabulary(o)
@@ -191,7 +216,7 @@ pub fn cmd_search(path: &Path, args: SearchArgs) -> Result<ExitCode> {
         Ok(r) => r,
         Err(e) => {
             println!("\nverdict: IMPLEMENTATION ERROR: {e}");
-            return Ok(ExitCode::from(EXIT_INTERNAL));
+            return Ok(ExitCode::from(Verdict::ImplementationError));
         }
     };
     if let Some(json) = &args.json {
@@ -209,7 +234,7 @@ pub fn cmd_search(path: &Path, args: SearchArgs) -> Result<ExitCode> {
             "shard {}/{} done; the verdict is the merge's: fencesim search {} --faults {} --seed {} --merge <the {} --json files>",
             shard.0, shard.1, crate::suite::shell_quote(&path_text), cfg.max_faults, cfg.seed, shard.1
         );
-        return Ok(ExitCode::from(EXIT_OK));
+        return Ok(ExitCode::from(Verdict::Met));
     }
     let result = search::tally(&scenario, &[ran]).map_err(BadInput)?;
     report(path, &source, &scenario, &cfg, &result, &args, external)

@@ -6,7 +6,9 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 
-use super::{BadInput, EXIT_INTERNAL, EXIT_OK};
+use super::flags::parse_seed;
+use super::BadInput;
+use super::Verdict;
 use crate::check::ViolationKind;
 use crate::shrink::{self, ShrinkError};
 
@@ -18,15 +20,37 @@ fn default_out(path: &Path, seed: u64) -> PathBuf {
     path.with_file_name(format!("{stem}-seed-{seed}-shrunk.toml"))
 }
 
-pub fn cmd_shrink(
-    path: &Path,
+#[derive(clap::Args, Debug)]
+pub struct ShrinkArgs {
+    path: PathBuf,
+    #[arg(long, value_parser = parse_seed)]
     seed: u64,
+    /// The seed was found with `run --swarm`.
+    #[arg(long)]
     swarm: bool,
-    kind: Option<&str>,
+    /// Violation kind to preserve (default: the first unexpected one, else the first found).
+    #[arg(long)]
+    kind: Option<String>,
+    /// Where to write the minimal scenario (default: FILE stem + `-seed-S-shrunk.toml`).
+    #[arg(long)]
     out: Option<PathBuf>,
+    /// Give up after this many candidate runs.
+    #[arg(long, default_value_t = 5_000)]
     max_runs: u64,
-) -> Result<ExitCode> {
+}
+
+pub fn cmd(args: ShrinkArgs) -> Result<ExitCode> {
+    let ShrinkArgs {
+        path,
+        seed,
+        swarm,
+        kind,
+        out,
+        max_runs,
+    } = args;
+    let path = path.as_path();
     let kind = kind
+        .as_deref()
         .map(|k| {
             ViolationKind::from_name(k).ok_or_else(|| {
                 let names: Vec<&str> = ViolationKind::ALL.iter().map(|k| k.name()).collect();
@@ -44,7 +68,7 @@ pub fn cmd_shrink(
         Ok(s) => s,
         Err(e @ ShrinkError::ScriptedDiffers { .. }) => {
             eprintln!("error: {e}");
-            return Ok(ExitCode::from(EXIT_INTERNAL));
+            return Ok(ExitCode::from(Verdict::ImplementationError));
         }
         Err(e) => return Err(BadInput(e.to_string()).into()),
     };
@@ -82,5 +106,5 @@ pub fn cmd_shrink(
         "check it: fencesim run {}",
         crate::suite::shell_quote(&out.display().to_string())
     );
-    Ok(ExitCode::from(EXIT_OK))
+    Ok(ExitCode::from(Verdict::Met))
 }

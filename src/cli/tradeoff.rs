@@ -5,15 +5,39 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 
-use super::{load, BadInput, EXIT_OK};
+use super::flags::{JobsFlag, SeedFlags};
+use super::Verdict;
+use super::{load, BadInput};
 
-pub fn cmd_tradeoff(
-    path: &Path,
-    ttls_ms: &[u64],
-    seeds: Option<u64>,
-    jobs: Option<usize>,
+#[derive(clap::Args, Debug)]
+pub struct TradeoffArgs {
+    /// Base scenario (scenarios/tradeoff/ttl-tradeoff.toml).
+    path: PathBuf,
+    /// TTLs to try, comma-separated milliseconds.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "1000,2000,5000,10000,20000"
+    )]
+    ttls_ms: Vec<u64>,
+    #[command(flatten)]
+    seeds: SeedFlags,
+    #[command(flatten)]
+    jobs: JobsFlag,
+    /// Also write the chart (tradeoff.svg) and table (tradeoff.md) here.
+    #[arg(long)]
     report: Option<PathBuf>,
-) -> Result<ExitCode> {
+}
+
+pub fn cmd(a: TradeoffArgs) -> Result<ExitCode> {
+    let TradeoffArgs {
+        path,
+        ttls_ms,
+        seeds,
+        jobs,
+        report,
+    } = a;
+    let (path, ttls_ms): (&Path, &[u64]) = (&path, &ttls_ms);
     if ttls_ms.is_empty() || ttls_ms.contains(&0) {
         return Err(
             BadInput("--ttls-ms takes positive milliseconds, e.g. 1000,5000,20000".into()).into(),
@@ -31,14 +55,14 @@ pub fn cmd_tradeoff(
         super::check_writable_dir("--report", dir)?;
     }
     let s = load(path)?;
-    let range = super::seed_range(&s, None, seeds)?;
+    let range = seeds.range(&s)?;
     let count = range.end - range.start;
     println!(
         "fencesim {} — TTL trade-off of {} over {count} seeds per point",
         env!("CARGO_PKG_VERSION"),
         s.name
     );
-    let rows = crate::suite::tradeoff::sweep(&s, ttls_ms, range, super::jobs(jobs));
+    let rows = crate::suite::tradeoff::sweep(&s, ttls_ms, range, jobs.resolve());
     let table = crate::report::tradeoff::table(&rows, count);
     print!("{table}");
     if let Some(dir) = report {
@@ -56,5 +80,5 @@ pub fn cmd_tradeoff(
         )?;
         println!("chart written to {}", dir.join("tradeoff.svg").display());
     }
-    Ok(ExitCode::from(EXIT_OK))
+    Ok(ExitCode::from(Verdict::Met))
 }

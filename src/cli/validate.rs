@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use super::args::Format;
+use super::flags::{parse_shard, Format, JobsFlag, SeedFlags};
 use super::{load, BadInput, EXIT_FAILED, EXIT_INTERNAL, EXIT_OK};
 use crate::scenario;
 use crate::validate::{self, shard, Implementations, Limits, ScenarioValidation};
@@ -46,28 +46,18 @@ pub(super) fn parse_nodes(specs: &[String]) -> Result<Implementations, BadInput>
     Ok(impls)
 }
 
-fn shell_quote(s: &str) -> String {
-    if s.chars()
-        .all(|c| c.is_ascii_alphanumeric() || "-_./=:".contains(c))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
-}
-
 /// The command that reruns `seed` exactly: every flag that can change a
 /// run's outcome (the step timeout decides whether a slow step is an
 /// implementation error) is carried; `--jobs` cannot change it.
 fn repro(specs: &[String], path: &str, seed: u64, step_timeout_ms: u64) -> String {
     let nodes: Vec<String> = specs
         .iter()
-        .map(|s| format!("--node {}", shell_quote(s)))
+        .map(|s| format!("--node {}", crate::suite::shell_quote(s)))
         .collect();
     format!(
         "fencesim validate {} --step-timeout-ms {step_timeout_ms} --seed-start {seed} --seeds 1 {}",
         nodes.join(" "),
-        shell_quote(path)
+        crate::suite::shell_quote(path)
     )
 }
 
@@ -191,25 +181,43 @@ fn failure_details(
     out
 }
 
-/// What `validate` was asked to do, beyond the nodes and files.
+#[derive(clap::Args, Debug)]
 pub struct ValidateArgs {
-    pub seeds: Option<u64>,
-    pub seed_start: Option<u64>,
-    pub jobs: Option<usize>,
-    pub step_timeout_ms: u64,
-    pub shard: Option<crate::suite::Shard>,
-    pub format: Format,
+    /// ROLE=COMMAND, ROLE one of coordinator, resource, worker; the command
+    /// runs under `sh -c`. Roles not given stay built-in.
+    #[arg(long = "node", value_name = "ROLE=CMD", required = true)]
+    nodes: Vec<String>,
+    /// Scenario files or directories; each seed is also run with the built-in
+    /// nodes, and violations the scenario's [expect] allows are reported as the
+    /// scenario's, not the implementation's.
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    #[command(flatten)]
+    seeds: SeedFlags,
+    #[command(flatten)]
+    jobs: JobsFlag,
+    /// Abort a run if a process takes longer than this to answer one input.
+    #[arg(long, default_value_t = 5_000)]
+    step_timeout_ms: u64,
+    /// Run only shard I of N (0-based); `fencesim merge` combines the `--format json` outputs.
+    #[arg(long, value_parser = parse_shard)]
+    shard: Option<crate::suite::Shard>,
+    /// Output format on stdout (json: schema `fencesim-validate`, version 1).
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
 }
 
-pub fn cmd_validate(specs: &[String], paths: &[PathBuf], args: ValidateArgs) -> Result<ExitCode> {
+pub fn cmd(args: ValidateArgs) -> Result<ExitCode> {
     let ValidateArgs {
+        nodes,
+        paths,
         seeds,
-        seed_start,
         jobs,
         step_timeout_ms,
         shard,
         format,
     } = args;
+    let (specs, paths): (&[String], &[PathBuf]) = (&nodes, &paths);
     let text = format == Format::Text;
     let impls = parse_nodes(specs)?;
     if step_timeout_ms == 0 {
@@ -222,9 +230,9 @@ pub fn cmd_validate(specs: &[String], paths: &[PathBuf], args: ValidateArgs) -> 
     }
     let ranges = scenarios
         .iter()
-        .map(|s| super::seed_range(s, seed_start, seeds))
+        .map(|s| seeds.range(s))
         .collect::<Result<Vec<_>, _>>()?;
-    let jobs = super::jobs(jobs);
+    let jobs = jobs.resolve();
     // Every child of this process is an implementation process: escaped
     // descendants (setsid daemons) are re-parented here and ended.
     validate::reaper::adopt_orphans();
