@@ -9,11 +9,13 @@
 //! `suite/`, `validate/` and `check/` hand over data.
 
 pub mod axis;
+pub mod catalogue;
 pub mod chart;
 pub mod html;
 pub mod json;
 pub mod junit;
 pub mod markdown;
+pub mod model_check;
 pub mod production;
 pub mod replay;
 pub mod results;
