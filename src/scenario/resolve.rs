@@ -18,7 +18,7 @@ use crate::history::Kind;
 use crate::protocol::client::LockKind;
 use crate::protocol::redlock::MASTERS_MAX;
 use crate::protocol::worker::{MoreLocks, WorkerConfig, MAX_LOCKS, OPS_PER_WORKER_MAX};
-use crate::protocol::{alt_role, Key, NodeId, ProtocolConfig, ProtocolKind, Role};
+use crate::protocol::{alt_role, Key, NodeId, NodeLayout, ProtocolConfig, ProtocolKind, Role};
 use crate::sim::{ClockSpec, Fault, NetworkOptions, NodeSpec, Options, RandomFaults, When};
 
 const MS: u64 = 1_000_000;
@@ -213,7 +213,7 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
             clock: ClockSpec::default(),
         });
     }
-    if protocol.kind == ProtocolKind::Github2012Pair {
+    if protocol.kind.def().layout == NodeLayout::Pair {
         // The pair's two nodes stand at the workers' addresses.
         if workers.len() != 2 {
             return Err(ctx.err(
@@ -464,8 +464,9 @@ fn resolve_protocol(ctx: &Ctx, raw: &ScenarioFile) -> Result<ProtocolConfig, Sce
             ),
         )
     })?;
+    let def = kind.def();
     for (flag, name) in [(&p.strict, "strict"), (&p.fence_reads, "fence_reads")] {
-        if *flag.get_ref() && !kind.is_fenced() {
+        if *flag.get_ref() && !def.accepts(name) {
             return Err(ctx.err(
                 flag.span(),
                 format!("{name} only applies to fenced protocols, not {}", kind.id()),
@@ -481,7 +482,7 @@ fn resolve_protocol(ctx: &Ctx, raw: &ScenarioFile) -> Result<ProtocolConfig, Sce
     config.fence_reads = *p.fence_reads.get_ref();
     config.volatile_fence = *p.volatile_fence.get_ref();
     if let Some(fence) = &p.fence {
-        if !kind.has_native_token() && kind != ProtocolKind::ConsensusGeneration {
+        if !def.accepts("fence") {
             return Err(ctx.err(
                 fence.span(),
                 format!(
@@ -494,13 +495,13 @@ fn resolve_protocol(ctx: &Ctx, raw: &ScenarioFile) -> Result<ProtocolConfig, Sce
         config.fence = *fence.get_ref();
     }
     if let Some(herd) = &p.herd {
-        if kind != ProtocolKind::ZkSequential {
+        if !def.accepts("herd") {
             return Err(ctx.err(herd.span(), "herd only applies to zk-sequential"));
         }
         config.herd = *herd.get_ref();
     }
     if let Some(delay) = &p.lock_delay_ms {
-        if kind.is_client_decided() || kind.default_replicas() == 0 {
+        if !def.accepts("lock_delay_ms") {
             return Err(ctx.err(
                 delay.span(),
                 format!(
@@ -511,7 +512,7 @@ fn resolve_protocol(ctx: &Ctx, raw: &ScenarioFile) -> Result<ProtocolConfig, Sce
         }
         config.lock_delay_ns = delay.get_ref().ns();
     }
-    if config.volatile_fence && !kind.is_fenced() {
+    if config.volatile_fence && !def.accepts("volatile_fence") {
         return Err(ctx.err(
             p.volatile_fence.span(),
             format!(
@@ -523,23 +524,12 @@ fn resolve_protocol(ctx: &Ctx, raw: &ScenarioFile) -> Result<ProtocolConfig, Sce
     resolve_redlock(ctx, p, kind, &mut config)?;
     if let Some(r) = &p.replicas {
         let n = *r.get_ref();
-        let allowed = match kind {
-            ProtocolKind::FencedCas | ProtocolKind::FencedCheckThenWrite => 1..=1,
-            ProtocolKind::IncrBesideLease => 2..=8,
-            ProtocolKind::SingleDb | ProtocolKind::QueueClaim | ProtocolKind::Github2012Pair => {
-                0..=0
-            }
-            _ => 1..=8,
-        };
-        if !allowed.contains(&n) {
+        // Redlock (no range) refused `replicas` in `resolve_redlock`.
+        let (low, high) = def.replicas_range.unwrap_or((0, 0));
+        if !(low..=high).contains(&n) {
             return Err(ctx.err(
                 r.span(),
-                format!(
-                    "{} takes replicas from {} to {}",
-                    kind.id(),
-                    allowed.start(),
-                    allowed.end()
-                ),
+                format!("{} takes replicas from {low} to {high}", kind.id()),
             ));
         }
         config.replicas = n;
@@ -557,7 +547,7 @@ fn resolve_protocol(ctx: &Ctx, raw: &ScenarioFile) -> Result<ProtocolConfig, Sce
         config.renew_every_ns = Some(every.get_ref().ns());
     }
     if let Some(step) = &p.check_to_write_ms {
-        if kind != ProtocolKind::FencedCheckThenWrite {
+        if !def.accepts("check_to_write_ms") {
             return Err(ctx.err(
                 step.span(),
                 "check_to_write_ms only applies to fenced-check-then-write",
@@ -575,21 +565,21 @@ fn resolve_redlock(
     kind: ProtocolKind,
     config: &mut ProtocolConfig,
 ) -> Result<(), ScenarioError> {
-    let redlock = kind == ProtocolKind::Redlock;
+    let def = kind.def();
     let only = |span: Range<usize>, name: &str| {
         Err(ctx.err(
             span,
             format!("{name} only applies to redlock, not {}", kind.id()),
         ))
     };
-    if let (true, Some(r)) = (redlock, &p.replicas) {
+    if let (None, Some(r)) = (def.replicas_range, &p.replicas) {
         return Err(ctx.err(
             r.span(),
             "redlock has independent masters, not replicas: set `masters`",
         ));
     }
     if let Some(m) = &p.masters {
-        if !redlock {
+        if !def.accepts("masters") {
             return only(m.span(), "masters");
         }
         let n = *m.get_ref();
@@ -602,7 +592,7 @@ fn resolve_redlock(
         config.replicas = n;
     }
     if let Some(f) = &p.fsync {
-        if !redlock {
+        if !def.accepts("fsync") {
             return only(f.span(), "fsync");
         }
         config.fsync_always = match f.get_ref().as_str() {
@@ -617,7 +607,7 @@ fn resolve_redlock(
         };
     }
     if let Some(d) = &p.restart_delay_ms {
-        if !redlock {
+        if !def.accepts("restart_delay_ms") {
             return only(d.span(), "restart_delay_ms");
         }
         config.restart_delay_ns = d.get_ref().ns();
