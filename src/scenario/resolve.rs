@@ -72,6 +72,47 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
         source,
         names: Vec::new(),
     };
+    let seeds = resolve_header(&ctx, &raw)?;
+    let protocol = resolve_protocol(&ctx, &raw)?;
+    let mut topology = resolve_topology(&mut ctx, &raw, &protocol)?;
+    resolve_clocks(&ctx, &raw, &mut topology.nodes)?;
+    let network = resolve_network(&ctx, &raw)?;
+    let faults = raw
+        .faults
+        .iter()
+        .map(|f| resolve_fault(&ctx, f, &protocol))
+        .collect::<Result<Vec<_>, _>>()?;
+    let random = match &raw.random {
+        Some(r) => resolve_random(&ctx, r.get_ref(), &topology.nodes)?,
+        None => RandomFaults::default(),
+    };
+    let expect = resolve_expect(&ctx, &raw)?;
+    let seeds = raw.seed_start..raw.seed_start + seeds;
+    let mut options = Options {
+        protocol,
+        nodes: topology.nodes,
+        keys: topology.keys,
+        coordinator_primary: topology.coord,
+        network,
+        faults,
+        random,
+        max_time_ns: raw.max_time_ms.into_inner().ns(),
+    };
+    options.set_protocol(protocol);
+    Ok(Scenario {
+        path: Default::default(),
+        name: raw.name.into_inner(),
+        description: raw.description,
+        seeds,
+        options,
+        expect,
+        source_hash: 0,
+    })
+}
+
+/// The file's own fields: schema version, name, the seed range (returns
+/// the seed count), the fault count and the run's time limit.
+fn resolve_header(ctx: &Ctx, raw: &ScenarioFile) -> Result<u64, ScenarioError> {
     if *raw.schema_version.get_ref() != 1 {
         return Err(ctx.err(
             raw.schema_version.span(),
@@ -116,8 +157,24 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
     if raw.max_time_ms.get_ref().get() == 0 {
         return Err(ctx.err(raw.max_time_ms.span(), "max_time_ms must be positive"));
     }
-    let protocol = resolve_protocol(&ctx, &raw)?;
+    Ok(seeds)
+}
 
+/// The nodes at their fixed addresses: the workers (`worker/<name>`, ids
+/// in file order), the protocol's servers (`coord/<i>`), `resource/0` and
+/// the layout's helpers; the lock names; `coord/0`'s id. Registers every
+/// node name in `ctx` for the sections that name nodes.
+struct Topology {
+    nodes: Vec<NodeSpec>,
+    keys: Vec<String>,
+    coord: NodeId,
+}
+
+fn resolve_topology(
+    ctx: &mut Ctx,
+    raw: &ScenarioFile,
+    protocol: &ProtocolConfig,
+) -> Result<Topology, ScenarioError> {
     let workers = raw.workers.get_ref();
     if workers.is_empty() {
         return Err(ctx.err(raw.workers.span(), "at least one [[worker]] is required"));
@@ -160,7 +217,7 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
     let resource = NodeId(ctx.names.len() as u16);
     ctx.names.push("resource/0".into());
     let layout = alt_role::layout(
-        &protocol,
+        protocol,
         resource,
         raw.workload.request_timeout_ms.get_ref().ns(),
     );
@@ -180,7 +237,7 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
     let Locks {
         keys,
         per_worker: worker_locks,
-    } = resolve_locks(&ctx, &raw, &protocol)?;
+    } = resolve_locks(ctx, raw, protocol)?;
     let mut nodes = Vec::with_capacity(ctx.names.len());
     for (i, w) in workers.iter().enumerate() {
         let (key, more_locks) = worker_locks[i];
@@ -223,7 +280,7 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
         }
         for (i, node) in nodes.iter_mut().enumerate() {
             if let Role::Worker(w) = node.role {
-                node.role = alt_role::pair_node(&protocol, &w, NodeId(1 - i as u16));
+                node.role = alt_role::pair_node(protocol, &w, NodeId(1 - i as u16));
             }
         }
     }
@@ -248,7 +305,15 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
             clock: ClockSpec::default(),
         });
     }
+    Ok(Topology { nodes, keys, coord })
+}
 
+/// `[clock."<node>"]`: offset, drift and jumps of the named nodes' clocks.
+fn resolve_clocks(
+    ctx: &Ctx,
+    raw: &ScenarioFile,
+    nodes: &mut [NodeSpec],
+) -> Result<(), ScenarioError> {
     for (name, clock) in &raw.clock {
         let id = ctx.node(&Spanned::new(clock.span(), name.clone()))?;
         let c = clock.get_ref();
@@ -271,6 +336,11 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
         };
     }
 
+    Ok(())
+}
+
+/// `[network]`: latency bounds and the loss, delay and duplication knobs.
+fn resolve_network(ctx: &Ctx, raw: &ScenarioFile) -> Result<NetworkOptions, ScenarioError> {
     let n = &raw.network;
     if *n.latency_max_ms.get_ref() < n.latency_min_ms {
         return Err(ctx.err(
@@ -278,7 +348,7 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
             "latency_max_ms must be >= latency_min_ms",
         ));
     }
-    let network = NetworkOptions {
+    Ok(NetworkOptions {
         latency_min_ns: n.latency_min_ms.ns(),
         latency_max_ns: n.latency_max_ms.get_ref().ns(),
         loss_probability: ctx.probability(&n.loss_probability)?,
@@ -286,38 +356,6 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
         delay_max_ns: n.delay_max_ms.ns(),
         duplicate_probability: ctx.probability(&n.duplicate_probability)?,
         partition_hits_in_flight: n.partition_hits_in_flight,
-    };
-
-    let faults = raw
-        .faults
-        .iter()
-        .map(|f| resolve_fault(&ctx, f, &protocol))
-        .collect::<Result<Vec<_>, _>>()?;
-    let random = match &raw.random {
-        Some(r) => resolve_random(&ctx, r.get_ref(), &nodes)?,
-        None => RandomFaults::default(),
-    };
-    let expect = resolve_expect(&ctx, &raw)?;
-    let seeds = raw.seed_start..raw.seed_start + seeds;
-    let mut options = Options {
-        protocol,
-        nodes,
-        keys,
-        coordinator_primary: coord,
-        network,
-        faults,
-        random,
-        max_time_ns: raw.max_time_ms.into_inner().ns(),
-    };
-    options.set_protocol(protocol);
-    Ok(Scenario {
-        path: Default::default(),
-        name: raw.name.into_inner(),
-        description: raw.description,
-        seeds,
-        options,
-        expect,
-        source_hash: 0,
     })
 }
 
