@@ -17,6 +17,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use crate::check::Report;
 use crate::history::{Event, History, Kind, Outcome};
+use crate::protocol::msg::Draw;
 use crate::protocol::Msg;
 use crate::sim::trace::{fmt_msg, DropReason, TraceEvent, What};
 
@@ -83,6 +84,19 @@ pub enum MsgClass {
 }
 
 impl MsgClass {
+    /// The class a system message declares (`system_msgs!`).
+    fn drawn(d: Draw) -> MsgClass {
+        match d {
+            Draw::Acquire => MsgClass::Acquire,
+            Draw::Grant => MsgClass::Grant,
+            Draw::Release => MsgClass::Release,
+            Draw::Read => MsgClass::Read,
+            Draw::Write => MsgClass::Write,
+            Draw::Rejected => MsgClass::Rejected,
+            Draw::Replica => MsgClass::Replica,
+        }
+    }
+
     pub fn of(msg: &Msg) -> MsgClass {
         match msg {
             Msg::Acquire { .. } | Msg::Busy { .. } => MsgClass::Acquire,
@@ -100,33 +114,11 @@ impl MsgClass {
             | Msg::Accepted { .. }
             | Msg::QueryMax
             | Msg::MaxIs { .. }
-            | Msg::Promote
-            | Msg::ZkPing { .. } => MsgClass::Replica,
-            Msg::ZkCreate { .. }
-            | Msg::ZkCreated { .. }
-            | Msg::ZkGetChildren { .. }
-            | Msg::ZkChildren { .. }
-            | Msg::ZkExists { .. }
-            | Msg::ZkStat { .. }
-            | Msg::ZkWatch { .. } => MsgClass::Acquire,
-            Msg::ZkDelete { .. } | Msg::ZkDeleted { .. } => MsgClass::Release,
-            Msg::DdbGet { .. } | Msg::DdbItem { .. } | Msg::DdbPut { .. } => MsgClass::Acquire,
-            Msg::DdbPutResult { .. } => MsgClass::Grant,
-            Msg::DdbDelete { .. } | Msg::DdbDeleted { .. } => MsgClass::Release,
-            Msg::ZkSessionExpired { .. } => MsgClass::Rejected,
-            Msg::RedisSetNx { .. } | Msg::RedisSetNxResult { .. } => MsgClass::Acquire,
-            Msg::RedisCad { .. } | Msg::RedisCadResult { .. } => MsgClass::Release,
-            Msg::EtcdKeepAlive { .. } => MsgClass::Replica,
-            Msg::EtcdLeaseGrant { .. }
-            | Msg::EtcdLeaseGranted { .. }
-            | Msg::EtcdLockTxn { .. }
-            | Msg::EtcdTxnResult { .. }
-            | Msg::EtcdWaitDeletes { .. }
-            | Msg::EtcdPredecessor { .. }
-            | Msg::EtcdDeleteEvent { .. }
-            | Msg::EtcdGetOwn { .. }
-            | Msg::EtcdOwnKey { .. } => MsgClass::Acquire,
-            Msg::EtcdRevoke { .. } | Msg::EtcdRevoked { .. } => MsgClass::Release,
+            | Msg::Promote => MsgClass::Replica,
+            Msg::Zk(m) => MsgClass::drawn(m.draw()),
+            Msg::Dynamo(m) => MsgClass::drawn(m.draw()),
+            Msg::Redis(m) => MsgClass::drawn(m.draw()),
+            Msg::Etcd(m) => MsgClass::drawn(m.draw()),
             Msg::PairHeartbeat { .. } => MsgClass::Replica,
             Msg::Stonith { .. } => MsgClass::Release,
             Msg::Reserve { .. } => MsgClass::Acquire,
