@@ -155,6 +155,46 @@ const NATIVE_FENCED_OPTIONS: &[&str] = &[
 /// Fenced protocols on client-decided lock servers (no lock-delay).
 const SERVER_FENCED_OPTIONS: &[&str] = &["strict", "fence_reads", "volatile_fence", "fence"];
 
+/// The defaults rows start from (`..LEASE`): the fields a row does not
+/// set are its template's. `kind`, `id`, `summary` and `source` are always
+/// the row's own.
+const LEASE: ProtocolDef = ProtocolDef {
+    kind: ProtocolKind::TtlLeaseDel,
+    id: "",
+    summary: "",
+    source: "",
+    fenced: false,
+    client_decided: false,
+    native_token: false,
+    effect_sink: false,
+    fence_default: true,
+    replicas_default: 1,
+    replicas_range: Some((1, 8)),
+    options: LEASE_OPTIONS,
+    layout: NodeLayout::Lease,
+};
+/// A lease coordinator that issues tokens the resource checks.
+const FENCED: ProtocolDef = ProtocolDef {
+    fenced: true,
+    options: FENCED_OPTIONS,
+    ..LEASE
+};
+/// A real system's lock servers; the client decides.
+const SERVERS: ProtocolDef = ProtocolDef {
+    client_decided: true,
+    options: &[],
+    layout: NodeLayout::LockServers,
+    ..LEASE
+};
+/// No lock service: the store itself is the lock.
+const NO_LOCK_SERVICE: ProtocolDef = ProtocolDef {
+    replicas_default: 0,
+    replicas_range: Some((0, 0)),
+    options: &[],
+    layout: NodeLayout::Store,
+    ..LEASE
+};
+
 /// Every protocol, in the order `fencesim list` and error messages name
 /// them. Adding a protocol is one row here (and its `ProtocolKind` variant).
 pub const PROTOCOLS: &[ProtocolDef] = &[
@@ -163,72 +203,35 @@ pub const PROTOCOLS: &[ProtocolDef] = &[
         id: "ttl-lease-del",
         summary: "TTL lease, released with plain DEL; resource trusts the lease",
         source: "the article; redis.io distributed-locks page (why not plain DEL)",
-        fenced: false,
-        client_decided: false,
-        native_token: false,
-        effect_sink: false,
-        fence_default: true,
-        replicas_default: 1,
-        replicas_range: Some((1, 8)),
-        options: LEASE_OPTIONS,
-        layout: NodeLayout::Lease,
+        ..LEASE
     },
     ProtocolDef {
         kind: ProtocolKind::RedisSetNx,
         id: "redis-set-nx",
         summary: "Redis SET NX PX with a random value, compare-and-delete release; no fence",
         source: "redis.io 'Distributed Locks with Redis'; Redis 8.4 DELEX IFEQ",
-        fenced: false,
-        client_decided: false,
-        native_token: false,
-        effect_sink: false,
-        fence_default: true,
-        replicas_default: 1,
-        replicas_range: Some((1, 8)),
-        options: LEASE_OPTIONS,
-        layout: NodeLayout::Lease,
+        ..LEASE
     },
     ProtocolDef {
         kind: ProtocolKind::CheckBeforeWrite,
         id: "check-before-write",
         summary: "holder re-checks its lease just before saving; a pause after the check still wins",
         source: "the article: 'A can pause between the check and the write'",
-        fenced: false,
-        client_decided: false,
-        native_token: false,
-        effect_sink: false,
-        fence_default: true,
-        replicas_default: 1,
-        replicas_range: Some((1, 8)),
-        options: LEASE_OPTIONS,
-        layout: NodeLayout::Lease,
+        ..LEASE
     },
     ProtocolDef {
         kind: ProtocolKind::FencedCas,
         id: "fenced-cas",
         summary: "coordinator issues increasing tokens; resource accepts token >= fence atomically",
         source: "the article's UPDATE ... WHERE fencing_token < $2",
-        fenced: true,
-        client_decided: false,
-        native_token: false,
-        effect_sink: false,
-        fence_default: true,
-        replicas_default: 1,
         replicas_range: Some((1, 1)),
-        options: FENCED_OPTIONS,
-        layout: NodeLayout::Lease,
+        ..FENCED
     },
     ProtocolDef {
         kind: ProtocolKind::FencedCheckThenWrite,
         id: "fenced-check-then-write",
         summary: "resource reads the fence, compares, then writes in a second step",
         source: "the article's 'subtly broken' getFence-then-update",
-        fenced: true,
-        client_decided: false,
-        native_token: false,
-        effect_sink: false,
-        fence_default: true,
-        replicas_default: 1,
         replicas_range: Some((1, 1)),
         options: &[
             "strict",
@@ -237,38 +240,26 @@ pub const PROTOCOLS: &[ProtocolDef] = &[
             "lock_delay_ms",
             "check_to_write_ms",
         ],
-        layout: NodeLayout::Lease,
+        ..FENCED
     },
     ProtocolDef {
         kind: ProtocolKind::IncrBesideLease,
         id: "incr-beside-lease",
         summary: "INCR counter beside the lease on an async-replicated primary; failover reissues",
         source: "the article: 'Why INCR is not automatically token 42'",
-        fenced: true,
-        client_decided: false,
-        native_token: false,
-        effect_sink: false,
-        fence_default: true,
         replicas_default: 2,
         replicas_range: Some((2, 8)),
-        options: FENCED_OPTIONS,
-        layout: NodeLayout::Lease,
+        ..FENCED
     },
     ProtocolDef {
         kind: ProtocolKind::ConsensusGeneration,
         id: "consensus-generation",
         summary: "Chubby-style sequencer: generation committed on a majority before the grant",
         source: "Burrows, The Chubby lock service (OSDI 2006): sequencers",
-        fenced: true,
-        client_decided: false,
-        native_token: false,
-        effect_sink: false,
-        fence_default: true,
         replicas_default: 3,
-        replicas_range: Some((1, 8)),
         // `fence = false`: a resource that cannot check sequencers.
         options: NATIVE_FENCED_OPTIONS,
-        layout: NodeLayout::Lease,
+        ..FENCED
     },
     ProtocolDef {
         kind: ProtocolKind::ZkSequential,
@@ -276,46 +267,31 @@ pub const PROTOCOLS: &[ProtocolDef] = &[
         summary: "ZooKeeper recipe: ephemeral sequential znodes, lowest owns, watch predecessor; seq is the token",
         source: "zookeeper.apache.org 'ZooKeeper Recipes and Solutions: Locks'; Curator InterProcessMutex",
         fenced: true,
-        client_decided: true,
         native_token: true,
-        effect_sink: false,
-        fence_default: true,
-        replicas_default: 1,
-        replicas_range: Some((1, 8)),
         options: &["strict", "fence_reads", "volatile_fence", "fence", "herd"],
-        layout: NodeLayout::LockServers,
+        ..SERVERS
     },
     ProtocolDef {
         kind: ProtocolKind::DynamodbHeartbeat,
         id: "dynamodb-heartbeat",
         summary: "DynamoDB lock client: RVN heartbeat; waiter takes over after a lease of no change; no fence",
         source: "github.com/awslabs/amazon-dynamodb-lock-client; AWS blog 'Building Distributed Locks with the DynamoDB Lock Client'",
-        fenced: false,
-        client_decided: true,
         native_token: true,
-        effect_sink: false,
         // The DynamoDB lock client has no token; `fence = true` adds one.
         fence_default: false,
-        replicas_default: 1,
-        replicas_range: Some((1, 8)),
         options: &["fence"],
-        layout: NodeLayout::LockServers,
+        ..SERVERS
     },
     ProtocolDef {
         kind: ProtocolKind::Redlock,
         id: "redlock",
         summary: "Redlock: SET NX PX on N independent Redis masters; a majority within validity = TTL - elapsed - drift; no fence",
         source: "redis.io 'Distributed Locks with Redis' (Redlock); Kleppmann 'How to do distributed locking' (2016); antirez 'Is Redlock safe?' (2016)",
-        fenced: false,
-        client_decided: true,
-        native_token: false,
-        effect_sink: false,
-        fence_default: true,
         // Five masters, the redis.io page's example.
         replicas_default: 5,
         replicas_range: None,
         options: &["masters", "fsync", "restart_delay_ms"],
-        layout: NodeLayout::LockServers,
+        ..SERVERS
     },
     ProtocolDef {
         kind: ProtocolKind::EtcdMutex,
@@ -323,14 +299,9 @@ pub const PROTOCOLS: &[ProtocolDef] = &[
         summary: "etcd Mutex: lease-bound key, waiters by create revision, own key re-read after waiting; revision is the token",
         source: "etcd clientv3/concurrency Mutex; etcd PR #11408 'concurrency: make lock more reliable'",
         fenced: true,
-        client_decided: true,
         native_token: true,
-        effect_sink: false,
-        fence_default: true,
-        replicas_default: 1,
-        replicas_range: Some((1, 8)),
         options: SERVER_FENCED_OPTIONS,
-        layout: NodeLayout::LockServers,
+        ..SERVERS
     },
     ProtocolDef {
         kind: ProtocolKind::EtcdMutexNoRecheck,
@@ -338,135 +309,79 @@ pub const PROTOCOLS: &[ProtocolDef] = &[
         summary: "etcd 3.4.3 Mutex: returns the lock after waiting even if its lease expired meanwhile",
         source: "jepsen.io/analyses/etcd-3.4.3 ('locks are not mutually exclusive'; revision as fencing token)",
         fenced: true,
-        client_decided: true,
         native_token: true,
-        effect_sink: false,
-        fence_default: true,
-        replicas_default: 1,
-        replicas_range: Some((1, 8)),
         options: SERVER_FENCED_OPTIONS,
-        layout: NodeLayout::LockServers,
+        ..SERVERS
     },
     ProtocolDef {
         kind: ProtocolKind::Github2012Pair,
         id: "github-2012-pair",
         summary: "active/passive pair: heartbeats, STONITH, takeover assuming the fence worked (fence = true: storage reservation)",
         source: "the article; github.blog 'Downtime last Saturday' (Imbriaco, Dec 2012); SCSI-3 persistent reservations (fence_scsi)",
-        fenced: false,
-        client_decided: false,
         native_token: true,
-        effect_sink: false,
         // GitHub's pair fenced only through STONITH; `fence = true` adds one.
         fence_default: false,
-        replicas_default: 0,
-        replicas_range: Some((0, 0)),
         options: &["fence"],
         layout: NodeLayout::Pair,
+        ..NO_LOCK_SERVICE
     },
     ProtocolDef {
         kind: ProtocolKind::EffectNaive,
         id: "effect-naive",
         summary: "fenced update, then the holder calls an email/payment provider, retrying on timeout",
         source: "the article: 'You cannot fence an email after it was sent'",
-        fenced: true,
-        client_decided: false,
         native_token: true,
         effect_sink: true,
-        fence_default: true,
-        replicas_default: 1,
-        replicas_range: Some((1, 8)),
         options: NATIVE_FENCED_OPTIONS,
-        layout: NodeLayout::Lease,
+        ..FENCED
     },
     ProtocolDef {
         kind: ProtocolKind::EffectIdempotencyKey,
         id: "effect-idempotency-key",
         summary: "fenced update, then the provider call carries an idempotency key it dedups on",
         source: "the article ('use the provider's idempotency facility'); Stripe Idempotency-Key",
-        fenced: true,
-        client_decided: false,
         native_token: true,
         effect_sink: true,
-        fence_default: true,
-        replicas_default: 1,
-        replicas_range: Some((1, 8)),
         options: NATIVE_FENCED_OPTIONS,
-        layout: NodeLayout::Lease,
+        ..FENCED
     },
     ProtocolDef {
         kind: ProtocolKind::EffectOutbox,
         id: "effect-outbox",
         summary: "effect enqueued in the same fenced write; one dispatcher delivers with the entry id as key",
         source: "the article ('record an outbox entry transactionally'); Richardson, transactional outbox",
-        fenced: true,
-        client_decided: false,
         native_token: true,
         effect_sink: true,
-        fence_default: true,
-        replicas_default: 1,
-        replicas_range: Some((1, 8)),
         options: NATIVE_FENCED_OPTIONS,
-        layout: NodeLayout::Lease,
+        ..FENCED
     },
     ProtocolDef {
         kind: ProtocolKind::SingleDb,
         id: "single-db",
         summary: "no coordinator: one database owns lock and data (row lock, UPDATE + COMMIT in one transaction)",
         source: "the article's alternatives table; PostgreSQL SELECT FOR UPDATE, idle_in_transaction_session_timeout",
-        fenced: false,
-        client_decided: false,
-        native_token: false,
-        effect_sink: false,
-        fence_default: true,
-        replicas_default: 0,
-        replicas_range: Some((0, 0)),
-        options: &[],
-        layout: NodeLayout::Store,
+        ..NO_LOCK_SERVICE
     },
     ProtocolDef {
         kind: ProtocolKind::QueueClaim,
         id: "queue-claim",
         summary: "durable queue claim / visibility timeout / ack; a redelivered job is done twice, stored once",
         source: "the article's alternatives table; Amazon SQS visibility timeout and DeleteMessage",
-        fenced: false,
-        client_decided: false,
-        native_token: false,
-        effect_sink: false,
-        fence_default: true,
-        replicas_default: 0,
-        replicas_range: Some((0, 0)),
-        options: &[],
-        layout: NodeLayout::Store,
+        ..NO_LOCK_SERVICE
     },
     ProtocolDef {
         kind: ProtocolKind::CacheLease,
         id: "cache-lease",
         summary: "best-effort lease before a cache refresh that is a gets/cas: duplicates only waste work",
         source: "the article's alternatives table ('duplicate cache refresh is only wasted work'); memcached cas",
-        fenced: false,
-        client_decided: false,
-        native_token: false,
-        effect_sink: false,
-        fence_default: true,
-        replicas_default: 1,
-        replicas_range: Some((1, 8)),
-        options: LEASE_OPTIONS,
-        layout: NodeLayout::Lease,
+        ..LEASE
     },
     ProtocolDef {
         kind: ProtocolKind::ObjectStoreCas,
         id: "object-store-cas",
         summary: "lease + conditional object write: the write carries the generation it read (If-Match)",
         source: "the article ('use its conditional-write primitive'); GCS x-goog-if-generation-match, S3 If-Match",
-        fenced: false,
-        client_decided: false,
-        native_token: false,
-        effect_sink: false,
-        fence_default: true,
-        replicas_default: 1,
-        replicas_range: Some((1, 8)),
-        options: LEASE_OPTIONS,
-        layout: NodeLayout::Lease,
+        ..LEASE
     },
 ];
 

@@ -17,7 +17,6 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use crate::check::Report;
 use crate::history::{Event, History, Kind, Outcome};
-use crate::protocol::msg::Draw;
 use crate::protocol::Msg;
 use crate::sim::trace::{fmt_msg, DropReason, TraceEvent, What};
 
@@ -71,32 +70,11 @@ pub struct Shade {
     pub label: String,
 }
 
-/// Message families, coloured alike.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum MsgClass {
-    Acquire,
-    Grant,
-    Release,
-    Read,
-    Write,
-    Rejected,
-    Replica,
-}
+/// Message families, coloured alike: the protocol's own drawing classes
+/// (a system message declares its class in `system_msgs!`).
+pub use crate::protocol::msg::Draw as MsgClass;
 
 impl MsgClass {
-    /// The class a system message declares (`system_msgs!`).
-    fn drawn(d: Draw) -> MsgClass {
-        match d {
-            Draw::Acquire => MsgClass::Acquire,
-            Draw::Grant => MsgClass::Grant,
-            Draw::Release => MsgClass::Release,
-            Draw::Read => MsgClass::Read,
-            Draw::Write => MsgClass::Write,
-            Draw::Rejected => MsgClass::Rejected,
-            Draw::Replica => MsgClass::Replica,
-        }
-    }
-
     pub fn of(msg: &Msg) -> MsgClass {
         match msg {
             Msg::Acquire { .. } | Msg::Busy { .. } => MsgClass::Acquire,
@@ -115,10 +93,10 @@ impl MsgClass {
             | Msg::QueryMax
             | Msg::MaxIs { .. }
             | Msg::Promote => MsgClass::Replica,
-            Msg::Zk(m) => MsgClass::drawn(m.draw()),
-            Msg::Dynamo(m) => MsgClass::drawn(m.draw()),
-            Msg::Redis(m) => MsgClass::drawn(m.draw()),
-            Msg::Etcd(m) => MsgClass::drawn(m.draw()),
+            Msg::Zk(m) => m.draw(),
+            Msg::Dynamo(m) => m.draw(),
+            Msg::Redis(m) => m.draw(),
+            Msg::Etcd(m) => m.draw(),
             Msg::PairHeartbeat { .. } => MsgClass::Replica,
             Msg::Stonith { .. } => MsgClass::Release,
             Msg::Reserve { .. } => MsgClass::Acquire,
