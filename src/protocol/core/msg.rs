@@ -8,6 +8,13 @@
 //! "random value"). It says *which* acquisition a lease belongs to, but has
 //! no order. `token` is the fencing token: an order the resource can check.
 //! Protocols without fencing send `token: None`.
+//!
+//! `Msg` keeps the lock-domain core flat — acquire, grant, release, renew,
+//! read, write, effects, reservations: what the recorder and the checkers
+//! reason about. Each real system's own messages are a nested enum declared
+//! in that system's file with [`system_msgs!`] (`Msg::Zk(ZkMsg)`, …): one
+//! declaration per message yields its wire name, trace tag, key, trace
+//! words and their names, and drawing class.
 
 /// A lock key / protected document. Scenarios name keys; ids are indexes.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
