@@ -51,14 +51,19 @@ impl Protocol {
         }
     }
 
-    /// Whether grants carry an ordered token at all (a bare lease has only an opaque id).
+    /// Whether grants carry an ordered token at all (a bare lease has only an opaque id): the
+    /// catalogue's `fenced` trait of the simulator protocol that implements this model.
     pub fn issues_tokens(self) -> bool {
-        self != Protocol::NoFence
+        self.catalogue_fenced()
     }
 
-    /// Whether the resource compares tokens before accepting a write.
+    /// Whether the resource compares tokens before accepting a write (the catalogue's `fenced`).
     pub fn resource_fences(self) -> bool {
-        self != Protocol::NoFence
+        self.catalogue_fenced()
+    }
+
+    fn catalogue_fenced(self) -> bool {
+        super::to_scenario::simulator_protocol(self).is_some_and(|k| k.is_fenced())
     }
 
     /// Whether the model has a coordinator failover action.

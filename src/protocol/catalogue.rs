@@ -72,252 +72,391 @@ pub enum ProtocolKind {
     Github2012Pair,
 }
 
+/// How a protocol's nodes stand at the scenario's fixed addresses.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum NodeLayout {
+    /// A lease coordinator (and its replicas) at `coord/<i>` grants; the
+    /// resource (or the protocol's own store) at `resource/0`.
+    Lease,
+    /// The real system's lock servers at `coord/<i>`; a library in each
+    /// worker decides it holds the lock.
+    LockServers,
+    /// No lock service: one database or queue at `resource/0` is the lock.
+    Store,
+    /// No lock service and no workers: the pair's two nodes stand at the
+    /// workers' addresses.
+    Pair,
+}
+
+impl NodeLayout {
+    /// As docs/scenarios.md's protocol table names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            NodeLayout::Lease => "lease",
+            NodeLayout::LockServers => "lock servers",
+            NodeLayout::Store => "store",
+            NodeLayout::Pair => "pair",
+        }
+    }
+}
+
+/// One protocol of the catalogue: its name, where its behaviour is
+/// documented, its traits and the scenario rules that depend on it.
+#[derive(Clone, Copy, Debug)]
+pub struct ProtocolDef {
+    pub kind: ProtocolKind,
+    /// The scenario's `[protocol] kind`.
+    pub id: &'static str,
+    pub summary: &'static str,
+    /// Where the real system's behaviour is documented.
+    pub source: &'static str,
+    /// Grants carry an ordered token (the fenced family; `strict`,
+    /// `fence_reads` and `volatile_fence` apply).
+    pub fenced: bool,
+    /// The client, not a server, decides that it holds the lock.
+    pub client_decided: bool,
+    /// Its token comes from the lock service itself (a znode sequence, a
+    /// revision), so `fence = false` — not sending it — is a variant.
+    pub native_token: bool,
+    /// It delivers an irreversible effect through `sink/0`.
+    pub effect_sink: bool,
+    /// `fence` when the scenario does not say.
+    pub fence_default: bool,
+    /// Replica count when the scenario does not say.
+    pub replicas_default: u8,
+    /// The `replicas` a scenario may set (inclusive); `None`: the key is
+    /// refused (redlock counts `masters`).
+    pub replicas_range: Option<(u8, u8)>,
+    /// The `[protocol]` keys it accepts besides `kind`, `replicas`,
+    /// `replication_lag_ms` and `renew_every_ms` (which every protocol takes).
+    pub options: &'static [&'static str],
+    pub layout: NodeLayout,
+}
+
+impl ProtocolDef {
+    /// Whether the scenario may set `[protocol] <key>`.
+    pub fn accepts(&self, key: &str) -> bool {
+        self.options.contains(&key)
+    }
+}
+
+/// The `[protocol]` keys the fenced family shares.
+const FENCED_OPTIONS: &[&str] = &["strict", "fence_reads", "volatile_fence", "lock_delay_ms"];
+/// Plain leases (no token): a lease server's lock-delay only.
+const LEASE_OPTIONS: &[&str] = &["lock_delay_ms"];
+/// Fenced with a token from the lock service that `fence = false` omits.
+const NATIVE_FENCED_OPTIONS: &[&str] = &[
+    "strict",
+    "fence_reads",
+    "volatile_fence",
+    "lock_delay_ms",
+    "fence",
+];
+/// Fenced protocols on client-decided lock servers (no lock-delay).
+const SERVER_FENCED_OPTIONS: &[&str] = &["strict", "fence_reads", "volatile_fence", "fence"];
+
+/// The defaults rows start from (`..LEASE`): the fields a row does not
+/// set are its template's. `kind`, `id`, `summary` and `source` are always
+/// the row's own.
+const LEASE: ProtocolDef = ProtocolDef {
+    kind: ProtocolKind::TtlLeaseDel,
+    id: "",
+    summary: "",
+    source: "",
+    fenced: false,
+    client_decided: false,
+    native_token: false,
+    effect_sink: false,
+    fence_default: true,
+    replicas_default: 1,
+    replicas_range: Some((1, 8)),
+    options: LEASE_OPTIONS,
+    layout: NodeLayout::Lease,
+};
+/// A lease coordinator that issues tokens the resource checks.
+const FENCED: ProtocolDef = ProtocolDef {
+    fenced: true,
+    options: FENCED_OPTIONS,
+    ..LEASE
+};
+/// A real system's lock servers; the client decides.
+const SERVERS: ProtocolDef = ProtocolDef {
+    client_decided: true,
+    options: &[],
+    layout: NodeLayout::LockServers,
+    ..LEASE
+};
+/// No lock service: the store itself is the lock.
+const NO_LOCK_SERVICE: ProtocolDef = ProtocolDef {
+    replicas_default: 0,
+    replicas_range: Some((0, 0)),
+    options: &[],
+    layout: NodeLayout::Store,
+    ..LEASE
+};
+
+/// Every protocol, in the order `fencesim list` and error messages name
+/// them. Adding a protocol is one row here (and its `ProtocolKind` variant).
+pub const PROTOCOLS: &[ProtocolDef] = &[
+    ProtocolDef {
+        kind: ProtocolKind::TtlLeaseDel,
+        id: "ttl-lease-del",
+        summary: "TTL lease, released with plain DEL; resource trusts the lease",
+        source: "the article; redis.io distributed-locks page (why not plain DEL)",
+        ..LEASE
+    },
+    ProtocolDef {
+        kind: ProtocolKind::RedisSetNx,
+        id: "redis-set-nx",
+        summary: "Redis SET NX PX with a random value, compare-and-delete release; no fence",
+        source: "redis.io 'Distributed Locks with Redis'; Redis 8.4 DELEX IFEQ",
+        ..LEASE
+    },
+    ProtocolDef {
+        kind: ProtocolKind::CheckBeforeWrite,
+        id: "check-before-write",
+        summary: "holder re-checks its lease just before saving; a pause after the check still wins",
+        source: "the article: 'A can pause between the check and the write'",
+        ..LEASE
+    },
+    ProtocolDef {
+        kind: ProtocolKind::FencedCas,
+        id: "fenced-cas",
+        summary: "coordinator issues increasing tokens; resource accepts token >= fence atomically",
+        source: "the article's UPDATE ... WHERE fencing_token < $2",
+        replicas_range: Some((1, 1)),
+        ..FENCED
+    },
+    ProtocolDef {
+        kind: ProtocolKind::FencedCheckThenWrite,
+        id: "fenced-check-then-write",
+        summary: "resource reads the fence, compares, then writes in a second step",
+        source: "the article's 'subtly broken' getFence-then-update",
+        replicas_range: Some((1, 1)),
+        options: &[
+            "strict",
+            "fence_reads",
+            "volatile_fence",
+            "lock_delay_ms",
+            "check_to_write_ms",
+        ],
+        ..FENCED
+    },
+    ProtocolDef {
+        kind: ProtocolKind::IncrBesideLease,
+        id: "incr-beside-lease",
+        summary: "INCR counter beside the lease on an async-replicated primary; failover reissues",
+        source: "the article: 'Why INCR is not automatically token 42'",
+        replicas_default: 2,
+        replicas_range: Some((2, 8)),
+        ..FENCED
+    },
+    ProtocolDef {
+        kind: ProtocolKind::ConsensusGeneration,
+        id: "consensus-generation",
+        summary: "Chubby-style sequencer: generation committed on a majority before the grant",
+        source: "Burrows, The Chubby lock service (OSDI 2006): sequencers",
+        replicas_default: 3,
+        // `fence = false`: a resource that cannot check sequencers.
+        options: NATIVE_FENCED_OPTIONS,
+        ..FENCED
+    },
+    ProtocolDef {
+        kind: ProtocolKind::ZkSequential,
+        id: "zk-sequential",
+        summary: "ZooKeeper recipe: ephemeral sequential znodes, lowest owns, watch predecessor; seq is the token",
+        source: "zookeeper.apache.org 'ZooKeeper Recipes and Solutions: Locks'; Curator InterProcessMutex",
+        fenced: true,
+        native_token: true,
+        options: &["strict", "fence_reads", "volatile_fence", "fence", "herd"],
+        ..SERVERS
+    },
+    ProtocolDef {
+        kind: ProtocolKind::DynamodbHeartbeat,
+        id: "dynamodb-heartbeat",
+        summary: "DynamoDB lock client: RVN heartbeat; waiter takes over after a lease of no change; no fence",
+        source: "github.com/awslabs/amazon-dynamodb-lock-client; AWS blog 'Building Distributed Locks with the DynamoDB Lock Client'",
+        native_token: true,
+        // The DynamoDB lock client has no token; `fence = true` adds one.
+        fence_default: false,
+        options: &["fence"],
+        ..SERVERS
+    },
+    ProtocolDef {
+        kind: ProtocolKind::Redlock,
+        id: "redlock",
+        summary: "Redlock: SET NX PX on N independent Redis masters; a majority within validity = TTL - elapsed - drift; no fence",
+        source: "redis.io 'Distributed Locks with Redis' (Redlock); Kleppmann 'How to do distributed locking' (2016); antirez 'Is Redlock safe?' (2016)",
+        // Five masters, the redis.io page's example.
+        replicas_default: 5,
+        replicas_range: None,
+        options: &["masters", "fsync", "restart_delay_ms"],
+        ..SERVERS
+    },
+    ProtocolDef {
+        kind: ProtocolKind::EtcdMutex,
+        id: "etcd-mutex",
+        summary: "etcd Mutex: lease-bound key, waiters by create revision, own key re-read after waiting; revision is the token",
+        source: "etcd clientv3/concurrency Mutex; etcd PR #11408 'concurrency: make lock more reliable'",
+        fenced: true,
+        native_token: true,
+        options: SERVER_FENCED_OPTIONS,
+        ..SERVERS
+    },
+    ProtocolDef {
+        kind: ProtocolKind::EtcdMutexNoRecheck,
+        id: "etcd-mutex-no-recheck",
+        summary: "etcd 3.4.3 Mutex: returns the lock after waiting even if its lease expired meanwhile",
+        source: "jepsen.io/analyses/etcd-3.4.3 ('locks are not mutually exclusive'; revision as fencing token)",
+        fenced: true,
+        native_token: true,
+        options: SERVER_FENCED_OPTIONS,
+        ..SERVERS
+    },
+    ProtocolDef {
+        kind: ProtocolKind::Github2012Pair,
+        id: "github-2012-pair",
+        summary: "active/passive pair: heartbeats, STONITH, takeover assuming the fence worked (fence = true: storage reservation)",
+        source: "the article; github.blog 'Downtime last Saturday' (Imbriaco, Dec 2012); SCSI-3 persistent reservations (fence_scsi)",
+        native_token: true,
+        // GitHub's pair fenced only through STONITH; `fence = true` adds one.
+        fence_default: false,
+        options: &["fence"],
+        layout: NodeLayout::Pair,
+        ..NO_LOCK_SERVICE
+    },
+    ProtocolDef {
+        kind: ProtocolKind::EffectNaive,
+        id: "effect-naive",
+        summary: "fenced update, then the holder calls an email/payment provider, retrying on timeout",
+        source: "the article: 'You cannot fence an email after it was sent'",
+        native_token: true,
+        effect_sink: true,
+        options: NATIVE_FENCED_OPTIONS,
+        ..FENCED
+    },
+    ProtocolDef {
+        kind: ProtocolKind::EffectIdempotencyKey,
+        id: "effect-idempotency-key",
+        summary: "fenced update, then the provider call carries an idempotency key it dedups on",
+        source: "the article ('use the provider's idempotency facility'); Stripe Idempotency-Key",
+        native_token: true,
+        effect_sink: true,
+        options: NATIVE_FENCED_OPTIONS,
+        ..FENCED
+    },
+    ProtocolDef {
+        kind: ProtocolKind::EffectOutbox,
+        id: "effect-outbox",
+        summary: "effect enqueued in the same fenced write; one dispatcher delivers with the entry id as key",
+        source: "the article ('record an outbox entry transactionally'); Richardson, transactional outbox",
+        native_token: true,
+        effect_sink: true,
+        options: NATIVE_FENCED_OPTIONS,
+        ..FENCED
+    },
+    ProtocolDef {
+        kind: ProtocolKind::SingleDb,
+        id: "single-db",
+        summary: "no coordinator: one database owns lock and data (row lock, UPDATE + COMMIT in one transaction)",
+        source: "the article's alternatives table; PostgreSQL SELECT FOR UPDATE, idle_in_transaction_session_timeout",
+        ..NO_LOCK_SERVICE
+    },
+    ProtocolDef {
+        kind: ProtocolKind::QueueClaim,
+        id: "queue-claim",
+        summary: "durable queue claim / visibility timeout / ack; a redelivered job is done twice, stored once",
+        source: "the article's alternatives table; Amazon SQS visibility timeout and DeleteMessage",
+        ..NO_LOCK_SERVICE
+    },
+    ProtocolDef {
+        kind: ProtocolKind::CacheLease,
+        id: "cache-lease",
+        summary: "best-effort lease before a cache refresh that is a gets/cas: duplicates only waste work",
+        source: "the article's alternatives table ('duplicate cache refresh is only wasted work'); memcached cas",
+        ..LEASE
+    },
+    ProtocolDef {
+        kind: ProtocolKind::ObjectStoreCas,
+        id: "object-store-cas",
+        summary: "lease + conditional object write: the write carries the generation it read (If-Match)",
+        source: "the article ('use its conditional-write primitive'); GCS x-goog-if-generation-match, S3 If-Match",
+        ..LEASE
+    },
+];
+
+/// `ProtocolKind as usize` → its row in [`PROTOCOLS`]; building it checks
+/// at compile time that every kind has exactly one row.
+const ROW: [u8; PROTOCOLS.len()] = {
+    let mut row = [u8::MAX; PROTOCOLS.len()];
+    let mut i = 0;
+    while i < PROTOCOLS.len() {
+        let k = PROTOCOLS[i].kind as usize;
+        assert!(k < PROTOCOLS.len(), "a ProtocolKind without a row");
+        assert!(row[k] == u8::MAX, "a ProtocolKind with two rows");
+        row[k] = i as u8;
+        i += 1;
+    }
+    row
+};
+
 impl ProtocolKind {
-    pub const ALL: [ProtocolKind; 20] = [
-        ProtocolKind::TtlLeaseDel,
-        ProtocolKind::RedisSetNx,
-        ProtocolKind::CheckBeforeWrite,
-        ProtocolKind::FencedCas,
-        ProtocolKind::FencedCheckThenWrite,
-        ProtocolKind::IncrBesideLease,
-        ProtocolKind::ConsensusGeneration,
-        ProtocolKind::ZkSequential,
-        ProtocolKind::DynamodbHeartbeat,
-        ProtocolKind::Redlock,
-        ProtocolKind::EtcdMutex,
-        ProtocolKind::EtcdMutexNoRecheck,
-        ProtocolKind::Github2012Pair,
-        ProtocolKind::EffectNaive,
-        ProtocolKind::EffectIdempotencyKey,
-        ProtocolKind::EffectOutbox,
-        ProtocolKind::SingleDb,
-        ProtocolKind::QueueClaim,
-        ProtocolKind::CacheLease,
-        ProtocolKind::ObjectStoreCas,
-    ];
+    /// Every protocol, in the catalogue's order.
+    pub const ALL: [ProtocolKind; PROTOCOLS.len()] = {
+        let mut all = [ProtocolKind::TtlLeaseDel; PROTOCOLS.len()];
+        let mut i = 0;
+        while i < PROTOCOLS.len() {
+            all[i] = PROTOCOLS[i].kind;
+            i += 1;
+        }
+        all
+    };
+
+    /// Its row of the catalogue.
+    pub fn def(self) -> &'static ProtocolDef {
+        &PROTOCOLS[ROW[self as usize] as usize]
+    }
 
     pub fn id(self) -> &'static str {
-        match self {
-            ProtocolKind::TtlLeaseDel => "ttl-lease-del",
-            ProtocolKind::RedisSetNx => "redis-set-nx",
-            ProtocolKind::CheckBeforeWrite => "check-before-write",
-            ProtocolKind::FencedCas => "fenced-cas",
-            ProtocolKind::FencedCheckThenWrite => "fenced-check-then-write",
-            ProtocolKind::IncrBesideLease => "incr-beside-lease",
-            ProtocolKind::ConsensusGeneration => "consensus-generation",
-            ProtocolKind::ZkSequential => "zk-sequential",
-            ProtocolKind::DynamodbHeartbeat => "dynamodb-heartbeat",
-            ProtocolKind::Redlock => "redlock",
-            ProtocolKind::EffectNaive => "effect-naive",
-            ProtocolKind::EffectIdempotencyKey => "effect-idempotency-key",
-            ProtocolKind::EffectOutbox => "effect-outbox",
-            ProtocolKind::SingleDb => "single-db",
-            ProtocolKind::QueueClaim => "queue-claim",
-            ProtocolKind::CacheLease => "cache-lease",
-            ProtocolKind::ObjectStoreCas => "object-store-cas",
-            ProtocolKind::EtcdMutex => "etcd-mutex",
-            ProtocolKind::EtcdMutexNoRecheck => "etcd-mutex-no-recheck",
-            ProtocolKind::Github2012Pair => "github-2012-pair",
-        }
+        self.def().id
     }
 
     pub fn from_id(id: &str) -> Option<ProtocolKind> {
-        ProtocolKind::ALL.into_iter().find(|k| k.id() == id)
+        PROTOCOLS.iter().find(|d| d.id == id).map(|d| d.kind)
     }
 
     pub fn summary(self) -> &'static str {
-        match self {
-            ProtocolKind::TtlLeaseDel => {
-                "TTL lease, released with plain DEL; resource trusts the lease"
-            }
-            ProtocolKind::RedisSetNx => {
-                "Redis SET NX PX with a random value, compare-and-delete release; no fence"
-            }
-            ProtocolKind::CheckBeforeWrite => {
-                "holder re-checks its lease just before saving; a pause after the check still wins"
-            }
-            ProtocolKind::FencedCas => {
-                "coordinator issues increasing tokens; resource accepts token >= fence atomically"
-            }
-            ProtocolKind::FencedCheckThenWrite => {
-                "resource reads the fence, compares, then writes in a second step"
-            }
-            ProtocolKind::IncrBesideLease => {
-                "INCR counter beside the lease on an async-replicated primary; failover reissues"
-            }
-            ProtocolKind::ConsensusGeneration => {
-                "Chubby-style sequencer: generation committed on a majority before the grant"
-            }
-            ProtocolKind::ZkSequential => {
-                "ZooKeeper recipe: ephemeral sequential znodes, lowest owns, watch predecessor; seq is the token"
-            }
-            ProtocolKind::DynamodbHeartbeat => {
-                "DynamoDB lock client: RVN heartbeat; waiter takes over after a lease of no change; no fence"
-            }
-            ProtocolKind::Redlock => {
-                "Redlock: SET NX PX on N independent Redis masters; a majority within validity = TTL - elapsed - drift; no fence"
-            }
-            ProtocolKind::EffectNaive => {
-                "fenced update, then the holder calls an email/payment provider, retrying on timeout"
-            }
-            ProtocolKind::EffectIdempotencyKey => {
-                "fenced update, then the provider call carries an idempotency key it dedups on"
-            }
-            ProtocolKind::EffectOutbox => {
-                "effect enqueued in the same fenced write; one dispatcher delivers with the entry id as key"
-            }
-            ProtocolKind::SingleDb => {
-                "no coordinator: one database owns lock and data (row lock, UPDATE + COMMIT in one transaction)"
-            }
-            ProtocolKind::QueueClaim => {
-                "durable queue claim / visibility timeout / ack; a redelivered job is done twice, stored once"
-            }
-            ProtocolKind::CacheLease => {
-                "best-effort lease before a cache refresh that is a gets/cas: duplicates only waste work"
-            }
-            ProtocolKind::ObjectStoreCas => {
-                "lease + conditional object write: the write carries the generation it read (If-Match)"
-            }
-            ProtocolKind::EtcdMutex => {
-                "etcd Mutex: lease-bound key, waiters by create revision, own key re-read after waiting; revision is the token"
-            }
-            ProtocolKind::EtcdMutexNoRecheck => {
-                "etcd 3.4.3 Mutex: returns the lock after waiting even if its lease expired meanwhile"
-            }
-            ProtocolKind::Github2012Pair => {
-                "active/passive pair: heartbeats, STONITH, takeover assuming the fence worked (fence = true: storage reservation)"
-            }
-        }
+        self.def().summary
     }
 
     /// Where the real system's behaviour is documented.
     pub fn source(self) -> &'static str {
-        match self {
-            ProtocolKind::TtlLeaseDel => {
-                "the article; redis.io distributed-locks page (why not plain DEL)"
-            }
-            ProtocolKind::RedisSetNx => {
-                "redis.io 'Distributed Locks with Redis'; Redis 8.4 DELEX IFEQ"
-            }
-            ProtocolKind::CheckBeforeWrite => {
-                "the article: 'A can pause between the check and the write'"
-            }
-            ProtocolKind::FencedCas => "the article's UPDATE ... WHERE fencing_token < $2",
-            ProtocolKind::FencedCheckThenWrite => {
-                "the article's 'subtly broken' getFence-then-update"
-            }
-            ProtocolKind::IncrBesideLease => {
-                "the article: 'Why INCR is not automatically token 42'"
-            }
-            ProtocolKind::ConsensusGeneration => {
-                "Burrows, The Chubby lock service (OSDI 2006): sequencers"
-            }
-            ProtocolKind::ZkSequential => {
-                "zookeeper.apache.org 'ZooKeeper Recipes and Solutions: Locks'; Curator InterProcessMutex"
-            }
-            ProtocolKind::DynamodbHeartbeat => {
-                "github.com/awslabs/amazon-dynamodb-lock-client; AWS blog 'Building Distributed Locks with the DynamoDB Lock Client'"
-            }
-            ProtocolKind::Redlock => {
-                "redis.io 'Distributed Locks with Redis' (Redlock); Kleppmann 'How to do distributed locking' (2016); antirez 'Is Redlock safe?' (2016)"
-            }
-            ProtocolKind::EffectNaive => {
-                "the article: 'You cannot fence an email after it was sent'"
-            }
-            ProtocolKind::EffectIdempotencyKey => {
-                "the article ('use the provider's idempotency facility'); Stripe Idempotency-Key"
-            }
-            ProtocolKind::EffectOutbox => {
-                "the article ('record an outbox entry transactionally'); Richardson, transactional outbox"
-            }
-            ProtocolKind::SingleDb => {
-                "the article's alternatives table; PostgreSQL SELECT FOR UPDATE, idle_in_transaction_session_timeout"
-            }
-            ProtocolKind::QueueClaim => {
-                "the article's alternatives table; Amazon SQS visibility timeout and DeleteMessage"
-            }
-            ProtocolKind::CacheLease => {
-                "the article's alternatives table ('duplicate cache refresh is only wasted work'); memcached cas"
-            }
-            ProtocolKind::ObjectStoreCas => {
-                "the article ('use its conditional-write primitive'); GCS x-goog-if-generation-match, S3 If-Match"
-            }
-            ProtocolKind::EtcdMutex => {
-                "etcd clientv3/concurrency Mutex; etcd PR #11408 'concurrency: make lock more reliable'"
-            }
-            ProtocolKind::EtcdMutexNoRecheck => {
-                "jepsen.io/analyses/etcd-3.4.3 ('locks are not mutually exclusive'; revision as fencing token)"
-            }
-            ProtocolKind::Github2012Pair => {
-                "the article; github.blog 'Downtime last Saturday' (Imbriaco, Dec 2012); SCSI-3 persistent reservations (fence_scsi)"
-            }
-        }
+        self.def().source
     }
 
     pub fn is_fenced(self) -> bool {
-        matches!(
-            self,
-            ProtocolKind::FencedCas
-                | ProtocolKind::FencedCheckThenWrite
-                | ProtocolKind::IncrBesideLease
-                | ProtocolKind::ConsensusGeneration
-                | ProtocolKind::ZkSequential
-                | ProtocolKind::EffectNaive
-                | ProtocolKind::EffectIdempotencyKey
-                | ProtocolKind::EffectOutbox
-                | ProtocolKind::EtcdMutex
-                | ProtocolKind::EtcdMutexNoRecheck
-        )
+        self.def().fenced
     }
 
     /// The client, not a server, decides that it holds the lock.
     pub fn is_client_decided(self) -> bool {
-        matches!(
-            self,
-            ProtocolKind::ZkSequential
-                | ProtocolKind::DynamodbHeartbeat
-                | ProtocolKind::Redlock
-                | ProtocolKind::EtcdMutex
-                | ProtocolKind::EtcdMutexNoRecheck
-        )
+        self.def().client_decided
     }
 
     /// Its token comes from the lock service itself (a znode sequence, a
     /// revision), so `fence = false` — not sending it — is a variant.
     pub fn has_native_token(self) -> bool {
-        matches!(
-            self,
-            ProtocolKind::ZkSequential
-                | ProtocolKind::DynamodbHeartbeat
-                | ProtocolKind::Github2012Pair
-                | ProtocolKind::EffectNaive
-                | ProtocolKind::EffectIdempotencyKey
-                | ProtocolKind::EffectOutbox
-                | ProtocolKind::EtcdMutex
-                | ProtocolKind::EtcdMutexNoRecheck
-        )
+        self.def().native_token
     }
 
     /// Protocols that deliver an irreversible effect through `sink/0`.
     pub fn has_effect_sink(self) -> bool {
-        matches!(
-            self,
-            ProtocolKind::EffectNaive
-                | ProtocolKind::EffectIdempotencyKey
-                | ProtocolKind::EffectOutbox
-        )
+        self.def().effect_sink
     }
 
     /// Replica count when the scenario does not say.
     pub fn default_replicas(self) -> u8 {
-        match self {
-            ProtocolKind::IncrBesideLease => 2,
-            ProtocolKind::ConsensusGeneration => 3,
-            // Five masters, the redis.io page's example.
-            ProtocolKind::Redlock => 5,
-            ProtocolKind::SingleDb | ProtocolKind::QueueClaim | ProtocolKind::Github2012Pair => 0,
-            _ => 1,
-        }
+        self.def().replicas_default
     }
 }
 
@@ -365,12 +504,7 @@ impl ProtocolConfig {
             renew_every_ns: None,
             check_to_write_ns: 5_000_000,
             volatile_fence: false,
-            // The DynamoDB lock client has no token, GitHub's pair fenced
-            // only through STONITH; `fence = true` adds one.
-            fence: !matches!(
-                kind,
-                ProtocolKind::DynamodbHeartbeat | ProtocolKind::Github2012Pair
-            ),
+            fence: kind.def().fence_default,
             herd: false,
             lock_delay_ns: 0,
             fsync_always: false,

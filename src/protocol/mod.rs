@@ -28,7 +28,7 @@ pub use self::core::{msg, node, record};
 pub use self::lease::{coordinator, resource, worker};
 pub use self::systems::{client, dynamodb, etcd, redlock, zookeeper};
 
-pub use catalogue::{ProtocolConfig, ProtocolKind};
+pub use catalogue::{NodeLayout, ProtocolConfig, ProtocolDef, ProtocolKind, PROTOCOLS};
 pub use msg::{Key, Msg, OpId, Token};
 pub use node::{
     Clocks, Durability, Effect, Input, Nanos, Node, NodeId, Observation, StepDownCause, TimerId,

@@ -70,17 +70,9 @@ pub struct Shade {
     pub label: String,
 }
 
-/// Message families, coloured alike.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum MsgClass {
-    Acquire,
-    Grant,
-    Release,
-    Read,
-    Write,
-    Rejected,
-    Replica,
-}
+/// Message families, coloured alike: the protocol's own drawing classes
+/// (a system message declares its class in `system_msgs!`).
+pub use crate::protocol::msg::Draw as MsgClass;
 
 impl MsgClass {
     pub fn of(msg: &Msg) -> MsgClass {
@@ -100,33 +92,11 @@ impl MsgClass {
             | Msg::Accepted { .. }
             | Msg::QueryMax
             | Msg::MaxIs { .. }
-            | Msg::Promote
-            | Msg::ZkPing { .. } => MsgClass::Replica,
-            Msg::ZkCreate { .. }
-            | Msg::ZkCreated { .. }
-            | Msg::ZkGetChildren { .. }
-            | Msg::ZkChildren { .. }
-            | Msg::ZkExists { .. }
-            | Msg::ZkStat { .. }
-            | Msg::ZkWatch { .. } => MsgClass::Acquire,
-            Msg::ZkDelete { .. } | Msg::ZkDeleted { .. } => MsgClass::Release,
-            Msg::DdbGet { .. } | Msg::DdbItem { .. } | Msg::DdbPut { .. } => MsgClass::Acquire,
-            Msg::DdbPutResult { .. } => MsgClass::Grant,
-            Msg::DdbDelete { .. } | Msg::DdbDeleted { .. } => MsgClass::Release,
-            Msg::ZkSessionExpired { .. } => MsgClass::Rejected,
-            Msg::RedisSetNx { .. } | Msg::RedisSetNxResult { .. } => MsgClass::Acquire,
-            Msg::RedisCad { .. } | Msg::RedisCadResult { .. } => MsgClass::Release,
-            Msg::EtcdKeepAlive { .. } => MsgClass::Replica,
-            Msg::EtcdLeaseGrant { .. }
-            | Msg::EtcdLeaseGranted { .. }
-            | Msg::EtcdLockTxn { .. }
-            | Msg::EtcdTxnResult { .. }
-            | Msg::EtcdWaitDeletes { .. }
-            | Msg::EtcdPredecessor { .. }
-            | Msg::EtcdDeleteEvent { .. }
-            | Msg::EtcdGetOwn { .. }
-            | Msg::EtcdOwnKey { .. } => MsgClass::Acquire,
-            Msg::EtcdRevoke { .. } | Msg::EtcdRevoked { .. } => MsgClass::Release,
+            | Msg::Promote => MsgClass::Replica,
+            Msg::Zk(m) => m.draw(),
+            Msg::Dynamo(m) => m.draw(),
+            Msg::Redis(m) => m.draw(),
+            Msg::Etcd(m) => m.draw(),
             Msg::PairHeartbeat { .. } => MsgClass::Replica,
             Msg::Stonith { .. } => MsgClass::Release,
             Msg::Reserve { .. } => MsgClass::Acquire,

@@ -18,7 +18,7 @@ use crate::history::Kind;
 use crate::protocol::client::LockKind;
 use crate::protocol::redlock::MASTERS_MAX;
 use crate::protocol::worker::{MoreLocks, WorkerConfig, MAX_LOCKS, OPS_PER_WORKER_MAX};
-use crate::protocol::{alt_role, Key, NodeId, ProtocolConfig, ProtocolKind, Role};
+use crate::protocol::{alt_role, Key, NodeId, NodeLayout, ProtocolConfig, ProtocolKind, Role};
 use crate::sim::{ClockSpec, Fault, NetworkOptions, NodeSpec, Options, RandomFaults, When};
 
 const MS: u64 = 1_000_000;
@@ -72,6 +72,47 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
         source,
         names: Vec::new(),
     };
+    let seeds = resolve_header(&ctx, &raw)?;
+    let protocol = resolve_protocol(&ctx, &raw)?;
+    let mut topology = resolve_topology(&mut ctx, &raw, &protocol)?;
+    resolve_clocks(&ctx, &raw, &mut topology.nodes)?;
+    let network = resolve_network(&ctx, &raw)?;
+    let faults = raw
+        .faults
+        .iter()
+        .map(|f| resolve_fault(&ctx, f, &protocol))
+        .collect::<Result<Vec<_>, _>>()?;
+    let random = match &raw.random {
+        Some(r) => resolve_random(&ctx, r.get_ref(), &topology.nodes)?,
+        None => RandomFaults::default(),
+    };
+    let expect = resolve_expect(&ctx, &raw)?;
+    let seeds = raw.seed_start..raw.seed_start + seeds;
+    let mut options = Options {
+        protocol,
+        nodes: topology.nodes,
+        keys: topology.keys,
+        coordinator_primary: topology.coord,
+        network,
+        faults,
+        random,
+        max_time_ns: raw.max_time_ms.into_inner().ns(),
+    };
+    options.set_protocol(protocol);
+    Ok(Scenario {
+        path: Default::default(),
+        name: raw.name.into_inner(),
+        description: raw.description,
+        seeds,
+        options,
+        expect,
+        source_hash: 0,
+    })
+}
+
+/// The file's own fields: schema version, name, the seed range (returns
+/// the seed count), the fault count and the run's time limit.
+fn resolve_header(ctx: &Ctx, raw: &ScenarioFile) -> Result<u64, ScenarioError> {
     if *raw.schema_version.get_ref() != 1 {
         return Err(ctx.err(
             raw.schema_version.span(),
@@ -116,8 +157,24 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
     if raw.max_time_ms.get_ref().get() == 0 {
         return Err(ctx.err(raw.max_time_ms.span(), "max_time_ms must be positive"));
     }
-    let protocol = resolve_protocol(&ctx, &raw)?;
+    Ok(seeds)
+}
 
+/// The nodes at their fixed addresses: the workers (`worker/<name>`, ids
+/// in file order), the protocol's servers (`coord/<i>`), `resource/0` and
+/// the layout's helpers; the lock names; `coord/0`'s id. Registers every
+/// node name in `ctx` for the sections that name nodes.
+struct Topology {
+    nodes: Vec<NodeSpec>,
+    keys: Vec<String>,
+    coord: NodeId,
+}
+
+fn resolve_topology(
+    ctx: &mut Ctx,
+    raw: &ScenarioFile,
+    protocol: &ProtocolConfig,
+) -> Result<Topology, ScenarioError> {
     let workers = raw.workers.get_ref();
     if workers.is_empty() {
         return Err(ctx.err(raw.workers.span(), "at least one [[worker]] is required"));
@@ -160,7 +217,7 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
     let resource = NodeId(ctx.names.len() as u16);
     ctx.names.push("resource/0".into());
     let layout = alt_role::layout(
-        &protocol,
+        protocol,
         resource,
         raw.workload.request_timeout_ms.get_ref().ns(),
     );
@@ -180,7 +237,7 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
     let Locks {
         keys,
         per_worker: worker_locks,
-    } = resolve_locks(&ctx, &raw, &protocol)?;
+    } = resolve_locks(ctx, raw, protocol)?;
     let mut nodes = Vec::with_capacity(ctx.names.len());
     for (i, w) in workers.iter().enumerate() {
         let (key, more_locks) = worker_locks[i];
@@ -213,7 +270,7 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
             clock: ClockSpec::default(),
         });
     }
-    if protocol.kind == ProtocolKind::Github2012Pair {
+    if protocol.kind.def().layout == NodeLayout::Pair {
         // The pair's two nodes stand at the workers' addresses.
         if workers.len() != 2 {
             return Err(ctx.err(
@@ -223,7 +280,7 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
         }
         for (i, node) in nodes.iter_mut().enumerate() {
             if let Role::Worker(w) = node.role {
-                node.role = alt_role::pair_node(&protocol, &w, NodeId(1 - i as u16));
+                node.role = alt_role::pair_node(protocol, &w, NodeId(1 - i as u16));
             }
         }
     }
@@ -248,7 +305,15 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
             clock: ClockSpec::default(),
         });
     }
+    Ok(Topology { nodes, keys, coord })
+}
 
+/// `[clock."<node>"]`: offset, drift and jumps of the named nodes' clocks.
+fn resolve_clocks(
+    ctx: &Ctx,
+    raw: &ScenarioFile,
+    nodes: &mut [NodeSpec],
+) -> Result<(), ScenarioError> {
     for (name, clock) in &raw.clock {
         let id = ctx.node(&Spanned::new(clock.span(), name.clone()))?;
         let c = clock.get_ref();
@@ -271,6 +336,11 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
         };
     }
 
+    Ok(())
+}
+
+/// `[network]`: latency bounds and the loss, delay and duplication knobs.
+fn resolve_network(ctx: &Ctx, raw: &ScenarioFile) -> Result<NetworkOptions, ScenarioError> {
     let n = &raw.network;
     if *n.latency_max_ms.get_ref() < n.latency_min_ms {
         return Err(ctx.err(
@@ -278,7 +348,7 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
             "latency_max_ms must be >= latency_min_ms",
         ));
     }
-    let network = NetworkOptions {
+    Ok(NetworkOptions {
         latency_min_ns: n.latency_min_ms.ns(),
         latency_max_ns: n.latency_max_ms.get_ref().ns(),
         loss_probability: ctx.probability(&n.loss_probability)?,
@@ -286,38 +356,6 @@ pub fn resolve(raw: ScenarioFile, source: &str, file: &str) -> Result<Scenario, 
         delay_max_ns: n.delay_max_ms.ns(),
         duplicate_probability: ctx.probability(&n.duplicate_probability)?,
         partition_hits_in_flight: n.partition_hits_in_flight,
-    };
-
-    let faults = raw
-        .faults
-        .iter()
-        .map(|f| resolve_fault(&ctx, f, &protocol))
-        .collect::<Result<Vec<_>, _>>()?;
-    let random = match &raw.random {
-        Some(r) => resolve_random(&ctx, r.get_ref(), &nodes)?,
-        None => RandomFaults::default(),
-    };
-    let expect = resolve_expect(&ctx, &raw)?;
-    let seeds = raw.seed_start..raw.seed_start + seeds;
-    let mut options = Options {
-        protocol,
-        nodes,
-        keys,
-        coordinator_primary: coord,
-        network,
-        faults,
-        random,
-        max_time_ns: raw.max_time_ms.into_inner().ns(),
-    };
-    options.set_protocol(protocol);
-    Ok(Scenario {
-        path: Default::default(),
-        name: raw.name.into_inner(),
-        description: raw.description,
-        seeds,
-        options,
-        expect,
-        source_hash: 0,
     })
 }
 
@@ -464,8 +502,9 @@ fn resolve_protocol(ctx: &Ctx, raw: &ScenarioFile) -> Result<ProtocolConfig, Sce
             ),
         )
     })?;
+    let def = kind.def();
     for (flag, name) in [(&p.strict, "strict"), (&p.fence_reads, "fence_reads")] {
-        if *flag.get_ref() && !kind.is_fenced() {
+        if *flag.get_ref() && !def.accepts(name) {
             return Err(ctx.err(
                 flag.span(),
                 format!("{name} only applies to fenced protocols, not {}", kind.id()),
@@ -481,7 +520,7 @@ fn resolve_protocol(ctx: &Ctx, raw: &ScenarioFile) -> Result<ProtocolConfig, Sce
     config.fence_reads = *p.fence_reads.get_ref();
     config.volatile_fence = *p.volatile_fence.get_ref();
     if let Some(fence) = &p.fence {
-        if !kind.has_native_token() && kind != ProtocolKind::ConsensusGeneration {
+        if !def.accepts("fence") {
             return Err(ctx.err(
                 fence.span(),
                 format!(
@@ -494,13 +533,13 @@ fn resolve_protocol(ctx: &Ctx, raw: &ScenarioFile) -> Result<ProtocolConfig, Sce
         config.fence = *fence.get_ref();
     }
     if let Some(herd) = &p.herd {
-        if kind != ProtocolKind::ZkSequential {
+        if !def.accepts("herd") {
             return Err(ctx.err(herd.span(), "herd only applies to zk-sequential"));
         }
         config.herd = *herd.get_ref();
     }
     if let Some(delay) = &p.lock_delay_ms {
-        if kind.is_client_decided() || kind.default_replicas() == 0 {
+        if !def.accepts("lock_delay_ms") {
             return Err(ctx.err(
                 delay.span(),
                 format!(
@@ -511,7 +550,7 @@ fn resolve_protocol(ctx: &Ctx, raw: &ScenarioFile) -> Result<ProtocolConfig, Sce
         }
         config.lock_delay_ns = delay.get_ref().ns();
     }
-    if config.volatile_fence && !kind.is_fenced() {
+    if config.volatile_fence && !def.accepts("volatile_fence") {
         return Err(ctx.err(
             p.volatile_fence.span(),
             format!(
@@ -523,23 +562,12 @@ fn resolve_protocol(ctx: &Ctx, raw: &ScenarioFile) -> Result<ProtocolConfig, Sce
     resolve_redlock(ctx, p, kind, &mut config)?;
     if let Some(r) = &p.replicas {
         let n = *r.get_ref();
-        let allowed = match kind {
-            ProtocolKind::FencedCas | ProtocolKind::FencedCheckThenWrite => 1..=1,
-            ProtocolKind::IncrBesideLease => 2..=8,
-            ProtocolKind::SingleDb | ProtocolKind::QueueClaim | ProtocolKind::Github2012Pair => {
-                0..=0
-            }
-            _ => 1..=8,
-        };
-        if !allowed.contains(&n) {
+        // Redlock (no range) refused `replicas` in `resolve_redlock`.
+        let (low, high) = def.replicas_range.unwrap_or((0, 0));
+        if !(low..=high).contains(&n) {
             return Err(ctx.err(
                 r.span(),
-                format!(
-                    "{} takes replicas from {} to {}",
-                    kind.id(),
-                    allowed.start(),
-                    allowed.end()
-                ),
+                format!("{} takes replicas from {low} to {high}", kind.id()),
             ));
         }
         config.replicas = n;
@@ -557,7 +585,7 @@ fn resolve_protocol(ctx: &Ctx, raw: &ScenarioFile) -> Result<ProtocolConfig, Sce
         config.renew_every_ns = Some(every.get_ref().ns());
     }
     if let Some(step) = &p.check_to_write_ms {
-        if kind != ProtocolKind::FencedCheckThenWrite {
+        if !def.accepts("check_to_write_ms") {
             return Err(ctx.err(
                 step.span(),
                 "check_to_write_ms only applies to fenced-check-then-write",
@@ -575,21 +603,21 @@ fn resolve_redlock(
     kind: ProtocolKind,
     config: &mut ProtocolConfig,
 ) -> Result<(), ScenarioError> {
-    let redlock = kind == ProtocolKind::Redlock;
+    let def = kind.def();
     let only = |span: Range<usize>, name: &str| {
         Err(ctx.err(
             span,
             format!("{name} only applies to redlock, not {}", kind.id()),
         ))
     };
-    if let (true, Some(r)) = (redlock, &p.replicas) {
+    if let (None, Some(r)) = (def.replicas_range, &p.replicas) {
         return Err(ctx.err(
             r.span(),
             "redlock has independent masters, not replicas: set `masters`",
         ));
     }
     if let Some(m) = &p.masters {
-        if !redlock {
+        if !def.accepts("masters") {
             return only(m.span(), "masters");
         }
         let n = *m.get_ref();
@@ -602,7 +630,7 @@ fn resolve_redlock(
         config.replicas = n;
     }
     if let Some(f) = &p.fsync {
-        if !redlock {
+        if !def.accepts("fsync") {
             return only(f.span(), "fsync");
         }
         config.fsync_always = match f.get_ref().as_str() {
@@ -617,7 +645,7 @@ fn resolve_redlock(
         };
     }
     if let Some(d) = &p.restart_delay_ms {
-        if !redlock {
+        if !def.accepts("restart_delay_ms") {
             return only(d.span(), "restart_delay_ms");
         }
         config.restart_delay_ns = d.get_ref().ns();

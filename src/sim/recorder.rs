@@ -22,6 +22,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::history::{Event, Kind, Outcome};
+use crate::protocol::msg::{DdbMsg, EtcdMsg, RedisMsg, ZkMsg};
 use crate::protocol::{Msg, NodeId, Observation};
 
 #[derive(Default)]
@@ -151,27 +152,12 @@ impl Recorder {
                     e.removed_grant_id = removed.and_then(|o| self.owner_grant.get(&o).copied());
                 }))
             }
-            Msg::ZkWatch { .. } => Some(ev(from, Kind::WatchNotified, |e| e.key = key)),
-            Msg::ZkDelete { session, .. } | Msg::DdbDelete { owner: session, .. } => {
-                Some(ev(from, Kind::ReleaseSent, |e| {
-                    e.key = key;
-                    e.grant_id = self.owner_grant.get(&session).copied();
-                }))
-            }
-            Msg::RedisSetNx { owner, .. } => self
-                .redlock_acquires
-                .insert(owner)
-                .then(|| ev(from, Kind::AcquireSent, |e| e.key = key)),
-            // Only a holder's release is one; a failed attempt's unlock is not.
-            Msg::RedisCad { owner, .. } => {
-                let grant = self.owner_grant.get(&owner).copied()?;
-                self.redlock_releases.insert(owner).then(|| {
-                    ev(from, Kind::ReleaseSent, |e| {
-                        e.key = key;
-                        e.grant_id = Some(grant);
-                    })
-                })
-            }
+            // Each system's own messages: its file declares them, the
+            // recorder reads the few that are lock-domain events.
+            Msg::Zk(m) => self.zk_sent(from, key, m),
+            Msg::Dynamo(m) => self.dynamo_sent(from, key, m),
+            Msg::Redis(m) => self.redis_sent(from, key, m),
+            Msg::Etcd(m) => self.etcd_sent(from, key, m),
             Msg::Effect { op, idem_key, .. } => Some(ev(from, Kind::EffectSent, |e| {
                 e.key = key;
                 e.op_id = Some(op.0);
@@ -190,21 +176,6 @@ impl Recorder {
                     e.op_id = Some(op.0);
                 }))
             }
-            Msg::EtcdDeleteEvent { .. } => Some(ev(from, Kind::WatchNotified, |e| e.key = key)),
-            Msg::EtcdRevoke { lease, .. } => Some(ev(from, Kind::ReleaseSent, |e| {
-                e.key = key;
-                e.grant_id = self.owner_grant.get(&lease).copied();
-            })),
-            Msg::EtcdLeaseGrant { .. }
-            | Msg::EtcdLeaseGranted { .. }
-            | Msg::EtcdLockTxn { .. }
-            | Msg::EtcdTxnResult { .. }
-            | Msg::EtcdWaitDeletes { .. }
-            | Msg::EtcdPredecessor { .. }
-            | Msg::EtcdGetOwn { .. }
-            | Msg::EtcdOwnKey { .. }
-            | Msg::EtcdKeepAlive { .. }
-            | Msg::EtcdRevoked { .. } => None,
             Msg::Busy { .. }
             | Msg::Renew { .. }
             | Msg::Replicate { .. }
@@ -213,22 +184,6 @@ impl Recorder {
             | Msg::QueryMax
             | Msg::MaxIs { .. }
             | Msg::Promote
-            | Msg::ZkCreate { .. }
-            | Msg::ZkCreated { .. }
-            | Msg::ZkGetChildren { .. }
-            | Msg::ZkChildren { .. }
-            | Msg::ZkExists { .. }
-            | Msg::ZkStat { .. }
-            | Msg::ZkPing { .. }
-            | Msg::ZkDeleted { .. }
-            | Msg::ZkSessionExpired { .. }
-            | Msg::DdbGet { .. }
-            | Msg::DdbItem { .. }
-            | Msg::DdbPut { .. }
-            | Msg::DdbPutResult { .. }
-            | Msg::DdbDeleted { .. }
-            | Msg::RedisSetNxResult { .. }
-            | Msg::RedisCadResult { .. }
             | Msg::OutboxPoll { .. }
             | Msg::OutboxEntry { .. }
             | Msg::PairHeartbeat { .. }
@@ -329,27 +284,6 @@ impl Recorder {
             | Msg::QueryMax
             | Msg::MaxIs { .. }
             | Msg::Promote
-            | Msg::ZkCreate { .. }
-            | Msg::ZkCreated { .. }
-            | Msg::ZkGetChildren { .. }
-            | Msg::ZkChildren { .. }
-            | Msg::ZkExists { .. }
-            | Msg::ZkStat { .. }
-            | Msg::ZkWatch { .. }
-            | Msg::ZkPing { .. }
-            | Msg::ZkDelete { .. }
-            | Msg::ZkDeleted { .. }
-            | Msg::ZkSessionExpired { .. }
-            | Msg::DdbGet { .. }
-            | Msg::DdbItem { .. }
-            | Msg::DdbPut { .. }
-            | Msg::DdbPutResult { .. }
-            | Msg::DdbDelete { .. }
-            | Msg::DdbDeleted { .. }
-            | Msg::RedisSetNx { .. }
-            | Msg::RedisSetNxResult { .. }
-            | Msg::RedisCad { .. }
-            | Msg::RedisCadResult { .. }
             | Msg::Effect { .. }
             | Msg::EffectOk { .. }
             | Msg::OutboxPoll { .. }
@@ -358,19 +292,86 @@ impl Recorder {
             | Msg::Stonith { .. }
             | Msg::Reserve { .. }
             | Msg::Reserved { .. } => None,
-            Msg::EtcdLeaseGrant { .. }
-            | Msg::EtcdLeaseGranted { .. }
-            | Msg::EtcdLockTxn { .. }
-            | Msg::EtcdTxnResult { .. }
-            | Msg::EtcdWaitDeletes { .. }
-            | Msg::EtcdPredecessor { .. }
-            | Msg::EtcdDeleteEvent { .. }
-            | Msg::EtcdGetOwn { .. }
-            | Msg::EtcdOwnKey { .. }
-            | Msg::EtcdKeepAlive { .. }
-            | Msg::EtcdRevoke { .. }
-            | Msg::EtcdRevoked { .. } => None,
+            // The systems' replies: a client library reports the decision
+            // it draws from them (`Observation`), not each reply.
+            Msg::Zk(_) | Msg::Dynamo(_) | Msg::Redis(_) | Msg::Etcd(_) => None,
         }
+    }
+
+    /// ZooKeeper: a fired watch, and the holder's delete (its release).
+    fn zk_sent(&self, from: NodeId, key: Option<u16>, m: ZkMsg) -> Option<Event> {
+        match m {
+            ZkMsg::Watch { .. } => Some(ev(from, Kind::WatchNotified, |e| e.key = key)),
+            ZkMsg::Delete { session, .. } => Some(self.release_sent(from, key, session)),
+            ZkMsg::Create { .. }
+            | ZkMsg::Created { .. }
+            | ZkMsg::GetChildren { .. }
+            | ZkMsg::Children { .. }
+            | ZkMsg::Exists { .. }
+            | ZkMsg::Stat { .. }
+            | ZkMsg::Ping { .. }
+            | ZkMsg::Deleted { .. }
+            | ZkMsg::SessionExpired { .. } => None,
+        }
+    }
+
+    /// DynamoDB: the owner's conditional delete is its release.
+    fn dynamo_sent(&self, from: NodeId, key: Option<u16>, m: DdbMsg) -> Option<Event> {
+        match m {
+            DdbMsg::Delete { owner, .. } => Some(self.release_sent(from, key, owner)),
+            DdbMsg::Get { .. }
+            | DdbMsg::Item { .. }
+            | DdbMsg::Put { .. }
+            | DdbMsg::PutResult { .. }
+            | DdbMsg::Deleted { .. } => None,
+        }
+    }
+
+    /// Redlock: an attempt's first `SET NX` is its acquire; only a holder's
+    /// compare-and-delete is a release (a failed attempt's unlock is not).
+    fn redis_sent(&mut self, from: NodeId, key: Option<u16>, m: RedisMsg) -> Option<Event> {
+        match m {
+            RedisMsg::SetNx { owner, .. } => self
+                .redlock_acquires
+                .insert(owner)
+                .then(|| ev(from, Kind::AcquireSent, |e| e.key = key)),
+            RedisMsg::Cad { owner, .. } => {
+                let grant = self.owner_grant.get(&owner).copied()?;
+                self.redlock_releases.insert(owner).then(|| {
+                    ev(from, Kind::ReleaseSent, |e| {
+                        e.key = key;
+                        e.grant_id = Some(grant);
+                    })
+                })
+            }
+            RedisMsg::SetNxResult { .. } | RedisMsg::CadResult { .. } => None,
+        }
+    }
+
+    /// etcd: a watch's delete event, and the lease revoke (the release).
+    fn etcd_sent(&self, from: NodeId, key: Option<u16>, m: EtcdMsg) -> Option<Event> {
+        match m {
+            EtcdMsg::DeleteEvent { .. } => Some(ev(from, Kind::WatchNotified, |e| e.key = key)),
+            EtcdMsg::Revoke { lease, .. } => Some(self.release_sent(from, key, lease)),
+            EtcdMsg::LeaseGrant { .. }
+            | EtcdMsg::LeaseGranted { .. }
+            | EtcdMsg::LockTxn { .. }
+            | EtcdMsg::TxnResult { .. }
+            | EtcdMsg::WaitDeletes { .. }
+            | EtcdMsg::Predecessor { .. }
+            | EtcdMsg::GetOwn { .. }
+            | EtcdMsg::OwnKey { .. }
+            | EtcdMsg::KeepAlive { .. }
+            | EtcdMsg::Revoked { .. } => None,
+        }
+    }
+
+    /// A client-decided holder's release of the grant its nonce names.
+    fn release_sent(&self, from: NodeId, key: Option<u16>, nonce: u64) -> Event {
+        ev(from, Kind::ReleaseSent, |e| {
+            e.key = key;
+            e.grant_id = self.owner_grant.get(&nonce).copied();
+        })
     }
 
     /// What a node's observation tells us: usually one record, two for a

@@ -265,39 +265,8 @@ pub fn fmt_msg(msg: &Msg) -> String {
         Msg::Propose { gen } | Msg::MaxIs { gen } => format!("gen={gen}"),
         Msg::Accepted { gen, ok } => format!("gen={gen} ok={ok}"),
         Msg::QueryMax | Msg::Promote => String::new(),
-        Msg::ZkCreate { .. }
-        | Msg::ZkCreated { .. }
-        | Msg::ZkGetChildren { .. }
-        | Msg::ZkChildren { .. }
-        | Msg::ZkExists { .. }
-        | Msg::ZkStat { .. }
-        | Msg::ZkWatch { .. }
-        | Msg::ZkPing { .. }
-        | Msg::ZkDelete { .. }
-        | Msg::ZkDeleted { .. }
-        | Msg::ZkSessionExpired { .. }
-        | Msg::DdbGet { .. }
-        | Msg::DdbItem { .. }
-        | Msg::DdbPut { .. }
-        | Msg::DdbPutResult { .. }
-        | Msg::DdbDelete { .. }
-        | Msg::DdbDeleted { .. }
-        | Msg::RedisSetNx { .. }
-        | Msg::RedisSetNxResult { .. }
-        | Msg::RedisCad { .. }
-        | Msg::RedisCadResult { .. } => fmt_words(msg),
-        Msg::EtcdLeaseGrant { .. }
-        | Msg::EtcdLeaseGranted { .. }
-        | Msg::EtcdLockTxn { .. }
-        | Msg::EtcdTxnResult { .. }
-        | Msg::EtcdWaitDeletes { .. }
-        | Msg::EtcdPredecessor { .. }
-        | Msg::EtcdDeleteEvent { .. }
-        | Msg::EtcdGetOwn { .. }
-        | Msg::EtcdOwnKey { .. }
-        | Msg::EtcdKeepAlive { .. }
-        | Msg::EtcdRevoke { .. }
-        | Msg::EtcdRevoked { .. } => fmt_words(msg),
+        // The systems' own messages (`system_msgs!`) print their declared fields.
+        Msg::Zk(_) | Msg::Dynamo(_) | Msg::Redis(_) | Msg::Etcd(_) => fmt_words(msg),
         Msg::Effect {
             req, op, idem_key, ..
         } => format!(

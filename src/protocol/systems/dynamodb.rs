@@ -26,12 +26,30 @@
 
 use std::collections::BTreeMap;
 
-use crate::protocol::msg::{Key, Msg, Token};
+use crate::protocol::msg::{Key, Msg, ReqId, Token};
 use crate::protocol::node::{Clocks, Effect, Input, Nanos, Node, NodeId};
 use crate::protocol::record::{persist_if_changed, RecordReader, RecordWriter};
 use crate::protocol::systems::base::{
     ClientBase, LockEvent, Requests, Timeout, CLIENT_REQUEST, CLIENT_TIMER_A, CLIENT_TIMER_B,
 };
+
+crate::protocol::msg::system_msgs! {
+    /// The DynamoDB lock table's messages (`Msg::Dynamo`).
+    pub enum DdbMsg {
+        /// `GetItem` (consistent read) of the lock item.
+        Get = (32, "ddb_get", Acquire) { req: ReqId => "req", key: Key => "" },
+        /// The item: its owner (0: no item) and record version number.
+        Item = (33, "ddb_item", Acquire) { req: ReqId => "req", key: Key => "", owner: u64 => "owner", rvn: u64 => "rvn" },
+        /// Conditional `PutItem`: only if the item's RVN is `expect_rvn`
+        /// (0: only if there is no item).
+        Put = (34, "ddb_put", Acquire) { req: ReqId => "req", key: Key => "", owner: u64 => "owner", rvn: u64 => "rvn", expect_rvn: u64 => "expect_rvn" },
+        /// `fence`: the key's owner-change counter after the put.
+        PutResult = (35, "ddb_put_result", Grant) { req: ReqId => "req", key: Key => "", ok: bool => "ok", fence: u64 => "fence" },
+        /// Conditional `DeleteItem` on owner and RVN: the release.
+        Delete = (36, "ddb_delete", Release) { req: ReqId => "req", key: Key => "", owner: u64 => "owner", rvn: u64 => "rvn" },
+        Deleted = (37, "ddb_deleted", Release) { req: ReqId => "req", key: Key => "", ok: bool => "ok" },
+    }
+}
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct DynamoClientConfig {
@@ -102,19 +120,19 @@ impl DynamoClient {
         self.phase = phase;
         let req = self.requests.take_req();
         let key = self.base.key;
-        self.send(clocks, Msg::DdbGet { req, key }, fx);
+        self.send(clocks, Msg::Dynamo(DdbMsg::Get { req, key }), fx);
     }
 
     fn put(&mut self, clocks: Clocks, phase: Phase, expect_rvn: u64, fx: &mut Vec<Effect>) {
         self.phase = phase;
         let req = self.requests.take_req();
-        let msg = Msg::DdbPut {
+        let msg = Msg::Dynamo(DdbMsg::Put {
             req,
             key: self.base.key,
             owner: self.owner,
             rvn: self.next_rvn(),
             expect_rvn,
-        };
+        });
         self.send(clocks, msg, fx);
     }
 
@@ -129,12 +147,12 @@ impl DynamoClient {
         self.requests.forget(fx);
         self.phase = Phase::Deleting;
         let req = self.requests.take_req();
-        let msg = Msg::DdbDelete {
+        let msg = Msg::Dynamo(DdbMsg::Delete {
             req,
             key: self.base.key,
             owner: self.owner,
             rvn: self.rvn,
-        };
+        });
         self.send(clocks, msg, fx);
     }
 
@@ -151,7 +169,7 @@ impl DynamoClient {
             return LockEvent::Pending;
         }
         match (self.phase, msg) {
-            (Phase::Reading | Phase::Rereading, Msg::DdbItem { owner, rvn, .. }) => {
+            (Phase::Reading | Phase::Rereading, Msg::Dynamo(DdbMsg::Item { owner, rvn, .. })) => {
                 self.requests.forget(fx);
                 if owner == 0 {
                     self.put(clocks, Phase::Putting, 0, fx);
@@ -167,7 +185,7 @@ impl DynamoClient {
                     });
                 }
             }
-            (Phase::Putting, Msg::DdbPutResult { ok, fence, .. }) => {
+            (Phase::Putting, Msg::Dynamo(DdbMsg::PutResult { ok, fence, .. })) => {
                 self.requests.forget(fx);
                 if !ok {
                     self.stop(fx);
@@ -184,7 +202,7 @@ impl DynamoClient {
                     valid_ns: self.cfg.lease_ns,
                 };
             }
-            (Phase::Heartbeating, Msg::DdbPutResult { ok, .. }) => {
+            (Phase::Heartbeating, Msg::Dynamo(DdbMsg::PutResult { ok, .. })) => {
                 self.requests.forget(fx);
                 if !ok {
                     self.stop(fx);
@@ -193,7 +211,7 @@ impl DynamoClient {
                 self.rvn = (self.owner << 16) | (self.versions & 0xffff);
                 self.phase = Phase::Holding;
             }
-            (Phase::Deleting, Msg::DdbDeleted { .. }) => {
+            (Phase::Deleting, Msg::Dynamo(DdbMsg::Deleted { .. })) => {
                 self.stop(fx);
                 return LockEvent::Released;
             }
@@ -270,22 +288,22 @@ impl LockTable {
 
     fn on_request(&mut self, msg: Msg) -> Option<Msg> {
         Some(match msg {
-            Msg::DdbGet { req, key } => {
+            Msg::Dynamo(DdbMsg::Get { req, key }) => {
                 let item = self.items.get(&key).copied();
-                Msg::DdbItem {
+                Msg::Dynamo(DdbMsg::Item {
                     req,
                     key,
                     owner: item.map_or(0, |i| i.owner),
                     rvn: item.map_or(0, |i| i.rvn),
-                }
+                })
             }
-            Msg::DdbPut {
+            Msg::Dynamo(DdbMsg::Put {
                 req,
                 key,
                 owner,
                 rvn,
                 expect_rvn,
-            } => {
+            }) => {
                 let current = self.items.get(&key).copied();
                 let ok = match current {
                     None => expect_rvn == 0,
@@ -298,19 +316,19 @@ impl LockTable {
                     }
                     self.items.insert(key, Item { owner, rvn });
                 }
-                Msg::DdbPutResult {
+                Msg::Dynamo(DdbMsg::PutResult {
                     req,
                     key,
                     ok,
                     fence: *fence,
-                }
+                })
             }
-            Msg::DdbDelete {
+            Msg::Dynamo(DdbMsg::Delete {
                 req,
                 key,
                 owner,
                 rvn,
-            } => {
+            }) => {
                 let ok = self
                     .items
                     .get(&key)
@@ -318,7 +336,7 @@ impl LockTable {
                 if ok {
                     self.items.remove(&key);
                 }
-                Msg::DdbDeleted { req, key, ok }
+                Msg::Dynamo(DdbMsg::Deleted { req, key, ok })
             }
             _ => return None,
         })
@@ -381,15 +399,17 @@ mod tests {
     #[test]
     fn a_takeover_needs_the_rvn_it_waited_out_and_bumps_the_fence() {
         let mut t = LockTable::new();
-        let put = |owner, rvn, expect_rvn| Msg::DdbPut {
-            req: 1,
-            key: Key(0),
-            owner,
-            rvn,
-            expect_rvn,
+        let put = |owner, rvn, expect_rvn| {
+            Msg::Dynamo(DdbMsg::Put {
+                req: 1,
+                key: Key(0),
+                owner,
+                rvn,
+                expect_rvn,
+            })
         };
         let ok = |m: Option<Msg>| match m {
-            Some(Msg::DdbPutResult { ok, fence, .. }) => (ok, fence),
+            Some(Msg::Dynamo(DdbMsg::PutResult { ok, fence, .. })) => (ok, fence),
             other => panic!("{other:?}"),
         };
         assert_eq!(ok(t.on_request(put(1, 10, 0))), (true, 1));
@@ -402,13 +422,13 @@ mod tests {
     fn a_restarted_lock_table_keeps_its_items_and_fence_counters() {
         let mut t = LockTable::new();
         let mut fx = Vec::new();
-        let put = Msg::DdbPut {
+        let put = Msg::Dynamo(DdbMsg::Put {
             req: 1,
             key: Key(0),
             owner: 1,
             rvn: 10,
             expect_rvn: 0,
-        };
+        });
         t.handle(
             Clocks {
                 wall_ns: 0,
@@ -427,16 +447,16 @@ mod tests {
         let mut restarted = LockTable::new();
         restarted.recover(&record);
         assert_eq!(restarted, t, "items, fences and the record survive");
-        let stale = Msg::DdbPut {
+        let stale = Msg::Dynamo(DdbMsg::Put {
             req: 2,
             key: Key(0),
             owner: 2,
             rvn: 20,
             expect_rvn: 0,
-        };
+        });
         assert!(matches!(
             restarted.on_request(stale),
-            Some(Msg::DdbPutResult { ok: false, .. })
+            Some(Msg::Dynamo(DdbMsg::PutResult { ok: false, .. }))
         ));
     }
 }

@@ -61,12 +61,48 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::protocol::msg::{Key, Msg, Token};
+use crate::protocol::msg::{Key, Msg, ReqId, Token};
 use crate::protocol::node::{Clocks, Effect, Input, Nanos, Node, NodeId, Observation, TimerId};
 use crate::protocol::record::{persist_if_changed, RecordReader, RecordWriter};
 use crate::protocol::systems::base::{
     ClientBase, LockEvent, Requests, Timeout, CLIENT_REQUEST, CLIENT_TIMER_A, CLIENT_TIMER_B,
 };
+
+crate::protocol::msg::system_msgs! {
+    /// etcd's messages (`Msg::Etcd`). A lease id is the client's acquisition
+    /// nonce (`LeaseGrant` lets the client choose the ID); a revision is the
+    /// store's global revision counter.
+    pub enum EtcdMsg {
+        /// `LeaseGrant(TTL, ID)`: the lock session's lease.
+        LeaseGrant = (70, "etcd_lease_grant", Acquire) { req: ReqId => "req", key: Key => "", lease: u64 => "lease", ttl_ns: u64 => "ttl_ns" },
+        /// `ttl_ns` 0: refused (the ID belonged to a lease that is gone).
+        LeaseGranted = (71, "etcd_lease_granted", Acquire) { req: ReqId => "req", key: Key => "", lease: u64 => "lease", ttl_ns: u64 => "ttl_ns" },
+        /// The Mutex's Lock transaction: if `prefix/<lease>` does not exist, put
+        /// it bound to the lease; read its create revision and the lowest create
+        /// revision under the prefix (the owner).
+        LockTxn = (72, "etcd_lock_txn", Acquire) { req: ReqId => "req", key: Key => "", lease: u64 => "lease" },
+        /// `my_rev` 0: the put failed, the lease was not found.
+        TxnResult = (73, "etcd_txn_result", Acquire) { req: ReqId => "req", key: Key => "", my_rev: u64 => "my_rev", owner_rev: u64 => "owner_rev" },
+        /// waitDeletes: `Get(prefix, WithLastCreate, WithMaxCreateRev(my_rev - 1))`
+        /// and a watch, from that read's revision, on the key it returns.
+        WaitDeletes = (74, "etcd_wait_deletes", Acquire) { req: ReqId => "req", key: Key => "", my_rev: u64 => "my_rev" },
+        /// The create revision of the key just before mine (0: none left —
+        /// waitDeletes returns).
+        Predecessor = (75, "etcd_predecessor", Acquire) { req: ReqId => "req", key: Key => "", pred_rev: u64 => "pred_rev" },
+        /// A watch event: the key created at `rev` was deleted.
+        DeleteEvent = (76, "etcd_delete_event", Acquire) { key: Key => "", rev: u64 => "deleted_rev" },
+        /// The re-check of etcd PR #11408: `Get(prefix/<lease>)`.
+        GetOwn = (77, "etcd_get_own", Acquire) { req: ReqId => "req", key: Key => "", lease: u64 => "lease" },
+        /// The own key's create revision (0: it is gone).
+        OwnKey = (78, "etcd_own_key", Acquire) { req: ReqId => "req", key: Key => "", create_rev: u64 => "create_rev" },
+        /// `LeaseKeepAlive`.
+        KeepAlive = (79, "etcd_keepalive", Replica) { key: Key => "", lease: u64 => "lease" },
+        /// `LeaseRevoke`, deleting the keys bound to the lease: Unlock and
+        /// Session.Close in one request.
+        Revoke = (80, "etcd_revoke", Release) { req: ReqId => "req", key: Key => "", lease: u64 => "lease" },
+        Revoked = (81, "etcd_revoked", Release) { req: ReqId => "req", key: Key => "" },
+    }
+}
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct EtcdClientConfig {
@@ -136,31 +172,31 @@ impl EtcdClient {
         self.my_rev = 0;
         self.waiting_on = 0;
         self.deleted_meanwhile.clear();
-        let msg = Msg::EtcdLeaseGrant {
+        let msg = Msg::Etcd(EtcdMsg::LeaseGrant {
             req: self.requests.take_req(),
             key: self.base.key,
             lease: owner,
             ttl_ns: self.cfg.lease_ttl_ns,
-        };
+        });
         self.send(clocks, Phase::Granting, msg, fx);
     }
 
     pub fn release(&mut self, clocks: Clocks, fx: &mut Vec<Effect>) {
-        let msg = Msg::EtcdRevoke {
+        let msg = Msg::Etcd(EtcdMsg::Revoke {
             req: self.requests.take_req(),
             key: self.base.key,
             lease: self.lease,
-        };
+        });
         self.send(clocks, Phase::Revoking, msg, fx);
     }
 
     fn wait_deletes(&mut self, clocks: Clocks, fx: &mut Vec<Effect>) {
         self.deleted_meanwhile.clear();
-        let msg = Msg::EtcdWaitDeletes {
+        let msg = Msg::Etcd(EtcdMsg::WaitDeletes {
             req: self.requests.take_req(),
             key: self.base.key,
             my_rev: self.my_rev,
-        };
+        });
         self.send(clocks, Phase::Querying, msg, fx);
     }
 
@@ -188,7 +224,7 @@ impl EtcdClient {
 
     pub fn on_message(&mut self, clocks: Clocks, msg: Msg, fx: &mut Vec<Effect>) -> LockEvent {
         match (self.phase, msg) {
-            (Phase::Granting, Msg::EtcdLeaseGranted { req, ttl_ns, .. })
+            (Phase::Granting, Msg::Etcd(EtcdMsg::LeaseGranted { req, ttl_ns, .. }))
                 if self.requests.answers(req) =>
             {
                 self.requests.forget(fx);
@@ -199,21 +235,21 @@ impl EtcdClient {
                     timer: KEEPALIVE,
                     after_ns: self.cfg.keepalive_every_ns,
                 });
-                let msg = Msg::EtcdLockTxn {
+                let msg = Msg::Etcd(EtcdMsg::LockTxn {
                     req: self.requests.take_req(),
                     key: self.base.key,
                     lease: self.lease,
-                };
+                });
                 self.send(clocks, Phase::Locking, msg, fx);
             }
             (
                 Phase::Locking,
-                Msg::EtcdTxnResult {
+                Msg::Etcd(EtcdMsg::TxnResult {
                     req,
                     my_rev,
                     owner_rev,
                     ..
-                },
+                }),
             ) if self.requests.answers(req) => {
                 self.requests.forget(fx);
                 if my_rev == 0 {
@@ -226,7 +262,7 @@ impl EtcdClient {
                 }
                 self.wait_deletes(clocks, fx);
             }
-            (Phase::Querying, Msg::EtcdPredecessor { req, pred_rev, .. })
+            (Phase::Querying, Msg::Etcd(EtcdMsg::Predecessor { req, pred_rev, .. }))
                 if self.requests.answers(req) =>
             {
                 self.requests.forget(fx);
@@ -235,11 +271,11 @@ impl EtcdClient {
                     if !self.cfg.recheck {
                         return self.acquired(); // etcd 3.4.3
                     }
-                    let msg = Msg::EtcdGetOwn {
+                    let msg = Msg::Etcd(EtcdMsg::GetOwn {
                         req: self.requests.take_req(),
                         key: self.base.key,
                         lease: self.lease,
-                    };
+                    });
                     self.send(clocks, Phase::Rechecking, msg, fx);
                 } else if self.deleted_meanwhile.contains(&pred_rev) {
                     self.wait_deletes(clocks, fx);
@@ -252,10 +288,12 @@ impl EtcdClient {
                     });
                 }
             }
-            (Phase::Querying, Msg::EtcdDeleteEvent { rev, .. }) => {
+            (Phase::Querying, Msg::Etcd(EtcdMsg::DeleteEvent { rev, .. })) => {
                 self.deleted_meanwhile.insert(rev);
             }
-            (Phase::Watching, Msg::EtcdDeleteEvent { rev, .. }) if rev == self.waiting_on => {
+            (Phase::Watching, Msg::Etcd(EtcdMsg::DeleteEvent { rev, .. }))
+                if rev == self.waiting_on =>
+            {
                 fx.push(Effect::CancelTimer {
                     timer: WATCH_RESUME,
                 });
@@ -263,9 +301,9 @@ impl EtcdClient {
             }
             (
                 Phase::Rechecking,
-                Msg::EtcdOwnKey {
+                Msg::Etcd(EtcdMsg::OwnKey {
                     req, create_rev, ..
-                },
+                }),
             ) if self.requests.answers(req) => {
                 self.requests.forget(fx);
                 if create_rev != self.my_rev {
@@ -273,7 +311,9 @@ impl EtcdClient {
                 }
                 return self.acquired();
             }
-            (Phase::Revoking, Msg::EtcdRevoked { req, .. }) if self.requests.answers(req) => {
+            (Phase::Revoking, Msg::Etcd(EtcdMsg::Revoked { req, .. }))
+                if self.requests.answers(req) =>
+            {
                 self.end_session(fx);
                 return LockEvent::Released;
             }
@@ -288,10 +328,10 @@ impl EtcdClient {
             return LockEvent::Pending;
         }
         if timer == KEEPALIVE && self.phase != Phase::Idle {
-            let msg = Msg::EtcdKeepAlive {
+            let msg = Msg::Etcd(EtcdMsg::KeepAlive {
                 key: self.base.key,
                 lease: self.lease,
-            };
+            });
             fx.push(Effect::Send {
                 to: self.cfg.server,
                 msg,
@@ -471,7 +511,7 @@ impl EtcdServer {
                 self.watches.remove(&w);
                 fx.push(Effect::Send {
                     to: w.2,
-                    msg: Msg::EtcdDeleteEvent { key, rev },
+                    msg: Msg::Etcd(EtcdMsg::DeleteEvent { key, rev }),
                 });
             }
         }
@@ -483,12 +523,12 @@ impl EtcdServer {
 
     fn on_request(&mut self, clocks: Clocks, from: NodeId, msg: Msg, fx: &mut Vec<Effect>) {
         let reply = match msg {
-            Msg::EtcdLeaseGrant {
+            Msg::Etcd(EtcdMsg::LeaseGrant {
                 req,
                 key,
                 lease,
                 ttl_ns,
-            } => {
+            }) => {
                 let granted = if self.dead.contains(&lease) || ttl_ns == 0 {
                     0
                 } else {
@@ -501,14 +541,14 @@ impl EtcdServer {
                     self.arm(clocks, fx);
                     ttl_ns
                 };
-                Msg::EtcdLeaseGranted {
+                Msg::Etcd(EtcdMsg::LeaseGranted {
                     req,
                     key,
                     lease,
                     ttl_ns: granted,
-                }
+                })
             }
-            Msg::EtcdLockTxn { req, key, lease } => {
+            Msg::Etcd(EtcdMsg::LockTxn { req, key, lease }) => {
                 let my_rev = match self.live(lease).map(|l| l.key) {
                     None => 0,
                     // Else branch: the key exists, read its create revision.
@@ -531,14 +571,14 @@ impl EtcdServer {
                     .range((key, 0)..=(key, u64::MAX))
                     .next()
                     .map_or(0, |(&(_, rev), _)| rev);
-                Msg::EtcdTxnResult {
+                Msg::Etcd(EtcdMsg::TxnResult {
                     req,
                     key,
                     my_rev,
                     owner_rev,
-                }
+                })
             }
-            Msg::EtcdWaitDeletes { req, key, my_rev } => {
+            Msg::Etcd(EtcdMsg::WaitDeletes { req, key, my_rev }) => {
                 // A plain read: it does not ask whether the reader's lease lives.
                 let pred_rev = self
                     .keys
@@ -548,29 +588,29 @@ impl EtcdServer {
                 if pred_rev != 0 {
                     self.watches.insert((key, pred_rev, from));
                 }
-                Msg::EtcdPredecessor { req, key, pred_rev }
+                Msg::Etcd(EtcdMsg::Predecessor { req, key, pred_rev })
             }
-            Msg::EtcdGetOwn { req, key, lease } => {
+            Msg::Etcd(EtcdMsg::GetOwn { req, key, lease }) => {
                 let create_rev = match self.live(lease).and_then(|l| l.key) {
                     Some((k, rev)) if k == key => rev,
                     _ => 0,
                 };
-                Msg::EtcdOwnKey {
+                Msg::Etcd(EtcdMsg::OwnKey {
                     req,
                     key,
                     create_rev,
-                }
+                })
             }
-            Msg::EtcdKeepAlive { lease, .. } => {
+            Msg::Etcd(EtcdMsg::KeepAlive { lease, .. }) => {
                 // An expired lease stays expired: keep-alives cannot revive it.
                 if let Some(l) = self.leases.get_mut(&lease) {
                     l.expires_mono_ns = clocks.mono_ns + l.ttl_ns;
                 }
                 return;
             }
-            Msg::EtcdRevoke { req, key, lease } => {
+            Msg::Etcd(EtcdMsg::Revoke { req, key, lease }) => {
                 self.end_lease(lease, fx);
-                Msg::EtcdRevoked { req, key }
+                Msg::Etcd(EtcdMsg::Revoked { req, key })
             }
             _ => return,
         };
@@ -619,32 +659,38 @@ mod tests {
             s,
             now,
             client,
-            Msg::EtcdLeaseGrant {
+            Msg::Etcd(EtcdMsg::LeaseGrant {
                 req: 1,
                 key,
                 lease,
                 ttl_ns: 10 * T,
-            },
+            }),
         );
-        match ask(s, now, client, Msg::EtcdLockTxn { req: 2, key, lease })[..] {
+        match ask(
+            s,
+            now,
+            client,
+            Msg::Etcd(EtcdMsg::LockTxn { req: 2, key, lease }),
+        )[..]
+        {
             [(
                 _,
-                Msg::EtcdTxnResult {
+                Msg::Etcd(EtcdMsg::TxnResult {
                     my_rev, owner_rev, ..
-                },
+                }),
             )] => (my_rev, owner_rev),
             ref other => panic!("expected etcd_txn_result, got {other:?}"),
         }
     }
 
     fn wait_deletes(s: &mut EtcdServer, now: Nanos, client: u16, my_rev: u64) -> u64 {
-        let msg = Msg::EtcdWaitDeletes {
+        let msg = Msg::Etcd(EtcdMsg::WaitDeletes {
             req: 3,
             key: Key(0),
             my_rev,
-        };
+        });
         match ask(s, now, client, msg)[..] {
-            [(_, Msg::EtcdPredecessor { pred_rev, .. })] => pred_rev,
+            [(_, Msg::Etcd(EtcdMsg::Predecessor { pred_rev, .. }))] => pred_rev,
             ref other => panic!("expected etcd_predecessor, got {other:?}"),
         }
     }
@@ -678,7 +724,7 @@ mod tests {
         assert_eq!(wait_deletes(&mut s, T, 2, 3), 2);
         assert_eq!(wait_deletes(&mut s, T, 3, 4), 3);
         for (client, lease) in [(2u16, 22u64), (3, 33)] {
-            let msg = Msg::EtcdKeepAlive { key: Key(0), lease };
+            let msg = Msg::Etcd(EtcdMsg::KeepAlive { key: Key(0), lease });
             assert!(ask(&mut s, 8 * T, client, msg).is_empty());
         }
         let fx = expire_due(&mut s, 10 * T);
@@ -687,10 +733,10 @@ mod tests {
             events,
             vec![(
                 NodeId(2),
-                Msg::EtcdDeleteEvent {
+                Msg::Etcd(EtcdMsg::DeleteEvent {
                     key: Key(0),
                     rev: 2
-                }
+                })
             )],
             "only A's successor is woken"
         );
@@ -698,20 +744,20 @@ mod tests {
             e,
             Effect::Observe(Observation::LeaseExpired { owner: 11, .. })
         )));
-        let msg = Msg::EtcdKeepAlive {
+        let msg = Msg::Etcd(EtcdMsg::KeepAlive {
             key: Key(0),
             lease: 11,
-        };
+        });
         ask(&mut s, 10 * T, 1, msg);
-        let get = Msg::EtcdGetOwn {
+        let get = Msg::Etcd(EtcdMsg::GetOwn {
             req: 4,
             key: Key(0),
             lease: 11,
-        };
+        });
         assert!(
             matches!(
                 ask(&mut s, 10 * T, 1, get)[..],
-                [(_, Msg::EtcdOwnKey { create_rev: 0, .. })]
+                [(_, Msg::Etcd(EtcdMsg::OwnKey { create_rev: 0, .. }))]
             ),
             "a keep-alive after expiry does not bring the key back"
         );
@@ -765,23 +811,23 @@ mod tests {
     fn querying(recheck: bool) -> Script {
         let mut s = Script::new(recheck);
         let key = Key(0);
-        let granted = Msg::EtcdLeaseGranted {
+        let granted = Msg::Etcd(EtcdMsg::LeaseGranted {
             req: s.req(),
             key,
             lease: 22,
             ttl_ns: 10 * T,
-        };
+        });
         assert_eq!(s.reply(granted), LockEvent::Pending);
-        let txn = Msg::EtcdTxnResult {
+        let txn = Msg::Etcd(EtcdMsg::TxnResult {
             req: s.req(),
             key,
             my_rev: 3,
             owner_rev: 2,
-        };
+        });
         assert_eq!(s.reply(txn), LockEvent::Pending);
         assert!(matches!(
             s.last_request(),
-            Msg::EtcdWaitDeletes { my_rev: 3, .. }
+            Msg::Etcd(EtcdMsg::WaitDeletes { my_rev: 3, .. })
         ));
         s
     }
@@ -790,19 +836,19 @@ mod tests {
     fn waiting_behind_a(recheck: bool) -> Script {
         let mut s = querying(recheck);
         let key = Key(0);
-        let pred = Msg::EtcdPredecessor {
+        let pred = Msg::Etcd(EtcdMsg::Predecessor {
             req: s.req(),
             key,
             pred_rev: 2,
-        };
+        });
         assert_eq!(s.reply(pred), LockEvent::Pending);
         assert_eq!(
-            s.reply(Msg::EtcdDeleteEvent { key, rev: 2 }),
+            s.reply(Msg::Etcd(EtcdMsg::DeleteEvent { key, rev: 2 })),
             LockEvent::Pending
         );
         assert!(matches!(
             s.last_request(),
-            Msg::EtcdWaitDeletes { my_rev: 3, .. }
+            Msg::Etcd(EtcdMsg::WaitDeletes { my_rev: 3, .. })
         ));
         s
     }
@@ -810,11 +856,11 @@ mod tests {
     #[test]
     fn expired_waiter_is_told_it_holds_the_lock_without_recheck() {
         let mut s = waiting_behind_a(false);
-        let none_left = Msg::EtcdPredecessor {
+        let none_left = Msg::Etcd(EtcdMsg::Predecessor {
             req: s.req(),
             key: Key(0),
             pred_rev: 0,
-        };
+        });
         // Whether or not its own key survived: 3.4.3 never looks.
         assert_eq!(
             s.reply(none_left),
@@ -838,21 +884,21 @@ mod tests {
             ),
         ] {
             let mut s = waiting_behind_a(true);
-            let none_left = Msg::EtcdPredecessor {
+            let none_left = Msg::Etcd(EtcdMsg::Predecessor {
                 req: s.req(),
                 key: Key(0),
                 pred_rev: 0,
-            };
+            });
             assert_eq!(s.reply(none_left), LockEvent::Pending);
             assert!(matches!(
                 s.last_request(),
-                Msg::EtcdGetOwn { lease: 22, .. }
+                Msg::Etcd(EtcdMsg::GetOwn { lease: 22, .. })
             ));
-            let own = Msg::EtcdOwnKey {
+            let own = Msg::Etcd(EtcdMsg::OwnKey {
                 req: s.req(),
                 key: Key(0),
                 create_rev,
-            };
+            });
             assert_eq!(s.reply(own), expected, "own key revision {create_rev}");
         }
     }
@@ -863,17 +909,17 @@ mod tests {
         let key = Key(0);
         let req = s.req();
         assert_eq!(
-            s.reply(Msg::EtcdDeleteEvent { key, rev: 2 }),
+            s.reply(Msg::Etcd(EtcdMsg::DeleteEvent { key, rev: 2 })),
             LockEvent::Pending
         );
-        let pred = Msg::EtcdPredecessor {
+        let pred = Msg::Etcd(EtcdMsg::Predecessor {
             req,
             key,
             pred_rev: 2,
-        };
+        });
         assert_eq!(s.reply(pred), LockEvent::Pending);
         assert!(
-            matches!(s.last_request(), Msg::EtcdWaitDeletes { .. }),
+            matches!(s.last_request(), Msg::Etcd(EtcdMsg::WaitDeletes { .. })),
             "reads again instead of waiting for an event already seen"
         );
     }
@@ -881,11 +927,11 @@ mod tests {
     #[test]
     fn a_waiter_whose_delete_event_was_lost_reads_again_after_a_request_timeout() {
         let mut s = querying(false);
-        let pred = Msg::EtcdPredecessor {
+        let pred = Msg::Etcd(EtcdMsg::Predecessor {
             req: s.req(),
             key: Key(0),
             pred_rev: 2,
-        };
+        });
         assert_eq!(s.reply(pred), LockEvent::Pending);
         assert!(s.fx.iter().any(|e| matches!(
             e,
@@ -899,7 +945,7 @@ mod tests {
         assert_eq!(event, LockEvent::Pending);
         assert!(matches!(
             s.last_request(),
-            Msg::EtcdWaitDeletes { my_rev: 3, .. }
+            Msg::Etcd(EtcdMsg::WaitDeletes { my_rev: 3, .. })
         ));
     }
 

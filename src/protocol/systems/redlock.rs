@@ -52,6 +52,20 @@ use crate::protocol::msg::{first_req, Key, Msg, ReqId};
 use crate::protocol::node::{Clocks, Durability, Effect, Input, Nanos, Node, NodeId, TimerId};
 use crate::protocol::systems::base::{ClientBase, LockEvent, CLIENT_REQUEST, CLIENT_TIMER_A};
 
+crate::protocol::msg::system_msgs! {
+    /// Redlock: client <-> each independent Redis master (`Msg::Redis`).
+    /// Tags from 60, so the golden trace hashes of older tags did not move.
+    pub enum RedisMsg {
+        /// `SET key <owner> NX PX <ttl>`.
+        SetNx = (60, "redis_set_nx", Acquire) { req: ReqId => "req", key: Key => "", owner: u64 => "owner", ttl_ns: u64 => "ttl_ns" },
+        /// `OK` (`ok`) or nil: the key exists and has not expired on the master's clock.
+        SetNxResult = (61, "redis_set_nx_result", Acquire) { req: ReqId => "req", key: Key => "", ok: bool => "ok" },
+        /// The compare-and-delete script: `DEL key` only if its value is `owner`.
+        Cad = (62, "redis_cad", Release) { req: ReqId => "req", key: Key => "", owner: u64 => "owner" },
+        CadResult = (63, "redis_cad_result", Release) { req: ReqId => "req", key: Key => "", deleted: bool => "deleted" },
+    }
+}
+
 /// Masters per lock: the master index travels in 4 bits of the request id.
 pub const MASTERS_MAX: u8 = 15;
 
@@ -173,7 +187,7 @@ impl RedlockClient {
     fn unlock_all(&mut self, fx: &mut Vec<Effect>) {
         self.next_round();
         let (key, owner) = (self.base.key, self.owner);
-        self.to_all(|req| Msg::RedisCad { req, key, owner }, fx);
+        self.to_all(|req| Msg::Redis(RedisMsg::Cad { req, key, owner }), fx);
     }
 
     pub fn acquire(&mut self, clocks: Clocks, owner: u64, fx: &mut Vec<Effect>) {
@@ -183,11 +197,13 @@ impl RedlockClient {
         self.next_round();
         let (key, ttl_ns) = (self.base.key, self.cfg.ttl_ns);
         self.to_all(
-            |req| Msg::RedisSetNx {
-                req,
-                key,
-                owner,
-                ttl_ns,
+            |req| {
+                Msg::Redis(RedisMsg::SetNx {
+                    req,
+                    key,
+                    owner,
+                    ttl_ns,
+                })
             },
             fx,
         );
@@ -244,8 +260,12 @@ impl RedlockClient {
 
     pub fn on_message(&mut self, clocks: Clocks, msg: Msg, fx: &mut Vec<Effect>) -> LockEvent {
         let (req, ok) = match msg {
-            Msg::RedisSetNxResult { req, ok, .. } if self.phase == Phase::Acquiring => (req, ok),
-            Msg::RedisCadResult { req, .. } if self.phase == Phase::Releasing => (req, false),
+            Msg::Redis(RedisMsg::SetNxResult { req, ok, .. }) if self.phase == Phase::Acquiring => {
+                (req, ok)
+            }
+            Msg::Redis(RedisMsg::CadResult { req, .. }) if self.phase == Phase::Releasing => {
+                (req, false)
+            }
             _ => return LockEvent::Pending,
         };
         let Some(master) = self.master_of(req) else {
@@ -375,12 +395,12 @@ impl RedisMaster {
 
     fn on_request(&mut self, clocks: Clocks, msg: Msg, fx: &mut Vec<Effect>) -> Option<Msg> {
         Some(match msg {
-            Msg::RedisSetNx {
+            Msg::Redis(RedisMsg::SetNx {
                 req,
                 key,
                 owner,
                 ttl_ns,
-            } => {
+            }) => {
                 let ok = self.live(key, clocks.wall_ns).is_none();
                 if ok {
                     let expires_wall_ns = clocks.wall_ns.saturating_add(ttl_ns as i64);
@@ -393,15 +413,15 @@ impl RedisMaster {
                     );
                     self.persist(fx);
                 }
-                Msg::RedisSetNxResult { req, key, ok }
+                Msg::Redis(RedisMsg::SetNxResult { req, key, ok })
             }
-            Msg::RedisCad { req, key, owner } => {
+            Msg::Redis(RedisMsg::Cad { req, key, owner }) => {
                 let deleted = self.live(key, clocks.wall_ns) == Some(owner);
                 if deleted {
                     self.keys.remove(&key);
                     self.persist(fx);
                 }
-                Msg::RedisCadResult { req, key, deleted }
+                Msg::Redis(RedisMsg::CadResult { req, key, deleted })
             }
             _ => return None,
         })
@@ -511,11 +531,11 @@ mod tests {
         let mut fx = Vec::new();
         c.on_message(
             now,
-            Msg::RedisSetNxResult {
+            Msg::Redis(RedisMsg::SetNxResult {
                 req,
                 key: Key(0),
                 ok,
-            },
+            }),
             &mut fx,
         )
     }
@@ -594,12 +614,12 @@ mod tests {
     }
 
     fn set(req: ReqId, owner: u64) -> Msg {
-        Msg::RedisSetNx {
+        Msg::Redis(RedisMsg::SetNx {
             req,
             key: Key(0),
             owner,
             ttl_ns: 10_000 * MS,
-        }
+        })
     }
 
     fn ask(m: &mut RedisMaster, now: Clocks, msg: Msg) -> (Option<Msg>, Vec<Effect>) {
@@ -618,7 +638,7 @@ mod tests {
 
     fn ok(reply: Option<Msg>) -> bool {
         match reply {
-            Some(Msg::RedisSetNxResult { ok, .. }) => ok,
+            Some(Msg::Redis(RedisMsg::SetNxResult { ok, .. })) => ok,
             other => panic!("{other:?}"),
         }
     }
@@ -648,12 +668,19 @@ mod tests {
             restart_delay_ns: 0,
         });
         ask(&mut m, at(0), set(1, 7));
-        let cad = |owner| Msg::RedisCad {
-            req: 2,
-            key: Key(0),
-            owner,
+        let cad = |owner| {
+            Msg::Redis(RedisMsg::Cad {
+                req: 2,
+                key: Key(0),
+                owner,
+            })
         };
-        let deleted = |r: Option<Msg>| matches!(r, Some(Msg::RedisCadResult { deleted: true, .. }));
+        let deleted = |r: Option<Msg>| {
+            matches!(
+                r,
+                Some(Msg::Redis(RedisMsg::CadResult { deleted: true, .. }))
+            )
+        };
         assert!(!deleted(ask(&mut m, at(1), cad(8)).0));
         assert!(deleted(ask(&mut m, at(1), cad(7)).0));
     }

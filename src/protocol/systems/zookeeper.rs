@@ -46,12 +46,40 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::protocol::msg::{Key, Msg, Token};
+use crate::protocol::msg::{Key, Msg, ReqId, Token};
 use crate::protocol::node::{Clocks, Effect, Input, Nanos, Node, NodeId, Observation, TimerId};
 use crate::protocol::record::{persist_if_changed, RecordReader, RecordWriter};
 use crate::protocol::systems::base::{
     ClientBase, LockEvent, Requests, Timeout, CLIENT_REQUEST, CLIENT_TIMER_A,
 };
+
+crate::protocol::msg::system_msgs! {
+    /// ZooKeeper's messages (`Msg::Zk`). A session is the client's
+    /// acquisition nonce; any request from it keeps it alive.
+    pub enum ZkMsg {
+        /// `create(lock/lock-, EPHEMERAL_SEQUENTIAL)`; idempotent per session
+        /// (Curator's protected mode), so a retransmission makes no second node.
+        Create = (21, "zk_create", Acquire) { req: ReqId => "req", key: Key => "", session: u64 => "session" },
+        Created = (22, "zk_created", Acquire) { req: ReqId => "req", key: Key => "", session: u64 => "session", seq: u64 => "seq" },
+        /// `getChildren(lock, watch)` as seen by the owner of node `seq`.
+        GetChildren = (23, "zk_get_children", Acquire) { req: ReqId => "req", key: Key => "", session: u64 => "session", seq: u64 => "seq", watch: bool => "watch" },
+        /// The children as the recipe reads them: the lowest sequence, the
+        /// highest one below `seq` (0: none), and whether `seq` still exists.
+        Children = (24, "zk_children", Acquire) { req: ReqId => "req", key: Key => "", lowest: u64 => "lowest", pred: u64 => "pred", mine: bool => "mine" },
+        /// `exists(lock/<seq>, watch = true)`.
+        Exists = (25, "zk_exists", Acquire) { req: ReqId => "req", key: Key => "", session: u64 => "session", seq: u64 => "seq" },
+        Stat = (26, "zk_stat", Acquire) { req: ReqId => "req", key: Key => "", seq: u64 => "seq", exists: bool => "exists" },
+        /// A watch fired: node `seq` was deleted (a child of the lock node changed).
+        Watch = (27, "zk_watch", Acquire) { key: Key => "", seq: u64 => "deleted" },
+        /// Client heartbeat.
+        Ping = (28, "zk_ping", Replica) { key: Key => "", session: u64 => "session" },
+        /// `delete(lock/<seq>)` and close the session: the release.
+        Delete = (29, "zk_delete", Release) { req: ReqId => "req", key: Key => "", session: u64 => "session", seq: u64 => "seq" },
+        Deleted = (30, "zk_deleted", Release) { req: ReqId => "req", key: Key => "" },
+        /// The session expired on the server: its ephemeral nodes are gone.
+        SessionExpired = (31, "zk_session_expired", Rejected) { req: ReqId => "req", key: Key => "", session: u64 => "session" },
+    }
+}
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct ZkClientConfig {
@@ -113,11 +141,11 @@ impl ZkClient {
         self.changed = false;
         self.phase = Phase::Creating;
         let req = self.requests.take_req();
-        let msg = Msg::ZkCreate {
+        let msg = Msg::Zk(ZkMsg::Create {
             req,
             key: self.base.key,
             session: owner,
-        };
+        });
         self.requests.send(clocks, self.cfg.server, msg, fx);
         fx.push(Effect::SetTimer {
             timer: PING,
@@ -128,12 +156,12 @@ impl ZkClient {
     pub fn release(&mut self, clocks: Clocks, fx: &mut Vec<Effect>) {
         self.phase = Phase::Deleting;
         let req = self.requests.take_req();
-        let msg = Msg::ZkDelete {
+        let msg = Msg::Zk(ZkMsg::Delete {
             req,
             key: self.base.key,
             session: self.session,
             seq: self.seq,
-        };
+        });
         self.requests.send(clocks, self.cfg.server, msg, fx);
     }
 
@@ -141,13 +169,13 @@ impl ZkClient {
         self.phase = Phase::Listing;
         self.changed = false;
         let req = self.requests.take_req();
-        let msg = Msg::ZkGetChildren {
+        let msg = Msg::Zk(ZkMsg::GetChildren {
             req,
             key: self.base.key,
             session: self.session,
             seq: self.seq,
             watch: self.cfg.herd,
-        };
+        });
         self.requests.send(clocks, self.cfg.server, msg, fx);
     }
 
@@ -162,12 +190,12 @@ impl ZkClient {
     fn check_predecessor(&mut self, clocks: Clocks, fx: &mut Vec<Effect>) {
         self.phase = Phase::Checking;
         let req = self.requests.take_req();
-        let msg = Msg::ZkExists {
+        let msg = Msg::Zk(ZkMsg::Exists {
             req,
             key: self.base.key,
             session: self.session,
             seq: self.pred,
-        };
+        });
         self.requests.send(clocks, self.cfg.server, msg, fx);
     }
 
@@ -181,20 +209,22 @@ impl ZkClient {
 
     pub fn on_message(&mut self, clocks: Clocks, msg: Msg, fx: &mut Vec<Effect>) -> LockEvent {
         match (self.phase, msg) {
-            (Phase::Creating, Msg::ZkCreated { req, seq, .. }) if self.requests.answers(req) => {
+            (Phase::Creating, Msg::Zk(ZkMsg::Created { req, seq, .. }))
+                if self.requests.answers(req) =>
+            {
                 self.requests.forget(fx);
                 self.seq = seq;
                 self.list(clocks, fx);
             }
             (
                 Phase::Listing,
-                Msg::ZkChildren {
+                Msg::Zk(ZkMsg::Children {
                     req,
                     lowest,
                     pred,
                     mine,
                     ..
-                },
+                }),
             ) => {
                 let Some(sent) = self.requests.answer(req, fx) else {
                     return LockEvent::Pending;
@@ -223,7 +253,9 @@ impl ZkClient {
                     self.check_predecessor(clocks, fx);
                 }
             }
-            (Phase::Checking, Msg::ZkStat { req, exists, .. }) if self.requests.answers(req) => {
+            (Phase::Checking, Msg::Zk(ZkMsg::Stat { req, exists, .. }))
+                if self.requests.answers(req) =>
+            {
                 self.requests.forget(fx);
                 if exists {
                     self.wait(clocks, fx);
@@ -231,13 +263,15 @@ impl ZkClient {
                     self.list(clocks, fx);
                 }
             }
-            (Phase::Waiting, Msg::ZkWatch { .. }) => self.list(clocks, fx),
-            (Phase::Listing | Phase::Checking, Msg::ZkWatch { .. }) => self.changed = true,
-            (Phase::Deleting, Msg::ZkDeleted { req, .. }) if self.requests.answers(req) => {
+            (Phase::Waiting, Msg::Zk(ZkMsg::Watch { .. })) => self.list(clocks, fx),
+            (Phase::Listing | Phase::Checking, Msg::Zk(ZkMsg::Watch { .. })) => self.changed = true,
+            (Phase::Deleting, Msg::Zk(ZkMsg::Deleted { req, .. }))
+                if self.requests.answers(req) =>
+            {
                 self.end_session(fx);
                 return LockEvent::Released;
             }
-            (_, Msg::ZkSessionExpired { req, .. }) if self.requests.answers(req) => {
+            (_, Msg::Zk(ZkMsg::SessionExpired { req, .. })) if self.requests.answers(req) => {
                 let released = self.phase == Phase::Deleting;
                 self.end_session(fx);
                 return if released {
@@ -269,10 +303,10 @@ impl ZkClient {
             PING if self.phase != Phase::Idle => {
                 fx.push(Effect::Send {
                     to: self.cfg.server,
-                    msg: Msg::ZkPing {
+                    msg: Msg::Zk(ZkMsg::Ping {
                         key: self.base.key,
                         session: self.session,
-                    },
+                    }),
                 });
                 fx.push(Effect::SetTimer {
                     timer: PING,
@@ -488,7 +522,7 @@ impl ZkServer {
             if w.key == key && (w.seq == seq || w.seq == 0) {
                 fx.push(Effect::Send {
                     to: w.client,
-                    msg: Msg::ZkWatch { key, seq },
+                    msg: Msg::Zk(ZkMsg::Watch { key, seq }),
                 });
             } else {
                 kept.push(w);
@@ -505,17 +539,17 @@ impl ZkServer {
 
     fn on_request(&mut self, clocks: Clocks, from: NodeId, msg: Msg, fx: &mut Vec<Effect>) {
         let (req, key, session) = match msg {
-            Msg::ZkCreate { req, key, session }
-            | Msg::ZkGetChildren {
+            Msg::Zk(ZkMsg::Create { req, key, session })
+            | Msg::Zk(ZkMsg::GetChildren {
                 req, key, session, ..
-            }
-            | Msg::ZkExists {
+            })
+            | Msg::Zk(ZkMsg::Exists {
                 req, key, session, ..
-            }
-            | Msg::ZkDelete {
+            })
+            | Msg::Zk(ZkMsg::Delete {
                 req, key, session, ..
-            } => (req, key, session),
-            Msg::ZkPing { session, .. } => {
+            }) => (req, key, session),
+            Msg::Zk(ZkMsg::Ping { session, .. }) => {
                 self.touch(clocks, session, fx);
                 return;
             }
@@ -524,12 +558,12 @@ impl ZkServer {
         if !self.touch(clocks, session, fx) {
             fx.push(Effect::Send {
                 to: from,
-                msg: Msg::ZkSessionExpired { req, key, session },
+                msg: Msg::Zk(ZkMsg::SessionExpired { req, key, session }),
             });
             return;
         }
         let reply = match msg {
-            Msg::ZkCreate { .. } => {
+            Msg::Zk(ZkMsg::Create { .. }) => {
                 let existing = self.sessions[&session].node;
                 let seq = match existing {
                     Some((_, seq)) => seq,
@@ -545,14 +579,14 @@ impl ZkServer {
                         seq
                     }
                 };
-                Msg::ZkCreated {
+                Msg::Zk(ZkMsg::Created {
                     req,
                     key,
                     session,
                     seq,
-                }
+                })
             }
-            Msg::ZkGetChildren { seq, watch, .. } => {
+            Msg::Zk(ZkMsg::GetChildren { seq, watch, .. }) => {
                 let mut children = self.nodes.range((key, 1)..=(key, u64::MAX));
                 let lowest = children.clone().next().map_or(0, |(&(_, s), _)| s);
                 let pred = children
@@ -566,15 +600,15 @@ impl ZkServer {
                         seq: 0,
                     });
                 }
-                Msg::ZkChildren {
+                Msg::Zk(ZkMsg::Children {
                     req,
                     key,
                     lowest,
                     pred,
                     mine: self.nodes.contains_key(&(key, seq)),
-                }
+                })
             }
-            Msg::ZkExists { seq, .. } => {
+            Msg::Zk(ZkMsg::Exists { seq, .. }) => {
                 let exists = self.nodes.contains_key(&(key, seq));
                 if exists {
                     self.watch(Watch {
@@ -584,14 +618,14 @@ impl ZkServer {
                         seq,
                     });
                 }
-                Msg::ZkStat {
+                Msg::Zk(ZkMsg::Stat {
                     req,
                     key,
                     seq,
                     exists,
-                }
+                })
             }
-            Msg::ZkDelete { seq, .. } => {
+            Msg::Zk(ZkMsg::Delete { seq, .. }) => {
                 if self.nodes.get(&(key, seq)) == Some(&session) {
                     self.delete_node(key, seq, fx);
                 }
@@ -601,7 +635,7 @@ impl ZkServer {
                 self.sessions.remove(&session);
                 self.expired.insert(session);
                 self.watches.retain(|w| w.session != session);
-                Msg::ZkDeleted { req, key }
+                Msg::Zk(ZkMsg::Deleted { req, key })
             }
             _ => unreachable!("only requests reach here"),
         };
@@ -636,11 +670,11 @@ mod tests {
 
     fn create(s: &mut ZkServer, now: Nanos, client: u16, session: u64) -> u64 {
         let mut fx = Vec::new();
-        let msg = Msg::ZkCreate {
+        let msg = Msg::Zk(ZkMsg::Create {
             req: 1,
             key: Key(0),
             session,
-        };
+        });
         s.handle(
             at(now),
             Input::Message {
@@ -650,7 +684,7 @@ mod tests {
             &mut fx,
         );
         match sent(&fx).last() {
-            Some((_, Msg::ZkCreated { seq, .. })) => *seq,
+            Some((_, Msg::Zk(ZkMsg::Created { seq, .. }))) => *seq,
             other => panic!("expected zk_created, got {other:?}"),
         }
     }
@@ -675,12 +709,12 @@ mod tests {
         create(&mut s, 0, 3, 33);
         let mut fx = Vec::new();
         for (client, session, pred) in [(2u16, 22u64, 1u64), (3, 33, 2)] {
-            let msg = Msg::ZkExists {
+            let msg = Msg::Zk(ZkMsg::Exists {
                 req: 2,
                 key: Key(0),
                 session,
                 seq: pred,
-            };
+            });
             s.handle(
                 at(T),
                 Input::Message {
@@ -694,10 +728,10 @@ mod tests {
                 at(8 * T),
                 Input::Message {
                     from: NodeId(client),
-                    msg: Msg::ZkPing {
+                    msg: Msg::Zk(ZkMsg::Ping {
                         key: Key(0),
                         session,
-                    },
+                    }),
                 },
                 &mut fx,
             );
@@ -712,7 +746,7 @@ mod tests {
         );
         let watches: Vec<NodeId> = sent(&fx)
             .into_iter()
-            .filter(|(_, m)| matches!(m, Msg::ZkWatch { .. }))
+            .filter(|(_, m)| matches!(m, Msg::Zk(ZkMsg::Watch { .. })))
             .map(|(to, _)| to)
             .collect();
         assert_eq!(watches, vec![NodeId(2)], "only the successor is notified");
@@ -791,36 +825,39 @@ mod tests {
         answer(
             &mut c,
             &mut fx,
-            Msg::ZkCreated {
+            Msg::Zk(ZkMsg::Created {
                 req: r,
                 key: Key(0),
                 session: 7,
                 seq: 2,
-            },
+            }),
         );
         let r = req(&fx);
         let check = answer(
             &mut c,
             &mut fx,
-            Msg::ZkChildren {
+            Msg::Zk(ZkMsg::Children {
                 req: r,
                 key: Key(0),
                 lowest: 1,
                 pred: 1,
                 mine: true,
-            },
+            }),
         );
-        assert!(matches!(check[..], [(_, Msg::ZkExists { seq: 1, .. })]));
+        assert!(matches!(
+            check[..],
+            [(_, Msg::Zk(ZkMsg::Exists { seq: 1, .. }))]
+        ));
         let r = req(&fx);
         answer(
             &mut c,
             &mut fx,
-            Msg::ZkStat {
+            Msg::Zk(ZkMsg::Stat {
                 req: r,
                 key: Key(0),
                 seq: 1,
                 exists: true,
-            },
+            }),
         );
         assert_eq!(c.phase, Phase::Waiting);
         // The predecessor's deletion notice is lost; the next ping re-checks.
@@ -830,7 +867,10 @@ mod tests {
         assert!(
             matches!(
                 again[..],
-                [(_, Msg::ZkPing { .. }), (_, Msg::ZkExists { seq: 1, .. })]
+                [
+                    (_, Msg::Zk(ZkMsg::Ping { .. })),
+                    (_, Msg::Zk(ZkMsg::Exists { seq: 1, .. }))
+                ]
             ),
             "{again:?}"
         );
@@ -838,14 +878,17 @@ mod tests {
         let relist = answer(
             &mut c,
             &mut fx,
-            Msg::ZkStat {
+            Msg::Zk(ZkMsg::Stat {
                 req: r,
                 key: Key(0),
                 seq: 1,
                 exists: false,
-            },
+            }),
         );
-        assert!(matches!(relist[..], [(_, Msg::ZkGetChildren { .. })]));
+        assert!(matches!(
+            relist[..],
+            [(_, Msg::Zk(ZkMsg::GetChildren { .. }))]
+        ));
     }
 
     #[test]
@@ -855,12 +898,12 @@ mod tests {
         });
         assert_eq!(create(&mut s, 0, 1, 11), 1);
         let mut fx = Vec::new();
-        let delete = Msg::ZkDelete {
+        let delete = Msg::Zk(ZkMsg::Delete {
             req: 2,
             key: Key(0),
             session: 11,
             seq: 1,
-        };
+        });
         s.handle(
             at(T),
             Input::Message {
@@ -870,11 +913,11 @@ mod tests {
             &mut fx,
         );
         fx.clear();
-        let late = Msg::ZkCreate {
+        let late = Msg::Zk(ZkMsg::Create {
             req: 1,
             key: Key(0),
             session: 11,
-        };
+        });
         s.handle(
             at(2 * T),
             Input::Message {
@@ -883,7 +926,10 @@ mod tests {
             },
             &mut fx,
         );
-        assert!(matches!(sent(&fx)[..], [(_, Msg::ZkSessionExpired { .. })]));
+        assert!(matches!(
+            sent(&fx)[..],
+            [(_, Msg::Zk(ZkMsg::SessionExpired { .. }))]
+        ));
         assert!(
             s.nodes.is_empty(),
             "no orphan znode that no one pings or deletes"

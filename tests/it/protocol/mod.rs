@@ -3,6 +3,7 @@
 
 mod alternatives_effects;
 mod alternatives_table;
+mod catalogue;
 mod dynamodb;
 mod etcd;
 mod multi_lock;
