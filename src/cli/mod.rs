@@ -27,7 +27,7 @@ use anyhow::Result;
 
 use crate::scenario;
 use args::Command;
-pub use flags::{default_jobs, jobs, JOBS_MAX};
+use flags::default_jobs;
 
 pub use crate::suite::exit::{
     Verdict, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK,
