@@ -394,13 +394,37 @@ fn mutated_histories_never_panic_or_leak_rust_words() {
     });
 }
 
-/// Runs the binary with `args` under the time budget and an address-space
-/// cap; returns its exit code and stderr.
-fn fencesim_capped(args: &[String]) -> (i32, String) {
+/// A scratch working directory for drawn command lines: the files they name
+/// (`scenarios/`, `models/`, `README.md`, `Cargo.toml`) are links into the
+/// repository, and whatever a drawn `--report`, `--junit` or `--metrics`
+/// writes lands here, not in the checkout (a drawn `--report
+/// 0xffffffffffffffff` once left a directory of that name in the repository).
+fn sandbox() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for name in ["scenarios", "models", "README.md", "Cargo.toml"] {
+        std::os::unix::fs::symlink(common::root().join(name), dir.path().join(name))
+            .expect("links into the repository");
+    }
+    dir
+}
+
+/// The repository's top-level entries: a fuzz run must leave them as they were.
+fn top_level_entries() -> Vec<std::ffi::OsString> {
+    let mut names: Vec<_> = std::fs::read_dir(common::root())
+        .expect("reads the repository root")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Runs the binary in `dir` with `args` under the time budget and an
+/// address-space cap; returns its exit code and stderr.
+fn fencesim_capped(dir: &std::path::Path, args: &[String]) -> (i32, String) {
     use std::os::unix::process::CommandExt;
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_fencesim"));
     cmd.args(args)
-        .current_dir(common::root())
+        .current_dir(dir)
         .env("RUST_BACKTRACE", "0")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
@@ -542,8 +566,10 @@ fn drawn_command_lines_exit_0_1_or_2_and_refuse_in_plain_words() {
         ..Config::default()
     });
     let started = Instant::now();
+    let before = top_level_entries();
+    let dir = sandbox();
     let result = runner.run(&command_line(), |args| {
-        let (code, err) = fencesim_capped(&args);
+        let (code, err) = fencesim_capped(dir.path(), &args);
         prop_assert!(
             matches!(code, 0..=2),
             "fencesim {args:?} exited {code}: {err}"
@@ -574,6 +600,11 @@ fn drawn_command_lines_exit_0_1_or_2_and_refuse_in_plain_words() {
     if let Err(e) = result {
         panic!("fuzz command lines: {e}");
     }
+    assert_eq!(
+        top_level_entries(),
+        before,
+        "drawn command lines wrote into the repository's root"
+    );
 }
 
 /// Misuse of the command line: bad values, missing files, odd combinations.
@@ -671,9 +702,10 @@ fn command_line_misuse_exits_0_1_or_2_within_a_time_budget() {
         vec!["help", "run"],
         vec!["nonsense"],
     ];
+    let dir = sandbox();
     for args in &misuse {
         let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-        let (code, err) = fencesim_capped(&args);
+        let (code, err) = fencesim_capped(dir.path(), &args);
         assert!(
             matches!(code, 0..=2),
             "fencesim {args:?} exited {code}: {err}"
