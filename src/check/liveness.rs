@@ -9,29 +9,28 @@
 //! is that last record's key (a multi-lock worker stuck in a deadlock is
 //! named with the lock it waits for).
 
-use std::collections::BTreeMap;
-
+use super::node_map::NodeMap;
 use super::{Violation, ViolationKind};
 use crate::history::{Event, History, Kind};
 
 #[derive(Default)]
 pub struct Liveness {
     /// node -> seq and key of its last record
-    last: BTreeMap<u16, (u64, Option<u16>)>,
-    down: std::collections::BTreeSet<u16>,
+    last: NodeMap<(u64, Option<u16>)>,
+    down: NodeMap<()>,
 }
 
 impl Liveness {
     pub fn observe(&mut self, h: &History, e: &Event, out: &mut Vec<Violation>) {
         match e.kind {
             Kind::Crash | Kind::Pause => {
-                self.down.insert(e.node);
+                self.down.insert(e.node, ());
             }
             Kind::Restart | Kind::Resume => {
-                self.down.remove(&e.node);
+                self.down.remove(e.node);
             }
-            Kind::Unfinished if !self.down.contains(&e.node) => {
-                let last = self.last.get(&e.node).copied();
+            Kind::Unfinished if !self.down.contains(e.node) => {
+                let last = self.last.get(e.node).copied();
                 let mut evidence: Vec<u64> = last.map(|(seq, _)| seq).into_iter().collect();
                 evidence.push(e.seq);
                 out.push(Violation {

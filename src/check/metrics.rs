@@ -14,8 +14,7 @@
 //! node's own clock or account. Time running backwards (refused by
 //! `history::validate`, possible in a history built in memory) counts as 0.
 
-use std::collections::BTreeMap;
-
+use super::node_map::NodeMap;
 use crate::history::{Event, Kind};
 
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
@@ -31,9 +30,9 @@ pub struct RunMetrics {
 pub struct Metrics {
     pub out: RunMetrics,
     /// worker -> since when it has been asking for a lease.
-    waiting: BTreeMap<u16, u64>,
+    waiting: NodeMap<u64>,
     /// worker -> since when it has held one.
-    holding: BTreeMap<u16, u64>,
+    holding: NodeMap<u64>,
 }
 
 impl Metrics {
@@ -41,23 +40,23 @@ impl Metrics {
         let t = e.t_true_ns;
         match e.kind {
             Kind::AcquireSent => {
-                self.waiting.entry(e.node).or_insert(t);
+                self.waiting.or_insert(e.node, t);
             }
             Kind::GrantReceived => {
-                if let Some(since) = self.waiting.remove(&e.node) {
+                if let Some(since) = self.waiting.remove(e.node) {
                     self.out.acquisition_wait_ns.push(t.saturating_sub(since));
                 }
-                self.holding.entry(e.node).or_insert(t);
+                self.holding.or_insert(e.node, t);
             }
             Kind::ReleaseSent | Kind::LeaseLost | Kind::OpAbandoned | Kind::Crash => {
-                if let Some(since) = self.holding.remove(&e.node) {
+                if let Some(since) = self.holding.remove(e.node) {
                     self.out.lease_held_ns.push(t.saturating_sub(since));
                 }
                 if e.kind == Kind::LeaseLost {
                     self.out.lost_leases += 1;
                 }
                 if e.kind == Kind::Crash {
-                    self.waiting.remove(&e.node);
+                    self.waiting.remove(e.node);
                 }
             }
             Kind::RenewOk => self.out.renewal_slack_ns.push(e.value.unwrap_or(0)),
@@ -67,7 +66,7 @@ impl Metrics {
     }
 
     pub fn finish(mut self, end_ns: u64) -> RunMetrics {
-        for (_, since) in std::mem::take(&mut self.holding) {
+        for (_, since) in self.holding.drain() {
             self.out.lease_held_ns.push(end_ns.saturating_sub(since));
         }
         self.out

@@ -19,6 +19,7 @@ pub mod effects;
 pub mod generations;
 pub mod liveness;
 pub mod metrics;
+pub mod node_map;
 pub mod overlap;
 pub mod release;
 pub mod renewal;

@@ -7,13 +7,14 @@
 
 use std::collections::BTreeMap;
 
+use super::node_map::NodeMap;
 use super::Info;
 use crate::history::{Event, Kind};
 
 #[derive(Default)]
 pub struct Overlap {
     /// key -> node -> since (true ns)
-    believers: BTreeMap<u16, BTreeMap<u16, u64>>,
+    believers: BTreeMap<u16, NodeMap<u64>>,
     /// key -> when the current overlap began
     since: BTreeMap<u16, u64>,
 }
@@ -24,22 +25,21 @@ impl Overlap {
             Kind::GrantReceived | Kind::BecameActive => {
                 let Some(key) = e.key else { return };
                 let b = self.believers.entry(key).or_default();
-                b.entry(e.node).or_insert(e.t_true_ns);
+                b.or_insert(e.node, e.t_true_ns);
                 if b.len() == 2 && !self.since.contains_key(&key) {
                     self.since.insert(key, e.t_true_ns);
                     info.overlaps += 1;
                 }
             }
             Kind::ReleaseSent | Kind::OpAbandoned | Kind::Crash | Kind::SteppedDown => {
-                let keys: Vec<u16> = match e.key {
-                    Some(k) => vec![k],
-                    None => self.believers.keys().copied().collect(),
-                };
-                for key in keys {
-                    let Some(b) = self.believers.get_mut(&key) else {
-                        continue;
-                    };
-                    b.remove(&e.node);
+                // A keyless record (a crash) ends the node's belief in every key.
+                let only = e.key;
+                for (&key, b) in self
+                    .believers
+                    .iter_mut()
+                    .filter(|(k, _)| only.is_none_or(|o| **k == o))
+                {
+                    b.remove(e.node);
                     if b.len() < 2 {
                         if let Some(start) = self.since.remove(&key) {
                             info.overlap_ns = info
