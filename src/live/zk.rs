@@ -85,13 +85,30 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
         .context("starting the ZooKeeper client's runtime")
 }
 
+/// A session with the ensemble. One attempt may time out while a member
+/// that was just restarted, paused or partitioned by the previous scenario
+/// still syncs with the leader (it already answers `srvr` as a follower),
+/// or while a loaded machine starts five workers' sessions at once: the
+/// attempt is repeated for up to 10 s before the worker gives up.
 async fn connect(endpoints: &[String], session_ms: u64) -> Result<zk::Client> {
-    zk::Client::connector()
-        .with_session_timeout(Duration::from_millis(session_ms))
-        .with_connection_timeout(Duration::from_millis(2_000))
-        .connect(&endpoints.join(","))
-        .await
-        .with_context(|| format!("connecting to ZooKeeper at {}", endpoints.join(",")))
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let attempt = zk::Client::connector()
+            .with_session_timeout(Duration::from_millis(session_ms))
+            .with_connection_timeout(Duration::from_millis(2_000))
+            .connect(&endpoints.join(","))
+            .await;
+        match attempt {
+            Ok(client) => return Ok(client),
+            Err(_) if std::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => {
+                return Err(e)
+                    .with_context(|| format!("connecting to ZooKeeper at {}", endpoints.join(",")))
+            }
+        }
+    }
 }
 
 /// Removes the run's lock nodes: every trial starts with an empty queue.
