@@ -26,6 +26,7 @@
 //! | redlock | Redlock (redis.io "Distributed Locks with Redis") | N independent Redis masters, `SET NX PX` on a majority within validity | none | none |
 //! | etcd-mutex | etcd clientv3 `concurrency.Mutex` after PR #11408 (re-reads its key after waiting) | revisions, leases, watches | create revision | atomic CAS (`fence = false`: none) |
 //! | etcd-mutex-no-recheck | the same Mutex as in etcd 3.4.3 (Jepsen: returns the lock after its lease expired while waiting) | revisions, leases, watches | create revision | atomic CAS (`fence = false`: none) |
+//! | pg-advisory-lock | PostgreSQL session-level `pg_try_advisory_lock` guarding another store | sessions ended by the keepalive timeout | none (`fence = true`: `nextval` in the same statement) | none (`fence = true`: atomic CAS) |
 //! | effect-naive | fenced-cas, then an email/payment call retried on timeout | CAD | durable counter | atomic CAS | + effect call, no key |
 //! | effect-idempotency-key | fenced-cas, then the call with the op id as idempotency key | CAD | durable counter | atomic CAS | + effect call, keyed |
 //! | single-db | one database owns lock and data: `SELECT … FOR UPDATE`, `UPDATE`, `COMMIT` | COMMIT | transaction ids | live transaction | unchanged, pointed at the db |
@@ -66,6 +67,7 @@ pub enum ProtocolKind {
     EtcdMutex,
     EtcdMutexNoRecheck,
     Github2012Pair,
+    PgAdvisoryLock,
 }
 
 /// How a protocol's nodes stand at the scenario's fixed addresses.
@@ -317,6 +319,21 @@ pub const PROTOCOLS: &[ProtocolDef] = &[
         native_token: true,
         options: SERVER_FENCED_OPTIONS,
         system: Some(SystemId::Etcd),
+        ..SERVERS
+    },
+    ProtocolDef {
+        kind: ProtocolKind::PgAdvisoryLock,
+        id: "pg-advisory-lock",
+        summary: "PostgreSQL session-level pg_try_advisory_lock guarding another store: held until the session ends (keepalive timeout); no fence (fence = true: nextval drawn with the lock)",
+        source: "PostgreSQL manual 'Advisory Locks' and pg_try_advisory_lock; tcp_keepalives_idle/interval/count, idle_session_timeout",
+        native_token: true,
+        // Advisory locks carry no token; `fence = true` draws one from a sequence.
+        fence_default: false,
+        replicas_range: Some((1, 1)),
+        // With the token: the store's fence options too (`fence_reads`: the
+        // new holder's read raises the fence before a thawed holder writes).
+        options: SERVER_FENCED_OPTIONS,
+        system: Some(SystemId::PgAdvisory),
         ..SERVERS
     },
     ProtocolDef {

@@ -15,6 +15,7 @@ pub mod base;
 pub mod client;
 pub mod dynamodb;
 pub mod etcd;
+pub mod pg_advisory;
 pub mod redlock;
 pub mod zookeeper;
 
@@ -30,6 +31,7 @@ macro_rules! for_each_system {
             Dynamo => $crate::protocol::dynamodb::DynamoDb,
             Redis => $crate::protocol::redlock::Redlock,
             Etcd => $crate::protocol::etcd::Etcd,
+            PgAdvisory => $crate::protocol::systems::pg_advisory::PgAdvisory,
         }
     };
 }
