@@ -14,7 +14,10 @@
 //! reason about. Each real system's own messages are a nested enum declared
 //! in that system's file with [`system_msgs!`] (`Msg::Zk(ZkMsg)`, …): one
 //! declaration per message yields its wire name, trace tag, key, trace
-//! words and their names, and drawing class.
+//! words and their names, drawing class and lock-domain event. The nested
+//! variants and `Msg`'s delegations to them are generated from the system
+//! registry (`systems::for_each_system!`), so adding a system adds no line
+//! here.
 
 /// A lock key / protected document. Scenarios name keys; ids are indexes.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]

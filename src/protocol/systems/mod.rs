@@ -1,6 +1,6 @@
 //! Real lock systems in which the *client* decides it holds the lock:
-//! ZooKeeper's recipe, etcd's Mutex, Redlock and the DynamoDB lock client,
-//! each one file with its server and client halves, over the shared client
+//! ZooKeeper's recipe, etcd's Mutex, Redlock, the DynamoDB lock client and a
+//! PostgreSQL session-level advisory lock, each one file with its server and client halves, over the shared client
 //! base (`base`) whose [`LockSystem`] contract each file implements.
 //!
 //! The registry below is the one place a system is named outside its own
