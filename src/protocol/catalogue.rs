@@ -26,6 +26,7 @@
 //! | redlock | Redlock (redis.io "Distributed Locks with Redis") | N independent Redis masters, `SET NX PX` on a majority within validity | none | none |
 //! | etcd-mutex | etcd clientv3 `concurrency.Mutex` after PR #11408 (re-reads its key after waiting) | revisions, leases, watches | create revision | atomic CAS (`fence = false`: none) |
 //! | etcd-mutex-no-recheck | the same Mutex as in etcd 3.4.3 (Jepsen: returns the lock after its lease expired while waiting) | revisions, leases, watches | create revision | atomic CAS (`fence = false`: none) |
+//! | pg-advisory-lock | PostgreSQL session-level `pg_try_advisory_lock` guarding another store | sessions ended by the keepalive timeout | none (`fence = true`: `nextval` in the same statement) | none (`fence = true`: atomic CAS) |
 //! | effect-naive | fenced-cas, then an email/payment call retried on timeout | CAD | durable counter | atomic CAS | + effect call, no key |
 //! | effect-idempotency-key | fenced-cas, then the call with the op id as idempotency key | CAD | durable counter | atomic CAS | + effect call, keyed |
 //! | single-db | one database owns lock and data: `SELECT … FOR UPDATE`, `UPDATE`, `COMMIT` | COMMIT | transaction ids | live transaction | unchanged, pointed at the db |
@@ -40,13 +41,9 @@
 
 use crate::protocol::client::LockKind;
 use crate::protocol::coordinator::{CoordinatorConfig, ReleaseStyle, Replication};
-use crate::protocol::dynamodb::DynamoClientConfig;
-use crate::protocol::etcd::EtcdClientConfig;
 use crate::protocol::node::{Nanos, NodeId};
-use crate::protocol::redlock::{RedisMasterConfig, RedlockClientConfig};
 use crate::protocol::resource::{FenceCheck, ResourceConfig};
-use crate::protocol::zookeeper::{ZkClientConfig, ZkServerConfig};
-use crate::protocol::{Role, ServerConfig};
+use crate::protocol::{Role, ServerConfig, SystemId};
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
 pub enum ProtocolKind {
@@ -70,6 +67,7 @@ pub enum ProtocolKind {
     EtcdMutex,
     EtcdMutexNoRecheck,
     Github2012Pair,
+    PgAdvisoryLock,
 }
 
 /// How a protocol's nodes stand at the scenario's fixed addresses.
@@ -131,6 +129,10 @@ pub struct ProtocolDef {
     /// `replication_lag_ms` and `renew_every_ms` (which every protocol takes).
     pub options: &'static [&'static str],
     pub layout: NodeLayout,
+    /// The client-decided system whose servers and client it runs (its
+    /// line in the registry, `systems::for_each_system!`); `None`: the
+    /// layout's built-in nodes.
+    pub system: Option<SystemId>,
 }
 
 impl ProtocolDef {
@@ -172,6 +174,7 @@ const LEASE: ProtocolDef = ProtocolDef {
     replicas_range: Some((1, 8)),
     options: LEASE_OPTIONS,
     layout: NodeLayout::Lease,
+    system: None,
 };
 /// A lease coordinator that issues tokens the resource checks.
 const FENCED: ProtocolDef = ProtocolDef {
@@ -269,6 +272,7 @@ pub const PROTOCOLS: &[ProtocolDef] = &[
         fenced: true,
         native_token: true,
         options: &["strict", "fence_reads", "volatile_fence", "fence", "herd"],
+        system: Some(SystemId::Zk),
         ..SERVERS
     },
     ProtocolDef {
@@ -280,6 +284,7 @@ pub const PROTOCOLS: &[ProtocolDef] = &[
         // The DynamoDB lock client has no token; `fence = true` adds one.
         fence_default: false,
         options: &["fence"],
+        system: Some(SystemId::Dynamo),
         ..SERVERS
     },
     ProtocolDef {
@@ -291,6 +296,7 @@ pub const PROTOCOLS: &[ProtocolDef] = &[
         replicas_default: 5,
         replicas_range: None,
         options: &["masters", "fsync", "restart_delay_ms"],
+        system: Some(SystemId::Redis),
         ..SERVERS
     },
     ProtocolDef {
@@ -301,6 +307,7 @@ pub const PROTOCOLS: &[ProtocolDef] = &[
         fenced: true,
         native_token: true,
         options: SERVER_FENCED_OPTIONS,
+        system: Some(SystemId::Etcd),
         ..SERVERS
     },
     ProtocolDef {
@@ -311,6 +318,22 @@ pub const PROTOCOLS: &[ProtocolDef] = &[
         fenced: true,
         native_token: true,
         options: SERVER_FENCED_OPTIONS,
+        system: Some(SystemId::Etcd),
+        ..SERVERS
+    },
+    ProtocolDef {
+        kind: ProtocolKind::PgAdvisoryLock,
+        id: "pg-advisory-lock",
+        summary: "PostgreSQL session-level pg_try_advisory_lock guarding another store: held until the session ends (keepalive timeout); no fence (fence = true: nextval drawn with the lock)",
+        source: "PostgreSQL manual 'Advisory Locks' and pg_try_advisory_lock; tcp_keepalives_idle/interval/count, idle_session_timeout",
+        native_token: true,
+        // Advisory locks carry no token; `fence = true` draws one from a sequence.
+        fence_default: false,
+        replicas_range: Some((1, 1)),
+        // With the token: the store's fence options too (`fence_reads`: the
+        // new holder's read raises the fence before a thawed holder writes).
+        options: SERVER_FENCED_OPTIONS,
+        system: Some(SystemId::PgAdvisory),
         ..SERVERS
     },
     ProtocolDef {
@@ -525,55 +548,17 @@ impl ProtocolConfig {
 
     /// The node at coordinator address `first + index`.
     pub fn server_role(&self, first: NodeId, index: u8) -> Role {
-        match self.kind {
-            ProtocolKind::ZkSequential => Role::Server(ServerConfig::ZooKeeper(ZkServerConfig {
-                session_timeout_ns: self.lease_ttl_ns,
-            })),
-            ProtocolKind::DynamodbHeartbeat => Role::Server(ServerConfig::DynamoDb),
-            ProtocolKind::Redlock => Role::Server(ServerConfig::Redis(RedisMasterConfig {
-                fsync_always: self.fsync_always,
-                restart_delay_ns: self.restart_delay_ns,
-            })),
-            ProtocolKind::EtcdMutex | ProtocolKind::EtcdMutexNoRecheck => {
-                Role::Server(ServerConfig::Etcd)
-            }
-            _ => Role::Coordinator(self.coordinator(first, index)),
+        match self.kind.def().system {
+            Some(system) => Role::Server(ServerConfig::of(system, self, first, index)),
+            None => Role::Coordinator(self.coordinator(first, index)),
         }
     }
 
     /// Who decides a worker holds the lock; `first` is `coord/0`'s id.
     pub fn lock_kind(&self, first: NodeId) -> LockKind {
-        match self.kind {
-            ProtocolKind::ZkSequential => LockKind::Zk(ZkClientConfig {
-                server: NodeId::COORD_GROUP,
-                session_timeout_ns: self.lease_ttl_ns,
-                herd: self.herd,
-            }),
-            ProtocolKind::DynamodbHeartbeat => LockKind::Dynamo(DynamoClientConfig {
-                table: NodeId::COORD_GROUP,
-                lease_ns: self.lease_ttl_ns,
-                // The client's defaults: 3 s heartbeats against a 10 s lease.
-                heartbeat_ns: self
-                    .renew_every_ns
-                    .unwrap_or(self.lease_ttl_ns * 3 / 10)
-                    .max(1),
-                fence: self.fence,
-            }),
-            ProtocolKind::Redlock => LockKind::Redlock(RedlockClientConfig {
-                first_master: first,
-                masters: self.replicas,
-                ttl_ns: self.lease_ttl_ns,
-            }),
-            ProtocolKind::EtcdMutex | ProtocolKind::EtcdMutexNoRecheck => {
-                LockKind::Etcd(EtcdClientConfig {
-                    server: NodeId::COORD_GROUP,
-                    lease_ttl_ns: self.lease_ttl_ns,
-                    // clientv3 keeps a lease alive every third of its TTL.
-                    keepalive_every_ns: self.renew_every_ns.unwrap_or(self.lease_ttl_ns / 3).max(1),
-                    recheck: self.kind == ProtocolKind::EtcdMutex,
-                })
-            }
-            _ => LockKind::Lease,
+        match self.kind.def().system {
+            Some(system) => LockKind::of(system, self, first),
+            None => LockKind::Lease,
         }
     }
 

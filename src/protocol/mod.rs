@@ -34,13 +34,11 @@ pub use node::{
     Clocks, Durability, Effect, Input, Nanos, Node, NodeId, Observation, StepDownCause, TimerId,
 };
 
+pub use systems::{ServerConfig, SystemId};
+
 use coordinator::{Coordinator, CoordinatorConfig};
-use dynamodb::LockTable;
-use etcd::EtcdServer;
-use redlock::{RedisMaster, RedisMasterConfig};
 use resource::{Resource, ResourceConfig};
 use worker::{Worker, WorkerConfig};
-use zookeeper::{ZkServer, ZkServerConfig};
 
 /// What a node is, with its configuration resolved.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -53,18 +51,6 @@ pub enum Role {
     Server(ServerConfig),
     /// Effect sinks, outboxes and the article's alternatives (see [`alt_role`]).
     Alt(alt_role::AltRole),
-}
-
-/// The real-system lock services.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-pub enum ServerConfig {
-    ZooKeeper(ZkServerConfig),
-    /// A DynamoDB lock table.
-    DynamoDb,
-    /// One of Redlock's independent Redis masters.
-    Redis(RedisMasterConfig),
-    /// An etcd server (revisions, leases, watches).
-    Etcd,
 }
 
 impl Role {
@@ -80,10 +66,7 @@ pub fn build(role: &Role) -> Box<dyn Node> {
         Role::Worker(cfg) => Box::new(Worker::new(cfg)),
         Role::Coordinator(cfg) => Box::new(Coordinator::new(cfg)),
         Role::Resource(cfg) => Box::new(Resource::new(cfg)),
-        Role::Server(ServerConfig::ZooKeeper(cfg)) => Box::new(ZkServer::new(cfg)),
-        Role::Server(ServerConfig::DynamoDb) => Box::new(LockTable::new()),
-        Role::Server(ServerConfig::Redis(cfg)) => Box::new(RedisMaster::new(cfg)),
-        Role::Server(ServerConfig::Etcd) => Box::new(EtcdServer::new()),
+        Role::Server(cfg) => cfg.build(),
         Role::Alt(alt) => alt.build(),
     }
 }

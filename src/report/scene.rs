@@ -93,10 +93,9 @@ impl MsgClass {
             | Msg::QueryMax
             | Msg::MaxIs { .. }
             | Msg::Promote => MsgClass::Replica,
-            Msg::Zk(m) => m.draw(),
-            Msg::Dynamo(m) => m.draw(),
-            Msg::Redis(m) => m.draw(),
-            Msg::Etcd(m) => m.draw(),
+            crate::protocol::systems::system_msg!() => {
+                msg.system_draw().expect("a system message has a class")
+            }
             Msg::PairHeartbeat { .. } => MsgClass::Replica,
             Msg::Stonith { .. } => MsgClass::Release,
             Msg::Reserve { .. } => MsgClass::Acquire,

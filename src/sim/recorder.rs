@@ -10,8 +10,10 @@
 //! on what its reply chooses to repeat.
 //!
 //! In the client-decided protocols (ZooKeeper's recipe, Redlock, DynamoDB's
-//! lock client, etcd's mutex) no message is a grant: the client concludes it
-//! holds the lock. The worker's `Acquired` observation marks that step, and
+//! lock client, etcd's mutex, …) no message is a grant: the client concludes it
+//! holds the lock. Their few lock-domain messages (a release, a fired watch)
+//! say so in their declaration (`LockDomainEvent`); the recorder has no arm
+//! per system. The worker's `Acquired` observation marks that step, and
 //! becomes a `grant_issued` and a `grant_received` at the worker, so the
 //! generation order is the true-time order of the decisions.
 //!
@@ -22,7 +24,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::history::{Event, Kind, Outcome};
-use crate::protocol::msg::{DdbMsg, EtcdMsg, RedisMsg, ZkMsg};
+use crate::protocol::msg::LockDomainEvent;
+use crate::protocol::systems::system_msg;
 use crate::protocol::{Msg, NodeId, Observation};
 
 #[derive(Default)]
@@ -34,10 +37,11 @@ pub struct Recorder {
     releases_in: BTreeMap<(u16, u32), u64>,
     /// owner -> true time its lease runs out, as last granted or renewed.
     expiry: BTreeMap<u64, u64>,
-    /// Redlock: owners whose acquire / release was already recorded (one
-    /// decision goes to N masters as N messages; it is one record).
-    redlock_acquires: BTreeSet<u64>,
-    redlock_releases: BTreeSet<u64>,
+    /// Fanned-out systems (Redlock): nonces whose acquire / release was
+    /// already recorded (one decision goes to N servers as N messages; it
+    /// is one record).
+    fanned_acquires: BTreeSet<u64>,
+    fanned_releases: BTreeSet<u64>,
     /// (node, key) -> grant id of the pair node's current promotion.
     active: BTreeMap<(u16, u16), u64>,
 }
@@ -152,12 +156,9 @@ impl Recorder {
                     e.removed_grant_id = removed.and_then(|o| self.owner_grant.get(&o).copied());
                 }))
             }
-            // Each system's own messages: its file declares them, the
-            // recorder reads the few that are lock-domain events.
-            Msg::Zk(m) => self.zk_sent(from, key, m),
-            Msg::Dynamo(m) => self.dynamo_sent(from, key, m),
-            Msg::Redis(m) => self.redis_sent(from, key, m),
-            Msg::Etcd(m) => self.etcd_sent(from, key, m),
+            // Each system's own messages: its file declares the few that
+            // are lock-domain events, the recorder reads that declaration.
+            system_msg!() => self.system_sent(from, key, msg.lock_domain_event()?),
             Msg::Effect { op, idem_key, .. } => Some(ev(from, Kind::EffectSent, |e| {
                 e.key = key;
                 e.op_id = Some(op.0);
@@ -294,75 +295,33 @@ impl Recorder {
             | Msg::Reserved { .. } => None,
             // The systems' replies: a client library reports the decision
             // it draws from them (`Observation`), not each reply.
-            Msg::Zk(_) | Msg::Dynamo(_) | Msg::Redis(_) | Msg::Etcd(_) => None,
+            system_msg!() => None,
         }
     }
 
-    /// ZooKeeper: a fired watch, and the holder's delete (its release).
-    fn zk_sent(&self, from: NodeId, key: Option<u16>, m: ZkMsg) -> Option<Event> {
-        match m {
-            ZkMsg::Watch { .. } => Some(ev(from, Kind::WatchNotified, |e| e.key = key)),
-            ZkMsg::Delete { session, .. } => Some(self.release_sent(from, key, session)),
-            ZkMsg::Create { .. }
-            | ZkMsg::Created { .. }
-            | ZkMsg::GetChildren { .. }
-            | ZkMsg::Children { .. }
-            | ZkMsg::Exists { .. }
-            | ZkMsg::Stat { .. }
-            | ZkMsg::Ping { .. }
-            | ZkMsg::Deleted { .. }
-            | ZkMsg::SessionExpired { .. } => None,
-        }
-    }
-
-    /// DynamoDB: the owner's conditional delete is its release.
-    fn dynamo_sent(&self, from: NodeId, key: Option<u16>, m: DdbMsg) -> Option<Event> {
-        match m {
-            DdbMsg::Delete { owner, .. } => Some(self.release_sent(from, key, owner)),
-            DdbMsg::Get { .. }
-            | DdbMsg::Item { .. }
-            | DdbMsg::Put { .. }
-            | DdbMsg::PutResult { .. }
-            | DdbMsg::Deleted { .. } => None,
-        }
-    }
-
-    /// Redlock: an attempt's first `SET NX` is its acquire; only a holder's
-    /// compare-and-delete is a release (a failed attempt's unlock is not).
-    fn redis_sent(&mut self, from: NodeId, key: Option<u16>, m: RedisMsg) -> Option<Event> {
-        match m {
-            RedisMsg::SetNx { owner, .. } => self
-                .redlock_acquires
-                .insert(owner)
+    /// A system message that its declaration calls a lock-domain event.
+    fn system_sent(
+        &mut self,
+        from: NodeId,
+        key: Option<u16>,
+        event: LockDomainEvent,
+    ) -> Option<Event> {
+        match event {
+            LockDomainEvent::WatchNotified => Some(ev(from, Kind::WatchNotified, |e| e.key = key)),
+            LockDomainEvent::Release(nonce) => Some(self.release_sent(from, key, nonce)),
+            LockDomainEvent::FannedAcquire(nonce) => self
+                .fanned_acquires
+                .insert(nonce)
                 .then(|| ev(from, Kind::AcquireSent, |e| e.key = key)),
-            RedisMsg::Cad { owner, .. } => {
-                let grant = self.owner_grant.get(&owner).copied()?;
-                self.redlock_releases.insert(owner).then(|| {
+            LockDomainEvent::FannedRelease(nonce) => {
+                let grant = self.owner_grant.get(&nonce).copied()?;
+                self.fanned_releases.insert(nonce).then(|| {
                     ev(from, Kind::ReleaseSent, |e| {
                         e.key = key;
                         e.grant_id = Some(grant);
                     })
                 })
             }
-            RedisMsg::SetNxResult { .. } | RedisMsg::CadResult { .. } => None,
-        }
-    }
-
-    /// etcd: a watch's delete event, and the lease revoke (the release).
-    fn etcd_sent(&self, from: NodeId, key: Option<u16>, m: EtcdMsg) -> Option<Event> {
-        match m {
-            EtcdMsg::DeleteEvent { .. } => Some(ev(from, Kind::WatchNotified, |e| e.key = key)),
-            EtcdMsg::Revoke { lease, .. } => Some(self.release_sent(from, key, lease)),
-            EtcdMsg::LeaseGrant { .. }
-            | EtcdMsg::LeaseGranted { .. }
-            | EtcdMsg::LockTxn { .. }
-            | EtcdMsg::TxnResult { .. }
-            | EtcdMsg::WaitDeletes { .. }
-            | EtcdMsg::Predecessor { .. }
-            | EtcdMsg::GetOwn { .. }
-            | EtcdMsg::OwnKey { .. }
-            | EtcdMsg::KeepAlive { .. }
-            | EtcdMsg::Revoked { .. } => None,
         }
     }
 

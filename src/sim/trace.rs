@@ -266,7 +266,7 @@ pub fn fmt_msg(msg: &Msg) -> String {
         Msg::Accepted { gen, ok } => format!("gen={gen} ok={ok}"),
         Msg::QueryMax | Msg::Promote => String::new(),
         // The systems' own messages (`system_msgs!`) print their declared fields.
-        Msg::Zk(_) | Msg::Dynamo(_) | Msg::Redis(_) | Msg::Etcd(_) => fmt_words(msg),
+        crate::protocol::systems::system_msg!() => fmt_words(msg),
         Msg::Effect {
             req, op, idem_key, ..
         } => format!(

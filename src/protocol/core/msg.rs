@@ -14,7 +14,10 @@
 //! reason about. Each real system's own messages are a nested enum declared
 //! in that system's file with [`system_msgs!`] (`Msg::Zk(ZkMsg)`, …): one
 //! declaration per message yields its wire name, trace tag, key, trace
-//! words and their names, and drawing class.
+//! words and their names, drawing class and lock-domain event. The nested
+//! variants and `Msg`'s delegations to them are generated from the system
+//! registry (`systems::for_each_system!`), so adding a system adds no line
+//! here.
 
 /// A lock key / protected document. Scenarios name keys; ids are indexes.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
@@ -57,15 +60,17 @@ pub fn next_req(req: ReqId) -> ReqId {
     (req & !REQ_COUNTER_MASK) | (req.wrapping_add(1) & REQ_COUNTER_MASK)
 }
 
-pub use crate::protocol::dynamodb::DdbMsg;
-pub use crate::protocol::etcd::EtcdMsg;
-pub use crate::protocol::redlock::RedisMsg;
-pub use crate::protocol::zookeeper::ZkMsg;
+use crate::protocol::systems::base::LockSystem;
 
 /// The simulator moves millions of messages: `Msg` stays a small `Copy`
 /// value (48 bytes when the systems' messages were split out of it).
 const _: () = assert!(std::mem::size_of::<Msg>() <= 48);
 
+/// Declares `Msg` with one nested variant per registered system (the
+/// registry, `systems::for_each_system!`, calls it with its lines), so a
+/// new system adds no line here.
+macro_rules! declare_msg {
+    ($( $variant:ident => $system:path ),* $(,)?) => {
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum Msg {
     // worker -> coordinator
@@ -181,15 +186,12 @@ pub enum Msg {
     /// The failover orchestrator (Sentinel, an election) makes a backup
     /// primary. Sent by the harness on a `failover` fault.
     Promote,
-    // The real systems' own messages, each declared in its system's file.
-    /// ZooKeeper (src/protocol/systems/zookeeper.rs).
-    Zk(ZkMsg),
-    /// The DynamoDB lock table (src/protocol/systems/dynamodb.rs).
-    Dynamo(DdbMsg),
-    /// Redlock's Redis masters (src/protocol/systems/redlock.rs).
-    Redis(RedisMsg),
-    /// etcd (src/protocol/systems/etcd.rs).
-    Etcd(EtcdMsg),
+    // The real systems' own messages, each declared in its system's file
+    // and named by one line of the registry (src/protocol/systems/mod.rs).
+    $(
+        #[doc = concat!("The messages of `", stringify!($system), "`.")]
+        $variant(<$system as LockSystem>::Msg),
+    )*
     // worker or outbox dispatcher -> effect sink (email / payment provider)
     /// Perform the irreversible effect of `op`; `idem_key` is the provider's
     /// idempotency key (`None`: the caller sends none).
@@ -282,10 +284,7 @@ impl Msg {
             Msg::Stonith { .. } => "stonith",
             Msg::Reserve { .. } => "reserve",
             Msg::Reserved { .. } => "reserved",
-            Msg::Zk(m) => m.name(),
-            Msg::Dynamo(m) => m.name(),
-            Msg::Redis(m) => m.name(),
-            Msg::Etcd(m) => m.name(),
+            $( Msg::$variant(m) => m.name(), )*
         }
     }
 
@@ -320,10 +319,7 @@ impl Msg {
             Msg::Stonith { .. } => 45,
             Msg::Reserve { .. } => 46,
             Msg::Reserved { .. } => 47,
-            Msg::Zk(m) => m.tag(),
-            Msg::Dynamo(m) => m.tag(),
-            Msg::Redis(m) => m.tag(),
-            Msg::Etcd(m) => m.tag(),
+            $( Msg::$variant(m) => m.tag(), )*
         }
     }
 
@@ -359,10 +355,7 @@ impl Msg {
             | Msg::Stonith { key, .. }
             | Msg::Reserve { key, .. }
             | Msg::Reserved { key, .. } => key,
-            Msg::Zk(m) => m.key(),
-            Msg::Dynamo(m) => m.key(),
-            Msg::Redis(m) => m.key(),
-            Msg::Etcd(m) => m.key(),
+            $( Msg::$variant(m) => m.key(), )*
         }
     }
 
@@ -371,10 +364,7 @@ impl Msg {
     /// messages have hand-written renderings and answer all blanks.
     pub fn field_names(&self) -> [&'static str; 5] {
         match self {
-            Msg::Zk(m) => m.field_names(),
-            Msg::Dynamo(m) => m.field_names(),
-            Msg::Redis(m) => m.field_names(),
-            Msg::Etcd(m) => m.field_names(),
+            $( Msg::$variant(m) => m.field_names(), )*
             Msg::PairHeartbeat { .. } | Msg::Stonith { .. } => ["", "epoch", "", "", ""],
             Msg::Reserve { .. } => ["req", "", "epoch", "", ""],
             Msg::Reserved { .. } => ["req", "", "ok", "fence", ""],
@@ -463,10 +453,7 @@ impl Msg {
             Msg::Propose { gen } | Msg::MaxIs { gen } => [gen, 0, 0, 0, 0],
             Msg::Accepted { gen, ok } => [gen, ok as u64, 0, 0, 0],
             Msg::QueryMax | Msg::Promote => [0; 5],
-            Msg::Zk(m) => m.words(),
-            Msg::Dynamo(m) => m.words(),
-            Msg::Redis(m) => m.words(),
-            Msg::Etcd(m) => m.words(),
+            $( Msg::$variant(m) => m.words(), )*
             Msg::Effect {
                 req,
                 key,
@@ -499,7 +486,35 @@ impl Msg {
             } => [req as u64, key.0 as u64, ok as u64, fence, 0],
         }
     }
+
+    /// Is it one of the registered systems' own messages?
+    pub fn is_system(&self) -> bool {
+        matches!(self, $( Msg::$variant(_) )|*)
+    }
+
+    /// A system message's drawing class (`None`: a core message, which
+    /// the report classifies itself).
+    pub fn system_draw(&self) -> Option<Draw> {
+        match self {
+            $( Msg::$variant(m) => Some(m.draw()), )*
+            _ => None,
+        }
+    }
+
+    /// What a system message means in the lock domain, as its declaration
+    /// says (`None`: nothing the recorder records, or a core message).
+    pub fn lock_domain_event(&self) -> Option<LockDomainEvent> {
+        match self {
+            $( Msg::$variant(m) => m.lock_domain_event(), )*
+            _ => None,
+        }
+    }
 }
+
+    };
+}
+
+crate::protocol::systems::for_each_system!(declare_msg);
 
 /// How a report draws a message (its colour family).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -512,6 +527,40 @@ pub enum Draw {
     Rejected,
     Replica,
 }
+
+/// What one of a system's messages means in the lock domain — the few the
+/// recorder turns into history records; every other system message is
+/// recorded through the client's `Observation`s. Declared per message in
+/// [`system_msgs!`] (`=> Release(owner)`), so the recorder has no arm per
+/// system.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum LockDomainEvent {
+    /// A fired watch reached a waiter.
+    WatchNotified,
+    /// The holder's release of the grant its acquisition nonce names.
+    Release(u64),
+    /// One copy of an acquisition attempt sent to each of N servers: the
+    /// first copy per nonce is the acquire (one decision, one record).
+    FannedAcquire(u64),
+    /// One copy of a release sent to each of N servers: the first copy of
+    /// a nonce that was granted is its release (a failed attempt's unlock
+    /// is none).
+    FannedRelease(u64),
+}
+
+/// The `lock_domain_event` of one declared message (see [`system_msgs!`]).
+macro_rules! lock_domain_event {
+    () => {
+        None
+    };
+    ($event:ident) => {
+        Some($crate::protocol::msg::LockDomainEvent::$event)
+    };
+    ($event:ident ($nonce:ident)) => {
+        Some($crate::protocol::msg::LockDomainEvent::$event($nonce))
+    };
+}
+pub(crate) use lock_domain_event;
 
 /// A field of a system message as one trace word.
 pub trait Word: Copy {
@@ -560,7 +609,9 @@ pub fn pad_names(names: &[&'static str]) -> [&'static str; 5] {
 /// line per message: `Variant = (tag, "wire_name", Draw) { field: Type =>
 /// "trace name", … }`. Generates `name`, `tag`, `key`, `field_names`,
 /// `words` (fields in declaration order; a `""` trace name is not shown)
-/// and `draw`, so no per-message table is written by hand. Every system
+/// and `draw`, so no per-message table is written by hand. A message that
+/// is a lock-domain event says so after its fields: `=> Release(owner)`,
+/// `=> WatchNotified` (see [`LockDomainEvent`]). Every system
 /// message carries `key`; tags must stay unique across all of `Msg` (the
 /// trace encoding), which `tests/it/sim` pins through the trace hashes.
 macro_rules! system_msgs {
@@ -571,7 +622,7 @@ macro_rules! system_msgs {
                 $(#[$vmeta:meta])*
                 $variant:ident = ($tag:literal, $wire:literal, $draw:ident) {
                     $( $field:ident : $ty:ty => $word:literal ),* $(,)?
-                }
+                } $( => $event:ident $( ($nonce:ident) )? )?
             ),* $(,)?
         }
     ) => {
@@ -608,6 +659,15 @@ macro_rules! system_msgs {
             pub fn field_names(&self) -> [&'static str; 5] {
                 match self {
                     $( $name::$variant { .. } => $crate::protocol::msg::pad_names(&[$($word),*]) ),*
+                }
+            }
+
+            /// What it means in the lock domain (`=> Event(nonce_field)`
+            /// in its declaration; `None`: nothing the recorder records).
+            pub fn lock_domain_event(&self) -> Option<$crate::protocol::msg::LockDomainEvent> {
+                match *self {
+                    $( $name::$variant { $($( $nonce, )?)? .. } =>
+                        $crate::protocol::msg::lock_domain_event!($( $event $( ($nonce) )? )?) ),*
                 }
             }
 

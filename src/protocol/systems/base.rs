@@ -1,12 +1,45 @@
 //! What every client-decided lock client shares, and nothing system-specific:
-//! the events a client reports to the worker, the timer ids it owns, the
-//! worker's configuration it needs, and the one request/retransmit helper.
+//! the [`LockSystem`] contract a system file implements, the events a client
+//! reports to the worker, the timer ids it owns, the worker's configuration
+//! it needs, and the one request/retransmit helper.
 //! ZooKeeper, etcd, Redlock and DynamoDB import this; `client.rs`, which
 //! dispatches to them, imports them — so no file of this wing imports one
 //! that imports it back.
 
+use std::fmt::Debug;
+use std::hash::Hash;
+
+use crate::protocol::catalogue::ProtocolConfig;
 use crate::protocol::msg::{first_req, next_req, Key, Msg, ReqId, Token};
-use crate::protocol::node::{Clocks, Effect, Nanos, NodeId, TimerId};
+use crate::protocol::node::{Clocks, Effect, Nanos, Node, NodeId, TimerId};
+
+/// What a client-decided system's file provides, on one marker type that
+/// its line in the registry (`systems::for_each_system!`) names. The
+/// registry generates `Msg`'s nested variant, `ServerConfig`, `LockKind`
+/// and `LockClient` variants and their dispatch from it.
+///
+/// Besides these, the types must have what the generated dispatch calls:
+/// `Msg` is a `system_msgs!` enum; `Client` has `acquire(clocks, owner, fx)`,
+/// `release(clocks, fx)`, `on_message(clocks, msg, fx) -> LockEvent` and
+/// `on_timer(clocks, timer, fx) -> LockEvent`.
+pub trait LockSystem {
+    /// Its messages, declared with `system_msgs!` (`Msg::<Variant>`).
+    type Msg: Copy + Eq + Hash + Debug;
+    /// The lock server's configuration, resolved from the protocol.
+    type ServerConfig: Copy + Eq + Hash + Debug;
+    /// The lock client's configuration, resolved from the protocol.
+    type ClientConfig: Copy + Eq + Hash + Debug;
+    /// The library in the worker that decides it holds the lock.
+    type Client: Clone + Eq + Hash + Debug;
+
+    /// The server at coordinator address `first + index` (`coord/<index>`).
+    fn server_config(p: &ProtocolConfig, first: NodeId, index: u8) -> Self::ServerConfig;
+    /// A fresh server (first boot, or after a crash).
+    fn server(cfg: Self::ServerConfig) -> Box<dyn Node>;
+    /// The client of a worker; `first` is `coord/0`'s id.
+    fn client_config(p: &ProtocolConfig, first: NodeId) -> Self::ClientConfig;
+    fn client(cfg: Self::ClientConfig, base: ClientBase) -> Self::Client;
+}
 
 /// What a lock client tells the worker.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

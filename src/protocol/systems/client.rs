@@ -16,77 +16,75 @@ pub use super::base::{
     ClientBase, LockEvent, Requests, Sent, Timeout, CLIENT_REQUEST, CLIENT_TIMER_A, CLIENT_TIMER_B,
     CLIENT_TIMER_BASE,
 };
-use crate::protocol::dynamodb::{DynamoClient, DynamoClientConfig};
-use crate::protocol::etcd::{EtcdClient, EtcdClientConfig};
+use crate::protocol::catalogue::ProtocolConfig;
 use crate::protocol::msg::Msg;
-use crate::protocol::node::{Clocks, Effect, TimerId};
-use crate::protocol::redlock::{RedlockClient, RedlockClientConfig};
-use crate::protocol::zookeeper::{ZkClient, ZkClientConfig};
+use crate::protocol::node::{Clocks, Effect, NodeId, TimerId};
+use crate::protocol::systems::{LockSystem, SystemId};
 
-/// Which lock client a worker runs.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-pub enum LockKind {
-    /// The lease coordinator's own grant (`acquire` -> `acquire_ok`).
-    Lease,
-    Zk(ZkClientConfig),
-    Dynamo(DynamoClientConfig),
-    Redlock(RedlockClientConfig),
-    Etcd(EtcdClientConfig),
+/// Declares `LockKind` and `LockClient` with one variant per registered
+/// system (`systems::for_each_system!` calls it with its lines).
+macro_rules! declare_clients {
+    ($( $variant:ident => $system:path ),* $(,)?) => {
+        /// Which lock client a worker runs.
+        #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+        pub enum LockKind {
+            /// The lease coordinator's own grant (`acquire` -> `acquire_ok`).
+            Lease,
+            $( $variant(<$system as LockSystem>::ClientConfig), )*
+        }
+
+        impl LockKind {
+            /// The client of `system` for protocol `p`; `first` is `coord/0`'s id.
+            pub fn of(system: SystemId, p: &ProtocolConfig, first: NodeId) -> LockKind {
+                match system {
+                    $( SystemId::$variant => LockKind::$variant(
+                        <$system as LockSystem>::client_config(p, first)
+                    ), )*
+                }
+            }
+        }
+
+        #[derive(Clone, PartialEq, Eq, Hash, Debug)]
+        pub enum LockClient {
+            $( $variant(<$system as LockSystem>::Client), )*
+        }
+
+        impl LockClient {
+            pub fn new(kind: LockKind, base: ClientBase) -> Option<LockClient> {
+                match kind {
+                    LockKind::Lease => None,
+                    $( LockKind::$variant(cfg) => Some(LockClient::$variant(
+                        <$system as LockSystem>::client(cfg, base)
+                    )), )*
+                }
+            }
+
+            /// Start acquiring under the fresh acquisition nonce `owner`.
+            pub fn acquire(&mut self, clocks: Clocks, owner: u64, fx: &mut Vec<Effect>) {
+                match self {
+                    $( LockClient::$variant(c) => c.acquire(clocks, owner, fx), )*
+                }
+            }
+
+            pub fn release(&mut self, clocks: Clocks, fx: &mut Vec<Effect>) {
+                match self {
+                    $( LockClient::$variant(c) => c.release(clocks, fx), )*
+                }
+            }
+
+            pub fn on_message(&mut self, clocks: Clocks, msg: Msg, fx: &mut Vec<Effect>) -> LockEvent {
+                match self {
+                    $( LockClient::$variant(c) => c.on_message(clocks, msg, fx), )*
+                }
+            }
+
+            pub fn on_timer(&mut self, clocks: Clocks, timer: TimerId, fx: &mut Vec<Effect>) -> LockEvent {
+                match self {
+                    $( LockClient::$variant(c) => c.on_timer(clocks, timer, fx), )*
+                }
+            }
+        }
+    };
 }
 
-#[derive(Clone, PartialEq, Eq, Hash, Debug)]
-pub enum LockClient {
-    Zk(ZkClient),
-    Dynamo(DynamoClient),
-    Redlock(RedlockClient),
-    Etcd(EtcdClient),
-}
-
-impl LockClient {
-    pub fn new(kind: LockKind, base: ClientBase) -> Option<LockClient> {
-        match kind {
-            LockKind::Lease => None,
-            LockKind::Zk(cfg) => Some(LockClient::Zk(ZkClient::new(cfg, base))),
-            LockKind::Dynamo(cfg) => Some(LockClient::Dynamo(DynamoClient::new(cfg, base))),
-            LockKind::Redlock(cfg) => Some(LockClient::Redlock(RedlockClient::new(cfg, base))),
-            LockKind::Etcd(cfg) => Some(LockClient::Etcd(EtcdClient::new(cfg, base))),
-        }
-    }
-
-    /// Start acquiring under the fresh acquisition nonce `owner`.
-    pub fn acquire(&mut self, clocks: Clocks, owner: u64, fx: &mut Vec<Effect>) {
-        match self {
-            LockClient::Zk(c) => c.acquire(clocks, owner, fx),
-            LockClient::Dynamo(c) => c.acquire(clocks, owner, fx),
-            LockClient::Redlock(c) => c.acquire(clocks, owner, fx),
-            LockClient::Etcd(c) => c.acquire(clocks, owner, fx),
-        }
-    }
-
-    pub fn release(&mut self, clocks: Clocks, fx: &mut Vec<Effect>) {
-        match self {
-            LockClient::Zk(c) => c.release(clocks, fx),
-            LockClient::Dynamo(c) => c.release(clocks, fx),
-            LockClient::Redlock(c) => c.release(clocks, fx),
-            LockClient::Etcd(c) => c.release(clocks, fx),
-        }
-    }
-
-    pub fn on_message(&mut self, clocks: Clocks, msg: Msg, fx: &mut Vec<Effect>) -> LockEvent {
-        match self {
-            LockClient::Zk(c) => c.on_message(clocks, msg, fx),
-            LockClient::Dynamo(c) => c.on_message(clocks, msg, fx),
-            LockClient::Redlock(c) => c.on_message(clocks, msg, fx),
-            LockClient::Etcd(c) => c.on_message(clocks, msg, fx),
-        }
-    }
-
-    pub fn on_timer(&mut self, clocks: Clocks, timer: TimerId, fx: &mut Vec<Effect>) -> LockEvent {
-        match self {
-            LockClient::Zk(c) => c.on_timer(clocks, timer, fx),
-            LockClient::Dynamo(c) => c.on_timer(clocks, timer, fx),
-            LockClient::Redlock(c) => c.on_timer(clocks, timer, fx),
-            LockClient::Etcd(c) => c.on_timer(clocks, timer, fx),
-        }
-    }
-}
+crate::protocol::systems::for_each_system!(declare_clients);

@@ -26,11 +26,13 @@
 
 use std::collections::BTreeMap;
 
+use crate::protocol::catalogue::ProtocolConfig;
 use crate::protocol::msg::{Key, Msg, ReqId, Token};
 use crate::protocol::node::{Clocks, Effect, Input, Nanos, Node, NodeId};
 use crate::protocol::record::{persist_if_changed, RecordReader, RecordWriter};
 use crate::protocol::systems::base::{
-    ClientBase, LockEvent, Requests, Timeout, CLIENT_REQUEST, CLIENT_TIMER_A, CLIENT_TIMER_B,
+    ClientBase, LockEvent, LockSystem, Requests, Timeout, CLIENT_REQUEST, CLIENT_TIMER_A,
+    CLIENT_TIMER_B,
 };
 
 crate::protocol::msg::system_msgs! {
@@ -46,8 +48,38 @@ crate::protocol::msg::system_msgs! {
         /// `fence`: the key's owner-change counter after the put.
         PutResult = (35, "ddb_put_result", Grant) { req: ReqId => "req", key: Key => "", ok: bool => "ok", fence: u64 => "fence" },
         /// Conditional `DeleteItem` on owner and RVN: the release.
-        Delete = (36, "ddb_delete", Release) { req: ReqId => "req", key: Key => "", owner: u64 => "owner", rvn: u64 => "rvn" },
+        Delete = (36, "ddb_delete", Release) { req: ReqId => "req", key: Key => "", owner: u64 => "owner", rvn: u64 => "rvn" } => Release(owner),
         Deleted = (37, "ddb_deleted", Release) { req: ReqId => "req", key: Key => "", ok: bool => "ok" },
+    }
+}
+
+/// DynamoDB in the registry (`Msg::Dynamo`): the lock table, the lock client.
+pub struct DynamoDb;
+
+impl LockSystem for DynamoDb {
+    type Msg = DdbMsg;
+    type ServerConfig = ();
+    type ClientConfig = DynamoClientConfig;
+    type Client = DynamoClient;
+
+    fn server_config(_p: &ProtocolConfig, _first: NodeId, _index: u8) {}
+
+    fn server(_cfg: ()) -> Box<dyn Node> {
+        Box::new(LockTable::new())
+    }
+
+    fn client_config(p: &ProtocolConfig, _first: NodeId) -> DynamoClientConfig {
+        DynamoClientConfig {
+            table: NodeId::COORD_GROUP,
+            lease_ns: p.lease_ttl_ns,
+            // The client's defaults: 3 s heartbeats against a 10 s lease.
+            heartbeat_ns: p.renew_every_ns.unwrap_or(p.lease_ttl_ns * 3 / 10).max(1),
+            fence: p.fence,
+        }
+    }
+
+    fn client(cfg: DynamoClientConfig, base: ClientBase) -> DynamoClient {
+        DynamoClient::new(cfg, base)
     }
 }
 

@@ -61,11 +61,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::protocol::catalogue::{ProtocolConfig, ProtocolKind};
 use crate::protocol::msg::{Key, Msg, ReqId, Token};
 use crate::protocol::node::{Clocks, Effect, Input, Nanos, Node, NodeId, Observation, TimerId};
 use crate::protocol::record::{persist_if_changed, RecordReader, RecordWriter};
 use crate::protocol::systems::base::{
-    ClientBase, LockEvent, Requests, Timeout, CLIENT_REQUEST, CLIENT_TIMER_A, CLIENT_TIMER_B,
+    ClientBase, LockEvent, LockSystem, Requests, Timeout, CLIENT_REQUEST, CLIENT_TIMER_A,
+    CLIENT_TIMER_B,
 };
 
 crate::protocol::msg::system_msgs! {
@@ -90,7 +92,7 @@ crate::protocol::msg::system_msgs! {
         /// waitDeletes returns).
         Predecessor = (75, "etcd_predecessor", Acquire) { req: ReqId => "req", key: Key => "", pred_rev: u64 => "pred_rev" },
         /// A watch event: the key created at `rev` was deleted.
-        DeleteEvent = (76, "etcd_delete_event", Acquire) { key: Key => "", rev: u64 => "deleted_rev" },
+        DeleteEvent = (76, "etcd_delete_event", Acquire) { key: Key => "", rev: u64 => "deleted_rev" } => WatchNotified,
         /// The re-check of etcd PR #11408: `Get(prefix/<lease>)`.
         GetOwn = (77, "etcd_get_own", Acquire) { req: ReqId => "req", key: Key => "", lease: u64 => "lease" },
         /// The own key's create revision (0: it is gone).
@@ -99,8 +101,39 @@ crate::protocol::msg::system_msgs! {
         KeepAlive = (79, "etcd_keepalive", Replica) { key: Key => "", lease: u64 => "lease" },
         /// `LeaseRevoke`, deleting the keys bound to the lease: Unlock and
         /// Session.Close in one request.
-        Revoke = (80, "etcd_revoke", Release) { req: ReqId => "req", key: Key => "", lease: u64 => "lease" },
+        Revoke = (80, "etcd_revoke", Release) { req: ReqId => "req", key: Key => "", lease: u64 => "lease" } => Release(lease),
         Revoked = (81, "etcd_revoked", Release) { req: ReqId => "req", key: Key => "" },
+    }
+}
+
+/// etcd in the registry (`Msg::Etcd`): one server, the Mutex client (with
+/// or without the re-check, by protocol).
+pub struct Etcd;
+
+impl LockSystem for Etcd {
+    type Msg = EtcdMsg;
+    type ServerConfig = ();
+    type ClientConfig = EtcdClientConfig;
+    type Client = EtcdClient;
+
+    fn server_config(_p: &ProtocolConfig, _first: NodeId, _index: u8) {}
+
+    fn server(_cfg: ()) -> Box<dyn Node> {
+        Box::new(EtcdServer::new())
+    }
+
+    fn client_config(p: &ProtocolConfig, _first: NodeId) -> EtcdClientConfig {
+        EtcdClientConfig {
+            server: NodeId::COORD_GROUP,
+            lease_ttl_ns: p.lease_ttl_ns,
+            // clientv3 keeps a lease alive every third of its TTL.
+            keepalive_every_ns: p.renew_every_ns.unwrap_or(p.lease_ttl_ns / 3).max(1),
+            recheck: p.kind == ProtocolKind::EtcdMutex,
+        }
+    }
+
+    fn client(cfg: EtcdClientConfig, base: ClientBase) -> EtcdClient {
+        EtcdClient::new(cfg, base)
     }
 }
 

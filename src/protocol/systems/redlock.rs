@@ -48,21 +48,57 @@
 
 use std::collections::BTreeMap;
 
+use crate::protocol::catalogue::ProtocolConfig;
 use crate::protocol::msg::{first_req, Key, Msg, ReqId};
 use crate::protocol::node::{Clocks, Durability, Effect, Input, Nanos, Node, NodeId, TimerId};
-use crate::protocol::systems::base::{ClientBase, LockEvent, CLIENT_REQUEST, CLIENT_TIMER_A};
+use crate::protocol::systems::base::{
+    ClientBase, LockEvent, LockSystem, CLIENT_REQUEST, CLIENT_TIMER_A,
+};
 
 crate::protocol::msg::system_msgs! {
     /// Redlock: client <-> each independent Redis master (`Msg::Redis`).
     /// Tags from 60, so the golden trace hashes of older tags did not move.
     pub enum RedisMsg {
         /// `SET key <owner> NX PX <ttl>`.
-        SetNx = (60, "redis_set_nx", Acquire) { req: ReqId => "req", key: Key => "", owner: u64 => "owner", ttl_ns: u64 => "ttl_ns" },
+        SetNx = (60, "redis_set_nx", Acquire) { req: ReqId => "req", key: Key => "", owner: u64 => "owner", ttl_ns: u64 => "ttl_ns" } => FannedAcquire(owner),
         /// `OK` (`ok`) or nil: the key exists and has not expired on the master's clock.
         SetNxResult = (61, "redis_set_nx_result", Acquire) { req: ReqId => "req", key: Key => "", ok: bool => "ok" },
         /// The compare-and-delete script: `DEL key` only if its value is `owner`.
-        Cad = (62, "redis_cad", Release) { req: ReqId => "req", key: Key => "", owner: u64 => "owner" },
+        Cad = (62, "redis_cad", Release) { req: ReqId => "req", key: Key => "", owner: u64 => "owner" } => FannedRelease(owner),
         CadResult = (63, "redis_cad_result", Release) { req: ReqId => "req", key: Key => "", deleted: bool => "deleted" },
+    }
+}
+
+/// Redlock in the registry (`Msg::Redis`): N masters, the Redlock client.
+pub struct Redlock;
+
+impl LockSystem for Redlock {
+    type Msg = RedisMsg;
+    type ServerConfig = RedisMasterConfig;
+    type ClientConfig = RedlockClientConfig;
+    type Client = RedlockClient;
+
+    fn server_config(p: &ProtocolConfig, _first: NodeId, _index: u8) -> RedisMasterConfig {
+        RedisMasterConfig {
+            fsync_always: p.fsync_always,
+            restart_delay_ns: p.restart_delay_ns,
+        }
+    }
+
+    fn server(cfg: RedisMasterConfig) -> Box<dyn Node> {
+        Box::new(RedisMaster::new(cfg))
+    }
+
+    fn client_config(p: &ProtocolConfig, first: NodeId) -> RedlockClientConfig {
+        RedlockClientConfig {
+            first_master: first,
+            masters: p.replicas,
+            ttl_ns: p.lease_ttl_ns,
+        }
+    }
+
+    fn client(cfg: RedlockClientConfig, base: ClientBase) -> RedlockClient {
+        RedlockClient::new(cfg, base)
     }
 }
 

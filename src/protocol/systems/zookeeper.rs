@@ -46,11 +46,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::protocol::catalogue::ProtocolConfig;
 use crate::protocol::msg::{Key, Msg, ReqId, Token};
 use crate::protocol::node::{Clocks, Effect, Input, Nanos, Node, NodeId, Observation, TimerId};
 use crate::protocol::record::{persist_if_changed, RecordReader, RecordWriter};
 use crate::protocol::systems::base::{
-    ClientBase, LockEvent, Requests, Timeout, CLIENT_REQUEST, CLIENT_TIMER_A,
+    ClientBase, LockEvent, LockSystem, Requests, Timeout, CLIENT_REQUEST, CLIENT_TIMER_A,
 };
 
 crate::protocol::msg::system_msgs! {
@@ -70,14 +71,46 @@ crate::protocol::msg::system_msgs! {
         Exists = (25, "zk_exists", Acquire) { req: ReqId => "req", key: Key => "", session: u64 => "session", seq: u64 => "seq" },
         Stat = (26, "zk_stat", Acquire) { req: ReqId => "req", key: Key => "", seq: u64 => "seq", exists: bool => "exists" },
         /// A watch fired: node `seq` was deleted (a child of the lock node changed).
-        Watch = (27, "zk_watch", Acquire) { key: Key => "", seq: u64 => "deleted" },
+        Watch = (27, "zk_watch", Acquire) { key: Key => "", seq: u64 => "deleted" } => WatchNotified,
         /// Client heartbeat.
         Ping = (28, "zk_ping", Replica) { key: Key => "", session: u64 => "session" },
         /// `delete(lock/<seq>)` and close the session: the release.
-        Delete = (29, "zk_delete", Release) { req: ReqId => "req", key: Key => "", session: u64 => "session", seq: u64 => "seq" },
+        Delete = (29, "zk_delete", Release) { req: ReqId => "req", key: Key => "", session: u64 => "session", seq: u64 => "seq" } => Release(session),
         Deleted = (30, "zk_deleted", Release) { req: ReqId => "req", key: Key => "" },
         /// The session expired on the server: its ephemeral nodes are gone.
         SessionExpired = (31, "zk_session_expired", Rejected) { req: ReqId => "req", key: Key => "", session: u64 => "session" },
+    }
+}
+
+/// ZooKeeper in the registry (`Msg::Zk`): one server, the recipe's client.
+pub struct ZooKeeper;
+
+impl LockSystem for ZooKeeper {
+    type Msg = ZkMsg;
+    type ServerConfig = ZkServerConfig;
+    type ClientConfig = ZkClientConfig;
+    type Client = ZkClient;
+
+    fn server_config(p: &ProtocolConfig, _first: NodeId, _index: u8) -> ZkServerConfig {
+        ZkServerConfig {
+            session_timeout_ns: p.lease_ttl_ns,
+        }
+    }
+
+    fn server(cfg: ZkServerConfig) -> Box<dyn Node> {
+        Box::new(ZkServer::new(cfg))
+    }
+
+    fn client_config(p: &ProtocolConfig, _first: NodeId) -> ZkClientConfig {
+        ZkClientConfig {
+            server: NodeId::COORD_GROUP,
+            session_timeout_ns: p.lease_ttl_ns,
+            herd: p.herd,
+        }
+    }
+
+    fn client(cfg: ZkClientConfig, base: ClientBase) -> ZkClient {
+        ZkClient::new(cfg, base)
     }
 }
 

@@ -74,7 +74,7 @@ fn unknown_protocol_lists_the_catalogue() {
     check(
         |s| s.replace("kind = \"fenced-cas\"", "kind = \"fenced-cass\""),
         expect![[r#"
-            broken.toml:5:8: unknown protocol "fenced-cass"; expected one of ttl-lease-del, redis-set-nx, check-before-write, fenced-cas, fenced-check-then-write, incr-beside-lease, consensus-generation, zk-sequential, dynamodb-heartbeat, redlock, etcd-mutex, etcd-mutex-no-recheck, github-2012-pair, effect-naive, effect-idempotency-key, effect-outbox, single-db, queue-claim, cache-lease, object-store-cas
+            broken.toml:5:8: unknown protocol "fenced-cass"; expected one of ttl-lease-del, redis-set-nx, check-before-write, fenced-cas, fenced-check-then-write, incr-beside-lease, consensus-generation, zk-sequential, dynamodb-heartbeat, redlock, etcd-mutex, etcd-mutex-no-recheck, pg-advisory-lock, github-2012-pair, effect-naive, effect-idempotency-key, effect-outbox, single-db, queue-claim, cache-lease, object-store-cas
               |
               | kind = "fenced-cass"
               |        ^"#]],
