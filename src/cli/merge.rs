@@ -128,34 +128,7 @@ fn merge_validate(files: &[PathBuf], format: Format) -> Result<ExitCode> {
     };
     match format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&merged)?),
-        Format::Text => {
-            println!(
-                "{:<34} {:>6} {:>8} {:>12}",
-                "scenario", "seeds", "failing", "impl-errors"
-            );
-            for s in &merged.scenarios {
-                let errors = s.seeds.iter().filter(|x| x.impl_error.is_some()).count();
-                let failing = s
-                    .seeds
-                    .iter()
-                    .filter(|x| x.impl_error.is_none() && !x.own.is_empty())
-                    .count();
-                println!(
-                    "{:<34} {:>6} {failing:>8} {errors:>12}",
-                    s.name,
-                    s.seeds.len()
-                );
-            }
-            for s in &merged.scenarios {
-                if let Some(f) = &s.first_failure {
-                    println!("\n== {} seed {} (lowest failing seed) ==", s.name, f.seed);
-                    print!("{}", f.details);
-                }
-            }
-            println!(
-                "\nverdict: {failing_runs} runs with the implementation's violations, {impl_errors} implementation errors (exit {exit_code})"
-            );
-        }
+        Format::Text => print!("{}", crate::report::validate::merged(&merged)),
     }
     Ok(ExitCode::from(exit_code))
 }

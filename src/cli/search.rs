@@ -152,7 +152,7 @@ pub fn cmd(args: SearchArgs) -> Result<ExitCode> {
         cfg.jobs
     );
     if external {
-        print!("{}", impls.describe());
+        print!("{}", crate::report::validate::implementations(&impls));
     }
     println!(
         "vocabulary: {}",

@@ -5,8 +5,12 @@
 //!
 //! This is the one home for rendering: the suite's text, JSON (writer and
 //! reader of shard files), JUnit and Prometheus outputs, the trade-off
-//! table and charts, and `validate`'s per-seed verdict text live here;
-//! `suite/`, `validate/` and `check/` hand over data.
+//! table and charts, `validate`'s text (header, table, per-seed verdicts,
+//! store-claim violations), `check`'s counterexample steps and `live`'s
+//! trial lines and live-vs-simulated table, `shrink`'s summary live
+//! here; `suite/`,
+//! `validate/`, `check/`, `model/` and `live/` hand over data, and `cli/`
+//! prints what these functions return.
 
 pub mod axis;
 pub mod catalogue;
@@ -14,12 +18,14 @@ pub mod chart;
 pub mod html;
 pub mod json;
 pub mod junit;
+pub mod live;
 pub mod markdown;
 pub mod model_check;
 pub mod production;
 pub mod replay;
 pub mod results;
 pub mod scene;
+pub mod shrink;
 pub mod svg;
 pub mod table;
 pub mod text;

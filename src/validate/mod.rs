@@ -69,17 +69,6 @@ impl Implementations {
             Role::Server(_) | Role::Alt(_) => None,
         }
     }
-
-    /// One `role = command` (or `built-in`) line per role.
-    pub fn describe(&self) -> String {
-        let show = |c: &Option<String>| c.clone().unwrap_or_else(|| "built-in".into());
-        format!(
-            "  coordinator = {}\n  resource    = {}\n  worker      = {}\n",
-            show(&self.coordinator),
-            show(&self.resource),
-            show(&self.worker)
-        )
-    }
 }
 
 /// The fence rule a scenario's resource is given (`None`: unfenced), as
