@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
+use super::flags::JobsFlag;
 use super::{BadInput, EXIT_FAILED, EXIT_INTERNAL, EXIT_OK};
 use crate::live::{client, scenario, servers::Servers, trial};
 use crate::report::{self, live::Tally};
@@ -34,9 +35,9 @@ pub struct LiveArgs {
     /// Also write the last trial's history (JSON lines) here, for `check-history`.
     #[arg(long, value_name = "FILE")]
     pub history: Option<PathBuf>,
-    /// Threads for the simulated twins.
-    #[arg(long, default_value_t = super::default_jobs())]
-    pub jobs: usize,
+    // Threads for the simulated twins: the shared `--jobs`, resolved in flags.rs.
+    #[command(flatten)]
+    pub jobs: JobsFlag,
     /// Use this Redis (redis://host:port/db) instead of starting one: the run
     /// touches only keys under its own prefix and deletes them at the end;
     /// server faults (failover, crash of coord/0) are refused.
@@ -107,6 +108,7 @@ pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
             started_ms: servers.started_ms,
         })
     );
+    let jobs = args.jobs.resolve();
     std::fs::create_dir_all(&args.out)?;
     let mut rows = Vec::new();
     let mut all_met = true;
@@ -183,7 +185,7 @@ pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
             );
         }
         let twin = crate::cli::load(&s.twin)?;
-        let sim = crate::suite::run_scenario(&twin, twin.seeds.clone(), args.jobs);
+        let sim = crate::suite::run_scenario(&twin, twin.seeds.clone(), jobs);
         let met = met(s, &t);
         all_met &= met;
         // The twin's watch notifications per seed (mean of its first 20 seeds).

@@ -17,7 +17,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use super::flags::Format;
+use super::flags::{Format, IgnoredJobsFlag};
 use super::run::{emit, exit_code};
 use super::{check_writable_dir, check_writable_file, load, BadInput};
 use crate::report::json::{parse_hex, RunJson, ScenarioJson, ShardJson, SCHEMA, SCHEMA_VERSION};
@@ -353,9 +353,8 @@ pub struct MergeArgs {
     /// shard files; only each timeline's seed runs again).
     #[arg(long, value_name = "DIR")]
     report: Option<PathBuf>,
-    /// Accepted for compatibility: the report no longer runs the seeds again.
-    #[arg(long, hide = true)]
-    jobs: Option<usize>,
+    #[command(flatten)]
+    jobs: IgnoredJobsFlag,
 }
 
 pub fn cmd(a: MergeArgs) -> Result<ExitCode> {
@@ -364,8 +363,9 @@ pub fn cmd(a: MergeArgs) -> Result<ExitCode> {
         format,
         junit,
         report,
-        jobs: _,
+        jobs,
     } = a;
+    jobs.resolve();
     let files = files.as_slice();
     if read_text(&files[0])?.1 == vshard::SCHEMA {
         if junit.is_some() || report.is_some() {
