@@ -318,3 +318,26 @@ fn no_renderer_lives_outside_report() {
         "these RENDERER_EXCEPTIONS hold no renderer any more; take them off: {stale:?}"
     );
 }
+
+/// ARCHITECTURE.md's serde invariant, the part a grep can hold: the core
+/// rooms and the in-memory history types never name serde (comments aside).
+#[test]
+fn the_core_rooms_and_history_types_name_no_serde() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    for room in ["protocol", "sim", "check", "oracle"] {
+        rust_files(&src.join(room), &mut files);
+    }
+    files.push(src.join("history/mod.rs"));
+    let naming: Vec<String> = files
+        .iter()
+        .filter(|f| {
+            std::fs::read_to_string(f)
+                .expect("source file reads")
+                .lines()
+                .any(|l| l.split("//").next().unwrap_or("").contains("serde"))
+        })
+        .map(|f| f.strip_prefix(&src).unwrap_or(f).display().to_string())
+        .collect();
+    assert!(naming.is_empty(), "serde in a core room: {naming:?}");
+}
