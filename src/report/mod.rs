@@ -12,25 +12,25 @@
 //! `validate/`, `check/`, `model/` and `live/` hand over data, and `cli/`
 //! prints what these functions return.
 
-pub mod axis;
-pub mod catalogue;
-pub mod chart;
-pub mod html;
-pub mod json;
-pub mod junit;
-pub mod live;
-pub mod markdown;
-pub mod model_check;
-pub mod production;
+pub(crate) mod axis;
+pub(crate) mod catalogue;
+pub(crate) mod chart;
+pub(crate) mod html;
+pub(crate) mod json;
+pub(crate) mod junit;
+pub(crate) mod live;
+pub(crate) mod markdown;
+pub(crate) mod model_check;
+pub(crate) mod production;
 pub mod replay;
-pub mod results;
+pub(crate) mod results;
 pub mod scene;
-pub mod shrink;
+pub(crate) mod shrink;
 pub mod svg;
-pub mod table;
-pub mod text;
+pub(crate) mod table;
+pub(crate) mod text;
 pub mod timeline;
 pub mod tradeoff;
-pub mod validate;
-pub mod write;
-pub mod xml;
+pub(crate) mod validate;
+pub(crate) mod write;
+pub(crate) mod xml;

@@ -21,10 +21,10 @@
 //! fail a seed.
 
 pub mod error;
-pub mod process;
-pub mod reaper;
+pub(crate) mod process;
+pub(crate) mod reaper;
 pub mod shard;
-pub mod wire;
+pub(crate) mod wire;
 
 /// A scenario stops after this many consecutive seeds end in the same
 /// implementation error (a hang would otherwise cost the step timeout on
