@@ -6,11 +6,11 @@
 //! This is the one home for rendering: the suite's text, JSON (writer and
 //! reader of shard files), JUnit and Prometheus outputs, the trade-off
 //! table and charts, `validate`'s text (header, table, per-seed verdicts,
-//! store-claim violations), `check`'s counterexample steps and `live`'s
-//! trial lines and live-vs-simulated table, `shrink`'s summary live
-//! here; `suite/`,
-//! `validate/`, `check/`, `model/` and `live/` hand over data, and `cli/`
-//! prints what these functions return.
+//! store-claim violations), `check`'s counterexample steps, `live`'s trial
+//! lines and live-vs-simulated table, `shrink`'s summary and `search`'s
+//! coverage and findings live here; `suite/`, `validate/`, `check/`,
+//! `model/`, `search/` and `live/` hand over data, and `cli/` prints what
+//! these functions return.
 
 pub(crate) mod axis;
 pub(crate) mod catalogue;
@@ -25,6 +25,7 @@ pub(crate) mod production;
 pub mod replay;
 pub(crate) mod results;
 pub mod scene;
+pub mod search;
 pub(crate) mod shrink;
 pub mod svg;
 pub(crate) mod table;
