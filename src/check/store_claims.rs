@@ -126,33 +126,6 @@ impl ClaimsReport {
             self.violations.push(v);
         }
     }
-
-    /// Text like `report::replay::violations`: each violation with its records.
-    pub fn render(&self, h: &History) -> String {
-        use std::fmt::Write;
-        let mut s = String::new();
-        for v in &self.violations {
-            let _ = writeln!(
-                s,
-                "VIOLATION {} on key {}: {}",
-                v.kind,
-                h.key_name(v.key),
-                v.explanation
-            );
-            for seq in &v.evidence {
-                if let Some(e) = h.by_seq(*seq) {
-                    let _ = writeln!(s, "    {}", h.describe(e));
-                }
-            }
-        }
-        for k in self.kinds() {
-            let kept = self.violations.iter().filter(|v| v.kind == k).count() as u64;
-            if self.count(k) > kept {
-                let _ = writeln!(s, "({} more {k} not shown)", self.count(k) - kept);
-            }
-        }
-        s
-    }
 }
 
 /// The fence rule a store was configured with (`init`'s `role.config`).

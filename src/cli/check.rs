@@ -131,15 +131,7 @@ pub fn cmd(a: CheckArgs) -> Result<ExitCode> {
         None => None,
     };
     for (i, &(spec, c)) in counterexamples.iter().enumerate() {
-        println!(
-            "\n{}: {} in {} steps (shortest)",
-            spec.name,
-            c.violation,
-            c.len()
-        );
-        for (k, step) in c.steps.iter().enumerate() {
-            println!("{:>4}  {}", k + 1, step.description);
-        }
+        print!("{}", report::model_check::counterexample(&spec.name, c));
         if let Some(targets) = &targets {
             met &= emit_and_replay(spec, c, &targets[i], threads)?;
         }

@@ -52,7 +52,7 @@ pub fn cmd(a: CheckHistoryArgs) -> Result<ExitCode> {
     // The store's own claims (acknowledged writes stay visible, ...), as `validate` checks them.
     let claims = check::store_claims::check(&h);
     if !claims.is_clean() {
-        print!("{}", claims.render(&h));
+        print!("{}", report::validate::claims(&h, &claims));
     }
     Ok(Verdict::met_if(report.is_clean() && claims.is_clean()).into())
 }

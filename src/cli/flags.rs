@@ -40,6 +40,26 @@ impl JobsFlag {
     }
 }
 
+/// `merge --jobs N`: accepted, hidden, for scripts written when merging
+/// re-ran every seed; merging now runs no sweep (the report charts the
+/// shard files' totals), so there is nothing to spread over threads.
+#[derive(clap::Args, Debug, Clone, Copy, Default)]
+pub struct IgnoredJobsFlag {
+    #[arg(long = "jobs", value_name = "N", hide = true)]
+    pub jobs: Option<usize>,
+}
+
+impl IgnoredJobsFlag {
+    /// Says on stderr that the flag was given and has no effect.
+    pub fn resolve(&self) {
+        if let Some(n) = self.jobs {
+            eprintln!(
+                "note: merge --jobs {n} is ignored: merging runs no seeds in parallel (the flag is kept for old scripts)"
+            );
+        }
+    }
+}
+
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     Text,
@@ -60,7 +80,7 @@ pub fn parse_shard(s: &str) -> Result<crate::suite::Shard, String> {
     s.parse()
 }
 
-pub fn default_jobs() -> usize {
+fn default_jobs() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 

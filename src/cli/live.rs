@@ -8,9 +8,10 @@ use std::time::Duration;
 
 use anyhow::Result;
 
+use super::flags::JobsFlag;
 use super::{BadInput, EXIT_FAILED, EXIT_INTERNAL, EXIT_OK};
-use crate::check::ViolationKind;
 use crate::live::{client, scenario, servers::Servers, trial};
+use crate::report::{self, live::Tally};
 
 #[derive(clap::Args, Debug)]
 pub struct LiveArgs {
@@ -34,9 +35,9 @@ pub struct LiveArgs {
     /// Also write the last trial's history (JSON lines) here, for `check-history`.
     #[arg(long, value_name = "FILE")]
     pub history: Option<PathBuf>,
-    /// Threads for the simulated twins.
-    #[arg(long, default_value_t = super::default_jobs())]
-    pub jobs: usize,
+    // Threads for the simulated twins: the shared `--jobs`, resolved in flags.rs.
+    #[command(flatten)]
+    pub jobs: JobsFlag,
     /// Use this Redis (redis://host:port/db) instead of starting one: the run
     /// touches only keys under its own prefix and deletes them at the end;
     /// server faults (failover, crash of coord/0) are refused.
@@ -47,17 +48,6 @@ pub struct LiveArgs {
     /// drops at the end.
     #[arg(long, value_name = "URL")]
     pub postgres: Option<String>,
-}
-
-/// One scenario's tallies over its trials.
-struct Tally {
-    trials: u32,
-    found: [u32; crate::check::VIOLATION_KINDS],
-    fence_rejected_trials: u32,
-    min_fence_rejected: u64,
-    clean: u32,
-    /// ZooKeeper watch notifications over all trials (the workers' wake-ups).
-    watch_notifications: u64,
 }
 
 pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
@@ -99,47 +89,34 @@ pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
         postgres: args.postgres.clone(),
     };
     let mut servers = Servers::start(&user)?;
-    let redis = match (&servers.redis, &servers.replica) {
-        (Some(r), Some(rep)) => format!(
-            "redis-server on 127.0.0.1:{} (pid {}), replica on 127.0.0.1:{} (pid {})",
-            r.port,
-            r.pid(),
-            rep.port,
-            rep.pid()
-        ),
-        _ => format!(
-            "your Redis at {} (keys {}*)",
-            servers.redis_url, servers.key_prefix
-        ),
+    let own_redis = match (&servers.redis, &servers.replica) {
+        (Some(r), Some(rep)) => Some(((r.port, r.pid()), (rep.port, rep.pid()))),
+        _ => None,
     };
-    let postgres = match &servers.postgres {
-        Some(pg) => format!(
-            "postgres on 127.0.0.1:{} (pid {})",
-            pg.port,
-            pg.pid().unwrap_or(0)
-        ),
-        None => format!("your PostgreSQL (schema {})", servers.schema),
-    };
-    println!(
-        "fencesim {} live: {redis}, {postgres}, in {}",
-        env!("CARGO_PKG_VERSION"),
-        servers.root.path.display()
+    print!(
+        "{}",
+        report::live::servers(&report::live::ServersLine {
+            own_redis,
+            redis_url: &servers.redis_url,
+            key_prefix: &servers.key_prefix,
+            own_postgres: servers
+                .postgres
+                .as_ref()
+                .map(|pg| (pg.port, pg.pid().unwrap_or(0))),
+            schema: &servers.schema,
+            root: &servers.root.path,
+            started_ms: servers.started_ms,
+        })
     );
-    let [redis_ms, initdb_ms, postgres_ms] = servers.started_ms;
-    println!(
-        "started: redis-server {redis_ms} ms, initdb {initdb_ms} ms, postgres {postgres_ms} ms"
-    );
+    let jobs = args.jobs.resolve();
     std::fs::create_dir_all(&args.out)?;
     let mut rows = Vec::new();
     let mut all_met = true;
     for s in &scenarios {
         let n = args.trials.unwrap_or(s.trials);
-        println!(
-            "\n{} ({} + {} UPDATE; twin {})",
-            s.name,
-            s.lock.name(),
-            s.write.name(),
-            s.twin.display()
+        print!(
+            "{}",
+            report::live::scenario_heading(&s.name, s.lock.name(), s.write.name(), &s.twin)
         );
         let mut t = Tally {
             trials: n,
@@ -182,7 +159,7 @@ pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
             if let Some(h) = &args.history {
                 trial::write_history(&r.history, h)?;
             }
-            let kinds: Vec<&str> = r.report.kinds().map(|k| k.name()).collect();
+            let kinds: Vec<&'static str> = r.report.kinds().map(|k| k.name()).collect();
             for kind in r.report.kinds() {
                 t.found[kind as usize] += 1;
             }
@@ -192,24 +169,23 @@ pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
             t.clean += r.report.is_clean() as u32;
             let watches = r.report.info.watch_notifications;
             t.watch_notifications += watches;
-            let watch_note = if s.lock == crate::live::LockKind::ZkLock {
-                format!(" — watch notifications {watches} ({})", s.zk_watch.name())
-            } else {
-                String::new()
-            };
-            println!(
-                "  trial {k}/{n}: {} — {} — fence_rejected {rejected}{watch_note} — {} — {trial_ms} ms",
-                r.faults.join("; "),
-                if kinds.is_empty() {
-                    "clean".to_string()
-                } else {
-                    kinds.join(", ")
-                },
-                file.display()
+            let zk = s.lock == crate::live::LockKind::ZkLock;
+            print!(
+                "{}",
+                report::live::trial_line(&report::live::TrialLine {
+                    trial: k,
+                    trials: n,
+                    faults: &r.faults,
+                    kinds,
+                    fence_rejected: rejected,
+                    watches: zk.then(|| (watches, s.zk_watch.name())),
+                    history_file: &file,
+                    trial_ms,
+                })
             );
         }
         let twin = crate::cli::load(&s.twin)?;
-        let sim = crate::suite::run_scenario(&twin, twin.seeds.clone(), args.jobs);
+        let sim = crate::suite::run_scenario(&twin, twin.seeds.clone(), jobs);
         let met = met(s, &t);
         all_met &= met;
         // The twin's watch notifications per seed (mean of its first 20 seeds).
@@ -228,66 +204,20 @@ pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
         });
         rows.push((s.name.clone(), t, sim, s.find.clone(), met, sim_watches));
     }
-    println!("\nlive vs simulated (trials / seeds with the violation; for `none`, clean ones):");
-    println!(
-        "  {:<36} {:<22} {:>9} {:>13}  expectation",
-        "scenario", "violation", "live", "simulated"
-    );
-    for (name, t, sim, find, met, sim_watches) in &rows {
-        let mut kinds: Vec<ViolationKind> = ViolationKind::ALL
-            .into_iter()
-            .filter(|k| {
-                t.found[*k as usize] > 0
-                    || sim.agg.failing_seeds[*k as usize] > 0
-                    || find.contains(k)
-            })
-            .collect();
-        kinds.dedup();
-        let verdict = if *met { "met" } else { "NOT MET" };
-        if kinds.is_empty() {
-            // No kind found on either side: both columns count clean runs instead.
-            println!(
-                "  {name:<36} {:<22} {:>9} {:>13}  {verdict}",
-                "none (clean runs)",
-                format!("{}/{}", t.clean, t.trials),
-                format!("{}/{}", sim.agg.seeds, sim.agg.seeds)
-            );
-        }
-        for k in kinds {
-            let (l, m) = (t.found[k as usize], sim.agg.failing_seeds[k as usize]);
-            let disagree = if (l > 0) != (m > 0) {
-                "  (live and model disagree)"
-            } else {
-                ""
-            };
-            println!(
-                "  {name:<36} {:<22} {:>9} {:>13}  {verdict}{disagree}",
-                k.name(),
-                format!("{l}/{}", t.trials),
-                format!("{m}/{}", sim.agg.seeds)
-            );
-        }
-        if t.fence_rejected_trials > 0 {
-            println!(
-                "  {name:<36} {:<22} {:>9} {:>13}",
-                "fence_rejected ≥ 1",
-                format!("{}/{}", t.fence_rejected_trials, t.trials),
-                format!("{} total", sim.agg.fence_rejected_total)
-            );
-        }
-        if let Some(sim_watches) = sim_watches {
-            // Per trial / per seed: how many wake-ups the waiters had.
-            println!(
-                "  {name:<36} {:<22} {:>9} {:>13}",
-                "watch_notified/trial",
-                format!(
-                    "{:.1}",
-                    t.watch_notifications as f64 / t.trials.max(1) as f64
-                ),
-                format!("{sim_watches:.1}")
-            );
-        }
-    }
+    let table: Vec<report::live::TwinRow> = rows
+        .iter()
+        .map(
+            |(name, live, sim, find, met, sim_watches)| report::live::TwinRow {
+                name,
+                live,
+                sim: &sim.agg,
+                find,
+                met: *met,
+                sim_watches: *sim_watches,
+            },
+        )
+        .collect();
+    print!("{}", report::live::twin_table(&table));
     // A user's servers keep nothing of the run (the harness's own go with their directory).
     servers.clean_up()?;
     Ok(ExitCode::from(if all_met { EXIT_OK } else { EXIT_FAILED }))

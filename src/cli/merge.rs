@@ -17,7 +17,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use super::flags::Format;
+use super::flags::{Format, IgnoredJobsFlag};
 use super::run::{emit, exit_code};
 use super::{check_writable_dir, check_writable_file, load, BadInput};
 use crate::report::json::{parse_hex, RunJson, ScenarioJson, ShardJson, SCHEMA, SCHEMA_VERSION};
@@ -128,34 +128,7 @@ fn merge_validate(files: &[PathBuf], format: Format) -> Result<ExitCode> {
     };
     match format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&merged)?),
-        Format::Text => {
-            println!(
-                "{:<34} {:>6} {:>8} {:>12}",
-                "scenario", "seeds", "failing", "impl-errors"
-            );
-            for s in &merged.scenarios {
-                let errors = s.seeds.iter().filter(|x| x.impl_error.is_some()).count();
-                let failing = s
-                    .seeds
-                    .iter()
-                    .filter(|x| x.impl_error.is_none() && !x.own.is_empty())
-                    .count();
-                println!(
-                    "{:<34} {:>6} {failing:>8} {errors:>12}",
-                    s.name,
-                    s.seeds.len()
-                );
-            }
-            for s in &merged.scenarios {
-                if let Some(f) = &s.first_failure {
-                    println!("\n== {} seed {} (lowest failing seed) ==", s.name, f.seed);
-                    print!("{}", f.details);
-                }
-            }
-            println!(
-                "\nverdict: {failing_runs} runs with the implementation's violations, {impl_errors} implementation errors (exit {exit_code})"
-            );
-        }
+        Format::Text => print!("{}", crate::report::validate::merged(&merged)),
     }
     Ok(ExitCode::from(exit_code))
 }
@@ -380,9 +353,8 @@ pub struct MergeArgs {
     /// shard files; only each timeline's seed runs again).
     #[arg(long, value_name = "DIR")]
     report: Option<PathBuf>,
-    /// Accepted for compatibility: the report no longer runs the seeds again.
-    #[arg(long, hide = true)]
-    jobs: Option<usize>,
+    #[command(flatten)]
+    jobs: IgnoredJobsFlag,
 }
 
 pub fn cmd(a: MergeArgs) -> Result<ExitCode> {
@@ -391,8 +363,9 @@ pub fn cmd(a: MergeArgs) -> Result<ExitCode> {
         format,
         junit,
         report,
-        jobs: _,
+        jobs,
     } = a;
+    jobs.resolve();
     let files = files.as_slice();
     if read_text(&files[0])?.1 == vshard::SCHEMA {
         if junit.is_some() || report.is_some() {

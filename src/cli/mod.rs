@@ -27,7 +27,6 @@ use anyhow::Result;
 
 use crate::scenario;
 use args::Command;
-use flags::default_jobs;
 
 pub use crate::suite::exit::{
     Verdict, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK,

@@ -143,24 +143,17 @@ pub fn cmd(args: SearchArgs) -> Result<ExitCode> {
         .map(|s| s.name())
         .collect();
     strikes.dedup();
-    println!(
-        "fencesim {} — search {}: every placement of <={} faults at the protocol events (seed {}, jobs {})",
-        env!("CARGO_PKG_VERSION"),
-        path.display(),
-        cfg.max_faults,
-        cfg.seed,
-        cfg.jobs
-    );
-    if external {
-        print!("{}", impls.describe());
-    }
-    println!(
-        "vocabulary: {}",
-        if strikes.is_empty() {
-            "none (the scenario enables no pause, crash or failover)".to_string()
-        } else {
-            strikes.join(", ")
-        }
+    let implementations = external.then(|| crate::report::validate::implementations(&impls));
+    print!(
+        "{}",
+        crate::report::search::header(
+            path,
+            cfg.max_faults,
+            cfg.seed,
+            cfg.jobs,
+            implementations.as_deref(),
+            &strikes
+        )
     );
     let shard = args
         .shard
@@ -251,27 +244,13 @@ fn report(
     external: bool,
 ) -> Result<ExitCode> {
     let o = &scenario.options;
-    println!("fault-free run: {} protocol events", result.baseline_events);
-    for (k, (runs, distinct)) in result.levels.iter().enumerate() {
-        println!("  {k} faults: {runs:>7} runs, {distinct:>7} new distinct executions");
-    }
-    println!("coverage: {}", result.coverage(cfg.max_faults));
-    if !result.tolerated.is_empty() {
-        println!("tolerated by the scenario: {}", result.tolerated.join(", "));
-    }
+    print!("{}", crate::report::search::levels(result, cfg.max_faults));
     let base = search::fault_free(o);
     for found in &result.found {
         let placed: Vec<String> = found.placements.iter().map(|p| p.describe(o)).collect();
-        println!(
-            "\nVIOLATION {} at run {} of {}: {}",
-            found.kind,
-            found.run,
-            result.runs,
-            if placed.is_empty() {
-                "with no fault placed".to_string()
-            } else {
-                placed.join("; ")
-            }
+        print!(
+            "{}",
+            crate::report::search::found(found, result.runs, &placed)
         );
         let out = match &args.out {
             Some(dir) if dir.is_dir() => dir.join(
@@ -297,12 +276,11 @@ fn report(
             crate::suite::shell_quote(&out.display().to_string())
         );
     }
-    let (verdict, code) = if result.is_clean() {
-        ("CLEAN".to_string(), EXIT_OK)
+    print!("{}", crate::report::search::verdict(result));
+    let code = if result.is_clean() {
+        EXIT_OK
     } else {
-        let kinds: Vec<&str> = result.found.iter().map(|f| f.kind).collect();
-        (format!("VIOLATIONS: {}", kinds.join(", ")), EXIT_FAILED)
+        EXIT_FAILED
     };
-    println!("\nverdict: {verdict}");
     Ok(ExitCode::from(code))
 }

@@ -74,37 +74,9 @@ pub fn cmd(args: ShrinkArgs) -> Result<ExitCode> {
     };
     let out = out.unwrap_or_else(|| default_out(path, seed));
     std::fs::write(&out, &shrunk.text).with_context(|| format!("writing {}", out.display()))?;
-    let (b, a) = (shrunk.before, shrunk.after);
-    println!(
-        "fencesim {} — shrank {file} seed {seed}, keeping {}, in {} runs{}",
-        env!("CARGO_PKG_VERSION"),
-        shrunk.kind,
-        shrunk.runs,
-        if shrunk.hit_budget {
-            " (run budget hit: may not be minimal)"
-        } else {
-            ""
-        }
-    );
-    println!("            before  after");
-    println!("  faults    {:>6}  {:>5}", b.faults, a.faults);
-    println!("  events    {:>6}  {:>5}", b.events, a.events);
-    println!("  workers   {:>6}  {:>5}", b.workers, a.workers);
-    println!("  ops       {:>6}  {:>5}", b.ops, a.ops);
-    let (failing, tried) = shrunk.other_seeds_failing;
-    println!(
-        "latency {}; {} under {failing}/{tried} other seeds",
-        if shrunk.latency_pinned {
-            "pinned (seed-independent)"
-        } else {
-            "jitter kept (seed-dependent)"
-        },
-        shrunk.kind
-    );
-    println!("written to {}", out.display());
-    println!(
-        "check it: fencesim run {}",
-        crate::suite::shell_quote(&out.display().to_string())
+    print!(
+        "{}",
+        crate::report::shrink::summary(&file, seed, &shrunk, &out)
     );
     Ok(ExitCode::from(Verdict::Met))
 }

@@ -6,7 +6,6 @@
 //! implementation's, 3 an implementation broke the wire protocol (also when
 //! violations were found elsewhere: a protocol break hides results).
 
-use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -15,8 +14,8 @@ use anyhow::Result;
 
 use super::flags::{parse_shard, Format, JobsFlag, SeedFlags};
 use super::{load, BadInput, EXIT_FAILED, EXIT_INTERNAL, EXIT_OK};
-use crate::scenario;
-use crate::validate::{self, shard, Implementations, Limits, ScenarioValidation};
+use crate::validate::{self, shard, Implementations, Limits};
+use crate::{report, scenario};
 
 pub(super) fn parse_nodes(specs: &[String]) -> Result<Implementations, BadInput> {
     let mut impls = Implementations::default();
@@ -44,57 +43,6 @@ pub(super) fn parse_nodes(specs: &[String]) -> Result<Implementations, BadInput>
         }
     }
     Ok(impls)
-}
-
-/// The command that reruns `seed` exactly: every flag that can change a
-/// run's outcome (the step timeout decides whether a slow step is an
-/// implementation error) is carried; `--jobs` cannot change it.
-fn repro(specs: &[String], path: &str, seed: u64, step_timeout_ms: u64) -> String {
-    let nodes: Vec<String> = specs
-        .iter()
-        .map(|s| format!("--node {}", crate::suite::shell_quote(s)))
-        .collect();
-    format!(
-        "fencesim validate {} --step-timeout-ms {step_timeout_ms} --seed-start {seed} --seeds 1 {}",
-        nodes.join(" "),
-        crate::suite::shell_quote(path)
-    )
-}
-
-fn counts(kinds: &[(&'static str, usize)]) -> String {
-    if kinds.is_empty() {
-        return "-".into();
-    }
-    let cells: Vec<String> = kinds.iter().map(|(k, n)| format!("{k}×{n}")).collect();
-    cells.join(" ")
-}
-
-fn table(results: &[ScenarioValidation]) -> String {
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "{:<34} {:>6} {:>6} {:>8} {:>12}  {:<28} {:<28} built-in, same seeds",
-        "scenario", "seeds", "ok", "failing", "impl-errors", "implementation's", "scenario's"
-    );
-    for r in results {
-        let _ = writeln!(
-            s,
-            "{:<34} {:>6} {:>6} {:>8} {:>12}  {:<28} {:<28} {}",
-            r.name,
-            r.seeds.len(),
-            r.clean(),
-            r.failing(),
-            r.impl_errors().count(),
-            counts(&r.kind_counts()),
-            counts(&r.scenario_kind_counts()),
-            counts(&r.baseline_kind_counts()),
-        );
-    }
-    s.push_str(
-        "(violations × seeds. implementation's: fail the seed. scenario's: allowed by the scenario's \
-         [expect] or shown by the built-in nodes on the same seed; reported, not failed.)\n",
-    );
-    s
 }
 
 /// The scenarios an implementation cannot be run under, refused before
@@ -142,43 +90,6 @@ pub fn refuse_incompatible(s: &scenario::Scenario, impls: &Implementations) -> R
         .into());
     }
     Ok(())
-}
-
-/// The lowest failing seed's block: violations with evidence, who they are
-/// attributed to, and the command that reruns it.
-fn failure_details(
-    r: &ScenarioValidation,
-    seed: u64,
-    judged: &validate::Judged,
-    specs: &[String],
-    step_timeout_ms: u64,
-) -> String {
-    let mut out = judged.render();
-    if let Some(s) = r.seeds.iter().find(|s| s.seed == seed) {
-        if let Ok(j) = &s.verdict {
-            let _ = writeln!(
-                out,
-                "the implementation's: {}; the scenario's: {}; built-in on this seed: {}",
-                j.own.join(" "),
-                if j.scenario.is_empty() {
-                    "-".into()
-                } else {
-                    j.scenario.join(" ")
-                },
-                if s.baseline.is_empty() {
-                    "clean".into()
-                } else {
-                    s.baseline.join(" ")
-                },
-            );
-        }
-    }
-    let _ = writeln!(
-        out,
-        "repro: {}",
-        repro(specs, &r.path, seed, step_timeout_ms)
-    );
-    out
 }
 
 #[derive(clap::Args, Debug)]
@@ -241,13 +152,10 @@ pub fn cmd(args: ValidateArgs) -> Result<ExitCode> {
         ..Limits::default()
     };
     if text {
-        let of_shard = shard.map(|s| format!(", shard {s}")).unwrap_or_default();
-        println!(
-            "fencesim {} — validate: {} scenarios, jobs {jobs}, step timeout {step_timeout_ms} ms{of_shard}",
-            env!("CARGO_PKG_VERSION"),
-            scenarios.len()
+        print!(
+            "{}",
+            report::validate::header(scenarios.len(), jobs, step_timeout_ms, shard, &impls)
         );
-        print!("{}", impls.describe());
     }
     let mut results = Vec::with_capacity(scenarios.len());
     for (s, range) in scenarios.iter().zip(&ranges) {
@@ -265,7 +173,7 @@ pub fn cmd(args: ValidateArgs) -> Result<ExitCode> {
             .zip(&ranges)
             .map(|((r, s), range)| {
                 let details = r.first_failure.as_ref().map(|(seed, judged)| {
-                    failure_details(r, *seed, judged, specs, step_timeout_ms)
+                    report::validate::failure_details(r, *seed, judged, specs, step_timeout_ms)
                 });
                 shard::scenario_json(r, s.source_hash, range.clone(), details)
             })
@@ -289,60 +197,16 @@ pub fn cmd(args: ValidateArgs) -> Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(ExitCode::from(exit_code));
     }
-    println!();
-    print!("{}", table(&results));
-    for r in &results {
-        // A stop at the last seed skipped nothing: nothing to say.
-        if let Some(stop) = r.stopped.as_ref().filter(|s| s.skipped > 0) {
-            println!(
-                "\n{}: stopped after {} identical implementation errors in a row (last seed run: {}); \
-                 {} seeds not run",
-                r.name,
-                validate::IDENTICAL_ERRORS_MAX,
-                stop.last_seed,
-                stop.skipped
-            );
-        }
-    }
-    for r in &results {
-        if let Some((seed, judged)) = &r.first_failure {
-            println!("\n== {} seed {seed} (lowest failing seed) ==", r.name);
-            print!(
-                "{}",
-                failure_details(r, *seed, judged, specs, step_timeout_ms)
-            );
-        }
-    }
-    let mut impl_errors = 0;
-    for r in &results {
-        for (seed, err) in r.impl_errors() {
-            impl_errors += 1;
-            println!("\n== {} seed {seed}: implementation error ==", r.name);
-            println!("{err}");
-            println!("repro: {}", repro(specs, &r.path, seed, step_timeout_ms));
-        }
-    }
-    let failing: usize = results.iter().map(|r| r.failing()).sum();
-    let (verdict, code) = if impl_errors > 0 {
-        (
-            format!("IMPLEMENTATION ERROR in {impl_errors} runs (those runs were not judged)"),
-            EXIT_INTERNAL,
-        )
-    } else if failing > 0 {
-        (
-            format!("VIOLATIONS in {failing} runs (the implementation's)"),
-            EXIT_FAILED,
-        )
+    print!(
+        "{}",
+        report::validate::results(&results, specs, step_timeout_ms)
+    );
+    let code = if results.iter().any(|r| r.impl_errors().next().is_some()) {
+        EXIT_INTERNAL
+    } else if results.iter().any(|r| r.failing() > 0) {
+        EXIT_FAILED
     } else {
-        let scenarios: usize = results.iter().map(|r| r.scenario_kind_counts().len()).sum();
-        let text = if scenarios == 0 {
-            "CLEAN: no violations in any run".to_string()
-        } else {
-            "CLEAN: no violations of the implementation's (the scenario's own are listed above)"
-                .to_string()
-        };
-        (text, EXIT_OK)
+        EXIT_OK
     };
-    println!("\nverdict: {verdict}");
     Ok(ExitCode::from(code))
 }

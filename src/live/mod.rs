@@ -13,16 +13,16 @@
 //! run ([`crate::check`]). Live runs are not deterministic: each scenario is
 //! run for N trials and reported as found/N beside its simulated twin.
 
-pub mod client;
+pub(crate) mod client;
 pub mod cluster;
-pub mod decode;
-pub mod etcd;
-pub mod proxy;
+pub(crate) mod decode;
+pub(crate) mod etcd;
+pub(crate) mod proxy;
 pub mod scenario;
 pub mod servers;
-pub mod trial;
+pub(crate) mod trial;
 pub mod worker;
-pub mod zk;
+pub(crate) mod zk;
 
 /// Nanoseconds on CLOCK_MONOTONIC: one clock shared by every process on the
 /// machine, so worker and harness records can be merged into one order.

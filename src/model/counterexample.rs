@@ -4,8 +4,11 @@
 //! when symmetry is on, so a raw action path's client indices are not stable client ids.
 //! `replay` re-runs the path without canonicalising while tracking the slot permutation, and
 //! records for every step the values the protocol produced (generation, token, fence, outcome).
-//! That is what a timeline prints and what a scripted simulator scenario needs: which client
-//! acts, which grant it holds, which write the resource processes and what it decides.
+//! That is what a timeline shows (`report::model_check::counterexample`) and what a scripted
+//! simulator scenario needs: which client acts, which grant it holds, which write the
+//! resource processes and what it decides. A step's `description` is the model's own label
+//! for it (stateright's `Model::format_step` asks the model for the same line): data the
+//! renderers and the scripted scenario's comments quote, not a rendering of its own.
 
 use super::lock_model::{Action, Event, LockModel, Outcome, UNKNOWN_CLIENT};
 use super::spec::Violation;
@@ -42,21 +45,6 @@ impl Counterexample {
 
     pub fn actions(&self) -> Vec<Action> {
         self.steps.iter().map(|s| s.action).collect()
-    }
-
-    /// One numbered line per step, violations marked, like `fencesim replay` prints.
-    pub fn timeline(&self) -> String {
-        let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "counterexample for {} ({} steps):",
-            self.violation,
-            self.len()
-        );
-        for (i, step) in self.steps.iter().enumerate() {
-            let _ = writeln!(out, "{:>4}  {}", i + 1, step.description);
-        }
-        out
     }
 }
 

@@ -55,14 +55,6 @@ impl Axis {
         Axis { keys_ns, xs_px }
     }
 
-    pub fn first_ns(&self) -> u64 {
-        self.keys_ns[0]
-    }
-
-    pub fn last_ns(&self) -> u64 {
-        *self.keys_ns.last().expect("an axis has at least one key")
-    }
-
     pub fn x_end_px(&self) -> u64 {
         *self.xs_px.last().expect("an axis has at least one key")
     }

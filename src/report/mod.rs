@@ -5,26 +5,33 @@
 //!
 //! This is the one home for rendering: the suite's text, JSON (writer and
 //! reader of shard files), JUnit and Prometheus outputs, the trade-off
-//! table and charts, and `validate`'s per-seed verdict text live here;
-//! `suite/`, `validate/` and `check/` hand over data.
+//! table and charts, `validate`'s text (header, table, per-seed verdicts,
+//! store-claim violations), `check`'s counterexample steps, `live`'s trial
+//! lines and live-vs-simulated table, `shrink`'s summary and `search`'s
+//! coverage and findings live here; `suite/`, `validate/`, `check/`,
+//! `model/`, `search/` and `live/` hand over data, and `cli/` prints what
+//! these functions return.
 
-pub mod axis;
-pub mod catalogue;
-pub mod chart;
-pub mod html;
-pub mod json;
-pub mod junit;
-pub mod markdown;
-pub mod model_check;
-pub mod production;
+pub(crate) mod axis;
+pub(crate) mod catalogue;
+pub(crate) mod chart;
+pub(crate) mod html;
+pub(crate) mod json;
+pub(crate) mod junit;
+pub(crate) mod live;
+pub(crate) mod markdown;
+pub(crate) mod model_check;
+pub(crate) mod production;
 pub mod replay;
-pub mod results;
+pub(crate) mod results;
 pub mod scene;
+pub mod search;
+pub(crate) mod shrink;
 pub mod svg;
-pub mod table;
-pub mod text;
+pub(crate) mod table;
+pub(crate) mod text;
 pub mod timeline;
 pub mod tradeoff;
-pub mod validate;
-pub mod write;
-pub mod xml;
+pub(crate) mod validate;
+pub(crate) mod write;
+pub(crate) mod xml;

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use crate::model::{self, CheckReport, ModelSpec, Stats};
+use crate::model::{self, CheckReport, Counterexample, ModelSpec, Stats};
 
 /// All searches of a report added up: the proof (if any) and each counterexample search.
 pub fn totals(r: &CheckReport) -> Stats {
@@ -182,4 +182,18 @@ pub fn json_report(reports: &[CheckReport], threads: usize, exit_code: u8) -> se
         "exit_code": exit_code,
         "models": models,
     })
+}
+
+/// A counterexample as `fencesim check` prints it: a heading, then one
+/// numbered line per step (the model's own step labels, violations marked).
+pub fn counterexample(spec_name: &str, c: &Counterexample) -> String {
+    let mut s = format!(
+        "\n{spec_name}: {} in {} steps (shortest)\n",
+        c.violation,
+        c.len()
+    );
+    for (k, step) in c.steps.iter().enumerate() {
+        let _ = writeln!(s, "{:>4}  {}", k + 1, step.description);
+    }
+    s
 }

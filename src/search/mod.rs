@@ -201,14 +201,6 @@ impl SearchResult {
     pub fn is_clean(&self) -> bool {
         self.found.is_empty()
     }
-
-    /// `N distinct executions; every placement of <=K faults tried`.
-    pub fn coverage(&self, max_faults: usize) -> String {
-        format!(
-            "{} distinct executions ({} runs); every placement of <={} faults tried",
-            self.distinct, self.runs, max_faults
-        )
-    }
 }
 
 /// The scenario with random faults off: what every execution starts from.

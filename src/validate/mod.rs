@@ -21,10 +21,10 @@
 //! fail a seed.
 
 pub mod error;
-pub mod process;
-pub mod reaper;
+pub(crate) mod process;
+pub(crate) mod reaper;
 pub mod shard;
-pub mod wire;
+pub(crate) mod wire;
 
 /// A scenario stops after this many consecutive seeds end in the same
 /// implementation error (a hang would otherwise cost the step timeout on
@@ -68,17 +68,6 @@ impl Implementations {
             // on the wire (refused by the CLI).
             Role::Server(_) | Role::Alt(_) => None,
         }
-    }
-
-    /// One `role = command` (or `built-in`) line per role.
-    pub fn describe(&self) -> String {
-        let show = |c: &Option<String>| c.clone().unwrap_or_else(|| "built-in".into());
-        format!(
-            "  coordinator = {}\n  resource    = {}\n  worker      = {}\n",
-            show(&self.coordinator),
-            show(&self.resource),
-            show(&self.worker)
-        )
     }
 }
 

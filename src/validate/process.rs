@@ -183,11 +183,6 @@ impl ProcessNode {
         })
     }
 
-    /// The child's pid (for tests that check nothing outlives the harness).
-    pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
     fn error(
         &self,
         kind: ImplErrorKind,

@@ -23,8 +23,6 @@ use crate::protocol::{Clocks, Durability, Key, Msg, NodeId, Observation, OpId, T
 pub mod code {
     /// "temporarily-unavailable": the lock is held by another owner; retry later.
     pub const TEMPORARILY_UNAVAILABLE: u64 = 11;
-    /// "malformed-request": the harness answers a node's request it cannot parse.
-    pub const MALFORMED_REQUEST: u64 = 12;
     /// "precondition-failed": a fenced read or write was refused (`fence` says why).
     pub const PRECONDITION_FAILED: u64 = 22;
 }

@@ -149,3 +149,191 @@ fn no_room_imports_a_room_above_it() {
         upward.join("\n")
     );
 }
+
+/// Files outside `report/` that may still hold a renderer, each with why.
+/// Every entry must still match (a file that no longer does is taken off,
+/// so the list only shrinks).
+const RENDERER_EXCEPTIONS: [(&str, &str); 4] = [
+    (
+        "sim/trace.rs",
+        "`trace::render`, one trace line; the file belongs to another change in flight, the line moves to report/replay.rs after it",
+    ),
+    (
+        "history/mod.rs",
+        "`History::describe`, a record's one-line form that every evidence listing and record-naming error quotes",
+    ),
+    (
+        "sim/options.rs",
+        "`Display for Options`: the resolved options as `key = value` lines, the run's identity (replay header, emitted scenarios)",
+    ),
+    (
+        "model/to_scenario.rs",
+        "writes a scenario file (TOML the simulator reads back), data like scenario/emit.rs; ARCHITECTURE.md, model/",
+    ),
+];
+
+/// What marks a renderer in a file's code (comments stripped): a function
+/// named `render`, `render_*`, `timeline`, `table` or `*_table` that returns
+/// a `String`; a column-aligned format spec (`{:<34}`, `{name:>6}`: the
+/// stuff of tables; zero-padded `{:016x}` identifiers are not aligned);
+/// or `Display` implemented for a `*Report`.
+fn renderer_marks(code: &str) -> Vec<String> {
+    let mut marks = Vec::new();
+    let mut rest = code;
+    while let Some(i) = rest.find("fn ") {
+        let after = &rest[i + 3..];
+        let name: String = after
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        let signature = after.split(['{', ';']).next().unwrap_or("");
+        let named = name == "render"
+            || name.starts_with("render_")
+            || name == "timeline"
+            || name == "table"
+            || name.ends_with("_table");
+        let word_start =
+            i == 0 || !rest[..i].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_');
+        if named && word_start && signature.contains("-> String") {
+            marks.push(format!("fn {name} returning a String"));
+        }
+        rest = after;
+    }
+    let bytes = code.as_bytes();
+    for (i, _) in code.match_indices('{') {
+        let spec: String = code[i + 1..]
+            .chars()
+            .take_while(|c| *c != '}' && *c != '{' && *c != '\n')
+            .take(24)
+            .collect();
+        let Some((arg, fmt)) = spec.split_once(':') else {
+            continue;
+        };
+        if !arg
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+        {
+            continue;
+        }
+        // An optional fill character, then the alignment, then a width.
+        let mut chars: Vec<char> = fmt.chars().take(3).collect();
+        if chars.len() >= 2 && !matches!(chars[0], '<' | '>' | '^') {
+            chars.remove(0);
+        }
+        let aligned =
+            chars.len() >= 2 && matches!(chars[0], '<' | '>' | '^') && chars[1].is_ascii_digit();
+        if aligned && i > 0 && bytes[i - 1] != b'{' {
+            marks.push(format!("aligned format spec {{{spec}}}"));
+        }
+    }
+    let mut rest = code;
+    while let Some(i) = rest.find("Display for ") {
+        let after = &rest[i + "Display for ".len()..];
+        let ty: String = after
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        if ty.ends_with("Report") {
+            marks.push(format!("Display for {ty}"));
+        }
+        rest = after;
+    }
+    marks
+}
+
+#[test]
+fn the_renderer_scanner_sees_tables_and_render_functions_but_not_data() {
+    assert_eq!(
+        renderer_marks("pub fn render(&self, h: &History) -> String { x }"),
+        ["fn render returning a String"]
+    );
+    assert_eq!(
+        renderer_marks("fn table(r: &[R]) -> String { writeln!(s, \"{:<34} {n:>6}\", a) }"),
+        [
+            "fn table returning a String",
+            "aligned format spec {:<34}",
+            "aligned format spec {n:>6}"
+        ]
+    );
+    assert_eq!(
+        renderer_marks("impl fmt::Display for ClaimsReport {"),
+        ["Display for ClaimsReport"]
+    );
+    // Data: a TOML table builder, a hex id, a zero-padded fraction, a closure's braces.
+    assert!(renderer_marks(
+        "fn fault_table(o: &Options) -> Table { format!(\"{h:016x} {:06}\", a, b); |x| { x } }"
+    )
+    .is_empty());
+}
+
+#[test]
+fn no_renderer_lives_outside_report() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut found = Vec::new();
+    let mut excepted_seen = Vec::new();
+    for file in &files {
+        let rel = file
+            .strip_prefix(&src)
+            .unwrap_or(file)
+            .to_string_lossy()
+            .replace('\\', "/");
+        if rel.starts_with("report/") {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).expect("source file reads");
+        let code: String = text
+            .lines()
+            .map(|l| l.split("//").next().unwrap_or(""))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let marks = renderer_marks(&code);
+        if marks.is_empty() {
+            continue;
+        }
+        if RENDERER_EXCEPTIONS.iter().any(|(f, _)| *f == rel) {
+            excepted_seen.push(rel);
+            continue;
+        }
+        found.push(format!("{rel}: {}", marks.join(", ")));
+    }
+    assert!(
+        found.is_empty(),
+        "renderers outside src/report/ (move them to report/, or add the file to \
+         RENDERER_EXCEPTIONS with the reason):\n{}",
+        found.join("\n")
+    );
+    let stale: Vec<&str> = RENDERER_EXCEPTIONS
+        .iter()
+        .map(|(f, _)| *f)
+        .filter(|f| !excepted_seen.iter().any(|s| s == f))
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "these RENDERER_EXCEPTIONS hold no renderer any more; take them off: {stale:?}"
+    );
+}
+
+/// ARCHITECTURE.md's serde invariant, the part a grep can hold: the core
+/// rooms and the in-memory history types never name serde (comments aside).
+#[test]
+fn the_core_rooms_and_history_types_name_no_serde() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    for room in ["protocol", "sim", "check", "oracle"] {
+        rust_files(&src.join(room), &mut files);
+    }
+    files.push(src.join("history/mod.rs"));
+    let naming: Vec<String> = files
+        .iter()
+        .filter(|f| {
+            std::fs::read_to_string(f)
+                .expect("source file reads")
+                .lines()
+                .any(|l| l.split("//").next().unwrap_or("").contains("serde"))
+        })
+        .map(|f| f.strip_prefix(&src).unwrap_or(f).display().to_string())
+        .collect();
+    assert!(naming.is_empty(), "serde in a core room: {naming:?}");
+}

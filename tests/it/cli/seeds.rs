@@ -169,3 +169,51 @@ fn the_bundled_suite_is_deterministic_under_the_self_check() {
     let o = fencesim(&["run", "scenarios", "--check-determinism"]);
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
 }
+
+#[test]
+fn merge_takes_a_hidden_jobs_flag_for_old_scripts_and_says_it_does_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut shards = Vec::new();
+    for i in 0..2 {
+        let shard = format!("{i}/2");
+        let o = fencesim(&[
+            "run",
+            "scenarios/article/gc-pause-stale-write.toml",
+            "--seeds",
+            "6",
+            "--format",
+            "json",
+            "--shard",
+            &shard,
+        ]);
+        let path = dir.path().join(format!("shard{i}.json"));
+        std::fs::write(&path, &o.stdout).unwrap();
+        shards.push(path.to_str().unwrap().to_string());
+    }
+    let plain = fencesim(&["merge", &shards[0], &shards[1]]);
+    let with_jobs = fencesim(&["merge", "--jobs", "3", &shards[0], &shards[1]]);
+    assert_eq!(with_jobs.status.code(), plain.status.code());
+    assert_eq!(stdout(&with_jobs), stdout(&plain));
+    let note = String::from_utf8_lossy(&with_jobs.stderr);
+    assert!(note.contains("merge --jobs 3 is ignored"), "{note}");
+    assert!(!String::from_utf8_lossy(&plain.stderr).contains("--jobs"));
+    let help = stdout(&fencesim(&["merge", "--help"]));
+    assert!(!help.contains("--jobs"), "hidden: {help}");
+}
+
+#[test]
+fn live_jobs_is_the_shared_flag_resolved_in_one_place() {
+    // The same help line as `run --jobs` (padding aside): flattened from cli/flags.rs.
+    let line = |cmd: &str| {
+        stdout(&fencesim(&[cmd, "--help"]))
+            .lines()
+            .find(|l| l.trim_start().starts_with("--jobs"))
+            .unwrap_or_default()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let live = line("live");
+    assert!(live.contains("Results do not depend on it"), "{live}");
+    assert_eq!(live, line("run"));
+}

@@ -83,7 +83,11 @@ fn search_is_clean_on_the_storage_fenced_pair_under_the_same_placements() {
     .expect("built-in");
     assert!(r.is_clean(), "{:?}", r.found);
     // The same placements as the unfenced pair's search, which fails.
-    assert!(r.distinct > 300, "{}", r.coverage(1));
+    assert!(
+        r.distinct > 300,
+        "{}",
+        fencesim::report::search::coverage(&r, 1)
+    );
 }
 
 #[test]

@@ -84,7 +84,11 @@ fn search_finds_the_stale_write_and_token_regression_of_incr_beside_lease() {
 fn search_is_clean_on_fenced_cas_over_thousands_of_distinct_executions() {
     let r = search_k(&generic("fenced-cas"), 2, 2);
     assert!(r.is_clean(), "{:?}", r.found);
-    assert!(r.distinct > 1_000, "{}", r.coverage(2));
+    assert!(
+        r.distinct > 1_000,
+        "{}",
+        fencesim::report::search::coverage(&r, 2)
+    );
     assert_eq!(r.levels.len(), 3);
     assert_eq!(r.runs, r.levels.iter().map(|l| l.0).sum::<u64>());
     // The fence was tested: lost_update (tolerated by the scenario) shows.
@@ -266,5 +270,9 @@ fn the_same_clock_steps_cannot_break_fenced_cas_with_fenced_reads() {
     let s = scenario::parse(&source, "clocks.toml").unwrap_or_else(|e| panic!("{e}"));
     let r = search_k(&s, 2, 2);
     assert!(r.is_clean(), "{:?}", r.found);
-    assert!(r.distinct > 100, "{}", r.coverage(2));
+    assert!(
+        r.distinct > 100,
+        "{}",
+        fencesim::report::search::coverage(&r, 2)
+    );
 }
