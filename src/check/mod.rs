@@ -15,19 +15,19 @@
 //! stated in `docs/history.md`; `crate::oracle` is a second, independent
 //! reading of them that the differential test holds this one to.
 
-pub mod effects;
-pub mod generations;
-pub mod liveness;
-pub mod metrics;
-pub mod node_map;
-pub mod overlap;
-pub mod release;
-pub mod renewal;
+pub(crate) mod effects;
+pub(crate) mod generations;
+pub(crate) mod liveness;
+pub(crate) mod metrics;
+pub(crate) mod node_map;
+pub(crate) mod overlap;
+pub(crate) mod release;
+pub(crate) mod renewal;
 pub mod store_claims;
-pub mod token_order;
-pub mod two_actives;
-pub mod work;
-pub mod writes;
+pub(crate) mod token_order;
+pub(crate) mod two_actives;
+pub(crate) mod work;
+pub(crate) mod writes;
 
 use std::fmt;
 

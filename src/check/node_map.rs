@@ -29,7 +29,7 @@ impl<V> NodeMap<V> {
         self.len
     }
 
-    #[inline]
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

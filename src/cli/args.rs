@@ -5,7 +5,6 @@
 
 use clap::{Parser, Subcommand};
 
-pub use super::flags::{parse_seed, parse_shard, Format};
 use super::{
     check_history, check_models, explore, live, merge, replay, run, search, shrink, tradeoff,
     validate,

@@ -6,13 +6,13 @@
 //! `validate` broke the wire protocol).
 
 pub mod args;
-pub mod flags;
+pub(crate) mod flags;
 // `fencesim check` (model checking); named apart from `crate::check`, the history checker.
 mod check_history;
 #[path = "check.rs"]
 mod check_models;
 mod explore;
-pub mod live;
+pub(crate) mod live;
 mod merge;
 mod replay;
 mod run;

@@ -17,10 +17,10 @@
 //! - `to_scenario`: a counterexample as a fully scripted simulator scenario, the mechanical
 //!   link between the models and the message-level protocol code.
 
-pub mod checker;
-pub mod counterexample;
-pub mod lock_model;
-pub mod spec;
+pub(crate) mod checker;
+pub(crate) mod counterexample;
+pub(crate) mod lock_model;
+pub(crate) mod spec;
 pub mod state;
 pub mod to_scenario;
 

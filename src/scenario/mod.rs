@@ -9,8 +9,8 @@
 pub mod emit;
 pub mod expect;
 pub mod limits;
-pub mod resolve;
-pub mod schema;
+pub(crate) mod resolve;
+pub(crate) mod schema;
 pub mod source;
 
 use std::collections::BTreeSet;

@@ -5,15 +5,15 @@
 //! **Invariant:** no serde, no wall clock, no ambient RNG, no threads, no
 //! hash-ordered iteration. A run is a pure function of (`Options`, seed).
 
-pub mod clock;
+pub(crate) mod clock;
 pub mod faults;
-pub mod hash;
-pub mod network;
-pub mod options;
-pub mod queue;
+pub(crate) mod hash;
+pub(crate) mod network;
+pub(crate) mod options;
+pub(crate) mod queue;
 pub mod recorder;
-pub mod rng;
-pub mod simulator;
+pub(crate) mod rng;
+pub(crate) mod simulator;
 pub mod trace;
 
 pub use clock::ClockSpec;

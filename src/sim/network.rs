@@ -70,11 +70,7 @@ pub fn mask(nodes: &[NodeId]) -> u64 {
 const MS: u64 = 1_000_000;
 
 impl Network {
-    pub fn new(opts: &NetworkOptions, nodes: usize, faults: &[Fault], seed: u64) -> Network {
-        Network::new_in(opts, nodes, faults, seed, Vec::new())
-    }
-
-    /// [`Network::new`] reusing `link_counts`' allocation (a previous run's
+    /// The network of a run, reusing `link_counts`' allocation (a previous run's
     /// table, from [`Network::into_link_counts`]); its contents are reset.
     pub fn new_in(
         opts: &NetworkOptions,

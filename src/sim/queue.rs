@@ -32,13 +32,6 @@ pub struct EventQueue {
 }
 
 impl EventQueue {
-    pub fn with_capacity(n: usize) -> Self {
-        EventQueue {
-            keys: Vec::with_capacity(n),
-            spill: BinaryHeap::new(),
-        }
-    }
-
     pub fn push(&mut self, t_ns: Nanos, order: u32, slot: u32) {
         let key = (t_ns as u128) << 64 | (order as u128) << 32 | slot as u128;
         if self.keys.len() >= SORTED_MAX {
@@ -77,6 +70,7 @@ impl EventQueue {
         self.keys.len() + self.spill.len()
     }
 
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.keys.is_empty() && self.spill.is_empty()
     }

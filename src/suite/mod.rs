@@ -16,12 +16,12 @@
 //! compared; see [`determinism`]) and `--shard I/N` (see [`Shard`]).
 
 pub mod determinism;
-pub mod exit;
-pub mod histogram;
-pub mod pool;
-pub mod production;
+pub(crate) mod exit;
+pub(crate) mod histogram;
+pub(crate) mod pool;
+pub(crate) mod production;
 pub mod seed;
-pub mod seed_stats;
+pub(crate) mod seed_stats;
 pub mod shard;
 pub mod swarm;
 pub mod tradeoff;

@@ -20,7 +20,7 @@
 //! them), and the implementation's otherwise. Only the implementation's
 //! fail a seed.
 
-pub mod error;
+pub(crate) mod error;
 pub(crate) mod process;
 pub(crate) mod reaper;
 pub mod shard;
