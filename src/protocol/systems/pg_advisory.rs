@@ -44,17 +44,17 @@ crate::protocol::msg::system_msgs! {
     pub enum PgMsg {
         /// Open session `session` and `pg_try_advisory_lock(key)` in it
         /// (with `fence`: `SELECT nextval('lock_fence') WHERE …`).
-        TryLock = (82, "pg_try_lock", Acquire) { req: ReqId => "req", key: Key => "", session: u64 => "session" },
+        TryLock = (82, "pg_try_lock", Acquire) { req: ReqId => "req", key: Key => "", session: u64 => "session" Hex },
         /// `fence`: the sequence value drawn with a granted lock (0: none).
         LockResult = (83, "pg_lock_result", Grant) { req: ReqId => "req", key: Key => "", ok: bool => "ok", fence: u64 => "fence" },
         /// A TCP keepalive on the session's connection.
-        Keepalive = (84, "pg_keepalive", Grant) { req: ReqId => "req", key: Key => "", session: u64 => "session" },
+        Keepalive = (84, "pg_keepalive", Grant) { req: ReqId => "req", key: Key => "", session: u64 => "session" Hex },
         Alive = (85, "pg_alive", Grant) { req: ReqId => "req", key: Key => "" },
         /// `pg_advisory_unlock(key)`, then the session closes: the release.
-        Unlock = (86, "pg_unlock", Release) { req: ReqId => "req", key: Key => "", session: u64 => "session" } => Release(session),
+        Unlock = (86, "pg_unlock", Release) { req: ReqId => "req", key: Key => "", session: u64 => "session" Hex } => Release(session),
         Unlocked = (87, "pg_unlocked", Release) { req: ReqId => "req", key: Key => "", ok: bool => "ok" },
         /// "terminating connection": the session ended (timeout, restart).
-        Terminated = (88, "pg_session_terminated", Rejected) { req: ReqId => "req", key: Key => "", session: u64 => "session" },
+        Terminated = (88, "pg_session_terminated", Rejected) { req: ReqId => "req", key: Key => "", session: u64 => "session" Hex },
     }
 }
 

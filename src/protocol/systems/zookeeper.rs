@@ -60,25 +60,25 @@ crate::protocol::msg::system_msgs! {
     pub enum ZkMsg {
         /// `create(lock/lock-, EPHEMERAL_SEQUENTIAL)`; idempotent per session
         /// (Curator's protected mode), so a retransmission makes no second node.
-        Create = (21, "zk_create", Acquire) { req: ReqId => "req", key: Key => "", session: u64 => "session" },
-        Created = (22, "zk_created", Acquire) { req: ReqId => "req", key: Key => "", session: u64 => "session", seq: u64 => "seq" },
+        Create = (21, "zk_create", Acquire) { req: ReqId => "req", key: Key => "", session: u64 => "session" Hex },
+        Created = (22, "zk_created", Acquire) { req: ReqId => "req", key: Key => "", session: u64 => "session" Hex, seq: u64 => "seq" },
         /// `getChildren(lock, watch)` as seen by the owner of node `seq`.
-        GetChildren = (23, "zk_get_children", Acquire) { req: ReqId => "req", key: Key => "", session: u64 => "session", seq: u64 => "seq", watch: bool => "watch" },
+        GetChildren = (23, "zk_get_children", Acquire) { req: ReqId => "req", key: Key => "", session: u64 => "session" Hex, seq: u64 => "seq", watch: bool => "watch" },
         /// The children as the recipe reads them: the lowest sequence, the
         /// highest one below `seq` (0: none), and whether `seq` still exists.
         Children = (24, "zk_children", Acquire) { req: ReqId => "req", key: Key => "", lowest: u64 => "lowest", pred: u64 => "pred", mine: bool => "mine" },
         /// `exists(lock/<seq>, watch = true)`.
-        Exists = (25, "zk_exists", Acquire) { req: ReqId => "req", key: Key => "", session: u64 => "session", seq: u64 => "seq" },
+        Exists = (25, "zk_exists", Acquire) { req: ReqId => "req", key: Key => "", session: u64 => "session" Hex, seq: u64 => "seq" },
         Stat = (26, "zk_stat", Acquire) { req: ReqId => "req", key: Key => "", seq: u64 => "seq", exists: bool => "exists" },
         /// A watch fired: node `seq` was deleted (a child of the lock node changed).
         Watch = (27, "zk_watch", Acquire) { key: Key => "", seq: u64 => "deleted" } => WatchNotified,
         /// Client heartbeat.
-        Ping = (28, "zk_ping", Replica) { key: Key => "", session: u64 => "session" },
+        Ping = (28, "zk_ping", Replica) { key: Key => "", session: u64 => "session" Hex },
         /// `delete(lock/<seq>)` and close the session: the release.
-        Delete = (29, "zk_delete", Release) { req: ReqId => "req", key: Key => "", session: u64 => "session", seq: u64 => "seq" } => Release(session),
+        Delete = (29, "zk_delete", Release) { req: ReqId => "req", key: Key => "", session: u64 => "session" Hex, seq: u64 => "seq" } => Release(session),
         Deleted = (30, "zk_deleted", Release) { req: ReqId => "req", key: Key => "" },
         /// The session expired on the server: its ephemeral nodes are gone.
-        SessionExpired = (31, "zk_session_expired", Rejected) { req: ReqId => "req", key: Key => "", session: u64 => "session" },
+        SessionExpired = (31, "zk_session_expired", Rejected) { req: ReqId => "req", key: Key => "", session: u64 => "session" Hex },
     }
 }
 
