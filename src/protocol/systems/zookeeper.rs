@@ -51,7 +51,8 @@ use crate::protocol::msg::{Key, Msg, ReqId, Token};
 use crate::protocol::node::{Clocks, Effect, Input, Nanos, Node, NodeId, Observation, TimerId};
 use crate::protocol::record::{persist_if_changed, RecordReader, RecordWriter};
 use crate::protocol::systems::base::{
-    ClientBase, LockEvent, LockSystem, Requests, Timeout, CLIENT_REQUEST, CLIENT_TIMER_A,
+    ClientBase, LockEvent, LockSystem, Requests, SessionCheck, Timeout, CLIENT_REQUEST,
+    CLIENT_TIMER_A,
 };
 
 crate::protocol::msg::system_msgs! {
@@ -383,8 +384,6 @@ struct Watch {
     seq: u64,
 }
 
-const SESSION_CHECK: TimerId = TimerId(0);
-
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct ZkServer {
     cfg: ZkServerConfig,
@@ -395,8 +394,7 @@ pub struct ZkServer {
     sessions: BTreeMap<u64, Session>,
     expired: BTreeSet<u64>,
     watches: Vec<Watch>,
-    /// When the session check timer fires (None: not armed).
-    check_at_mono_ns: Option<Nanos>,
+    check: SessionCheck,
     /// The durable record last persisted (see [`crate::protocol::record`]).
     persisted: Vec<u8>,
 }
@@ -410,7 +408,7 @@ impl ZkServer {
             sessions: BTreeMap::new(),
             expired: BTreeSet::new(),
             watches: Vec::new(),
-            check_at_mono_ns: None,
+            check: SessionCheck::default(),
             persisted: Vec::new(),
         }
     }
@@ -483,7 +481,7 @@ impl ZkServer {
         assert!(r.is_done(), "a ZooKeeper record with trailing bytes");
         self.persisted = record.to_vec();
         if !self.sessions.is_empty() {
-            self.arm(clocks, expires_mono_ns, fx);
+            self.check.arm(clocks, expires_mono_ns, fx);
         }
     }
 
@@ -493,7 +491,7 @@ impl ZkServer {
         if self.expired.contains(&session) {
             return false;
         }
-        let expires_mono_ns = clocks.mono_ns + self.cfg.session_timeout_ns;
+        let expires_mono_ns = self.check.touch(clocks, self.cfg.session_timeout_ns, fx);
         self.sessions
             .entry(session)
             .and_modify(|s| s.expires_mono_ns = expires_mono_ns)
@@ -501,29 +499,12 @@ impl ZkServer {
                 expires_mono_ns,
                 node: None,
             });
-        if self.check_at_mono_ns.is_none() {
-            self.arm(clocks, expires_mono_ns, fx);
-        }
         true
     }
 
-    fn arm(&mut self, clocks: Clocks, at_mono_ns: Nanos, fx: &mut Vec<Effect>) {
-        self.check_at_mono_ns = Some(at_mono_ns);
-        fx.push(Effect::SetTimer {
-            timer: SESSION_CHECK,
-            after_ns: at_mono_ns.saturating_sub(clocks.mono_ns),
-        });
-    }
-
     fn on_session_check(&mut self, clocks: Clocks, fx: &mut Vec<Effect>) {
-        self.check_at_mono_ns = None;
-        let due: Vec<u64> = self
-            .sessions
-            .iter()
-            .filter(|(_, s)| s.expires_mono_ns <= clocks.mono_ns)
-            .map(|(&id, _)| id)
-            .collect();
-        for id in due {
+        let expires = |s: &Session| s.expires_mono_ns;
+        for id in self.check.due(clocks, &self.sessions, expires) {
             let s = self.sessions.remove(&id).expect("due session exists");
             self.expired.insert(id);
             self.watches.retain(|w| w.session != id);
@@ -535,9 +516,7 @@ impl ZkServer {
                 self.delete_node(key, seq, fx);
             }
         }
-        if let Some(next) = self.sessions.values().map(|s| s.expires_mono_ns).min() {
-            self.arm(clocks, next, fx);
-        }
+        self.check.rearm(clocks, &self.sessions, expires, fx);
     }
 
     /// Sets `w` unless the session already watches that node: a client's
@@ -697,6 +676,7 @@ impl Node for ZkServer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::systems::base::SESSION_CHECK;
     use crate::protocol::testkit::{at, sent};
 
     const T: Nanos = 1_000;
