@@ -71,37 +71,12 @@ pub struct Shade {
 }
 
 /// Message families, coloured alike: the protocol's own drawing classes
-/// (a system message declares its class in `system_msgs!`).
+/// (every message declares its class, `protocol::msg`).
 pub use crate::protocol::msg::Draw as MsgClass;
 
 impl MsgClass {
     pub fn of(msg: &Msg) -> MsgClass {
-        match msg {
-            Msg::Acquire { .. } | Msg::Busy { .. } => MsgClass::Acquire,
-            Msg::Granted { .. } => MsgClass::Grant,
-            Msg::Release { .. } | Msg::Released { .. } => MsgClass::Release,
-            Msg::Read { .. } | Msg::ReadOk { .. } => MsgClass::Read,
-            Msg::Write { .. } | Msg::WriteOk { .. } => MsgClass::Write,
-            Msg::ReadRejected { .. } | Msg::WriteRejected { .. } => MsgClass::Rejected,
-            Msg::Renew { .. } | Msg::Renewed { .. } => MsgClass::Grant,
-            Msg::RenewFailed { .. } => MsgClass::Rejected,
-            Msg::Effect { .. } | Msg::EffectOk { .. } => MsgClass::Write,
-            Msg::OutboxPoll { .. } | Msg::OutboxEntry { .. } => MsgClass::Read,
-            Msg::Replicate { .. }
-            | Msg::Propose { .. }
-            | Msg::Accepted { .. }
-            | Msg::QueryMax
-            | Msg::MaxIs { .. }
-            | Msg::Promote => MsgClass::Replica,
-            crate::protocol::systems::system_msg!() => {
-                msg.system_draw().expect("a system message has a class")
-            }
-            Msg::PairHeartbeat { .. } => MsgClass::Replica,
-            Msg::Stonith { .. } => MsgClass::Release,
-            Msg::Reserve { .. } => MsgClass::Acquire,
-            Msg::Reserved { ok: true, .. } => MsgClass::Grant,
-            Msg::Reserved { .. } => MsgClass::Rejected,
-        }
+        msg.draw()
     }
 
     pub fn name(self) -> &'static str {

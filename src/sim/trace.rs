@@ -33,6 +33,7 @@
 
 use super::hash::TraceHasher;
 use crate::history::{self, Event, History};
+use crate::protocol::msg::{Show, Shown};
 use crate::protocol::{Durability, Msg, Nanos, NodeId, TimerId};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -198,108 +199,28 @@ fn hash_msg(h: &mut TraceHasher, msg: &Msg) {
     }
 }
 
-/// `write op=1001 token=2 value=1001` — a message with its fields named.
+/// `write op=1001 token=2 value=1001` — a message with its fields named,
+/// as its declaration (`protocol::msg`) shows them.
 pub fn fmt_msg(msg: &Msg) -> String {
-    let tok = |t: Option<crate::protocol::Token>| t.map_or("-".to_string(), |t| t.0.to_string());
-    let body = match *msg {
-        Msg::Acquire { req, owner, .. } | Msg::Release { req, owner, .. } => {
-            format!("req={req} owner={owner:#x}")
-        }
-        Msg::Granted {
-            req,
-            owner,
-            token,
-            ttl_ns,
-            ..
-        } => {
-            format!(
-                "req={req} owner={owner:#x} token={} ttl={}ms",
-                tok(token),
-                ttl_ns / 1_000_000
-            )
-        }
-        Msg::Busy { req, .. } => format!("req={req}"),
-        Msg::Released { req, removed, .. } => {
-            format!(
-                "req={req} removed={}",
-                removed.map_or("-".to_string(), |o| format!("{o:#x}"))
-            )
-        }
-        Msg::Read { req, op, token, .. } => format!("req={req} op={} token={}", op.0, tok(token)),
-        Msg::Write {
-            req,
-            op,
-            token,
-            value,
-            ..
-        } => {
-            format!(
-                "req={req} op={} token={} value={}",
-                op.0,
-                tok(token),
-                value.0
-            )
-        }
-        Msg::ReadOk { req, op, value, .. } => format!("req={req} op={} value={}", op.0, value.0),
-        Msg::ReadRejected { req, op, fence, .. } | Msg::WriteRejected { req, op, fence, .. } => {
-            format!("req={req} op={} fence={}", op.0, fence.0)
-        }
-        Msg::WriteOk { req, op, .. } => format!("req={req} op={}", op.0),
-        Msg::Renew { req, owner, .. } | Msg::RenewFailed { req, owner, .. } => {
-            format!("req={req} owner={owner:#x}")
-        }
-        Msg::Renewed {
-            req, owner, ttl_ns, ..
-        } => format!("req={req} owner={owner:#x} ttl={}ms", ttl_ns / 1_000_000),
-        Msg::Replicate {
-            counter,
-            owner,
-            token,
-            ..
-        } => {
-            format!(
-                "counter={counter} lease_owner={owner:#x} token={}",
-                tok(token)
-            )
-        }
-        Msg::Propose { gen } | Msg::MaxIs { gen } => format!("gen={gen}"),
-        Msg::Accepted { gen, ok } => format!("gen={gen} ok={ok}"),
-        Msg::QueryMax | Msg::Promote => String::new(),
-        // The systems' own messages (`system_msgs!`) print their declared fields.
-        crate::protocol::systems::system_msg!() => fmt_words(msg),
-        Msg::Effect {
-            req, op, idem_key, ..
-        } => format!(
-            "req={req} op={} idempotency_key={}",
-            op.0,
-            idem_key.map_or("-".to_string(), |k| k.to_string())
-        ),
-        Msg::EffectOk {
-            req, op, performed, ..
-        } => format!("req={req} op={} performed={performed}", op.0),
-        Msg::OutboxPoll { req, delivered } => format!("req={req} delivered={}", delivered.0),
-        Msg::OutboxEntry { req, op, .. } => format!("req={req} op={}", op.0),
-        Msg::PairHeartbeat { .. }
-        | Msg::Stonith { .. }
-        | Msg::Reserve { .. }
-        | Msg::Reserved { .. } => fmt_words(msg),
-    };
-    format!("{} {body}", msg.name())
+    let fields: Vec<String> = msg
+        .shown()
+        .iter()
+        .filter(|f| !f.name.is_empty())
+        .map(|f| format!("{}={}", f.name, fmt_value(f)))
+        .collect();
+    format!("{} {}", msg.name(), fields.join(" "))
 }
 
-/// `req=3 session=0x100000001 seq=2`: a message rendered from its word names.
-fn fmt_words(msg: &Msg) -> String {
-    let fields: Vec<String> = msg
-        .field_names()
-        .iter()
-        .zip(msg.words())
-        .filter(|(name, _)| !name.is_empty())
-        .map(|(name, w)| match *name {
-            "session" | "lease" => format!("{name}={w:#x}"),
-            _ => format!("{name}={w}"),
-        })
-        .collect();
-    fields.join(" ")
+fn fmt_value(field: &Shown) -> String {
+    let Some(v) = field.value else {
+        return "-".to_string();
+    };
+    match field.show {
+        Show::Dec => v.to_string(),
+        Show::Hex => format!("{v:#x}"),
+        Show::Ms => format!("{}ms", v / 1_000_000),
+        Show::Flag => (v != 0).to_string(),
+    }
 }
 
 /// One trace line. `names` maps node ids to names.

@@ -12,12 +12,14 @@
 //! `Msg` keeps the lock-domain core flat — acquire, grant, release, renew,
 //! read, write, effects, reservations: what the recorder and the checkers
 //! reason about. Each real system's own messages are a nested enum declared
-//! in that system's file with [`system_msgs!`] (`Msg::Zk(ZkMsg)`, …): one
-//! declaration per message yields its wire name, trace tag, key, trace
-//! words and their names, drawing class and lock-domain event. The nested
-//! variants and `Msg`'s delegations to them are generated from the system
-//! registry (`systems::for_each_system!`), so adding a system adds no line
-//! here.
+//! in that system's file with [`system_msgs!`] (`Msg::Zk(ZkMsg)`, …). Core
+//! and system messages alike are declared once, one line per message
+//! ([`msg_enum!`]): the line yields its wire name, trace tag, key, trace
+//! words (per field type, [`Word`]), text-trace fields ([`Show`]), drawing
+//! class and lock-domain event, so no per-message table is written by
+//! hand. The nested variants and `Msg`'s delegations to them are generated
+//! from the system registry (`systems::for_each_system!`), so adding a
+//! system adds no line here.
 
 /// A lock key / protected document. Scenarios name keys; ids are indexes.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
@@ -66,451 +68,98 @@ use crate::protocol::systems::base::LockSystem;
 /// value (48 bytes when the systems' messages were split out of it).
 const _: () = assert!(std::mem::size_of::<Msg>() <= 48);
 
-/// Declares `Msg` with one nested variant per registered system (the
-/// registry, `systems::for_each_system!`, calls it with its lines), so a
-/// new system adds no line here.
+/// Declares `Msg` — the core messages, one line each, and one nested
+/// variant per registered system (the registry, `systems::for_each_system!`,
+/// calls it with its lines), so a new system adds no line here. The line
+/// grammar is [`msg_enum!`]'s: `Variant = (tag, "wire_name", Draw) { field:
+/// Type => "trace name" Show, … }`. Tags are the binary trace encoding's
+/// and pinned by every trace hash: never renumber one.
 macro_rules! declare_msg {
     ($( $variant:ident => $system:path ),* $(,)?) => {
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-pub enum Msg {
-    // worker -> coordinator
-    Acquire {
-        req: ReqId,
-        key: Key,
-        owner: u64,
-    },
-    Release {
-        req: ReqId,
-        key: Key,
-        owner: u64,
-    },
-    /// Heartbeat: extend the lease held under `owner` by a full TTL.
-    Renew {
-        req: ReqId,
-        key: Key,
-        owner: u64,
-    },
-    // coordinator -> worker
-    Granted {
-        req: ReqId,
-        key: Key,
-        owner: u64,
-        token: Option<Token>,
-        ttl_ns: u64,
-    },
-    Busy {
-        req: ReqId,
-        key: Key,
-    },
-    /// `removed` is the owner nonce of the lease record the release deleted.
-    Released {
-        req: ReqId,
-        key: Key,
-        removed: Option<u64>,
-    },
-    /// The lease of `owner` now runs `ttl_ns` from the coordinator's step.
-    Renewed {
-        req: ReqId,
-        key: Key,
-        owner: u64,
-        ttl_ns: u64,
-    },
-    /// The lease is gone (expired, or someone else's now): the holder lost it.
-    RenewFailed {
-        req: ReqId,
-        key: Key,
-        owner: u64,
-    },
-    // worker -> resource
-    Read {
-        req: ReqId,
-        key: Key,
-        op: OpId,
-        token: Option<Token>,
-    },
-    Write {
-        req: ReqId,
-        key: Key,
-        op: OpId,
-        token: Option<Token>,
-        value: OpId,
-    },
-    // resource -> worker
-    ReadOk {
-        req: ReqId,
-        key: Key,
-        op: OpId,
-        value: OpId,
-    },
-    ReadRejected {
-        req: ReqId,
-        key: Key,
-        op: OpId,
-        fence: Token,
-    },
-    WriteOk {
-        req: ReqId,
-        key: Key,
-        op: OpId,
-    },
-    WriteRejected {
-        req: ReqId,
-        key: Key,
-        op: OpId,
-        fence: Token,
-    },
-    // coordinator replica <-> replica
-    /// Asynchronous replication (Redis primary -> replica): the primary's
-    /// INCR counter and its lease on `key` (owner 0: none), as of now.
-    Replicate {
-        key: Key,
-        counter: u64,
-        owner: u64,
-        token: Option<Token>,
-        expires_wall_ns: i64,
-    },
-    /// Quorum commit of a generation before it is handed out (Chubby).
-    Propose {
-        gen: u64,
-    },
-    Accepted {
-        gen: u64,
-        ok: bool,
-    },
-    /// A newly promoted primary asks every replica for the highest
-    /// generation it accepted; it serves only after a majority answered.
-    QueryMax,
-    MaxIs {
-        gen: u64,
-    },
-    /// The failover orchestrator (Sentinel, an election) makes a backup
-    /// primary. Sent by the harness on a `failover` fault.
-    Promote,
-    // The real systems' own messages, each declared in its system's file
-    // and named by one line of the registry (src/protocol/systems/mod.rs).
-    $(
-        #[doc = concat!("The messages of `", stringify!($system), "`.")]
-        $variant(<$system as LockSystem>::Msg),
-    )*
-    // worker or outbox dispatcher -> effect sink (email / payment provider)
-    /// Perform the irreversible effect of `op`; `idem_key` is the provider's
-    /// idempotency key (`None`: the caller sends none).
-    Effect {
-        req: ReqId,
-        key: Key,
-        op: OpId,
-        idem_key: Option<u64>,
-    },
-    /// `performed`: false when the provider recognised the key and did nothing.
-    EffectOk {
-        req: ReqId,
-        key: Key,
-        op: OpId,
-        performed: bool,
-    },
-    // outbox dispatcher <-> store
-    /// Mark `delivered` delivered (`OpId::INITIAL`: nothing), then ask for
-    /// the oldest undelivered outbox entry — one round trip, so an
-    /// acknowledgement can never arrive after the poll that follows it.
-    OutboxPoll {
-        req: ReqId,
-        delivered: OpId,
-    },
-    /// The oldest undelivered entry (`op` = `OpId::INITIAL`: none).
-    OutboxEntry {
-        req: ReqId,
-        key: Key,
-        op: OpId,
-    },
-    // active/passive pair (src/protocol/active_passive.rs), node <-> peer
-    /// The active's heartbeat, with the epoch it acts under.
-    PairHeartbeat {
-        key: Key,
-        epoch: u64,
-    },
-    /// STONITH ("shoot the other node in the head"): the fencing command a
-    /// passive sends before it takes over; its receiver powers off.
-    Stonith {
-        key: Key,
-        epoch: u64,
-    },
-    // pair node -> storage: SCSI-3 persistent reservation PREEMPT
-    /// Raise the storage's fence for `key` to `epoch` (if not below it):
-    /// from now on, writes under older epochs are refused.
-    Reserve {
-        req: ReqId,
-        key: Key,
-        epoch: u64,
-    },
-    /// `ok`: the fence is now `fence` = the reserved epoch; otherwise a
-    /// newer epoch holds it.
-    Reserved {
-        req: ReqId,
-        key: Key,
-        ok: bool,
-        fence: u64,
-    },
-}
-
-impl Msg {
-    /// The wire name, as in the trace and the JSON-lines protocol.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Msg::Acquire { .. } => "acquire",
-            Msg::Release { .. } => "release",
-            Msg::Granted { .. } => "acquire_ok",
-            Msg::Busy { .. } => "acquire_busy",
-            Msg::Released { .. } => "release_ok",
-            Msg::Read { .. } => "read",
-            Msg::Write { .. } => "write",
-            Msg::ReadOk { .. } => "read_ok",
-            Msg::ReadRejected { .. } => "read_rejected",
-            Msg::WriteOk { .. } => "write_ok",
-            Msg::WriteRejected { .. } => "write_rejected",
-            Msg::Renew { .. } => "renew",
-            Msg::Renewed { .. } => "renew_ok",
-            Msg::RenewFailed { .. } => "renew_failed",
-            Msg::Replicate { .. } => "replicate",
-            Msg::Propose { .. } => "propose",
-            Msg::Accepted { .. } => "accepted",
-            Msg::QueryMax => "query_max",
-            Msg::MaxIs { .. } => "max_is",
-            Msg::Promote => "promote",
-            Msg::Effect { .. } => "effect",
-            Msg::EffectOk { .. } => "effect_ok",
-            Msg::OutboxPoll { .. } => "outbox_poll",
-            Msg::OutboxEntry { .. } => "outbox_entry",
-            Msg::PairHeartbeat { .. } => "pair_heartbeat",
-            Msg::Stonith { .. } => "stonith",
-            Msg::Reserve { .. } => "reserve",
-            Msg::Reserved { .. } => "reserved",
-            $( Msg::$variant(m) => m.name(), )*
-        }
-    }
-
-    /// A stable small integer per variant, used by the binary trace encoding.
-    pub fn tag(&self) -> u8 {
-        match self {
-            Msg::Acquire { .. } => 1,
-            Msg::Release { .. } => 2,
-            Msg::Granted { .. } => 3,
-            Msg::Busy { .. } => 4,
-            Msg::Released { .. } => 5,
-            Msg::Read { .. } => 6,
-            Msg::Write { .. } => 7,
-            Msg::ReadOk { .. } => 8,
-            Msg::ReadRejected { .. } => 9,
-            Msg::WriteOk { .. } => 10,
-            Msg::WriteRejected { .. } => 11,
-            Msg::Renew { .. } => 12,
-            Msg::Renewed { .. } => 13,
-            Msg::RenewFailed { .. } => 14,
-            Msg::Replicate { .. } => 15,
-            Msg::Propose { .. } => 16,
-            Msg::Accepted { .. } => 17,
-            Msg::QueryMax => 18,
-            Msg::MaxIs { .. } => 19,
-            Msg::Promote => 20,
-            Msg::Effect { .. } => 40,
-            Msg::EffectOk { .. } => 41,
-            Msg::OutboxPoll { .. } => 42,
-            Msg::OutboxEntry { .. } => 43,
-            Msg::PairHeartbeat { .. } => 44,
-            Msg::Stonith { .. } => 45,
-            Msg::Reserve { .. } => 46,
-            Msg::Reserved { .. } => 47,
-            $( Msg::$variant(m) => m.tag(), )*
-        }
-    }
-
-    /// The key a message is about (`Key(0)` for replica-internal messages,
-    /// which are about the coordinator's state as a whole).
-    pub fn key(&self) -> Key {
-        match *self {
-            Msg::Propose { .. }
-            | Msg::Accepted { .. }
-            | Msg::QueryMax
-            | Msg::MaxIs { .. }
-            | Msg::Promote
-            | Msg::OutboxPoll { .. } => Key(0),
-            Msg::Acquire { key, .. }
-            | Msg::Release { key, .. }
-            | Msg::Granted { key, .. }
-            | Msg::Busy { key, .. }
-            | Msg::Released { key, .. }
-            | Msg::Read { key, .. }
-            | Msg::Write { key, .. }
-            | Msg::ReadOk { key, .. }
-            | Msg::ReadRejected { key, .. }
-            | Msg::WriteOk { key, .. }
-            | Msg::WriteRejected { key, .. }
-            | Msg::Renew { key, .. }
-            | Msg::Renewed { key, .. }
-            | Msg::RenewFailed { key, .. }
-            | Msg::Replicate { key, .. }
-            | Msg::Effect { key, .. }
-            | Msg::EffectOk { key, .. }
-            | Msg::OutboxEntry { key, .. }
-            | Msg::PairHeartbeat { key, .. }
-            | Msg::Stonith { key, .. }
-            | Msg::Reserve { key, .. }
-            | Msg::Reserved { key, .. } => key,
-            $( Msg::$variant(m) => m.key(), )*
-        }
-    }
-
-    /// The names of [`Msg::words`] for the real-system protocols' messages,
-    /// which the trace renders generically (`""`: not shown). Other
-    /// messages have hand-written renderings and answer all blanks.
-    pub fn field_names(&self) -> [&'static str; 5] {
-        match self {
-            $( Msg::$variant(m) => m.field_names(), )*
-            Msg::PairHeartbeat { .. } | Msg::Stonith { .. } => ["", "epoch", "", "", ""],
-            Msg::Reserve { .. } => ["req", "", "epoch", "", ""],
-            Msg::Reserved { .. } => ["req", "", "ok", "fence", ""],
-            _ => [""; 5],
-        }
-    }
-
-    /// Every field as a fixed list of words, in declaration order; absent
-    /// options encode as 0 (tokens start at 1). The trace hash and the
-    /// text renderer both read this, so they can never disagree.
-    pub fn words(&self) -> [u64; 5] {
-        let tok = |t: Option<Token>| t.map_or(0, |t| t.0);
-        match *self {
-            Msg::Acquire { req, key, owner } | Msg::Release { req, key, owner } => {
-                [req as u64, key.0 as u64, owner, 0, 0]
+        crate::protocol::msg::msg_enum! {
+            pub enum Msg {
+                // worker -> coordinator
+                Acquire = (1, "acquire", Acquire) { req: ReqId => "req", key: Key => "", owner: u64 => "owner" Hex },
+                Release = (2, "release", Release) { req: ReqId => "req", key: Key => "", owner: u64 => "owner" Hex },
+                /// Heartbeat: extend the lease held under `owner` by a full TTL.
+                Renew = (12, "renew", Grant) { req: ReqId => "req", key: Key => "", owner: u64 => "owner" Hex },
+                // coordinator -> worker
+                Granted = (3, "acquire_ok", Grant) {
+                    req: ReqId => "req", key: Key => "", owner: u64 => "owner" Hex,
+                    token: Option<Token> => "token", ttl_ns: u64 => "ttl" Ms,
+                },
+                Busy = (4, "acquire_busy", Acquire) { req: ReqId => "req", key: Key => "" },
+                /// `removed` is the owner nonce of the lease record the release deleted.
+                Released = (5, "release_ok", Release) { req: ReqId => "req", key: Key => "", removed: Option<u64> => "removed" Hex },
+                /// The lease of `owner` now runs `ttl_ns` from the coordinator's step.
+                Renewed = (13, "renew_ok", Grant) { req: ReqId => "req", key: Key => "", owner: u64 => "owner" Hex, ttl_ns: u64 => "ttl" Ms },
+                /// The lease is gone (expired, or someone else's now): the holder lost it.
+                RenewFailed = (14, "renew_failed", Rejected) { req: ReqId => "req", key: Key => "", owner: u64 => "owner" Hex },
+                // worker -> resource
+                Read = (6, "read", Read) { req: ReqId => "req", key: Key => "", op: OpId => "op", token: Option<Token> => "token" },
+                Write = (7, "write", Write) {
+                    req: ReqId => "req", key: Key => "", op: OpId => "op", token: Option<Token> => "token", value: OpId => "value",
+                },
+                // resource -> worker
+                ReadOk = (8, "read_ok", Read) { req: ReqId => "req", key: Key => "", op: OpId => "op", value: OpId => "value" },
+                ReadRejected = (9, "read_rejected", Rejected) { req: ReqId => "req", key: Key => "", op: OpId => "op", fence: Token => "fence" },
+                WriteOk = (10, "write_ok", Write) { req: ReqId => "req", key: Key => "", op: OpId => "op" },
+                WriteRejected = (11, "write_rejected", Rejected) { req: ReqId => "req", key: Key => "", op: OpId => "op", fence: Token => "fence" },
+                // coordinator replica <-> replica
+                /// Asynchronous replication (Redis primary -> replica): the primary's
+                /// INCR counter and its lease on `key` (owner 0: none), as of now.
+                Replicate = (15, "replicate", Replica) {
+                    key: Key => "", counter: u64 => "counter", owner: u64 => "lease_owner" Hex,
+                    token: Option<Token> => "token", expires_wall_ns: i64 => "",
+                },
+                /// Quorum commit of a generation before it is handed out (Chubby).
+                Propose = (16, "propose", Replica) { gen: u64 => "gen" },
+                Accepted = (17, "accepted", Replica) { gen: u64 => "gen", ok: bool => "ok" Flag },
+                /// A newly promoted primary asks every replica for the highest
+                /// generation it accepted; it serves only after a majority answered.
+                QueryMax = (18, "query_max", Replica),
+                MaxIs = (19, "max_is", Replica) { gen: u64 => "gen" },
+                /// The failover orchestrator (Sentinel, an election) makes a backup
+                /// primary. Sent by the harness on a `failover` fault.
+                Promote = (20, "promote", Replica),
+                // worker or outbox dispatcher -> effect sink (email / payment provider)
+                /// Perform the irreversible effect of `op`; `idem_key` is the provider's
+                /// idempotency key (`None`: the caller sends none).
+                Effect = (40, "effect", Write) {
+                    req: ReqId => "req", key: Key => "", op: OpId => "op", idem_key: Option<u64> => "idempotency_key",
+                },
+                /// `performed`: false when the provider recognised the key and did nothing.
+                EffectOk = (41, "effect_ok", Write) { req: ReqId => "req", key: Key => "", op: OpId => "op", performed: bool => "performed" Flag },
+                // outbox dispatcher <-> store
+                /// Mark `delivered` delivered (`OpId::INITIAL`: nothing), then ask for
+                /// the oldest undelivered outbox entry — one round trip, so an
+                /// acknowledgement can never arrive after the poll that follows it.
+                OutboxPoll = (42, "outbox_poll", Read) { req: ReqId => "req", delivered: OpId => "delivered" },
+                /// The oldest undelivered entry (`op` = `OpId::INITIAL`: none).
+                OutboxEntry = (43, "outbox_entry", Read) { req: ReqId => "req", key: Key => "", op: OpId => "op" },
+                // active/passive pair (src/protocol/active_passive.rs), node <-> peer
+                /// The active's heartbeat, with the epoch it acts under.
+                PairHeartbeat = (44, "pair_heartbeat", Replica) { key: Key => "", epoch: u64 => "epoch" },
+                /// STONITH ("shoot the other node in the head"): the fencing command a
+                /// passive sends before it takes over; its receiver powers off.
+                Stonith = (45, "stonith", Release) { key: Key => "", epoch: u64 => "epoch" },
+                // pair node -> storage: SCSI-3 persistent reservation PREEMPT
+                /// Raise the storage's fence for `key` to `epoch` (if not below it):
+                /// from now on, writes under older epochs are refused.
+                Reserve = (46, "reserve", Acquire) { req: ReqId => "req", key: Key => "", epoch: u64 => "epoch" },
+                /// `ok`: the fence is now `fence` = the reserved epoch; otherwise a
+                /// newer epoch holds it.
+                Reserved = (47, "reserved", Grant if ok else Rejected) { req: ReqId => "req", key: Key => "", ok: bool => "ok", fence: u64 => "fence" },
             }
-            Msg::Granted {
-                req,
-                key,
-                owner,
-                token,
-                ttl_ns,
-            } => [req as u64, key.0 as u64, owner, tok(token), ttl_ns],
-            Msg::Busy { req, key } => [req as u64, key.0 as u64, 0, 0, 0],
-            Msg::Released { req, key, removed } => [
-                req as u64,
-                key.0 as u64,
-                removed.unwrap_or(0),
-                removed.is_some() as u64,
-                0,
-            ],
-            Msg::Read {
-                req,
-                key,
-                op,
-                token,
-            } => [req as u64, key.0 as u64, op.0, tok(token), 0],
-            Msg::Write {
-                req,
-                key,
-                op,
-                token,
-                value,
-            } => [req as u64, key.0 as u64, op.0, tok(token), value.0],
-            Msg::ReadOk {
-                req,
-                key,
-                op,
-                value,
-            } => [req as u64, key.0 as u64, op.0, value.0, 0],
-            Msg::ReadRejected {
-                req,
-                key,
-                op,
-                fence,
+            // The real systems' own messages, each declared in its system's file
+            // and named by one line of the registry (src/protocol/systems/mod.rs).
+            nested {
+                $(
+                    #[doc = concat!("The messages of `", stringify!($system), "`.")]
+                    $variant(<$system as LockSystem>::Msg),
+                )*
             }
-            | Msg::WriteRejected {
-                req,
-                key,
-                op,
-                fence,
-            } => [req as u64, key.0 as u64, op.0, fence.0, 0],
-            Msg::WriteOk { req, key, op } => [req as u64, key.0 as u64, op.0, 0, 0],
-            Msg::Renew { req, key, owner } | Msg::RenewFailed { req, key, owner } => {
-                [req as u64, key.0 as u64, owner, 0, 0]
-            }
-            Msg::Renewed {
-                req,
-                key,
-                owner,
-                ttl_ns,
-            } => [req as u64, key.0 as u64, owner, ttl_ns, 0],
-            Msg::Replicate {
-                key,
-                counter,
-                owner,
-                token,
-                expires_wall_ns,
-            } => [
-                key.0 as u64,
-                counter,
-                owner,
-                tok(token),
-                expires_wall_ns as u64,
-            ],
-            Msg::Propose { gen } | Msg::MaxIs { gen } => [gen, 0, 0, 0, 0],
-            Msg::Accepted { gen, ok } => [gen, ok as u64, 0, 0, 0],
-            Msg::QueryMax | Msg::Promote => [0; 5],
-            $( Msg::$variant(m) => m.words(), )*
-            Msg::Effect {
-                req,
-                key,
-                op,
-                idem_key,
-            } => [
-                req as u64,
-                key.0 as u64,
-                op.0,
-                idem_key.unwrap_or(0),
-                idem_key.is_some() as u64,
-            ],
-            Msg::EffectOk {
-                req,
-                key,
-                op,
-                performed,
-            } => [req as u64, key.0 as u64, op.0, performed as u64, 0],
-            Msg::OutboxPoll { req, delivered } => [req as u64, delivered.0, 0, 0, 0],
-            Msg::OutboxEntry { req, key, op } => [req as u64, key.0 as u64, op.0, 0, 0],
-            Msg::PairHeartbeat { key, epoch } | Msg::Stonith { key, epoch } => {
-                [key.0 as u64, epoch, 0, 0, 0]
-            }
-            Msg::Reserve { req, key, epoch } => [req as u64, key.0 as u64, epoch, 0, 0],
-            Msg::Reserved {
-                req,
-                key,
-                ok,
-                fence,
-            } => [req as u64, key.0 as u64, ok as u64, fence, 0],
         }
-    }
-
-    /// Is it one of the registered systems' own messages?
-    pub fn is_system(&self) -> bool {
-        matches!(self, $( Msg::$variant(_) )|*)
-    }
-
-    /// A system message's drawing class (`None`: a core message, which
-    /// the report classifies itself).
-    pub fn system_draw(&self) -> Option<Draw> {
-        match self {
-            $( Msg::$variant(m) => Some(m.draw()), )*
-            _ => None,
-        }
-    }
-
-    /// What a system message means in the lock domain, as its declaration
-    /// says (`None`: nothing the recorder records, or a core message).
-    pub fn lock_domain_event(&self) -> Option<LockDomainEvent> {
-        match self {
-            $( Msg::$variant(m) => m.lock_domain_event(), )*
-            _ => None,
-        }
-    }
-}
-
     };
 }
 
@@ -548,7 +197,7 @@ pub enum LockDomainEvent {
     FannedRelease(u64),
 }
 
-/// The `lock_domain_event` of one declared message (see [`system_msgs!`]).
+/// The `lock_domain_event` of one declared message (see [`msg_enum!`]).
 macro_rules! lock_domain_event {
     () => {
         None
@@ -562,103 +211,260 @@ macro_rules! lock_domain_event {
 }
 pub(crate) use lock_domain_event;
 
-/// A field of a system message as one trace word.
-pub trait Word: Copy {
-    fn word(self) -> u64;
+/// The drawing class of one declared message: `Grant`, or `Grant if ok
+/// else Rejected` for a reply whose class depends on its `bool` field.
+macro_rules! draw_class {
+    ($draw:ident) => {
+        $crate::protocol::msg::Draw::$draw
+    };
+    ($draw:ident if $cond:ident else $other:ident) => {
+        if $cond {
+            $crate::protocol::msg::Draw::$draw
+        } else {
+            $crate::protocol::msg::Draw::$other
+        }
+    };
+}
+pub(crate) use draw_class;
+
+/// How the text trace shows a field's value (an absent one shows `-`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Show {
+    /// Its word in decimal (a `bool` as 0 or 1) — the default.
+    Dec,
+    /// `0x…`: nonces and session ids, which are bit patterns, not counts.
+    Hex,
+    /// Nanoseconds shown as whole milliseconds, `…ms`.
+    Ms,
+    /// A `bool` as `true` / `false`.
+    Flag,
 }
 
-impl Word for u64 {
-    fn word(self) -> u64 {
+/// The `Show` of one declared field (none written: `Dec`).
+macro_rules! show_style {
+    () => {
+        $crate::protocol::msg::Show::Dec
+    };
+    ($show:ident) => {
+        $crate::protocol::msg::Show::$show
+    };
+}
+pub(crate) use show_style;
+
+/// One field as the text trace shows it: `name=value` (`name` `""`: not
+/// shown; `value` `None`: `-`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Shown {
+    pub name: &'static str,
+    pub show: Show,
+    pub value: Option<u64>,
+}
+
+impl Shown {
+    /// Padding after a message's last field.
+    pub const BLANK: Shown = Shown {
+        name: "",
+        show: Show::Dec,
+        value: None,
+    };
+}
+
+/// A message field's encoding as trace words, per type. Most fields are
+/// one word; an `Option<u64>` is two (value, present), since 0 is a value
+/// it may carry, while an `Option<Token>` is one (tokens start at 1, so
+/// 0 is none).
+pub trait Word: Copy {
+    /// How many trace words the field takes.
+    const WORDS: usize = 1;
+    /// Writes its `WORDS` words at the front of `out`.
+    fn put(self, out: &mut [u64]);
+    /// Its value for the text trace (`None`: absent).
+    fn shown(self) -> Option<u64>;
+    /// `Some` for the message's key: a message is about its `Key` field
+    /// (`Key(0)` if it has none).
+    fn as_key(self) -> Option<Key> {
+        None
+    }
+}
+
+macro_rules! one_word {
+    ($($ty:ty => |$v:ident| $word:expr),* $(,)?) => {
+        $(
+            impl Word for $ty {
+                fn put(self, out: &mut [u64]) {
+                    out[0] = self.shown().unwrap_or(0);
+                }
+                fn shown(self) -> Option<u64> {
+                    let $v = self;
+                    Some($word)
+                }
+            }
+        )*
+    };
+}
+
+one_word! {
+    u64 => |v| v,
+    u32 => |v| v as u64,
+    // A wall-clock instant may be negative under skew: its bits, as they are.
+    i64 => |v| v as u64,
+    bool => |v| v as u64,
+    OpId => |v| v.0,
+    Token => |v| v.0,
+}
+
+impl Word for Key {
+    fn put(self, out: &mut [u64]) {
+        out[0] = self.0 as u64;
+    }
+    fn shown(self) -> Option<u64> {
+        Some(self.0 as u64)
+    }
+    fn as_key(self) -> Option<Key> {
+        Some(self)
+    }
+}
+
+impl Word for Option<Token> {
+    fn put(self, out: &mut [u64]) {
+        out[0] = self.map_or(0, |t| t.0);
+    }
+    fn shown(self) -> Option<u64> {
+        self.map(|t| t.0)
+    }
+}
+
+impl Word for Option<u64> {
+    const WORDS: usize = 2;
+    fn put(self, out: &mut [u64]) {
+        out[0] = self.unwrap_or(0);
+        out[1] = self.is_some() as u64;
+    }
+    fn shown(self) -> Option<u64> {
         self
     }
 }
 
-impl Word for u32 {
-    fn word(self) -> u64 {
-        self as u64
-    }
+/// A message's fields as the trace's five words, in declaration order.
+macro_rules! msg_words {
+    ($( $field:ident : $ty:ty ),*) => {{
+        #[allow(unused_mut)]
+        let mut out = [0u64; 5];
+        let mut _at = 0;
+        $(
+            $crate::protocol::msg::Word::put($field, &mut out[_at..]);
+            _at += <$ty as $crate::protocol::msg::Word>::WORDS;
+        )*
+        out
+    }};
 }
+pub(crate) use msg_words;
 
-impl Word for bool {
-    fn word(self) -> u64 {
-        self as u64
-    }
-}
-
-impl Word for Key {
-    fn word(self) -> u64 {
-        self.0 as u64
-    }
-}
-
-/// A message's words, zero-padded to the trace's five.
-pub fn pad_words(words: &[u64]) -> [u64; 5] {
-    let mut out = [0; 5];
-    out[..words.len()].copy_from_slice(words);
-    out
-}
-
-/// A message's field names, blank-padded to the trace's five.
-pub fn pad_names(names: &[&'static str]) -> [&'static str; 5] {
-    let mut out = [""; 5];
-    out[..names.len()].copy_from_slice(names);
-    out
-}
-
-/// Declares one system's messages — a nested enum of [`Msg`] — from one
-/// line per message: `Variant = (tag, "wire_name", Draw) { field: Type =>
-/// "trace name", … }`. Generates `name`, `tag`, `key`, `field_names`,
-/// `words` (fields in declaration order; a `""` trace name is not shown)
-/// and `draw`, so no per-message table is written by hand. A message that
-/// is a lock-domain event says so after its fields: `=> Release(owner)`,
-/// `=> WatchNotified` (see [`LockDomainEvent`]). Every system
-/// message carries `key`; tags must stay unique across all of `Msg` (the
-/// trace encoding), which `tests/it/sim` pins through the trace hashes.
-macro_rules! system_msgs {
+/// Declares a message enum from one line per message, so no per-message
+/// table is written by hand:
+///
+/// `Variant = (tag, "wire_name", Draw) { field: Type => "trace name" Show, … } => Event(field)`
+///
+/// Generates `name`, `tag`, `key` (its `Key` field), `draw`, `shown` (the
+/// text trace's fields: a `""` name is not shown, `Show` defaults to
+/// `Dec`), `words` (the hashed encoding, fields in declaration order, per
+/// type by [`Word`], at most five — checked at compile time) and
+/// `lock_domain_event` (after `=>`, see [`LockDomainEvent`]). The draw
+/// class may depend on a `bool` field (`Grant if ok else Rejected`); a
+/// message without fields omits the braces. `nested { Variant(Type), … }`
+/// adds variants that wrap another such enum and delegate to it (`Msg`'s
+/// systems). Tags must stay unique across all of `Msg` (the trace
+/// encoding), which `tests/it/sim` pins through the trace hashes.
+macro_rules! msg_enum {
     (
         $(#[$meta:meta])*
         pub enum $name:ident {
             $(
                 $(#[$vmeta:meta])*
-                $variant:ident = ($tag:literal, $wire:literal, $draw:ident) {
-                    $( $field:ident : $ty:ty => $word:literal ),* $(,)?
-                } $( => $event:ident $( ($nonce:ident) )? )?
+                $variant:ident = ($tag:literal, $wire:literal, $draw:ident $(if $cond:ident else $other:ident)?)
+                $({ $( $field:ident : $ty:ty => $fname:literal $($show:ident)? ),* $(,)? })?
+                $( => $event:ident $( ($nonce:ident) )? )?
             ),* $(,)?
         }
+        $( nested { $( $(#[$nmeta:meta])* $nested:ident($nested_ty:ty) ),* $(,)? } )?
     ) => {
         $(#[$meta])*
         #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
         pub enum $name {
-            $( $(#[$vmeta])* $variant { $( $field: $ty ),* } ),*
+            $( $(#[$vmeta])* $variant $({ $( $field: $ty ),* })?, )*
+            $($( $(#[$nmeta])* $nested($nested_ty), )*)?
         }
 
+        // At most five trace words per message.
+        $( const _: () = assert!(0 $($( + <$ty as $crate::protocol::msg::Word>::WORDS )*)? <= 5); )*
+
         impl $name {
-            /// Every wire name, in declaration order.
+            /// The wire names declared here, in declaration order.
             pub const NAMES: &'static [&'static str] = &[$($wire),*];
 
             /// The wire name, as in the trace and the JSON-lines protocol.
             pub fn name(&self) -> &'static str {
-                match self { $( $name::$variant { .. } => $wire ),* }
-            }
-
-            /// The binary trace encoding's tag.
-            pub fn tag(&self) -> u8 {
-                match self { $( $name::$variant { .. } => $tag ),* }
-            }
-
-            pub fn key(&self) -> $crate::protocol::msg::Key {
-                match *self { $( $name::$variant { key, .. } => key ),* }
-            }
-
-            /// How a report draws it.
-            pub fn draw(&self) -> $crate::protocol::msg::Draw {
-                match self { $( $name::$variant { .. } => $crate::protocol::msg::Draw::$draw ),* }
-            }
-
-            /// The trace names of [`Self::words`] (`""`: not shown).
-            pub fn field_names(&self) -> [&'static str; 5] {
                 match self {
-                    $( $name::$variant { .. } => $crate::protocol::msg::pad_names(&[$($word),*]) ),*
+                    $( $name::$variant { .. } => $wire, )*
+                    $($( $name::$nested(m) => m.name(), )*)?
+                }
+            }
+
+            /// A stable small integer per message: the binary trace encoding's tag.
+            pub fn tag(&self) -> u8 {
+                match self {
+                    $( $name::$variant { .. } => $tag, )*
+                    $($( $name::$nested(m) => m.tag(), )*)?
+                }
+            }
+
+            /// The key a message is about (`Key(0)` for one without a
+            /// `Key` field: replica-internal messages, about the
+            /// coordinator's state as a whole).
+            pub fn key(&self) -> $crate::protocol::msg::Key {
+                match *self {
+                    $( $name::$variant { $($( $field ),*)? } => None
+                        $($( .or($crate::protocol::msg::Word::as_key($field)) )*)?
+                        .unwrap_or($crate::protocol::msg::Key(0)), )*
+                    $($( $name::$nested(m) => m.key(), )*)?
+                }
+            }
+
+            /// How a report draws it (its colour family).
+            pub fn draw(&self) -> $crate::protocol::msg::Draw {
+                match *self {
+                    $( $name::$variant { $( $cond, )? .. } =>
+                        $crate::protocol::msg::draw_class!($draw $(if $cond else $other)?), )*
+                    $($( $name::$nested(m) => m.draw(), )*)?
+                }
+            }
+
+            /// Its fields as the text trace shows them, padded with blanks.
+            pub fn shown(&self) -> [$crate::protocol::msg::Shown; 5] {
+                match *self {
+                    $( $name::$variant { $($( $field ),*)? } => {
+                        let fields: &[$crate::protocol::msg::Shown] = &[$($(
+                            $crate::protocol::msg::Shown {
+                                name: $fname,
+                                show: $crate::protocol::msg::show_style!($($show)?),
+                                value: $crate::protocol::msg::Word::shown($field),
+                            }
+                        ),*)?];
+                        let mut out = [$crate::protocol::msg::Shown::BLANK; 5];
+                        out[..fields.len()].copy_from_slice(fields);
+                        out
+                    } )*
+                    $($( $name::$nested(m) => m.shown(), )*)?
+                }
+            }
+
+            /// Every field as trace words, in declaration order; absent
+            /// options encode as 0. The trace hash reads this.
+            pub fn words(&self) -> [u64; 5] {
+                match *self {
+                    $( $name::$variant { $($( $field ),*)? } =>
+                        $crate::protocol::msg::msg_words!($($( $field: $ty ),*)?), )*
+                    $($( $name::$nested(m) => m.words(), )*)?
                 }
             }
 
@@ -667,19 +473,21 @@ macro_rules! system_msgs {
             pub fn lock_domain_event(&self) -> Option<$crate::protocol::msg::LockDomainEvent> {
                 match *self {
                     $( $name::$variant { $($( $nonce, )?)? .. } =>
-                        $crate::protocol::msg::lock_domain_event!($( $event $( ($nonce) )? )?) ),*
-                }
-            }
-
-            /// Every field as a trace word, in declaration order.
-            pub fn words(&self) -> [u64; 5] {
-                match *self {
-                    $( $name::$variant { $($field),* } => $crate::protocol::msg::pad_words(
-                        &[$( $crate::protocol::msg::Word::word($field) ),*]
-                    ) ),*
+                        $crate::protocol::msg::lock_domain_event!($( $event $( ($nonce) )? )?), )*
+                    $($( $name::$nested(m) => m.lock_domain_event(), )*)?
                 }
             }
         }
+    };
+}
+pub(crate) use msg_enum;
+
+/// Declares one system's messages — a nested enum of [`Msg`] — with
+/// [`msg_enum!`]'s grammar, one line per message. Every system message
+/// carries `key`; tags must stay unique across all of `Msg`.
+macro_rules! system_msgs {
+    ($($decl:tt)*) => {
+        $crate::protocol::msg::msg_enum! { $($decl)* }
     };
 }
 pub(crate) use system_msgs;

@@ -1,11 +1,12 @@
-//! What every client-decided lock client shares, and nothing system-specific:
+//! What every client-decided lock system shares, and nothing system-specific:
 //! the [`LockSystem`] contract a system file implements, the events a client
 //! reports to the worker, the timer ids it owns, the worker's configuration
-//! it needs, and the one request/retransmit helper.
-//! ZooKeeper, etcd, Redlock and DynamoDB import this; `client.rs`, which
-//! dispatches to them, imports them — so no file of this wing imports one
-//! that imports it back.
+//! it needs, the one request/retransmit helper, and the session-timeout
+//! check of the servers with sessions (ZooKeeper, PostgreSQL). Every system
+//! file imports this; `client.rs`, which dispatches to them, imports them —
+//! so no file of this wing imports one that imports it back.
 
+use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::hash::Hash;
 
@@ -179,5 +180,68 @@ impl Requests {
             after_ns: self.timeout_ns,
         });
         Timeout::Retransmitted
+    }
+}
+
+/// The timer id of a server's [`SessionCheck`].
+pub const SESSION_CHECK: TimerId = TimerId(0);
+
+/// A lock server's session timeouts (ZooKeeper's sessions, PostgreSQL's
+/// connections): one timer, armed for the earliest deadline, that ends
+/// every session silent past its own. The server keeps its sessions and
+/// what ending one means; this keeps when to look.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+pub struct SessionCheck {
+    /// When the timer fires (`None`: not armed).
+    at_mono_ns: Option<Nanos>,
+}
+
+impl SessionCheck {
+    pub fn arm(&mut self, clocks: Clocks, at_mono_ns: Nanos, fx: &mut Vec<Effect>) {
+        self.at_mono_ns = Some(at_mono_ns);
+        fx.push(Effect::SetTimer {
+            timer: SESSION_CHECK,
+            after_ns: at_mono_ns.saturating_sub(clocks.mono_ns),
+        });
+    }
+
+    /// A request from a session moved its deadline to `now + timeout_ns`
+    /// (returned): arms the check if none is pending — a pending one fires
+    /// earlier, and re-arms for the rest.
+    pub fn touch(&mut self, clocks: Clocks, timeout_ns: Nanos, fx: &mut Vec<Effect>) -> Nanos {
+        let deadline_mono_ns = clocks.mono_ns.saturating_add(timeout_ns);
+        if self.at_mono_ns.is_none() {
+            self.arm(clocks, deadline_mono_ns, fx);
+        }
+        deadline_mono_ns
+    }
+
+    /// The timer fired: the sessions whose deadline passed, in id order,
+    /// for the server to end; then [`SessionCheck::rearm`].
+    pub fn due<S>(
+        &mut self,
+        clocks: Clocks,
+        sessions: &BTreeMap<u64, S>,
+        deadline_mono_ns: impl Fn(&S) -> Nanos,
+    ) -> Vec<u64> {
+        self.at_mono_ns = None;
+        sessions
+            .iter()
+            .filter(|(_, s)| deadline_mono_ns(s) <= clocks.mono_ns)
+            .map(|(&id, _)| id)
+            .collect()
+    }
+
+    /// Arms for the earliest deadline of the sessions left, if any.
+    pub fn rearm<S>(
+        &mut self,
+        clocks: Clocks,
+        sessions: &BTreeMap<u64, S>,
+        deadline_mono_ns: impl Fn(&S) -> Nanos,
+        fx: &mut Vec<Effect>,
+    ) {
+        if let Some(next) = sessions.values().map(deadline_mono_ns).min() {
+            self.arm(clocks, next, fx);
+        }
     }
 }

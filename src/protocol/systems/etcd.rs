@@ -76,13 +76,13 @@ crate::protocol::msg::system_msgs! {
     /// store's global revision counter.
     pub enum EtcdMsg {
         /// `LeaseGrant(TTL, ID)`: the lock session's lease.
-        LeaseGrant = (70, "etcd_lease_grant", Acquire) { req: ReqId => "req", key: Key => "", lease: u64 => "lease", ttl_ns: u64 => "ttl_ns" },
+        LeaseGrant = (70, "etcd_lease_grant", Acquire) { req: ReqId => "req", key: Key => "", lease: u64 => "lease" Hex, ttl_ns: u64 => "ttl_ns" },
         /// `ttl_ns` 0: refused (the ID belonged to a lease that is gone).
-        LeaseGranted = (71, "etcd_lease_granted", Acquire) { req: ReqId => "req", key: Key => "", lease: u64 => "lease", ttl_ns: u64 => "ttl_ns" },
+        LeaseGranted = (71, "etcd_lease_granted", Acquire) { req: ReqId => "req", key: Key => "", lease: u64 => "lease" Hex, ttl_ns: u64 => "ttl_ns" },
         /// The Mutex's Lock transaction: if `prefix/<lease>` does not exist, put
         /// it bound to the lease; read its create revision and the lowest create
         /// revision under the prefix (the owner).
-        LockTxn = (72, "etcd_lock_txn", Acquire) { req: ReqId => "req", key: Key => "", lease: u64 => "lease" },
+        LockTxn = (72, "etcd_lock_txn", Acquire) { req: ReqId => "req", key: Key => "", lease: u64 => "lease" Hex },
         /// `my_rev` 0: the put failed, the lease was not found.
         TxnResult = (73, "etcd_txn_result", Acquire) { req: ReqId => "req", key: Key => "", my_rev: u64 => "my_rev", owner_rev: u64 => "owner_rev" },
         /// waitDeletes: `Get(prefix, WithLastCreate, WithMaxCreateRev(my_rev - 1))`
@@ -94,14 +94,14 @@ crate::protocol::msg::system_msgs! {
         /// A watch event: the key created at `rev` was deleted.
         DeleteEvent = (76, "etcd_delete_event", Acquire) { key: Key => "", rev: u64 => "deleted_rev" } => WatchNotified,
         /// The re-check of etcd PR #11408: `Get(prefix/<lease>)`.
-        GetOwn = (77, "etcd_get_own", Acquire) { req: ReqId => "req", key: Key => "", lease: u64 => "lease" },
+        GetOwn = (77, "etcd_get_own", Acquire) { req: ReqId => "req", key: Key => "", lease: u64 => "lease" Hex },
         /// The own key's create revision (0: it is gone).
         OwnKey = (78, "etcd_own_key", Acquire) { req: ReqId => "req", key: Key => "", create_rev: u64 => "create_rev" },
         /// `LeaseKeepAlive`.
-        KeepAlive = (79, "etcd_keepalive", Replica) { key: Key => "", lease: u64 => "lease" },
+        KeepAlive = (79, "etcd_keepalive", Replica) { key: Key => "", lease: u64 => "lease" Hex },
         /// `LeaseRevoke`, deleting the keys bound to the lease: Unlock and
         /// Session.Close in one request.
-        Revoke = (80, "etcd_revoke", Release) { req: ReqId => "req", key: Key => "", lease: u64 => "lease" } => Release(lease),
+        Revoke = (80, "etcd_revoke", Release) { req: ReqId => "req", key: Key => "", lease: u64 => "lease" Hex } => Release(lease),
         Revoked = (81, "etcd_revoked", Release) { req: ReqId => "req", key: Key => "" },
     }
 }

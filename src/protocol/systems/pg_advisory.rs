@@ -36,7 +36,8 @@ use crate::protocol::msg::{Key, Msg, ReqId, Token};
 use crate::protocol::node::{Clocks, Effect, Input, Nanos, Node, NodeId, Observation, TimerId};
 use crate::protocol::record::{persist_if_changed, RecordReader, RecordWriter};
 use crate::protocol::systems::base::{
-    ClientBase, LockEvent, LockSystem, Requests, Timeout, CLIENT_REQUEST, CLIENT_TIMER_A,
+    ClientBase, LockEvent, LockSystem, Requests, SessionCheck, Timeout, CLIENT_REQUEST,
+    CLIENT_TIMER_A,
 };
 
 crate::protocol::msg::system_msgs! {
@@ -44,17 +45,17 @@ crate::protocol::msg::system_msgs! {
     pub enum PgMsg {
         /// Open session `session` and `pg_try_advisory_lock(key)` in it
         /// (with `fence`: `SELECT nextval('lock_fence') WHERE …`).
-        TryLock = (82, "pg_try_lock", Acquire) { req: ReqId => "req", key: Key => "", session: u64 => "session" },
+        TryLock = (82, "pg_try_lock", Acquire) { req: ReqId => "req", key: Key => "", session: u64 => "session" Hex },
         /// `fence`: the sequence value drawn with a granted lock (0: none).
         LockResult = (83, "pg_lock_result", Grant) { req: ReqId => "req", key: Key => "", ok: bool => "ok", fence: u64 => "fence" },
         /// A TCP keepalive on the session's connection.
-        Keepalive = (84, "pg_keepalive", Grant) { req: ReqId => "req", key: Key => "", session: u64 => "session" },
+        Keepalive = (84, "pg_keepalive", Grant) { req: ReqId => "req", key: Key => "", session: u64 => "session" Hex },
         Alive = (85, "pg_alive", Grant) { req: ReqId => "req", key: Key => "" },
         /// `pg_advisory_unlock(key)`, then the session closes: the release.
-        Unlock = (86, "pg_unlock", Release) { req: ReqId => "req", key: Key => "", session: u64 => "session" } => Release(session),
+        Unlock = (86, "pg_unlock", Release) { req: ReqId => "req", key: Key => "", session: u64 => "session" Hex } => Release(session),
         Unlocked = (87, "pg_unlocked", Release) { req: ReqId => "req", key: Key => "", ok: bool => "ok" },
         /// "terminating connection": the session ended (timeout, restart).
-        Terminated = (88, "pg_session_terminated", Rejected) { req: ReqId => "req", key: Key => "", session: u64 => "session" },
+        Terminated = (88, "pg_session_terminated", Rejected) { req: ReqId => "req", key: Key => "", session: u64 => "session" Hex },
     }
 }
 
@@ -262,8 +263,6 @@ struct Session {
     holds: Option<Key>,
 }
 
-const SESSION_CHECK: TimerId = TimerId(0);
-
 /// The PostgreSQL server: sessions, their advisory locks, one sequence.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct PgServer {
@@ -276,7 +275,7 @@ pub struct PgServer {
     locks: BTreeMap<Key, u64>,
     /// `lock_fence`'s last value.
     sequence: u64,
-    check_at_mono_ns: Option<Nanos>,
+    check: SessionCheck,
     /// The durable record last persisted (see [`crate::protocol::record`]).
     persisted: Vec<u8>,
 }
@@ -289,7 +288,7 @@ impl PgServer {
             ended: BTreeSet::new(),
             locks: BTreeMap::new(),
             sequence: 0,
-            check_at_mono_ns: None,
+            check: SessionCheck::default(),
             persisted: Vec::new(),
         }
     }
@@ -320,14 +319,6 @@ impl PgServer {
         self.persisted = record.to_vec();
     }
 
-    fn arm(&mut self, clocks: Clocks, at_mono_ns: Nanos, fx: &mut Vec<Effect>) {
-        self.check_at_mono_ns = Some(at_mono_ns);
-        fx.push(Effect::SetTimer {
-            timer: SESSION_CHECK,
-            after_ns: at_mono_ns.saturating_sub(clocks.mono_ns),
-        });
-    }
-
     /// Ends `id`: its advisory lock goes with it.
     fn end(&mut self, id: u64) -> Option<Key> {
         let session = self.sessions.remove(&id)?;
@@ -340,14 +331,8 @@ impl PgServer {
     }
 
     fn on_session_check(&mut self, clocks: Clocks, fx: &mut Vec<Effect>) {
-        self.check_at_mono_ns = None;
-        let due: Vec<u64> = self
-            .sessions
-            .iter()
-            .filter(|(_, s)| s.silent_until_mono_ns <= clocks.mono_ns)
-            .map(|(&id, _)| id)
-            .collect();
-        for id in due {
+        let silent_until = |s: &Session| s.silent_until_mono_ns;
+        for id in self.check.due(clocks, &self.sessions, silent_until) {
             if let Some(key) = self.end(id) {
                 fx.push(Effect::Observe(Observation::LeaseExpired {
                     key,
@@ -355,9 +340,7 @@ impl PgServer {
                 }));
             }
         }
-        if let Some(next) = self.sessions.values().map(|s| s.silent_until_mono_ns).min() {
-            self.arm(clocks, next, fx);
-        }
+        self.check.rearm(clocks, &self.sessions, silent_until, fx);
     }
 
     fn on_request(&mut self, clocks: Clocks, msg: Msg, fx: &mut Vec<Effect>) -> Option<Msg> {
@@ -375,15 +358,12 @@ impl PgServer {
         if self.ended.contains(&session) || !(known || opens) {
             return Some(Msg::PgAdvisory(PgMsg::Terminated { req, key, session }));
         }
-        let silent_until_mono_ns = clocks.mono_ns.saturating_add(self.cfg.session_timeout_ns);
+        let silent_until_mono_ns = self.check.touch(clocks, self.cfg.session_timeout_ns, fx);
         let s = self.sessions.entry(session).or_insert(Session {
             silent_until_mono_ns,
             holds: None,
         });
         s.silent_until_mono_ns = silent_until_mono_ns;
-        if self.check_at_mono_ns.is_none() {
-            self.arm(clocks, silent_until_mono_ns, fx);
-        }
         Some(Msg::PgAdvisory(match msg {
             PgMsg::TryLock { .. } => {
                 let holder = self.locks.get(&key).copied();
@@ -451,6 +431,7 @@ impl Node for PgServer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::systems::base::SESSION_CHECK;
     use crate::protocol::testkit::{at, sent};
 
     const T: Nanos = 1_000;

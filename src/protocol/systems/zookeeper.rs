@@ -51,7 +51,8 @@ use crate::protocol::msg::{Key, Msg, ReqId, Token};
 use crate::protocol::node::{Clocks, Effect, Input, Nanos, Node, NodeId, Observation, TimerId};
 use crate::protocol::record::{persist_if_changed, RecordReader, RecordWriter};
 use crate::protocol::systems::base::{
-    ClientBase, LockEvent, LockSystem, Requests, Timeout, CLIENT_REQUEST, CLIENT_TIMER_A,
+    ClientBase, LockEvent, LockSystem, Requests, SessionCheck, Timeout, CLIENT_REQUEST,
+    CLIENT_TIMER_A,
 };
 
 crate::protocol::msg::system_msgs! {
@@ -60,25 +61,25 @@ crate::protocol::msg::system_msgs! {
     pub enum ZkMsg {
         /// `create(lock/lock-, EPHEMERAL_SEQUENTIAL)`; idempotent per session
         /// (Curator's protected mode), so a retransmission makes no second node.
-        Create = (21, "zk_create", Acquire) { req: ReqId => "req", key: Key => "", session: u64 => "session" },
-        Created = (22, "zk_created", Acquire) { req: ReqId => "req", key: Key => "", session: u64 => "session", seq: u64 => "seq" },
+        Create = (21, "zk_create", Acquire) { req: ReqId => "req", key: Key => "", session: u64 => "session" Hex },
+        Created = (22, "zk_created", Acquire) { req: ReqId => "req", key: Key => "", session: u64 => "session" Hex, seq: u64 => "seq" },
         /// `getChildren(lock, watch)` as seen by the owner of node `seq`.
-        GetChildren = (23, "zk_get_children", Acquire) { req: ReqId => "req", key: Key => "", session: u64 => "session", seq: u64 => "seq", watch: bool => "watch" },
+        GetChildren = (23, "zk_get_children", Acquire) { req: ReqId => "req", key: Key => "", session: u64 => "session" Hex, seq: u64 => "seq", watch: bool => "watch" },
         /// The children as the recipe reads them: the lowest sequence, the
         /// highest one below `seq` (0: none), and whether `seq` still exists.
         Children = (24, "zk_children", Acquire) { req: ReqId => "req", key: Key => "", lowest: u64 => "lowest", pred: u64 => "pred", mine: bool => "mine" },
         /// `exists(lock/<seq>, watch = true)`.
-        Exists = (25, "zk_exists", Acquire) { req: ReqId => "req", key: Key => "", session: u64 => "session", seq: u64 => "seq" },
+        Exists = (25, "zk_exists", Acquire) { req: ReqId => "req", key: Key => "", session: u64 => "session" Hex, seq: u64 => "seq" },
         Stat = (26, "zk_stat", Acquire) { req: ReqId => "req", key: Key => "", seq: u64 => "seq", exists: bool => "exists" },
         /// A watch fired: node `seq` was deleted (a child of the lock node changed).
         Watch = (27, "zk_watch", Acquire) { key: Key => "", seq: u64 => "deleted" } => WatchNotified,
         /// Client heartbeat.
-        Ping = (28, "zk_ping", Replica) { key: Key => "", session: u64 => "session" },
+        Ping = (28, "zk_ping", Replica) { key: Key => "", session: u64 => "session" Hex },
         /// `delete(lock/<seq>)` and close the session: the release.
-        Delete = (29, "zk_delete", Release) { req: ReqId => "req", key: Key => "", session: u64 => "session", seq: u64 => "seq" } => Release(session),
+        Delete = (29, "zk_delete", Release) { req: ReqId => "req", key: Key => "", session: u64 => "session" Hex, seq: u64 => "seq" } => Release(session),
         Deleted = (30, "zk_deleted", Release) { req: ReqId => "req", key: Key => "" },
         /// The session expired on the server: its ephemeral nodes are gone.
-        SessionExpired = (31, "zk_session_expired", Rejected) { req: ReqId => "req", key: Key => "", session: u64 => "session" },
+        SessionExpired = (31, "zk_session_expired", Rejected) { req: ReqId => "req", key: Key => "", session: u64 => "session" Hex },
     }
 }
 
@@ -383,8 +384,6 @@ struct Watch {
     seq: u64,
 }
 
-const SESSION_CHECK: TimerId = TimerId(0);
-
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct ZkServer {
     cfg: ZkServerConfig,
@@ -395,8 +394,7 @@ pub struct ZkServer {
     sessions: BTreeMap<u64, Session>,
     expired: BTreeSet<u64>,
     watches: Vec<Watch>,
-    /// When the session check timer fires (None: not armed).
-    check_at_mono_ns: Option<Nanos>,
+    check: SessionCheck,
     /// The durable record last persisted (see [`crate::protocol::record`]).
     persisted: Vec<u8>,
 }
@@ -410,7 +408,7 @@ impl ZkServer {
             sessions: BTreeMap::new(),
             expired: BTreeSet::new(),
             watches: Vec::new(),
-            check_at_mono_ns: None,
+            check: SessionCheck::default(),
             persisted: Vec::new(),
         }
     }
@@ -483,7 +481,7 @@ impl ZkServer {
         assert!(r.is_done(), "a ZooKeeper record with trailing bytes");
         self.persisted = record.to_vec();
         if !self.sessions.is_empty() {
-            self.arm(clocks, expires_mono_ns, fx);
+            self.check.arm(clocks, expires_mono_ns, fx);
         }
     }
 
@@ -493,7 +491,7 @@ impl ZkServer {
         if self.expired.contains(&session) {
             return false;
         }
-        let expires_mono_ns = clocks.mono_ns + self.cfg.session_timeout_ns;
+        let expires_mono_ns = self.check.touch(clocks, self.cfg.session_timeout_ns, fx);
         self.sessions
             .entry(session)
             .and_modify(|s| s.expires_mono_ns = expires_mono_ns)
@@ -501,29 +499,12 @@ impl ZkServer {
                 expires_mono_ns,
                 node: None,
             });
-        if self.check_at_mono_ns.is_none() {
-            self.arm(clocks, expires_mono_ns, fx);
-        }
         true
     }
 
-    fn arm(&mut self, clocks: Clocks, at_mono_ns: Nanos, fx: &mut Vec<Effect>) {
-        self.check_at_mono_ns = Some(at_mono_ns);
-        fx.push(Effect::SetTimer {
-            timer: SESSION_CHECK,
-            after_ns: at_mono_ns.saturating_sub(clocks.mono_ns),
-        });
-    }
-
     fn on_session_check(&mut self, clocks: Clocks, fx: &mut Vec<Effect>) {
-        self.check_at_mono_ns = None;
-        let due: Vec<u64> = self
-            .sessions
-            .iter()
-            .filter(|(_, s)| s.expires_mono_ns <= clocks.mono_ns)
-            .map(|(&id, _)| id)
-            .collect();
-        for id in due {
+        let expires = |s: &Session| s.expires_mono_ns;
+        for id in self.check.due(clocks, &self.sessions, expires) {
             let s = self.sessions.remove(&id).expect("due session exists");
             self.expired.insert(id);
             self.watches.retain(|w| w.session != id);
@@ -535,9 +516,7 @@ impl ZkServer {
                 self.delete_node(key, seq, fx);
             }
         }
-        if let Some(next) = self.sessions.values().map(|s| s.expires_mono_ns).min() {
-            self.arm(clocks, next, fx);
-        }
+        self.check.rearm(clocks, &self.sessions, expires, fx);
     }
 
     /// Sets `w` unless the session already watches that node: a client's
@@ -697,6 +676,7 @@ impl Node for ZkServer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::systems::base::SESSION_CHECK;
     use crate::protocol::testkit::{at, sent};
 
     const T: Nanos = 1_000;
