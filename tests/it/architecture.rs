@@ -156,7 +156,7 @@ fn no_room_imports_a_room_above_it() {
 const RENDERER_EXCEPTIONS: [(&str, &str); 4] = [
     (
         "sim/trace.rs",
-        "`trace::render`, one trace line; the file belongs to another change in flight, the line moves to report/replay.rs after it",
+        "`trace::render`, one trace line: `suite::determinism::first_difference` quotes the first diverging event with it, and suite/ sits below report/; it moves once that function returns the two events as data",
     ),
     (
         "history/mod.rs",
