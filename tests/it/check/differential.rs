@@ -587,15 +587,28 @@ impl Gen {
     }
 }
 
-#[test]
-fn both_checkers_agree_on_generated_histories_and_refused_ones_are_refused() {
-    let _heavy = crate::common::heavy();
-    let cases = env_or("FENCESIM_DIFF_CASES", 125_000) as u32;
-    let config = ProptestConfig {
+/// The generated histories come from a fixed seed, so every machine and
+/// every run judges the same ones: with proptest's random seed the
+/// per-kind floor below once failed by chance (superseded_effect in 48
+/// histories of the 50 it asked for). `PROPTEST_RNG_SEED=N` explores
+/// other histories.
+fn seeded(cases: u32) -> ProptestConfig {
+    let mut config = ProptestConfig {
         cases,
         failure_persistence: None,
         ..ProptestConfig::default()
     };
+    if std::env::var_os("PROPTEST_RNG_SEED").is_none() {
+        config.rng_seed = proptest::test_runner::RngSeed::Fixed(0x5eed_d1ff);
+    }
+    config
+}
+
+#[test]
+fn both_checkers_agree_on_generated_histories_and_refused_ones_are_refused() {
+    let _heavy = crate::common::heavy();
+    let cases = env_or("FENCESIM_DIFF_CASES", 125_000) as u32;
+    let config = seeded(cases);
     let refused = std::cell::Cell::new(0u64);
     let judged = std::cell::Cell::new(0u64);
     let violating = std::cell::Cell::new(0u64);
@@ -634,11 +647,13 @@ fn both_checkers_agree_on_generated_histories_and_refused_ones_are_refused() {
         violating >= judged / 10,
         "violating {violating} of {judged}"
     );
-    // Agreement on a kind means something only where the kind occurs.
+    // Agreement on a kind means something only where the kind occurs. The
+    // rarest kind occurs about once in 2,500 histories: the floor is half
+    // that, so another seed does not fail it by chance.
     let per_kind = per_kind.into_inner();
     for kind in ViolationKind::ALL {
         assert!(
-            per_kind[kind as usize] >= cases as u64 / 2500,
+            per_kind[kind as usize] >= cases as u64 / 5000,
             "{kind} occurs in only {} generated histories: {per_kind:?}",
             per_kind[kind as usize]
         );
@@ -649,11 +664,7 @@ fn both_checkers_agree_on_generated_histories_and_refused_ones_are_refused() {
 fn both_checkers_agree_on_generated_adoptions_late_and_fresh_answers_included() {
     let _heavy = crate::common::heavy();
     let cases = (env_or("FENCESIM_DIFF_CASES", 125_000) / 2) as u32;
-    let config = ProptestConfig {
-        cases,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    };
+    let config = seeded(cases);
     let stale = std::cell::Cell::new(0u64);
     proptest!(config, |(g in adoption_gen())| {
         let h = g.history();
