@@ -5,11 +5,13 @@
 //!
 //! A run has few events pending at once (a node has a timer or two, a
 //! message or two in flight: under ten in the article's scenarios), so the
-//! keys live in one `Vec` kept sorted, largest first: `pop` takes the last
-//! element, `push` finds its place by binary search and shifts the few
-//! keys above it. For queues this small that beats a binary heap, whose
-//! sift loops branch unpredictably on every level (benches/sweep.rs); the
-//! order of events, and so every trace hash, is the same either way.
+//! keys live unsorted in one short `Vec`: `push` appends, `pop` scans the
+//! few keys for the smallest and swap-removes it. For queues this small a
+//! scan of a cache line or two beats keeping order — a binary heap's sift
+//! loops, or a sorted `Vec` that shifts its keys on every insert
+//! (benches/sweep.rs). Keys are unique, so the smallest is unique and the
+//! order of events, and every trace hash, is the same as any priority
+//! queue's.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -18,44 +20,44 @@ use crate::protocol::Nanos;
 
 /// Keys beyond this many pending go to a binary heap: a scenario with
 /// year-long latencies can keep a million messages in flight, and the
-/// sorted `Vec`'s shifting insert would make that run quadratic (hours).
-/// Keys are unique, so popping the smaller of the two fronts gives exactly
-/// the order one structure would: no trace changes.
-const SORTED_MAX: usize = 256;
+/// scan would make that run quadratic. Popping the smaller of the two
+/// fronts gives exactly the order one structure would: no trace changes.
+const SCANNED_MAX: usize = 32;
 
 #[derive(Default)]
 pub struct EventQueue {
-    /// Sorted descending; the next event is last.
+    /// Unsorted; at most `SCANNED_MAX`.
     keys: Vec<u128>,
     /// Keys pushed while `keys` was full.
     spill: BinaryHeap<Reverse<u128>>,
 }
 
 impl EventQueue {
+    #[inline]
     pub fn push(&mut self, t_ns: Nanos, order: u32, slot: u32) {
         let key = (t_ns as u128) << 64 | (order as u128) << 32 | slot as u128;
-        if self.keys.len() >= SORTED_MAX {
+        if self.keys.len() >= SCANNED_MAX {
             self.spill.push(Reverse(key));
             return;
         }
-        let at = self.keys.partition_point(|&k| k > key);
-        debug_assert!(
-            at == self.keys.len() || self.keys[at] != key,
-            "keys are unique"
-        );
-        self.keys.insert(at, key);
+        debug_assert!(!self.keys.contains(&key), "keys are unique");
+        self.keys.push(key);
     }
 
     /// The earliest event: (true time, slab slot).
+    #[inline]
     pub fn pop(&mut self) -> Option<(Nanos, u32)> {
-        let key = match (self.keys.last(), self.spill.peek()) {
+        let mut at = 0;
+        for i in 1..self.keys.len() {
+            if self.keys[i] < self.keys[at] {
+                at = i;
+            }
+        }
+        let key = match (self.keys.get(at), self.spill.peek()) {
             (Some(&k), Some(&Reverse(h))) if h < k => self.spill.pop()?.0,
             (None, Some(_)) => self.spill.pop()?.0,
-            _ => {
-                let key = self.keys.pop()?;
-                debug_assert!(self.keys.last().is_none_or(|&k| k > key));
-                key
-            }
+            (Some(_), _) => self.keys.swap_remove(at),
+            (None, None) => return None,
         };
         Some(((key >> 64) as Nanos, key as u32))
     }
@@ -102,7 +104,7 @@ mod tests {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            // Mostly pushes in the first half: the queue outgrows the sorted part.
+            // Mostly pushes in the first half: the queue outgrows the scanned part.
             let pop_every = if order < 2_500 { 7 } else { 2 };
             if x % pop_every == 0 {
                 assert_eq!(q.pop().map(|(t, _)| t), heap.pop().map(|Reverse((t, _))| t));
