@@ -24,37 +24,50 @@
 //! Hazard (vacuity guard, [`super::Info::effect_retries`]): a request sent
 //! again for an op — the retry a duplicate comes from.
 
-use std::collections::BTreeMap;
-
 use super::generations::Generations;
-use super::{Info, Violation, ViolationKind};
+use super::lookup::Lookup;
+use super::{Found, Info, KindSet, ViolationKind};
 use crate::history::{Event, History, Kind};
 
 #[derive(Default)]
 pub struct Effects {
     /// (key, op) -> seq of the first performance.
-    performed: BTreeMap<(u16, u64), u64>,
+    performed: Lookup<(u16, u64), u64>,
     /// (key, op) -> seqs of the requests sent for it.
-    sent: BTreeMap<(u16, u64), Vec<u64>>,
+    sent: Lookup<(u16, u64), Vec<u64>>,
     /// (key, op) -> grant its latest request was sent under.
-    sent_under: BTreeMap<(u16, u64), u64>,
+    sent_under: Lookup<(u16, u64), u64>,
 }
 
+/// The records [`Effects::observe`] reads (see [`super::KindSet`]).
+pub const KINDS: KindSet = KindSet::of(&[Kind::EffectSent, Kind::EffectPerformed]);
+
 impl Effects {
+    pub fn clear(&mut self) {
+        let Effects {
+            performed,
+            sent,
+            sent_under,
+        } = self;
+        performed.clear();
+        sent.clear();
+        sent_under.clear();
+    }
+
     pub fn observe(
         &mut self,
         h: &History,
         e: &Event,
         gens: &Generations,
         info: &mut Info,
-        out: &mut Vec<Violation>,
+        out: &mut Found,
     ) {
         let (Some(key), Some(op)) = (e.key, e.op_id) else {
             return;
         };
         match e.kind {
             Kind::EffectSent => {
-                let sent = self.sent.entry((key, op)).or_default();
+                let sent = self.sent.or_default((key, op));
                 info.effect_retries += !sent.is_empty() as u64;
                 sent.push(e.seq);
                 match gens.acted_on(Some(e.node), key, e.grant_id, e.token) {
@@ -75,14 +88,7 @@ impl Effects {
         }
     }
 
-    fn check_duplicate(
-        &mut self,
-        h: &History,
-        e: &Event,
-        key: u16,
-        op: u64,
-        out: &mut Vec<Violation>,
-    ) {
+    fn check_duplicate(&mut self, h: &History, e: &Event, key: u16, op: u64, out: &mut Found) {
         let Some(&first) = self.performed.get(&(key, op)) else {
             self.performed.insert((key, op), e.seq);
             return;
@@ -94,15 +100,12 @@ impl Effects {
         evidence.push(e.seq);
         evidence.sort_unstable();
         evidence.dedup();
-        out.push(Violation {
-            kind: ViolationKind::DuplicateEffect,
-            key,
-            evidence,
-            explanation: format!(
+        out.push(ViolationKind::DuplicateEffect, key, evidence, || {
+            format!(
                 "{} performed op {op}'s effect again at {} (first at #{first}): the same email/payment went out twice",
                 h.node_name(e.node),
                 crate::history::fmt_time(e.t_true_ns).trim(),
-            ),
+            )
         });
     }
 
@@ -113,7 +116,7 @@ impl Effects {
         key: u16,
         op: u64,
         gens: &Generations,
-        out: &mut Vec<Violation>,
+        out: &mut Found,
     ) {
         let Some(&grant) = self.sent_under.get(&(key, op)) else {
             return;
@@ -129,17 +132,14 @@ impl Effects {
             gens.received_max_seq(key),
             Some(e.seq),
         ]);
-        out.push(Violation {
-            kind: ViolationKind::SupersededEffect,
-            key,
-            evidence,
-            explanation: format!(
+        out.push(ViolationKind::SupersededEffect, key, evidence, || {
+            format!(
                 "{} performed op {op}'s effect at {}, requested under grant {grant} (generation {}) after generation {} was received: an irreversible effect by a superseded holder",
                 h.node_name(e.node),
                 crate::history::fmt_time(e.t_true_ns).trim(),
                 info.generation,
                 gens.received_max(key)
-            ),
+            )
         });
     }
 }

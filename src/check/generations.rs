@@ -40,8 +40,8 @@
 //! `write_sent` before it (a resource-side log) is attributed by its own
 //! token the same way (rule 2 without a sender).
 
-use std::collections::{BTreeMap, BTreeSet};
-
+use super::lookup::{Lookup, LookupSet};
+use super::KindSet;
 use crate::history::{Event, History, Kind};
 
 #[derive(Clone, Copy, Debug)]
@@ -65,101 +65,184 @@ pub struct WriteInfo {
     pub read: Option<(u64, u64)>,
 }
 
+/// A grant's first issue, as [`Generations::start`] collects them.
+#[derive(Clone, Copy, Debug)]
+struct FirstIssue {
+    key: u16,
+    seq: u64,
+    id: u64,
+    issuer: u16,
+    token: Option<u64>,
+}
+
 #[derive(Default)]
 pub struct Generations {
     /// Every grant of the history with its rank, computed up front.
-    pub grants: BTreeMap<u64, GrantInfo>,
+    pub grants: Lookup<u64, GrantInfo>,
+    /// How many grants rank above their key's first (the token_order hazard).
+    pub later_grants: u64,
     /// Keys whose grants are ranked by token (all client-decided, tokened).
-    pub ranked_by_token: BTreeSet<u16>,
+    pub ranked_by_token: LookupSet<u16>,
     /// Grants issued so far (the stream has passed their `grant_issued`).
-    issued: BTreeSet<u64>,
+    issued: LookupSet<u64>,
     /// key -> highest generation issued so far.
-    issued_max: BTreeMap<u16, u64>,
-    /// (key, token) -> grants issued so far with that token, in issue order.
-    by_token: BTreeMap<(u16, u64), Vec<u64>>,
+    issued_max: Lookup<u16, u64>,
+    /// (key, token) -> the latest grant issued so far with that token.
+    by_token: Lookup<(u16, u64), u64>,
+    /// Keys with a tokened grant issued so far.
+    tokened_keys: LookupSet<u16>,
     /// (node, key, token) -> grant of that token the node received last.
-    received_token: BTreeMap<(u16, u16, u64), u64>,
+    received_token: Lookup<(u16, u16, u64), u64>,
     /// (node, key) -> grant the node adopted last.
-    adopted: BTreeMap<(u16, u16), u64>,
+    adopted: Lookup<(u16, u16), u64>,
     /// (node, key) with an `acquire_sent` not yet answered by an adoption.
-    pending: BTreeSet<(u16, u16)>,
+    pending: LookupSet<(u16, u16)>,
     /// Nodes that record `acquire_sent` at all.
-    asks: BTreeSet<u16>,
+    asks: LookupSet<u16>,
     /// grant -> seq of its latest `grant_issued` (re-sends included).
-    last_issue: BTreeMap<u64, u64>,
+    last_issue: Lookup<u64, u64>,
     /// (node, key) -> seq of the node's latest `acquire_sent` for the key.
-    last_acquire: BTreeMap<(u16, u16), u64>,
+    last_acquire: Lookup<(u16, u16), u64>,
     /// (node, key) -> the `acquire_sent` seq a provisional adoption predates,
     /// until the node's next write, effect or release request for the key.
-    provisional: BTreeMap<(u16, u16), u64>,
+    provisional: Lookup<(u16, u16), u64>,
     /// key -> highest generation any node has received so far.
-    received_max: BTreeMap<u16, (u64, u64)>,
+    received_max: Lookup<u16, (u64, u64)>,
     /// op id -> its sends, in order.
-    pub sends: BTreeMap<u64, Vec<WriteInfo>>,
+    pub sends: Lookup<u64, Vec<WriteInfo>>,
     /// op id -> (value, read_ok seq) of its latest read so far.
-    pub reads: BTreeMap<u64, (u64, u64)>,
+    pub reads: Lookup<u64, (u64, u64)>,
+    /// Scratch for [`Self::start`]: first issues in history order, and
+    /// grant -> its index there / its first receiver.
+    first: Vec<FirstIssue>,
+    first_index: Lookup<u64, usize>,
+    receivers: Lookup<u64, u16>,
 }
 
+/// The records [`Generations::observe`] reads (see [`super::KindSet`]).
+pub const KINDS: KindSet = KindSet::of(&[
+    Kind::GrantIssued,
+    Kind::BecameActive,
+    Kind::GrantReceived,
+    Kind::AcquireSent,
+    Kind::EffectSent,
+    Kind::ReleaseSent,
+    Kind::ReadOk,
+    Kind::WriteSent,
+]);
+
 impl Generations {
-    /// Ranks every grant of `h` (see the module doc).
-    pub fn new(h: &History) -> Generations {
-        let mut g = Generations::default();
-        // grant -> (key, issue seq, issuer, token), first issue only.
-        let mut first: BTreeMap<u64, (u16, u64, u16, Option<u64>)> = BTreeMap::new();
-        let mut receivers: BTreeMap<u64, u16> = BTreeMap::new();
+    /// Forgets everything (keeping the tables) and ranks every grant of
+    /// `h` (see the module doc).
+    pub fn start(&mut self, h: &History) {
+        self.clear();
         for e in &h.events {
             match e.kind {
                 Kind::GrantIssued | Kind::BecameActive => {
                     if let (Some(id), Some(key)) = (e.grant_id, e.key) {
-                        first.entry(id).or_insert((key, e.seq, e.node, e.token));
+                        if !self.first_index.contains_key(&id) {
+                            self.first_index.insert(id, self.first.len());
+                            self.first.push(FirstIssue {
+                                key,
+                                seq: e.seq,
+                                id,
+                                issuer: e.node,
+                                token: e.token,
+                            });
+                        }
                     }
                     if e.kind == Kind::BecameActive {
                         if let Some(id) = e.grant_id {
-                            receivers.entry(id).or_insert(e.node);
+                            self.receivers.or_insert_with(id, || e.node);
                         }
                     }
                 }
                 Kind::GrantReceived => {
                     if let Some(id) = e.grant_id {
-                        receivers.entry(id).or_insert(e.node);
+                        self.receivers.or_insert_with(id, || e.node);
                     }
                 }
                 Kind::AcquireSent => {
-                    g.asks.insert(e.node);
+                    self.asks.insert(e.node);
                 }
                 _ => {}
             }
         }
-        let mut per_key: BTreeMap<u16, Vec<(u64, u64)>> = BTreeMap::new();
-        for (&id, &(key, seq, _, _)) in &first {
-            per_key.entry(key).or_default().push((seq, id));
-        }
-        for (key, mut list) in per_key {
-            let by_token = list.iter().all(|&(_, id)| {
-                let (_, _, issuer, token) = first[&id];
-                token.is_some() && receivers.get(&id) == Some(&issuer)
-            });
+        // Per key, in issue order (seqs are unique, so the order is total).
+        self.first.sort_unstable_by_key(|f| (f.key, f.seq));
+        let mut first = std::mem::take(&mut self.first);
+        for list in first.chunk_by_mut(|a, b| a.key == b.key) {
+            let key = list[0].key;
+            let by_token = list
+                .iter()
+                .all(|f| f.token.is_some() && self.receivers.get(&f.id) == Some(&f.issuer));
             if by_token {
-                g.ranked_by_token.insert(key);
-                list.sort_by_key(|&(seq, id)| (first[&id].3, seq));
-            } else {
-                list.sort_unstable();
+                self.ranked_by_token.insert(key);
+                // Stable: equal tokens keep issue order.
+                list.sort_by_key(|f| f.token);
             }
-            for (rank, (seq, id)) in list.into_iter().enumerate() {
-                let (_, _, issuer, token) = first[&id];
-                g.grants.insert(
-                    id,
+            for (rank, f) in list.iter().enumerate() {
+                self.later_grants += (rank > 0) as u64;
+                self.grants.insert(
+                    f.id,
                     GrantInfo {
                         key,
                         generation: rank as u64 + 1,
-                        issued_seq: seq,
-                        issuer,
-                        token,
+                        issued_seq: f.seq,
+                        issuer: f.issuer,
+                        token: f.token,
                     },
                 );
             }
         }
-        g
+        self.first = first;
+    }
+
+    /// Empties every table, keeping its allocation (each field named, so a
+    /// new one cannot be forgotten here).
+    fn clear(&mut self) {
+        let Generations {
+            grants,
+            later_grants,
+            ranked_by_token,
+            issued,
+            issued_max,
+            by_token,
+            tokened_keys,
+            received_token,
+            adopted,
+            pending,
+            asks,
+            last_issue,
+            last_acquire,
+            provisional,
+            received_max,
+            sends,
+            reads,
+            first,
+            first_index,
+            receivers,
+        } = self;
+        grants.clear();
+        *later_grants = 0;
+        ranked_by_token.clear();
+        issued.clear();
+        issued_max.clear();
+        by_token.clear();
+        tokened_keys.clear();
+        received_token.clear();
+        adopted.clear();
+        pending.clear();
+        asks.clear();
+        last_issue.clear();
+        last_acquire.clear();
+        provisional.clear();
+        received_max.clear();
+        sends.clear();
+        reads.clear();
+        first.clear();
+        first_index.clear();
+        receivers.clear();
     }
 
     pub fn observe(&mut self, e: &Event) {
@@ -189,7 +272,7 @@ impl Generations {
                 };
                 let grant = self.acted_on(Some(e.node), key, e.grant_id, e.token);
                 let send = self.write_info(e, op, grant);
-                self.sends.entry(op).or_default().push(send);
+                self.sends.or_default(op).push(send);
             }
             _ => {}
         }
@@ -206,10 +289,11 @@ impl Generations {
         if !self.issued.insert(id) {
             return; // a re-send
         }
-        let max = self.issued_max.entry(key).or_insert(0);
+        let max = self.issued_max.or_insert_with(key, || 0);
         *max = (*max).max(info.generation);
         if let Some(t) = info.token {
-            self.by_token.entry((key, t)).or_default().push(id);
+            self.by_token.insert((key, t), id);
+            self.tokened_keys.insert(key);
         }
     }
 
@@ -252,7 +336,7 @@ impl Generations {
                 }
             }
         }
-        let max = self.received_max.entry(key).or_insert((0, 0));
+        let max = self.received_max.or_insert_with(key, || (0, 0));
         if info.generation > max.0 {
             *max = (info.generation, e.seq);
         }
@@ -285,7 +369,7 @@ impl Generations {
             if let Some(&g) = received {
                 return Some(g);
             }
-            if let Some(&g) = self.by_token.get(&(key, t)).and_then(|v| v.last()) {
+            if let Some(&g) = self.by_token.get(&(key, t)) {
                 return Some(g);
             }
         }
@@ -330,10 +414,7 @@ impl Generations {
 
     /// Whether any grant of `key` issued so far carries a token.
     pub fn key_is_tokened(&self, key: u16) -> bool {
-        self.by_token
-            .range((key, 0)..=(key, u64::MAX))
-            .next()
-            .is_some()
+        self.tokened_keys.contains(&key)
     }
 
     /// Highest generation issued so far for `key`.

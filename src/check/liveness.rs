@@ -10,7 +10,7 @@
 //! named with the lock it waits for).
 
 use super::node_map::NodeMap;
-use super::{Violation, ViolationKind};
+use super::{Found, ViolationKind};
 use crate::history::{Event, History, Kind};
 
 #[derive(Default)]
@@ -21,7 +21,13 @@ pub struct Liveness {
 }
 
 impl Liveness {
-    pub fn observe(&mut self, h: &History, e: &Event, out: &mut Vec<Violation>) {
+    pub fn clear(&mut self) {
+        let Liveness { last, down } = self;
+        last.clear();
+        down.clear();
+    }
+
+    pub fn observe(&mut self, h: &History, e: &Event, out: &mut Found) {
         match e.kind {
             Kind::Crash | Kind::Pause => {
                 self.down.insert(e.node, ());
@@ -33,16 +39,18 @@ impl Liveness {
                 let last = self.last.get(e.node).copied();
                 let mut evidence: Vec<u64> = last.map(|(seq, _)| seq).into_iter().collect();
                 evidence.push(e.seq);
-                out.push(Violation {
-                    kind: ViolationKind::Liveness,
-                    key: e.key.or(last.and_then(|(_, key)| key)).unwrap_or(0),
+                out.push(
+                    ViolationKind::Liveness,
+                    e.key.or(last.and_then(|(_, key)| key)).unwrap_or(0),
                     evidence,
-                    explanation: format!(
-                        "{} is alive but never finished its workload (run ended at {})",
-                        h.node_name(e.node),
-                        crate::history::fmt_time(e.t_true_ns).trim()
-                    ),
-                });
+                    || {
+                        format!(
+                            "{} is alive but never finished its workload (run ended at {})",
+                            h.node_name(e.node),
+                            crate::history::fmt_time(e.t_true_ns).trim()
+                        )
+                    },
+                );
             }
             _ => {}
         }

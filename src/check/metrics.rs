@@ -15,6 +15,7 @@
 //! `history::validate`, possible in a history built in memory) counts as 0.
 
 use super::node_map::NodeMap;
+use super::KindSet;
 use crate::history::{Event, Kind};
 
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
@@ -34,6 +35,18 @@ pub struct Metrics {
     /// worker -> since when it has held one.
     holding: NodeMap<u64>,
 }
+
+/// The records [`Metrics::observe`] reads (see [`super::KindSet`]).
+pub const KINDS: KindSet = KindSet::of(&[
+    Kind::AcquireSent,
+    Kind::GrantReceived,
+    Kind::ReleaseSent,
+    Kind::LeaseLost,
+    Kind::OpAbandoned,
+    Kind::Crash,
+    Kind::RenewOk,
+    Kind::RenewFailed,
+]);
 
 impl Metrics {
     pub fn observe(&mut self, e: &Event) {
@@ -65,11 +78,13 @@ impl Metrics {
         }
     }
 
-    pub fn finish(mut self, end_ns: u64) -> RunMetrics {
+    /// The run's metrics; leaves `self` empty for the next history.
+    pub fn finish(&mut self, end_ns: u64) -> RunMetrics {
         for (_, since) in self.holding.drain() {
             self.out.lease_held_ns.push(end_ns.saturating_sub(since));
         }
-        self.out
+        self.waiting.clear();
+        std::mem::take(&mut self.out)
     }
 }
 

@@ -18,6 +18,7 @@
 pub(crate) mod effects;
 pub(crate) mod generations;
 pub(crate) mod liveness;
+pub(crate) mod lookup;
 pub(crate) mod metrics;
 pub(crate) mod node_map;
 pub(crate) mod overlap;
@@ -155,6 +156,48 @@ pub struct Violation {
     pub explanation: String,
 }
 
+/// Where the checkers put the violations they find. A sweep judges
+/// thousands of seeds by their counts alone, so a terse checker
+/// ([`Checker::terse`]) leaves each violation's explanation empty instead of
+/// formatting it: its reports equal an explaining checker's in everything
+/// else (kinds, keys, evidence, counts, info, metrics).
+pub(crate) struct Found {
+    list: Vec<Violation>,
+    explain: bool,
+}
+
+impl Found {
+    /// Records a violation; `explanation` runs only if the checker explains.
+    pub(crate) fn push(
+        &mut self,
+        kind: ViolationKind,
+        key: u16,
+        evidence: Vec<u64>,
+        explanation: impl FnOnce() -> String,
+    ) {
+        let explanation = if self.explain {
+            explanation()
+        } else {
+            String::new()
+        };
+        self.list.push(Violation {
+            kind,
+            key,
+            evidence,
+            explanation,
+        });
+    }
+}
+
+impl Default for Found {
+    fn default() -> Self {
+        Found {
+            list: Vec::new(),
+            explain: true,
+        }
+    }
+}
+
 /// Evidence from the records that may prove a violation: the present
 /// ones, ascending, each once.
 pub(crate) fn evidence(seqs: impl IntoIterator<Item = Option<u64>>) -> Vec<u64> {
@@ -289,65 +332,190 @@ impl Report {
 
 /// Checks one history.
 pub fn check(history: &History) -> Report {
-    let mut gens = generations::Generations::new(history);
-    let mut writes = writes::Writes::default();
-    let mut tokens = token_order::TokenOrder::default();
-    let mut releases = release::Releases::default();
-    let mut renewals = renewal::Renewals::default();
-    let mut overlap = overlap::Overlap::default();
-    let mut measured = metrics::Metrics::default();
-    let mut live = liveness::Liveness::default();
-    let mut effects = effects::Effects::default();
-    let mut work = work::Work::default();
-    let mut pair = two_actives::TwoActives::default();
-    let mut report = Report::default();
-    let mut found = Vec::new();
-    let mut last_seq = None;
-    for e in &history.events {
-        debug_assert!(
-            last_seq.is_none_or(|s| e.seq > s),
-            "history seq must increase"
-        );
-        last_seq = Some(e.seq);
-        gens.observe(e);
-        tokens.observe(history, e, &gens, &mut found);
-        writes.observe(history, e, &gens, &mut report.info, &mut found);
-        releases.observe(history, e, &gens, &mut report.info, &mut found);
-        renewals.observe(history, e, &gens, &mut found);
-        overlap.observe(e, &mut report.info);
-        if matches!(
-            e.kind,
-            crate::history::Kind::Crash
-                | crate::history::Kind::Pause
-                | crate::history::Kind::Partition
-        ) {
-            report.info.hazards[ViolationKind::Liveness.index()] += 1;
+    Checker::default().check(history)
+}
+
+/// The checker with its state tables, for checking many histories in turn:
+/// each [`Checker::check`] starts from empty tables but keeps their
+/// allocations, so a sweep's thread that reuses one checker allocates
+/// almost nothing per seed (see [`lookup`]). A reused checker and a fresh
+/// one give the same report for every history.
+#[derive(Default)]
+pub struct Checker {
+    gens: generations::Generations,
+    writes: writes::Writes,
+    tokens: token_order::TokenOrder,
+    releases: release::Releases,
+    renewals: renewal::Renewals,
+    overlap: overlap::Overlap,
+    measured: metrics::Metrics,
+    live: liveness::Liveness,
+    effects: effects::Effects,
+    work: work::Work,
+    pair: two_actives::TwoActives,
+    found: Found,
+}
+
+/// A set of record kinds: the ones a checker reads. [`Checker::check`]
+/// hands a record only to the checkers whose set holds its kind — most
+/// records matter to two or three of the dozen, and a call per checker per
+/// record was most of what checking cost. Each set is declared beside its
+/// checker's `observe` (`writes::KINDS`, …); a set too small would silently
+/// blind its checker, so the differential test holds the routed checker to
+/// one that hands every record to every checker
+/// ([`Checker::check_unrouted`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct KindSet(u64);
+
+impl KindSet {
+    pub const fn of(kinds: &[crate::history::Kind]) -> KindSet {
+        let mut bits = 0u64;
+        let mut i = 0;
+        while i < kinds.len() {
+            bits |= 1 << kinds[i] as u32;
+            i += 1;
         }
-        measured.observe(e);
-        live.observe(history, e, &mut found);
-        report.info.watch_notifications += (e.kind == crate::history::Kind::WatchNotified) as u64;
-        effects.observe(history, e, &gens, &mut report.info, &mut found);
-        work.observe(e, &mut report.info);
-        pair.observe(history, e, &gens, &mut found);
-        for v in found.drain(..) {
-            let n = &mut report.counts[v.kind.index()];
-            *n += 1;
-            if *n as usize <= KEPT_PER_KIND {
-                report.violations.push(v);
+        KindSet(bits)
+    }
+
+    #[inline]
+    pub fn has(self, kind: crate::history::Kind) -> bool {
+        self.0 >> kind as u32 & 1 != 0
+    }
+}
+
+// Every kind fits the mask.
+const _: () = assert!(crate::history::Kind::ALL.len() <= 64);
+
+impl Checker {
+    /// A checker whose reports carry no explanation text (see [`Found`]):
+    /// for sweeps that count violations and never show them.
+    pub fn terse() -> Checker {
+        let mut c = Checker::default();
+        c.found.explain = false;
+        c
+    }
+
+    /// Whether this checker's violations carry their explanation text.
+    pub fn set_explain(&mut self, explain: bool) {
+        self.found.explain = explain;
+    }
+
+    /// Checks one history.
+    pub fn check(&mut self, history: &History) -> Report {
+        self.run::<true>(history)
+    }
+
+    /// Checks one history handing every record to every checker — what
+    /// [`Checker::check`] must equal (tests hold them together; see
+    /// [`KindSet`]).
+    #[doc(hidden)]
+    pub fn check_unrouted(&mut self, history: &History) -> Report {
+        self.run::<false>(history)
+    }
+
+    fn run<const ROUTED: bool>(&mut self, history: &History) -> Report {
+        // Every table named: a new one cannot be left holding the last
+        // history's state.
+        let Checker {
+            gens,
+            writes,
+            tokens,
+            releases,
+            renewals,
+            overlap,
+            measured,
+            live,
+            effects,
+            work,
+            pair,
+            found,
+        } = self;
+        gens.start(history);
+        writes.clear();
+        tokens.clear();
+        releases.clear();
+        renewals.clear();
+        overlap.clear();
+        // `Metrics::finish` empties it; a check cut short by a panic may not have.
+        *measured = metrics::Metrics::default();
+        live.clear();
+        effects.clear();
+        work.clear();
+        pair.clear();
+        found.list.clear();
+        let mut report = Report::default();
+        let mut last_seq = None;
+        for e in &history.events {
+            debug_assert!(
+                last_seq.is_none_or(|s| e.seq > s),
+                "history seq must increase"
+            );
+            last_seq = Some(e.seq);
+            let reads = |kinds: KindSet| !ROUTED || kinds.has(e.kind);
+            if reads(generations::KINDS) {
+                gens.observe(e);
+            }
+            if reads(token_order::KINDS) {
+                tokens.observe(history, e, gens, found);
+            }
+            if reads(writes::KINDS) {
+                writes.observe(history, e, gens, &mut report.info, found);
+            }
+            if reads(release::KINDS) {
+                releases.observe(history, e, gens, &mut report.info, found);
+            }
+            if reads(renewal::KINDS) {
+                renewals.observe(history, e, gens, found);
+            }
+            if reads(overlap::KINDS) {
+                overlap.observe(e, &mut report.info);
+            }
+            if matches!(
+                e.kind,
+                crate::history::Kind::Crash
+                    | crate::history::Kind::Pause
+                    | crate::history::Kind::Partition
+            ) {
+                report.info.hazards[ViolationKind::Liveness.index()] += 1;
+            }
+            if reads(metrics::KINDS) {
+                measured.observe(e);
+            }
+            // Liveness reads every record (each node's last one).
+            live.observe(history, e, found);
+            report.info.watch_notifications +=
+                (e.kind == crate::history::Kind::WatchNotified) as u64;
+            if reads(effects::KINDS) {
+                effects.observe(history, e, gens, &mut report.info, found);
+            }
+            if reads(work::KINDS) {
+                work.observe(e, &mut report.info);
+            }
+            if reads(two_actives::KINDS) {
+                pair.observe(history, e, gens, found);
+            }
+            if !found.list.is_empty() {
+                for v in found.list.drain(..) {
+                    let n = &mut report.counts[v.kind.index()];
+                    *n += 1;
+                    if *n as usize <= KEPT_PER_KIND {
+                        report.violations.push(v);
+                    }
+                }
             }
         }
+        let hz = &mut report.info.hazards;
+        hz[ViolationKind::UnsafeRelease.index()] = report.info.release_hazards;
+        hz[ViolationKind::DuplicateEffect.index()] = report.info.effect_retries;
+        hz[ViolationKind::TokenOrder.index()] = gens.later_grants;
+        hz[ViolationKind::TwoActives.index()] = pair.hazards;
+        hz[ViolationKind::ExpiredRenewal.index()] = renewals.hazards;
+        let end_ns = history.events.last().map_or(0, |e| e.t_true_ns);
+        overlap.finish(end_ns, &mut report.info);
+        report.metrics = measured.finish(end_ns);
+        report
     }
-    let hz = &mut report.info.hazards;
-    hz[ViolationKind::UnsafeRelease.index()] = report.info.release_hazards;
-    hz[ViolationKind::DuplicateEffect.index()] = report.info.effect_retries;
-    hz[ViolationKind::TokenOrder.index()] =
-        gens.grants.values().filter(|g| g.generation > 1).count() as u64;
-    hz[ViolationKind::TwoActives.index()] = pair.hazards;
-    hz[ViolationKind::ExpiredRenewal.index()] = renewals.hazards;
-    let end_ns = history.events.last().map_or(0, |e| e.t_true_ns);
-    overlap.finish(end_ns, &mut report.info);
-    report.metrics = measured.finish(end_ns);
-    report
 }
 
 #[cfg(test)]

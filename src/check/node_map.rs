@@ -68,6 +68,13 @@ impl<V> NodeMap<V> {
         old
     }
 
+    /// Empties the map, keeping its slots' allocation.
+    #[inline]
+    pub fn clear(&mut self) {
+        self.slots.clear();
+        self.len = 0;
+    }
+
     /// Every (node, value), in node order; the map is left empty.
     #[inline]
     pub fn drain(&mut self) -> impl Iterator<Item = (u16, V)> + '_ {

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use super::node_map::NodeMap;
-use super::Info;
+use super::{Info, KindSet};
 use crate::history::{Event, Kind};
 
 #[derive(Default)]
@@ -19,7 +19,23 @@ pub struct Overlap {
     since: BTreeMap<u16, u64>,
 }
 
+/// The records [`Overlap::observe`] reads (see [`super::KindSet`]).
+pub const KINDS: KindSet = KindSet::of(&[
+    Kind::GrantReceived,
+    Kind::BecameActive,
+    Kind::ReleaseSent,
+    Kind::OpAbandoned,
+    Kind::Crash,
+    Kind::SteppedDown,
+]);
+
 impl Overlap {
+    pub fn clear(&mut self) {
+        let Overlap { believers, since } = self;
+        believers.clear();
+        since.clear();
+    }
+
     pub fn observe(&mut self, e: &Event, info: &mut Info) {
         match e.kind {
             Kind::GrantReceived | Kind::BecameActive => {

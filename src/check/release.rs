@@ -7,24 +7,32 @@
 //! the moment a plain `DEL` would delete someone else's lock.
 
 use super::generations::Generations;
-use std::collections::BTreeSet;
+use super::lookup::LookupSet;
 
-use super::{Info, Violation, ViolationKind};
+use super::{Found, Info, KindSet, ViolationKind};
 use crate::history::{Event, History, Kind};
 
 #[derive(Default)]
 pub struct Releases {
-    expired: BTreeSet<u64>,
+    expired: LookupSet<u64>,
 }
 
+/// The records [`Releases::observe`] reads (see [`super::KindSet`]).
+pub const KINDS: KindSet = KindSet::of(&[Kind::LeaseExpired, Kind::ReleaseApplied]);
+
 impl Releases {
+    pub fn clear(&mut self) {
+        let Releases { expired } = self;
+        expired.clear();
+    }
+
     pub fn observe(
         &mut self,
         h: &History,
         e: &Event,
         gens: &Generations,
         info: &mut Info,
-        out: &mut Vec<Violation>,
+        out: &mut Found,
     ) {
         if e.kind == Kind::LeaseExpired {
             self.expired.extend(e.grant_id);
@@ -53,17 +61,14 @@ impl Releases {
             .flatten()
             .collect();
         evidence.sort_unstable();
-        let on_behalf = e
-            .grant_id
-            .map_or("no grant".to_string(), |g| format!("grant {g}"));
-        out.push(Violation {
-            kind: ViolationKind::UnsafeRelease,
-            key: e.key.unwrap_or(0),
-            evidence,
-            explanation: format!(
+        out.push(ViolationKind::UnsafeRelease, e.key.unwrap_or(0), evidence, || {
+            let on_behalf = e
+                .grant_id
+                .map_or("no grant".to_string(), |g| format!("grant {g}"));
+            format!(
                 "{} removed the lease of grant {removed} on behalf of {on_behalf}: a holder's release deleted someone else's lock",
                 h.node_name(e.node)
-            ),
+            )
         });
     }
 }

@@ -5,30 +5,37 @@
 //! anyone. Evidence: g's `lease_expired`, g′'s `grant_issued`, the
 //! `renew_ok`.
 
-use std::collections::BTreeMap;
-
 use super::generations::Generations;
-use super::{Violation, ViolationKind};
+use super::lookup::Lookup;
+use super::{Found, KindSet, ViolationKind};
 use crate::history::{fmt_time, Event, History, Kind};
 
 #[derive(Default)]
 pub struct Renewals {
     /// grant -> seq of its latest `lease_expired`.
-    expired: BTreeMap<u64, u64>,
+    expired: Lookup<u64, u64>,
     /// key -> (seq, grant) of its latest first `grant_issued`.
-    latest_issue: BTreeMap<u16, (u64, u64)>,
+    latest_issue: Lookup<u16, (u64, u64)>,
     /// Renewals of a lease after its expiry (the hazard of `expired_renewal`).
     pub hazards: u64,
 }
 
+/// The records [`Renewals::observe`] reads (see [`super::KindSet`]).
+pub const KINDS: KindSet = KindSet::of(&[Kind::LeaseExpired, Kind::GrantIssued, Kind::RenewOk]);
+
 impl Renewals {
-    pub fn observe(
-        &mut self,
-        h: &History,
-        e: &Event,
-        gens: &Generations,
-        out: &mut Vec<Violation>,
-    ) {
+    pub fn clear(&mut self) {
+        let Renewals {
+            expired,
+            latest_issue,
+            hazards,
+        } = self;
+        expired.clear();
+        latest_issue.clear();
+        *hazards = 0;
+    }
+
+    pub fn observe(&mut self, h: &History, e: &Event, gens: &Generations, out: &mut Found) {
         match e.kind {
             Kind::LeaseExpired => {
                 if let Some(g) = e.grant_id {
@@ -58,15 +65,12 @@ impl Renewals {
                 if newer == g || issued_seq < expired_seq {
                     return;
                 }
-                out.push(Violation {
-                    kind: ViolationKind::ExpiredRenewal,
-                    key,
-                    evidence: vec![expired_seq, issued_seq, e.seq],
-                    explanation: format!(
+                out.push(ViolationKind::ExpiredRenewal, key, vec![expired_seq, issued_seq, e.seq], || {
+                    format!(
                         "{} renewed grant {g} at {} although its lease expired (#{expired_seq}) and grant {newer} was issued since (#{issued_seq}): two holders now hold live leases",
                         h.node_name(e.node),
                         fmt_time(e.t_true_ns).trim()
-                    ),
+                    )
                 });
             }
             _ => {}

@@ -6,29 +6,36 @@
 //! earlier decision by a *different* node already carried — two clients
 //! holding under one fence. A re-send of a grant (same id) is not a grant.
 
-use std::collections::{BTreeMap, BTreeSet};
-
 use super::generations::Generations;
-use super::{Violation, ViolationKind};
+use super::lookup::{Lookup, LookupSet};
+use super::{Found, KindSet, ViolationKind};
 use crate::history::{Event, History, Kind};
 
 #[derive(Default)]
 pub struct TokenOrder {
     /// key -> (highest token issued, its grant_issued seq, its grant id).
-    max: BTreeMap<u16, (u64, u64, u64)>,
+    max: Lookup<u16, (u64, u64, u64)>,
     /// (key, token) -> (issuer, seq, grant) of its first decision (token-ranked keys).
-    decided: BTreeMap<(u16, u64), (u16, u64, u64)>,
-    seen_grants: BTreeSet<u64>,
+    decided: Lookup<(u16, u64), (u16, u64, u64)>,
+    seen_grants: LookupSet<u64>,
 }
 
+/// The records [`TokenOrder::observe`] reads (see [`super::KindSet`]).
+pub const KINDS: KindSet = KindSet::of(&[Kind::GrantIssued]);
+
 impl TokenOrder {
-    pub fn observe(
-        &mut self,
-        h: &History,
-        e: &Event,
-        gens: &Generations,
-        out: &mut Vec<Violation>,
-    ) {
+    pub fn clear(&mut self) {
+        let TokenOrder {
+            max,
+            decided,
+            seen_grants,
+        } = self;
+        max.clear();
+        decided.clear();
+        seen_grants.clear();
+    }
+
+    pub fn observe(&mut self, h: &History, e: &Event, gens: &Generations, out: &mut Found) {
         if e.kind != Kind::GrantIssued {
             return;
         }
@@ -41,15 +48,12 @@ impl TokenOrder {
         if gens.ranked_by_token.contains(&key) {
             match self.decided.get(&(key, token)).copied() {
                 Some((issuer, prev_seq, prev_grant)) if issuer != e.node => {
-                    out.push(Violation {
-                        kind: ViolationKind::TokenOrder,
-                        key,
-                        evidence: vec![prev_seq, e.seq],
-                        explanation: format!(
+                    out.push(ViolationKind::TokenOrder, key, vec![prev_seq, e.seq], || {
+                        format!(
                             "{} decided it holds grant {grant} with token {token}, which {} already held under grant {prev_grant}",
                             h.node_name(e.node),
                             h.node_name(issuer)
-                        ),
+                        )
                     });
                 }
                 Some(_) => {}
@@ -61,14 +65,11 @@ impl TokenOrder {
         }
         match self.max.get(&key).copied() {
             Some((prev, prev_seq, prev_grant)) if token <= prev => {
-                out.push(Violation {
-                    kind: ViolationKind::TokenOrder,
-                    key,
-                    evidence: vec![prev_seq, e.seq],
-                    explanation: format!(
+                out.push(ViolationKind::TokenOrder, key, vec![prev_seq, e.seq], || {
+                    format!(
                         "{} issued grant {grant} with token {token} after grant {prev_grant} had token {prev}",
                         h.node_name(e.node)
-                    ),
+                    )
                 });
             }
             _ => {

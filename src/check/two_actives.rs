@@ -25,7 +25,8 @@
 use std::collections::BTreeMap;
 
 use super::generations::Generations;
-use super::{Violation, ViolationKind};
+use super::lookup::Lookup;
+use super::{Found, KindSet, ViolationKind};
 use crate::history::{fmt_time, Event, History, Kind};
 
 #[derive(Clone, Copy, Debug)]
@@ -39,21 +40,34 @@ pub struct TwoActives {
     /// key -> node -> its current promotion.
     active: BTreeMap<u16, BTreeMap<u16, Belief>>,
     /// (node, key) -> seq of its latest `became_active` (kept after stepping down).
-    last_became: BTreeMap<(u16, u16), u64>,
+    last_became: Lookup<(u16, u16), u64>,
     /// Promotions made while another node believed it was active for the
     /// key (the hazard of `two_actives`).
     pub hazards: u64,
 }
 
+/// The records [`TwoActives::observe`] reads (see [`super::KindSet`]).
+pub const KINDS: KindSet = KindSet::of(&[
+    Kind::BecameActive,
+    Kind::SteppedDown,
+    Kind::Crash,
+    Kind::WriteAccepted,
+]);
+
 impl TwoActives {
+    pub fn clear(&mut self) {
+        let TwoActives {
+            active,
+            last_became,
+            hazards,
+        } = self;
+        active.clear();
+        last_became.clear();
+        *hazards = 0;
+    }
+
     /// Call after `gens` has observed `e`.
-    pub fn observe(
-        &mut self,
-        h: &History,
-        e: &Event,
-        gens: &Generations,
-        out: &mut Vec<Violation>,
-    ) {
+    pub fn observe(&mut self, h: &History, e: &Event, gens: &Generations, out: &mut Found) {
         match e.kind {
             Kind::BecameActive => {
                 let Some(key) = e.key else { return };
@@ -88,7 +102,7 @@ impl TwoActives {
         }
     }
 
-    fn judge(&self, h: &History, e: &Event, gens: &Generations, out: &mut Vec<Violation>) {
+    fn judge(&self, h: &History, e: &Event, gens: &Generations, out: &mut Found) {
         let (Some(op), Some(key)) = (e.op_id, e.key) else {
             return;
         };
@@ -114,11 +128,8 @@ impl TwoActives {
             Some(belief.became_seq),
             Some(e.seq),
         ]);
-        out.push(Violation {
-            kind: ViolationKind::TwoActives,
-            key,
-            evidence,
-            explanation: format!(
+        out.push(ViolationKind::TwoActives, key, evidence, || {
+            format!(
                 "{} accepted op {} from {} (promotion {}) at {} while {} (promotion {}, #{}) believed it was active: two actives, and the older one's write landed",
                 h.node_name(e.node),
                 op,
@@ -128,7 +139,7 @@ impl TwoActives {
                 h.node_name(y),
                 belief.generation,
                 belief.became_seq
-            ),
+            )
         });
     }
 }

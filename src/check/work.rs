@@ -5,17 +5,24 @@
 //! best-effort cache lease this is the whole cost of a duplicate: the work
 //! was done twice, the data was stored once.
 
-use std::collections::BTreeSet;
-
-use super::Info;
+use super::lookup::LookupSet;
+use super::{Info, KindSet};
 use crate::history::{Event, Kind};
 
 #[derive(Default)]
 pub struct Work {
-    wasted_ops: BTreeSet<u64>,
+    wasted_ops: LookupSet<u64>,
 }
 
+/// The records [`Work::observe`] reads (see [`super::KindSet`]).
+pub const KINDS: KindSet = KindSet::of(&[Kind::WriteRejected]);
+
 impl Work {
+    pub fn clear(&mut self) {
+        let Work { wasted_ops } = self;
+        wasted_ops.clear();
+    }
+
     pub fn observe(&mut self, e: &Event, info: &mut Info) {
         if e.kind != Kind::WriteRejected {
             return;

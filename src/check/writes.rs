@@ -26,10 +26,9 @@
 //! issued so far carries, on a key whose grants carry tokens — a forged or
 //! guessed fence the resource let through.
 
-use std::collections::{BTreeMap, BTreeSet};
-
 use super::generations::{Generations, WriteInfo};
-use super::{Info, Violation, ViolationKind};
+use super::lookup::{Lookup, LookupSet};
+use super::{Found, Info, KindSet, ViolationKind};
 use crate::history::{fmt_time, Event, History, Kind};
 
 /// A document: (accepting resource node, key).
@@ -44,24 +43,34 @@ struct DocState {
     /// Accepted writes in order: (accept seq, op id).
     log: Vec<(u64, u64)>,
     /// op id -> index in `log` of its latest acceptance.
-    last_index: BTreeMap<u64, usize>,
+    last_index: Lookup<u64, usize>,
 }
 
 #[derive(Default)]
 pub struct Writes {
-    docs: BTreeMap<Doc, DocState>,
+    docs: Lookup<Doc, DocState>,
     /// grants whose lease the coordinator dropped.
-    expired: BTreeSet<u64>,
+    expired: LookupSet<u64>,
 }
 
+/// The records [`Writes::observe`] reads (see [`super::KindSet`]).
+pub const KINDS: KindSet =
+    KindSet::of(&[Kind::LeaseExpired, Kind::WriteAccepted, Kind::WriteRejected]);
+
 impl Writes {
+    pub fn clear(&mut self) {
+        let Writes { docs, expired } = self;
+        docs.clear();
+        expired.clear();
+    }
+
     pub fn observe(
         &mut self,
         h: &History,
         e: &Event,
         gens: &Generations,
         info: &mut Info,
-        out: &mut Vec<Violation>,
+        out: &mut Found,
     ) {
         match e.kind {
             Kind::LeaseExpired => {
@@ -111,7 +120,7 @@ impl Writes {
                 self.check_stale(h, e, doc, &write, gens, out);
                 self.check_lost_update(e, doc, op, &write, out);
                 check_unissued(h, e, key, &write, gens, out);
-                let state = self.docs.entry(doc).or_default();
+                let state = self.docs.or_default(doc);
                 state.current_op = op;
                 if state.accepted_max.is_none_or(|(g, _)| generation > g) {
                     state.accepted_max = Some((generation, e.seq));
@@ -130,7 +139,7 @@ impl Writes {
         doc: Doc,
         write: &WriteInfo,
         gens: &Generations,
-        out: &mut Vec<Violation>,
+        out: &mut Found,
     ) {
         let Some(state) = self.docs.get(&doc) else {
             return;
@@ -161,11 +170,8 @@ impl Writes {
             Some(newer_seq),
             Some(e.seq),
         ]);
-        out.push(Violation {
-            kind: ViolationKind::StaleWrite,
-            key: doc.1,
-            evidence,
-            explanation: format!(
+        out.push(ViolationKind::StaleWrite, doc.1, evidence, || {
+            format!(
                 "{} accepted op {} of generation {} at {} after op {} of generation {} (#{}): the older holder overwrote the newer one",
                 h.node_name(e.node),
                 e.op_id.unwrap_or(0),
@@ -174,18 +180,11 @@ impl Writes {
                 newer_event.and_then(|n| n.op_id).unwrap_or(0),
                 newer,
                 newer_seq
-            ),
+            )
         });
     }
 
-    fn check_lost_update(
-        &self,
-        e: &Event,
-        doc: Doc,
-        op: u64,
-        write: &WriteInfo,
-        out: &mut Vec<Violation>,
-    ) {
+    fn check_lost_update(&self, e: &Event, doc: Doc, op: u64, write: &WriteInfo, out: &mut Found) {
         let state = self.docs.get(&doc);
         let current = state.map_or(0, |s| s.current_op);
         if current == op {
@@ -211,13 +210,10 @@ impl Writes {
                 .map(|&(s, _)| s),
         );
         evidence.push(e.seq);
-        out.push(Violation {
-            kind: ViolationKind::LostUpdate,
-            key: doc.1,
-            evidence,
-            explanation: format!(
+        out.push(ViolationKind::LostUpdate, doc.1, evidence, || {
+            format!(
                 "op {op} read value {seen} (#{read_seq}) but its write replaced value {current}, which it never saw: op {current}'s update is lost"
-            ),
+            )
         });
     }
 }
@@ -234,7 +230,7 @@ fn check_unissued(
     key: u16,
     write: &WriteInfo,
     gens: &Generations,
-    out: &mut Vec<Violation>,
+    out: &mut Found,
 ) {
     let Some(token) = e.token else { return };
     if !gens.key_is_tokened(key) || gens.token_issued(key, token) {
@@ -242,15 +238,12 @@ fn check_unissued(
     }
     let mut evidence = vec![write.sent_seq, e.seq];
     evidence.dedup();
-    out.push(Violation {
-        kind: ViolationKind::UnissuedToken,
-        key,
-        evidence,
-        explanation: format!(
+    out.push(ViolationKind::UnissuedToken, key, evidence, || {
+        format!(
             "{} accepted op {} with token {token}, which no grant of key {} carried: the fence let through a token nobody issued",
             h.node_name(e.node),
             e.op_id.unwrap_or(0),
             h.key_name(key)
-        ),
+        )
     });
 }

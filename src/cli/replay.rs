@@ -105,6 +105,7 @@ fn cmd_replay(
         crate::suite::RunSeed {
             keep_trace: true,
             swarm,
+            terse: false,
         },
     );
     if let Some(mix) = mix {

@@ -69,6 +69,7 @@ pub fn run_doc(scenarios: &[Scenario], results: &[ScenarioResult]) -> Doc {
                 let how = RunSeed {
                     keep_trace: true,
                     swarm: r.cfg.swarm,
+                    terse: false,
                 };
                 let SeedRun {
                     outcome: out,

@@ -146,6 +146,7 @@ pub fn builtin(o: &Options, seed: u64) -> Result<Execution, String> {
     let how = crate::suite::RunSeed {
         keep_trace: true,
         swarm: false,
+        terse: false,
     };
     let crate::suite::SeedRun {
         outcome: out,

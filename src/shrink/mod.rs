@@ -379,6 +379,7 @@ pub fn shrink(
         crate::suite::RunSeed {
             keep_trace: false,
             swarm,
+            terse: false,
         },
     );
     let kind = match kind {

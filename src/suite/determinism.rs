@@ -15,6 +15,7 @@ pub fn explain(scenario: &Scenario, seed: u64, swarm: bool) -> String {
     let how = super::RunSeed {
         keep_trace: true,
         swarm,
+        terse: false,
     };
     let (opts, _) = super::seed_options(scenario, seed, swarm);
     let a = super::seed::run(&scenario.options, seed, how).outcome;

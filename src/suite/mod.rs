@@ -85,9 +85,11 @@ pub fn run_seed(scenario: &Scenario, seed: u64) -> SeedResult {
 }
 
 pub fn run_seed_with(scenario: &Scenario, seed: u64, cfg: &SweepConfig) -> SeedResult {
+    // The sweep judges by counts: its reports need no explanation text.
     let how = RunSeed {
         keep_trace: false,
         swarm: cfg.swarm,
+        terse: true,
     };
     let SeedRun {
         outcome: out,

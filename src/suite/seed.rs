@@ -13,8 +13,9 @@
 //!
 //! It is also where speed comes from: each thread keeps one simulator's
 //! buffers ([`sim::Scratch`]: event queue, slab, node slots, link table,
-//! history vector) and reuses them, cleared, for every seed it runs,
-//! instead of allocating them per seed.
+//! history vector) and one checker's tables ([`check::Checker`]) and
+//! reuses them, cleared, for every seed it runs, instead of allocating
+//! them per seed.
 
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -26,15 +27,19 @@ use crate::sim::{self, NodeFactory, Options, RunOutcome};
 
 use super::swarm::{self, Mix};
 
-/// How to run one seed. Both flags are part of the run's identity only in
-/// so far as `swarm` changes the options; `keep_trace` changes what is
-/// returned, never the run (the trace hash is the same either way).
+/// How to run one seed. The flags are part of the run's identity only in
+/// so far as `swarm` changes the options; `keep_trace` and `terse` change
+/// what is returned, never the run (the trace hash is the same either way).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RunSeed {
     /// Keep the full event trace (timelines, replay text, search).
     pub keep_trace: bool,
     /// Run the seed's swarm mix (`--swarm`) instead of the options as written.
     pub swarm: bool,
+    /// Leave violations' explanation text empty ([`check::Checker::terse`]):
+    /// a sweep counts violations and shows none of them; whatever shows one
+    /// (replay, the report's timeline) runs its seed explained.
+    pub terse: bool,
 }
 
 /// What one seed produced: the simulator's outcome, the checker's report on
@@ -60,6 +65,8 @@ thread_local! {
     /// The simulator buffers of the seeds this thread runs (see
     /// [`sim::Scratch`]): a sweep's thread reuses one set for all its seeds.
     static SCRATCH: RefCell<sim::Scratch> = RefCell::new(sim::Scratch::default());
+    /// The checker's tables, likewise reused for every seed this thread checks.
+    static CHECKER: RefCell<check::Checker> = RefCell::new(check::Checker::default());
 }
 
 /// Hands a finished run's history back to this thread's buffers, for the
@@ -96,7 +103,17 @@ pub fn run_with<'f>(
         Err(_) => sim::run_with(&opts, seed, how.keep_trace, factory),
     });
     settle(&mut outcome.history);
-    let report = check::check(&outcome.history);
+    let report = CHECKER.with(|checker| match checker.try_borrow_mut() {
+        Ok(mut checker) => {
+            checker.set_explain(!how.terse);
+            checker.check(&outcome.history)
+        }
+        Err(_) => {
+            let mut checker = check::Checker::default();
+            checker.set_explain(!how.terse);
+            checker.check(&outcome.history)
+        }
+    });
     SeedRun {
         outcome,
         report,

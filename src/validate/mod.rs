@@ -220,6 +220,7 @@ pub fn run_seed(
     let how = crate::suite::RunSeed {
         keep_trace,
         swarm: false,
+        terse: false,
     };
     let run = panic::catch_unwind(AssertUnwindSafe(|| {
         crate::suite::seed::run_with(opts, seed, how, &mut factory, &mut |history| {

@@ -36,11 +36,31 @@ fn as_jsonl(h: &History) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// `None` if both checkers agree; else what differs.
+/// `None` if both checkers agree; else what differs. The streaming
+/// checker's report must also be the one it gives when every record goes
+/// to every one of its checkers (its routing by kind blinds none of them).
 fn disagreement(h: &History) -> Option<String> {
     let report = check::check(h);
     let found = oracle::check(h);
     let mut diffs = Vec::new();
+    let unrouted = check::Checker::default().check_unrouted(h);
+    if unrouted != report {
+        diffs.push(format!(
+            "check routed by kind reports otherwise than unrouted:\n{report:?}\n{unrouted:?}"
+        ));
+    }
+    // A sweep's terse checker: the same report, explanations left out.
+    let mut unexplained = report.clone();
+    for v in &mut unexplained.violations {
+        assert!(!v.explanation.is_empty(), "an explained violation says why");
+        v.explanation.clear();
+    }
+    let terse = check::Checker::terse().check(h);
+    if terse != unexplained {
+        diffs.push(format!(
+            "the terse checker reports otherwise than the explaining one:\n{unexplained:?}\n{terse:?}"
+        ));
+    }
     for kind in ViolationKind::ALL {
         let theirs: Vec<u64> = found
             .iter()
@@ -129,10 +149,15 @@ fn sweep_bundled(dir: &str, seeds: u64) -> (Vec<PathBuf>, u64, u64) {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
     let histories = std::sync::atomic::AtomicU64::new(0);
     let violations = std::sync::atomic::AtomicU64::new(0);
+    // One checker per thread, reused across every scenario and seed it
+    // judges, as a sweep's thread does: it must report what a fresh one does.
+    let mut checkers: Vec<check::Checker> =
+        (0..threads).map(|_| check::Checker::default()).collect();
     for path in &paths {
         let s = fencesim::scenario::load(path).unwrap_or_else(|e| panic!("{e}"));
         std::thread::scope(|scope| {
-            for t in 0..threads {
+            for (t, checker) in checkers.iter_mut().enumerate() {
+                let t = t as u64;
                 let (s, histories, violations) = (&s, &histories, &violations);
                 scope.spawn(move || {
                     let start = s.seeds.start;
@@ -148,7 +173,13 @@ fn sweep_bundled(dir: &str, seeds: u64) -> (Vec<PathBuf>, u64, u64) {
                         if let Some(d) = disagreement(&h) {
                             report_disagreement(path, seed, &h, &d);
                         }
-                        let found = check::check(&h).counts.iter().sum::<u64>();
+                        let fresh = check::check(&h);
+                        assert!(
+                            checker.check(&h) == fresh,
+                            "{} seed {seed}: a reused checker reports otherwise than a fresh one",
+                            path.display()
+                        );
+                        let found = fresh.counts.iter().sum::<u64>();
                         histories.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         violations.fetch_add(found, std::sync::atomic::Ordering::Relaxed);
                     }
