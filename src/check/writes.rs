@@ -14,6 +14,8 @@
 //! the value current at the resource (If-Match on the object generation,
 //! which is the op id of the current value) and that is the value its op
 //! read. It overwrote exactly what it saw, so the result is serializable.
+//! Only on a key whose grants carry no token: where they do, a write's token
+//! is its fence, and one equal to the current op id is a coincidence.
 //! Nor is a redelivery the document absorbed (the current value is already
 //! the op's own): its first acceptance was judged, this one changed nothing.
 //!
@@ -150,7 +152,9 @@ impl Writes {
         if write.generation >= newer {
             return;
         }
-        if condition_held(write, state.current_op) {
+        // On a key whose grants carry tokens, a write's token is its fence,
+        // not an If-Match generation: a token equal to an op id is chance.
+        if !gens.key_is_tokened(doc.1) && condition_held(write, state.current_op) {
             return;
         }
         if state.current_op == e.op_id.unwrap_or(0) {

@@ -114,7 +114,19 @@ fn cmd_replay(
             crate::suite::swarm::label(mix)
         );
     }
-    print!("{}", report::replay::render(&s, &out, &report, with_trace));
+    // The header shows the options the seed ran with: under --swarm, the
+    // swarmed rates (loss 0.8, not the file's 0.2), not the file's.
+    let shown = match mix {
+        Some(_) => crate::scenario::Scenario {
+            options: crate::suite::swarm::configure(&s.options, seed).0,
+            ..s.clone()
+        },
+        None => s.clone(),
+    };
+    print!(
+        "{}",
+        report::replay::render(&shown, &out, &report, with_trace)
+    );
     if let Some(file) = history_out {
         let mut w = std::io::BufWriter::new(
             std::fs::File::create(&file).with_context(|| format!("creating {}", file.display()))?,

@@ -19,7 +19,9 @@
 //!   that lost its state and numbers its grants from 1 again issues a new
 //!   grant under an old name, and judging it as the old one would hide
 //!   its token regression (a history must give it a fresh id);
-//! - `grant-holder`: a grant is received by one node only.
+//! - `grant-holder`: a grant is received by one node only;
+//! - `op-id`: a write's op id is not 0, the value a read of the initial
+//!   document returns (a write of op 0 would be read as no write at all).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -79,6 +81,17 @@ pub fn validate(h: &History) -> Result<(), Refusal> {
             ));
         }
         prev = Some(e);
+        if e.op_id == Some(0)
+            && matches!(
+                e.kind,
+                Kind::WriteSent | Kind::WriteAccepted | Kind::WriteRejected
+            )
+        {
+            return Err(refuse(
+                "op-id",
+                "a write with op id 0: 0 names the initial value (a read of 0 saw no write), so this write's value could not be told from it".into(),
+            ));
+        }
         if matches!(e.kind, Kind::Crash | Kind::Restart) {
             lives.insert(e.node, (record, e.kind));
         }

@@ -369,8 +369,13 @@ impl<'h> Oracle<'h> {
                     .iter()
                     .map(|&j| self.judged(j, self.ev[j].op_id.unwrap_or(0), key).0)
                     .max();
+                // If-Match only where grants carry no token (there a token is a fence).
+                let tokened = self
+                    .grants
+                    .values()
+                    .any(|g| g.key == key && g.issue <= i && g.token.is_some());
                 let condition_held =
-                    token == Some(current) && read.is_some_and(|(v, _)| v == current);
+                    !tokened && token == Some(current) && read.is_some_and(|(v, _)| v == current);
                 // A redelivery absorbed by the document (current value is
                 // already this op's) changed nothing: its first acceptance was judged.
                 if newest.is_some_and(|n| generation < n) && !condition_held && current != op {

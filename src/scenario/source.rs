@@ -123,7 +123,16 @@ pub fn plain_words(message: &str, tables: &[(&str, &str)]) -> String {
         rest = &after[end..];
     }
     out.push_str(rest);
-    const WORDS: [(&str, &str); 14] = [
+    const WORDS: [(&str, &str); 16] = [
+        // The TOML reader's own words for an integer beyond i64.
+        (
+            "number too large to fit in target type",
+            "number too large: TOML integers are at most 9223372036854775807; expected a whole number in this field's range",
+        ),
+        (
+            "number too small to fit in target type",
+            "number too small: TOML integers are at least -9223372036854775808; expected a whole number in this field's range",
+        ),
         (
             "expected u64",
             "expected a whole number from 0 to 18446744073709551615",

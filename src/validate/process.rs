@@ -26,7 +26,7 @@
 //! into a "no answer". Reader threads exist only to make that timeout
 //! possible; they forward lines and never touch simulation state.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
@@ -107,6 +107,8 @@ pub struct ProcessNode {
     stdout_lines: u64,
     /// Requests delivered to the process, by the `msg_id` it saw: (sender, request).
     requests: BTreeMap<u64, (NodeId, Msg)>,
+    /// The requests already answered (one request, one reply).
+    answered: BTreeSet<u64>,
     /// The input being answered: (stdin line number = its msg_id, text).
     current: Option<(u64, String)>,
     acks: WriteAcks,
@@ -178,6 +180,7 @@ impl ProcessNode {
             next_msg_id: 1,
             stdout_lines: 0,
             requests: BTreeMap::new(),
+            answered: BTreeSet::new(),
             current: None,
             acks,
         })
@@ -390,6 +393,14 @@ impl ProcessNode {
                         self.dir.node_name(from),
                         self.dir.node_name(to)
                     ),
+                    ));
+                }
+                // A second answer (write_ok after an error, two tokens for one
+                // acquire) would be recorded as a second outcome of one request.
+                if !self.answered.insert(in_reply_to) {
+                    return Err((
+                        wrong,
+                        format!("in_reply_to {in_reply_to} answers a request already answered: one request, one reply"),
                     ));
                 }
                 match wire::reply(&request, &body) {

@@ -91,6 +91,10 @@ class Misbehaving(fencelock.Coordinator):
             wrong = req["body"]["msg_id"] + 1000
             raw('{"src": "%s", "dest": "%s", "body": {"type": "acquire_ok", "in_reply_to": %d, "token": 1, "ttl_ns": 5, "step": %d}}'
                 % (me, req["src"], wrong, step))
+        elif MODE == "double_reply":
+            self.done = True
+            self.reply(req, {"type": "error", "code": 11, "text": "lock held"})
+            return super().on_acquire(req)
         elif MODE == "crash":
             sys.stderr.write("fake: giving up on acquire\n")
             sys.stderr.flush()

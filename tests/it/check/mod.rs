@@ -2,4 +2,5 @@
 //! and on generated ones, where a second checker must agree.
 
 mod differential;
+mod histories;
 mod regressions;

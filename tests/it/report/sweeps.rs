@@ -85,4 +85,13 @@ fn a_swarm_report_draws_the_swarmed_run_that_failed() {
     );
     // Not vacuous: the mix changes this seed's run.
     assert_ne!(drawn, trace_hash_line(&as_written));
+    // And the header says so: it shows the swarmed options, not the file's.
+    let options = |t: &str| -> String {
+        t.lines()
+            .filter(|l| !l.starts_with("swarm mix"))
+            .take_while(|l| !l.starts_with("== "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_ne!(options(&swarmed), options(&as_written), "{swarmed}");
 }

@@ -70,6 +70,18 @@ fn wrong_type_names_the_expected_type() {
 }
 
 #[test]
+fn a_number_beyond_toml_integers_says_what_was_expected() {
+    check(
+        |s| s.replace("ttl_ms = 100", "ttl_ms = 18446744073709551615"),
+        expect![[r#"
+            broken.toml:7:10: number too large: TOML integers are at most 9223372036854775807; expected a whole number in this field's range
+              |
+              | ttl_ms = 18446744073709551615
+              |          ^"#]],
+    );
+}
+
+#[test]
 fn unknown_protocol_lists_the_catalogue() {
     check(
         |s| s.replace("kind = \"fenced-cas\"", "kind = \"fenced-cass\""),

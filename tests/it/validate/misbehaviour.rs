@@ -120,6 +120,18 @@ fn a_reply_to_a_request_never_delivered_is_a_wrong_in_reply_to() {
 }
 
 #[test]
+fn a_second_reply_to_one_request_is_a_wrong_in_reply_to_not_a_second_outcome() {
+    // error 11 and then acquire_ok for the same acquire: judging either
+    // answer would be judging a guess.
+    let o = validate_with_fake("double_reply");
+    assert_reported(
+        &o,
+        "wrong in_reply_to",
+        "in_reply_to 3 answers a request already answered: one request, one reply",
+    );
+}
+
+#[test]
 fn a_process_that_exits_on_its_own_is_reported_with_its_status_and_stderr() {
     let o = validate_with_fake("crash");
     assert_reported(&o, "process exited", "exit status: 3");
