@@ -25,9 +25,9 @@
 //! again for an op — the retry a duplicate comes from.
 
 use super::generations::Generations;
-use super::lookup::Lookup;
 use super::{Found, Info, KindSet, ViolationKind};
 use crate::history::{Event, History, Kind};
+use crate::sim::lookup::Lookup;
 
 #[derive(Default)]
 pub struct Effects {

@@ -40,9 +40,9 @@
 //! `write_sent` before it (a resource-side log) is attributed by its own
 //! token the same way (rule 2 without a sender).
 
-use super::lookup::{Lookup, LookupSet};
 use super::KindSet;
 use crate::history::{Event, History, Kind};
+use crate::sim::lookup::{Lookup, LookupSet};
 
 #[derive(Clone, Copy, Debug)]
 pub struct GrantInfo {

@@ -6,9 +6,9 @@
 //! `renew_ok`.
 
 use super::generations::Generations;
-use super::lookup::Lookup;
 use super::{Found, KindSet, ViolationKind};
 use crate::history::{fmt_time, Event, History, Kind};
+use crate::sim::lookup::Lookup;
 
 #[derive(Default)]
 pub struct Renewals {

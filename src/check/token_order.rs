@@ -7,9 +7,9 @@
 //! holding under one fence. A re-send of a grant (same id) is not a grant.
 
 use super::generations::Generations;
-use super::lookup::{Lookup, LookupSet};
 use super::{Found, KindSet, ViolationKind};
 use crate::history::{Event, History, Kind};
+use crate::sim::lookup::{Lookup, LookupSet};
 
 #[derive(Default)]
 pub struct TokenOrder {

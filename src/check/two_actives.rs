@@ -25,9 +25,9 @@
 use std::collections::BTreeMap;
 
 use super::generations::Generations;
-use super::lookup::Lookup;
 use super::{Found, KindSet, ViolationKind};
 use crate::history::{fmt_time, Event, History, Kind};
+use crate::sim::lookup::Lookup;
 
 #[derive(Clone, Copy, Debug)]
 struct Belief {

@@ -5,9 +5,9 @@
 //! best-effort cache lease this is the whole cost of a duplicate: the work
 //! was done twice, the data was stored once.
 
-use super::lookup::LookupSet;
 use super::{Info, KindSet};
 use crate::history::{Event, Kind};
+use crate::sim::lookup::LookupSet;
 
 #[derive(Default)]
 pub struct Work {

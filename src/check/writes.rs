@@ -29,9 +29,9 @@
 //! guessed fence the resource let through.
 
 use super::generations::{Generations, WriteInfo};
-use super::lookup::{Lookup, LookupSet};
 use super::{Found, Info, KindSet, ViolationKind};
 use crate::history::{fmt_time, Event, History, Kind};
+use crate::sim::lookup::{Lookup, LookupSet};
 
 /// A document: (accepting resource node, key).
 type Doc = (u16, u16);

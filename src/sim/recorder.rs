@@ -21,8 +21,7 @@
 //! decision too: one `became_active` record that is both the grant's issue
 //! and its receipt, numbered from the same grant ids.
 
-use std::collections::{BTreeMap, BTreeSet};
-
+use super::lookup::{Lookup, LookupSet};
 use crate::history::{Event, Kind, Outcome};
 use crate::protocol::msg::LockDomainEvent;
 use crate::protocol::systems::system_msg;
@@ -30,20 +29,20 @@ use crate::protocol::{Msg, NodeId, Observation};
 
 #[derive(Default)]
 pub struct Recorder {
-    grants: BTreeMap<(u16, u64, u64), u64>,
-    owner_grant: BTreeMap<u64, u64>,
+    grants: Lookup<(u16, u64, u64), u64>,
+    owner_grant: Lookup<u64, u64>,
     next_grant: u64,
-    writes_in: BTreeMap<u64, (Option<u64>, u64)>,
-    releases_in: BTreeMap<(u16, u32), u64>,
+    writes_in: Lookup<u64, (Option<u64>, u64)>,
+    releases_in: Lookup<(u16, u32), u64>,
     /// owner -> true time its lease runs out, as last granted or renewed.
-    expiry: BTreeMap<u64, u64>,
+    expiry: Lookup<u64, u64>,
     /// Fanned-out systems (Redlock): nonces whose acquire / release was
     /// already recorded (one decision goes to N servers as N messages; it
     /// is one record).
-    fanned_acquires: BTreeSet<u64>,
-    fanned_releases: BTreeSet<u64>,
+    fanned_acquires: LookupSet<u64>,
+    fanned_releases: LookupSet<u64>,
     /// (node, key) -> grant id of the pair node's current promotion.
-    active: BTreeMap<(u16, u16), u64>,
+    active: Lookup<(u16, u16), u64>,
 }
 
 /// A record without its seq and time (the simulator assigns those).
@@ -54,6 +53,31 @@ fn ev(node: NodeId, kind: Kind, f: impl FnOnce(&mut Event)) -> Event {
 }
 
 impl Recorder {
+    /// Forgets the last run, keeping the tables (every field named, so a
+    /// new one cannot be forgotten here).
+    pub fn clear(&mut self) {
+        let Recorder {
+            grants,
+            owner_grant,
+            next_grant,
+            writes_in,
+            releases_in,
+            expiry,
+            fanned_acquires,
+            fanned_releases,
+            active,
+        } = self;
+        grants.clear();
+        owner_grant.clear();
+        *next_grant = 0;
+        writes_in.clear();
+        releases_in.clear();
+        expiry.clear();
+        fanned_acquires.clear();
+        fanned_releases.clear();
+        active.clear();
+    }
+
     /// What `from` handing `msg` (to `to`) to the network at true time
     /// `now` tells us.
     pub fn on_send(&mut self, now: u64, from: NodeId, to: NodeId, msg: &Msg) -> Option<Event> {

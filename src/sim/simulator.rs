@@ -173,14 +173,37 @@ pub struct Scratch {
     fired: VecDeque<usize>,
     fx: Vec<Effect>,
     events: Vec<Event>,
+    /// The last recycled history's node and key names: the next seed of
+    /// the same scenario has the same ones and need not copy them again.
+    nodes: Vec<String>,
+    keys: Vec<String>,
+    recorder: Recorder,
 }
 
 impl Scratch {
-    /// Takes back a finished run's history for its event vector's storage.
+    /// Takes back a finished run's history for its event vector's storage
+    /// and its name tables.
     pub fn recycle(&mut self, history: History) {
         if history.events.capacity() > self.events.capacity() {
             self.events = history.events;
         }
+        self.nodes = history.nodes;
+        self.keys = history.keys;
+    }
+
+    /// `opts`' node and key names, reusing the recycled tables when they
+    /// already hold them.
+    fn names(&mut self, opts: &Options) -> (Vec<String>, Vec<String>) {
+        let mut nodes = std::mem::take(&mut self.nodes);
+        if !nodes.iter().eq(opts.nodes.iter().map(|n| &n.name)) {
+            nodes.clear();
+            nodes.extend(opts.nodes.iter().map(|n| n.name.clone()));
+        }
+        let mut keys = std::mem::take(&mut self.keys);
+        if keys != opts.keys {
+            keys.clone_from(&opts.keys);
+        }
+        (nodes, keys)
     }
 }
 
@@ -214,6 +237,7 @@ pub fn run_in<'f>(
     fired.clear();
     let mut events = reuse(&mut scratch.events);
     events.reserve(256);
+    let (nodes, keys) = scratch.names(opts);
     let mut sim = Sim {
         opts,
         factory,
@@ -225,10 +249,14 @@ pub fn run_in<'f>(
         free: reuse(&mut scratch.free),
         slots: reuse(&mut scratch.slots),
         net,
-        recorder: Recorder::default(),
+        recorder: {
+            let mut r = std::mem::take(&mut scratch.recorder);
+            r.clear();
+            r
+        },
         history: History {
-            nodes: opts.nodes.iter().map(|n| n.name.clone()).collect(),
-            keys: opts.keys.clone(),
+            nodes,
+            keys,
             events,
         },
         trace: Trace::new(keep_trace),
@@ -444,10 +472,12 @@ impl<'o, 'f> Sim<'o, 'f> {
             let node = slot.node.as_mut().expect("an up node has a state machine");
             node.handle(clocks, input, &mut fx);
         }
-        for effect in fx.drain(..) {
+        // By reference, then cleared: no per-effect move out of the buffer,
+        // and a persisted record is taken, leaving an empty `Vec` to drop.
+        for effect in fx.iter_mut() {
             match effect {
-                Effect::Send { to, msg } => self.send(id, to, msg),
-                Effect::SetTimer { timer, after_ns } => {
+                &mut Effect::Send { to, msg } => self.send(id, to, msg),
+                &mut Effect::SetTimer { timer, after_ns } => {
                     let slot = &mut self.slots[id.0 as usize];
                     let i = timer.0 as usize;
                     if slot.timer_gens.len() <= i {
@@ -468,7 +498,7 @@ impl<'o, 'f> Sim<'o, 'f> {
                         },
                     );
                 }
-                Effect::CancelTimer { timer } => {
+                &mut Effect::CancelTimer { timer } => {
                     if let Some(g) = self.slots[id.0 as usize]
                         .timer_gens
                         .get_mut(timer.0 as usize)
@@ -477,6 +507,7 @@ impl<'o, 'f> Sim<'o, 'f> {
                     }
                 }
                 Effect::Persist { durability, record } => {
+                    let (durability, record) = (*durability, std::mem::take(record));
                     self.trace(
                         id,
                         What::Save {
@@ -494,7 +525,7 @@ impl<'o, 'f> Sim<'o, 'f> {
                         Durability::Buffered => slot.buffered = Some(record),
                     }
                 }
-                Effect::Observe(obs) => {
+                &mut Effect::Observe(obs) => {
                     // A worker that crashes after finishing reports done again on restart.
                     let slot = &mut self.slots[id.0 as usize];
                     if obs == Observation::WorkloadDone && !slot.done {
@@ -516,6 +547,7 @@ impl<'o, 'f> Sim<'o, 'f> {
                 }
             }
         }
+        fx.clear();
         self.fx = fx;
     }
 
@@ -791,6 +823,7 @@ impl<'o, 'f> Sim<'o, 'f> {
         scratch.triggers = self.triggers;
         scratch.fired = self.fired;
         scratch.fx = self.fx;
+        scratch.recorder = self.recorder;
         RunOutcome {
             seed,
             history: self.history,

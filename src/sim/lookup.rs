@@ -1,19 +1,21 @@
-//! Point-lookup tables for the checker's state: a hash map that cannot be
-//! iterated.
+//! Point-lookup tables for per-run state: a hash map that cannot be
+//! iterated. The simulator's recorder and the checkers (`check/`, which
+//! sits above `sim/` and imports it from here) share it.
 //!
-//! The checkers keep a dozen maps from grant ids, op ids and (node, key)
-//! pairs to what they have seen, and only ever ask them "what is stored
-//! under this key". A `BTreeMap` answers that by allocating, rebalancing
-//! and, at the end of every seed, freeing its nodes: in a sweep that cost
-//! more than the judging did (benches/sweep.rs). A hash map keeps its
-//! table when cleared, so one [`crate::check::Checker`] reused across a
-//! thread's seeds allocates almost nothing after the first.
+//! The recorder and the checkers keep a dozen maps from grant ids, op ids,
+//! owner nonces and (node, key) pairs to what they have seen, and only ever
+//! ask them "what is stored under this key". A `BTreeMap` answers that by
+//! allocating, rebalancing and, at the end of every seed, freeing its
+//! nodes: in a sweep that cost more than the judging did
+//! (benches/sweep.rs). A hash map keeps its table when cleared, so a
+//! recorder and a [`crate::check::Checker`] reused across a thread's seeds
+//! allocate almost nothing after the first.
 //!
 //! A hash map's iteration order is the one thing about it that is not a
 //! function of its contents, so this wrapper offers no iteration at all:
 //! every answer it gives is determined by the keys and values inserted,
 //! and a report built from it is the same on every machine. State that is
-//! iterated stays in a `BTreeMap` or a [`super::node_map::NodeMap`]. The
+//! iterated stays in a `BTreeMap` or a `check::node_map::NodeMap`. The
 //! hasher is rustc's Fx hash, seedless: the same on every run.
 
 use std::borrow::Borrow;
