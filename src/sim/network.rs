@@ -163,12 +163,18 @@ impl Network {
         let latency = self
             .latency
             .between(self.opts.latency_min_ns, self.opts.latency_max_ns);
-        let max_ms = self.opts.delay_max_ns / MS;
         let lost = self.opts.loss_probability > 0.0 && self.loss.chance(self.opts.loss_probability);
         // Whole milliseconds, so a resolved delay writes back as `delay_ms` exactly.
-        let (spiked, spike_ns) = draw_spike(&mut self.delay, self.opts.delay_probability, max_ms);
-        let (duplicated, copy_after_ns) =
-            draw_spike(&mut self.duplicate, self.opts.duplicate_probability, max_ms);
+        let (spiked, spike_ns) = draw_spike(
+            &mut self.delay,
+            self.opts.delay_probability,
+            self.opts.delay_max_ns,
+        );
+        let (duplicated, copy_after_ns) = draw_spike(
+            &mut self.duplicate,
+            self.opts.duplicate_probability,
+            self.opts.delay_max_ns,
+        );
         let mut fx = match self.scripted.get(&(from.0, to.0, nth)) {
             Some(f) => *f,
             None => {
@@ -227,10 +233,10 @@ impl Network {
 
 /// Whether a per-message fault fires, and its extra delay in whole
 /// milliseconds: two draws when `p > 0`, none otherwise.
-fn draw_spike(rng: &mut Rng, p: f64, max_ms: u64) -> (bool, Nanos) {
+fn draw_spike(rng: &mut Rng, p: f64, delay_max_ns: Nanos) -> (bool, Nanos) {
     if p <= 0.0 {
         return (false, 0);
     }
     let fires = rng.chance(p);
-    (fires, rng.between(0, max_ms).saturating_mul(MS))
+    (fires, rng.between(0, delay_max_ns / MS).saturating_mul(MS))
 }

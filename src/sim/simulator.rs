@@ -76,6 +76,36 @@ struct Slot {
     wall_jump_ns: i64,
 }
 
+impl Slot {
+    /// The slot of a node booting with `node`, as a fresh one would be, its
+    /// buffers' allocations kept. Destructured, so that a field added to
+    /// `Slot` cannot be forgotten here.
+    fn reset(&mut self, node: Box<dyn Node>) {
+        let Slot {
+            node: slot_node,
+            up,
+            paused_until,
+            held,
+            incarnation,
+            timer_gens,
+            synced,
+            buffered,
+            done,
+            wall_jump_ns,
+        } = self;
+        *slot_node = Some(node);
+        *up = true;
+        *paused_until = None;
+        held.clear();
+        *incarnation = 0;
+        timer_gens.clear();
+        *synced = None;
+        *buffered = None;
+        *done = false;
+        *wall_jump_ns = 0;
+    }
+}
+
 /// Everything a run produced.
 pub struct RunOutcome {
     pub seed: u64,
@@ -247,7 +277,7 @@ pub fn run_in<'f>(
         queue,
         slab: reuse(&mut scratch.slab),
         free: reuse(&mut scratch.free),
-        slots: reuse(&mut scratch.slots),
+        slots: std::mem::take(&mut scratch.slots),
         net,
         recorder: {
             let mut r = std::mem::take(&mut scratch.recorder);
@@ -296,21 +326,27 @@ impl<'o, 'f> Sim<'o, 'f> {
     }
 
     fn boot(&mut self) {
+        // Slots left by the previous run keep their `held` and
+        // `timer_gens` allocations; everything else is set afresh.
+        self.slots.truncate(self.opts.nodes.len());
         for (i, spec) in self.opts.nodes.iter().enumerate() {
             let id = NodeId(i as u16);
             let node = (self.factory)(id, &spec.role);
-            self.slots.push(Slot {
-                node: Some(node),
-                up: true,
-                paused_until: None,
-                held: VecDeque::new(),
-                incarnation: 0,
-                timer_gens: Vec::new(),
-                synced: None,
-                buffered: None,
-                done: false,
-                wall_jump_ns: 0,
-            });
+            match self.slots.get_mut(i) {
+                Some(slot) => slot.reset(node),
+                None => self.slots.push(Slot {
+                    node: Some(node),
+                    up: true,
+                    paused_until: None,
+                    held: VecDeque::new(),
+                    incarnation: 0,
+                    timer_gens: Vec::new(),
+                    synced: None,
+                    buffered: None,
+                    done: false,
+                    wall_jump_ns: 0,
+                }),
+            }
             self.schedule(0, Ev::Start(id));
         }
         for i in 0..self.script.len() {
@@ -596,15 +632,7 @@ impl<'o, 'f> Sim<'o, 'f> {
 
     fn trace(&mut self, node: NodeId, what: What, record: Option<&Event>) {
         self.seq += 1;
-        self.trace.push(
-            TraceEvent {
-                seq: self.seq,
-                t_ns: self.now,
-                node,
-                what,
-            },
-            record,
-        );
+        self.trace.push(self.seq, self.now, node, &what, record);
     }
 
     fn record(&mut self, mut e: Event) {
@@ -613,12 +641,10 @@ impl<'o, 'f> Sim<'o, 'f> {
         e.t_true_ns = self.now;
         let index = self.history.events.len();
         self.trace.push(
-            TraceEvent {
-                seq: e.seq,
-                t_ns: self.now,
-                node: NodeId(e.node),
-                what: What::Record(index),
-            },
+            e.seq,
+            self.now,
+            NodeId(e.node),
+            &What::Record(index),
             Some(&e),
         );
         for t in &mut self.triggers {
@@ -813,8 +839,13 @@ impl<'o, 'f> Sim<'o, 'f> {
         }
         let mut script = self.script;
         script.append(&mut self.net.resolved);
-        // Hand the buffers back (nodes dropped, contents cleared on reuse).
-        self.slots.clear();
+        // Hand the buffers back (nodes and records dropped now, the slots'
+        // other contents cleared on reuse: `Slot::reset`).
+        for slot in &mut self.slots {
+            slot.node = None;
+            slot.synced = None;
+            slot.buffered = None;
+        }
         scratch.slots = self.slots;
         scratch.queue = self.queue;
         scratch.slab = self.slab;

@@ -125,16 +125,26 @@ impl Trace {
         self.hasher.finish()
     }
 
+    /// Hashes event `seq` (and keeps it, when asked). Its parts come
+    /// separately and `what` by reference: a sweep, which keeps nothing,
+    /// never builds a [`TraceEvent`] or copies the message.
     #[inline]
-    pub fn push(&mut self, ev: TraceEvent, record: Option<&Event>) {
+    pub fn push(
+        &mut self,
+        seq: u64,
+        t_ns: Nanos,
+        node: NodeId,
+        what: &What,
+        record: Option<&Event>,
+    ) {
         self.count += 1;
         let h = &mut self.hasher;
-        h.word(ev.t_ns);
+        h.word(t_ns);
         // node | tag << 16 | peer << 24 | a << 40 | b << 48 (see the module doc)
         let head = |tag: u64, peer: u16, a: u8, b: u8| {
-            ev.node.0 as u64 | tag << 16 | (peer as u64) << 24 | (a as u64) << 40 | (b as u64) << 48
+            node.0 as u64 | tag << 16 | (peer as u64) << 24 | (a as u64) << 40 | (b as u64) << 48
         };
-        match ev.what {
+        match *what {
             What::Record(_) => {
                 let e = record.expect("record events carry their history event");
                 let outcome = e.outcome.map_or(0, |o| o as u8 + 1);
@@ -147,12 +157,31 @@ impl Trace {
                     e.value,
                     e.removed_grant_id,
                 ];
-                let present = fields
-                    .iter()
-                    .enumerate()
-                    .fold(0u64, |m, (i, f)| m | (f.is_some() as u64) << i);
+                let present = (fields[0].is_some() as u64)
+                    | (fields[1].is_some() as u64) << 1
+                    | (fields[2].is_some() as u64) << 2
+                    | (fields[3].is_some() as u64) << 3
+                    | (fields[4].is_some() as u64) << 4
+                    | (fields[5].is_some() as u64) << 5;
                 h.word(present);
-                for f in fields.into_iter().flatten() {
+                // Written out rather than a loop over `flatten()`: the
+                // same words in the same order, without the iterator.
+                if let Some(f) = fields[0] {
+                    h.word(f);
+                }
+                if let Some(f) = fields[1] {
+                    h.word(f);
+                }
+                if let Some(f) = fields[2] {
+                    h.word(f);
+                }
+                if let Some(f) = fields[3] {
+                    h.word(f);
+                }
+                if let Some(f) = fields[4] {
+                    h.word(f);
+                }
+                if let Some(f) = fields[5] {
                     h.word(f);
                 }
                 if let Some(d) = &e.detail {
@@ -187,16 +216,24 @@ impl Trace {
             }
         }
         if self.keep {
-            self.events.push(ev);
+            self.events.push(TraceEvent {
+                seq,
+                t_ns,
+                node,
+                what: *what,
+            });
         }
     }
 }
 
 #[inline]
 fn hash_msg(h: &mut TraceHasher, msg: &Msg) {
-    for w in msg.words() {
-        h.word(w);
-    }
+    let [a, b, c, d, e] = msg.words();
+    h.word(a);
+    h.word(b);
+    h.word(c);
+    h.word(d);
+    h.word(e);
 }
 
 /// `write op=1001 token=2 value=1001` — a message with its fields named,
