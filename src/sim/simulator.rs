@@ -630,6 +630,7 @@ impl<'o, 'f> Sim<'o, 'f> {
         }
     }
 
+    #[inline(never)]
     fn trace(&mut self, node: NodeId, what: What, record: Option<&Event>) {
         self.seq += 1;
         self.trace.push(self.seq, self.now, node, &what, record);

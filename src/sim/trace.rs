@@ -127,8 +127,9 @@ impl Trace {
 
     /// Hashes event `seq` (and keeps it, when asked). Its parts come
     /// separately and `what` by reference: a sweep, which keeps nothing,
-    /// never builds a [`TraceEvent`] or copies the message.
-    #[inline]
+    /// never builds a [`TraceEvent`] or copies the message. Inlined into
+    /// its two callers (`Sim::trace`, `Sim::record`), which are not.
+    #[inline(always)]
     pub fn push(
         &mut self,
         seq: u64,
