@@ -348,7 +348,11 @@ impl Net {
                 continue;
             };
             let (from, msg) = *m;
-            let e = self.ctx.lock().recorder.on_deliver(from, self.me, &msg, false);
+            let e = self
+                .ctx
+                .lock()
+                .recorder
+                .on_deliver(from, self.me, &msg, false);
             if let Some(e) = e {
                 self.ctx.record(e);
             }
