@@ -77,32 +77,34 @@ struct Slot {
 }
 
 impl Slot {
-    /// The slot of a node booting with `node`, as a fresh one would be, its
-    /// buffers' allocations kept. Destructured, so that a field added to
-    /// `Slot` cannot be forgotten here.
+    /// The slot of a node booting with `node`.
+    fn new(node: Box<dyn Node>) -> Slot {
+        Slot {
+            node: Some(node),
+            up: true,
+            paused_until: None,
+            held: VecDeque::new(),
+            incarnation: 0,
+            timer_gens: Vec::new(),
+            synced: None,
+            buffered: None,
+            done: false,
+            wall_jump_ns: 0,
+        }
+    }
+
+    /// This slot as [`Slot::new`] makes it, keeping its buffers'
+    /// allocations (emptied).
     fn reset(&mut self, node: Box<dyn Node>) {
-        let Slot {
-            node: slot_node,
-            up,
-            paused_until,
-            held,
-            incarnation,
-            timer_gens,
-            synced,
-            buffered,
-            done,
-            wall_jump_ns,
-        } = self;
-        *slot_node = Some(node);
-        *up = true;
-        *paused_until = None;
+        let mut held = std::mem::take(&mut self.held);
+        let mut timer_gens = std::mem::take(&mut self.timer_gens);
         held.clear();
-        *incarnation = 0;
         timer_gens.clear();
-        *synced = None;
-        *buffered = None;
-        *done = false;
-        *wall_jump_ns = 0;
+        *self = Slot {
+            held,
+            timer_gens,
+            ..Slot::new(node)
+        };
     }
 }
 
@@ -334,18 +336,7 @@ impl<'o, 'f> Sim<'o, 'f> {
             let node = (self.factory)(id, &spec.role);
             match self.slots.get_mut(i) {
                 Some(slot) => slot.reset(node),
-                None => self.slots.push(Slot {
-                    node: Some(node),
-                    up: true,
-                    paused_until: None,
-                    held: VecDeque::new(),
-                    incarnation: 0,
-                    timer_gens: Vec::new(),
-                    synced: None,
-                    buffered: None,
-                    done: false,
-                    wall_jump_ns: 0,
-                }),
+                None => self.slots.push(Slot::new(node)),
             }
             self.schedule(0, Ev::Start(id));
         }
