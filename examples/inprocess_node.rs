@@ -106,7 +106,7 @@ impl Node for MyStore {
                     // Durable before the answer leaves: a crash cannot undo an ack.
                     fx.push(Effect::Persist {
                         durability: Durability::Synced,
-                        record: self.encode(),
+                        record: self.encode().into(),
                     });
                     Msg::WriteOk { req, key, op }
                 }

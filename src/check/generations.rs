@@ -40,6 +40,7 @@
 //! `write_sent` before it (a resource-side log) is attributed by its own
 //! token the same way (rule 2 without a sender).
 
+use super::node_map::NodeMap;
 use super::KindSet;
 use crate::history::{Event, History, Kind};
 use crate::sim::lookup::{Lookup, LookupSet};
@@ -95,14 +96,14 @@ pub struct Generations {
     received_token: Lookup<(u16, u16, u64), u64>,
     /// (node, key) -> grant the node adopted last.
     adopted: Lookup<(u16, u16), u64>,
-    /// (node, key) with an `acquire_sent` not yet answered by an adoption.
-    pending: LookupSet<(u16, u16)>,
     /// Nodes that record `acquire_sent` at all.
-    asks: LookupSet<u16>,
+    asks: NodeMap<()>,
     /// grant -> seq of its latest `grant_issued` (re-sends included).
     last_issue: Lookup<u64, u64>,
-    /// (node, key) -> seq of the node's latest `acquire_sent` for the key.
-    last_acquire: Lookup<(u16, u16), u64>,
+    /// (node, key) -> seq of the node's latest `acquire_sent` for the key,
+    /// and whether it is still pending (not yet answered by an adoption).
+    /// One table for both: every `acquire_sent` sets both at once.
+    last_acquire: Lookup<(u16, u16), (u64, bool)>,
     /// (node, key) -> the `acquire_sent` seq a provisional adoption predates,
     /// until the node's next write, effect or release request for the key.
     provisional: Lookup<(u16, u16), u64>,
@@ -163,7 +164,7 @@ impl Generations {
                     }
                 }
                 Kind::AcquireSent => {
-                    self.asks.insert(e.node);
+                    self.asks.insert(e.node, ());
                 }
                 _ => {}
             }
@@ -211,7 +212,6 @@ impl Generations {
             tokened_keys,
             received_token,
             adopted,
-            pending,
             asks,
             last_issue,
             last_acquire,
@@ -232,7 +232,6 @@ impl Generations {
         tokened_keys.clear();
         received_token.clear();
         adopted.clear();
-        pending.clear();
         asks.clear();
         last_issue.clear();
         last_acquire.clear();
@@ -255,8 +254,7 @@ impl Generations {
             Kind::GrantReceived => self.receive(e),
             Kind::AcquireSent => {
                 if let Some(key) = e.key {
-                    self.pending.insert((e.node, key));
-                    self.last_acquire.insert((e.node, key), e.seq);
+                    self.last_acquire.insert((e.node, key), (e.seq, true));
                 }
             }
             Kind::EffectSent | Kind::ReleaseSent => self.settle(e),
@@ -322,13 +320,13 @@ impl Generations {
             .is_some_and(|&asked| issued_at > asked);
         if current != Some(id)
             && (self_issued
-                || self.pending.remove(&(e.node, key))
-                || (!self.asks.contains(&e.node) && newer)
+                || self.answer_pending(e.node, key)
+                || (!self.asks.contains(e.node) && newer)
                 || fresher)
         {
             self.adopted.insert((e.node, key), id);
             match self.last_acquire.get(&(e.node, key)) {
-                Some(&asked) if issued_at < asked => {
+                Some(&(asked, _)) if issued_at < asked => {
                     self.provisional.insert((e.node, key), asked);
                 }
                 _ => {
@@ -340,6 +338,14 @@ impl Generations {
         if info.generation > max.0 {
             *max = (info.generation, e.seq);
         }
+    }
+
+    /// Whether `node` has an unanswered `acquire_sent` for `key`; it is
+    /// answered now.
+    fn answer_pending(&mut self, node: u16, key: u16) -> bool {
+        self.last_acquire
+            .get_mut(&(node, key))
+            .is_some_and(|(_, pending)| std::mem::replace(pending, false))
     }
 
     /// A write, effect or release request settles its node's provisional

@@ -78,6 +78,18 @@ impl Metrics {
         }
     }
 
+    /// Empties every table (keeping the per-node maps' allocations).
+    pub fn clear(&mut self) {
+        let Metrics {
+            out,
+            waiting,
+            holding,
+        } = self;
+        *out = RunMetrics::default();
+        waiting.clear();
+        holding.clear();
+    }
+
     /// The run's metrics; leaves `self` empty for the next history.
     pub fn finish(&mut self, end_ns: u64) -> RunMetrics {
         for (_, since) in self.holding.drain() {

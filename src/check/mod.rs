@@ -379,7 +379,8 @@ impl KindSet {
 
     #[inline]
     pub fn has(self, kind: crate::history::Kind) -> bool {
-        self.0 >> kind as u32 & 1 != 0
+        // Every kind is below 64 (asserted below): no shift-overflow check.
+        self.0.wrapping_shr(kind as u32) & 1 != 0
     }
 }
 
@@ -437,7 +438,7 @@ impl Checker {
         renewals.clear();
         overlap.clear();
         // `Metrics::finish` empties it; a check cut short by a panic may not have.
-        *measured = metrics::Metrics::default();
+        measured.clear();
         live.clear();
         effects.clear();
         work.clear();

@@ -31,7 +31,8 @@ pub use self::systems::{client, dynamodb, etcd, redlock, zookeeper};
 pub use catalogue::{NodeLayout, ProtocolConfig, ProtocolDef, ProtocolKind, PROTOCOLS};
 pub use msg::{Key, Msg, OpId, Token};
 pub use node::{
-    Clocks, Durability, Effect, Input, Nanos, Node, NodeId, Observation, StepDownCause, TimerId,
+    Clocks, Durability, Effect, Input, Nanos, Node, NodeId, Observation, Record, StepDownCause,
+    TimerId,
 };
 
 pub use systems::{ServerConfig, SystemId};

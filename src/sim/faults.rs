@@ -35,6 +35,16 @@ fn ms_between(rng: &mut Rng, lo_ns: u64, hi_ns: u64) -> u64 {
 
 pub fn resolve_random(o: &Options, seed: u64) -> Vec<Fault> {
     let r: &RandomFaults = &o.random;
+    // A zero probability never fires (`chance(0.0)` is false for every
+    // draw), and this stream feeds nothing else: with nothing that can
+    // fire, the draws below would change nothing, so skip the stream's set-up.
+    let can_fire = (!r.pause_nodes.is_empty() && r.pause_probability > 0.0)
+        || (!r.crash_nodes.is_empty() && r.crash_probability > 0.0)
+        || r.partition_probability > 0.0
+        || r.failover_probability > 0.0;
+    if !can_fire {
+        return resolve_anchored(o, seed);
+    }
     let mut rng = Rng::stream(seed, "faults");
     let mut out = Vec::new();
     let window_ms = (r.window_ns / MS).max(1);

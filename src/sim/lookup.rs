@@ -49,6 +49,14 @@ impl<K: Hash + Eq, V> Lookup<K, V> {
     }
 
     #[inline]
+    pub fn get_mut<Q: Hash + Eq + ?Sized>(&mut self, k: &Q) -> Option<&mut V>
+    where
+        K: Borrow<Q>,
+    {
+        self.map.get_mut(k)
+    }
+
+    #[inline]
     pub fn contains_key<Q: Hash + Eq + ?Sized>(&self, k: &Q) -> bool
     where
         K: Borrow<Q>,
@@ -132,15 +140,6 @@ impl<K: Hash + Eq> LookupSet<K> {
         self.map.contains_key(k)
     }
 
-    /// Removes `k`; returns whether it was there.
-    #[inline]
-    pub fn remove<Q: Hash + Eq + ?Sized>(&mut self, k: &Q) -> bool
-    where
-        K: Borrow<Q>,
-    {
-        self.map.remove(k).is_some()
-    }
-
     #[inline]
     pub fn extend(&mut self, ks: impl IntoIterator<Item = K>) {
         for k in ks {
@@ -187,7 +186,6 @@ mod tests {
         }
         let mut set = LookupSet::default();
         assert!(set.insert(3u64) && !set.insert(3) && set.contains(&3));
-        assert!(set.remove(&3) && !set.contains(&3));
         set.extend([1, 2]);
         set.clear();
         assert!(!set.contains(&1));

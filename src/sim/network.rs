@@ -131,6 +131,9 @@ impl Network {
     }
 
     pub fn cut(&self, from: NodeId, to: NodeId) -> bool {
+        if self.partitions.is_empty() {
+            return false;
+        }
         let (f, t) = (1u64 << from.0, 1u64 << to.0);
         self.partitions.iter().any(|p| {
             (p.side_a & f != 0 && p.side_b & t != 0)
@@ -175,7 +178,12 @@ impl Network {
             self.opts.duplicate_probability,
             self.opts.delay_max_ns,
         );
-        let mut fx = match self.scripted.get(&(from.0, to.0, nth)) {
+        let scripted = if self.scripted.is_empty() {
+            None
+        } else {
+            self.scripted.get(&(from.0, to.0, nth))
+        };
+        let mut fx = match scripted {
             Some(f) => *f,
             None => {
                 let mut f = MsgFaults::default();

@@ -34,7 +34,7 @@ use super::recorder::{lifecycle, Recorder};
 use super::trace::{DropReason, Trace, TraceEvent, What};
 use crate::history::{Event, History, Kind};
 use crate::protocol::{
-    Durability, Effect, Input, Msg, Nanos, Node, NodeId, Observation, Role, TimerId,
+    Durability, Effect, Input, Msg, Nanos, Node, NodeId, Observation, Record, Role, TimerId,
 };
 
 /// Builds the node for an id: built-in protocols, or a driver for an
@@ -68,8 +68,8 @@ struct Slot {
     held: VecDeque<Ev>,
     incarnation: u32,
     timer_gens: Vec<u32>,
-    synced: Option<Vec<u8>>,
-    buffered: Option<Vec<u8>>,
+    synced: Option<Record>,
+    buffered: Option<Record>,
     done: bool,
     /// Wall-clock steps applied by `ClockJump` faults so far (the node's
     /// hardware clock: it survives a crash).

@@ -108,7 +108,6 @@ pub struct Trace {
     hasher: TraceHasher,
     keep: bool,
     pub events: Vec<TraceEvent>,
-    pub count: u64,
 }
 
 impl Trace {
@@ -117,7 +116,6 @@ impl Trace {
             hasher: TraceHasher::new(),
             keep,
             events: Vec::new(),
-            count: 0,
         }
     }
 
@@ -138,7 +136,6 @@ impl Trace {
         what: &What,
         record: Option<&Event>,
     ) {
-        self.count += 1;
         let h = &mut self.hasher;
         h.word(t_ns);
         // node | tag << 16 | peer << 24 | a << 40 | b << 48 (see the module doc)

@@ -370,7 +370,10 @@ impl ProcessNode {
             Output::CancelTimer { timer } => Effect::CancelTimer {
                 timer: TimerId(timer),
             },
-            Output::Persist { durability, record } => Effect::Persist { durability, record },
+            Output::Persist { durability, record } => Effect::Persist {
+                durability,
+                record: record.into(),
+            },
             Output::Observe(obs) => Effect::Observe(obs),
             Output::Request { to, msg } => Effect::Send { to, msg },
             Output::Reply {

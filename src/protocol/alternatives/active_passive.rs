@@ -224,7 +224,7 @@ impl PairNode {
         record.extend_from_slice(&self.incarnation.to_le_bytes());
         fx.push(Effect::Persist {
             durability: Durability::Synced,
-            record,
+            record: record.into(),
         });
     }
 
@@ -658,7 +658,7 @@ mod tests {
             .iter()
             .rev()
             .find_map(|e| match e {
-                Effect::Persist { record, .. } => Some(record.clone()),
+                Effect::Persist { record, .. } => Some(record.to_vec()),
                 _ => None,
             })
             .expect("the op counter is synced");

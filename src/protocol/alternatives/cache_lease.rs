@@ -49,7 +49,7 @@ impl CasCache {
         }
         fx.push(Effect::Persist {
             durability: Durability::Synced,
-            record,
+            record: record.into(),
         });
     }
 

@@ -178,7 +178,7 @@ impl OutboxStore {
     fn persist(&self, fx: &mut Vec<Effect>) {
         fx.push(Effect::Persist {
             durability: Durability::Synced,
-            record: self.encode(),
+            record: self.encode().into(),
         });
     }
 
@@ -202,7 +202,7 @@ impl OutboxStore {
                     enqueued = true;
                 }
                 Effect::Persist { record, .. } => {
-                    self.inner_record = record.clone();
+                    self.inner_record = record.to_vec();
                     saved = true;
                 }
                 _ => {}
@@ -456,7 +456,7 @@ mod tests {
         restarted.handle(
             NOW,
             Input::Start {
-                recovered: Some(record),
+                recovered: Some(&record[..]),
             },
             &mut Vec::new(),
         );

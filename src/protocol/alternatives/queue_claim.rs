@@ -91,7 +91,7 @@ impl Queue {
         }
         fx.push(Effect::Persist {
             durability: Durability::Synced,
-            record: r,
+            record: r.into(),
         });
     }
 

@@ -134,7 +134,7 @@ impl Db {
         }
         fx.push(Effect::Persist {
             durability: Durability::Synced,
-            record,
+            record: record.into(),
         });
     }
 
@@ -361,7 +361,7 @@ mod tests {
             .iter()
             .rev()
             .find_map(|e| match e {
-                Effect::Persist { record, .. } => Some(record.clone()),
+                Effect::Persist { record, .. } => Some(record.to_vec()),
                 _ => None,
             })
             .expect("saved");

@@ -34,6 +34,13 @@ pub struct Clocks {
     pub mono_ns: Nanos,
 }
 
+/// A persisted record's bytes, as [`Effect::Persist`] carries them: inline
+/// up to 16 bytes, on the heap beyond. A worker persists its op counter on
+/// every acquire retry, and a `Vec` there was most of the allocations a
+/// simulated seed made. Build one with `Record::from_slice`, or `.into()`
+/// from a `Vec<u8>`; it derefs to `[u8]`.
+pub type Record = smallvec::SmallVec<[u8; 16]>;
+
 /// A timer name chosen by the node; setting a timer that is already set
 /// replaces it.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
@@ -151,7 +158,7 @@ pub enum Effect {
     /// Replace the node's persisted record.
     Persist {
         durability: Durability,
-        record: Vec<u8>,
+        record: Record,
     },
     Observe(Observation),
 }

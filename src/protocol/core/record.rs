@@ -76,10 +76,10 @@ impl<'a> RecordReader<'a> {
 /// which it then remembers.
 pub fn persist_if_changed(last: &mut Vec<u8>, record: Vec<u8>, fx: &mut Vec<Effect>) {
     if *last != record {
-        *last = record.clone();
         fx.push(Effect::Persist {
             durability: Durability::Synced,
-            record,
+            record: record[..].into(),
         });
+        *last = record;
     }
 }

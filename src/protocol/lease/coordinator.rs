@@ -330,7 +330,7 @@ impl Coordinator {
                 // Durable before the grant leaves: a restarted server resumes above it.
                 fx.push(Effect::Persist {
                     durability: Durability::Synced,
-                    record: next.to_le_bytes().to_vec(),
+                    record: next.to_le_bytes()[..].into(),
                 });
                 self.grant(clocks, from, req, key, owner, Some(Token(next)), fx);
             }
@@ -338,14 +338,14 @@ impl Coordinator {
                 // INCR: in memory, fsync'ed "every second" — i.e. not before replying.
                 fx.push(Effect::Persist {
                     durability: Durability::Buffered,
-                    record: next.to_le_bytes().to_vec(),
+                    record: next.to_le_bytes()[..].into(),
                 });
                 self.grant(clocks, from, req, key, owner, Some(Token(next)), fx);
             }
             Replication::Quorum => {
                 fx.push(Effect::Persist {
                     durability: Durability::Synced,
-                    record: next.to_le_bytes().to_vec(),
+                    record: next.to_le_bytes()[..].into(),
                 });
                 let me = 1u8 << self.cfg.index;
                 self.proposal = Some(Proposal {
@@ -533,7 +533,7 @@ impl Coordinator {
                     self.counter = gen;
                     fx.push(Effect::Persist {
                         durability: Durability::Synced,
-                        record: gen.to_le_bytes().to_vec(),
+                        record: gen.to_le_bytes()[..].into(),
                     });
                 }
                 fx.push(Effect::Send {

@@ -194,7 +194,7 @@ impl Resource {
     fn persist(&self, fx: &mut Vec<Effect>) {
         fx.push(Effect::Persist {
             durability: Durability::Synced,
-            record: self.encode(),
+            record: self.encode().into(),
         });
     }
 

@@ -40,7 +40,7 @@ use crate::protocol::client::{ClientBase, LockClient, LockEvent, LockKind, CLIEN
 use crate::protocol::effects::EffectCall;
 use crate::protocol::msg::{first_req, next_req, Key, Msg, OpId, ReqId, Token};
 use crate::protocol::node::{
-    Clocks, Durability, Effect, Input, Nanos, Node, NodeId, Observation, TimerId,
+    Clocks, Durability, Effect, Input, Nanos, Node, NodeId, Observation, Record, TimerId,
 };
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -251,8 +251,7 @@ impl Worker {
     }
 
     fn persist(&self, fx: &mut Vec<Effect>) {
-        let mut record = Vec::with_capacity(12);
-        record.extend_from_slice(&self.ops_started.to_le_bytes());
+        let mut record = Record::from_slice(&self.ops_started.to_le_bytes());
         record.extend_from_slice(&self.attempts.to_le_bytes());
         // The first incarnation writes the 8-byte record it always wrote
         // (runs without a worker restart keep their trace hashes).
@@ -920,7 +919,7 @@ mod tests {
         /// The last record the worker persisted in its latest step.
         fn persisted(&self) -> Option<Vec<u8>> {
             self.fx.iter().rev().find_map(|e| match e {
-                Effect::Persist { record, .. } => Some(record.clone()),
+                Effect::Persist { record, .. } => Some(record.to_vec()),
                 _ => None,
             })
         }

@@ -473,7 +473,7 @@ mod tests {
             &mut fx,
         );
         let record = match fx.last() {
-            Some(Effect::Persist { record, .. }) => record.clone(),
+            Some(Effect::Persist { record, .. }) => record.to_vec(),
             other => panic!("a change is synced before the step ends, got {other:?}"),
         };
         let mut restarted = LockTable::new();

@@ -417,7 +417,7 @@ impl RedisMaster {
         };
         fx.push(Effect::Persist {
             durability,
-            record: self.record(),
+            record: self.record().into(),
         });
     }
 
@@ -472,7 +472,7 @@ impl Node for RedisMaster {
                 // boot knows it is a restart even if no key was synced.
                 fx.push(Effect::Persist {
                     durability: Durability::Synced,
-                    record: self.record(),
+                    record: self.record().into(),
                 });
             }
             Input::Start {

@@ -245,7 +245,7 @@ fn late_write_after_the_next_op(ordered_sessions: bool) -> (u64, usize) {
         let mut fx = Vec::new();
         storage.handle(clocks, Input::Message { from, msg }, &mut fx);
         let record = fx.iter().rev().find_map(|e| match e {
-            Effect::Persist { record, .. } => Some(record.clone()),
+            Effect::Persist { record, .. } => Some(record.to_vec()),
             _ => None,
         });
         let answers: Vec<Msg> = fx
