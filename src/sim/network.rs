@@ -214,7 +214,7 @@ impl Network {
             }
         };
         if fx.drop {
-            let reason = if lost && !self.scripted.contains_key(&(from.0, to.0, nth)) {
+            let reason = if lost && scripted.is_none() {
                 DropReason::Loss
             } else {
                 DropReason::Scripted
