@@ -356,6 +356,7 @@ fn resolve_network(ctx: &Ctx, raw: &ScenarioFile) -> Result<NetworkOptions, Scen
         delay_max_ns: n.delay_max_ms.ns(),
         duplicate_probability: ctx.probability(&n.duplicate_probability)?,
         partition_hits_in_flight: n.partition_hits_in_flight,
+        calm: None,
     })
 }
 

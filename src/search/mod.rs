@@ -217,6 +217,7 @@ pub fn fault_free(o: &Options) -> Options {
     n.loss_probability = 0.0;
     n.delay_probability = 0.0;
     n.duplicate_probability = 0.0;
+    n.calm = None;
     o
 }
 

@@ -18,5 +18,5 @@ pub(crate) mod simulator;
 pub mod trace;
 
 pub use clock::ClockSpec;
-pub use options::{Fault, NetworkOptions, NodeSpec, Options, RandomFaults, When};
+pub use options::{CalmNetwork, Fault, NetworkOptions, NodeSpec, Options, RandomFaults, When};
 pub use simulator::{run, run_in, run_with, NodeFactory, RunOutcome, Scratch, EVENTS_MAX};

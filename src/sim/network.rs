@@ -9,6 +9,9 @@
 //! whatever the rate — so that scripting the faults a random run happened
 //! to draw (which sets the rates to zero) leaves every latency in the replay
 //! unchanged. A zero rate draws nothing: its stream feeds nothing else.
+//! The rate is the one in force when the message is sent: `--swarm`'s
+//! chaos rates until its window ends, calmer ones after
+//! ([`super::options::CalmNetwork`]).
 //!
 //! Random loss, delay and duplication that fire are appended to `resolved`
 //! as scripted [`Fault::Drop`] / [`Fault::Delay`] / [`Fault::Duplicate`],
@@ -166,18 +169,23 @@ impl Network {
         let latency = self
             .latency
             .between(self.opts.latency_min_ns, self.opts.latency_max_ns);
-        let lost = self.opts.loss_probability > 0.0 && self.loss.chance(self.opts.loss_probability);
+        let (loss_p, delay_p, duplicate_p) = match self.opts.calm {
+            Some(c) if now >= c.after_ns => (
+                c.loss_probability,
+                c.delay_probability,
+                c.duplicate_probability,
+            ),
+            _ => (
+                self.opts.loss_probability,
+                self.opts.delay_probability,
+                self.opts.duplicate_probability,
+            ),
+        };
+        let lost = loss_p > 0.0 && self.loss.chance(loss_p);
         // Whole milliseconds, so a resolved delay writes back as `delay_ms` exactly.
-        let (spiked, spike_ns) = draw_spike(
-            &mut self.delay,
-            self.opts.delay_probability,
-            self.opts.delay_max_ns,
-        );
-        let (duplicated, copy_after_ns) = draw_spike(
-            &mut self.duplicate,
-            self.opts.duplicate_probability,
-            self.opts.delay_max_ns,
-        );
+        let (spiked, spike_ns) = draw_spike(&mut self.delay, delay_p, self.opts.delay_max_ns);
+        let (duplicated, copy_after_ns) =
+            draw_spike(&mut self.duplicate, duplicate_p, self.opts.delay_max_ns);
         let scripted = if self.scripted.is_empty() {
             None
         } else {
@@ -247,4 +255,50 @@ fn draw_spike(rng: &mut Rng, p: f64, delay_max_ns: Nanos) -> (bool, Nanos) {
     }
     let fires = rng.chance(p);
     (fires, rng.between(0, delay_max_ns / MS).saturating_mul(MS))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::options::CalmNetwork;
+
+    fn lossy(calm: Option<CalmNetwork>) -> Network {
+        let opts = NetworkOptions {
+            latency_min_ns: MS,
+            latency_max_ns: MS,
+            loss_probability: 1.0,
+            delay_probability: 0.0,
+            delay_max_ns: 0,
+            duplicate_probability: 0.0,
+            partition_hits_in_flight: false,
+            calm,
+        };
+        Network::new_in(&opts, 2, &[], 7, Vec::new())
+    }
+
+    fn delivered(net: &mut Network, now: Nanos) -> bool {
+        matches!(net.send(now, NodeId(0), NodeId(1)), Fate::Deliver { .. })
+    }
+
+    #[test]
+    fn calm_rates_apply_to_messages_sent_from_their_time_on() {
+        let calm = CalmNetwork {
+            after_ns: 100 * MS,
+            loss_probability: 0.0,
+            delay_probability: 0.0,
+            duplicate_probability: 0.0,
+        };
+        let mut net = lossy(Some(calm));
+        assert!(!delivered(&mut net, 0));
+        assert!(!delivered(&mut net, 100 * MS - 1));
+        assert!(delivered(&mut net, 100 * MS));
+        assert!(delivered(&mut net, 500 * MS));
+        assert_eq!(
+            net.resolved.len(),
+            2,
+            "only the two chaos-time sends were lost"
+        );
+        let mut always = lossy(None);
+        assert!(!delivered(&mut always, 500 * MS));
+    }
 }

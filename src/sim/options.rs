@@ -32,6 +32,25 @@ pub struct NetworkOptions {
     /// Whether a partition also drops messages already in flight when it
     /// starts (checked at delivery) or only messages sent while it lasts.
     pub partition_hits_in_flight: bool,
+    /// Other per-message rates for messages sent from a given time on
+    /// (set by `--swarm` only; a scenario file cannot ask for it).
+    pub calm: Option<CalmNetwork>,
+}
+
+/// The network after its chaos ends: `--swarm` scales loss, delay and
+/// duplication up to 4x for its fault window only, then goes back to no
+/// more than the scenario's own rates. Without that a swarm seed that drew
+/// 40 % loss keeps it for the whole run, and a safe protocol that is merely
+/// slow under it is cut off at `max_time_ms` and reported `liveness`: the
+/// tool's fault load judged, not the protocol. With it, a worker still
+/// unfinished at the end had a calm tail to recover in — a lock nobody
+/// releases or a takeover that never comes is still found.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub struct CalmNetwork {
+    pub after_ns: Nanos,
+    pub loss_probability: f64,
+    pub delay_probability: f64,
+    pub duplicate_probability: f64,
 }
 
 /// When a scripted fault starts.
@@ -246,6 +265,16 @@ impl fmt::Display for Options {
             n.duplicate_probability,
             n.partition_hits_in_flight
         );
+        if let Some(c) = &n.calm {
+            let _ = writeln!(
+                s,
+                "network calm    = from {}: loss {}, delay {}, duplicate {}",
+                ms(c.after_ns),
+                c.loss_probability,
+                c.delay_probability,
+                c.duplicate_probability
+            );
+        }
         for node in &self.nodes {
             let role = match &node.role {
                 Role::Worker(w) => {

@@ -24,13 +24,19 @@
 //! its read") and stay as written. A scenario with no random faults is
 //! therefore unchanged by `--swarm`.
 //!
+//! The swarm's network chaos ends with its fault window
+//! ([`crate::sim::CalmNetwork`]): from then on no per-message rate is above
+//! the scenario's own, so the end of a swarmed run is a recovery period and
+//! a worker still unfinished there is a liveness failure of the protocol,
+//! not of a 4x loss rate that never let up.
+//!
 //! The choices come from the dedicated named stream `swarm` of the seed
 //! (see `sim::rng`), so they shift no other draw. Every kind costs the same
 //! draws whatever the scenario, which keeps the stream aligned.
 
 use crate::protocol::{NodeId, Role};
 use crate::sim::rng::Rng;
-use crate::sim::Options;
+use crate::sim::{CalmNetwork, Options};
 
 /// The fault kinds, in draw order; bit `i` of a mix is `KINDS[i]`.
 pub const KINDS: [&str; 12] = [
@@ -280,6 +286,24 @@ pub fn configure(base: &Options, seed: u64) -> (Options, Mix) {
     if n.delay_max_ns == 0 {
         n.delay_max_ns = 2 * ttl_ms * MS;
     }
+    // The chaos ends with the fault window: after it, no rate above the
+    // scenario's own, so liveness is judged on a run that could recover.
+    let calm = CalmNetwork {
+        after_ns: o.random.window_ns,
+        loss_probability: n.loss_probability.min(bn.loss_probability),
+        delay_probability: n.delay_probability.min(bn.delay_probability),
+        duplicate_probability: n.duplicate_probability.min(bn.duplicate_probability),
+    };
+    let changes = (
+        calm.loss_probability,
+        calm.delay_probability,
+        calm.duplicate_probability,
+    ) != (
+        n.loss_probability,
+        n.delay_probability,
+        n.duplicate_probability,
+    );
+    n.calm = changes.then_some(calm);
     if on(CLOCK) {
         let ppm = (DEFAULT_RATES[CLOCK] * factor[CLOCK] * 1e6) as i64;
         let c = &mut o.nodes[clock_node].clock;
