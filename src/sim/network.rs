@@ -169,18 +169,7 @@ impl Network {
         let latency = self
             .latency
             .between(self.opts.latency_min_ns, self.opts.latency_max_ns);
-        let (loss_p, delay_p, duplicate_p) = match self.opts.calm {
-            Some(c) if now >= c.after_ns => (
-                c.loss_probability,
-                c.delay_probability,
-                c.duplicate_probability,
-            ),
-            _ => (
-                self.opts.loss_probability,
-                self.opts.delay_probability,
-                self.opts.duplicate_probability,
-            ),
-        };
+        let (loss_p, delay_p, duplicate_p) = self.opts.rates_at(now);
         let lost = loss_p > 0.0 && self.loss.chance(loss_p);
         // Whole milliseconds, so a resolved delay writes back as `delay_ms` exactly.
         let (spiked, spike_ns) = draw_spike(&mut self.delay, delay_p, self.opts.delay_max_ns);

@@ -53,6 +53,38 @@ pub struct CalmNetwork {
     pub duplicate_probability: f64,
 }
 
+impl CalmNetwork {
+    /// (loss, delay, duplicate) probabilities.
+    pub fn rates(&self) -> (f64, f64, f64) {
+        (
+            self.loss_probability,
+            self.delay_probability,
+            self.duplicate_probability,
+        )
+    }
+}
+
+impl NetworkOptions {
+    /// (loss, delay, duplicate) probabilities as written, before any calm.
+    pub fn rates(&self) -> (f64, f64, f64) {
+        (
+            self.loss_probability,
+            self.delay_probability,
+            self.duplicate_probability,
+        )
+    }
+
+    /// The rates for a message sent at `now_ns`: the calm ones once they
+    /// are in force.
+    #[inline]
+    pub fn rates_at(&self, now_ns: Nanos) -> (f64, f64, f64) {
+        match &self.calm {
+            Some(c) if now_ns >= c.after_ns => c.rates(),
+            _ => self.rates(),
+        }
+    }
+}
+
 /// When a scripted fault starts.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub enum When {

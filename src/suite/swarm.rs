@@ -294,16 +294,7 @@ pub fn configure(base: &Options, seed: u64) -> (Options, Mix) {
         delay_probability: n.delay_probability.min(bn.delay_probability),
         duplicate_probability: n.duplicate_probability.min(bn.duplicate_probability),
     };
-    let changes = (
-        calm.loss_probability,
-        calm.delay_probability,
-        calm.duplicate_probability,
-    ) != (
-        n.loss_probability,
-        n.delay_probability,
-        n.duplicate_probability,
-    );
-    n.calm = changes.then_some(calm);
+    n.calm = (calm.rates() != n.rates()).then_some(calm);
     if on(CLOCK) {
         let ppm = (DEFAULT_RATES[CLOCK] * factor[CLOCK] * 1e6) as i64;
         let c = &mut o.nodes[clock_node].clock;
