@@ -10,7 +10,7 @@ use anyhow::Result;
 
 use super::flags::JobsFlag;
 use super::{BadInput, EXIT_FAILED, EXIT_INTERNAL, EXIT_OK};
-use crate::live::{client, scenario, servers::Servers, trial};
+use crate::live::{client, history, scenario, servers::Servers, trial};
 use crate::report::{self, live::Tally};
 
 #[derive(clap::Args, Debug)]
@@ -51,6 +51,41 @@ pub struct LiveArgs {
 }
 
 pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
+    let scenarios = load_scenarios(&args)?;
+    crate::live::install_interrupt_handler();
+    let exe = std::env::current_exe()?;
+    let mut servers = start_servers(&args)?;
+    let jobs = args.jobs.resolve();
+    std::fs::create_dir_all(&args.out)?;
+    let mut rows = Vec::new();
+    for s in &scenarios {
+        let Some(t) = run_trials(&args, s, &mut servers, &exe)? else {
+            return Ok(ExitCode::from(EXIT_INTERNAL));
+        };
+        rows.push(twin_row(s, t, jobs)?);
+    }
+    let all_met = rows.iter().all(|r| r.met);
+    let table: Vec<report::live::TwinRow> = rows
+        .iter()
+        .map(|r| report::live::TwinRow {
+            name: &r.name,
+            live: &r.live,
+            sim: &r.sim.agg,
+            find: &r.find,
+            met: r.met,
+            sim_watches: r.sim_watches,
+        })
+        .collect();
+    print!("{}", report::live::twin_table(&table));
+    // A user's servers keep nothing of the run (the harness's own go with their directory).
+    servers.clean_up()?;
+    Ok(ExitCode::from(if all_met { EXIT_OK } else { EXIT_FAILED }))
+}
+
+/// The scenarios, refused before any server starts when they ask for what
+/// the run cannot give: a server fault on a user's Redis, a cluster lock
+/// for a user's program.
+fn load_scenarios(args: &LiveArgs) -> Result<Vec<scenario::LiveScenario>> {
     let files = crate::scenario::collect(&args.paths).map_err(|e| BadInput(e.to_string()))?;
     let scenarios = files
         .iter()
@@ -82,13 +117,16 @@ pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
             .into());
         }
     }
-    crate::live::install_interrupt_handler();
-    let exe = std::env::current_exe()?;
+    Ok(scenarios)
+}
+
+/// The run's servers (its own, or the user's), announced.
+fn start_servers(args: &LiveArgs) -> Result<Servers> {
     let user = crate::live::servers::UserServers {
         redis: args.redis.clone(),
         postgres: args.postgres.clone(),
     };
-    let mut servers = Servers::start(&user)?;
+    let servers = Servers::start(&user)?;
     let own_redis = match (&servers.redis, &servers.replica) {
         (Some(r), Some(rep)) => Some(((r.port, r.pid()), (rep.port, rep.pid()))),
         _ => None,
@@ -108,119 +146,123 @@ pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
             started_ms: servers.started_ms,
         })
     );
-    let jobs = args.jobs.resolve();
-    std::fs::create_dir_all(&args.out)?;
-    let mut rows = Vec::new();
-    let mut all_met = true;
-    for s in &scenarios {
-        let n = args.trials.unwrap_or(s.trials);
+    Ok(servers)
+}
+
+/// A scenario's trials, each printed and tallied. None: a user's program
+/// misbehaved (reported on stderr; no verdict, exit 3).
+fn run_trials(
+    args: &LiveArgs,
+    s: &scenario::LiveScenario,
+    servers: &mut Servers,
+    exe: &std::path::Path,
+) -> Result<Option<Tally>> {
+    let n = args.trials.unwrap_or(s.trials);
+    print!(
+        "{}",
+        report::live::scenario_heading(&s.name, s.lock.name(), s.write.name(), &s.twin)
+    );
+    let mut t = Tally {
+        trials: n,
+        found: Default::default(),
+        fence_rejected_trials: 0,
+        min_fence_rejected: u64::MAX,
+        clean: 0,
+        watch_notifications: 0,
+    };
+    let timeout = Duration::from_millis(args.timeout_ms);
+    for k in 1..=n {
+        if crate::live::interrupted() {
+            anyhow::bail!("interrupted");
+        }
+        let started = std::time::Instant::now();
+        let worker_cmd = args.worker_cmd.as_ref().or(s.worker_cmd.as_ref());
+        let r = match worker_cmd {
+            None => trial::run(s, servers, exe, timeout)?,
+            Some(cmd) => match client::run(s, cmd, servers, timeout) {
+                Ok(r) => r,
+                Err(e) => match e.downcast::<client::ClientFailed>() {
+                    Ok(failed) => {
+                        eprintln!("error: trial {k}/{n} of {}: {failed}", s.name);
+                        return Ok(None);
+                    }
+                    Err(e) => return Err(e),
+                },
+            },
+        };
+        let trial_ms = started.elapsed().as_millis();
+        let file = args.out.join(format!("{}-trial-{k}.jsonl", s.name));
+        history::write_history(&r.history, &file)?;
+        if let Some(h) = &args.history {
+            history::write_history(&r.history, h)?;
+        }
+        tally(&mut t, &r.report);
+        let zk = s.lock == crate::live::LockKind::ZkLock;
         print!(
             "{}",
-            report::live::scenario_heading(&s.name, s.lock.name(), s.write.name(), &s.twin)
+            report::live::trial_line(&report::live::TrialLine {
+                trial: k,
+                trials: n,
+                faults: &r.faults,
+                kinds: r.report.kinds().map(|k| k.name()).collect(),
+                fence_rejected: r.report.info.fence_rejected_total,
+                watches: zk.then(|| (r.report.info.watch_notifications, s.zk_watch.name())),
+                history_file: &file,
+                trial_ms,
+            })
         );
-        let mut t = Tally {
-            trials: n,
-            found: Default::default(),
-            fence_rejected_trials: 0,
-            min_fence_rejected: u64::MAX,
-            clean: 0,
-            watch_notifications: 0,
-        };
-        for k in 1..=n {
-            if crate::live::interrupted() {
-                anyhow::bail!("interrupted");
-            }
-            let started = std::time::Instant::now();
-            let worker_cmd = args.worker_cmd.as_ref().or(s.worker_cmd.as_ref());
-            let r = match worker_cmd {
-                None => trial::run(
-                    s,
-                    &mut servers,
-                    &exe,
-                    Duration::from_millis(args.timeout_ms),
-                )?,
-                Some(cmd) => {
-                    match client::run(s, cmd, &mut servers, Duration::from_millis(args.timeout_ms))
-                    {
-                        Ok(r) => r,
-                        Err(e) => match e.downcast::<client::ClientFailed>() {
-                            Ok(failed) => {
-                                eprintln!("error: trial {k}/{n} of {}: {failed}", s.name);
-                                return Ok(ExitCode::from(EXIT_INTERNAL));
-                            }
-                            Err(e) => return Err(e),
-                        },
-                    }
-                }
-            };
-            let trial_ms = started.elapsed().as_millis();
-            let file = args.out.join(format!("{}-trial-{k}.jsonl", s.name));
-            trial::write_history(&r.history, &file)?;
-            if let Some(h) = &args.history {
-                trial::write_history(&r.history, h)?;
-            }
-            let kinds: Vec<&'static str> = r.report.kinds().map(|k| k.name()).collect();
-            for kind in r.report.kinds() {
-                t.found[kind as usize] += 1;
-            }
-            let rejected = r.report.info.fence_rejected_total;
-            t.fence_rejected_trials += (rejected > 0) as u32;
-            t.min_fence_rejected = t.min_fence_rejected.min(rejected);
-            t.clean += r.report.is_clean() as u32;
-            let watches = r.report.info.watch_notifications;
-            t.watch_notifications += watches;
-            let zk = s.lock == crate::live::LockKind::ZkLock;
-            print!(
-                "{}",
-                report::live::trial_line(&report::live::TrialLine {
-                    trial: k,
-                    trials: n,
-                    faults: &r.faults,
-                    kinds,
-                    fence_rejected: rejected,
-                    watches: zk.then(|| (watches, s.zk_watch.name())),
-                    history_file: &file,
-                    trial_ms,
-                })
-            );
-        }
-        let twin = crate::cli::load(&s.twin)?;
-        let sim = crate::suite::run_scenario(&twin, twin.seeds.clone(), jobs);
-        let met = met(s, &t);
-        all_met &= met;
-        // The twin's watch notifications per seed (mean of its first 20 seeds).
-        let sim_watches = (s.lock == crate::live::LockKind::ZkLock).then(|| {
-            let seeds: Vec<u64> = twin.seeds.clone().take(20).collect();
-            let total: u64 = seeds
-                .iter()
-                .map(|seed| {
-                    crate::suite::run_seed(&twin, *seed)
-                        .report
-                        .info
-                        .watch_notifications
-                })
-                .sum();
-            total as f64 / seeds.len().max(1) as f64
-        });
-        rows.push((s.name.clone(), t, sim, s.find.clone(), met, sim_watches));
     }
-    let table: Vec<report::live::TwinRow> = rows
-        .iter()
-        .map(
-            |(name, live, sim, find, met, sim_watches)| report::live::TwinRow {
-                name,
-                live,
-                sim: &sim.agg,
-                find,
-                met: *met,
-                sim_watches: *sim_watches,
-            },
-        )
-        .collect();
-    print!("{}", report::live::twin_table(&table));
-    // A user's servers keep nothing of the run (the harness's own go with their directory).
-    servers.clean_up()?;
-    Ok(ExitCode::from(if all_met { EXIT_OK } else { EXIT_FAILED }))
+    Ok(Some(t))
+}
+
+/// One trial's verdict into the scenario's tally.
+fn tally(t: &mut Tally, report: &crate::check::Report) {
+    for kind in report.kinds() {
+        t.found[kind as usize] += 1;
+    }
+    let rejected = report.info.fence_rejected_total;
+    t.fence_rejected_trials += (rejected > 0) as u32;
+    t.min_fence_rejected = t.min_fence_rejected.min(rejected);
+    t.clean += report.is_clean() as u32;
+    t.watch_notifications += report.info.watch_notifications;
+}
+
+/// A scenario's live tally beside its simulated twin's verdict.
+struct Row {
+    name: String,
+    live: Tally,
+    sim: crate::suite::ScenarioResult,
+    find: Vec<crate::check::ViolationKind>,
+    met: bool,
+    sim_watches: Option<f64>,
+}
+
+/// Runs the scenario's simulated twin and judges the live tally.
+fn twin_row(s: &scenario::LiveScenario, t: Tally, jobs: usize) -> Result<Row> {
+    let twin = crate::cli::load(&s.twin)?;
+    let sim = crate::suite::run_scenario(&twin, twin.seeds.clone(), jobs);
+    // The twin's watch notifications per seed (mean of its first 20 seeds).
+    let sim_watches = (s.lock == crate::live::LockKind::ZkLock).then(|| {
+        let seeds: Vec<u64> = twin.seeds.clone().take(20).collect();
+        let total: u64 = seeds
+            .iter()
+            .map(|seed| {
+                crate::suite::run_seed(&twin, *seed)
+                    .report
+                    .info
+                    .watch_notifications
+            })
+            .sum();
+        total as f64 / seeds.len().max(1) as f64
+    });
+    Ok(Row {
+        name: s.name.clone(),
+        met: met(s, &t),
+        live: t,
+        sim,
+        find: s.find.clone(),
+        sim_watches,
+    })
 }
 
 /// An unsafe scenario must show each expected kind in most trials; a safe

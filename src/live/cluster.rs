@@ -29,23 +29,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use super::servers::{die_with_parent, find_binary, free_port, kill, log_tail};
+use super::launch::{find_binary, free_port, log_tail};
+use super::process::{die_with_parent, kill};
 
-/// Which consensus service a cluster runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ClusterKind {
-    Etcd,
-    Zk,
-}
-
-impl ClusterKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            ClusterKind::Etcd => "etcd",
-            ClusterKind::Zk => "ZooKeeper",
-        }
-    }
-}
+// Which consensus service a cluster runs: a word of the whole live room
+// (a lock recipe names its cluster), declared beside `LockKind`.
+pub use super::ClusterKind;
 
 /// Members in every cluster the harness starts.
 pub const MEMBERS: usize = 3;

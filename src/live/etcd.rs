@@ -274,7 +274,7 @@ pub struct EtcdLane {
 }
 
 fn report_keepalive(detail: String) {
-    super::worker::emit(json!({ "kind": "keepalive_failed", "detail": detail }));
+    super::emit::emit(json!({ "kind": "keepalive_failed", "detail": detail }));
 }
 
 impl EtcdLane {
@@ -298,13 +298,13 @@ impl EtcdLane {
     /// timeouts) is retried with a fresh lease for up to 12 s, as an
     /// application retries clientv3's errors.
     pub fn acquire(&mut self, op: u64) -> Result<(u64, String)> {
-        super::worker::emit(json!({ "kind": "acquire_sent", "op": op }));
+        super::emit::emit(json!({ "kind": "acquire_sent", "op": op }));
         let deadline = std::time::Instant::now() + Duration::from_secs(12);
         loop {
             match self.try_acquire(op) {
                 Ok(got) => return Ok(got),
                 Err(e) if std::time::Instant::now() < deadline => {
-                    super::worker::emit(
+                    super::emit::emit(
                         json!({ "kind": "io_error", "op": op, "detail": format!("{e:#}; retrying") }),
                     );
                     if let Some(l) = self.lease.take() {
@@ -334,7 +334,7 @@ impl EtcdLane {
             .client
             .revisions(&key)?
             .with_context(|| format!("lock key {key} gone right after the lock was granted"))?;
-        super::worker::emit(json!({
+        super::emit::emit(json!({
             "kind": "grant_received", "op": op, "token": created, "server": 0,
             "member": self.client.current(), "lease": format!("{id:x}"), "lock_key": key
         }));
@@ -344,7 +344,7 @@ impl EtcdLane {
 
     /// Release: unlock (delete our key) and revoke the lease; whether the key was deleted.
     pub fn release(&mut self) -> bool {
-        super::worker::emit(json!({ "kind": "release_sent" }));
+        super::emit::emit(json!({ "kind": "release_sent" }));
         let unlocked = match self.key.take() {
             Some(k) => self.client.unlock(&k),
             None => Err(anyhow::anyhow!("no lock key held")),
@@ -353,7 +353,7 @@ impl EtcdLane {
             l.stop();
             let _ = self.client.revoke(l.id);
         }
-        super::worker::emit(json!({
+        super::emit::emit(json!({
             "kind": "release_done",
             "detail": match &unlocked { Ok(()) => "unlocked".to_string(), Err(e) => format!("{e:#}") }
         }));

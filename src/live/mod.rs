@@ -3,20 +3,34 @@
 //!
 //! Everything else in fencesim reasons about models of these servers; this
 //! module asks whether the models tell the truth. The harness starts its own
-//! `redis-server` and PostgreSQL ([`servers`]), runs each worker as a real
-//! process of this same binary ([`worker`], `fencesim live-worker`) with its
-//! own connections, freezes a worker with SIGSTOP at a protocol point, and
-//! builds the documented history ([`crate::history`]) from the workers'
-//! invocations and completions (one system-wide monotonic clock) plus the
-//! writes PostgreSQL actually committed, as recorded by an audit trigger
-//! ([`trial`]). The verdict comes from the same checker as every simulated
-//! run ([`crate::check`]). Live runs are not deterministic: each scenario is
-//! run for N trials and reported as found/N beside its simulated twin.
+//! `redis-server` and PostgreSQL ([`servers`]; etcd and ZooKeeper clusters,
+//! [`cluster`]), runs each worker as a real process of this same binary
+//! ([`worker`], `fencesim live-worker`) with its own connections — or a
+//! user's own program behind decoding proxies ([`client`]) — and applies
+//! the faults through one executor ([`faults`]): SIGSTOP at a protocol
+//! point, crashes, restarts, failovers, partitions. One builder
+//! ([`history`]) makes the documented history ([`crate::history`]) of both
+//! modes from the workers' invocations and completions (one system-wide
+//! monotonic clock) plus the writes PostgreSQL actually committed, as
+//! recorded by an audit trigger. The verdict comes from the same checker as
+//! every simulated run ([`crate::check`]). Live runs are not deterministic:
+//! each scenario is run for N trials and reported as found/N beside its
+//! simulated twin.
+//!
+//! The files form no circle: the small ones at the bottom ([`process`],
+//! [`launch`], [`emit`], [`decode`]) import none of the others, and each
+//! file above imports only files below it (checked by
+//! `tests/it/architecture.rs`).
 
 pub(crate) mod client;
 pub mod cluster;
 pub(crate) mod decode;
+pub(crate) mod emit;
 pub(crate) mod etcd;
+pub(crate) mod faults;
+pub(crate) mod history;
+pub(crate) mod launch;
+pub(crate) mod process;
 pub(crate) mod proxy;
 pub mod scenario;
 pub mod servers;
@@ -61,6 +75,22 @@ pub enum LockKind {
     ZkLock,
 }
 
+/// Which consensus service a cluster runs ([`cluster`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClusterKind {
+    Etcd,
+    Zk,
+}
+
+impl ClusterKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            ClusterKind::Etcd => "etcd",
+            ClusterKind::Zk => "ZooKeeper",
+        }
+    }
+}
+
 /// How the worker writes the document.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum WriteKind {
@@ -85,10 +115,10 @@ impl LockKind {
     ];
 
     /// The consensus cluster this lock runs on, if any (Redis is not one).
-    pub fn cluster(self) -> Option<cluster::ClusterKind> {
+    pub fn cluster(self) -> Option<ClusterKind> {
         match self {
-            LockKind::EtcdLock => Some(cluster::ClusterKind::Etcd),
-            LockKind::ZkLock => Some(cluster::ClusterKind::Zk),
+            LockKind::EtcdLock => Some(ClusterKind::Etcd),
+            LockKind::ZkLock => Some(ClusterKind::Zk),
             _ => None,
         }
     }
@@ -115,6 +145,13 @@ impl WriteKind {
             .find(|(_, k)| *k == self)
             .map_or("?", |(n, _)| n)
     }
+}
+
+/// A mutex's data even when a thread panicked holding it: the trial's
+/// shared records stay readable, and a panicking proxy thread does not take
+/// the harness down with it.
+pub(crate) fn locked<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);

@@ -5,7 +5,8 @@
 //! Why it parses PostgreSQL messages: holding "the write" must not hold the
 //! connection set-up or the read before it, so the client-to-server thread
 //! splits its stream into frontend messages (the untyped startup message,
-//! then type byte + length) and starts the hold at the first message whose
+//! then type byte + length; the framer is the decoder's own,
+//! [`super::decode::pgframe`]) and starts the hold at the first message whose
 //! body names the `UPDATE` (the extended protocol's Parse, or a simple
 //! Query). Everything after it waits behind it, so byte order per direction
 //! is kept. Connections use `sslmode=disable` (the `postgres` crate does not
@@ -33,6 +34,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+
+use super::decode::pgframe::FrontendFramer;
 
 /// What the proxy does to the first message naming its pattern.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -146,8 +149,9 @@ fn pipe(
     });
 }
 
-/// Reads frontend messages from `from` and writes them to `to` unchanged,
-/// except those the mode holds, drops or cuts.
+/// Reads frontend messages from `from` (cut by the one PostgreSQL framer,
+/// [`FrontendFramer`]) and writes them to `to` unchanged, except those the
+/// mode holds, drops or cuts.
 fn forward_messages(
     from: &mut TcpStream,
     to: &mut TcpStream,
@@ -155,56 +159,61 @@ fn forward_messages(
     mode: ProxyMode,
     log: &Mutex<ProxyLog>,
 ) -> std::io::Result<()> {
-    // The startup message has no type byte: int32 length (including itself), then the body.
-    let mut len = [0u8; 4];
-    from.read_exact(&mut len)?;
-    let n = u32::from_be_bytes(len) as usize;
-    let mut body = vec![0u8; n.saturating_sub(4)];
-    from.read_exact(&mut body)?;
-    to.write_all(&len)?;
-    to.write_all(&body)?;
+    let mut framer = FrontendFramer::default();
+    let mut buf = vec![0u8; 64 * 1024];
     // Dropping the rest of a dropped request's batch, up to its Sync.
     let mut dropping_batch = false;
     loop {
-        let mut head = [0u8; 5];
-        from.read_exact(&mut head)?;
-        let n = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize;
-        let mut body = vec![0u8; n.saturating_sub(4)];
-        from.read_exact(&mut body)?;
-        if dropping_batch {
-            dropping_batch = head[0] != b'S';
-            continue;
+        let n = from.read(&mut buf)?;
+        if n == 0 {
+            return Ok(());
         }
-        let matches = matches!(head[0], b'P' | b'Q') && contains(&body, pattern.as_bytes());
-        if matches {
-            let now = super::monotonic_ns();
-            let Ok(mut l) = log.lock() else {
-                return Ok(());
+        framer.push(&buf[..n]);
+        while let Some(msg) = framer.next_message() {
+            // The startup message (and an SSL/GSS request before it) passes.
+            let Some(kind) = msg.kind() else {
+                to.write_all(&msg.bytes)?;
+                continue;
             };
-            let first = *l.first_ns.get_or_insert(now);
-            match mode {
-                ProxyMode::Hold { ms } if first == now => {
-                    l.events.push((now, format!("held for {ms} ms")));
-                    drop(l);
-                    std::thread::sleep(Duration::from_millis(ms));
-                }
-                ProxyMode::Drop { ms } if now < first + ms * 1_000_000 => {
-                    l.events.push((now, format!("dropped (window {ms} ms)")));
-                    dropping_batch = head[0] == b'P';
-                    continue;
-                }
-                ProxyMode::Cut if first == now => {
-                    l.events
-                        .push((now, "cut (connection shut down)".to_string()));
-                    let _ = to.shutdown(Shutdown::Both);
-                    let _ = from.shutdown(Shutdown::Both);
-                    return Ok(());
-                }
-                _ => {}
+            if dropping_batch {
+                dropping_batch = kind != b'S';
+                continue;
             }
+            let matches = matches!(kind, b'P' | b'Q') && contains(msg.body(), pattern.as_bytes());
+            if matches {
+                let now = super::monotonic_ns();
+                let Ok(mut l) = log.lock() else {
+                    return Ok(());
+                };
+                let first = *l.first_ns.get_or_insert(now);
+                match mode {
+                    ProxyMode::Hold { ms } if first == now => {
+                        l.events.push((now, format!("held for {ms} ms")));
+                        drop(l);
+                        std::thread::sleep(Duration::from_millis(ms));
+                    }
+                    ProxyMode::Drop { ms } if now < first + ms * 1_000_000 => {
+                        l.events.push((now, format!("dropped (window {ms} ms)")));
+                        dropping_batch = kind == b'P';
+                        continue;
+                    }
+                    ProxyMode::Cut if first == now => {
+                        l.events
+                            .push((now, "cut (connection shut down)".to_string()));
+                        let _ = to.shutdown(Shutdown::Both);
+                        let _ = from.shutdown(Shutdown::Both);
+                        return Ok(());
+                    }
+                    _ => {}
+                }
+            }
+            to.write_all(&msg.bytes)?;
         }
-        to.write_all(&head)?;
-        to.write_all(&body)?;
+        if framer.is_broken() {
+            // Not PostgreSQL's framing: nothing to hold, the rest passes as it comes.
+            to.write_all(&framer.take_rest())?;
+            return std::io::copy(from, to).map(|_| ());
+        }
     }
 }
 

@@ -22,43 +22,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use super::monotonic_ns;
+use super::launch::{find_binary, free_port, log_tail};
+use super::process::{die_with_parent, kill};
 
 /// Prefix of every temporary directory the harness creates under the system temp dir.
 pub const TEMP_PREFIX: &str = "fencesim-live-";
-
-/// Where Debian and the PostgreSQL packages put the binaries, after PATH.
-fn search_dirs() -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect())
-        .unwrap_or_default();
-    for d in ["/usr/local/bin", "/usr/bin", "/usr/sbin", "/usr/local/sbin"] {
-        dirs.push(PathBuf::from(d));
-    }
-    // /usr/lib/postgresql/<version>/bin, newest version first.
-    if let Ok(entries) = fs::read_dir("/usr/lib/postgresql") {
-        let mut versions: Vec<PathBuf> = entries.filter_map(|e| e.ok()).map(|e| e.path()).collect();
-        versions.sort();
-        for v in versions.into_iter().rev() {
-            dirs.push(v.join("bin"));
-        }
-    }
-    dirs
-}
-
-/// Finds `binary`, or says which Debian package provides it.
-pub fn find_binary(binary: &str, debian_package: &str) -> Result<PathBuf> {
-    search_dirs()
-        .into_iter()
-        .map(|d| d.join(binary))
-        .find(|p| p.is_file())
-        .with_context(|| {
-            format!(
-                "`{binary}` not found on PATH, in /usr/bin, /usr/local/bin or /usr/lib/postgresql/*/bin; \
-                 install the Debian package `{debian_package}` (apt-get install {debian_package})"
-            )
-        })
-}
 
 /// Whether the live mode can run here with its own servers: every server binary present.
 pub fn binaries_present() -> Result<()> {
@@ -66,43 +34,6 @@ pub fn binaries_present() -> Result<()> {
     find_binary("initdb", "postgresql")?;
     find_binary("postgres", "postgresql")?;
     Ok(())
-}
-
-/// A free port on 127.0.0.1 for a server to bind, found by trying to bind
-/// it and released at once.
-///
-/// Chosen *below* the kernel's ephemeral range (`ip_local_port_range`):
-/// between our release and the server's own bind, any `connect()` on the
-/// machine (our links, health checks, other runs' clients) may take an
-/// ephemeral port as its source, and a port the kernel handed out with
-/// `bind(0)` is one it hands out again — the server then dies with
-/// "address already in use" before it is up. Ports outside the range are
-/// never picked by the kernel. Each call goes on from the last one (a
-/// random start per process), so one run never hands out a port twice.
-pub fn free_port() -> Result<u16> {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    static NEXT: AtomicU32 = AtomicU32::new(0);
-    let ephemeral_low = fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-        .ok()
-        .and_then(|r| r.split_whitespace().next()?.parse::<u32>().ok())
-        .unwrap_or(32_768);
-    let (low, high) = (10_000u32, ephemeral_low.min(65_536));
-    if high <= low + 1_000 {
-        // No room below the ephemeral range: let the kernel choose.
-        let l = std::net::TcpListener::bind("127.0.0.1:0").context("binding 127.0.0.1:0")?;
-        return Ok(l.local_addr()?.port());
-    }
-    let span = high - low;
-    let start = (std::process::id().wrapping_mul(7_919) ^ (monotonic_ns() as u32)) % span;
-    let _ = NEXT.compare_exchange(0, start + 1, Ordering::SeqCst, Ordering::SeqCst);
-    for _ in 0..span {
-        let k = NEXT.fetch_add(1, Ordering::SeqCst) % span;
-        let port = (low + k) as u16;
-        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
-            return Ok(port);
-        }
-    }
-    bail!("no free port on 127.0.0.1 in {low}..{high}")
 }
 
 /// The `postgres` system user's (uid, gid) when we are root, else None (run as ourselves).
@@ -119,18 +50,6 @@ fn postgres_identity() -> Result<Option<(u32, u32)>> {
         }
     }
     bail!("running as root and there is no `postgres` user to run PostgreSQL as (PostgreSQL refuses root); install the Debian package `postgresql`, which creates it")
-}
-
-/// Children die with the harness: PR_SET_PDEATHSIG fires when the spawning
-/// thread exits, so callers spawn from the main thread only.
-pub fn die_with_parent(cmd: &mut Command) {
-    // SAFETY: prctl is async-signal-safe; nothing else runs in the child before exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
 }
 
 /// A directory under the system temp dir, removed on drop.
@@ -181,13 +100,6 @@ pub fn sweep_stale() {
     }
 }
 
-/// The last `n` lines of a log file, for start-up errors.
-pub fn log_tail(path: &Path, n: usize) -> String {
-    let text = fs::read_to_string(path).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
-}
-
 /// Polls `ready` until it succeeds or `timeout` passes; on timeout the error
 /// carries the server's log tail.
 fn wait_ready(
@@ -209,13 +121,6 @@ fn wait_ready(
         log.display(),
         log_tail(log, 20)
     )
-}
-
-pub fn kill(pid: u32, sig: i32) {
-    // SAFETY: kill(2) with a pid we spawned.
-    unsafe {
-        libc::kill(pid as i32, sig);
-    }
 }
 
 /// Our own `redis-server`; restartable on the same port (a killed primary).

@@ -36,7 +36,7 @@
 //! after that step returned.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, Write};
+use std::io::BufRead;
 use std::path::PathBuf;
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -45,6 +45,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use serde_json::json;
 
+use super::emit::emit;
 use super::{monotonic_ns, LockKind, WriteKind, DOC_ID, LOCK_KEY, TOKEN_KEY};
 use crate::protocol::client::LockKind as ClientLock;
 use crate::protocol::msg::{Key, Msg, OpId, Token};
@@ -112,16 +113,6 @@ pub struct WorkerArgs {
     /// Give up (error) when the workload is not done after this long.
     #[arg(long, default_value_t = 15_000)]
     pub give_up_ms: u64,
-}
-
-/// One JSON line to the harness, stamped with CLOCK_MONOTONIC.
-pub(crate) fn emit(mut record: serde_json::Value) {
-    record["t_ns"] = json!(monotonic_ns());
-    let out = std::io::stdout();
-    let mut lock = out.lock();
-    // The harness reading our stdout is the only observer; if it is gone, so are we.
-    let _ = writeln!(lock, "{record}");
-    let _ = lock.flush();
 }
 
 fn wait_line() -> Result<()> {
@@ -635,97 +626,38 @@ pub fn run(args: &WorkerArgs) -> Result<()> {
         _ => None,
     };
     let (reply_tx, reply_rx) = mpsc::channel::<Reply>();
-    let mut next_lane = 0u64;
-    let mut lanes: BTreeMap<NodeId, (u64, Lane)> = BTreeMap::new();
-    lanes.insert(
-        COORD,
-        (0, spawn_lane(&setup, COORD, 0, coord_conn, &reply_tx)),
-    );
-    lanes.insert(
-        RESOURCE,
-        (1, spawn_lane(&setup, RESOURCE, 1, pg_conn, &reply_tx)),
-    );
-    next_lane += 2;
+    let mut d = Driver {
+        args,
+        setup,
+        lanes: BTreeMap::new(),
+        next_lane: 0,
+        reply_tx,
+        timers: BTreeMap::new(),
+        op: 0,
+    };
+    d.open_lane(COORD, coord_conn);
+    d.open_lane(RESOURCE, pg_conn);
 
     emit(json!({ "ready": true }));
     wait_line()?;
     if recovered.is_some() {
         emit(json!({ "kind": "restarted" }));
     }
+    drive(&mut d, recovered.as_deref(), &reply_rx)
+}
 
+/// Runs the machine until its workload is done: its effects carried out,
+/// its timers fired, its servers' answers delivered.
+fn drive(d: &mut Driver, recovered: Option<&[u8]>, reply_rx: &mpsc::Receiver<Reply>) -> Result<()> {
+    let args = d.args;
     let give_up = monotonic_ns() + args.give_up_ms * 1_000_000;
     let mut machine = Worker::new(machine_config(args));
-    let mut timers: BTreeMap<TimerId, u64> = BTreeMap::new();
-    let mut op = 0u64;
     let mut fx = Vec::new();
-    machine.handle(
-        clocks(),
-        Input::Start {
-            recovered: recovered.as_deref(),
-        },
-        &mut fx,
-    );
+    machine.handle(clocks(), Input::Start { recovered }, &mut fx);
     loop {
         let mut done = false;
         for effect in fx.drain(..) {
-            match effect {
-                Effect::Send { to, msg } => {
-                    let (_, lane) = lanes.get_mut(&to).context("message to an unknown node")?;
-                    if lane.busy {
-                        // The previous request is stuck (a retransmission):
-                        // a fresh connection, as a real client reconnects.
-                        let conn = if to == COORD {
-                            match args.lock {
-                                LockKind::None => Conn::NoLock,
-                                LockKind::EtcdLock | LockKind::ZkLock => cluster_conn(&setup)?,
-                                _ => Conn::Redis {
-                                    con: None,
-                                    server: 0,
-                                },
-                            }
-                        } else {
-                            Conn::Pg {
-                                pg: None,
-                                in_tx: false,
-                            }
-                        };
-                        let fresh = spawn_lane(&setup, to, next_lane, conn, &reply_tx);
-                        lanes.insert(to, (next_lane, fresh));
-                        next_lane += 1;
-                    }
-                    let (_, lane) = lanes.get_mut(&to).context("lane")?;
-                    lane.busy = true;
-                    lane.tx
-                        .send(Req { msg, op })
-                        .map_err(|_| anyhow::anyhow!("lane thread gone"))?;
-                }
-                Effect::SetTimer { timer, after_ns } => {
-                    timers.insert(timer, monotonic_ns().saturating_add(after_ns));
-                }
-                Effect::CancelTimer { timer } => {
-                    timers.remove(&timer);
-                }
-                Effect::Persist { record, .. } => {
-                    // The record's first word is ops_started: the op being begun.
-                    if record.len() >= 4 {
-                        let started =
-                            u32::from_le_bytes([record[0], record[1], record[2], record[3]]);
-                        op = args.index as u64 * 1000 + started as u64;
-                    }
-                    if let Some(p) = &args.state_file {
-                        std::fs::write(p, &record)
-                            .with_context(|| format!("writing {}", p.display()))?;
-                    }
-                }
-                Effect::Observe(Observation::WorkloadDone) => {
-                    emit(json!({ "kind": "workload_done" }));
-                    done = true;
-                }
-                Effect::Observe(Observation::OpAbandoned { op }) => {
-                    emit(json!({ "kind": "op_abandoned", "op": op.0 }));
-                }
-                Effect::Observe(_) => {}
-            }
+            done |= d.apply(effect)?;
         }
         if done {
             return Ok(());
@@ -734,20 +666,21 @@ pub fn run(args: &WorkerArgs) -> Result<()> {
         if now > give_up {
             bail!("worker {} not done after {} ms", args.name, args.give_up_ms);
         }
-        let due = timers
+        let due = d
+            .timers
             .iter()
             .min_by_key(|(_, at)| **at)
             .map(|(t, at)| (*t, *at));
         if let Some((timer, at)) = due.filter(|(_, at)| *at <= now) {
             let _ = at;
-            timers.remove(&timer);
+            d.timers.remove(&timer);
             machine.handle(clocks(), Input::Timer { timer }, &mut fx);
             continue;
         }
         let wait_ns = due.map_or(50_000_000, |(_, at)| at - now).min(50_000_000);
         match reply_rx.recv_timeout(Duration::from_nanos(wait_ns)) {
             Ok(Reply { from, lane, msg }) => {
-                if let Some((current, l)) = lanes.get_mut(&from) {
+                if let Some((current, l)) = d.lanes.get_mut(&from) {
                     if *current == lane {
                         l.busy = false;
                     }
@@ -761,5 +694,95 @@ pub fn run(args: &WorkerArgs) -> Result<()> {
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => bail!("every lane is gone"),
         }
+    }
+}
+
+/// What carries out the machine's effects with real I/O: a lane per server
+/// it talks to, its timers on CLOCK_MONOTONIC, the op it is on.
+struct Driver<'a> {
+    args: &'a WorkerArgs,
+    setup: Arc<Setup>,
+    /// The current lane to each server, with its number.
+    lanes: BTreeMap<NodeId, (u64, Lane)>,
+    next_lane: u64,
+    reply_tx: mpsc::Sender<Reply>,
+    /// Each timer's deadline (monotonic ns).
+    timers: BTreeMap<TimerId, u64>,
+    op: u64,
+}
+
+impl Driver<'_> {
+    /// A new lane to `to` over `conn`, replacing the current one.
+    fn open_lane(&mut self, to: NodeId, conn: Conn) {
+        let lane = spawn_lane(&self.setup, to, self.next_lane, conn, &self.reply_tx);
+        self.lanes.insert(to, (self.next_lane, lane));
+        self.next_lane += 1;
+    }
+
+    /// Carries out one effect; true once the workload is done.
+    fn apply(&mut self, effect: Effect) -> Result<bool> {
+        let args = self.args;
+        match effect {
+            Effect::Send { to, msg } => self.send(to, msg)?,
+            Effect::SetTimer { timer, after_ns } => {
+                self.timers
+                    .insert(timer, monotonic_ns().saturating_add(after_ns));
+            }
+            Effect::CancelTimer { timer } => {
+                self.timers.remove(&timer);
+            }
+            Effect::Persist { record, .. } => {
+                // The record's first word is ops_started: the op being begun.
+                if record.len() >= 4 {
+                    let started = u32::from_le_bytes([record[0], record[1], record[2], record[3]]);
+                    self.op = args.index as u64 * 1000 + started as u64;
+                }
+                if let Some(p) = &args.state_file {
+                    std::fs::write(p, &record)
+                        .with_context(|| format!("writing {}", p.display()))?;
+                }
+            }
+            Effect::Observe(Observation::WorkloadDone) => {
+                emit(json!({ "kind": "workload_done" }));
+                return Ok(true);
+            }
+            Effect::Observe(Observation::OpAbandoned { op }) => {
+                emit(json!({ "kind": "op_abandoned", "op": op.0 }));
+            }
+            Effect::Observe(_) => {}
+        }
+        Ok(false)
+    }
+
+    /// A request on `to`'s lane; while the previous request is stuck (a
+    /// retransmission), on a fresh connection, as a real client reconnects.
+    fn send(&mut self, to: NodeId, msg: Msg) -> Result<()> {
+        let (_, lane) = self
+            .lanes
+            .get_mut(&to)
+            .context("message to an unknown node")?;
+        if lane.busy {
+            let conn = if to == COORD {
+                match self.args.lock {
+                    LockKind::None => Conn::NoLock,
+                    LockKind::EtcdLock | LockKind::ZkLock => cluster_conn(&self.setup)?,
+                    _ => Conn::Redis {
+                        con: None,
+                        server: 0,
+                    },
+                }
+            } else {
+                Conn::Pg {
+                    pg: None,
+                    in_tx: false,
+                }
+            };
+            self.open_lane(to, conn);
+        }
+        let (_, lane) = self.lanes.get_mut(&to).context("lane")?;
+        lane.busy = true;
+        lane.tx
+            .send(Req { msg, op: self.op })
+            .map_err(|_| anyhow::anyhow!("lane thread gone"))
     }
 }

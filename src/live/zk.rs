@@ -20,7 +20,7 @@ use anyhow::{bail, Context, Result};
 use serde_json::json;
 use zookeeper_client as zk;
 
-use super::worker::emit;
+use super::emit::emit;
 
 /// What a waiting worker watches.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]

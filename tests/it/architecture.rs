@@ -337,3 +337,337 @@ fn the_core_rooms_and_history_types_name_no_serde() {
         .collect();
     assert!(naming.is_empty(), "serde in a core room: {naming:?}");
 }
+
+/// The longest a function in the live wing may be, in lines.
+const LIVE_FN_LIMIT: usize = 150;
+
+/// The module path of a file under `src/live/` (`client/mod.rs` and
+/// `client.rs` are both `["client"]`; `mod.rs` is `[]`).
+fn live_module(live: &Path, file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(live).expect("file under src/live");
+    let mut parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    let last = parts.pop().expect("a file name");
+    if last != "mod.rs" {
+        parts.push(last.trim_end_matches(".rs").to_string());
+    }
+    parts
+}
+
+/// The file of a module path, if it is one.
+fn live_file(live: &Path, module: &[String]) -> Option<PathBuf> {
+    let dir: PathBuf = module.iter().collect();
+    let candidates = if module.is_empty() {
+        vec![live.join("mod.rs")]
+    } else {
+        vec![
+            live.join(&dir).with_extension("rs"),
+            live.join(&dir).join("mod.rs"),
+        ]
+    };
+    candidates.into_iter().find(|p| p.is_file())
+}
+
+/// Code with comments, string literals and test modules taken out.
+fn live_code(text: &str) -> String {
+    let body = text.split("#[cfg(test)]").next().unwrap_or("");
+    let mut code = String::new();
+    for line in body.lines() {
+        let line = line.split("//").next().unwrap_or("");
+        let mut in_str = false;
+        let mut prev = ' ';
+        for c in line.chars() {
+            if c == '"' && prev != '\\' {
+                in_str = !in_str;
+            } else if !in_str {
+                code.push(c);
+            }
+            prev = c;
+        }
+        code.push('\n');
+    }
+    code
+}
+
+/// Every path a piece of code names, `a::{b, c::{d, self}}` groups spelled
+/// out (`a::b`, `a::c::d`, `a::c`; a group's prefix alone only with `self`).
+fn paths_named(code: &str) -> Vec<String> {
+    let chars: Vec<char> = code.chars().collect();
+    let is_ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        if !is_ident(chars[i]) || (i > 0 && (is_ident(chars[i - 1]) || chars[i - 1] == ':')) {
+            i += 1;
+            continue;
+        }
+        let (path, end) = read_path(&chars, i);
+        if path.contains("::") {
+            out.extend(path.split('\n').map(str::to_string));
+        }
+        i = end.max(i + 1);
+    }
+    out
+}
+
+/// The path starting at `i` (a group is spelled out, one path a line) and
+/// where it ends.
+fn read_path(chars: &[char], mut i: usize) -> (String, usize) {
+    let is_ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut prefix = String::new();
+    loop {
+        let start = i;
+        while i < chars.len() && is_ident(chars[i]) {
+            i += 1;
+        }
+        prefix.extend(&chars[start..i]);
+        if chars.get(i) == Some(&':') && chars.get(i + 1) == Some(&':') {
+            i += 2;
+            while chars.get(i).is_some_and(|c| c.is_whitespace()) {
+                i += 1;
+            }
+            if chars.get(i) == Some(&'{') {
+                // A group: each top-level item, relative to the prefix.
+                let mut paths = Vec::new();
+                i += 1;
+                loop {
+                    while chars.get(i).is_some_and(|c| c.is_whitespace() || *c == ',') {
+                        i += 1;
+                    }
+                    match chars.get(i) {
+                        None => return (paths.join("\n"), i),
+                        Some('}') => return (paths.join("\n"), i + 1),
+                        _ => {}
+                    }
+                    let (inner, end) = read_path(chars, i);
+                    for p in inner.split('\n').filter(|p| !p.is_empty()) {
+                        if p == "self" {
+                            paths.push(prefix.clone());
+                        } else {
+                            paths.push(format!("{prefix}::{p}"));
+                        }
+                    }
+                    i = end.max(i + 1);
+                }
+            }
+            prefix.push_str("::");
+            continue;
+        }
+        return (prefix, i);
+    }
+}
+
+/// The files of `src/live/` a file imports.
+fn live_imports(live: &Path, file: &Path) -> Vec<PathBuf> {
+    let me = live_module(live, file);
+    let code = live_code(&std::fs::read_to_string(file).expect("source file reads"));
+    let mut found = Vec::new();
+    for path in paths_named(&code) {
+        let mut segs = path.split("::").map(str::trim).filter(|s| !s.is_empty());
+        let Some(first) = segs.next() else { continue };
+        let mut at: Vec<String> = match first {
+            "crate" => {
+                if segs.next() != Some("live") {
+                    continue;
+                }
+                Vec::new()
+            }
+            "self" => me.clone(),
+            "super" => {
+                let mut m = me.clone();
+                m.pop();
+                m
+            }
+            child => {
+                // A child module named from a mod.rs (`fault::Faults`).
+                let mut m = me.clone();
+                m.push(child.to_string());
+                if !file.ends_with("mod.rs") || live_file(live, &m).is_none() {
+                    continue;
+                }
+                m
+            }
+        };
+        for seg in segs {
+            if seg == "super" {
+                at.pop();
+                continue;
+            }
+            let mut deeper = at.clone();
+            deeper.push(seg.to_string());
+            if live_file(live, &deeper).is_none() {
+                break;
+            }
+            at = deeper;
+        }
+        if at != me {
+            if let Some(f) = live_file(live, &at) {
+                found.push(f);
+            }
+        }
+    }
+    found.sort();
+    found.dedup();
+    found
+}
+
+/// A circle in an import graph, as the files round it, if there is one.
+fn find_circle(graph: &[(PathBuf, Vec<PathBuf>)]) -> Option<Vec<PathBuf>> {
+    fn visit(
+        graph: &[(PathBuf, Vec<PathBuf>)],
+        node: &PathBuf,
+        stack: &mut Vec<PathBuf>,
+        done: &mut Vec<PathBuf>,
+    ) -> Option<Vec<PathBuf>> {
+        if let Some(pos) = stack.iter().position(|n| n == node) {
+            let mut circle = stack[pos..].to_vec();
+            circle.push(node.clone());
+            return Some(circle);
+        }
+        if done.contains(node) {
+            return None;
+        }
+        stack.push(node.clone());
+        let next = graph
+            .iter()
+            .find(|(n, _)| n == node)
+            .map(|(_, e)| e.clone());
+        for to in next.unwrap_or_default() {
+            if let Some(c) = visit(graph, &to, stack, done) {
+                return Some(c);
+            }
+        }
+        stack.pop();
+        done.push(node.clone());
+        None
+    }
+    let mut done = Vec::new();
+    graph
+        .iter()
+        .find_map(|(n, _)| visit(graph, n, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn the_live_import_scanner_sees_groups_children_and_supers() {
+    assert_eq!(
+        paths_named("use super::{faults::{crash_line, X}, process::{self, Victim}}; fault::read()"),
+        [
+            "super::faults::crash_line",
+            "super::faults::X",
+            "super::process",
+            "super::process::Victim",
+            "fault::read"
+        ]
+    );
+    let live = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/live");
+    let imports = live_imports(&live, &live.join("trial.rs"));
+    assert!(imports.contains(&live.join("faults.rs")), "{imports:?}");
+    assert!(imports.contains(&live.join("mod.rs")), "{imports:?}");
+    let a = PathBuf::from("a.rs");
+    let b = PathBuf::from("b.rs");
+    let circle = find_circle(&[(a.clone(), vec![b.clone()]), (b.clone(), vec![a.clone()])]);
+    assert_eq!(circle, Some(vec![a.clone(), b, a]));
+}
+
+/// The live wing's files form no circle: a file that imports another must
+/// not be imported back, however long the way round (`cluster.rs ⇄
+/// servers.rs` and `worker.rs ⇄ etcd.rs` through `worker::emit` were two).
+/// An edge is any path a file's code names that resolves to another file
+/// of `src/live/`: `super::…`, `crate::live::…`, `self::…`, or a child
+/// module named from its `mod.rs`, `use` groups included. Test modules
+/// (from `#[cfg(test)]` on) are left out: a test may reach anywhere.
+#[test]
+fn no_live_file_imports_a_file_that_imports_it_back() {
+    let live = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/live");
+    let mut files = Vec::new();
+    rust_files(&live, &mut files);
+    let graph: Vec<(PathBuf, Vec<PathBuf>)> = files
+        .iter()
+        .map(|f| (f.clone(), live_imports(&live, f)))
+        .collect();
+    if let Some(circle) = find_circle(&graph) {
+        let names: Vec<String> = circle
+            .iter()
+            .map(|f| f.strip_prefix(&live).unwrap_or(f).display().to_string())
+            .collect();
+        panic!(
+            "a circle of imports in src/live/: {} (move what both need to a file below both)",
+            names.join(" → ")
+        );
+    }
+}
+
+/// Every `fn` in a file with its first line and length in lines (its
+/// signature line to its closing brace, at the `fn`'s own indentation:
+/// rustfmt's layout).
+fn function_lengths(text: &str) -> Vec<(String, usize, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let trimmed = line.trim_start();
+        let indent = &line[..line.len() - trimmed.len()];
+        let mut rest = trimmed;
+        for q in [
+            "pub(crate) ",
+            "pub(super) ",
+            "pub ",
+            "const ",
+            "async ",
+            "unsafe ",
+            "extern \"C\" ",
+        ] {
+            rest = rest.strip_prefix(q).unwrap_or(rest);
+        }
+        let Some(after) = rest.strip_prefix("fn ") else {
+            continue;
+        };
+        let name: String = after
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        let closing = format!("{indent}}}");
+        let end = (i..lines.len())
+            .find(|&j| lines[j] == closing || (j == i && line.trim_end().ends_with('}')))
+            .unwrap_or(i);
+        out.push((name, i + 1, end - i + 1));
+    }
+    out
+}
+
+#[test]
+fn the_function_length_scanner_measures_to_the_closing_brace() {
+    let text = "fn a() {\n    x();\n}\n\nimpl T {\n    pub(crate) fn b(\n        y: u8,\n    ) {\n        y;\n    }\n}\n";
+    assert_eq!(
+        function_lengths(text),
+        [("a".to_string(), 1, 3), ("b".to_string(), 6, 5)]
+    );
+}
+
+/// No function in the live wing (and its command, `cli/live.rs`) runs over
+/// 150 lines: one that does holds several phases, to be named and split.
+#[test]
+fn no_live_function_is_longer_than_the_limit() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src.join("live"), &mut files);
+    files.push(src.join("cli/live.rs"));
+    let mut long = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).expect("source file reads");
+        for (name, line, len) in function_lengths(&text) {
+            if len > LIVE_FN_LIMIT {
+                long.push(format!(
+                    "{}:{line}: fn {name} is {len} lines",
+                    file.strip_prefix(&src).unwrap_or(file).display()
+                ));
+            }
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "functions over {LIVE_FN_LIMIT} lines (split them into named phases):\n{}",
+        long.join("\n")
+    );
+}

@@ -7,6 +7,11 @@
 //! protocol messages ([`resp`] for Redis, [`pgwire`] for PostgreSQL). They
 //! only read: the bytes are forwarded unchanged, and a stream that does not
 //! decode is still forwarded (its messages are simply not seen).
+//!
+//! PostgreSQL's frontend stream is cut into messages by one framer
+//! ([`pgframe`]), which the built-in mode's proxy also uses to find the
+//! UPDATE it holds, drops or cuts: one set of message boundaries for both.
 
+pub mod pgframe;
 pub mod pgwire;
 pub mod resp;

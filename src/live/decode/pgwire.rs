@@ -15,6 +15,8 @@ use bytes::BytesMut;
 use fallible_iterator::FallibleIterator;
 use postgres_protocol::message::backend::Message;
 
+use super::pgframe::FrontendFramer;
+
 /// A statement the server is about to run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Statement {
@@ -55,18 +57,14 @@ impl Statement {
 /// Reads the client's stream.
 #[derive(Default)]
 pub struct Frontend {
-    buf: Vec<u8>,
-    started: bool,
+    /// Cuts the stream into messages (the proxy's own framer too).
+    frames: FrontendFramer,
     broken: bool,
     statements: BTreeMap<String, String>,
     portals: BTreeMap<String, Statement>,
-    /// Bytes of the stream taken out of `buf` so far.
-    consumed: u64,
     /// Where the current request began (after the last Sync or Query).
     request_at: u64,
 }
-
-const PROTOCOL_3: u32 = 196_608;
 
 fn cstr(b: &[u8], at: &mut usize) -> Option<String> {
     let end = b.get(*at..)?.iter().position(|&c| c == 0)? + *at;
@@ -108,43 +106,21 @@ impl Frontend {
         if self.broken {
             return out;
         }
-        self.buf.extend_from_slice(chunk);
-        loop {
-            let head = if self.started { 5 } else { 4 };
-            if self.buf.len() < head {
-                break;
-            }
-            let len_at = head - 4;
-            let len =
-                u32::from_be_bytes(self.buf[len_at..head].try_into().unwrap_or([0; 4])) as usize;
-            if len < 4 {
-                self.broken = true;
-                break;
-            }
-            let total = len_at + len;
-            if self.buf.len() < total {
-                break;
-            }
-            let msg: Vec<u8> = self.buf.drain(..total).collect();
-            let at = self.consumed;
-            self.consumed += total as u64;
-            if !self.started || matches!(msg[0], b'S' | b'Q') {
+        self.frames.push(chunk);
+        while let Some(msg) = self.frames.next_message() {
+            if !msg.typed || matches!(msg.kind(), Some(b'S' | b'Q')) {
                 // The next request starts after a Sync, a Query or the start-up.
-                self.request_at = self.consumed;
+                self.request_at = msg.end();
             }
-            if !self.started {
-                // SSL/GSS requests precede the startup message, untyped like it.
-                let code = msg
-                    .get(4..8)
-                    .map_or(0, |c| u32::from_be_bytes(c.try_into().unwrap_or([0; 4])));
-                self.started = code == PROTOCOL_3;
+            let Some(kind) = msg.kind() else {
                 continue;
-            }
-            if self.message(msg[0], &msg[5..], at, &mut out).is_none() {
+            };
+            if self.message(kind, msg.body(), msg.at, &mut out).is_none() {
                 self.broken = true;
                 break;
             }
         }
+        self.broken |= self.frames.is_broken();
         out
     }
 
@@ -288,6 +264,7 @@ impl Backend {
 
 #[cfg(test)]
 mod tests {
+    use super::super::pgframe::PROTOCOL_3;
     use super::*;
 
     fn typed(kind: u8, body: &[u8]) -> Vec<u8> {

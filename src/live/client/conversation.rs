@@ -1,0 +1,242 @@
+//! What the proxies saw a user's program do ([`Seen`]), and how that
+//! conversation becomes the same records the built-in workers write, so
+//! that one history builder ([`crate::live::history`]) serves both modes:
+//! op ids assigned from the order of reads and writes, each grant's token
+//! from the `INCR` answered next, each commit in PostgreSQL's audit matched
+//! to the connection and write that made it.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use anyhow::{bail, Context, Result};
+use serde_json::{json, Value};
+
+/// What the proxies saw one worker do, in the order they saw it.
+#[derive(Clone, Debug)]
+pub(super) enum Seen {
+    AcquireSent,
+    /// Its `SET … NX` was answered OK, with the PX/EX ttl it asked for.
+    Granted(Option<u64>),
+    Token(i64),
+    ReleaseSent,
+    /// A release's reply: keys deleted (`DEL`, or the script's 1/0); None:
+    /// an error (a script not loaded yet, resent as `EVAL`).
+    ReleaseDone(Option<i64>),
+    ReadSent,
+    ReadOk(Option<i64>),
+    WriteSent(Vec<i64>),
+    /// Rows updated (None: the statement failed).
+    WriteDone(Option<u64>),
+    /// The UPDATE never reached the server (a fault lost it), and why.
+    WriteLost(String),
+}
+
+/// The op id of each decoded event (0 where none): worker i's n-th
+/// operation is `(i+1)*1000 + n`. An operation is a read and the write
+/// after it; a new one begins at a read after a read or a write, at a write
+/// after an unanswered write (its program was restarted), and after a
+/// write's answer or loss.
+pub(super) fn op_ids(n: usize, seen: &[(usize, u64, Seen)]) -> Vec<u64> {
+    let op_of = |w: usize, k: u64| (w as u64 + 1) * 1000 + k + 1;
+    let (mut count, mut used, mut writing) = (vec![0u64; n], vec![false; n], vec![false; n]);
+    seen.iter()
+        .map(|(w, _, what)| {
+            let w = *w;
+            match what {
+                Seen::ReadSent => {
+                    if used[w] {
+                        count[w] += 1;
+                        writing[w] = false;
+                    }
+                    used[w] = true;
+                }
+                Seen::WriteSent(_) => {
+                    if writing[w] {
+                        count[w] += 1;
+                    }
+                    used[w] = true;
+                    writing[w] = true;
+                }
+                Seen::WriteDone(_) | Seen::WriteLost(_) => {
+                    let op = op_of(w, count[w]);
+                    count[w] += 1;
+                    used[w] = false;
+                    writing[w] = false;
+                    return op;
+                }
+                _ => {}
+            }
+            op_of(w, count[w])
+        })
+        .collect()
+}
+
+/// The decoded conversation as the built-in workers' records, and the
+/// audit rows as (commit_seq, op id, token) for
+/// [`crate::live::history::build_history`].
+/// `finished_ns`: when each worker's program ended (None: a crash fault
+/// killed it and it stayed down, so it never finished its workload).
+#[allow(clippy::type_complexity)]
+pub(super) fn to_records(
+    n: usize,
+    seen: &[(usize, u64, Seen)],
+    pids: &BTreeMap<i32, usize>,
+    audit: &[(i64, i32, i64, i64)],
+    finished_ns: &[Option<u64>],
+) -> Result<(Vec<(usize, Value)>, Vec<(i64, i64, i64)>)> {
+    let ops = op_ids(n, seen);
+    // Each worker's writes that applied, in its own order, with their body.
+    let mut applied: Vec<VecDeque<(u64, u64, Vec<i64>)>> = vec![VecDeque::new(); n];
+    let mut last_ints: Vec<Vec<i64>> = vec![Vec::new(); n];
+    for (k, (w, t, what)) in seen.iter().enumerate() {
+        match what {
+            Seen::WriteSent(ints) => last_ints[*w] = ints.clone(),
+            Seen::WriteDone(Some(rows)) if *rows > 0 => {
+                applied[*w].push_back((ops[k], *t, last_ints[*w].clone()));
+            }
+            _ => {}
+        }
+    }
+    // Commits in commit order, each matched to its writer's op; a read's
+    // value (a body) names the latest commit of that body before it.
+    let mut commits: Vec<(i64, i64, i64, u64)> = Vec::new();
+    for (seq, pid, body, token) in audit {
+        let Some(&w) = pids.get(pid) else {
+            bail!("audit row {seq}: a write committed by backend {pid}, which no worker's connection opened");
+        };
+        let pos = applied[w]
+            .iter()
+            .position(|(_, _, ints)| ints.is_empty() || ints.contains(body))
+            .with_context(|| {
+                format!("audit row {seq}: worker {w} has no applied UPDATE of body {body}")
+            })?;
+        let (op, t, _) = applied[w].remove(pos).context("applied write")?;
+        commits.push((*seq, op as i64, *token, t));
+    }
+    let bodies: Vec<(i64, u64, u64)> = audit
+        .iter()
+        .zip(&commits)
+        .map(|((_, _, body, _), (_, op, _, t))| (*body, *op as u64, *t))
+        .collect();
+    let mut records = Vec::new();
+    let mut token: Vec<Option<i64>> = vec![None; n];
+    for (k, (w, t, what)) in seen.iter().enumerate() {
+        let (w, t, op) = (*w, *t, ops[k]);
+        let v = match what {
+            Seen::AcquireSent => {
+                token[w] = None;
+                json!({"kind": "acquire_sent", "t_ns": t})
+            }
+            Seen::Granted(ttl_ms) => {
+                // The token is the INCR answered next on this worker's
+                // connection, before it asks for the lock again or lets go.
+                let next = seen[k + 1..]
+                    .iter()
+                    .filter(|(x, _, _)| *x == w)
+                    .take_while(|(_, _, s)| !matches!(s, Seen::AcquireSent | Seen::ReleaseSent))
+                    .find_map(|(_, _, s)| match s {
+                        Seen::Token(n) => Some(*n),
+                        _ => None,
+                    });
+                token[w] = next;
+                // The SET's reply passed the proxy at t: the lease runs
+                // from there (build_history places its lease_expired).
+                let mut v = json!({"kind": "grant_received", "t_ns": t, "set_ns": t});
+                if let Some(tok) = next {
+                    v["token"] = json!(tok);
+                }
+                if let Some(ttl) = ttl_ms {
+                    v["ttl_ms"] = json!(ttl);
+                }
+                v
+            }
+            Seen::ReleaseSent => {
+                // A release the server refused (NOSCRIPT: the client sends
+                // the script itself next) released nothing.
+                let refused = seen[k + 1..]
+                    .iter()
+                    .filter(|(x, _, _)| *x == w)
+                    .find_map(|(_, _, s)| match s {
+                        Seen::ReleaseDone(r) => Some(r.is_none()),
+                        _ => None,
+                    })
+                    .unwrap_or(false);
+                if refused {
+                    continue;
+                }
+                json!({"kind": "release_sent", "t_ns": t})
+            }
+            // 1: the key was deleted (build_history's release_applied).
+            Seen::ReleaseDone(Some(n)) => json!({"kind": "release_done", "t_ns": t, "value": n}),
+            Seen::ReleaseDone(None) => continue,
+            Seen::ReadSent => json!({"kind": "read_sent", "t_ns": t, "op": op}),
+            Seen::ReadOk(body) => {
+                let value = body.and_then(|b| {
+                    bodies
+                        .iter()
+                        .filter(|(x, _, at)| *x == b && *at <= t)
+                        .map(|(_, op, _)| *op)
+                        .next_back()
+                        .or((b == 0).then_some(0))
+                });
+                match value {
+                    Some(v) => json!({"kind": "read_ok", "t_ns": t, "op": op, "value": v}),
+                    None => json!({"kind": "read_ok", "t_ns": t, "op": op}),
+                }
+            }
+            Seen::WriteSent(ints) => match token[w].filter(|tok| ints.contains(tok)) {
+                Some(tok) => json!({"kind": "write_sent", "t_ns": t, "op": op, "token": tok}),
+                None => json!({"kind": "write_sent", "t_ns": t, "op": op}),
+            },
+            Seen::WriteDone(rows) => match rows {
+                Some(0) => {
+                    json!({"kind": "write_acked", "t_ns": t, "op": op, "outcome": "rejected"})
+                }
+                Some(_) => json!({"kind": "write_acked", "t_ns": t, "op": op, "outcome": "ok"}),
+                None => {
+                    json!({"kind": "op_abandoned", "t_ns": t, "op": op, "detail": "the UPDATE failed"})
+                }
+            },
+            Seen::WriteLost(why) => {
+                json!({"kind": "op_abandoned", "t_ns": t, "op": op, "detail": why})
+            }
+            Seen::Token(_) => continue,
+        };
+        records.push((w, v));
+    }
+    for (w, t) in finished_ns.iter().enumerate() {
+        if let Some(t) = t {
+            records.push((w, json!({"kind": "workload_done", "t_ns": t})));
+        }
+    }
+    let audit = commits
+        .into_iter()
+        .map(|(seq, op, token, _)| (seq, op, token))
+        .collect();
+    Ok((records, audit))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lost_write_ends_its_operation_and_a_restarted_program_reads_for_a_new_one() {
+        let seen = vec![
+            (0, 1, Seen::ReadSent),
+            (0, 2, Seen::ReadOk(Some(0))),
+            (0, 3, Seen::WriteSent(vec![1])),
+            (0, 4, Seen::WriteLost("cut".into())),
+            (0, 5, Seen::ReadSent),
+            (0, 6, Seen::WriteSent(vec![1])),
+            // Killed before the answer; the restarted program reads again.
+            (0, 7, Seen::ReadSent),
+            (0, 8, Seen::WriteSent(vec![1])),
+            (0, 9, Seen::WriteDone(Some(1))),
+            (1, 10, Seen::ReadSent),
+        ];
+        assert_eq!(
+            op_ids(2, &seen),
+            vec![1001, 1001, 1001, 1001, 1002, 1002, 1003, 1003, 1003, 2001]
+        );
+    }
+}

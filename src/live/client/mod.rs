@@ -1,0 +1,344 @@
+//! A user's own, unchanged worker program under real faults, judged from
+//! the servers' side (`fencesim live --worker-cmd CMD`).
+//!
+//! The program is started once per worker (`sh -c CMD`, its own process
+//! group) with its connection settings in the environment — Redis and
+//! PostgreSQL URLs that point at proxies inside fencesim, one pair per
+//! worker so every connection is attributable — and it reports nothing.
+//! The proxies decode what it says ([`super::decode`]): a `SET … NX` and
+//! its `OK` are an acquisition and a grant, `INCR`'s reply its token, a
+//! `SELECT` of the document and its row a read, an `UPDATE` and its
+//! `UPDATE n` a write that applied (n ≥ 1) or was refused by its condition
+//! (n = 0), a `DEL` or a one-key script a release, which deleted the lock
+//! when it answers 1 (`release_applied`). A grant's lease runs from the
+//! moment its `OK` passed the proxy for the PX/EX ttl the `SET` asked
+//! (`lease_expired`, on the one monotonic clock, as for the built-in
+//! workers: Redis set the ttl before it replied). What committed comes
+//! from PostgreSQL itself: a trigger records, in the writing transaction,
+//! the backend pid (which the proxy saw in that connection's
+//! BackendKeyData), body and token of every applied write. The history is
+//! merged by the same code as the built-in workers' ([`super::history`])
+//! and judged by the same checker.
+//!
+//! Faults are anchored to what the proxy sees, and applied in the proxy's
+//! thread *before* the bytes go on: a pause after the grant stops the
+//! program (SIGSTOP to its group, confirmed) before it learns it holds the
+//! lock, one after a read before it sees the row, and a pause or delay "at
+//! the write" holds the UPDATE it just sent. A crash is a SIGKILL of the
+//! program's process group, at an anchor or `at_ms` after the trial
+//! started (the first lock request let through), optionally followed by a
+//! restart of the same command with the same environment; at the write it
+//! takes the UPDATE with it (never forwarded). `drop` loses the UPDATE's
+//! request and resets its connection `duration_ms` later (what a TCP user
+//! timeout does to data that is never acknowledged); `cut` closes the
+//! connection instead of forwarding it. Workers' first acquisitions are let
+//! through in their start order, `start_ms` apart, because program start-up
+//! times vary more than the offsets a scenario needs.
+//!
+//! A program that exits non-zero, dies of a signal fencesim did not send,
+//! or outlives the trial's timeout is reported as such ([`ClientFailed`]),
+//! never as a protocol verdict — also when it exits because a fault cut its
+//! connection (the message lists the trial's faults); one fencesim killed
+//! is not a failure. Every process it started is ended by the validate
+//! mode's reaper.
+//!
+//! The rooms of this mode: [`plan`] (the scenario's faults as anchors),
+//! [`shared`] (the state the proxies' threads share, and the firing),
+//! [`observe`] (the proxies' decoders), [`conversation`] (what was seen,
+//! as worker records), [`program`] (the user's process); this file runs
+//! the trial.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+mod conversation;
+mod observe;
+mod plan;
+mod program;
+mod shared;
+
+use conversation::to_records;
+use observe::{pg_observers, redis_observers};
+use plan::{faults_of, When};
+use program::{describe, spawn, UserProc};
+use shared::Shared;
+
+use super::history::{judge, TrialResult};
+use super::proxy::Proxy;
+use super::scenario::LiveScenario;
+use super::servers::Servers;
+use super::{locked, monotonic_ns, LockKind, DOC_ID};
+
+/// The user's program misbehaved (exit code, signal, hang): exit 3, no verdict.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ClientFailed(pub String);
+
+/// The trigger that records, in the writing transaction, which connection
+/// committed which body and token (the audit of [`super::servers`] has no
+/// connection; it is left as it is for the built-in workers).
+const CLIENT_AUDIT_SQL: &str = "
+DROP TABLE IF EXISTS client_audit;
+DROP SEQUENCE IF EXISTS client_commit_seq;
+CREATE SEQUENCE client_commit_seq;
+CREATE TABLE client_audit (commit_seq bigint NOT NULL, backend_pid int NOT NULL, body bigint NOT NULL, token bigint NOT NULL);
+CREATE OR REPLACE FUNCTION client_audit_write() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO client_audit VALUES (nextval('client_commit_seq'), pg_backend_pid(), NEW.body, NEW.fencing_token);
+  RETURN NEW;
+END $$;
+CREATE TRIGGER client_audit_write AFTER UPDATE ON documents FOR EACH ROW EXECUTE FUNCTION client_audit_write();
+";
+
+/// Runs one trial of `cmd` as every worker of `s`. Call from the main thread
+/// (the programs' parent-death signal is tied to the spawning thread).
+pub fn run(
+    s: &LiveScenario,
+    cmd: &str,
+    servers: &mut Servers,
+    timeout: Duration,
+) -> Result<TrialResult> {
+    let (Some(redis), Some(_)) = (servers.redis.as_ref(), servers.postgres.as_ref()) else {
+        bail!("--worker-cmd runs against the harness's own servers, not --redis/--postgres URLs");
+    };
+    let upstreams = Upstreams {
+        redis: format!("127.0.0.1:{}", redis.port),
+        pg: servers
+            .pg
+            .tcp
+            .clone()
+            .context("the harness's PostgreSQL listens on TCP")?,
+    };
+    let faults = faults_of(s)?;
+    servers.reset()?;
+    // The run's schema: the program's unqualified `documents` resolves to it
+    // through the search_path its URL carries.
+    let mut pg = servers.pg_client()?;
+    pg.batch_execute(CLIENT_AUDIT_SQL)
+        .context("creating the client audit trigger")?;
+    let deadline = Instant::now() + timeout;
+    let shared = Arc::new(Shared::new(s, faults));
+    let mut programs = start_programs(s, cmd, servers, &shared, &upstreams)?;
+    supervise(s, cmd, &shared, &mut programs, deadline, timeout)?;
+    let finished_ns = check_exits(cmd, &shared, &programs.procs)?;
+    drop(programs);
+    let audit: Vec<(i64, i32, i64, i64)> = pg
+        .query(
+            "SELECT commit_seq, backend_pid, body, token FROM client_audit ORDER BY commit_seq",
+            &[],
+        )?
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+        .collect();
+    let seen = locked(&shared.seen).clone();
+    let pids = locked(&shared.backend_pids).clone();
+    let (records, audit) = to_records(s.workers.len(), &seen, &pids, &audit, &finished_ns)?;
+    judge(
+        &shared.names,
+        LockKind::RedisSetNxCad,
+        &records,
+        &shared.exec.harness(),
+        &audit,
+        shared.exec.lines(),
+    )
+}
+
+/// Where the proxies forward to: the harness's own Redis and PostgreSQL.
+struct Upstreams {
+    redis: String,
+    pg: String,
+}
+
+/// The programs of one trial: each worker's process, the environment it
+/// was started with (a restart gets the same) and its pair of proxies.
+struct Programs {
+    procs: Vec<UserProc>,
+    envs: Vec<Vec<(&'static str, String)>>,
+    proxies: Vec<(Proxy, Proxy)>,
+}
+
+/// Starts, for each worker, a Redis and a PostgreSQL proxy that decode
+/// what it says, and its program with URLs pointing at them.
+fn start_programs(
+    s: &LiveScenario,
+    cmd: &str,
+    servers: &Servers,
+    shared: &Arc<Shared>,
+    upstreams: &Upstreams,
+) -> Result<Programs> {
+    let [lock_key, token_key] = servers.redis_keys();
+    let mut programs = Programs {
+        procs: Vec::new(),
+        envs: Vec::new(),
+        proxies: Vec::new(),
+    };
+    for (i, w) in s.workers.iter().enumerate() {
+        let sh = shared.clone();
+        let redis_proxy =
+            Proxy::start_observed(&upstreams.redis, move || redis_observers(sh.clone(), i))?;
+        let sh = shared.clone();
+        let pg_proxy = Proxy::start_observed(&upstreams.pg, move || pg_observers(sh.clone(), i))?;
+        let env = vec![
+            (
+                "FENCESIM_REDIS_URL",
+                format!("redis://127.0.0.1:{}/", redis_proxy.port),
+            ),
+            (
+                "FENCESIM_POSTGRES_URL",
+                format!(
+                    "postgresql://postgres@127.0.0.1:{}/postgres?sslmode=disable&options=-csearch_path%3D{}",
+                    pg_proxy.port, servers.schema
+                ),
+            ),
+            ("FENCESIM_WORKER_ID", w.name.clone()),
+            ("FENCESIM_LOCK_KEY", lock_key.clone()),
+            ("FENCESIM_TOKEN_KEY", token_key.clone()),
+            ("FENCESIM_DOC_ID", DOC_ID.to_string()),
+            ("FENCESIM_OPS", "1".to_string()),
+            ("FENCESIM_TTL_MS", s.ttl_ms.to_string()),
+            ("FENCESIM_WORK_MS", s.work_ms.to_string()),
+        ];
+        let p = spawn(cmd, &w.name, &env)?;
+        locked(&shared.pgids)[i] = p.child.id();
+        programs.procs.push(p);
+        programs.envs.push(env);
+        programs.proxies.push((redis_proxy, pg_proxy));
+    }
+    Ok(programs)
+}
+
+/// Until every program has exited and no restart is due: the
+/// time-triggered faults fire and crashed programs are restarted here (the
+/// anchored faults fire in the proxies' threads).
+fn supervise(
+    s: &LiveScenario,
+    cmd: &str,
+    shared: &Shared,
+    programs: &mut Programs,
+    deadline: Instant,
+    timeout: Duration,
+) -> Result<()> {
+    let timed: Vec<usize> = (0..shared.faults.len())
+        .filter(|&k| matches!(shared.faults[k].when, When::AtMs(_)))
+        .collect();
+    while programs.procs.iter().any(|p| p.done.is_none()) || !locked(&shared.restarts).is_empty() {
+        if super::interrupted() {
+            shared.end();
+            bail!("interrupted");
+        }
+        let now = Instant::now();
+        if now > deadline {
+            shared.end();
+            let hung: Vec<String> = programs
+                .procs
+                .iter()
+                .filter(|p| p.done.is_none())
+                .map(|p| {
+                    format!(
+                        "worker {} (`{cmd}`), last output:\n    {}",
+                        p.name,
+                        p.tail()
+                    )
+                })
+                .collect();
+            return Err(ClientFailed(format!(
+                "the worker program did not finish within {} ms (a hang, not a protocol verdict): {}",
+                timeout.as_millis(),
+                hung.join("; ")
+            ))
+            .into());
+        }
+        fire_timed(shared, &timed, &programs.procs, now);
+        restart_due(s, cmd, shared, programs, now)?;
+        for p in &mut programs.procs {
+            if p.done.is_none() {
+                p.done = p.child.try_wait()?;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    shared.end();
+    Ok(())
+}
+
+/// Time-based faults (`timed`: their indices), from the trial's start.
+fn fire_timed(shared: &Shared, timed: &[usize], procs: &[UserProc], now: Instant) {
+    let started = *locked(&shared.started);
+    for &k in timed {
+        let f = &shared.faults[k];
+        let (When::AtMs(ms), Some(start)) = (f.when, started) else {
+            continue;
+        };
+        if now < start + Duration::from_millis(ms) || locked(&shared.fired)[k] {
+            continue;
+        }
+        locked(&shared.fired)[k] = true;
+        if procs[f.worker].done.is_some() {
+            shared.exec.note(format!(
+                "worker/{} had already exited at {ms} ms (its fault did not strike)",
+                shared.names[f.worker]
+            ));
+            continue;
+        }
+        shared.fire(f, &format!("at_ms {ms}"));
+    }
+}
+
+/// Restarts due: the same command and environment, a new process group.
+fn restart_due(
+    s: &LiveScenario,
+    cmd: &str,
+    shared: &Shared,
+    programs: &mut Programs,
+    now: Instant,
+) -> Result<()> {
+    let due: Vec<usize> = {
+        let mut r = locked(&shared.restarts);
+        let due = r
+            .iter()
+            .filter(|(_, at)| *at <= now)
+            .map(|(w, _)| *w)
+            .collect();
+        r.retain(|(_, at)| *at > now);
+        due
+    };
+    for i in due {
+        let p = spawn(cmd, &s.workers[i].name, &programs.envs[i])?;
+        locked(&shared.pgids)[i] = p.child.id();
+        locked(&shared.killed)[i] = false;
+        shared
+            .exec
+            .restart_recorded(i, "the program started again with the same environment");
+        shared.exec.restart_noted(&s.workers[i].name);
+        programs.procs[i] = p;
+    }
+    Ok(())
+}
+
+/// A program that failed on its own (not killed by a crash fault) ends the
+/// trial without a verdict. Otherwise: when each one finished its workload
+/// (None: a crash fault killed it and it stayed down).
+fn check_exits(cmd: &str, shared: &Shared, procs: &[UserProc]) -> Result<Vec<Option<u64>>> {
+    let killed = locked(&shared.killed).clone();
+    for (i, p) in procs.iter().enumerate() {
+        let status = p.done.context("worker status")?;
+        if !status.success() && !killed[i] {
+            let faults = shared.exec.lines();
+            let note = if faults.is_empty() {
+                String::new()
+            } else {
+                format!(" (faults this trial: {})", faults.join("; "))
+            };
+            return Err(ClientFailed(format!(
+                "worker {} (`{cmd}`) {} — the program failed, not the protocol{note}; its last output:\n    {}",
+                p.name,
+                describe(status),
+                p.tail()
+            ))
+            .into());
+        }
+    }
+    Ok(killed.iter().map(|k| (!k).then(monotonic_ns)).collect())
+}

@@ -1,0 +1,143 @@
+//! The observers a user's program's proxies run on every chunk before
+//! forwarding it: RESP and PostgreSQL messages decoded ([`crate::live::decode`])
+//! into what the worker was seen doing ([`Seen`]), and the faults anchored
+//! there fired — in the proxy's thread, before the bytes go on, so a pause
+//! after the grant stops the program before it learns it holds the lock.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use super::conversation::Seen;
+use super::plan::Anchor;
+use super::shared::Shared;
+use crate::live::decode::{pgwire, resp};
+use crate::live::locked;
+use crate::live::proxy::{Flow, Observer};
+
+/// Statements sent and not yet answered, with the token each carried.
+type Pending = VecDeque<(pgwire::Statement, Option<i64>)>;
+
+/// Observers for one Redis connection of `worker`.
+pub(super) fn redis_observers(shared: Arc<Shared>, worker: usize) -> (Observer, Observer) {
+    let pending: Arc<Mutex<VecDeque<resp::Command>>> = Arc::default();
+    let (s2, p2) = (shared.clone(), pending.clone());
+    let mut up = resp::FrameBuffer::default();
+    let mut down = resp::FrameBuffer::default();
+    let to_server: Observer = Box::new(move |chunk| {
+        for frame in up.push(chunk) {
+            let cmd = resp::command_args(&frame)
+                .map(|a| resp::interpret(&a))
+                .unwrap_or(resp::Command::Other(String::new()));
+            match &cmd {
+                resp::Command::Acquire { .. } => {
+                    shared.in_start_order(worker);
+                    shared.record(worker, Seen::AcquireSent);
+                }
+                resp::Command::Release { .. } => shared.record(worker, Seen::ReleaseSent),
+                _ => {}
+            }
+            locked(&pending).push_back(cmd);
+        }
+        Flow::Pass
+    });
+    let to_client: Observer = Box::new(move |chunk| {
+        for frame in down.push(chunk) {
+            let Some(cmd) = locked(&p2).pop_front() else {
+                continue;
+            };
+            match (cmd, resp::reply(&frame)) {
+                (resp::Command::Acquire { ttl_ms, .. }, resp::Reply::Ok) => {
+                    s2.record(worker, Seen::Granted(ttl_ms));
+                    // The program is stopped or killed; the reply goes on.
+                    s2.strike(worker, Anchor::Granted);
+                }
+                (resp::Command::Incr { .. }, resp::Reply::Int(n)) => {
+                    s2.record(worker, Seen::Token(n))
+                }
+                (resp::Command::Release { .. }, resp::Reply::Int(n)) => {
+                    s2.record(worker, Seen::ReleaseDone(Some(n)))
+                }
+                (resp::Command::Release { .. }, _) => s2.record(worker, Seen::ReleaseDone(None)),
+                _ => {}
+            }
+        }
+        Flow::Pass
+    });
+    (to_server, to_client)
+}
+
+/// Observers for one PostgreSQL connection of `worker`.
+pub(super) fn pg_observers(shared: Arc<Shared>, worker: usize) -> (Observer, Observer) {
+    let pending: Arc<Mutex<Pending>> = Arc::default();
+    let (s2, p2) = (shared.clone(), pending.clone());
+    let mut up = pgwire::Frontend::default();
+    let mut down = pgwire::Backend::default();
+    // Stream offset of the chunk being observed.
+    let mut stream_at = 0u64;
+    let to_server: Observer = Box::new(move |chunk| {
+        let chunk_at = stream_at;
+        stream_at += chunk.len() as u64;
+        for st in up.push(chunk) {
+            if st.is_select_of("documents") {
+                shared.record(worker, Seen::ReadSent);
+            } else if st.is_update_of("documents") {
+                shared.record(worker, Seen::WriteSent(st.integers()));
+                if let Some(after_ms) = shared.strike(worker, Anchor::Write) {
+                    shared.record(
+                        worker,
+                        Seen::WriteLost(
+                            "the UPDATE never reached the server (a fault lost it)".into(),
+                        ),
+                    );
+                    // Its request is lost from its first byte; what came before goes on.
+                    let forward = st
+                        .request_at
+                        .saturating_sub(chunk_at)
+                        .min(chunk.len() as u64);
+                    return Flow::Cut {
+                        forward: forward as usize,
+                        after_ms,
+                    };
+                }
+            }
+            locked(&pending).push_back((st, None));
+        }
+        Flow::Pass
+    });
+    let to_client: Observer = Box::new(move |chunk| {
+        for reply in down.push(chunk) {
+            match reply {
+                pgwire::Reply::BackendPid(pid) => {
+                    locked(&s2.backend_pids).insert(pid, worker);
+                }
+                pgwire::Reply::Row(col) => {
+                    if let Some((st, value)) = locked(&p2).front_mut() {
+                        *value = col.and_then(|b| pgwire::integer(&b, st.binary_results));
+                    }
+                }
+                pgwire::Reply::Complete(tag) => {
+                    let Some((st, value)) = locked(&p2).pop_front() else {
+                        continue;
+                    };
+                    if st.is_select_of("documents") {
+                        s2.record(worker, Seen::ReadOk(value));
+                        s2.strike(worker, Anchor::Read);
+                    } else if st.is_update_of("documents") {
+                        let rows = tag.rsplit(' ').next().and_then(|n| n.parse().ok());
+                        s2.record(worker, Seen::WriteDone(rows));
+                    }
+                }
+                pgwire::Reply::Error(_) => {
+                    if let Some((st, _)) = locked(&p2).pop_front() {
+                        if st.is_update_of("documents") {
+                            s2.record(worker, Seen::WriteDone(None));
+                        }
+                    }
+                }
+                pgwire::Reply::Ready => locked(&p2).clear(),
+            }
+        }
+        Flow::Pass
+    });
+    (to_server, to_client)
+}

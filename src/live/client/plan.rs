@@ -1,0 +1,184 @@
+//! A scenario's faults as a user's program can be given them: each bound
+//! to a worker and to a point in its conversation that the proxies can see
+//! (its grant, its read's answer, its UPDATE) or to a time, with what to do
+//! there. Faults a program cannot be given — a failover, a crash of the
+//! harness's Redis, which the built-in worker's gate times — are refused
+//! here, before any server is touched.
+
+use anyhow::{bail, Context, Result};
+
+use crate::live::proxy::ProxyMode;
+use crate::live::scenario::{CrashTarget, LiveScenario, Trigger};
+
+/// Where in the program's conversation a fault strikes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Anchor {
+    /// Its `SET … NX` was answered OK (before the program sees the answer).
+    Granted,
+    /// Its read of the document returned (before the program sees the row).
+    Read,
+    /// Its UPDATE reached the proxy (before it is forwarded).
+    Write,
+}
+
+impl Anchor {
+    /// The scenario's protocol point names (the built-in worker's, plus `lock_granted`).
+    pub fn from_point(point: &str) -> Option<Anchor> {
+        match point {
+            "lock_granted" => Some(Anchor::Granted),
+            "read_ok" => Some(Anchor::Read),
+            "fence_checked" => Some(Anchor::Write),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Action {
+    /// SIGSTOP for the duration (the bytes wait with the program).
+    Pause,
+    /// Hold the bytes, program running.
+    Delay,
+    /// Lose the UPDATE's request; reset its connection `duration_ms` later.
+    Drop,
+    /// Close the connection instead of forwarding the UPDATE.
+    Cut,
+    /// SIGKILL of the program's process group; the same command, with the
+    /// same environment, is started again this long after (None: it stays down).
+    Crash { restart_after_ms: Option<u64> },
+}
+
+/// When a fault strikes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum When {
+    At(Anchor),
+    /// Ms after the trial started (its first lock request let through).
+    AtMs(u64),
+}
+
+#[derive(Clone, Debug)]
+pub(super) struct Fault {
+    pub worker: usize,
+    pub when: When,
+    pub action: Action,
+    pub duration_ms: u64,
+}
+
+/// The scenario's faults as client faults; those a user's program cannot
+/// be given (a failover, or a crash of the harness's Redis, which the
+/// built-in worker's gate times) are refused.
+pub(super) fn faults_of(s: &LiveScenario) -> Result<Vec<Fault>> {
+    let index = |name: &str| s.workers.iter().position(|w| w.name == name).unwrap_or(0);
+    let anchor = |point: &str| {
+        Anchor::from_point(point)
+            .with_context(|| format!("protocol point {point:?} has no client anchor"))
+    };
+    if !s.faults.failovers.is_empty() {
+        bail!("{}: failover faults need the built-in worker; they are not supported with --worker-cmd", s.path.display());
+    }
+    let mut faults = Vec::new();
+    for p in &s.faults.pauses {
+        faults.push(Fault {
+            worker: index(&p.worker),
+            when: When::At(anchor(&p.after)?),
+            action: Action::Pause,
+            duration_ms: p.duration_ms,
+        });
+    }
+    for h in &s.faults.net {
+        let (action, duration_ms) = match h.mode {
+            ProxyMode::Hold { ms } => (Action::Delay, ms),
+            ProxyMode::Drop { ms } => (Action::Drop, ms),
+            ProxyMode::Cut => (Action::Cut, 0),
+        };
+        faults.push(Fault {
+            worker: index(&h.worker),
+            when: When::At(Anchor::Write),
+            action,
+            duration_ms,
+        });
+    }
+    for c in &s.faults.crashes {
+        let CrashTarget::Worker(w) = &c.target else {
+            bail!(
+                "{}: a crash of coord/0 needs the built-in worker; with --worker-cmd a worker can be crashed",
+                s.path.display()
+            );
+        };
+        let (worker, when) = match &c.trigger {
+            // `after = "worker/B:read_ok"` crashes this worker when B reaches it.
+            Trigger::After { worker, point } => (index(worker), When::At(anchor(point)?)),
+            Trigger::AtMs(ms) => (index(w), When::AtMs(*ms)),
+        };
+        if index(w) != worker {
+            bail!(
+                "{}: with --worker-cmd a crash follows the crashed worker's own step (after = \"{}\")",
+                s.path.display(),
+                match &c.trigger {
+                    Trigger::After { point, .. } => point.as_str(),
+                    Trigger::AtMs(_) => "",
+                }
+            );
+        }
+        faults.push(Fault {
+            worker,
+            when,
+            action: Action::Crash {
+                restart_after_ms: c.restart_after_ms,
+            },
+            duration_ms: 0,
+        });
+    }
+    Ok(faults)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scenario(faults: &str) -> LiveScenario {
+        let src = format!(
+            "schema_version = 1\nname = \"t\"\ntwin = \"../scenarios/article/gc-pause-stale-write.toml\"\n\
+             lock = \"redis-set-nx-cad\"\nwrite = \"plain\"\nttl_ms = 300\nworker_cmd = \"true\"\n\
+             [[worker]]\nname = \"A\"\n[[worker]]\nname = \"B\"\n{faults}\n[expect]\n"
+        );
+        crate::live::scenario::parse(&src, std::path::Path::new("live/t.toml")).unwrap()
+    }
+
+    #[test]
+    fn crashes_drops_and_cuts_of_a_program_are_faults_and_a_redis_crash_is_refused() {
+        let s = scenario(
+            "[[fault]]\nkind = \"crash\"\nnode = \"worker/A\"\nafter = \"lock_granted\"\nrestart_after_ms = 5\n\
+             [[fault]]\nkind = \"crash\"\nnode = \"worker/B\"\nat_ms = 40\n\
+             [[fault]]\nkind = \"drop\"\nnode = \"worker/A\"\nmessage = \"update\"\nduration_ms = 9\n\
+             [[fault]]\nkind = \"cut\"\nnode = \"worker/B\"\nmessage = \"update\"\n",
+        );
+        let f = faults_of(&s).unwrap();
+        let got: Vec<(usize, When, Action)> =
+            f.iter().map(|f| (f.worker, f.when, f.action)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (0, When::At(Anchor::Write), Action::Drop),
+                (1, When::At(Anchor::Write), Action::Cut),
+                (
+                    0,
+                    When::At(Anchor::Granted),
+                    Action::Crash {
+                        restart_after_ms: Some(5)
+                    }
+                ),
+                (
+                    1,
+                    When::AtMs(40),
+                    Action::Crash {
+                        restart_after_ms: None
+                    }
+                ),
+            ]
+        );
+        let redis = scenario("[[fault]]\nkind = \"crash\"\nnode = \"coord/0\"\nat_ms = 40\n");
+        let err = faults_of(&redis).unwrap_err().to_string();
+        assert!(err.contains("coord/0 needs the built-in worker"), "{err}");
+    }
+}

@@ -1,0 +1,216 @@
+//! What a user's program's trial shares between the main thread and the
+//! proxies' threads: what each worker was seen doing, its process group,
+//! which faults fired — and the firing itself at the anchors the proxies
+//! report (through the fault executor, [`crate::live::faults`]), and the
+//! start gate that lets the programs' first acquisitions through in their
+//! start order.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use super::conversation::Seen;
+use super::plan::{Action, Anchor, Fault, When};
+use crate::live::faults::FaultExecutor;
+use crate::live::process::Victim;
+use crate::live::scenario::LiveScenario;
+use crate::live::{locked, monotonic_ns};
+
+/// The trial's state, shared with every proxy thread.
+pub(super) struct Shared {
+    pub(super) names: Vec<String>,
+    pub(super) start_ms: Vec<u64>,
+    pub(super) seen: Mutex<Vec<(usize, u64, Seen)>>,
+    /// Process group of each worker (0 until spawned).
+    pub(super) pgids: Mutex<Vec<u32>>,
+    pub(super) faults: Vec<Fault>,
+    pub(super) fired: Mutex<Vec<bool>>,
+    /// Does the faults, keeps their harness records and fault lines.
+    pub(super) exec: FaultExecutor,
+    /// Whether each worker's current process was killed by a crash fault.
+    pub(super) killed: Mutex<Vec<bool>>,
+    /// Restarts due: (worker, when).
+    pub(super) restarts: Mutex<Vec<(usize, Instant)>>,
+    /// The trial's start: the first acquisition let through.
+    pub(super) started: Mutex<Option<Instant>>,
+    /// When each worker's first acquisition was let through.
+    pub(super) first_acquire: Mutex<Vec<Option<Instant>>>,
+    /// Which programs have asked for the lock (their first acquisition waits).
+    pub(super) arrived: Mutex<Vec<bool>>,
+    pub(super) backend_pids: Mutex<BTreeMap<i32, usize>>,
+    pub(super) ended: std::sync::atomic::AtomicBool,
+}
+
+impl Shared {
+    pub(super) fn new(s: &LiveScenario, faults: Vec<Fault>) -> Shared {
+        let n = s.workers.len();
+        Shared {
+            names: s.workers.iter().map(|w| w.name.clone()).collect(),
+            start_ms: s.workers.iter().map(|w| w.start_ms).collect(),
+            seen: Mutex::default(),
+            pgids: Mutex::new(vec![0; n]),
+            fired: Mutex::new(vec![false; faults.len()]),
+            faults,
+            exec: FaultExecutor::default(),
+            killed: Mutex::new(vec![false; n]),
+            restarts: Mutex::default(),
+            started: Mutex::default(),
+            first_acquire: Mutex::new(vec![None; n]),
+            arrived: Mutex::new(vec![false; n]),
+            backend_pids: Mutex::default(),
+            ended: Default::default(),
+        }
+    }
+
+    /// The trial is over: no fault strikes and no first acquisition waits any more.
+    pub(super) fn end(&self) {
+        self.ended.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    pub(super) fn record(&self, worker: usize, what: Seen) {
+        locked(&self.seen).push((worker, monotonic_ns(), what));
+    }
+
+    /// Ms since the trial started (0 before).
+    pub(super) fn since_start_ms(&self) -> f64 {
+        self.exec.since_start_ms()
+    }
+
+    pub(super) fn ended(&self) -> bool {
+        self.ended.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Applies the worker's faults at `anchor`, each once, in the proxy
+    /// thread. Some(ms): the bytes are lost and the connection is to be
+    /// closed `ms` later.
+    pub(super) fn strike(&self, worker: usize, anchor: Anchor) -> Option<u64> {
+        let mut lost = None;
+        for k in 0..self.faults.len() {
+            let f = &self.faults[k];
+            if f.worker != worker || f.when != When::At(anchor) {
+                continue;
+            }
+            {
+                let mut fired = locked(&self.fired);
+                if fired[k] {
+                    continue;
+                }
+                fired[k] = true;
+            }
+            if let Some(ms) = self.fire(f, &format!("at {anchor:?}")) {
+                lost = Some(ms);
+            }
+        }
+        lost
+    }
+
+    /// Applies one fault now; Some(ms) as for [`Shared::strike`].
+    pub(super) fn fire(&self, f: &Fault, at: &str) -> Option<u64> {
+        let worker = f.worker;
+        let at_ms = self.since_start_ms();
+        let name = &self.names[worker];
+        match f.action {
+            Action::Delay => {
+                self.exec.note(format!(
+                    "proxy held worker/{name}'s bytes {at} for {} ms at {at_ms:.1} ms",
+                    f.duration_ms
+                ));
+                std::thread::sleep(Duration::from_millis(f.duration_ms));
+                None
+            }
+            Action::Drop => {
+                self.exec.note(format!(
+                    "proxy dropped worker/{name}'s UPDATE at {at_ms:.1} ms, connection reset {} ms later",
+                    f.duration_ms
+                ));
+                Some(f.duration_ms)
+            }
+            Action::Cut => {
+                self.exec.note(format!(
+                    "proxy cut worker/{name}'s connection at its UPDATE at {at_ms:.1} ms"
+                ));
+                Some(0)
+            }
+            Action::Crash { restart_after_ms } => {
+                self.crash(worker, at, restart_after_ms);
+                (f.when == When::At(Anchor::Write)).then_some(0)
+            }
+            Action::Pause => {
+                let pgid = locked(&self.pgids)[worker];
+                if pgid == 0 || self.ended() {
+                    return None;
+                }
+                // A group that never shows as stopped is paused all the
+                // same: the pause is recorded and its time runs.
+                let _ =
+                    self.exec
+                        .pause_worker(worker, name, Victim::Group(pgid), at, f.duration_ms);
+                std::thread::sleep(Duration::from_millis(f.duration_ms));
+                // Not if a crash killed it meanwhile (its group id may be reused).
+                let same = locked(&self.pgids)[worker] == pgid && !locked(&self.killed)[worker];
+                if same && !self.ended() {
+                    self.exec.resume_worker(worker, Victim::Group(pgid));
+                }
+                None
+            }
+        }
+    }
+
+    /// SIGKILL of the worker's process group (stopped or not), recorded as
+    /// a crash, its restart scheduled.
+    fn crash(&self, worker: usize, at: &str, restart_after_ms: Option<u64>) {
+        let pgid = locked(&self.pgids)[worker];
+        if pgid == 0 || self.ended() || locked(&self.killed)[worker] {
+            return;
+        }
+        locked(&self.killed)[worker] = true;
+        self.exec.crash_worker(worker, Victim::Group(pgid));
+        let restart = match restart_after_ms {
+            Some(ms) => {
+                locked(&self.restarts).push((worker, Instant::now() + Duration::from_millis(ms)));
+                format!("restart after {ms} ms")
+            }
+            None => "no restart".into(),
+        };
+        self.exec.note(format!(
+            "crash (SIGKILL) worker/{} {at}, {restart}, at {:.1} ms",
+            self.names[worker],
+            self.since_start_ms()
+        ));
+    }
+
+    /// Lets a worker's first acquisition through only once every program
+    /// is up and asking (start-up times vary by hundreds of ms), and after
+    /// every worker that starts before it had its first one through,
+    /// `start_ms` earlier.
+    pub(super) fn in_start_order(&self, worker: usize) {
+        if locked(&self.first_acquire)[worker].is_some() {
+            return;
+        }
+        locked(&self.arrived)[worker] = true;
+        let give_up = Instant::now() + Duration::from_secs(10);
+        loop {
+            let now = Instant::now();
+            let ready = locked(&self.arrived).iter().all(|a| *a) && {
+                let firsts = locked(&self.first_acquire);
+                (0..self.names.len())
+                    .filter(|&j| (self.start_ms[j], j) < (self.start_ms[worker], worker))
+                    .all(|j| {
+                        firsts[j].is_some_and(|t| {
+                            now >= t + Duration::from_millis(
+                                self.start_ms[worker] - self.start_ms[j],
+                            )
+                        })
+                    })
+            };
+            if ready || now > give_up || self.ended.load(std::sync::atomic::Ordering::SeqCst) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let now = Instant::now();
+        locked(&self.first_acquire)[worker].get_or_insert(now);
+        locked(&self.started).get_or_insert(now);
+        self.exec.start();
+    }
+}

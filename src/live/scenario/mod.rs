@@ -1,0 +1,329 @@
+//! Live scenario files (`live/*.toml`): which lock recipe and write the
+//! workers use, the workers' start times, the faults in real milliseconds,
+//! the simulated twin (a `scenarios/` file) and what a trial should show.
+//!
+//! A separate small format, not a `[live]` section in the simulator's
+//! files: the simulator's schema refuses unknown sections, and keeping live
+//! files out of `scenarios/` means `fencesim run scenarios/` never starts a
+//! server. Errors name file:line:column like every scenario error. The
+//! `[[fault]]` tables are read in [`fault`].
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::zk::WatchMode;
+use super::{LockKind, WriteKind};
+use crate::check::ViolationKind;
+use crate::scenario::ScenarioError;
+
+mod choice;
+mod fault;
+
+use choice::one_of;
+pub use fault::{
+    CrashTarget, LiveCrash, LiveFailover, LiveFaults, LiveMemberDelay, LiveNet, LivePartition,
+    LivePause, MemberSel, Trigger,
+};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    schema_version: Spanned<u32>,
+    name: String,
+    #[serde(default)]
+    description: String,
+    twin: Spanned<String>,
+    #[serde(default = "default_trials")]
+    trials: u32,
+    lock: Spanned<String>,
+    write: Spanned<String>,
+    ttl_ms: u64,
+    #[serde(default = "default_retry")]
+    retry_ms: u64,
+    #[serde(default)]
+    work_ms: u64,
+    /// A request unanswered this long is retransmitted by the worker's machine.
+    #[serde(default = "default_request_timeout")]
+    request_timeout_ms: u64,
+    /// A user's own worker program (`fencesim live --worker-cmd` sets or overrides it).
+    worker_cmd: Option<String>,
+    /// zk-lock: what a waiter watches, `predecessor` (the recipe) or `herd`.
+    zk_watch: Option<Spanned<String>>,
+    worker: Vec<RawWorker>,
+    #[serde(default)]
+    fault: Vec<fault::RawFault>,
+    expect: RawExpect,
+}
+
+fn default_trials() -> u32 {
+    10
+}
+
+fn default_retry() -> u64 {
+    5
+}
+
+fn default_request_timeout() -> u64 {
+    2_000
+}
+
+fn default_ops() -> u32 {
+    1
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWorker {
+    name: String,
+    #[serde(default)]
+    start_ms: u64,
+    #[serde(default = "default_ops")]
+    ops: u32,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawExpect {
+    /// Violation kinds every trial is expected to show ("most trials" is judged by the caller).
+    #[serde(default)]
+    find: Vec<Spanned<String>>,
+    /// At least this many fence rejections per trial.
+    #[serde(default)]
+    min_fence_rejected: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct LiveWorker {
+    pub name: String,
+    pub start_ms: u64,
+    pub ops: u32,
+}
+
+#[derive(Clone, Debug)]
+pub struct LiveScenario {
+    pub path: PathBuf,
+    pub name: String,
+    pub description: String,
+    pub twin: PathBuf,
+    pub trials: u32,
+    pub lock: LockKind,
+    pub write: WriteKind,
+    pub ttl_ms: u64,
+    pub retry_ms: u64,
+    pub work_ms: u64,
+    pub request_timeout_ms: u64,
+    pub worker_cmd: Option<String>,
+    pub workers: Vec<LiveWorker>,
+    pub faults: LiveFaults,
+    /// zk-lock: what a waiting worker watches.
+    pub zk_watch: WatchMode,
+    /// Empty: every trial must be clean.
+    pub find: Vec<ViolationKind>,
+    pub min_fence_rejected: u64,
+}
+
+/// Protocol points a worker can be paused or crashed after.
+pub const PAUSE_POINTS: [&str; 3] = ["read_ok", "fence_checked", "write_sent"];
+
+impl LiveScenario {
+    /// The one protocol point `worker` stops at for the harness, if any.
+    pub fn gate_of(&self, worker: &str) -> Option<&str> {
+        let triggers = self
+            .faults
+            .crashes
+            .iter()
+            .map(|c| &c.trigger)
+            .chain(self.faults.member_delays.iter().map(|d| &d.trigger));
+        let crash_points = triggers.filter_map(|t| match t {
+            Trigger::After { worker, point } => Some((worker, point)),
+            Trigger::AtMs(_) => None,
+        });
+        self.faults
+            .pauses
+            .iter()
+            .map(|p| (&p.worker, &p.after))
+            .chain(self.faults.failovers.iter().map(|f| (&f.worker, &f.after)))
+            .chain(self.faults.partitions.iter().map(|p| (&p.worker, &p.after)))
+            .chain(crash_points)
+            .find(|(w, _)| *w == worker)
+            .map(|(_, p)| p.as_str())
+    }
+
+    /// A fault that needs the harness's own Redis (it kills or promotes it).
+    pub fn server_fault(&self) -> Option<&'static str> {
+        if !self.faults.failovers.is_empty() {
+            return Some("failover");
+        }
+        self.faults
+            .crashes
+            .iter()
+            .any(|c| c.target == CrashTarget::RedisPrimary)
+            .then_some("crash of coord/0")
+    }
+}
+/// Points only a user's program (`worker_cmd`) can be paused at, seen by the proxy.
+pub const CLIENT_POINTS: [&str; 1] = ["lock_granted"];
+
+/// Reads a live scenario file: its recipe, workers, faults ([`fault`]),
+/// expectation and twin, every mistake located in the file.
+pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
+    let file = path.display().to_string();
+    let raw: RawFile = toml::from_str(src).map_err(|e| {
+        ScenarioError::at(
+            &file,
+            src,
+            e.span().unwrap_or(0..0),
+            e.message().trim_end().to_string(),
+        )
+    })?;
+    let (lock, write) = recipe(&file, src, &raw)?;
+    let zk_watch = zk_watch(&file, src, &raw, lock)?;
+    let workers: Vec<LiveWorker> = raw
+        .worker
+        .iter()
+        .map(|w| LiveWorker {
+            name: w.name.clone(),
+            start_ms: w.start_ms,
+            ops: w.ops,
+        })
+        .collect();
+    // `lock_granted` is seen by the proxy, so only a user's program
+    // (`worker_cmd`) can be stopped there.
+    let client = raw.worker_cmd.is_some().then_some(CLIENT_POINTS.iter());
+    let points: Vec<(&str, &str)> = PAUSE_POINTS
+        .iter()
+        .chain(client.into_iter().flatten())
+        .map(|p| (*p, *p))
+        .collect();
+    let cx = fault::Context {
+        file: &file,
+        src,
+        lock,
+        workers: workers.iter().map(|w| w.name.as_str()).collect(),
+        points,
+    };
+    let faults = LiveFaults::read(&cx, &raw.fault)?;
+    let find = expected(&file, src, &raw.expect)?;
+    let twin = twin(&file, src, path, &raw.twin)?;
+    Ok(LiveScenario {
+        path: path.to_path_buf(),
+        name: raw.name,
+        description: raw.description,
+        twin,
+        trials: raw.trials,
+        lock,
+        write,
+        ttl_ms: raw.ttl_ms,
+        retry_ms: raw.retry_ms,
+        work_ms: raw.work_ms,
+        request_timeout_ms: raw.request_timeout_ms,
+        worker_cmd: raw.worker_cmd,
+        workers,
+        faults,
+        zk_watch,
+        find,
+        min_fence_rejected: raw.expect.min_fence_rejected,
+    })
+}
+
+/// The schema version, and the lock recipe and write that go together.
+fn recipe(file: &str, src: &str, raw: &RawFile) -> Result<(LockKind, WriteKind), ScenarioError> {
+    if *raw.schema_version.get_ref() != 1 {
+        return Err(ScenarioError::at(
+            file,
+            src,
+            raw.schema_version.span(),
+            "schema_version must be 1",
+        ));
+    }
+    let lock = one_of(file, src, &raw.lock, "lock", &LockKind::NAMES)?;
+    let write = one_of(file, src, &raw.write, "write", &WriteKind::NAMES)?;
+    if (lock == LockKind::None) != (write == WriteKind::SelectForUpdate) {
+        return Err(ScenarioError::at(
+            file,
+            src,
+            raw.lock.span(),
+            "lock = \"none\" goes with write = \"select-for-update\" (the database is the lock), and only with it",
+        ));
+    }
+    if let (Some(_), Some(kind)) = (&raw.worker_cmd, lock.cluster()) {
+        return Err(ScenarioError::at(
+            file,
+            src,
+            raw.lock.span(),
+            format!(
+                "worker_cmd runs a user's Redis client; a {} lock needs the built-in worker",
+                kind.name()
+            ),
+        ));
+    }
+    Ok((lock, write))
+}
+
+/// What a ZooKeeper waiter watches (only a zk-lock scenario may say).
+fn zk_watch(
+    file: &str,
+    src: &str,
+    raw: &RawFile,
+    lock: LockKind,
+) -> Result<WatchMode, ScenarioError> {
+    let Some(w) = &raw.zk_watch else {
+        return Ok(WatchMode::default());
+    };
+    let mode = one_of(file, src, w, "zk_watch", &WatchMode::NAMES)?;
+    if lock != LockKind::ZkLock {
+        return Err(ScenarioError::at(
+            file,
+            src,
+            w.span(),
+            format!(
+                "zk_watch chooses what a ZooKeeper waiter watches; this scenario's lock is {}",
+                lock.name()
+            ),
+        ));
+    }
+    Ok(mode)
+}
+
+/// The violation kinds a trial is expected to show.
+fn expected(
+    file: &str,
+    src: &str,
+    expect: &RawExpect,
+) -> Result<Vec<ViolationKind>, ScenarioError> {
+    let kinds: Vec<(&str, ViolationKind)> =
+        ViolationKind::ALL.iter().map(|k| (k.name(), *k)).collect();
+    expect
+        .find
+        .iter()
+        .map(|k| one_of(file, src, k, "violation kind", &kinds))
+        .collect()
+}
+
+/// The simulated twin's file, relative to this one.
+fn twin(
+    file: &str,
+    src: &str,
+    path: &Path,
+    twin: &Spanned<String>,
+) -> Result<PathBuf, ScenarioError> {
+    let base = path.parent().unwrap_or(Path::new("."));
+    let twin_path = base.join(twin.get_ref());
+    if !twin_path.is_file() {
+        return Err(ScenarioError::at(
+            file,
+            src,
+            twin.span(),
+            format!("twin {} is not a file", twin_path.display()),
+        ));
+    }
+    Ok(twin_path)
+}
+
+pub fn load(path: &Path) -> anyhow::Result<LiveScenario> {
+    let src =
+        std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    Ok(parse(&src, path)?)
+}
