@@ -174,6 +174,12 @@ impl Found {
         evidence: Vec<u64>,
         explanation: impl FnOnce() -> String,
     ) {
+        // Evidence is listed in record order, whatever order a checker
+        // gathered it in (a lost update's read may come after the writes
+        // it missed).
+        let mut evidence = evidence;
+        evidence.sort_unstable();
+        evidence.dedup();
         let explanation = if self.explain {
             explanation()
         } else {
