@@ -222,18 +222,39 @@ pub fn results(results: &[ScenarioValidation], specs: &[String], step_timeout_ms
         }
     }
     let failing: usize = results.iter().map(|r| r.failing()).sum();
+    let unjudged = unjudged(results);
     let verdict = if impl_errors > 0 {
         format!("IMPLEMENTATION ERROR in {impl_errors} runs (those runs were not judged)")
     } else if failing > 0 {
         format!("VIOLATIONS in {failing} runs (the implementation's)")
-    } else if results.iter().all(|r| r.scenario_kind_counts().is_empty()) {
+    } else if unjudged.is_empty() {
         "CLEAN: no violations in any run".to_string()
     } else {
-        "CLEAN: no violations of the implementation's (the scenario's own are listed above)"
-            .to_string()
+        format!(
+            "INCONCLUSIVE for {unjudged}: no violations of the implementation's, but these \
+             scenarios cannot tell a safe implementation from an unsafe one for those kinds \
+             (the scenario's own are listed above); judge them on a scenario whose built-in \
+             reference is clean (`fencesim list`, docs/validate.md)"
+        )
     };
     let _ = writeln!(s, "\nverdict: {verdict}");
     s
+}
+
+/// The kinds no scenario of the run could judge, each with why: `stale_write
+/// (the built-in reference shows it on the same seeds), lost_update
+/// (the scenario allows it)`. Empty when every violation was judged.
+fn unjudged(results: &[ScenarioValidation]) -> String {
+    validate::unjudged_kinds(results)
+        .iter()
+        .map(|(k, why)| match why {
+            validate::Unjudged::BuiltInToo => {
+                format!("{k} (the built-in reference shows it on the same seeds)")
+            }
+            validate::Unjudged::Allowed => format!("{k} (the scenario allows it)"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// `merge`'s text for validate shard files: one row per scenario, each
