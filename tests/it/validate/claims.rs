@@ -7,7 +7,6 @@
 //! violation shown as the scenario's.
 
 use std::path::Path;
-use std::process::Command;
 
 use fencesim::history::Kind;
 use fencesim::scenario;
@@ -37,22 +36,15 @@ fn store(mode: &str) -> String {
 }
 
 fn validate_cli(resource: &str, scenarios: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_fencesim"))
-        .current_dir(root())
-        .args(["validate", "--seeds", "2", "--jobs", "2"])
-        .arg("--node")
-        .arg(format!("coordinator={}", reference()))
-        .arg("--node")
-        .arg(format!("resource={resource}"))
-        .args(scenarios)
-        .output()
-        .expect("run fencesim");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.code().unwrap_or(-1), text)
+    crate::common::run_text(
+        crate::common::fencesim_command()
+            .args(["validate", "--seeds", "2", "--jobs", "2"])
+            .arg("--node")
+            .arg(format!("coordinator={}", reference()))
+            .arg("--node")
+            .arg(format!("resource={resource}"))
+            .args(scenarios),
+    )
 }
 
 /// The table cells of `scenario`'s row: seeds, ok, failing, impl-errors,
