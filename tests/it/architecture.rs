@@ -359,3 +359,36 @@ fn the_core_rooms_and_history_types_name_no_serde() {
         .collect();
     assert!(naming.is_empty(), "serde in a core room: {naming:?}");
 }
+
+#[test]
+fn shard_ownership_is_computed_in_suite_shard_only() {
+    // The seed range -> shard mapping (an index modulo the shard count) has
+    // one home; everything else asks it (`Shard::owns`, `shard::seeds`, …).
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut found = Vec::new();
+    for file in &files {
+        let rel = file.strip_prefix(&src).unwrap_or(file);
+        if rel == Path::new("suite/shard.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).expect("source file reads");
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            let compact: String = code.split_whitespace().collect();
+            let arithmetic =
+                compact.contains("%count") || compact.contains(".count==") && compact.contains('%');
+            // cli/ parses `--shard` and prints; it never filters seeds itself.
+            let cli_filters = rel.starts_with("cli") && compact.contains(".owns(");
+            if arithmetic || cli_filters {
+                found.push(format!("{}:{}: {}", rel.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "shard arithmetic outside suite/shard.rs:\n{}",
+        found.join("\n")
+    );
+}
