@@ -27,7 +27,7 @@
 use super::generations::Generations;
 use super::{Found, Info, KindSet, ViolationKind};
 use crate::history::{Event, History, Kind};
-use crate::sim::lookup::Lookup;
+use crate::lookup::Lookup;
 
 #[derive(Default)]
 pub struct Effects {

@@ -43,7 +43,7 @@
 use super::node_map::NodeMap;
 use super::KindSet;
 use crate::history::{Event, History, Kind};
-use crate::sim::lookup::{Lookup, LookupSet};
+use crate::lookup::{Lookup, LookupSet};
 
 #[derive(Clone, Copy, Debug)]
 pub struct GrantInfo {

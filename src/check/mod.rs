@@ -174,6 +174,12 @@ impl Found {
         evidence: Vec<u64>,
         explanation: impl FnOnce() -> String,
     ) {
+        // Evidence is listed in record order, whatever order a checker
+        // gathered it in (a lost update's read may come after the writes
+        // it missed).
+        let mut evidence = evidence;
+        evidence.sort_unstable();
+        evidence.dedup();
         let explanation = if self.explain {
             explanation()
         } else {
@@ -337,7 +343,7 @@ pub fn check(history: &History) -> Report {
 /// The checker with its state tables, for checking many histories in turn:
 /// each [`Checker::check`] starts from empty tables but keeps their
 /// allocations, so a sweep's thread that reuses one checker allocates
-/// almost nothing per seed (see [`crate::sim::lookup`]). A reused checker and a fresh
+/// almost nothing per seed (see [`crate::lookup`]). A reused checker and a fresh
 /// one give the same report for every history.
 #[derive(Default)]
 pub struct Checker {

@@ -7,7 +7,7 @@
 //! the moment a plain `DEL` would delete someone else's lock.
 
 use super::generations::Generations;
-use crate::sim::lookup::LookupSet;
+use crate::lookup::LookupSet;
 
 use super::{Found, Info, KindSet, ViolationKind};
 use crate::history::{Event, History, Kind};

@@ -8,7 +8,7 @@
 use super::generations::Generations;
 use super::{Found, KindSet, ViolationKind};
 use crate::history::{fmt_time, Event, History, Kind};
-use crate::sim::lookup::Lookup;
+use crate::lookup::Lookup;
 
 #[derive(Default)]
 pub struct Renewals {

@@ -3,8 +3,11 @@
 //! Every write carries a unique value (its op id), and the resource answers
 //! every request in one order — the order in which its answers leave it,
 //! which the harness records. So each `write_accepted` (the resource said
-//! "write_ok") claims: from here until the next accepted write on this key,
-//! reads return this value. Three ways to break that, each with evidence:
+//! "write_ok") claims: from here until the next accepted write on this
+//! document, reads of it return this value. A document is (resource node,
+//! key), as in docs/history.md: two stores that share a key name are two
+//! documents, each held to its own answers. Three ways to break that, each
+//! with evidence:
 //!
 //! - `acked_write_lost`: a write was acknowledged, a later read (before any
 //!   newer acknowledged write) returned something else, and no read ever
@@ -89,6 +92,8 @@ impl fmt::Display for ClaimKind {
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct ClaimViolation {
     pub kind: ClaimKind,
+    /// The store whose claim broke (its node index in the history).
+    pub resource: u16,
     pub key: u16,
     /// `seq` numbers of the records that prove it, ascending.
     pub evidence: Vec<u64>,
@@ -145,9 +150,12 @@ struct Fence {
     read: Option<(u64, u64)>,
 }
 
+/// A document: (resource node, key).
+type Doc = (u16, u16);
+
 /// A read that returned something other than the acknowledged value.
 struct Suspect {
-    key: u16,
+    doc: Doc,
     read_seq: u64,
     read_value: u64,
     /// The acknowledged write it should have seen: (accept seq, value).
@@ -158,19 +166,20 @@ struct Suspect {
 struct Claims {
     /// op id -> value, from the first `write_sent`.
     sent_value: BTreeMap<u64, u64>,
-    /// key -> latest acknowledged (accept seq, value).
-    acked: BTreeMap<u16, (u64, u64)>,
-    accepted_values: BTreeSet<u64>,
-    /// value -> seq of the first rejection of a write carrying it.
-    rejected: BTreeMap<u64, u64>,
-    /// Values some read returned.
-    seen: BTreeSet<u64>,
+    /// document -> latest acknowledged (accept seq, value).
+    acked: BTreeMap<Doc, (u64, u64)>,
+    /// (document, value) of every accepted write.
+    accepted_values: BTreeSet<(Doc, u64)>,
+    /// (document, value) -> seq of the first rejection of a write carrying it.
+    rejected: BTreeMap<(Doc, u64), u64>,
+    /// (document, value) some read of the document returned.
+    seen: BTreeSet<(Doc, u64)>,
     suspects: Vec<Suspect>,
-    /// (read seq, reject seq, key, value) of reads returning a rejected value.
-    rejected_reads: Vec<(u64, u64, u16, u64)>,
+    /// (read seq, reject seq, document, value) of reads returning a rejected value.
+    rejected_reads: Vec<(u64, u64, Doc, u64)>,
     rule: Option<FenceRule>,
-    /// (store node, key) -> its fence.
-    fences: BTreeMap<(u16, u16), Fence>,
+    /// document -> its fence.
+    fences: BTreeMap<Doc, Fence>,
     /// op id -> the token its read carried, from the first `read_sent`.
     read_token: BTreeMap<u64, u64>,
 }
@@ -194,18 +203,18 @@ impl Claims {
             Kind::WriteAccepted => {
                 self.judge_fence(e, key, report);
                 let value = e.value.unwrap_or(op);
-                self.acked.insert(key, (e.seq, value));
-                self.accepted_values.insert(value);
+                self.acked.insert((e.node, key), (e.seq, value));
+                self.accepted_values.insert(((e.node, key), value));
             }
             Kind::WriteRejected => {
                 // The record's value is the fence; the written value is the request's.
                 let value = self.sent_value.get(&op).copied().unwrap_or(op);
-                self.rejected.entry(value).or_insert(e.seq);
+                self.rejected.entry(((e.node, key), value)).or_insert(e.seq);
             }
             Kind::ReadServed if e.outcome == Some(Outcome::Ok) => {
                 let Some(value) = e.value else { return };
                 report.reads_judged += 1;
-                self.seen.insert(value);
+                self.seen.insert(((e.node, key), value));
                 if self.rule.is_some_and(|r| r.fence_reads) {
                     if let Some(&t) = self.read_token.get(&op) {
                         let fence = self.fences.entry((e.node, key)).or_default();
@@ -214,13 +223,14 @@ impl Claims {
                         }
                     }
                 }
-                if let Some(&reject_seq) = self.rejected.get(&value) {
-                    self.rejected_reads.push((e.seq, reject_seq, key, value));
+                if let Some(&reject_seq) = self.rejected.get(&((e.node, key), value)) {
+                    self.rejected_reads
+                        .push((e.seq, reject_seq, (e.node, key), value));
                 }
-                match self.acked.get(&key) {
+                match self.acked.get(&(e.node, key)) {
                     Some(&(_, acked_value)) if acked_value == value => {}
                     Some(&acked) => self.suspects.push(Suspect {
-                        key,
+                        doc: (e.node, key),
                         read_seq: e.seq,
                         read_value: value,
                         acked,
@@ -239,6 +249,7 @@ impl Claims {
         let Some(t) = e.token else {
             report.push(ClaimViolation {
                 kind: ClaimKind::FenceRuleBroken,
+                resource: e.node,
                 key,
                 evidence: vec![e.seq],
                 explanation: format!(
@@ -257,6 +268,7 @@ impl Claims {
         if let Some((f, seq, what, op)) = broken {
             report.push(ClaimViolation {
                 kind: ClaimKind::FenceRuleBroken,
+                resource: e.node,
                 key,
                 evidence: vec![seq, e.seq],
                 explanation: format!(
@@ -278,16 +290,17 @@ impl Claims {
             let (accept_seq, acked_value) = s.acked;
             // A value the store never acknowledged nor refused: not a claim either way.
             let known = s.read_value == 0
-                || self.accepted_values.contains(&s.read_value)
-                || self.rejected.contains_key(&s.read_value);
+                || self.accepted_values.contains(&(s.doc, s.read_value))
+                || self.rejected.contains_key(&(s.doc, s.read_value));
             if !known {
                 continue;
             }
-            if !self.seen.contains(&acked_value) {
-                if lost_reported.insert(acked_value) {
+            if !self.seen.contains(&(s.doc, acked_value)) {
+                if lost_reported.insert((s.doc, acked_value)) {
                     report.push(ClaimViolation {
                         kind: ClaimKind::AckedWriteLost,
-                        key: s.key,
+                        resource: s.doc.0,
+                        key: s.doc.1,
                         evidence: vec![accept_seq, s.read_seq],
                         explanation: format!(
                             "write of value {acked_value} was acknowledged (#{accept_seq}), but the next read returned {} (#{}) and no read ever returned {acked_value}",
@@ -295,12 +308,13 @@ impl Claims {
                         ),
                     });
                 }
-            } else if !self.rejected.contains_key(&s.read_value)
-                || self.accepted_values.contains(&s.read_value)
+            } else if !self.rejected.contains_key(&(s.doc, s.read_value))
+                || self.accepted_values.contains(&(s.doc, s.read_value))
             {
                 report.push(ClaimViolation {
                     kind: ClaimKind::StaleRead,
-                    key: s.key,
+                    resource: s.doc.0,
+                    key: s.doc.1,
                     evidence: vec![accept_seq, s.read_seq],
                     explanation: format!(
                         "read returned {} (#{}) after the store acknowledged value {acked_value} (#{accept_seq})",
@@ -309,12 +323,13 @@ impl Claims {
                 });
             }
         }
-        for &(read_seq, reject_seq, key, value) in &self.rejected_reads {
-            if self.accepted_values.contains(&value) {
+        for &(read_seq, reject_seq, (resource, key), value) in &self.rejected_reads {
+            if self.accepted_values.contains(&((resource, key), value)) {
                 continue; // refused once (a duplicate), accepted on another delivery
             }
             report.push(ClaimViolation {
                 kind: ClaimKind::RejectedWriteVisible,
+                resource,
                 key,
                 evidence: vec![reject_seq.min(read_seq), reject_seq.max(read_seq)],
                 explanation: format!(
@@ -520,6 +535,31 @@ mod tests {
         let r = check(&lying);
         assert_eq!(r.count(ClaimKind::AckedWriteLost), 1, "{r:?}");
         assert_eq!(r.violations[0].evidence, vec![3, 5]);
+    }
+
+    #[test]
+    fn two_stores_sharing_a_key_name_are_two_documents_each_held_to_its_own_answers() {
+        // resource/0 and resource/1 each hold a `doc`; each read returns its
+        // own store's acknowledged value.
+        let mut h = history(&[
+            (Kind::WriteAccepted, 1001, 1001, None),
+            (Kind::WriteAccepted, 1002, 1002, None),
+            (Kind::ReadServed, 2001, 1001, OK),
+            (Kind::ReadServed, 2002, 0, OK),
+        ]);
+        h.nodes.push("resource/1".into());
+        h.events[1].node = 1;
+        h.events[3].node = 1;
+        let r = check(&h);
+        assert_eq!(r.count(ClaimKind::AckedWriteLost), 1, "{r:?}");
+        assert_eq!(r.count(ClaimKind::StaleRead), 0, "{r:?}");
+        assert_eq!(
+            r.violations[0].evidence,
+            vec![2, 4],
+            "resource/1's write and read"
+        );
+        h.events.pop();
+        assert!(check(&h).is_clean(), "{:?}", check(&h));
     }
 
     #[test]

@@ -182,6 +182,28 @@ fn stale_write_landing_between_new_holders_read_and_write_is_a_lost_update_not_a
 }
 
 #[test]
+fn lost_update_evidence_is_listed_in_record_order_when_the_read_came_after_the_overwrite() {
+    // B's read left before A's write landed but its answer (the old value)
+    // is recorded after it: the read is not the earliest evidence record.
+    let mut h = H::new();
+    h.issued(1, Some(1));
+    h.received(A, 1);
+    h.read_ok(A, 1001, 0);
+    h.sent(A, 1001);
+    let w1 = h.accepted(1001);
+    h.expired(1);
+    h.issued(2, Some(2));
+    h.received(B, 2);
+    let read = h.read_ok(B, 2001, 0);
+    h.sent(B, 2001);
+    let w2 = h.accepted(2001);
+    let r = h.check();
+    assert_eq!(r.count(ViolationKind::LostUpdate), 1, "{r:?}");
+    assert!(w1 < read && read < w2);
+    assert_eq!(r.violations[0].evidence, vec![w1, read, w2]);
+}
+
+#[test]
 fn blind_write_and_write_over_the_value_it_read_are_not_lost_updates() {
     let mut h = H::new();
     h.issued(1, None);

@@ -9,7 +9,7 @@
 use super::generations::Generations;
 use super::{Found, KindSet, ViolationKind};
 use crate::history::{Event, History, Kind};
-use crate::sim::lookup::{Lookup, LookupSet};
+use crate::lookup::{Lookup, LookupSet};
 
 #[derive(Default)]
 pub struct TokenOrder {

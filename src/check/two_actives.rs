@@ -27,7 +27,7 @@ use std::collections::BTreeMap;
 use super::generations::Generations;
 use super::{Found, KindSet, ViolationKind};
 use crate::history::{fmt_time, Event, History, Kind};
-use crate::sim::lookup::Lookup;
+use crate::lookup::Lookup;
 
 #[derive(Clone, Copy, Debug)]
 struct Belief {

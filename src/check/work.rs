@@ -7,7 +7,7 @@
 
 use super::{Info, KindSet};
 use crate::history::{Event, Kind};
-use crate::sim::lookup::LookupSet;
+use crate::lookup::LookupSet;
 
 #[derive(Default)]
 pub struct Work {

@@ -31,7 +31,7 @@
 use super::generations::{Generations, WriteInfo};
 use super::{Found, Info, KindSet, ViolationKind};
 use crate::history::{fmt_time, Event, History, Kind};
-use crate::sim::lookup::{Lookup, LookupSet};
+use crate::lookup::{Lookup, LookupSet};
 
 /// A document: (accepting resource node, key).
 type Doc = (u16, u16);

@@ -48,11 +48,9 @@ pub fn cmd(a: CheckHistoryArgs) -> Result<ExitCode> {
         h.events.len(),
         path.display()
     );
-    print!("{}", report::replay::violations(&h, &report));
-    // The store's own claims (acknowledged writes stay visible, ...), as `validate` checks them.
+    // The store's own claims (acknowledged writes stay visible, ...), as
+    // `validate` checks them, printed first as `validate` prints them.
     let claims = check::store_claims::check(&h);
-    if !claims.is_clean() {
-        print!("{}", report::validate::claims(&h, &claims));
-    }
+    print!("{}", report::validate::violations(&h, &report, &claims));
     Ok(Verdict::met_if(report.is_clean() && claims.is_clean()).into())
 }

@@ -6,7 +6,9 @@
 //! from the scenario files, which must be at the same paths with the same
 //! content hash as when the shards ran. Shards that disagree on version,
 //! flags, scenarios or seed ranges, or that do not cover `0..N` exactly
-//! once, are bad input: merging them would report a sweep nobody ran.
+//! once, are bad input: merging them would report a sweep nobody ran. The
+//! rules are `suite::shard`'s (`check_set`, `plausible`,
+//! `merge_aggregates`); this file reads the files and prints.
 //!
 //! `validate --shard I/N --format json` outputs merge here too (told apart
 //! by their `schema`), into the unsharded validation's JSON; see
@@ -20,9 +22,10 @@ use anyhow::Result;
 use super::flags::{Format, IgnoredJobsFlag};
 use super::run::{emit, exit_code};
 use super::{check_writable_dir, check_writable_file, load, BadInput};
-use crate::report::json::{parse_hex, RunJson, ScenarioJson, ShardJson, SCHEMA, SCHEMA_VERSION};
+use crate::report::json::{parse_hex, RunJson, ShardJson, SCHEMA, SCHEMA_VERSION};
 use crate::scenario::Scenario;
-use crate::suite::{self, Aggregate, ScenarioResult, SweepConfig};
+use crate::suite::shard::{self, Shard};
+use crate::suite::{self, ScenarioResult, SweepConfig};
 use crate::validate::shard::{self as vshard, ValidateJson};
 
 /// The text of a shard file and the `schema` it names (what wrote it).
@@ -133,37 +136,32 @@ fn merge_validate(files: &[PathBuf], format: Format) -> Result<ExitCode> {
     Ok(ExitCode::from(exit_code))
 }
 
-/// What must be equal across shards for one scenario.
-type Identity<'a> = (&'a str, &'a str, u64, u64);
-
-fn identity(s: &ScenarioJson) -> Identity<'_> {
-    (&s.path, &s.source_hash, s.seed_start, s.seed_end)
+fn shard_of(s: Option<ShardJson>) -> Option<Shard> {
+    s.map(|s| Shard {
+        index: s.index,
+        count: s.count,
+    })
 }
 
-/// What the shard checks read from one file, whichever command wrote it.
-struct ShardView<'a> {
-    shard: Option<ShardJson>,
-    version: &'a str,
-    /// The flags that change results, and how to name them in an error.
-    flags: (String, &'static str),
-    scenarios: Vec<Identity<'a>>,
-}
-
-fn run_view(r: &RunJson) -> ShardView<'_> {
-    ShardView {
-        shard: r.shard,
+fn run_view(r: &RunJson) -> shard::View<'_> {
+    shard::View {
+        shard: shard_of(r.shard),
         version: &r.fencesim_version,
         flags: (
             format!("{} {}", r.swarm, r.check_determinism),
             "--swarm / --check-determinism",
         ),
-        scenarios: r.scenarios.iter().map(identity).collect(),
+        scenarios: r
+            .scenarios
+            .iter()
+            .map(|s| (&*s.path, &*s.source_hash, s.seed_start, s.seed_end))
+            .collect(),
     }
 }
 
-fn validate_view(r: &ValidateJson) -> ShardView<'_> {
-    ShardView {
-        shard: r.shard,
+fn validate_view(r: &ValidateJson) -> shard::View<'_> {
+    shard::View {
+        shard: shard_of(r.shard),
         version: &r.fencesim_version,
         flags: (
             format!("{:?} {}", r.nodes, r.step_timeout_ms),
@@ -177,125 +175,10 @@ fn validate_view(r: &ValidateJson) -> ShardView<'_> {
     }
 }
 
-/// Checks that `reports` are the shards `0..N` of one sweep.
-fn check_shards(files: &[PathBuf], reports: &[ShardView]) -> Result<(), BadInput> {
-    let first = &reports[0];
-    let count = first.shard.map_or(0, |s| s.count);
-    // A set, not a vector sized by a count read from a file.
-    let mut seen = std::collections::BTreeSet::new();
-    for (file, r) in files.iter().zip(reports) {
-        let bad = |what: &str| {
-            BadInput(format!(
-                "{}: {what} differs from {}",
-                file.display(),
-                files[0].display()
-            ))
-        };
-        let Some(shard) = r.shard else {
-            return Err(BadInput(format!(
-                "{}: not a shard (run it with --shard I/N)",
-                file.display()
-            )));
-        };
-        if shard.count != count {
-            return Err(bad("the shard count"));
-        }
-        if shard.index >= count {
-            return Err(BadInput(format!(
-                "{}: shard {}/{count} is out of range; expected I/N with I < N",
-                file.display(),
-                shard.index
-            )));
-        }
-        if let Some((path, _, start, end)) = r.scenarios.iter().find(|s| s.2 >= s.3) {
-            return Err(BadInput(format!(
-                "{}: {path}: seed range {start}..{end} is empty; expected seed_start < seed_end",
-                file.display(),
-            )));
-        }
-        if !seen.insert(shard.index) {
-            return Err(BadInput(format!(
-                "{}: shard {}/{count} appears twice",
-                file.display(),
-                shard.index
-            )));
-        }
-        if r.version != first.version {
-            return Err(bad("the fencesim version"));
-        }
-        if r.flags.0 != first.flags.0 {
-            return Err(bad(r.flags.1));
-        }
-        if r.scenarios != first.scenarios {
-            return Err(bad(
-                "the scenario list (paths, content hashes, seed ranges)",
-            ));
-        }
-    }
-    // Lazily, and only the first few: `count` may be absurd.
-    let missing: Vec<String> = (0..count)
-        .filter(|i| !seen.contains(i))
-        .take(10)
-        .map(|i| format!("{i}/{count}"))
-        .collect();
-    if !missing.is_empty() {
-        return Err(BadInput(format!("missing shards: {}", missing.join(", "))));
-    }
-    Ok(())
-}
-
-/// Refuses a shard's aggregate whose counts could not come from its seeds:
-/// the seed count must be the shard's share of the range, and every other
-/// counter small enough that adding `shards` of them cannot overflow (a
-/// hand-edited or corrupt file is bad input, not a panic).
-fn plausible(part: &Aggregate, r: &RunJson, s: &ScenarioJson, shards: usize) -> Result<(), String> {
-    let shard = r.shard.ok_or("not a shard")?;
-    let len = s.seed_end - s.seed_start;
-    let owned = len / shard.count + u64::from(len % shard.count > shard.index);
-    if part.seeds != owned {
-        return Err(format!(
-            "shard {}/{} reports {} seeds; its share of {}..{} is {owned}",
-            shard.index, shard.count, part.seeds, s.seed_start, s.seed_end
-        ));
-    }
-    let bound = u64::MAX / 2 / shards as u64;
-    let p = &part.production;
-    let histograms = [
-        &p.acquisition_wait_ns,
-        &p.lease_held_ns,
-        &p.renewal_slack_ns,
-    ];
-    let counters = [
-        part.events,
-        part.seeds_with_stale_attempts,
-        part.fence_rejected_total,
-        part.seeds_with_unfinished,
-        part.seeds_at_event_budget,
-        part.metric_failures,
-        part.diverged_seeds,
-        p.renewal_failures,
-        p.lost_leases,
-    ]
-    .into_iter()
-    .chain(part.failing_seeds)
-    .chain(
-        part.mixes
-            .values()
-            .flat_map(|m| std::iter::once(m.seeds).chain(m.failing_seeds)),
-    )
-    .chain(
-        histograms
-            .iter()
-            .flat_map(|h| std::iter::once(h.count).chain(h.buckets.values().copied())),
-    );
-    for n in counters {
-        if n > bound {
-            return Err(format!(
-                "a count of {n} is implausible; expected at most {bound} per shard"
-            ));
-        }
-    }
-    Ok(())
+/// The merge rules of `suite::shard`, on the files as given.
+fn check_shards(files: &[PathBuf], views: &[shard::View]) -> Result<(), BadInput> {
+    let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    shard::check_set(&names, views).map_err(BadInput)
 }
 
 /// Merges scenario `i` of every shard and judges it from its file.
@@ -304,23 +187,21 @@ fn merge_scenario(
     i: usize,
     cfg: &SweepConfig,
 ) -> Result<(Scenario, ScenarioResult)> {
-    let mut agg = Aggregate::default();
-    let mut divergence: Option<(u64, String)> = None;
-    for r in reports {
-        let s = &r.scenarios[i];
-        let part = s
-            .aggregate
-            .to_agg()
-            .map_err(|e| BadInput(format!("{}: {e}", s.path)))?;
-        plausible(&part, r, s, reports.len()).map_err(|e| BadInput(format!("{}: {e}", s.path)))?;
-        if let (Some(seed), Some(text)) = (part.first_diverged, &s.divergence) {
-            if divergence.as_ref().is_none_or(|(d, _)| seed < *d) {
-                divergence = Some((seed, text.clone()));
-            }
-        }
-        agg = agg.merge(part);
-    }
     let s = &reports[0].scenarios[i];
+    let parts = reports
+        .iter()
+        .map(|r| {
+            let part = &r.scenarios[i];
+            let agg = part
+                .aggregate
+                .to_agg()
+                .map_err(|e| BadInput(format!("{}: {e}", part.path)))?;
+            let shard = shard_of(r.shard).ok_or_else(|| BadInput("not a shard".into()))?;
+            Ok((agg, shard, part.divergence.clone()))
+        })
+        .collect::<Result<Vec<_>, BadInput>>()?;
+    let (agg, divergence) = shard::merge_aggregates(parts, &(s.seed_start..s.seed_end))
+        .map_err(|e| BadInput(format!("{}: {e}", s.path)))?;
     let scenario = load(Path::new(&s.path))?;
     let hash = parse_hex(&s.source_hash).map_err(BadInput)?;
     if scenario.source_hash != hash {
@@ -330,13 +211,7 @@ fn merge_scenario(
         ))
         .into());
     }
-    let result = suite::judge_sweep(
-        &scenario,
-        s.seed_start..s.seed_end,
-        cfg,
-        agg,
-        divergence.map(|(_, text)| text),
-    );
+    let result = suite::judge_sweep(&scenario, s.seed_start..s.seed_end, cfg, agg, divergence);
     Ok((scenario, result))
 }
 

@@ -54,9 +54,33 @@ pub fn run(cli: args::Cli) -> Result<ExitCode> {
         Command::LiveWorker(a) => live::cmd_worker(a),
         Command::List => {
             print!("{}", crate::report::catalogue::render());
+            print!(
+                "{}",
+                crate::report::catalogue::validate_scenarios(&bundled_scenarios())
+            );
             Ok(Verdict::Met.into())
         }
     }
+}
+
+/// The bundled scenarios (`scenarios/` under the current directory, as
+/// `run scenarios/` reads it), each with the kinds it tolerates: what
+/// `list` tells a `validate` user. Files that do not load are left out;
+/// none when there is no such directory.
+fn bundled_scenarios() -> Vec<(String, Vec<&'static str>)> {
+    let dir = std::path::PathBuf::from("scenarios");
+    if !dir.is_dir() {
+        return Vec::new();
+    }
+    let files = scenario::collect(&[dir]).unwrap_or_default();
+    files
+        .iter()
+        .filter_map(|f| scenario::load(f).ok())
+        .map(|s| {
+            let kinds = s.expect.tolerated().iter().map(|k| k.name()).collect();
+            (s.path.display().to_string(), kinds)
+        })
+        .collect()
 }
 
 pub(crate) fn load(path: &std::path::Path) -> Result<scenario::Scenario> {

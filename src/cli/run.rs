@@ -139,11 +139,7 @@ pub fn cmd(args: RunArgs) -> Result<ExitCode> {
     }
     let total: u64 = ranges
         .iter()
-        .map(|r| {
-            r.clone()
-                .filter(|&seed| cfg.shard.is_none_or(|s| s.owns(r.start, seed)))
-                .count() as u64
-        })
+        .map(|r| suite::shard::seed_count(cfg.shard, r))
         .sum();
     let bar = progress_bar(total);
     let tick = || bar.inc(1);

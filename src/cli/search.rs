@@ -37,7 +37,8 @@ pub struct SearchArgs {
     /// Abort a run if a process takes longer than this to answer one input.
     #[arg(long, default_value_t = 5_000)]
     step_timeout_ms: u64,
-    /// Where to write a violating execution (a file, or a directory).
+    /// Where to write the violating executions: a directory (created if missing), or a
+    /// file when the search finds one violation [default: beside FILE].
     #[arg(long)]
     out: Option<PathBuf>,
     /// Write the violating execution as found, without shrinking it.
@@ -74,6 +75,48 @@ fn default_out(path: &Path, kind: &str) -> PathBuf {
         .file_stem()
         .map_or("scenario".into(), |s| s.to_string_lossy());
     path.with_file_name(format!("{stem}-search-{kind}.toml"))
+}
+
+/// Where each finding (named by its kind) is written. Without `--out`,
+/// beside the input (`default_out`). `--out` names a directory when it is
+/// one, or when there are several findings (created if missing); it names
+/// a file only for a single finding. Several findings and an `--out` that
+/// is a file (or ends in `.toml`) are refused before anything is written.
+fn out_paths(path: &Path, out: Option<&Path>, kinds: &[&str]) -> Result<Vec<PathBuf>> {
+    let Some(out) = out else {
+        return Ok(kinds.iter().map(|k| default_out(path, k)).collect());
+    };
+    let in_dir = |dir: &Path| -> Vec<PathBuf> {
+        kinds
+            .iter()
+            .map(|k| {
+                let name = default_out(path, k);
+                dir.join(name.file_name().unwrap_or(name.as_os_str()))
+            })
+            .collect()
+    };
+    if out.is_dir() {
+        return Ok(in_dir(out));
+    }
+    if kinds.len() <= 1 {
+        return Ok(kinds.iter().map(|_| out.to_path_buf()).collect());
+    }
+    if out.exists() || out.extension().is_some_and(|x| x == "toml") {
+        return Err(BadInput(format!(
+            "--out {}: the search found {} violations ({}), one scenario each: give --out a directory (created if missing), not a file",
+            out.display(),
+            kinds.len(),
+            kinds.join(", ")
+        ))
+        .into());
+    }
+    std::fs::create_dir_all(out).map_err(|e| {
+        BadInput(format!(
+            "--out {}: creating the directory: {e}",
+            out.display()
+        ))
+    })?;
+    Ok(in_dir(out))
 }
 
 /// The scripted scenario of `found`, shrunk when the nodes are built in.
@@ -244,23 +287,17 @@ fn report(
     external: bool,
 ) -> Result<ExitCode> {
     let o = &scenario.options;
+    // Refused (several findings, --out a file) before anything is printed or written.
+    let kinds: Vec<&str> = result.found.iter().map(|f| f.kind).collect();
+    let outs = out_paths(path, args.out.as_deref(), &kinds)?;
     print!("{}", crate::report::search::levels(result, cfg.max_faults));
     let base = search::fault_free(o);
-    for found in &result.found {
+    for (found, out) in result.found.iter().zip(outs) {
         let placed: Vec<String> = found.placements.iter().map(|p| p.describe(o)).collect();
         print!(
             "{}",
             crate::report::search::found(found, result.runs, &placed)
         );
-        let out = match &args.out {
-            Some(dir) if dir.is_dir() => dir.join(
-                default_out(path, found.kind)
-                    .file_name()
-                    .expect("a file name"),
-            ),
-            Some(file) if result.found.len() == 1 => file.clone(),
-            _ => default_out(path, found.kind),
-        };
         let how = write_found(
             path,
             source,

@@ -34,7 +34,7 @@ pub struct ShrinkArgs {
     /// Where to write the minimal scenario (default: FILE stem + `-seed-S-shrunk.toml`).
     #[arg(long)]
     out: Option<PathBuf>,
-    /// Give up after this many candidate runs.
+    /// Give up after this many candidate runs (at least 1; 0 is refused as bad input).
     #[arg(long, default_value_t = 5_000)]
     max_runs: u64,
 }

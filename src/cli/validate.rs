@@ -159,10 +159,7 @@ pub fn cmd(args: ValidateArgs) -> Result<ExitCode> {
     }
     let mut results = Vec::with_capacity(scenarios.len());
     for (s, range) in scenarios.iter().zip(&ranges) {
-        let seeds: Vec<u64> = range
-            .clone()
-            .filter(|&seed| shard.is_none_or(|sh| sh.owns(range.start, seed)))
-            .collect();
+        let seeds: Vec<u64> = crate::suite::shard::seeds(shard, range.clone()).collect();
         results.push(validate::validate_scenario(s, &seeds, &impls, limits, jobs));
     }
     validate::reaper::end_orphans();

@@ -153,3 +153,27 @@ pub fn render() -> String {
     }
     s
 }
+
+/// `list`'s last section: the bundled scenarios for `validate`, those with a
+/// clean built-in reference first (an implementation can fail them on every
+/// kind), then the rest with the kinds each cannot judge (its own: the
+/// built-in reference shows them or may). Empty without bundled scenarios.
+pub fn validate_scenarios(scenarios: &[(String, Vec<&'static str>)]) -> String {
+    use std::fmt::Write as _;
+    if scenarios.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from(
+        "scenarios for `validate` with a clean built-in reference (an implementation can fail them on every kind):\n",
+    );
+    for (path, _) in scenarios.iter().filter(|(_, k)| k.is_empty()) {
+        let _ = writeln!(s, "  {path}");
+    }
+    s.push_str(
+        "scenarios whose built-in reference shows (or may show) a violation: validate cannot judge these kinds there:\n",
+    );
+    for (path, kinds) in scenarios.iter().filter(|(_, k)| !k.is_empty()) {
+        let _ = writeln!(s, "  {path:<64} {}", kinds.join(", "));
+    }
+    s
+}

@@ -33,8 +33,8 @@ pre{background:#f0f2f5;border:1px solid var(--line);border-radius:6px;padding:8p
 .card{background:#fff;border:1px solid var(--line);border-radius:10px;padding:18px 20px;margin:18px 0}
 table.suite{border-collapse:collapse;width:100%;font-size:13.5px;background:#fff}
 table.suite th,table.suite td{border-bottom:1px solid var(--line);padding:6px 8px;text-align:right;white-space:nowrap}
-table.suite th{font-size:12px;color:var(--muted);font-weight:600}
-table.suite td:first-child,table.suite th:first-child,table.suite td:nth-child(2),table.suite th:nth-child(2){text-align:left}
+table.suite th{font-size:12px;color:var(--muted);font-weight:600;white-space:normal;vertical-align:bottom}
+table.suite td:first-child,table.suite th:first-child,table.suite td:nth-child(2),table.suite th:nth-child(2){text-align:left;white-space:normal}
 td.found{background:#fdecec;color:var(--bad);font-weight:700}
 td.met{color:var(--good);font-weight:700}
 td.notmet{color:#fff;background:var(--bad);font-weight:700}
@@ -84,8 +84,10 @@ At the resource, a green ✓ is an accepted write and a red ✗ a rejected one. 
 
 fn suite_table(s: &mut String, scenarios: &[ScenarioResults]) {
     s.push_str("<section class=\"card\" id=\"suite\"><h2>Suite</h2><div class=\"table-wrap\"><table class=\"suite\"><thead><tr><th>scenario</th><th>protocol</th><th>seeds</th>");
+    // Headers wrap (at the underscores too) so the table fits its card at
+    // a 1400 px window; a narrower one scrolls inside the card.
     for k in ViolationKind::ALL {
-        let _ = write!(s, "<th>{}</th>", k.name());
+        let _ = write!(s, "<th>{}</th>", k.name().replace('_', "_<wbr>"));
     }
     s.push_str(
         "<th>stale attempts</th><th>fence rejected</th><th>expectation</th></tr></thead><tbody>\n",
@@ -96,7 +98,9 @@ fn suite_table(s: &mut String, scenarios: &[ScenarioResults]) {
             "<tr><td><a href=\"#{id}\">{n}</a></td><td>{p}</td><td>{seeds}</td>",
             id = anchor(sc),
             n = esc(&sc.name),
-            p = esc(&sc.protocol),
+            // A protocol with options (`consensus-generation+no_fence+lock_delay`)
+            // may wrap at each `+`.
+            p = esc(&sc.protocol).replace('+', "+<wbr>"),
             seeds = sc.seeds
         );
         for k in ViolationKind::ALL {

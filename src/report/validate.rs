@@ -10,6 +10,7 @@
 use std::fmt::Write as _;
 
 use crate::check::store_claims::ClaimsReport;
+use crate::check::Report;
 use crate::history::History;
 use crate::suite::{shell_quote, Shard};
 use crate::validate::shard::ValidateJson;
@@ -18,22 +19,29 @@ use crate::validate::{self, Implementations, Judged, ScenarioValidation};
 impl Judged {
     /// Violations with their evidence records, then the checker's counters.
     pub fn render(&self) -> String {
-        let mut s = claims(&self.history, &self.claims);
-        let checker = super::replay::violations(&self.history, &self.report);
-        if self.report.is_clean() && !self.claims.is_clean() {
-            // "no violations" would contradict the store-claim lines above.
-            s.push_str(checker.trim_start_matches("no violations\n"));
-        } else {
-            s.push_str(&checker);
-        }
-        s
+        violations(&self.history, &self.report, &self.claims)
     }
+}
+
+/// One history's verdict as `validate` and `check-history` print it: the
+/// store-claim violations, then the checker's, each with its evidence
+/// records, then the checker's counters. "no violations" heads it only when
+/// neither found any, so it never precedes a VIOLATION line.
+pub fn violations(h: &History, report: &Report, store: &ClaimsReport) -> String {
+    let mut s = claims(h, store);
+    let checker = super::replay::violations(h, report);
+    if report.is_clean() && !store.is_clean() {
+        s.push_str(checker.trim_start_matches("no violations\n"));
+    } else {
+        s.push_str(&checker);
+    }
+    s
 }
 
 /// The store-claims violations, like `replay::violations`: each with its
 /// evidence records, then how many of a kind were counted but not kept.
-/// Empty for a clean report (`check-history` prints it only then).
-pub fn claims(h: &History, claims: &ClaimsReport) -> String {
+/// Empty for a clean report.
+fn claims(h: &History, claims: &ClaimsReport) -> String {
     let mut s = String::new();
     for v in &claims.violations {
         let _ = writeln!(
@@ -214,18 +222,39 @@ pub fn results(results: &[ScenarioValidation], specs: &[String], step_timeout_ms
         }
     }
     let failing: usize = results.iter().map(|r| r.failing()).sum();
+    let unjudged = unjudged(results);
     let verdict = if impl_errors > 0 {
         format!("IMPLEMENTATION ERROR in {impl_errors} runs (those runs were not judged)")
     } else if failing > 0 {
         format!("VIOLATIONS in {failing} runs (the implementation's)")
-    } else if results.iter().all(|r| r.scenario_kind_counts().is_empty()) {
+    } else if unjudged.is_empty() {
         "CLEAN: no violations in any run".to_string()
     } else {
-        "CLEAN: no violations of the implementation's (the scenario's own are listed above)"
-            .to_string()
+        format!(
+            "INCONCLUSIVE for {unjudged}: no violations of the implementation's, but these \
+             scenarios cannot tell a safe implementation from an unsafe one for those kinds \
+             (the scenario's own are listed above); judge them on a scenario whose built-in \
+             reference is clean (`fencesim list`, docs/validate.md)"
+        )
     };
     let _ = writeln!(s, "\nverdict: {verdict}");
     s
+}
+
+/// The kinds no scenario of the run could judge, each with why: `stale_write
+/// (the built-in reference shows it on the same seeds), lost_update
+/// (the scenario allows it)`. Empty when every violation was judged.
+fn unjudged(results: &[ScenarioValidation]) -> String {
+    validate::unjudged_kinds(results)
+        .iter()
+        .map(|(k, why)| match why {
+            validate::Unjudged::BuiltInToo => {
+                format!("{k} (the built-in reference shows it on the same seeds)")
+            }
+            validate::Unjudged::Allowed => format!("{k} (the scenario allows it)"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// `merge`'s text for validate shard files: one row per scenario, each

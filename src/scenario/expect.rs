@@ -91,6 +91,19 @@ impl Expectation {
         self.must_find.is_empty()
     }
 
+    /// Every kind the scenario tolerates (`must_find`'s, then `allow`'s):
+    /// the kinds its built-in reference may show, which `validate` cannot
+    /// judge an implementation on there. Empty: a clean built-in reference.
+    pub fn tolerated(&self) -> Vec<ViolationKind> {
+        let mut kinds: Vec<ViolationKind> = self.must_find.iter().map(|(k, _)| *k).collect();
+        for k in &self.allow {
+            if !kinds.contains(k) {
+                kinds.push(*k);
+            }
+        }
+        kinds
+    }
+
     pub fn tolerates(&self, kind: ViolationKind) -> bool {
         self.allow.contains(&kind) || self.must_find.iter().any(|(k, _)| *k == kind)
     }

@@ -362,6 +362,10 @@ pub fn search_shard(
     if count == 0 || index >= count {
         return Err(format!("shard {index}/{count}: expected 0 <= I < N"));
     }
+    let shard = crate::suite::Shard {
+        index: index as u64,
+        count: count as u64,
+    };
     let vocab = &scenario.options;
     let base = fault_free(vocab);
     let pool = crate::suite::pool::pool(cfg.jobs);
@@ -418,7 +422,7 @@ pub fn search_shard(
         let first_position = out.total_runs + 1;
         out.total_runs += jobs.len() as u64;
         // Level K is the shard's slice; the levels below it, every shard runs.
-        let mine = |j: usize| !last || j % count == index;
+        let mine = |j: usize| !last || shard.owns_position(j as u64);
         let runs: Vec<Option<Result<Execution, String>>> = pool.install(|| {
             jobs.par_iter()
                 .enumerate()
@@ -489,14 +493,8 @@ pub fn tally(scenario: &Scenario, shards: &[ShardRun]) -> Result<SearchResult, S
             s.index, s.count, first.index, first.count
         ));
     }
-    let mut indices: Vec<usize> = shards.iter().map(|s| s.index).collect();
-    indices.sort_unstable();
-    if indices != (0..first.count).collect::<Vec<_>>() {
-        return Err(format!(
-            "expected shards 0..{} of {} exactly once each, got {:?}",
-            first.count, first.count, indices
-        ));
-    }
+    let indices: Vec<u64> = shards.iter().map(|s| s.index as u64).collect();
+    crate::suite::shard::complete(&indices, first.count as u64)?;
     let mut all: Vec<&Ran> = shards.iter().flat_map(|s| &s.runs).collect();
     all.sort_by_key(|r| r.position);
     let mut merged: Vec<&Ran> = Vec::with_capacity(all.len());

@@ -64,6 +64,9 @@ pub const CHECK_SEEDS: u64 = 16;
 pub enum ShrinkError {
     #[error("{0}")]
     Scenario(String),
+    /// A budget of zero candidate runs: nothing could be tried.
+    #[error("--max-runs 0: shrinking needs at least one candidate run")]
+    NoRunBudget,
     #[error(
         "seed {seed} shows no violation; nothing to shrink (try `fencesim run` for a failing seed)"
     )]
@@ -367,6 +370,9 @@ pub fn shrink(
     kind: Option<ViolationKind>,
     max_runs: u64,
 ) -> Result<Shrunk, ShrinkError> {
+    if max_runs == 0 {
+        return Err(ShrinkError::NoRunBudget);
+    }
     let scenario =
         scenario::parse(source, file).map_err(|e| ShrinkError::Scenario(e.to_string()))?;
     let crate::suite::SeedRun {

@@ -8,7 +8,6 @@
 pub(crate) mod clock;
 pub mod faults;
 pub(crate) mod hash;
-pub(crate) mod lookup;
 pub(crate) mod network;
 pub(crate) mod options;
 pub(crate) mod queue;

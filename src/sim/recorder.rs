@@ -21,8 +21,8 @@
 //! decision too: one `became_active` record that is both the grant's issue
 //! and its receipt, numbered from the same grant ids.
 
-use super::lookup::{Lookup, LookupSet};
 use crate::history::{Event, Kind, Outcome};
+use crate::lookup::{Lookup, LookupSet};
 use crate::protocol::msg::LockDomainEvent;
 use crate::protocol::systems::system_msg;
 use crate::protocol::{Msg, NodeId, Observation};

@@ -370,7 +370,7 @@ pub fn sweep(
         seeds
             .clone()
             .into_par_iter()
-            .filter(|&seed| cfg.shard.is_none_or(|s| s.owns(start, seed)))
+            .filter(|&seed| shard::runs(cfg.shard, start, seed))
             .fold(Aggregate::default, |acc, seed| {
                 let r = run_seed_with(scenario, seed, cfg);
                 tick();

@@ -369,6 +369,40 @@ impl ScenarioValidation {
     }
 }
 
+/// The kinds these runs could not judge: found in the implementation's
+/// runs but the scenario's, so a safe and an unsafe implementation look
+/// alike there. Each with why: the built-in reference shows it on a seed
+/// where the implementation did (that reason wins, in any scenario), or the
+/// scenario's `[expect]` allows it. In first-seen order.
+pub fn unjudged_kinds(results: &[ScenarioValidation]) -> Vec<(&'static str, Unjudged)> {
+    let mut kinds: Vec<(&'static str, Unjudged)> = Vec::new();
+    for s in results.iter().flat_map(|r| &r.seeds) {
+        let Ok(j) = &s.verdict else { continue };
+        for &k in &j.scenario {
+            let why = if s.baseline.contains(&k) {
+                Unjudged::BuiltInToo
+            } else {
+                Unjudged::Allowed
+            };
+            match kinds.iter_mut().find(|(n, _)| *n == k) {
+                Some((_, w)) => *w = (*w).max(why),
+                None => kinds.push((k, why)),
+            }
+        }
+    }
+    kinds
+}
+
+/// Why a violation kind in an implementation's run is the scenario's, not
+/// the implementation's: what makes the scenario unable to judge it.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+pub enum Unjudged {
+    /// The scenario's `[expect]` allows (or requires) it.
+    Allowed,
+    /// The built-in reference nodes show it on the same seed.
+    BuiltInToo,
+}
+
 /// Splits a judged run's violations into the implementation's and the
 /// scenario's (allowed by `[expect]`, or shown by the built-in on the seed).
 fn attribute(scenario: &Scenario, judged: &Judged, baseline: &[ViolationKind]) -> SeedJudgement {

@@ -7,9 +7,9 @@
 use std::path::{Path, PathBuf};
 
 /// Bottom to top. A room may use any room before it in this list.
-const ORDER: [&str; 14] = [
-    "protocol", "history", "sim", "check", "oracle", "scenario", "suite", "model", "shrink",
-    "search", "validate", "report", "live", "cli",
+const ORDER: [&str; 15] = [
+    "lookup", "protocol", "history", "sim", "check", "oracle", "scenario", "suite", "model",
+    "shrink", "search", "validate", "report", "live", "cli",
 ];
 
 fn rank(room: &str) -> Option<usize> {
@@ -88,7 +88,8 @@ fn rooms_named(code: &str) -> Vec<String> {
         .collect()
 }
 
-fn upward_imports() -> Vec<String> {
+/// Every (file under `src/`, its room, a room it names) in the crate.
+fn imports() -> Vec<(String, String, String)> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     rust_files(&src, &mut files);
@@ -97,12 +98,6 @@ fn upward_imports() -> Vec<String> {
         let Some(room) = room_of(&src, file) else {
             continue;
         };
-        let mine = rank(&room).unwrap_or_else(|| {
-            panic!(
-                "{}: room {room} is not in ORDER (add it where it belongs)",
-                file.display()
-            )
-        });
         let text = std::fs::read_to_string(file).expect("source file reads");
         // Joined so a `use crate::{…}` group spanning lines reads as one.
         let code: String = text
@@ -110,21 +105,48 @@ fn upward_imports() -> Vec<String> {
             .map(|l| l.split("//").next().unwrap_or(""))
             .collect::<Vec<_>>()
             .join(" ");
+        let name = file
+            .strip_prefix(&src)
+            .unwrap_or(file)
+            .display()
+            .to_string();
         for other in rooms_named(&code) {
-            let Some(theirs) = rank(&other) else {
-                continue;
-            };
-            if theirs > mine {
-                found.push(format!(
-                    "{} ({room}) imports {other}, a room above it",
-                    file.strip_prefix(&src).unwrap_or(file).display()
-                ));
-            }
+            found.push((name.clone(), room.clone(), other));
+        }
+    }
+    found
+}
+
+fn upward_imports() -> Vec<String> {
+    let mut found = Vec::new();
+    for (file, room, other) in imports() {
+        let mine = rank(&room).unwrap_or_else(|| {
+            panic!("{file}: room {room} is not in ORDER (add it where it belongs)")
+        });
+        let Some(theirs) = rank(&other) else {
+            continue;
+        };
+        if theirs > mine {
+            found.push(format!("{file} ({room}) imports {other}, a room above it"));
         }
     }
     found.sort();
     found.dedup();
     found
+}
+
+#[test]
+fn the_checkers_import_nothing_of_the_simulator() {
+    // `check/` is the entry point for histories from anywhere and `oracle/`
+    // its independent twin: both stand on `history/` (and `lookup`'s
+    // tables), never on `sim/`, although the layer order would allow it.
+    let mut found: Vec<String> = imports()
+        .into_iter()
+        .filter(|(_, room, other)| (room == "check" || room == "oracle") && other == "sim")
+        .map(|(file, _, _)| file)
+        .collect();
+    found.dedup();
+    assert!(found.is_empty(), "files importing sim: {found:?}");
 }
 
 #[test]
@@ -669,5 +691,38 @@ fn no_live_function_is_longer_than_the_limit() {
         long.is_empty(),
         "functions over {LIVE_FN_LIMIT} lines (split them into named phases):\n{}",
         long.join("\n")
+    );
+}
+
+#[test]
+fn shard_ownership_is_computed_in_suite_shard_only() {
+    // The seed range -> shard mapping (an index modulo the shard count) has
+    // one home; everything else asks it (`Shard::owns`, `shard::seeds`, …).
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut found = Vec::new();
+    for file in &files {
+        let rel = file.strip_prefix(&src).unwrap_or(file);
+        if rel == Path::new("suite/shard.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).expect("source file reads");
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            let compact: String = code.split_whitespace().collect();
+            let arithmetic =
+                compact.contains("%count") || compact.contains(".count==") && compact.contains('%');
+            // cli/ parses `--shard` and prints; it never filters seeds itself.
+            let cli_filters = rel.starts_with("cli") && compact.contains(".owns(");
+            if arithmetic || cli_filters {
+                found.push(format!("{}:{}: {}", rel.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "shard arithmetic outside suite/shard.rs:\n{}",
+        found.join("\n")
     );
 }

@@ -4,13 +4,15 @@
 //!
 //! - `clean` — no violation of any kind;
 //! - `KIND=N …` — exactly N violations of each kind named, none of any
-//!   other (`stale_write=1 lost_update=1`);
+//!   other (`stale_write=1 lost_update=1`); a kind is a checker's or a
+//!   store claim's (`acked_write_lost=1`, judged by `store_claims`);
 //! - `refused LINE RULE` — an input rule (`time-order`, `grant-identity`,
 //!   …) refuses the record on file line LINE;
 //! - `unreadable LINE` — the JSON-lines reader refuses line LINE.
 //!
 //! Each history goes through both checkers (`check::check` and the
-//! independent `oracle::check`) and through `fencesim check-history`, whose
+//! independent `oracle::check`), the store-claims check, and through
+//! `fencesim check-history`, whose
 //! exit code (0 clean, 1 violations, 2 bad input naming `FILE:LINE:`) must
 //! say the same. A new case is two files; no code changes.
 
@@ -18,13 +20,34 @@ use std::path::{Path, PathBuf};
 
 use crate::common;
 
+use fencesim::check::store_claims::{self, ClaimKind};
 use fencesim::check::{check, ViolationKind};
 use fencesim::history::jsonl;
 use fencesim::history::validate::validate;
 use fencesim::oracle;
 
+/// A kind an `.expect` file may name: the checkers' or the store claims'.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum AnyKind {
+    Checker(ViolationKind),
+    Claim(ClaimKind),
+}
+
+impl AnyKind {
+    fn from_name(name: &str) -> Option<AnyKind> {
+        ViolationKind::from_name(name)
+            .map(AnyKind::Checker)
+            .or_else(|| {
+                ClaimKind::ALL
+                    .into_iter()
+                    .find(|k| k.name() == name)
+                    .map(AnyKind::Claim)
+            })
+    }
+}
+
 enum Expect {
-    Counts(Vec<(ViolationKind, u64)>),
+    Counts(Vec<(AnyKind, u64)>),
     Refused { line: usize, rule: String },
     Unreadable { line: usize },
 }
@@ -55,7 +78,7 @@ fn parse_expect(path: &Path) -> Expect {
                     let (kind, n) = w
                         .split_once('=')
                         .unwrap_or_else(|| panic!("{}: `{w}`: KIND=N", path.display()));
-                    let kind = ViolationKind::from_name(kind)
+                    let kind = AnyKind::from_name(kind)
                         .unwrap_or_else(|| panic!("{}: unknown kind `{kind}`", path.display()));
                     let n = n
                         .parse()
@@ -120,13 +143,24 @@ fn run_case(path: &Path) -> Result<(), String> {
             (Expect::Counts(want), Ok(())) => {
                 let report = check(h);
                 let findings = oracle::check(h);
+                let wanted =
+                    |kind: AnyKind| want.iter().find(|(k, _)| *k == kind).map_or(0, |(_, n)| *n);
                 for kind in ViolationKind::ALL {
-                    let want = want.iter().find(|(k, _)| *k == kind).map_or(0, |(_, n)| *n);
+                    let want = wanted(AnyKind::Checker(kind));
                     let ours = report.count(kind);
                     let theirs = findings.iter().filter(|f| f.kind == kind.name()).count() as u64;
                     if (ours, theirs) != (want, want) {
                         return Err(format!(
                             "{name}: {kind}: check found {ours}, oracle {theirs}, by hand {want}"
+                        ));
+                    }
+                }
+                let claims = store_claims::check(h);
+                for kind in ClaimKind::ALL {
+                    let (ours, want) = (claims.count(kind), wanted(AnyKind::Claim(kind)));
+                    if ours != want {
+                        return Err(format!(
+                            "{name}: {kind}: store claims found {ours}, by hand {want}"
                         ));
                     }
                 }
@@ -147,6 +181,13 @@ fn run_case(path: &Path) -> Result<(), String> {
         return Err(format!(
             "{name}: check-history exit {:?}, expected {code}: {err}",
             out.status.code()
+        ));
+    }
+    // One verdict: "no violations" never heads a VIOLATION line.
+    let said = common::stdout(&out);
+    if said.contains("VIOLATION") && said.contains("no violations") {
+        return Err(format!(
+            "{name}: check-history said both `no violations` and VIOLATION:\n{said}"
         ));
     }
     if let Some(m) = mentions {

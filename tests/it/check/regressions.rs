@@ -821,9 +821,10 @@ fn lost_update_evidence_names_the_overwritten_writes_after_the_value_read() {
         .iter()
         .find(|v| v.kind == ViolationKind::LostUpdate)
         .expect("lost");
+    // In record order: the read came after the writes it missed.
     assert_eq!(
         v.evidence,
-        vec![read, between[1], between[2], between[3], lost]
+        vec![between[1], between[2], between[3], read, lost]
     );
 }
 

@@ -217,6 +217,48 @@ fn list_prints_protocols_faults_and_checkers() {
 }
 
 #[test]
+fn list_and_the_validate_docs_name_the_bundled_scenarios_with_a_clean_built_in_reference() {
+    let text = stdout(&fencesim(&["list"]));
+    let (clean, rest) = text
+        .split_once("scenarios whose built-in reference shows")
+        .expect("the second validate section");
+    let clean = clean
+        .split_once("scenarios for `validate` with a clean built-in reference")
+        .expect("the first validate section")
+        .1;
+    let docs = std::fs::read_to_string(common::root().join("docs/validate.md")).expect("docs");
+    let files = fencesim::scenario::collect(&[common::root().join("scenarios")]).expect("bundled");
+    assert!(files.len() > 50);
+    for f in files {
+        let s = common::load(&f);
+        let rel = f
+            .strip_prefix(common::root())
+            .expect("under the root")
+            .display()
+            .to_string();
+        let tolerated = s.expect.tolerated();
+        if tolerated.is_empty() {
+            assert!(
+                clean.contains(&format!("  {rel}\n")),
+                "{rel} not listed clean:\n{text}"
+            );
+            assert!(
+                docs.contains(&format!("`{rel}`")),
+                "docs/validate.md misses {rel}"
+            );
+        } else {
+            let line = rest
+                .lines()
+                .find(|l| l.trim_start().starts_with(&format!("{rel} ")))
+                .unwrap_or_else(|| panic!("{rel} not listed:\n{text}"));
+            for k in tolerated {
+                assert!(line.contains(k.name()), "{rel}: {k} missing in `{line}`");
+            }
+        }
+    }
+}
+
+#[test]
 fn metrics_flag_writes_prometheus_text_with_the_articles_production_metrics() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("m.prom");

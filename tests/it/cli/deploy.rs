@@ -31,7 +31,7 @@ fn repo() -> &'static Path {
 }
 
 fn bin_dir() -> PathBuf {
-    Path::new(env!("CARGO_BIN_EXE_fencesim"))
+    crate::common::bin()
         .parent()
         .expect("the binary has a directory")
         .to_path_buf()
@@ -653,7 +653,7 @@ fn validate_shards_merge_into_the_unsharded_validation() {
             .display()
     );
     let validate = |extra: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_fencesim"))
+        let out = crate::common::fencesim_command()
             .current_dir(repo())
             .args(["validate", "--node", &node, "--seeds", "6", "--jobs", "2"])
             .args([
@@ -675,7 +675,7 @@ fn validate_shards_merge_into_the_unsharded_validation() {
         std::fs::write(&file, validate(&["--shard", shard])).unwrap();
         files.push(file);
     }
-    let merged = Command::new(env!("CARGO_BIN_EXE_fencesim"))
+    let merged = crate::common::fencesim_command()
         .current_dir(repo())
         .args(["merge", "--format", "json"])
         .args(&files)
@@ -690,7 +690,7 @@ fn validate_shards_merge_into_the_unsharded_validation() {
     assert_eq!(report["scenarios"][0]["seeds"].as_array().unwrap().len(), 6);
     assert_eq!(report["scenarios"][0]["first_failure"]["seed"], 0);
     // One shard alone is not the validation.
-    let alone = Command::new(env!("CARGO_BIN_EXE_fencesim"))
+    let alone = crate::common::fencesim_command()
         .current_dir(repo())
         .args(["merge"])
         .arg(&files[0])

@@ -2,20 +2,8 @@
 //! line, the line reproduces the seed; shards merge into the unsharded
 //! report; JSON and JUnit are written; results do not depend on `--jobs`.
 
+use crate::common::{fencesim, stdout};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn fencesim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fencesim"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("fencesim runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
 
 /// gc-pause-stale-write, but expecting a clean run: every seed fails it.
 fn failing_scenario(dir: &Path) -> PathBuf {

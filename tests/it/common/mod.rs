@@ -52,14 +52,37 @@ pub fn scenario_path(rel: &str) -> PathBuf {
     root().join("scenarios").join(rel)
 }
 
+/// The `fencesim` binary built for this test profile: the one place the
+/// integration tests name it.
+pub fn bin() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_fencesim"))
+}
+
+/// The binary as a `Command`, run from the repository root without
+/// backtraces: for runs that need more than [`fencesim`] (path arguments,
+/// an environment, piped output, a child to signal).
+pub fn fencesim_command() -> Command {
+    let mut cmd = Command::new(bin());
+    cmd.current_dir(root()).env("RUST_BACKTRACE", "0");
+    cmd
+}
+
 /// Runs the `fencesim` binary built for this test profile.
 pub fn fencesim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fencesim"))
+    fencesim_command()
         .args(args)
-        .current_dir(root())
-        .env("RUST_BACKTRACE", "0")
         .output()
         .expect("fencesim binary runs")
+}
+
+/// Runs a prepared [`fencesim_command`]: its exit code (-1 if killed by a
+/// signal) and its stdout followed by its stderr.
+pub fn run_text(cmd: &mut Command) -> (i32, String) {
+    let out = cmd.output().expect("fencesim binary runs");
+    (
+        out.status.code().unwrap_or(-1),
+        stdout(&out) + &stderr(&out),
+    )
 }
 
 pub fn stdout(o: &Output) -> String {

@@ -4,7 +4,7 @@
 //! counterexample BFS (an expected-unsafe spec on a safe protocol, so it never ends early).
 #![cfg(unix)]
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 /// Bounds far above the bundled models (about 3e8 states): minutes without the interrupt.
@@ -30,7 +30,7 @@ fn interrupt_check_after_a_second(
 ) -> (Option<i32>, String, Duration) {
     let dir = tempfile::tempdir().expect("temp dir");
     let spec = large_spec(dir.path(), expected);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fencesim"))
+    let mut child = crate::common::fencesim_command()
         .arg("check")
         .args(args)
         .arg(&spec)

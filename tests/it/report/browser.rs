@@ -81,7 +81,7 @@ fn the_report_page_renders_its_timeline_and_evidence_in_a_real_browser() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_fencesim"))
+    let out = crate::common::fencesim_command()
         .args([
             "run",
             "scenarios/article/gc-pause-stale-write.toml",
@@ -149,6 +149,53 @@ fn the_report_page_renders_its_timeline_and_evidence_in_a_real_browser() {
     assert!(png.starts_with(b"\x89PNG"), "a PNG");
     assert!(png.len() > 50_000, "a real picture, not a blank page");
     eprintln!("screenshot: {}", shot.display());
+}
+
+/// The committed full-suite report (every column, the longest scenario
+/// names) at a 1400 px window: the suite table ends inside its card. A
+/// script appended to a copy of the page measures it after layout and
+/// writes the answer into the DOM, which `--dump-dom` returns.
+#[test]
+fn the_suite_table_fits_its_card_at_a_1400_px_window() {
+    let Some(browser) = chromium() else {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED report_browser suite width: chromium not found on PATH"
+        );
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "chromium is missing on CI"
+        );
+        return;
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let html = std::fs::read_to_string(root.join("reports/index.html")).expect("committed report");
+    let probe = "<script>(function(){var c=document.querySelector('#suite');\
+        var t=c.querySelector('table');var r=t.getBoundingClientRect().right;\
+        var e=c.getBoundingClientRect().right;\
+        document.body.setAttribute('data-suite-fit',(r<=e?'yes':'no')+' '+Math.round(r)+' '+Math.round(e));})();</script>";
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("index.html");
+    std::fs::write(&page, html.replace("</body>", &format!("{probe}</body>"))).unwrap();
+    let dom = headless(
+        &browser,
+        &page,
+        &[
+            "--window-size=1400,900".to_string(),
+            "--dump-dom".to_string(),
+        ],
+    );
+    let fit = dom
+        .split_once("data-suite-fit=\"")
+        .and_then(|(_, rest)| rest.split_once('"'))
+        .map(|(v, _)| v.to_string())
+        .expect("the probe ran");
+    assert!(
+        fit.starts_with("yes"),
+        "the table's right edge, the card's: {fit}"
+    );
 }
 
 fn checker_evidence_of_seed_0() -> std::collections::BTreeSet<u64> {

@@ -10,7 +10,6 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command;
 
 const REGENERATE: &str = "cargo run --release -- run scenarios/ --report reports/";
 
@@ -39,7 +38,7 @@ fn files(root: &Path) -> BTreeMap<String, Vec<u8>> {
 fn committed_reports_match_what_the_code_generates() {
     let _heavy = crate::common::heavy();
     let tmp = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_fencesim"))
+    let out = crate::common::fencesim_command()
         .args(["run", "scenarios/", "--jobs", "1", "--report"])
         .arg(tmp.path())
         .output()

@@ -4,23 +4,13 @@
 //! seed *with its swarm mix*, the run that failed (it used to re-run the seed
 //! as written and draw another execution).
 
+use crate::common;
 use std::path::Path;
-use std::process::Command;
 
 const RANDOM: &str = "scenarios/random/random-faults-redis-set-nx.toml";
 
 fn fencesim(args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_fencesim"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(args)
-        .output()
-        .expect("run fencesim");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.code().unwrap_or(-1), text)
+    common::run_text(common::fencesim_command().args(args))
 }
 
 fn results(dir: &Path) -> serde_json::Value {

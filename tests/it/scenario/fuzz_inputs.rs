@@ -422,10 +422,9 @@ fn top_level_entries() -> Vec<std::ffi::OsString> {
 /// address-space cap; returns its exit code and stderr.
 fn fencesim_capped(dir: &std::path::Path, args: &[String]) -> (i32, String) {
     use std::os::unix::process::CommandExt;
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_fencesim"));
+    let mut cmd = crate::common::fencesim_command();
     cmd.args(args)
         .current_dir(dir)
-        .env("RUST_BACKTRACE", "0")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped());

@@ -1,5 +1,6 @@
 //! `fencesim search`: anchored faults placed at ownership events.
 
 mod anchored_faults;
+mod out;
 mod partitions_shards;
 mod placements;

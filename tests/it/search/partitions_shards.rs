@@ -4,7 +4,6 @@
 //! refuses, as `validate` does, an implementation the scenario cannot run.
 
 use std::path::Path;
-use std::process::Command;
 
 use fencesim::scenario::{self, Scenario};
 use fencesim::search::{self, Config};
@@ -132,8 +131,7 @@ fn search_refuses_a_python_store_under_the_storage_fenced_pair_as_validate_does(
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("pair-fenced.toml");
     std::fs::write(&path, pair_source(true)).expect("write");
-    let out = Command::new(env!("CARGO_BIN_EXE_fencesim"))
-        .current_dir(root())
+    let out = crate::common::fencesim_command()
         .arg("search")
         .arg(&path)
         .arg("--node")

@@ -4,7 +4,6 @@
 //! protocol changed. Also through `validate` processes (Python).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use fencesim::scenario::{self, Scenario};
 use fencesim::search::{self, Config, SearchResult};
@@ -156,21 +155,14 @@ crash_nodes = ["resource/0"]
 
 fn search_cli(script: &str, dir: &Path) -> (i32, String) {
     let scenario = crash_after_ack_scenario(dir);
-    let out = Command::new(env!("CARGO_BIN_EXE_fencesim"))
-        .current_dir(root())
-        .args(["search", "--faults", "1", "--jobs", "2", "--out"])
-        .arg(dir)
-        .arg("--node")
-        .arg(format!("resource={}", python(script)))
-        .arg(&scenario)
-        .output()
-        .expect("run fencesim");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.code().unwrap_or(-1), text)
+    crate::common::run_text(
+        crate::common::fencesim_command()
+            .args(["search", "--faults", "1", "--jobs", "2", "--out"])
+            .arg(dir)
+            .arg("--node")
+            .arg(format!("resource={}", python(script)))
+            .arg(&scenario),
+    )
 }
 
 #[test]

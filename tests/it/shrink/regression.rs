@@ -5,6 +5,8 @@
 use fencesim::check::{self, ViolationKind};
 use fencesim::{scenario, shrink, sim};
 
+use crate::common;
+
 fn bundled(rel: &str) -> String {
     std::fs::read_to_string(format!("{}/{rel}", env!("CARGO_MANIFEST_DIR"))).unwrap()
 }
@@ -83,4 +85,33 @@ fn a_clean_seed_or_an_absent_kind_is_refused() {
         matches!(err, shrink::ShrinkError::KindAbsent { .. }),
         "{err}"
     );
+}
+
+#[test]
+fn a_run_budget_of_zero_is_bad_input_and_writes_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out_file = dir.path().join("shrunk.toml");
+    let out = common::fencesim(&[
+        "shrink",
+        "scenarios/random/random-faults-redis-set-nx.toml",
+        "--seed",
+        "4",
+        "--max-runs",
+        "0",
+        "--out",
+        out_file.to_str().expect("utf-8 path"),
+    ]);
+    let err = common::stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{}{err}", common::stdout(&out));
+    assert!(err.contains("--max-runs 0"), "{err}");
+    assert!(!out_file.exists());
+    assert!(shrink::shrink(
+        &bundled("scenarios/random/random-faults-redis-set-nx.toml"),
+        "x.toml",
+        4,
+        false,
+        None,
+        0
+    )
+    .is_err());
 }

@@ -22,7 +22,7 @@ fn madsim_implementation_histories_check_clean_when_fenced_and_stale_when_not() 
     let root = env!("CARGO_MANIFEST_DIR");
     let out = Command::new("sh")
         .arg(format!("{root}/examples/madsim-lock/run.sh"))
-        .env("FENCESIM_BIN", env!("CARGO_BIN_EXE_fencesim"))
+        .env("FENCESIM_BIN", crate::common::bin())
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_TARGET_DIR")
         .output()

@@ -193,7 +193,7 @@ fn validate_raw(mode: &str, fake_seed: &str, args: &[&str]) -> Outcome {
     let dir = tempfile::tempdir().expect("tempdir");
     let pidfile = dir.path().join("pids");
     let fake = root.join("examples/python/fakes/misbehaving.py");
-    let out = Command::new(env!("CARGO_BIN_EXE_fencesim"))
+    let out = crate::common::fencesim_command()
         .current_dir(root)
         .env("FAKE_PIDFILE", &pidfile)
         .arg("validate")
@@ -387,7 +387,7 @@ fn the_repro_line_carries_the_step_timeout_and_reproduces_the_failure() {
         repro.contains("--step-timeout-ms 2000 --seed-start 1 --seeds 1"),
         "{repro}"
     );
-    let command = repro.replacen("fencesim", env!("CARGO_BIN_EXE_fencesim"), 1);
+    let command = repro.replacen("fencesim", &crate::common::bin().display().to_string(), 1);
     let again = Command::new("sh")
         .current_dir(root)
         .arg("-c")
@@ -407,7 +407,7 @@ fn the_repro_line_carries_the_step_timeout_and_reproduces_the_failure() {
 #[test]
 fn zero_seeds_is_bad_input() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let out = Command::new(env!("CARGO_BIN_EXE_fencesim"))
+    let out = crate::common::fencesim_command()
         .current_dir(root)
         .args([
             "validate",

@@ -3,7 +3,6 @@
 //! acknowledged write — by the same harness, on the same scenarios.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use fencesim::check::store_claims::{self, ClaimKind};
 use fencesim::protocol::resource::FenceCheck;
@@ -27,19 +26,15 @@ const CRASH_AFTER_ACK: &str = "examples/python/scenarios/resource-crash-after-ac
 
 fn validate_cli(script: &str, seeds: u64) -> (i32, String) {
     let cmd = python(script);
-    let out = Command::new(env!("CARGO_BIN_EXE_fencesim"))
-        .current_dir(root())
-        .args(["validate", "--seeds", &seeds.to_string(), "--jobs", "2"])
-        .arg("--node")
-        .arg(format!("coordinator={cmd}"))
-        .arg("--node")
-        .arg(format!("resource={cmd}"))
-        .args([GC_PAUSE, CRASH_AFTER_ACK])
-        .output()
-        .expect("run fencesim");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    (out.status.code().unwrap_or(-1), format!("{stdout}{stderr}"))
+    crate::common::run_text(
+        crate::common::fencesim_command()
+            .args(["validate", "--seeds", &seeds.to_string(), "--jobs", "2"])
+            .arg("--node")
+            .arg(format!("coordinator={cmd}"))
+            .arg("--node")
+            .arg(format!("resource={cmd}"))
+            .args([GC_PAUSE, CRASH_AFTER_ACK]),
+    )
 }
 
 fn row<'a>(text: &'a str, scenario: &str) -> &'a str {
@@ -207,8 +202,7 @@ fn the_reference_coordinator_times_leases_on_the_monotonic_clock_so_a_wall_jump_
     // The built-in coordinator times leases on the wall clock (as Redis
     // does): the jump ends A's lease early and an update is lost, every seed.
     let (code, text) = {
-        let out = Command::new(env!("CARGO_BIN_EXE_fencesim"))
-            .current_dir(root())
+        let out = crate::common::fencesim_command()
             .args(["validate", "--seeds", "3", "--jobs", "2", "--node"])
             .arg(format!("coordinator={}", python("fencelock.py")))
             .arg("examples/python/scenarios/coordinator-clock-jump.toml")

@@ -1,6 +1,7 @@
 //! Point-lookup tables for per-run state: a hash map that cannot be
-//! iterated. The simulator's recorder and the checkers (`check/`, which
-//! sits above `sim/` and imports it from here) share it.
+//! iterated. The simulator's recorder (`sim/`) and the checkers (`check/`)
+//! share it, so it is the bottom room, below both: `check/`, the entry
+//! point for histories from anywhere, imports nothing of the simulator.
 //!
 //! The recorder and the checkers keep a dozen maps from grant ids, op ids,
 //! owner nonces and (node, key) pairs to what they have seen, and only ever
