@@ -45,7 +45,7 @@ const BLOCK: usize = 512;
 
 /// States popped and expanded together: the first slots of all their successors are loaded
 /// together, so that more cache misses overlap.
-const BATCH: usize = 1;
+const BATCH: usize = 4;
 
 /// Per-thread counts, published after every block (for progress) and at the end.
 #[derive(Default)]
