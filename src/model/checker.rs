@@ -1,11 +1,12 @@
 //! Running the models: proofs, shortest counterexamples, statistics, the web explorer.
 //!
 //! Two searches, because stateright 0.31 cannot give both answers cheaply in one run:
-//! - `prove` runs stateright's multi-threaded DFS over the whole bounded space. It is the
-//!   fastest way to show a safe model has no violation, and its unique-state count is exact
-//!   (the tests pin it). It stops at the first failure, but its path is neither shortest nor
-//!   deterministic: stateright keeps the *last* discovery per property, and its multi-threaded
-//!   BFS is not level by level either.
+//! - `prove` runs a multi-threaded DFS (`dfs`: stateright's fingerprints and counts without
+//!   its per-state bookkeeping) over the whole bounded space. It is the fastest way to show a
+//!   safe model has no violation, and its unique-state count is exact (the tests pin it). It
+//!   stops at the first failure and keeps no path: stateright's DFS would give one, but neither
+//!   shortest nor deterministic (it keeps the *last* discovery per property), and its
+//!   multi-threaded BFS is not level by level either.
 //! - `shortest_counterexample` is a single-threaded, level-by-level BFS over the same `Model`
 //!   that stops at the first state violating its target property. The first such state found
 //!   is at minimal depth, and the search is deterministic (fixed action order), so tests can
@@ -20,11 +21,12 @@
 //! verdict.
 
 use super::counterexample::{replay, Counterexample};
+use super::dfs;
 use super::lock_model::{Action, LockModel, PROPERTY_STALE_ATTEMPT, PROPERTY_WRITE_ACCEPTED};
 use super::spec::{ModelSpec, Verdict, Violation};
 use super::state::State;
 use anyhow::Context as _;
-use stateright::{Checker, HasDiscoveries, Model};
+use stateright::Model;
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, DefaultHasher, Hash, Hasher};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -254,23 +256,13 @@ pub fn check(spec: &ModelSpec, options: &CheckOptions) -> CheckReport {
     }
 }
 
-/// Exhaustive multi-threaded DFS; stops at the first safety violation.
+/// Exhaustive multi-threaded DFS (`dfs`); stops at the first safety violation.
 pub fn prove(model: &LockModel, threads: usize, progress: Option<&ProgressFn>) -> Proof {
     prove_interruptible(model, threads, progress, None)
 }
 
-fn stats_of<C: Checker<LockModel>>(checker: &C, started: Instant) -> Stats {
-    Stats {
-        total_states: checker.state_count(),
-        unique_states: checker.unique_state_count(),
-        max_depth: checker.max_depth(),
-        elapsed: started.elapsed(),
-    }
-}
-
-/// `prove`, which also stops soon after `interrupt` is set. stateright's workers cannot be
-/// cancelled, so an interrupted proof leaves them running detached: the caller is expected to
-/// end the process soon (as `fencesim check` does).
+/// `prove`, which also stops soon after `interrupt` is set (its threads leave at their next
+/// state, and the proof returns partial counts).
 pub fn prove_interruptible(
     model: &LockModel,
     threads: usize,
@@ -278,47 +270,43 @@ pub fn prove_interruptible(
     interrupt: Option<&AtomicBool>,
 ) -> Proof {
     let started = Instant::now();
-    let builder = model
-        .clone()
-        .checker()
-        .threads(threads.max(1))
-        .finish_when(HasDiscoveries::AnyFailures);
-    let mut checker = builder.spawn_dfs();
-    // Polling the worker handles ourselves (instead of `join_and_report`) lets us stop waiting.
-    let handles = checker.handles();
+    let search = dfs::Search::new(model, threads);
+    let stats_of = |search: &dfs::Search<LockModel>| Stats {
+        total_states: search.transitions(),
+        unique_states: search.unique(),
+        max_depth: search.max_depth(),
+        elapsed: started.elapsed(),
+    };
     let mut last_report = Instant::now();
-    let mut interrupted = false;
-    while !handles.iter().all(|h| h.is_finished()) {
+    let outcome = search.run(Duration::from_millis(20), |search| {
         if is_set(interrupt) {
-            interrupted = true;
-            break;
+            search.request_stop();
         }
-        std::thread::sleep(Duration::from_millis(20));
         if let Some(progress) = progress {
             if last_report.elapsed() >= Duration::from_secs(1) {
                 last_report = Instant::now();
-                progress(Phase::Proof, &stats_of(&checker, started));
+                progress(Phase::Proof, &stats_of(search));
             }
         }
-    }
-    if !interrupted {
-        for h in handles {
-            h.join().expect("model checker thread panicked");
-        }
-    }
-    let stats = stats_of(&checker, started);
+    });
+    let stats = Stats {
+        total_states: outcome.transitions,
+        unique_states: outcome.unique,
+        max_depth: outcome.max_depth,
+        elapsed: started.elapsed(),
+    };
     if let Some(progress) = progress {
         progress(Phase::Proof, &stats);
     }
-    if interrupted {
+    if outcome.stopped {
         return Proof {
             stats,
             violated: Vec::new(),
             reached: Vec::new(),
-            interrupted,
+            interrupted: true,
         };
     }
-    let discovered: Vec<&'static str> = checker.discoveries().into_keys().collect();
+    let discovered = outcome.discovered;
     Proof {
         stats,
         violated: model
@@ -330,7 +318,7 @@ pub fn prove_interruptible(
             .into_iter()
             .filter(|p| discovered.contains(p))
             .collect(),
-        interrupted,
+        interrupted: false,
     }
 }
 

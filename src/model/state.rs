@@ -188,25 +188,29 @@ impl State {
         self.writes.iter().take_while(|w| w.gen != 0)
     }
 
-    /// Adds a write and restores the sorted order.
+    /// Adds a write where the sorted order puts it (the order `sort_writes` gives: writes
+    /// are distinct by generation and empty slots all equal, so it is unique).
     pub fn push_write(&mut self, write: Write) {
         assert!(write.gen != 0);
-        assert!(
-            self.write_index(write.gen).is_none(),
-            "one write per generation"
-        );
-        let Some(free) = self.writes.iter().position(|w| w.gen == 0) else {
+        if self.writes[GRANTS_CAP - 1].gen != 0 {
             // Unreachable: at most one write per grant and grants_max <= GRANTS_CAP.
             panic!("write slots exhausted");
-        };
-        self.writes[free] = write;
-        self.sort_writes();
+        }
+        let at = self
+            .writes
+            .iter()
+            .position(|w| w.gen == 0 || w.gen >= write.gen)
+            .unwrap_or(GRANTS_CAP - 1);
+        assert!(self.writes[at].gen != write.gen, "one write per generation");
+        self.writes.copy_within(at..GRANTS_CAP - 1, at + 1);
+        self.writes[at] = write;
     }
 
+    /// Removes a write; the ones after it move down, so the order stays sorted.
     pub fn remove_write(&mut self, index: usize) {
         assert!(self.writes[index].gen != 0);
-        self.writes[index] = Write::default();
-        self.sort_writes();
+        self.writes.copy_within(index + 1.., index);
+        self.writes[GRANTS_CAP - 1] = Write::default();
     }
 
     pub fn sort_writes(&mut self) {
@@ -299,6 +303,30 @@ mod tests {
         variants.sort();
         variants.dedup();
         assert_eq!(variants.len(), count);
+    }
+
+    #[test]
+    fn pushing_and_removing_writes_keeps_the_order_a_sort_gives() {
+        let mut s = State::initial();
+        let write = |gen| Write {
+            gen,
+            token: gen,
+            read: 0,
+            stage: 0,
+        };
+        for gen in [5, 2, 9, 1, 12, 7, 3, 11, 4, 10, 6, 8] {
+            s.push_write(write(gen));
+            let mut sorted = s;
+            sorted.sort_writes();
+            assert_eq!(s, sorted, "after pushing {gen}");
+        }
+        for index in [3, 0, 9, 4, 0, 6, 1, 2, 0, 2, 1, 0] {
+            s.remove_write(index);
+            let mut sorted = s;
+            sorted.sort_writes();
+            assert_eq!(s, sorted, "after removing slot {index}");
+        }
+        assert_eq!(s.writes_in_flight().count(), 0);
     }
 
     #[test]
