@@ -22,6 +22,7 @@
 //! file above imports only files below it (checked by
 //! `tests/it/architecture.rs`).
 
+pub(crate) mod account;
 pub(crate) mod client;
 pub mod cluster;
 pub(crate) mod decode;

@@ -1,0 +1,238 @@
+//! The `MONITOR` connection of one trial: reads the server's feed on a
+//! thread into a [`Ledger`], and lets a proxy wait until the feed has
+//! caught up with what the server has done.
+//!
+//! Why a sync point is needed: a fault anchored to "the lock was granted"
+//! must strike before the program reads the reply that tells it so, but the
+//! reply reaches the proxy on the client's connection while the feed line
+//! that shows the grant travels on this one, and either may come first.
+//! [`Feed::sync`] sends `ECHO <nonce>` on a connection of the harness's own
+//! and waits until the feed shows it: Redis runs commands one at a time, so
+//! everything that ran before the echo — the command whose reply the proxy
+//! holds included — has been fed to the ledger by then.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use super::ledger::Ledger;
+use super::monitor;
+use crate::live::monotonic_ns;
+
+struct State {
+    ledger: Ledger,
+    /// The highest sync nonce the feed has shown.
+    synced: u64,
+    /// Feed lines, verbatim, for the trial's record.
+    lines: Vec<String>,
+    /// The feed broke (unreadable line, closed connection) and why.
+    broken: Option<String>,
+}
+
+/// The feed of one Redis server for one trial.
+pub struct Feed {
+    state: Arc<(Mutex<State>, Condvar)>,
+    sync_conn: Mutex<BufReader<TcpStream>>,
+    sync_addr: String,
+    monitor: TcpStream,
+    nonce: AtomicU64,
+    /// Wall clock µs minus monotonic ns / 1000, sampled at the start.
+    wall_minus_mono_us: i128,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn wall_us() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
+}
+
+fn resp_command(args: &[&[u8]]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+/// Reads one RESP reply line (`+OK`, `$n` + payload, `-ERR …`) and returns
+/// it, for the harness's own two commands.
+fn read_reply(r: &mut BufReader<TcpStream>) -> Result<String> {
+    let mut first = String::new();
+    r.read_line(&mut first).context("reading Redis's reply")?;
+    if let Some(n) = first.strip_prefix('$') {
+        let n: usize = n.trim().parse().context("a bulk length")?;
+        let mut body = vec![0u8; n + 2];
+        r.read_exact(&mut body)?;
+        return Ok(String::from_utf8_lossy(&body[..n]).into_owned());
+    }
+    if first.starts_with('-') {
+        bail!("Redis answered {}", first.trim());
+    }
+    Ok(first.trim().to_string())
+}
+
+impl Feed {
+    /// Opens the feed on the Redis at `addr` (host:port) for a trial whose
+    /// lock and token keys are given; the ledger starts empty.
+    pub fn start(addr: &str, lock_key: &str, token_key: &str) -> Result<Feed> {
+        let mut mon = TcpStream::connect(addr).with_context(|| format!("MONITOR connection to {addr}"))?;
+        mon.set_nodelay(true)?;
+        mon.write_all(&resp_command(&[b"MONITOR"]))?;
+        let mut mon_reader = BufReader::new(mon.try_clone()?);
+        let ok = read_reply(&mut mon_reader)?;
+        if ok != "OK" {
+            bail!("MONITOR answered {ok:?}");
+        }
+        let sync = TcpStream::connect(addr).with_context(|| format!("sync connection to {addr}"))?;
+        sync.set_nodelay(true)?;
+        sync.set_read_timeout(Some(Duration::from_secs(5)))?;
+        let sync_addr = sync.local_addr()?.to_string();
+        let state = Arc::new((
+            Mutex::new(State {
+                ledger: Ledger::new(lock_key.as_bytes(), token_key.as_bytes(), 0),
+                synced: 0,
+                lines: Vec::new(),
+                broken: None,
+            }),
+            Condvar::new(),
+        ));
+        let (st, own) = (state.clone(), sync_addr.clone());
+        let reader = std::thread::spawn(move || read_feed(mon_reader, &st, &own));
+        let wall_minus_mono_us = wall_us() as i128 - (monotonic_ns() / 1000) as i128;
+        Ok(Feed {
+            state,
+            sync_conn: Mutex::new(BufReader::new(sync)),
+            sync_addr,
+            monitor: mon,
+            nonce: AtomicU64::new(0),
+            wall_minus_mono_us,
+            reader: Some(reader),
+        })
+    }
+
+    /// Registers a worker's connection by its address as Redis sees it
+    /// (the proxy's upstream socket's local address).
+    pub fn register(&self, addr: String, worker: usize) {
+        lock(&self.state.0).ledger.register(addr, worker);
+    }
+
+    /// Waits until everything the server ran before now is in the ledger.
+    pub fn sync(&self, timeout: Duration) -> Result<()> {
+        let n = self.nonce.fetch_add(1, Ordering::SeqCst) + 1;
+        {
+            let mut c = lock(&self.sync_conn);
+            let nonce = format!("fencesim-sync-{n}");
+            c.get_mut().write_all(&resp_command(&[b"ECHO", nonce.as_bytes()]))?;
+            read_reply(&mut c)?;
+        }
+        let deadline = Instant::now() + timeout;
+        let (m, cv) = &*self.state;
+        let mut st = lock(m);
+        while st.synced < n {
+            if let Some(why) = &st.broken {
+                bail!("the server's MONITOR feed broke: {why}");
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                bail!("the server's MONITOR feed did not show the harness's echo within {timeout:?}");
+            }
+            st = cv.wait_timeout(st, left).map_or_else(|p| p.into_inner().0, |(g, _)| g);
+        }
+        Ok(())
+    }
+
+    /// Reads the ledger.
+    pub fn with<R>(&self, f: impl FnOnce(&Ledger) -> R) -> R {
+        f(&lock(&self.state.0).ledger)
+    }
+
+    /// CLOCK_MONOTONIC ns of a feed timestamp (µs of Redis's wall clock,
+    /// the same machine's).
+    pub fn mono_ns(&self, ts_us: u64) -> u64 {
+        ((ts_us as i128 - self.wall_minus_mono_us).max(0) * 1000) as u64
+    }
+
+    /// Closes the feed after a last sync: the finished ledger (expiries
+    /// up to now), the verbatim feed, and why the feed broke, if it did.
+    pub fn finish(mut self) -> (Ledger, Vec<String>, Option<String>) {
+        let synced = self.sync(Duration::from_secs(2));
+        let _ = self.monitor.shutdown(Shutdown::Both);
+        if let Some(r) = self.reader.take() {
+            let _ = r.join();
+        }
+        let mut st = lock(&self.state.0);
+        let mut broken = st.broken.take();
+        if let (Err(e), None) = (synced, &broken) {
+            broken = Some(e.to_string());
+        }
+        let mut ledger = std::mem::replace(&mut st.ledger, Ledger::new(b"", b"", 0));
+        ledger.finish(wall_us());
+        (ledger, std::mem::take(&mut st.lines), broken)
+    }
+
+    /// The harness's own connection, whose lines the ledger never sees.
+    pub fn own_addr(&self) -> &str {
+        &self.sync_addr
+    }
+}
+
+fn read_feed(mut r: BufReader<TcpStream>, state: &Arc<(Mutex<State>, Condvar)>, own: &str) {
+    let (m, cv) = &**state;
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        match r.read_until(b'\n', &mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        let text = String::from_utf8_lossy(&buf);
+        let line = text.trim_end_matches(['\r', '\n']);
+        let Some(line) = line.strip_prefix('+') else {
+            let mut st = lock(m);
+            st.broken = Some(format!("a feed line that is not a status line: {line:?}"));
+            break;
+        };
+        let mut st = lock(m);
+        match monitor::parse(line) {
+            Ok(parsed) => {
+                let ours = parsed.caller == monitor::Caller::Client(own.to_string());
+                if ours {
+                    let nonce = parsed
+                        .args
+                        .get(1)
+                        .and_then(|a| std::str::from_utf8(a).ok())
+                        .and_then(|s| s.strip_prefix("fencesim-sync-"))
+                        .and_then(|n| n.parse::<u64>().ok());
+                    if let Some(n) = nonce {
+                        st.synced = st.synced.max(n);
+                        cv.notify_all();
+                    }
+                    continue;
+                }
+                st.ledger.feed(&parsed);
+                st.lines.push(line.to_string());
+            }
+            Err(e) => {
+                st.broken = Some(format!("unreadable feed line ({e}): {line:?}"));
+                cv.notify_all();
+                break;
+            }
+        }
+    }
+    let mut st = lock(m);
+    if st.broken.is_none() {
+        st.broken = Some("the feed connection closed".into());
+    }
+    cv.notify_all();
+}

@@ -1,0 +1,460 @@
+//! The server's own account of one Redis lock: who was granted the lock
+//! key, renewed it, deleted it, when it ran out, and which token each
+//! client counted — built from the `MONITOR` feed, not from the shapes of
+//! the commands clients send.
+//!
+//! Every executed command is attributed to the connection that caused it:
+//! a client line to its address, a script's `[0 lua]` lines to the client
+//! line just before them (a script runs atomically, right after its
+//! `EVAL`/`EVALSHA`/`FCALL` line), the body of a `MULTI`/`EXEC` block to
+//! its own client (Redis feeds the body when `EXEC` runs it, before the
+//! `EXEC` line). Connections are mapped to workers by the harness (each
+//! worker reaches Redis through its own proxy, whose upstream addresses
+//! it registers). The replay ([`super::keyspace`]) says what each command
+//! did. A change to the lock key by a connection no worker owns, a
+//! command the replay does not model, or a feed line it cannot read is a
+//! reason not to judge ([`Ledger::problems`]): the trial then ends as
+//! "cannot judge", never with a verdict built on a guess.
+
+use std::collections::BTreeMap;
+
+use super::keyspace::{self, Held, LockEffect, TokenEffect};
+use super::monitor::{Caller, MonitorLine};
+
+/// A grant's number: 1 for the first lock-key creation of the trial.
+pub type GrantNo = u64;
+
+/// One thing the server did to the lock, in feed order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Fact {
+    /// `worker` created the lock key (or overwrote another holder's value).
+    Granted {
+        grant: GrantNo,
+        worker: usize,
+        ts_us: u64,
+        expire_at_ms: Option<u64>,
+    },
+    /// `worker` changed the live key's expiry keeping its value.
+    Renewed {
+        grant: GrantNo,
+        worker: usize,
+        ts_us: u64,
+        expire_at_ms: Option<u64>,
+        /// Ms the lease had left before the renewal (None: it had no expiry).
+        slack_ms: Option<u64>,
+    },
+    /// `worker` deleted (or overwrote) the key holding `grant`.
+    Deleted {
+        grant: GrantNo,
+        worker: usize,
+        ts_us: u64,
+    },
+    /// The key holding `grant` ran out at `at_ms` (server clock).
+    Expired { grant: GrantNo, at_ms: u64 },
+    /// `worker` counted the token key up to `value` (an `INCR`'s reply).
+    Token {
+        worker: usize,
+        value: i64,
+        ts_us: u64,
+    },
+}
+
+/// The live lock key in the replay, with the grant it holds.
+#[derive(Clone, Debug)]
+struct Live {
+    held: Held,
+    grant: GrantNo,
+}
+
+/// The account of one trial on one Redis server.
+#[derive(Debug)]
+pub struct Ledger {
+    lock_key: Vec<u8>,
+    token_key: Vec<u8>,
+    db: u32,
+    /// Redis client address → worker.
+    clients: BTreeMap<String, usize>,
+    /// The client of the last client line (a script's lines are its).
+    last_client: Option<String>,
+    /// Time reference of the command being run: a script's start, a
+    /// `MULTI` body's first line (Redis checks expiry against it).
+    script_ref_us: u64,
+    /// Clients inside `MULTI`, with their body's time reference once it runs.
+    in_multi: BTreeMap<String, Option<u64>>,
+    lock: Option<Live>,
+    token: Option<i64>,
+    grants: GrantNo,
+    facts: Vec<Fact>,
+    problems: Vec<String>,
+    /// Commands that ran in the same millisecond as the key's expiry.
+    borderline: u64,
+    /// Grants per worker, for the proxies' "has it been granted yet".
+    granted_to: BTreeMap<usize, Vec<GrantNo>>,
+}
+
+impl Ledger {
+    pub fn new(lock_key: &[u8], token_key: &[u8], db: u32) -> Ledger {
+        Ledger {
+            lock_key: lock_key.to_vec(),
+            token_key: token_key.to_vec(),
+            db,
+            clients: BTreeMap::new(),
+            last_client: None,
+            script_ref_us: 0,
+            in_multi: BTreeMap::new(),
+            lock: None,
+            token: None,
+            grants: 0,
+            facts: Vec::new(),
+            problems: Vec::new(),
+            borderline: 0,
+            granted_to: BTreeMap::new(),
+        }
+    }
+
+    /// Registers a worker's connection by the address Redis sees for it.
+    pub fn register(&mut self, addr: String, worker: usize) {
+        self.clients.insert(addr, worker);
+    }
+
+    pub fn facts(&self) -> &[Fact] {
+        &self.facts
+    }
+
+    /// Reasons this account cannot be trusted (empty: it can).
+    pub fn problems(&self) -> &[String] {
+        &self.problems
+    }
+
+    /// Commands that touched the key in the millisecond it expired: their
+    /// outcome rests on sub-millisecond timing the feed does not carry.
+    pub fn borderline(&self) -> u64 {
+        self.borderline
+    }
+
+    /// The grants `worker` has been given so far, in order.
+    pub fn grants_of(&self, worker: usize) -> &[GrantNo] {
+        self.granted_to.get(&worker).map_or(&[], Vec::as_slice)
+    }
+
+    fn problem(&mut self, p: String) {
+        if !self.problems.contains(&p) {
+            self.problems.push(p);
+        }
+    }
+
+    /// Feeds one executed command, in feed order.
+    pub fn feed(&mut self, line: &MonitorLine) {
+        let client = match &line.caller {
+            Caller::Client(addr) => {
+                self.last_client = Some(addr.clone());
+                addr.clone()
+            }
+            Caller::Lua => match &self.last_client {
+                Some(c) => c.clone(),
+                None => {
+                    self.problem("a script's command with no client line before it".into());
+                    return;
+                }
+            },
+        };
+        let name = line.name();
+        // The clock Redis checks expiry against for this command.
+        let ref_us = match (&line.caller, name.as_str()) {
+            (Caller::Lua, _) => self.script_ref_us,
+            (_, "multi") => {
+                self.in_multi.insert(client.clone(), None);
+                return;
+            }
+            (_, "exec" | "discard") => {
+                self.in_multi.remove(&client);
+                return;
+            }
+            _ => match self.in_multi.get_mut(&client) {
+                Some(body) => *body.get_or_insert(line.ts_us),
+                None => line.ts_us,
+            },
+        };
+        if matches!(line.caller, Caller::Client(_))
+            && matches!(name.as_str(), "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro")
+        {
+            self.script_ref_us = line.ts_us;
+        }
+        if line.db != self.db && !matches!(name.as_str(), "flushall") {
+            return;
+        }
+        let worker = self.clients.get(&client).copied();
+        let touches_lock = keyspace::names_key(&line.args, &self.lock_key)
+            || matches!(name.as_str(), "flushall" | "flushdb");
+        let touches_token = keyspace::names_key(&line.args, &self.token_key)
+            || matches!(name.as_str(), "flushall" | "flushdb");
+        if touches_lock {
+            self.lock_command(line, worker, &client, ref_us);
+        }
+        if touches_token {
+            match keyspace::apply_token(&line.args, self.token) {
+                Ok(TokenEffect::None) => {}
+                Ok(TokenEffect::Counted(v)) => {
+                    self.token = Some(v);
+                    match worker {
+                        Some(worker) => self.facts.push(Fact::Token {
+                            worker,
+                            value: v,
+                            ts_us: line.ts_us,
+                        }),
+                        None => self.problem(format!("the token key was counted by {client}, a connection of no worker")),
+                    }
+                }
+                Ok(TokenEffect::Changed(v)) => self.token = v,
+                Err(e) => self.problem(format!("cannot replay {}", e.0)),
+            }
+        }
+    }
+
+    fn lock_command(&mut self, line: &MonitorLine, worker: Option<usize>, client: &str, ref_us: u64) {
+        let now_ms = ref_us / 1000;
+        // Lazy expiry: the key is gone for a command after its time.
+        if let Some(live) = &self.lock {
+            if let Some(when) = live.held.expire_at_ms {
+                if now_ms == when || now_ms == when + 1 {
+                    self.borderline += 1;
+                }
+            }
+            if !keyspace::alive(&live.held, now_ms) {
+                let at_ms = live.held.expire_at_ms.unwrap_or(now_ms);
+                self.facts.push(Fact::Expired {
+                    grant: live.grant,
+                    at_ms,
+                });
+                self.lock = None;
+            }
+        }
+        // A SET's expiry counts from the time it ran, which the feed
+        // stamps just after.
+        let at_ms = line.ts_us / 1000;
+        let effect = match keyspace::apply_lock(&line.args, self.lock.as_ref().map(|l| &l.held), at_ms) {
+            Ok(e) => e,
+            Err(e) => {
+                self.problem(format!("cannot replay {}", e.0));
+                return;
+            }
+        };
+        if effect == LockEffect::None {
+            return;
+        }
+        let Some(worker) = worker else {
+            self.problem(format!(
+                "the lock key was changed by {client} ({}), a connection of no worker",
+                line.name().to_uppercase()
+            ));
+            return;
+        };
+        let ts_us = line.ts_us;
+        match effect {
+            LockEffect::None => {}
+            LockEffect::Set(held) => {
+                if let Some(live) = &mut self.lock {
+                    if live.held.value == held.value {
+                        // Same value: the holder renewed (SET … XX, or SET again).
+                        let slack_ms = live.held.expire_at_ms.map(|w| w.saturating_sub(at_ms));
+                        live.held = held.clone();
+                        self.facts.push(Fact::Renewed {
+                            grant: live.grant,
+                            worker,
+                            ts_us,
+                            expire_at_ms: held.expire_at_ms,
+                            slack_ms,
+                        });
+                        return;
+                    }
+                    // Overwritten: the old holder's key is gone.
+                    self.facts.push(Fact::Deleted {
+                        grant: live.grant,
+                        worker,
+                        ts_us,
+                    });
+                }
+                self.grants += 1;
+                let grant = self.grants;
+                self.granted_to.entry(worker).or_default().push(grant);
+                self.facts.push(Fact::Granted {
+                    grant,
+                    worker,
+                    ts_us,
+                    expire_at_ms: held.expire_at_ms,
+                });
+                self.lock = Some(Live { held, grant });
+            }
+            LockEffect::Expiry(expire_at_ms) => {
+                if let Some(live) = &mut self.lock {
+                    let slack_ms = live.held.expire_at_ms.map(|w| w.saturating_sub(at_ms));
+                    live.held.expire_at_ms = expire_at_ms;
+                    self.facts.push(Fact::Renewed {
+                        grant: live.grant,
+                        worker,
+                        ts_us,
+                        expire_at_ms,
+                        slack_ms,
+                    });
+                }
+            }
+            LockEffect::Deleted => {
+                if let Some(live) = self.lock.take() {
+                    self.facts.push(Fact::Deleted {
+                        grant: live.grant,
+                        worker,
+                        ts_us,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Ends the account at `end_us` (server clock): a key whose expiry
+    /// came before then ran out.
+    pub fn finish(&mut self, end_us: u64) {
+        if let Some(live) = &self.lock {
+            if let Some(when) = live.held.expire_at_ms {
+                if when < end_us / 1000 {
+                    self.facts.push(Fact::Expired {
+                        grant: live.grant,
+                        at_ms: when,
+                    });
+                    self.lock = None;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::monitor::parse;
+    use super::*;
+
+    fn ledger(feed: &str) -> Ledger {
+        let mut l = Ledger::new(b"lock:doc", b"fence:doc", 0);
+        l.register("127.0.0.1:1001".into(), 0);
+        l.register("127.0.0.1:1002".into(), 1);
+        for line in feed.lines().map(str::trim).filter(|s| !s.is_empty()) {
+            l.feed(&parse(line).unwrap());
+        }
+        l
+    }
+
+    #[test]
+    fn a_script_that_takes_lock_and_token_together_is_a_grant_with_its_token() {
+        let l = ledger(
+            r#"
+            1000.000000 [0 127.0.0.1:1001] "EVALSHA" "abc" "2" "lock:doc" "fence:doc" "a" "100"
+            1000.000040 [0 lua] "set" "lock:doc" "a" "NX" "PX" "100"
+            1000.000050 [0 lua] "incr" "fence:doc"
+            1000.010000 [0 127.0.0.1:1002] "EVALSHA" "abc" "2" "lock:doc" "fence:doc" "b" "100"
+            1000.010040 [0 lua] "set" "lock:doc" "b" "NX" "PX" "100"
+            "#,
+        );
+        assert_eq!(
+            l.facts(),
+            &[
+                Fact::Granted { grant: 1, worker: 0, ts_us: 1_000_000_040, expire_at_ms: Some(1_000_100) },
+                Fact::Token { worker: 0, value: 1, ts_us: 1_000_000_050 },
+            ]
+        );
+        assert!(l.problems().is_empty());
+        assert_eq!(l.grants_of(0), &[1]);
+        assert!(l.grants_of(1).is_empty());
+    }
+
+    #[test]
+    fn a_transaction_body_is_its_clients_and_a_failed_set_grants_nothing() {
+        let l = ledger(
+            r#"
+            1000.000000 [0 127.0.0.1:1001] "SET" "lock:doc" "a" "NX" "PX" "50"
+            1000.001000 [0 127.0.0.1:1002] "MULTI"
+            1000.002000 [0 127.0.0.1:1002] "SET" "lock:doc" "b" "NX" "PX" "50"
+            1000.002010 [0 127.0.0.1:1002] "INCR" "fence:doc"
+            1000.002020 [0 127.0.0.1:1002] "EXEC"
+            1000.100000 [0 127.0.0.1:1002] "MULTI"
+            1000.100500 [0 127.0.0.1:1002] "SET" "lock:doc" "b" "NX" "PX" "50"
+            1000.100510 [0 127.0.0.1:1002] "EXEC"
+            "#,
+        );
+        assert_eq!(
+            l.facts(),
+            &[
+                Fact::Granted { grant: 1, worker: 0, ts_us: 1_000_000_000, expire_at_ms: Some(1_000_050) },
+                Fact::Token { worker: 1, value: 1, ts_us: 1_000_002_010 },
+                Fact::Expired { grant: 1, at_ms: 1_000_050 },
+                Fact::Granted { grant: 2, worker: 1, ts_us: 1_000_100_500, expire_at_ms: Some(1_000_150) },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_compare_and_delete_deletes_only_when_its_del_ran_and_a_read_only_script_is_nothing() {
+        let l = ledger(
+            r#"
+            1000.000000 [0 127.0.0.1:1001] "SET" "lock:doc" "a" "NX" "PX" "1000"
+            1000.001000 [0 127.0.0.1:1002] "EVAL" "return redis.call('pttl',KEYS[1])" "1" "lock:doc"
+            1000.001010 [0 lua] "pttl" "lock:doc"
+            1000.002000 [0 127.0.0.1:1002] "EVALSHA" "cad" "1" "lock:doc" "b"
+            1000.002010 [0 lua] "get" "lock:doc"
+            1000.003000 [0 127.0.0.1:1001] "EVALSHA" "cad" "1" "lock:doc" "a"
+            1000.003010 [0 lua] "get" "lock:doc"
+            1000.003020 [0 lua] "del" "lock:doc"
+            "#,
+        );
+        assert_eq!(
+            l.facts()[1..],
+            [Fact::Deleted { grant: 1, worker: 0, ts_us: 1_000_003_020 }]
+        );
+    }
+
+    #[test]
+    fn renewal_extends_the_lease_and_a_plain_del_of_anothers_lock_is_that_lock_deleted() {
+        let mut l = ledger(
+            r#"
+            1000.000000 [0 127.0.0.1:1001] "SET" "lock:doc" "a" "NX" "PX" "100"
+            1000.080000 [0 127.0.0.1:1001] "PEXPIRE" "lock:doc" "100"
+            1000.150000 [0 127.0.0.1:1002] "SET" "lock:doc" "b" "NX" "PX" "100"
+            1000.300000 [0 127.0.0.1:1002] "SET" "lock:doc" "b" "NX" "PX" "100"
+            1000.310000 [0 127.0.0.1:1001] "DEL" "lock:doc"
+            "#,
+        );
+        l.finish(1_000_900_000);
+        assert_eq!(
+            l.facts()[1..],
+            [
+                Fact::Renewed { grant: 1, worker: 0, ts_us: 1_000_080_000, expire_at_ms: Some(1_000_180), slack_ms: Some(20) },
+                Fact::Expired { grant: 1, at_ms: 1_000_180 },
+                Fact::Granted { grant: 2, worker: 1, ts_us: 1_000_300_000, expire_at_ms: Some(1_000_400) },
+                Fact::Deleted { grant: 2, worker: 0, ts_us: 1_000_310_000 },
+            ]
+        );
+    }
+
+    #[test]
+    fn changes_by_unknown_connections_and_unmodelled_commands_are_problems() {
+        let l = ledger(
+            r#"
+            1000.000000 [0 127.0.0.1:9999] "SET" "lock:doc" "x" "NX" "PX" "100"
+            1000.001000 [0 127.0.0.1:1001] "APPEND" "lock:doc" "y"
+            1000.002000 [0 127.0.0.1:1001] "GET" "lock:doc"
+            "#,
+        );
+        assert_eq!(l.problems().len(), 2, "{:?}", l.problems());
+        assert!(l.facts().is_empty());
+    }
+
+    #[test]
+    fn an_access_in_the_expiry_millisecond_is_borderline() {
+        let l = ledger(
+            r#"
+            1000.000000 [0 127.0.0.1:1001] "SET" "lock:doc" "a" "NX" "PX" "100"
+            1000.100400 [0 127.0.0.1:1002] "SET" "lock:doc" "b" "NX" "PX" "100"
+            "#,
+        );
+        assert_eq!(l.borderline(), 1);
+        assert_eq!(l.facts().len(), 1, "now == when: still alive");
+    }
+}

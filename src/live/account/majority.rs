@@ -1,0 +1,203 @@
+//! One lock over N independent Redis masters, as the Redlock algorithm
+//! defines it: a client holds the lock while it holds the key on a
+//! majority of the masters at once.
+//!
+//! Each master's [`Ledger`](super::ledger::Ledger) says who held its key
+//! and when; this file folds them, on the one monotonic clock, into the
+//! lock's own facts. The lock is granted to a worker at the instant its
+//! keys reach a majority, and ends at the instant they drop below one —
+//! expired if a lease running out did it, released (by whoever deleted
+//! the key) if a deletion did. Whether the client *believes* it holds the
+//! lock (Redlock's validity-time check) is the client's business; what
+//! decides safety is what the servers held. With one master this is the
+//! ledger's own account, grant for grant.
+
+use std::collections::BTreeMap;
+
+use super::ledger::Fact;
+
+/// A fact of the lock (all masters together), on CLOCK_MONOTONIC ns.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LockFact {
+    Granted {
+        grant: u64,
+        worker: usize,
+        t_ns: u64,
+    },
+    Renewed {
+        grant: u64,
+        worker: usize,
+        t_ns: u64,
+        slack_ns: Option<u64>,
+    },
+    /// `by` deleted the key that took `grant` below a majority.
+    Released { grant: u64, by: usize, t_ns: u64 },
+    Expired { grant: u64, t_ns: u64 },
+    Token { worker: usize, value: i64, t_ns: u64 },
+}
+
+impl LockFact {
+    pub fn t_ns(&self) -> u64 {
+        match self {
+            LockFact::Granted { t_ns, .. }
+            | LockFact::Renewed { t_ns, .. }
+            | LockFact::Released { t_ns, .. }
+            | LockFact::Expired { t_ns, .. }
+            | LockFact::Token { t_ns, .. } => *t_ns,
+        }
+    }
+}
+
+/// Folds each master's facts, stamped with their monotonic time, into the
+/// lock's. `masters[m]` is master m's facts in its feed order.
+pub fn combine(masters: &[Vec<(u64, Fact)>]) -> Vec<LockFact> {
+    let quorum = masters.len() / 2 + 1;
+    let mut all: Vec<(u64, usize, usize, &Fact)> = masters
+        .iter()
+        .enumerate()
+        .flat_map(|(m, facts)| facts.iter().enumerate().map(move |(k, (t, f))| (*t, m, k, f)))
+        .collect();
+    // Per master, feed order is the truth; across masters, time.
+    all.sort_by_key(|&(t, m, k, _)| (t, m, k));
+    let mut holder: Vec<Option<usize>> = vec![None; masters.len()];
+    let mut lock: Option<(usize, u64)> = None;
+    let mut grants = 0u64;
+    let mut out = Vec::new();
+    let count = |holder: &[Option<usize>], w: usize| holder.iter().filter(|h| **h == Some(w)).count();
+    for (t_ns, m, _, fact) in all {
+        match fact {
+            Fact::Granted { worker, .. } => {
+                holder[m] = Some(*worker);
+                if lock.is_none() && count(&holder, *worker) >= quorum {
+                    grants += 1;
+                    lock = Some((*worker, grants));
+                    out.push(LockFact::Granted {
+                        grant: grants,
+                        worker: *worker,
+                        t_ns,
+                    });
+                }
+            }
+            Fact::Deleted { .. } | Fact::Expired { .. } => {
+                holder[m] = None;
+                if let Some((h, g)) = lock {
+                    if count(&holder, h) < quorum {
+                        lock = None;
+                        out.push(match fact {
+                            Fact::Deleted { worker: by, .. } => LockFact::Released {
+                                grant: g,
+                                by: *by,
+                                t_ns,
+                            },
+                            _ => LockFact::Expired { grant: g, t_ns },
+                        });
+                    }
+                }
+            }
+            Fact::Renewed {
+                worker, slack_ms, ..
+            } => {
+                if let Some((h, g)) = lock {
+                    if holder[m] == Some(h) {
+                        out.push(LockFact::Renewed {
+                            grant: g,
+                            worker: *worker,
+                            t_ns,
+                            slack_ns: slack_ms.map(|s| s * 1_000_000),
+                        });
+                    }
+                }
+            }
+            Fact::Token { worker, value, .. } => out.push(LockFact::Token {
+                worker: *worker,
+                value: *value,
+                t_ns,
+            }),
+        }
+    }
+    out
+}
+
+/// The grant each worker held at each of its token facts, and the token
+/// each grant carries: the first token its worker counted at or after the
+/// grant and before the grant ended or the worker was granted again.
+pub fn tokens_of_grants(facts: &[LockFact]) -> BTreeMap<u64, i64> {
+    let mut open: BTreeMap<usize, u64> = BTreeMap::new();
+    let mut tokens = BTreeMap::new();
+    for f in facts {
+        match f {
+            LockFact::Granted { grant, worker, .. } => {
+                open.insert(*worker, *grant);
+            }
+            LockFact::Released { grant, .. } | LockFact::Expired { grant, .. } => {
+                open.retain(|_, g| g != grant);
+            }
+            LockFact::Token { worker, value, .. } => {
+                if let Some(g) = open.get(worker) {
+                    tokens.entry(*g).or_insert(*value);
+                }
+            }
+            LockFact::Renewed { .. } => {}
+        }
+    }
+    tokens
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn granted(worker: usize) -> Fact {
+        Fact::Granted {
+            grant: 0,
+            worker,
+            ts_us: 0,
+            expire_at_ms: None,
+        }
+    }
+
+    #[test]
+    fn one_master_is_its_ledger_grant_for_grant() {
+        let m = vec![
+            (10, granted(0)),
+            (11, Fact::Token { worker: 0, value: 7, ts_us: 0 }),
+            (20, Fact::Expired { grant: 1, at_ms: 0 }),
+            (30, granted(1)),
+            (40, Fact::Deleted { grant: 2, worker: 0, ts_us: 0 }),
+        ];
+        let facts = combine(&[m]);
+        assert_eq!(
+            facts,
+            vec![
+                LockFact::Granted { grant: 1, worker: 0, t_ns: 10 },
+                LockFact::Token { worker: 0, value: 7, t_ns: 11 },
+                LockFact::Expired { grant: 1, t_ns: 20 },
+                LockFact::Granted { grant: 2, worker: 1, t_ns: 30 },
+                LockFact::Released { grant: 2, by: 0, t_ns: 40 },
+            ]
+        );
+        assert_eq!(tokens_of_grants(&facts), BTreeMap::from([(1, 7)]));
+    }
+
+    #[test]
+    fn three_of_five_masters_make_a_grant_and_losing_one_of_them_ends_it() {
+        let mut masters: Vec<Vec<(u64, Fact)>> = vec![Vec::new(); 5];
+        for (m, t) in [(0, 10), (1, 12), (2, 14)] {
+            masters[m].push((t, granted(0)));
+        }
+        // Worker 1 takes the other two: no majority.
+        masters[3].push((13, granted(1)));
+        masters[4].push((15, granted(1)));
+        masters[1].push((50, Fact::Expired { grant: 1, at_ms: 0 }));
+        masters[1].push((60, granted(1)));
+        let facts = combine(&masters);
+        assert_eq!(
+            facts,
+            vec![
+                LockFact::Granted { grant: 1, worker: 0, t_ns: 14 },
+                LockFact::Expired { grant: 1, t_ns: 50 },
+                LockFact::Granted { grant: 2, worker: 1, t_ns: 60 },
+            ]
+        );
+    }
+}

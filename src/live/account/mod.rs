@@ -1,0 +1,16 @@
+//! The lock servers' own account of a trial: what the server did to the
+//! lock, attributed to the connection that caused it.
+//!
+//! A user's program takes its lock however its library does — a bare
+//! `SET … NX PX`, a script, a transaction, a pipeline — and there is no end
+//! to those shapes. The server knows what happened to the lock key, so the
+//! history of a `--worker-cmd` trial is built from its account: Redis's
+//! `MONITOR` feed ([`monitor`]) replayed on a model of the lock and token
+//! keys ([`keyspace`]) into grants, renewals, deletions, expiries and
+//! tokens per worker ([`ledger`]).
+
+pub mod feed;
+pub mod keyspace;
+pub mod ledger;
+pub mod majority;
+pub mod monitor;
