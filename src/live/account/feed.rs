@@ -79,7 +79,8 @@ fn read_reply(r: &mut BufReader<TcpStream>) -> Result<String> {
     if first.starts_with('-') {
         bail!("Redis answered {}", first.trim());
     }
-    Ok(first.trim().to_string())
+    let line = first.trim();
+    Ok(line.strip_prefix('+').unwrap_or(line).to_string())
 }
 
 impl Feed {
@@ -235,4 +236,94 @@ fn read_feed(mut r: BufReader<TcpStream>, state: &Arc<(Mutex<State>, Condvar)>, 
         st.broken = Some("the feed connection closed".into());
     }
     cv.notify_all();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::ledger::Fact;
+    use super::*;
+    use crate::live::servers::{Redis, TempRoot};
+
+    /// A real redis-server, or None with one line on the unbuffered stderr
+    /// (a skipped test must be seen; under CI it is a failure).
+    fn redis() -> Option<(TempRoot, Redis)> {
+        let started = TempRoot::new().and_then(|root| {
+            let r = Redis::start(&root.path.join("redis"), Duration::from_secs(15))?;
+            Ok((root, r))
+        });
+        match started {
+            Ok(x) => Some(x),
+            Err(e) if std::env::var("CI").as_deref() != Ok("true") => {
+                let _ = writeln!(std::io::stderr(), "!!! LIVE TEST SKIPPED: feed: {e:#}");
+                None
+            }
+            Err(e) => panic!("CI=true and no redis-server: {e:#}"),
+        }
+    }
+
+    #[test]
+    fn the_feed_attributes_scripts_transactions_and_pipelines_to_their_connections() {
+        let Some((_root, r)) = redis() else { return };
+        let addr = format!("127.0.0.1:{}", r.port);
+        let feed = Feed::start(&addr, "lock:doc", "fence:doc").unwrap();
+        let client = redis::Client::open(r.url()).unwrap();
+        let (mut a, mut b) = (client.get_connection().unwrap(), client.get_connection().unwrap());
+        let addr_of = |c: &mut redis::Connection| -> String {
+            let info: String = redis::cmd("CLIENT").arg("INFO").query(c).unwrap();
+            info.split(' ')
+                .find_map(|kv| kv.strip_prefix("addr="))
+                .unwrap()
+                .to_string()
+        };
+        feed.register(addr_of(&mut a), 0);
+        feed.register(addr_of(&mut b), 1);
+        // A takes lock and token in one script; B's transaction is refused.
+        let eval = |c: &mut redis::Connection, body: &str, keys: &[&str], args: &[&str]| -> redis::Value {
+            let mut cmd = redis::cmd("EVAL");
+            cmd.arg(body).arg(keys.len()).arg(keys).arg(args);
+            cmd.query(c).unwrap()
+        };
+        let take = "if redis.call('set',KEYS[1],ARGV[1],'NX','PX',ARGV[2]) then return redis.call('incr',KEYS[2]) end return false";
+        let tok = eval(&mut a, take, &["lock:doc", "fence:doc"], &["a", "60000"]);
+        assert_eq!(tok, redis::Value::Int(1));
+        let (set,): (Option<String>,) = redis::pipe()
+            .atomic()
+            .cmd("SET").arg("lock:doc").arg("b").arg("NX").arg("PX").arg(60_000)
+            .query(&mut b)
+            .unwrap();
+        assert_eq!(set, None);
+        // A read-only script, then A's compare-and-delete, then B's pipelined grant.
+        eval(&mut b, "return redis.call('pttl',KEYS[1])", &["lock:doc"], &[]);
+        let cad = "if redis.call('get',KEYS[1]) == ARGV[1] then return redis.call('del',KEYS[1]) end return 0";
+        assert_eq!(eval(&mut b, cad, &["lock:doc"], &["b"]), redis::Value::Int(0));
+        assert_eq!(eval(&mut a, cad, &["lock:doc"], &["a"]), redis::Value::Int(1));
+        let (_, n): (Option<String>, i64) = redis::pipe()
+            .cmd("SET").arg("lock:doc").arg("b").arg("NX").arg("PX").arg(60_000)
+            .cmd("INCR").arg("fence:doc")
+            .query(&mut b)
+            .unwrap();
+        assert_eq!(n, 2);
+        feed.sync(Duration::from_secs(5)).unwrap();
+        assert_eq!(feed.with(|l| l.grants_of(1).to_vec()), vec![2]);
+        let (ledger, lines, broken) = feed.finish();
+        assert!(ledger.problems().is_empty(), "{:?}", ledger.problems());
+        let kinds: Vec<(&str, usize)> = ledger
+            .facts()
+            .iter()
+            .map(|f| match f {
+                Fact::Granted { worker, .. } => ("granted", *worker),
+                Fact::Deleted { worker, .. } => ("deleted", *worker),
+                Fact::Token { worker, .. } => ("token", *worker),
+                Fact::Renewed { worker, .. } => ("renewed", *worker),
+                Fact::Expired { .. } => ("expired", usize::MAX),
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            [("granted", 0), ("token", 0), ("deleted", 0), ("granted", 1), ("token", 1)],
+            "feed:\n{}",
+            lines.join("\n")
+        );
+        assert!(broken.is_some_and(|b| b.contains("closed")));
+    }
 }

@@ -90,6 +90,10 @@ pub struct Ledger {
     borderline: u64,
     /// Grants per worker, for the proxies' "has it been granted yet".
     granted_to: BTreeMap<usize, Vec<GrantNo>>,
+    /// The keyspace notifications the replay says Redis sent for the lock
+    /// key (`set`, `expire`, `del`, `expired`, `persist`), in order: what
+    /// `notify-keyspace-events` must show if the replay is right.
+    notified: Vec<&'static str>,
 }
 
 impl Ledger {
@@ -109,7 +113,13 @@ impl Ledger {
             problems: Vec::new(),
             borderline: 0,
             granted_to: BTreeMap::new(),
+            notified: Vec::new(),
         }
+    }
+
+    /// The lock key's keyspace notifications as the replay predicts them.
+    pub fn notified(&self) -> &[&'static str] {
+        &self.notified
     }
 
     /// Registers a worker's connection by the address Redis sees for it.
@@ -226,6 +236,7 @@ impl Ledger {
                     grant: live.grant,
                     at_ms,
                 });
+                self.notified.push("expired");
                 self.lock = None;
             }
         }
@@ -239,8 +250,17 @@ impl Ledger {
                 return;
             }
         };
-        if effect == LockEffect::None {
-            return;
+        match &effect {
+            LockEffect::None => return,
+            LockEffect::Set(h) => {
+                self.notified.push("set");
+                if h.expire_at_ms.is_some() && !keeps_ttl(&line.args) {
+                    self.notified.push("expire");
+                }
+            }
+            LockEffect::Expiry(Some(_)) => self.notified.push("expire"),
+            LockEffect::Expiry(None) => self.notified.push("persist"),
+            LockEffect::Deleted => self.notified.push("del"),
         }
         let Some(worker) = worker else {
             self.problem(format!(
@@ -320,11 +340,17 @@ impl Ledger {
                         grant: live.grant,
                         at_ms: when,
                     });
+                    self.notified.push("expired");
                     self.lock = None;
                 }
             }
         }
     }
+}
+
+/// `SET … KEEPTTL` keeps the expiry without notifying `expire`.
+fn keeps_ttl(args: &[Vec<u8>]) -> bool {
+    args.iter().any(|a| a.eq_ignore_ascii_case(b"keepttl"))
 }
 
 #[cfg(test)]

@@ -14,3 +14,6 @@ pub mod keyspace;
 pub mod ledger;
 pub mod majority;
 pub mod monitor;
+
+#[cfg(test)]
+mod captures;
