@@ -13,7 +13,9 @@ use super::majority::{combine, LockFact};
 use super::monitor::{parse, Caller};
 
 fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/monitor").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/monitor")
+        .join(name)
 }
 
 const ACTORS: [&str; 3] = ["A", "B", "C"];
@@ -31,7 +33,10 @@ fn replay(name: &str) -> (Ledger, u64) {
         if let (Caller::Client(addr), Some(actor)) = (&l.caller, l.args.get(1)) {
             if l.name() == "echo" {
                 let actor = String::from_utf8_lossy(actor);
-                if let Some(w) = ACTORS.iter().position(|a| Some(*a) == actor.strip_prefix("actor:")) {
+                if let Some(w) = ACTORS
+                    .iter()
+                    .position(|a| Some(*a) == actor.strip_prefix("actor:"))
+                {
                     ledger.register(addr.clone(), w);
                 }
             }
@@ -57,8 +62,12 @@ fn words(facts: &[Fact]) -> Vec<String> {
         .iter()
         .map(|f| match f {
             Fact::Granted { grant, worker, .. } => format!("granted {grant} {}", ACTORS[*worker]),
-            Fact::Renewed { grant, worker, .. } => format!("renewed {grant} by {}", ACTORS[*worker]),
-            Fact::Deleted { grant, worker, .. } => format!("deleted {grant} by {}", ACTORS[*worker]),
+            Fact::Renewed { grant, worker, .. } => {
+                format!("renewed {grant} by {}", ACTORS[*worker])
+            }
+            Fact::Deleted { grant, worker, .. } => {
+                format!("deleted {grant} by {}", ACTORS[*worker])
+            }
             Fact::Expired { grant, .. } => format!("expired {grant}"),
             Fact::Token { worker, value, .. } => format!("token {} {value}", ACTORS[*worker]),
         })
@@ -68,10 +77,18 @@ fn words(facts: &[Fact]) -> Vec<String> {
 fn check(name: &str, expected: &[&str]) {
     let (mut ledger, last) = replay(&format!("{name}.txt"));
     ledger.finish(last);
-    assert!(ledger.problems().is_empty(), "{name}: {:?}", ledger.problems());
+    assert!(
+        ledger.problems().is_empty(),
+        "{name}: {:?}",
+        ledger.problems()
+    );
     assert_eq!(words(ledger.facts()), expected, "{name}");
     let predicted: Vec<String> = ledger.notified().iter().map(|s| s.to_string()).collect();
-    assert_eq!(predicted, notified(&format!("{name}.txt")), "{name}: keyspace notifications");
+    assert_eq!(
+        predicted,
+        notified(&format!("{name}.txt")),
+        "{name}: keyspace notifications"
+    );
 }
 
 #[test]
@@ -79,8 +96,14 @@ fn redis_py_lock_takes_renews_and_releases_and_a_release_after_expiry_deletes_no
     check(
         "redis-py-lock",
         &[
-            "granted 1 A", "token A 1", "renewed 1 by A", "deleted 1 by A", "granted 2 B",
-            "expired 2", "granted 3 C", "deleted 3 by C",
+            "granted 1 A",
+            "token A 1",
+            "renewed 1 by A",
+            "deleted 1 by A",
+            "granted 2 B",
+            "expired 2",
+            "granted 3 C",
+            "deleted 3 by C",
         ],
     );
 }
@@ -89,7 +112,15 @@ fn redis_py_lock_takes_renews_and_releases_and_a_release_after_expiry_deletes_no
 fn python_redis_lock_releases_with_its_two_key_script() {
     check(
         "python-redis-lock",
-        &["granted 1 A", "renewed 1 by A", "deleted 1 by A", "granted 2 B", "expired 2", "granted 3 C", "deleted 3 by C"],
+        &[
+            "granted 1 A",
+            "renewed 1 by A",
+            "deleted 1 by A",
+            "granted 2 B",
+            "expired 2",
+            "granted 3 C",
+            "deleted 3 by C",
+        ],
     );
 }
 
@@ -97,7 +128,15 @@ fn python_redis_lock_releases_with_its_two_key_script() {
 fn node_redlock_on_one_master_and_its_failed_attempts_clean_up_nothing() {
     check(
         "node-redlock",
-        &["granted 1 A", "renewed 1 by A", "deleted 1 by A", "granted 2 B", "expired 2", "granted 3 C", "deleted 3 by C"],
+        &[
+            "granted 1 A",
+            "renewed 1 by A",
+            "deleted 1 by A",
+            "granted 2 B",
+            "expired 2",
+            "granted 3 C",
+            "deleted 3 by C",
+        ],
     );
 }
 
@@ -105,7 +144,15 @@ fn node_redlock_on_one_master_and_its_failed_attempts_clean_up_nothing() {
 fn hand_rolled_ioredis_set_nx_and_script_release() {
     check(
         "ioredis-set-nx",
-        &["granted 1 A", "token A 1", "deleted 1 by A", "granted 2 B", "expired 2", "granted 3 C", "deleted 3 by C"],
+        &[
+            "granted 1 A",
+            "token A 1",
+            "deleted 1 by A",
+            "granted 2 B",
+            "expired 2",
+            "granted 3 C",
+            "deleted 3 by C",
+        ],
     );
 }
 
@@ -116,7 +163,11 @@ fn node_redlock_over_five_masters_is_one_lock_by_majority() {
             let name = format!("node-redlock-5masters.m{m}");
             let (mut ledger, last) = replay(&format!("{name}.txt"));
             ledger.finish(last);
-            assert!(ledger.problems().is_empty(), "{name}: {:?}", ledger.problems());
+            assert!(
+                ledger.problems().is_empty(),
+                "{name}: {:?}",
+                ledger.problems()
+            );
             let predicted: Vec<String> = ledger.notified().iter().map(|s| s.to_string()).collect();
             assert_eq!(predicted, notified(&format!("{name}.txt")), "{name}");
             // Each master's stamps are its own wall clock, all this machine's.
@@ -139,7 +190,9 @@ fn node_redlock_over_five_masters_is_one_lock_by_majority() {
     let lock: Vec<String> = combine(&masters)
         .iter()
         .map(|f| match f {
-            LockFact::Granted { grant, worker, .. } => format!("granted {grant} {}", ACTORS[*worker]),
+            LockFact::Granted { grant, worker, .. } => {
+                format!("granted {grant} {}", ACTORS[*worker])
+            }
             LockFact::Renewed { grant, .. } => format!("renewed {grant}"),
             LockFact::Released { grant, by, .. } => format!("released {grant} by {}", ACTORS[*by]),
             LockFact::Expired { grant, .. } => format!("expired {grant}"),
@@ -149,7 +202,19 @@ fn node_redlock_over_five_masters_is_one_lock_by_majority() {
     assert_eq!(
         lock,
         // One extend renews the key on each of the five masters.
-        ["granted 1 A", "renewed 1", "renewed 1", "renewed 1", "renewed 1", "renewed 1", "released 1 by A", "granted 2 B", "expired 2", "granted 3 C", "released 3 by C"]
+        [
+            "granted 1 A",
+            "renewed 1",
+            "renewed 1",
+            "renewed 1",
+            "renewed 1",
+            "renewed 1",
+            "released 1 by A",
+            "granted 2 B",
+            "expired 2",
+            "granted 3 C",
+            "released 3 by C"
+        ]
     );
 }
 
@@ -165,17 +230,34 @@ fn transactions_scripts_functions_and_set_variants_replay_as_redis_ran_them() {
     assert_eq!(
         words(ledger.facts()),
         [
-            "granted 1 A", "token A 1", // pipeline MULTI/EXEC
-            "token A 2", "deleted 1 by A", // again, held: SET NX refused, INCRBY still ran
-            "granted 2 A", "token A 3", "deleted 2 by A", // pipeline without MULTI
-            "granted 3 A", "token A 4", "deleted 3 by A", // EVAL lock+token; B's refused; read-only EVAL
-            "granted 4 A", "token A 5", "deleted 4 by A", // EVALSHA
-            "granted 5 A", "renewed 5 by A", "deleted 5 by A", // SETNX + PEXPIRE; SETNX again (held)
-            "granted 6 A", // SET NX PXAT
-            "deleted 6 by A", "granted 7 A", "deleted 7 by A", // SET XX KEEPTTL GET: a new value
-            "granted 8 A", "token A 6", "expired 8", // FCALL; B's refused; FCALL_RO; expiry
-            "granted 9 A", "deleted 9 by A", // a script failing after its set
-            "granted 10 A", "token A 7", "expired 10", // MULTI queued slowly
+            "granted 1 A",
+            "token A 1", // pipeline MULTI/EXEC
+            "token A 2",
+            "deleted 1 by A", // again, held: SET NX refused, INCRBY still ran
+            "granted 2 A",
+            "token A 3",
+            "deleted 2 by A", // pipeline without MULTI
+            "granted 3 A",
+            "token A 4",
+            "deleted 3 by A", // EVAL lock+token; B's refused; read-only EVAL
+            "granted 4 A",
+            "token A 5",
+            "deleted 4 by A", // EVALSHA
+            "granted 5 A",
+            "renewed 5 by A",
+            "deleted 5 by A", // SETNX + PEXPIRE; SETNX again (held)
+            "granted 6 A",    // SET NX PXAT
+            "deleted 6 by A",
+            "granted 7 A",
+            "deleted 7 by A", // SET XX KEEPTTL GET: a new value
+            "granted 8 A",
+            "token A 6",
+            "expired 8", // FCALL; B's refused; FCALL_RO; expiry
+            "granted 9 A",
+            "deleted 9 by A", // a script failing after its set
+            "granted 10 A",
+            "token A 7",
+            "expired 10", // MULTI queued slowly
         ]
     );
 }

@@ -31,6 +31,12 @@ struct State {
     lines: Vec<String>,
     /// The feed broke (unreadable line, closed connection) and why.
     broken: Option<String>,
+    /// Feed time of the harness's own last command (the end of the account).
+    own_last_us: u64,
+    /// The lock key's keyspace notifications as Redis sent them.
+    notified: Vec<String>,
+    /// The highest subscriber pong nonce received.
+    ponged: u64,
 }
 
 /// The feed of one Redis server for one trial.
@@ -40,6 +46,9 @@ pub struct Feed {
     sync_addr: String,
     monitor: TcpStream,
     nonce: AtomicU64,
+    /// The keyspace subscriber (None: not our server to configure).
+    subscriber: Option<TcpStream>,
+    lock_key: String,
     /// Wall clock µs minus monotonic ns / 1000, sampled at the start.
     wall_minus_mono_us: i128,
     reader: Option<std::thread::JoinHandle<()>>,
@@ -86,8 +95,12 @@ fn read_reply(r: &mut BufReader<TcpStream>) -> Result<String> {
 impl Feed {
     /// Opens the feed on the Redis at `addr` (host:port) for a trial whose
     /// lock and token keys are given; the ledger starts empty.
-    pub fn start(addr: &str, lock_key: &str, token_key: &str) -> Result<Feed> {
-        let mut mon = TcpStream::connect(addr).with_context(|| format!("MONITOR connection to {addr}"))?;
+    /// With `keyspace`, the server (the harness's own: it is reconfigured)
+    /// also reports the lock key's keyspace notifications, which the
+    /// replay's prediction must match at [`Feed::finish`].
+    pub fn start(addr: &str, lock_key: &str, token_key: &str, keyspace: bool) -> Result<Feed> {
+        let mut mon =
+            TcpStream::connect(addr).with_context(|| format!("MONITOR connection to {addr}"))?;
         mon.set_nodelay(true)?;
         mon.write_all(&resp_command(&[b"MONITOR"]))?;
         let mut mon_reader = BufReader::new(mon.try_clone()?);
@@ -95,7 +108,8 @@ impl Feed {
         if ok != "OK" {
             bail!("MONITOR answered {ok:?}");
         }
-        let sync = TcpStream::connect(addr).with_context(|| format!("sync connection to {addr}"))?;
+        let sync =
+            TcpStream::connect(addr).with_context(|| format!("sync connection to {addr}"))?;
         sync.set_nodelay(true)?;
         sync.set_read_timeout(Some(Duration::from_secs(5)))?;
         let sync_addr = sync.local_addr()?.to_string();
@@ -105,18 +119,43 @@ impl Feed {
                 synced: 0,
                 lines: Vec::new(),
                 broken: None,
+                own_last_us: 0,
+                notified: Vec::new(),
+                ponged: 0,
             }),
             Condvar::new(),
         ));
+        let mut sync = BufReader::new(sync);
+        let subscriber = if keyspace {
+            sync.get_mut().write_all(&resp_command(&[
+                b"CONFIG",
+                b"SET",
+                b"notify-keyspace-events",
+                b"Kg$x",
+            ]))?;
+            read_reply(&mut sync).context("enabling keyspace notifications")?;
+            let mut sub = TcpStream::connect(addr)
+                .with_context(|| format!("keyspace subscriber to {addr}"))?;
+            sub.set_nodelay(true)?;
+            let channel = format!("__keyspace@0__:{lock_key}");
+            sub.write_all(&resp_command(&[b"SUBSCRIBE", channel.as_bytes()]))?;
+            let (st, reader) = (state.clone(), sub.try_clone()?);
+            std::thread::spawn(move || read_notifications(reader, &st));
+            Some(sub)
+        } else {
+            None
+        };
         let (st, own) = (state.clone(), sync_addr.clone());
         let reader = std::thread::spawn(move || read_feed(mon_reader, &st, &own));
         let wall_minus_mono_us = wall_us() as i128 - (monotonic_ns() / 1000) as i128;
         Ok(Feed {
             state,
-            sync_conn: Mutex::new(BufReader::new(sync)),
+            sync_conn: Mutex::new(sync),
             sync_addr,
             monitor: mon,
             nonce: AtomicU64::new(0),
+            subscriber,
+            lock_key: lock_key.to_string(),
             wall_minus_mono_us,
             reader: Some(reader),
         })
@@ -134,7 +173,8 @@ impl Feed {
         {
             let mut c = lock(&self.sync_conn);
             let nonce = format!("fencesim-sync-{n}");
-            c.get_mut().write_all(&resp_command(&[b"ECHO", nonce.as_bytes()]))?;
+            c.get_mut()
+                .write_all(&resp_command(&[b"ECHO", nonce.as_bytes()]))?;
             read_reply(&mut c)?;
         }
         let deadline = Instant::now() + timeout;
@@ -146,9 +186,13 @@ impl Feed {
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                bail!("the server's MONITOR feed did not show the harness's echo within {timeout:?}");
+                bail!(
+                    "the server's MONITOR feed did not show the harness's echo within {timeout:?}"
+                );
             }
-            st = cv.wait_timeout(st, left).map_or_else(|p| p.into_inner().0, |(g, _)| g);
+            st = cv
+                .wait_timeout(st, left)
+                .map_or_else(|p| p.into_inner().0, |(g, _)| g);
         }
         Ok(())
     }
@@ -164,27 +208,105 @@ impl Feed {
         ((ts_us as i128 - self.wall_minus_mono_us).max(0) * 1000) as u64
     }
 
-    /// Closes the feed after a last sync: the finished ledger (expiries
-    /// up to now), the verbatim feed, and why the feed broke, if it did.
+    /// Closes the feed: a lease whose time is up is made to run out
+    /// (`EXISTS` on the key, Redis's lazy expiry), a last sync, and — with
+    /// keyspace notifications — the check that Redis's notifications for
+    /// the lock key are the ones the replay predicts. Returns the finished
+    /// ledger, the verbatim feed, and why the account cannot be trusted, if
+    /// it cannot (a broken feed, a notification the replay did not predict).
     pub fn finish(mut self) -> (Ledger, Vec<String>, Option<String>) {
-        let synced = self.sync(Duration::from_secs(2));
+        let touched = {
+            let mut c = lock(&self.sync_conn);
+            c.get_mut()
+                .write_all(&resp_command(&[b"EXISTS", self.lock_key.as_bytes()]))
+                .map_err(anyhow::Error::from)
+                .and_then(|()| read_reply(&mut c))
+        };
+        let synced = touched.and_then(|_| self.sync(Duration::from_secs(2)));
+        let notified = match (&synced, self.subscriber.take()) {
+            (Ok(()), Some(sub)) => self.drain_notifications(sub).map(Some),
+            _ => Ok(None),
+        };
         let _ = self.monitor.shutdown(Shutdown::Both);
         if let Some(r) = self.reader.take() {
             let _ = r.join();
         }
         let mut st = lock(&self.state.0);
-        let mut broken = st.broken.take();
-        if let (Err(e), None) = (synced, &broken) {
-            broken = Some(e.to_string());
-        }
         let mut ledger = std::mem::replace(&mut st.ledger, Ledger::new(b"", b"", 0));
-        ledger.finish(wall_us());
+        ledger.finish(st.own_last_us);
+        // The feed ends by design once closed; before that, a break is news.
+        let broken = match (synced, notified) {
+            (Err(e), _) | (_, Err(e)) => Some(format!("{e:#}")),
+            (Ok(()), Ok(Some(actual))) if actual != ledger.notified() => Some(format!(
+                "Redis notified ({}) for the lock key, the replay of its feed predicts ({})",
+                actual.join(", "),
+                ledger.notified().join(", ")
+            )),
+            _ => None,
+        };
         (ledger, std::mem::take(&mut st.lines), broken)
+    }
+
+    /// Every notification Redis sent before now: a `PING` on the
+    /// subscriber's own connection comes back after them.
+    fn drain_notifications(&self, mut sub: TcpStream) -> Result<Vec<String>> {
+        let n = self.nonce.fetch_add(1, Ordering::SeqCst) + 1;
+        let nonce = format!("fencesim-sync-{n}");
+        sub.write_all(&resp_command(&[b"PING", nonce.as_bytes()]))?;
+        let deadline = Instant::now() + Duration::from_secs(2);
+        let (m, cv) = &*self.state;
+        let mut st = lock(m);
+        while st.ponged < n {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                bail!("the keyspace subscriber did not answer the harness's ping within 2 s");
+            }
+            st = cv
+                .wait_timeout(st, left)
+                .map_or_else(|p| p.into_inner().0, |(g, _)| g);
+        }
+        let _ = sub.shutdown(Shutdown::Both);
+        Ok(std::mem::take(&mut st.notified))
     }
 
     /// The harness's own connection, whose lines the ledger never sees.
     pub fn own_addr(&self) -> &str {
         &self.sync_addr
+    }
+}
+
+fn read_notifications(from: TcpStream, state: &Arc<(Mutex<State>, Condvar)>) {
+    let (m, cv) = &**state;
+    let mut frames = crate::live::decode::resp::FrameBuffer::default();
+    let mut from = from;
+    let mut buf = vec![0u8; 16 * 1024];
+    while let Ok(n) = from.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        for frame in frames.push(&buf[..n]) {
+            let Some(args) = crate::live::decode::resp::command_args(&frame) else {
+                continue;
+            };
+            let word = |k: usize| args.get(k).map(|a| String::from_utf8_lossy(a).into_owned());
+            let mut st = lock(m);
+            match word(0).as_deref() {
+                Some("message") => {
+                    if let Some(event) = word(2) {
+                        st.notified.push(event);
+                    }
+                }
+                Some("pong") => {
+                    if let Some(n) =
+                        word(1).and_then(|w| w.strip_prefix("fencesim-sync-")?.parse().ok())
+                    {
+                        st.ponged = st.ponged.max(n);
+                        cv.notify_all();
+                    }
+                }
+                _ => {}
+            }
+        }
     }
 }
 
@@ -209,6 +331,7 @@ fn read_feed(mut r: BufReader<TcpStream>, state: &Arc<(Mutex<State>, Condvar)>, 
             Ok(parsed) => {
                 let ours = parsed.caller == monitor::Caller::Client(own.to_string());
                 if ours {
+                    st.own_last_us = parsed.ts_us;
                     let nonce = parsed
                         .args
                         .get(1)
@@ -265,9 +388,12 @@ mod tests {
     fn the_feed_attributes_scripts_transactions_and_pipelines_to_their_connections() {
         let Some((_root, r)) = redis() else { return };
         let addr = format!("127.0.0.1:{}", r.port);
-        let feed = Feed::start(&addr, "lock:doc", "fence:doc").unwrap();
+        let feed = Feed::start(&addr, "lock:doc", "fence:doc", true).unwrap();
         let client = redis::Client::open(r.url()).unwrap();
-        let (mut a, mut b) = (client.get_connection().unwrap(), client.get_connection().unwrap());
+        let (mut a, mut b) = (
+            client.get_connection().unwrap(),
+            client.get_connection().unwrap(),
+        );
         let addr_of = |c: &mut redis::Connection| -> String {
             let info: String = redis::cmd("CLIENT").arg("INFO").query(c).unwrap();
             info.split(' ')
@@ -278,33 +404,66 @@ mod tests {
         feed.register(addr_of(&mut a), 0);
         feed.register(addr_of(&mut b), 1);
         // A takes lock and token in one script; B's transaction is refused.
-        let eval = |c: &mut redis::Connection, body: &str, keys: &[&str], args: &[&str]| -> redis::Value {
-            let mut cmd = redis::cmd("EVAL");
-            cmd.arg(body).arg(keys.len()).arg(keys).arg(args);
-            cmd.query(c).unwrap()
-        };
+        let eval =
+            |c: &mut redis::Connection, body: &str, keys: &[&str], args: &[&str]| -> redis::Value {
+                let mut cmd = redis::cmd("EVAL");
+                cmd.arg(body).arg(keys.len()).arg(keys).arg(args);
+                cmd.query(c).unwrap()
+            };
         let take = "if redis.call('set',KEYS[1],ARGV[1],'NX','PX',ARGV[2]) then return redis.call('incr',KEYS[2]) end return false";
         let tok = eval(&mut a, take, &["lock:doc", "fence:doc"], &["a", "60000"]);
         assert_eq!(tok, redis::Value::Int(1));
         let (set,): (Option<String>,) = redis::pipe()
             .atomic()
-            .cmd("SET").arg("lock:doc").arg("b").arg("NX").arg("PX").arg(60_000)
+            .cmd("SET")
+            .arg("lock:doc")
+            .arg("b")
+            .arg("NX")
+            .arg("PX")
+            .arg(60_000)
             .query(&mut b)
             .unwrap();
         assert_eq!(set, None);
         // A read-only script, then A's compare-and-delete, then B's pipelined grant.
-        eval(&mut b, "return redis.call('pttl',KEYS[1])", &["lock:doc"], &[]);
+        eval(
+            &mut b,
+            "return redis.call('pttl',KEYS[1])",
+            &["lock:doc"],
+            &[],
+        );
         let cad = "if redis.call('get',KEYS[1]) == ARGV[1] then return redis.call('del',KEYS[1]) end return 0";
-        assert_eq!(eval(&mut b, cad, &["lock:doc"], &["b"]), redis::Value::Int(0));
-        assert_eq!(eval(&mut a, cad, &["lock:doc"], &["a"]), redis::Value::Int(1));
+        assert_eq!(
+            eval(&mut b, cad, &["lock:doc"], &["b"]),
+            redis::Value::Int(0)
+        );
+        assert_eq!(
+            eval(&mut a, cad, &["lock:doc"], &["a"]),
+            redis::Value::Int(1)
+        );
         let (_, n): (Option<String>, i64) = redis::pipe()
-            .cmd("SET").arg("lock:doc").arg("b").arg("NX").arg("PX").arg(60_000)
-            .cmd("INCR").arg("fence:doc")
+            .cmd("SET")
+            .arg("lock:doc")
+            .arg("b")
+            .arg("NX")
+            .arg("PX")
+            .arg(60_000)
+            .cmd("INCR")
+            .arg("fence:doc")
             .query(&mut b)
             .unwrap();
         assert_eq!(n, 2);
         feed.sync(Duration::from_secs(5)).unwrap();
         assert_eq!(feed.with(|l| l.grants_of(1).to_vec()), vec![2]);
+        // B lets go; A's short lease runs out untouched (finish makes Redis notice).
+        let _: i64 = redis::cmd("DEL").arg("lock:doc").query(&mut b).unwrap();
+        let _: () = redis::cmd("SET")
+            .arg("lock:doc")
+            .arg("a")
+            .arg("PX")
+            .arg(20)
+            .query(&mut a)
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(60));
         let (ledger, lines, broken) = feed.finish();
         assert!(ledger.problems().is_empty(), "{:?}", ledger.problems());
         let kinds: Vec<(&str, usize)> = ledger
@@ -320,10 +479,48 @@ mod tests {
             .collect();
         assert_eq!(
             kinds,
-            [("granted", 0), ("token", 0), ("deleted", 0), ("granted", 1), ("token", 1)],
+            [
+                ("granted", 0),
+                ("token", 0),
+                ("deleted", 0),
+                ("granted", 1),
+                ("token", 1),
+                ("deleted", 1),
+                ("granted", 0),
+                ("expired", usize::MAX)
+            ],
             "feed:\n{}",
             lines.join("\n")
         );
-        assert!(broken.is_some_and(|b| b.contains("closed")));
+        assert_eq!(broken, None, "Redis's notifications agree with the replay");
+    }
+
+    #[test]
+    fn a_change_the_replay_cannot_see_is_caught_by_the_keyspace_notifications() {
+        let Some((_root, r)) = redis() else { return };
+        let feed = Feed::start(
+            &format!("127.0.0.1:{}", r.port),
+            "lock:doc",
+            "fence:doc",
+            true,
+        )
+        .unwrap();
+        let mut a = r.connection().unwrap();
+        // RENAME names the lock key only as its second key: the replay,
+        // which reads a command it does not know by its first, misses it.
+        let _: () = redis::cmd("SET")
+            .arg("other")
+            .arg("x")
+            .query(&mut a)
+            .unwrap();
+        let _: () = redis::cmd("RENAME")
+            .arg("other")
+            .arg("lock:doc")
+            .query(&mut a)
+            .unwrap();
+        let (ledger, _, broken) = feed.finish();
+        assert!(ledger.facts().is_empty());
+        let broken = broken.expect("the notifications disagree with the replay");
+        assert!(broken.contains("rename_to"), "{broken}");
     }
 }

@@ -74,13 +74,12 @@ pub fn key_positions(args: &[Vec<u8>]) -> Option<Vec<usize>> {
             (3..(3 + n).min(args.len())).collect()
         }
         "multi" | "exec" | "discard" | "unwatch" | "ping" | "echo" | "select" | "hello"
-        | "client" | "script" | "function" | "command" | "info" | "auth" | "quit"
-        | "reset" | "readonly" | "readwrite" | "time" | "flushall" | "flushdb" => vec![],
-        "set" | "setnx" | "setex" | "psetex" | "getset" | "getdel" | "getex" | "get"
-        | "expire" | "pexpire" | "expireat" | "pexpireat" | "persist" | "ttl" | "pttl"
-        | "expiretime" | "pexpiretime" | "type" | "strlen" | "getrange" | "dump"
-        | "incr" | "incrby" | "decr" | "decrby" | "incrbyfloat" | "append" | "setrange"
-        | "object" => {
+        | "client" | "script" | "function" | "command" | "info" | "auth" | "quit" | "reset"
+        | "readonly" | "readwrite" | "time" | "flushall" | "flushdb" => vec![],
+        "set" | "setnx" | "setex" | "psetex" | "getset" | "getdel" | "getex" | "get" | "expire"
+        | "pexpire" | "expireat" | "pexpireat" | "persist" | "ttl" | "pttl" | "expiretime"
+        | "pexpiretime" | "type" | "strlen" | "getrange" | "dump" | "incr" | "incrby" | "decr"
+        | "decrby" | "incrbyfloat" | "append" | "setrange" | "object" => {
             if name == "object" {
                 (2..args.len().min(3)).collect()
             } else {
@@ -107,7 +106,10 @@ pub fn alive(held: &Held, now_ms: u64) -> bool {
 
 /// Parses `SET`'s options: (nx, xx, expiry). Expiry: None = clear it,
 /// Some(None) = keep it (KEEPTTL), Some(Some(when)).
-fn set_options(args: &[Vec<u8>], at_ms: u64) -> Result<(bool, bool, Option<Option<u64>>), Unmodelled> {
+fn set_options(
+    args: &[Vec<u8>],
+    at_ms: u64,
+) -> Result<(bool, bool, Option<Option<u64>>), Unmodelled> {
     let (mut nx, mut xx, mut expiry) = (false, false, None);
     let mut k = 3;
     while k < args.len() {
@@ -117,7 +119,12 @@ fn set_options(args: &[Vec<u8>], at_ms: u64) -> Result<(bool, bool, Option<Optio
                 .and_then(|a| int(a))
                 .filter(|n| *n > 0)
                 .map(|n| n as u64)
-                .ok_or_else(|| Unmodelled(format!("SET {} without a positive number", opt.to_uppercase())))
+                .ok_or_else(|| {
+                    Unmodelled(format!(
+                        "SET {} without a positive number",
+                        opt.to_uppercase()
+                    ))
+                })
         };
         match opt.as_str() {
             "nx" => nx = true,
@@ -150,7 +157,11 @@ fn set_options(args: &[Vec<u8>], at_ms: u64) -> Result<(bool, bool, Option<Optio
 /// Replays one command on the lock key. `held` is the key as the command
 /// found it (already expired keys removed by the caller); `at_ms` the
 /// server's millisecond clock when the command executed.
-pub fn apply_lock(args: &[Vec<u8>], held: Option<&Held>, at_ms: u64) -> Result<LockEffect, Unmodelled> {
+pub fn apply_lock(
+    args: &[Vec<u8>],
+    held: Option<&Held>,
+    at_ms: u64,
+) -> Result<LockEffect, Unmodelled> {
     let name = lower(&args[0]);
     let num = |k: usize| args.get(k).and_then(|a| int(a));
     let value = |k: usize| args.get(k).cloned().unwrap_or_default();
@@ -177,10 +188,9 @@ pub fn apply_lock(args: &[Vec<u8>], held: Option<&Held>, at_ms: u64) -> Result<L
             expire_at_ms: None,
         }),
         "setex" | "psetex" => {
-            let n = num(2)
-                .filter(|n| *n > 0)
-                .ok_or_else(|| Unmodelled(format!("{} without a positive ttl", name.to_uppercase())))?
-                as u64;
+            let n = num(2).filter(|n| *n > 0).ok_or_else(|| {
+                Unmodelled(format!("{} without a positive ttl", name.to_uppercase()))
+            })? as u64;
             let ms = if name == "setex" { n * 1000 } else { n };
             LockEffect::Set(Held {
                 value: value(3),
@@ -189,7 +199,8 @@ pub fn apply_lock(args: &[Vec<u8>], held: Option<&Held>, at_ms: u64) -> Result<L
         }
         "del" | "unlink" | "getdel" if held.is_some() => LockEffect::Deleted,
         "expire" | "pexpire" | "expireat" | "pexpireat" if held.is_some() => {
-            let n = num(2).ok_or_else(|| Unmodelled(format!("{} without a number", name.to_uppercase())))?;
+            let n = num(2)
+                .ok_or_else(|| Unmodelled(format!("{} without a number", name.to_uppercase())))?;
             let when = match name.as_str() {
                 "expire" => at_ms as i64 + n * 1000,
                 "pexpire" => at_ms as i64 + n,
@@ -203,7 +214,12 @@ pub fn apply_lock(args: &[Vec<u8>], held: Option<&Held>, at_ms: u64) -> Result<L
                 Some("xx") => old.is_some(),
                 Some("gt") => old.is_some_and(|o| when > o as i64),
                 Some("lt") => old.is_none_or(|o| when < o as i64),
-                Some(other) => return Err(Unmodelled(format!("{} option {other:?}", name.to_uppercase()))),
+                Some(other) => {
+                    return Err(Unmodelled(format!(
+                        "{} option {other:?}",
+                        name.to_uppercase()
+                    )))
+                }
             };
             if !allowed {
                 LockEffect::None
@@ -238,7 +254,12 @@ pub fn apply_lock(args: &[Vec<u8>], held: Option<&Held>, at_ms: u64) -> Result<L
         | "expiretime" | "pexpiretime" | "type" | "strlen" | "getrange" | "dump" | "mget"
         | "touch" | "watch" | "object" | "eval" | "evalsha" | "eval_ro" | "evalsha_ro"
         | "fcall" | "fcall_ro" => LockEffect::None,
-        other => return Err(Unmodelled(format!("{} on the lock key", other.to_uppercase()))),
+        other => {
+            return Err(Unmodelled(format!(
+                "{} on the lock key",
+                other.to_uppercase()
+            )))
+        }
     })
 }
 
@@ -267,7 +288,12 @@ pub fn apply_token(args: &[Vec<u8>], value: Option<i64>) -> Result<TokenEffect, 
         "get" | "exists" | "ttl" | "pttl" | "type" | "strlen" | "mget" | "watch" | "touch"
         | "dump" | "object" | "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall"
         | "fcall_ro" => TokenEffect::None,
-        other => return Err(Unmodelled(format!("{} on the token key", other.to_uppercase()))),
+        other => {
+            return Err(Unmodelled(format!(
+                "{} on the token key",
+                other.to_uppercase()
+            )))
+        }
     })
 }
 
@@ -289,8 +315,14 @@ mod tests {
     #[test]
     fn set_nx_px_takes_a_free_key_and_is_refused_on_a_held_one() {
         let set = cmd("SET lock a NX PX 100");
-        assert_eq!(apply_lock(&set, None, 1000), Ok(LockEffect::Set(held("a", Some(1100)))));
-        assert_eq!(apply_lock(&set, Some(&held("b", None)), 1000), Ok(LockEffect::None));
+        assert_eq!(
+            apply_lock(&set, None, 1000),
+            Ok(LockEffect::Set(held("a", Some(1100))))
+        );
+        assert_eq!(
+            apply_lock(&set, Some(&held("b", None)), 1000),
+            Ok(LockEffect::None)
+        );
         assert_eq!(
             apply_lock(&cmd("set lock a nx exat 7"), None, 1000),
             Ok(LockEffect::Set(held("a", Some(7000))))
@@ -308,10 +340,22 @@ mod tests {
             apply_lock(&cmd("PEXPIRE lock 500"), Some(&h), 1050),
             Ok(LockEffect::Expiry(Some(1550)))
         );
-        assert_eq!(apply_lock(&cmd("PEXPIRE lock 500"), None, 1050), Ok(LockEffect::None));
-        assert_eq!(apply_lock(&cmd("PEXPIRE lock 0"), Some(&h), 1050), Ok(LockEffect::Deleted));
-        assert_eq!(apply_lock(&cmd("PEXPIRE lock 10 GT"), Some(&h), 1050), Ok(LockEffect::None));
-        assert_eq!(apply_lock(&cmd("PTTL lock"), Some(&h), 1050), Ok(LockEffect::None));
+        assert_eq!(
+            apply_lock(&cmd("PEXPIRE lock 500"), None, 1050),
+            Ok(LockEffect::None)
+        );
+        assert_eq!(
+            apply_lock(&cmd("PEXPIRE lock 0"), Some(&h), 1050),
+            Ok(LockEffect::Deleted)
+        );
+        assert_eq!(
+            apply_lock(&cmd("PEXPIRE lock 10 GT"), Some(&h), 1050),
+            Ok(LockEffect::None)
+        );
+        assert_eq!(
+            apply_lock(&cmd("PTTL lock"), Some(&h), 1050),
+            Ok(LockEffect::None)
+        );
     }
 
     #[test]
@@ -323,9 +367,18 @@ mod tests {
 
     #[test]
     fn the_counter_counts_from_absent() {
-        assert_eq!(apply_token(&cmd("INCR fence"), None), Ok(TokenEffect::Counted(1)));
-        assert_eq!(apply_token(&cmd("INCRBY fence 5"), Some(2)), Ok(TokenEffect::Counted(7)));
-        assert_eq!(apply_token(&cmd("GET fence"), Some(2)), Ok(TokenEffect::None));
+        assert_eq!(
+            apply_token(&cmd("INCR fence"), None),
+            Ok(TokenEffect::Counted(1))
+        );
+        assert_eq!(
+            apply_token(&cmd("INCRBY fence 5"), Some(2)),
+            Ok(TokenEffect::Counted(7))
+        );
+        assert_eq!(
+            apply_token(&cmd("GET fence"), Some(2)),
+            Ok(TokenEffect::None)
+        );
     }
 
     #[test]

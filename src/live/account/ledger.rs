@@ -186,7 +186,10 @@ impl Ledger {
             },
         };
         if matches!(line.caller, Caller::Client(_))
-            && matches!(name.as_str(), "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro")
+            && matches!(
+                name.as_str(),
+                "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
+            )
         {
             self.script_ref_us = line.ts_us;
         }
@@ -212,7 +215,9 @@ impl Ledger {
                             value: v,
                             ts_us: line.ts_us,
                         }),
-                        None => self.problem(format!("the token key was counted by {client}, a connection of no worker")),
+                        None => self.problem(format!(
+                            "the token key was counted by {client}, a connection of no worker"
+                        )),
                     }
                 }
                 Ok(TokenEffect::Changed(v)) => self.token = v,
@@ -221,7 +226,13 @@ impl Ledger {
         }
     }
 
-    fn lock_command(&mut self, line: &MonitorLine, worker: Option<usize>, client: &str, ref_us: u64) {
+    fn lock_command(
+        &mut self,
+        line: &MonitorLine,
+        worker: Option<usize>,
+        client: &str,
+        ref_us: u64,
+    ) {
         let now_ms = ref_us / 1000;
         // Lazy expiry: the key is gone for a command after its time.
         if let Some(live) = &self.lock {
@@ -243,13 +254,14 @@ impl Ledger {
         // A SET's expiry counts from the time it ran, which the feed
         // stamps just after.
         let at_ms = line.ts_us / 1000;
-        let effect = match keyspace::apply_lock(&line.args, self.lock.as_ref().map(|l| &l.held), at_ms) {
-            Ok(e) => e,
-            Err(e) => {
-                self.problem(format!("cannot replay {}", e.0));
-                return;
-            }
-        };
+        let effect =
+            match keyspace::apply_lock(&line.args, self.lock.as_ref().map(|l| &l.held), at_ms) {
+                Ok(e) => e,
+                Err(e) => {
+                    self.problem(format!("cannot replay {}", e.0));
+                    return;
+                }
+            };
         match &effect {
             LockEffect::None => return,
             LockEffect::Set(h) => {
@@ -382,8 +394,17 @@ mod tests {
         assert_eq!(
             l.facts(),
             &[
-                Fact::Granted { grant: 1, worker: 0, ts_us: 1_000_000_040, expire_at_ms: Some(1_000_100) },
-                Fact::Token { worker: 0, value: 1, ts_us: 1_000_000_050 },
+                Fact::Granted {
+                    grant: 1,
+                    worker: 0,
+                    ts_us: 1_000_000_040,
+                    expire_at_ms: Some(1_000_100)
+                },
+                Fact::Token {
+                    worker: 0,
+                    value: 1,
+                    ts_us: 1_000_000_050
+                },
             ]
         );
         assert!(l.problems().is_empty());
@@ -408,10 +429,27 @@ mod tests {
         assert_eq!(
             l.facts(),
             &[
-                Fact::Granted { grant: 1, worker: 0, ts_us: 1_000_000_000, expire_at_ms: Some(1_000_050) },
-                Fact::Token { worker: 1, value: 1, ts_us: 1_000_002_010 },
-                Fact::Expired { grant: 1, at_ms: 1_000_050 },
-                Fact::Granted { grant: 2, worker: 1, ts_us: 1_000_100_500, expire_at_ms: Some(1_000_150) },
+                Fact::Granted {
+                    grant: 1,
+                    worker: 0,
+                    ts_us: 1_000_000_000,
+                    expire_at_ms: Some(1_000_050)
+                },
+                Fact::Token {
+                    worker: 1,
+                    value: 1,
+                    ts_us: 1_000_002_010
+                },
+                Fact::Expired {
+                    grant: 1,
+                    at_ms: 1_000_050
+                },
+                Fact::Granted {
+                    grant: 2,
+                    worker: 1,
+                    ts_us: 1_000_100_500,
+                    expire_at_ms: Some(1_000_150)
+                },
             ]
         );
     }
@@ -432,7 +470,11 @@ mod tests {
         );
         assert_eq!(
             l.facts()[1..],
-            [Fact::Deleted { grant: 1, worker: 0, ts_us: 1_000_003_020 }]
+            [Fact::Deleted {
+                grant: 1,
+                worker: 0,
+                ts_us: 1_000_003_020
+            }]
         );
     }
 
@@ -451,10 +493,28 @@ mod tests {
         assert_eq!(
             l.facts()[1..],
             [
-                Fact::Renewed { grant: 1, worker: 0, ts_us: 1_000_080_000, expire_at_ms: Some(1_000_180), slack_ms: Some(20) },
-                Fact::Expired { grant: 1, at_ms: 1_000_180 },
-                Fact::Granted { grant: 2, worker: 1, ts_us: 1_000_300_000, expire_at_ms: Some(1_000_400) },
-                Fact::Deleted { grant: 2, worker: 0, ts_us: 1_000_310_000 },
+                Fact::Renewed {
+                    grant: 1,
+                    worker: 0,
+                    ts_us: 1_000_080_000,
+                    expire_at_ms: Some(1_000_180),
+                    slack_ms: Some(20)
+                },
+                Fact::Expired {
+                    grant: 1,
+                    at_ms: 1_000_180
+                },
+                Fact::Granted {
+                    grant: 2,
+                    worker: 1,
+                    ts_us: 1_000_300_000,
+                    expire_at_ms: Some(1_000_400)
+                },
+                Fact::Deleted {
+                    grant: 2,
+                    worker: 0,
+                    ts_us: 1_000_310_000
+                },
             ]
         );
     }

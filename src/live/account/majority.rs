@@ -31,9 +31,20 @@ pub enum LockFact {
         slack_ns: Option<u64>,
     },
     /// `by` deleted the key that took `grant` below a majority.
-    Released { grant: u64, by: usize, t_ns: u64 },
-    Expired { grant: u64, t_ns: u64 },
-    Token { worker: usize, value: i64, t_ns: u64 },
+    Released {
+        grant: u64,
+        by: usize,
+        t_ns: u64,
+    },
+    Expired {
+        grant: u64,
+        t_ns: u64,
+    },
+    Token {
+        worker: usize,
+        value: i64,
+        t_ns: u64,
+    },
 }
 
 impl LockFact {
@@ -55,7 +66,12 @@ pub fn combine(masters: &[Vec<(u64, Fact)>]) -> Vec<LockFact> {
     let mut all: Vec<(u64, usize, usize, &Fact)> = masters
         .iter()
         .enumerate()
-        .flat_map(|(m, facts)| facts.iter().enumerate().map(move |(k, (t, f))| (*t, m, k, f)))
+        .flat_map(|(m, facts)| {
+            facts
+                .iter()
+                .enumerate()
+                .map(move |(k, (t, f))| (*t, m, k, f))
+        })
         .collect();
     // Per master, feed order is the truth; across masters, time.
     all.sort_by_key(|&(t, m, k, _)| (t, m, k));
@@ -63,7 +79,8 @@ pub fn combine(masters: &[Vec<(u64, Fact)>]) -> Vec<LockFact> {
     let mut lock: Option<(usize, u64)> = None;
     let mut grants = 0u64;
     let mut out = Vec::new();
-    let count = |holder: &[Option<usize>], w: usize| holder.iter().filter(|h| **h == Some(w)).count();
+    let count =
+        |holder: &[Option<usize>], w: usize| holder.iter().filter(|h| **h == Some(w)).count();
     for (t_ns, m, _, fact) in all {
         match fact {
             Fact::Granted { worker, .. } => {
@@ -160,20 +177,50 @@ mod tests {
     fn one_master_is_its_ledger_grant_for_grant() {
         let m = vec![
             (10, granted(0)),
-            (11, Fact::Token { worker: 0, value: 7, ts_us: 0 }),
+            (
+                11,
+                Fact::Token {
+                    worker: 0,
+                    value: 7,
+                    ts_us: 0,
+                },
+            ),
             (20, Fact::Expired { grant: 1, at_ms: 0 }),
             (30, granted(1)),
-            (40, Fact::Deleted { grant: 2, worker: 0, ts_us: 0 }),
+            (
+                40,
+                Fact::Deleted {
+                    grant: 2,
+                    worker: 0,
+                    ts_us: 0,
+                },
+            ),
         ];
         let facts = combine(&[m]);
         assert_eq!(
             facts,
             vec![
-                LockFact::Granted { grant: 1, worker: 0, t_ns: 10 },
-                LockFact::Token { worker: 0, value: 7, t_ns: 11 },
+                LockFact::Granted {
+                    grant: 1,
+                    worker: 0,
+                    t_ns: 10
+                },
+                LockFact::Token {
+                    worker: 0,
+                    value: 7,
+                    t_ns: 11
+                },
                 LockFact::Expired { grant: 1, t_ns: 20 },
-                LockFact::Granted { grant: 2, worker: 1, t_ns: 30 },
-                LockFact::Released { grant: 2, by: 0, t_ns: 40 },
+                LockFact::Granted {
+                    grant: 2,
+                    worker: 1,
+                    t_ns: 30
+                },
+                LockFact::Released {
+                    grant: 2,
+                    by: 0,
+                    t_ns: 40
+                },
             ]
         );
         assert_eq!(tokens_of_grants(&facts), BTreeMap::from([(1, 7)]));
@@ -194,9 +241,17 @@ mod tests {
         assert_eq!(
             facts,
             vec![
-                LockFact::Granted { grant: 1, worker: 0, t_ns: 14 },
+                LockFact::Granted {
+                    grant: 1,
+                    worker: 0,
+                    t_ns: 14
+                },
                 LockFact::Expired { grant: 1, t_ns: 50 },
-                LockFact::Granted { grant: 2, worker: 1, t_ns: 60 },
+                LockFact::Granted {
+                    grant: 2,
+                    worker: 1,
+                    t_ns: 60
+                },
             ]
         );
     }

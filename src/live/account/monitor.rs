@@ -65,7 +65,10 @@ pub fn parse(line: &str) -> Result<MonitorLine, ParseError> {
         column: column + 1,
         expected,
     };
-    let space = b.iter().position(|&c| c == b' ').ok_or(err(0, "a timestamp and a space"))?;
+    let space = b
+        .iter()
+        .position(|&c| c == b' ')
+        .ok_or(err(0, "a timestamp and a space"))?;
     let ts_us = parse_ts(&line[..space]).ok_or(err(0, "a timestamp <seconds>.<6 digits>"))?;
     let mut at = space + 1;
     if b.get(at) != Some(&b'[') {
@@ -77,7 +80,9 @@ pub fn parse(line: &str) -> Result<MonitorLine, ParseError> {
         .map(|k| at + k)
         .ok_or(err(at, "']' closing the caller"))?;
     let inside = &line[at + 1..close];
-    let (db, who) = inside.split_once(' ').ok_or(err(at + 1, "'<db> <caller>'"))?;
+    let (db, who) = inside
+        .split_once(' ')
+        .ok_or(err(at + 1, "'<db> <caller>'"))?;
     let db = db.parse().map_err(|_| err(at + 1, "a database number"))?;
     let caller = if who == "lua" {
         Caller::Lua
@@ -93,7 +98,8 @@ pub fn parse(line: &str) -> Result<MonitorLine, ParseError> {
             None => break,
             Some(b' ') => at += 1,
             Some(b'"') => {
-                let (arg, next) = unquote(b, at + 1).ok_or(err(at, "a closed, well-escaped argument"))?;
+                let (arg, next) =
+                    unquote(b, at + 1).ok_or(err(at, "a closed, well-escaped argument"))?;
                 args.push(arg);
                 at = next;
             }
@@ -161,8 +167,9 @@ mod tests {
 
     #[test]
     fn a_client_line_names_its_address_and_arguments() {
-        let l = parse(r#"1796312333.451955 [0 127.0.0.1:52144] "SET" "lock:doc" "a" "NX" "PX" "100""#)
-            .unwrap();
+        let l =
+            parse(r#"1796312333.451955 [0 127.0.0.1:52144] "SET" "lock:doc" "a" "NX" "PX" "100""#)
+                .unwrap();
         assert_eq!(l.ts_us, 1_796_312_333_451_955);
         assert_eq!(l.caller, Caller::Client("127.0.0.1:52144".into()));
         assert_eq!(l.name(), "set");
@@ -188,6 +195,9 @@ mod tests {
             parse("1.000001 [0 lua] \"get").unwrap_err().expected,
             "a closed, well-escaped argument"
         );
-        assert_eq!(parse("1.000001 [x lua] \"get\"").unwrap_err().expected, "a database number");
+        assert_eq!(
+            parse("1.000001 [x lua] \"get\"").unwrap_err().expected,
+            "a database number"
+        );
     }
 }
