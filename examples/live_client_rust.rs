@@ -14,11 +14,28 @@
 //! UPDATE is plain. A write that fails (its connection was cut) is given up,
 //! the lock released and the program goes on, as an application would.
 //! Settings come from the environment that `fencesim live --worker-cmd` sets.
+//! With `FENCESIM_SIDE_ACCOUNT=FILE` it also appends its own account of
+//! each operation to FILE as JSON lines (examples/live-clients/LIBRARIES.md):
+//! fencesim never reads it; the library-matrix test compares it with the
+//! history fencesim decoded from the servers.
 
+use std::io::Write;
 use std::time::Duration;
 
 fn env(name: &str, default: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| default.to_string())
+}
+
+/// Appends one line to the side account, if one was asked for.
+fn side(line: String) {
+    if let Ok(path) = std::env::var("FENCESIM_SIDE_ACCOUNT") {
+        if let Some(dir) = std::path::Path::new(&path).parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(&path) {
+            let _ = writeln!(f, "{line}");
+        }
+    }
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -37,7 +54,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let doc: i32 = env("FENCESIM_DOC_ID", "1").parse()?;
     let ttl_ms: u64 = env("FENCESIM_TTL_MS", "1000").parse()?;
     let me = format!("{}-{}", env("FENCESIM_WORKER_ID", "w"), std::process::id());
-    for _ in 0..env("FENCESIM_OPS", "1").parse::<u32>()? {
+    for op in 1..=env("FENCESIM_OPS", "1").parse::<u32>()? {
         loop {
             let got: Option<String> = redis::cmd("SET")
                 .arg(&lock_key)
@@ -56,6 +73,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         } else {
             None
         };
+        let shown = token.map_or("null".to_string(), |t| t.to_string());
+        side(format!(r#"{{"event":"acquired","op":{op},"token":{shown}}}"#));
         let body: i64 = pg
             .query_one("SELECT body FROM documents WHERE id = $1", &[&doc])?
             .get(0);
@@ -69,6 +88,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 &[&(body + 1), &doc],
             ),
         };
+        let rows = written.as_ref().map_or("null".to_string(), |n| n.to_string());
+        side(format!(r#"{{"event":"write","op":{op},"token":{shown},"rows":{rows}}}"#));
         if let Err(e) = written {
             eprintln!("{me}: the write failed, given up: {e}");
             if pg.is_closed() {
@@ -76,12 +97,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         }
         // Release only our own lock (it may have expired and been taken).
-        redis::cmd("EVAL")
+        let released = redis::cmd("EVAL")
             .arg("if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end")
             .arg(1)
             .arg(&lock_key)
             .arg(&me)
             .query::<i64>(&mut r)?;
+        let deleted = released == 1;
+        side(format!(r#"{{"event":"released","op":{op},"deleted":{deleted}}}"#));
     }
     Ok(())
 }

@@ -1,0 +1,264 @@
+//! The library matrix (issue 31): unchanged worker programs built on the
+//! lock libraries people use (examples/live-clients/, pinned versions that
+//! `examples/live-clients/install.sh` installs), each judged from the
+//! servers' own account — plain found unsafe under a pause longer than the
+//! lease, fenced clean with the late write refused — and each trial's
+//! decoded history held against the program's own side account
+//! (`FENCESIM_SIDE_ACCOUNT`, which fencesim never reads): one grant per
+//! real acquisition with the token the program got, one release per real
+//! deletion and none where the library says it deleted nothing, one
+//! accepted or refused write per write the program saw applied or refused.
+//!
+//! A library that is not installed is a loud skip, and a failure under
+//! `CI=true` (tests/it/common::skip).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::common::{live_exclusive, live_servers_present, skip};
+
+const TRIALS: u32 = 5;
+
+/// What one library needs to run: an interpreter module, an npm directory, a binary.
+fn installed(test: &str, scenario: &str) -> bool {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let need: Option<String> = if scenario.contains("redis-py-lock") {
+        python_has(&["redis", "psycopg"])
+    } else if scenario.contains("python-redis-lock") {
+        python_has(&["redis_lock", "psycopg"])
+    } else if scenario.contains("node-redlock") {
+        npm_has(&root.join("examples/live-clients/node-redlock"))
+    } else if scenario.contains("ioredis") {
+        npm_has(&root.join("examples/live-clients/ioredis-set-nx"))
+    } else {
+        let bin = root.join("target/release/examples/live_client_rust");
+        (!bin.is_file()).then(|| format!("{} is not built (cargo test --release builds it)", bin.display()))
+    };
+    match need {
+        None => true,
+        Some(why) => {
+            skip(test, &format!("{why} (bash examples/live-clients/install.sh)"));
+            false
+        }
+    }
+}
+
+fn python_has(modules: &[&str]) -> Option<String> {
+    let ok = Command::new("python3")
+        .arg("-c")
+        .arg(format!("import {}", modules.join(", ")))
+        .output()
+        .is_ok_and(|o| o.status.success());
+    (!ok).then(|| format!("python3 cannot import {}", modules.join(", ")))
+}
+
+fn npm_has(dir: &Path) -> Option<String> {
+    let ok = dir.join("node_modules").is_dir()
+        && Command::new("node").arg("--version").output().is_ok_and(|o| o.status.success());
+    (!ok).then(|| format!("node or {}/node_modules is missing", dir.display()))
+}
+
+/// The scenario's own `worker_cmd`, wrapped so each program writes its side
+/// account to `side/<trial>-<worker>.jsonl`.
+fn wrapped_cmd(scenario: &Path, side: &Path) -> String {
+    let text = std::fs::read_to_string(scenario).unwrap();
+    let doc: toml::Value = toml::from_str(&text).unwrap();
+    let cmd = doc["worker_cmd"].as_str().unwrap();
+    format!(
+        "FENCESIM_SIDE_ACCOUNT={}/$FENCESIM_TRIAL-$FENCESIM_WORKER_ID.jsonl {cmd}",
+        side.display()
+    )
+}
+
+fn jsonl(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{}: {e}: {l}", path.display())))
+        .collect()
+}
+
+/// Per worker name: (acquisitions with their token, deletions the library
+/// reported, writes applied, writes refused).
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Account {
+    tokens: Vec<Option<i64>>,
+    deleted: u32,
+    applied: u32,
+    refused: u32,
+}
+
+fn side_account(side: &Path, trial: u32, worker: &str) -> Account {
+    let mut a = Account::default();
+    for v in jsonl(&side.join(format!("{trial}-{worker}.jsonl"))) {
+        match v["event"].as_str() {
+            Some("acquired") => a.tokens.push(v["token"].as_i64()),
+            Some("released") if v["deleted"] == Value::Bool(true) => a.deleted += 1,
+            Some("write") => match v["rows"].as_i64() {
+                Some(0) => a.refused += 1,
+                Some(_) => a.applied += 1,
+                None => {}
+            },
+            _ => {}
+        }
+    }
+    a
+}
+
+/// The same, from the history fencesim decoded from the servers.
+fn decoded_account(history: &[Value], worker: &str) -> Account {
+    let node = format!("worker/{worker}");
+    let index = ["A", "B", "C", "D", "E"].iter().position(|w| *w == worker).unwrap() as u64;
+    let token_of: BTreeMap<u64, Option<i64>> = history
+        .iter()
+        .filter(|e| e["kind"] == "grant_issued")
+        .map(|e| (e["grant_id"].as_u64().unwrap(), e["token"].as_i64()))
+        .collect();
+    let mut a = Account::default();
+    for e in history {
+        let mine = e["node"] == node.as_str();
+        let my_op = e["op_id"].as_u64().is_some_and(|op| op / 1000 == index + 1);
+        match e["kind"].as_str() {
+            Some("grant_received") if mine => a.tokens.push(token_of[&e["grant_id"].as_u64().unwrap()]),
+            Some("release_sent") if mine => a.deleted += 1,
+            Some("write_accepted") if my_op => a.applied += 1,
+            Some("write_acked") if mine && e["outcome"] == "rejected" => a.refused += 1,
+            _ => {}
+        }
+    }
+    a
+}
+
+/// Runs `scenario` for TRIALS trials; returns the trial lines' (verdict,
+/// history file), the side-account directory and the whole stdout.
+fn run(scenario: &str) -> (Vec<(String, PathBuf)>, PathBuf, String) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let file = root.join("examples/live-clients").join(format!("{scenario}.toml"));
+    let dir = std::env::temp_dir().join(format!("fencesim-matrix-{}-{scenario}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let side = dir.join("side");
+    std::fs::create_dir_all(&side).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_fencesim"))
+        .current_dir(root)
+        .arg("live")
+        .arg(&file)
+        .args(["--trials", &TRIALS.to_string(), "--out", dir.to_str().unwrap()])
+        .args(["--worker-cmd", &wrapped_cmd(&file, &side)])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{scenario}:\n{stdout}\n{stderr}");
+    let trials: Vec<(String, PathBuf)> = stdout
+        .lines()
+        .filter(|l| l.trim_start().starts_with("trial "))
+        .map(|l| l.split(" — ").collect::<Vec<_>>())
+        .filter(|p| p.len() >= 4 && p[3].contains("-trial-"))
+        .map(|p| (p[1].to_string(), PathBuf::from(p[3].trim())))
+        .collect();
+    assert_eq!(trials.len(), TRIALS as usize, "{stdout}");
+    (trials, side, stdout)
+}
+
+/// Every trial's decoded history matches both programs' side accounts.
+fn histories_match_side_accounts(scenario: &str, trials: &[(String, PathBuf)], side: &Path) {
+    for (k, (_, file)) in trials.iter().enumerate() {
+        let history = jsonl(file);
+        for worker in ["A", "B"] {
+            let said = side_account(side, k as u32 + 1, worker);
+            let decoded = decoded_account(&history, worker);
+            assert!(!said.tokens.is_empty(), "{scenario} trial {}: {worker} wrote no side account", k + 1);
+            assert_eq!(decoded, said, "{scenario} trial {} worker {worker}: decoded vs side account ({})", k + 1, file.display());
+        }
+    }
+}
+
+fn plain_is_unsafe(scenario: &str) {
+    let _g = live_exclusive();
+    if !live_servers_present(scenario) || !installed(scenario, scenario) {
+        return;
+    }
+    let (trials, side, stdout) = run(scenario);
+    for (verdict, file) in &trials {
+        assert!(verdict.contains("stale_write"), "{scenario}: {verdict} ({})\n{stdout}", file.display());
+    }
+    histories_match_side_accounts(scenario, &trials, &side);
+}
+
+fn fenced_is_clean(scenario: &str) {
+    let _g = live_exclusive();
+    if !live_servers_present(scenario) || !installed(scenario, scenario) {
+        return;
+    }
+    let (trials, side, stdout) = run(scenario);
+    for (verdict, file) in &trials {
+        assert!(verdict.starts_with("clean"), "{scenario}: {verdict} ({})\n{stdout}", file.display());
+        let refused = jsonl(file).iter().filter(|e| e["kind"] == "write_rejected").count();
+        assert!(refused >= 1, "{scenario}: no late write refused in {}", file.display());
+    }
+    histories_match_side_accounts(scenario, &trials, &side);
+}
+
+#[test]
+fn redis_py_lock_plain_is_unsafe_and_its_history_matches_the_programs_account() {
+    plain_is_unsafe("gc-pause-redis-py-lock-plain");
+}
+
+#[test]
+fn redis_py_lock_fenced_is_clean_and_its_history_matches_the_programs_account() {
+    fenced_is_clean("gc-pause-redis-py-lock-fenced");
+}
+
+#[test]
+fn python_redis_lock_plain_is_unsafe_and_its_history_matches_the_programs_account() {
+    plain_is_unsafe("gc-pause-python-redis-lock-plain");
+}
+
+#[test]
+fn python_redis_lock_fenced_is_clean_and_its_history_matches_the_programs_account() {
+    fenced_is_clean("gc-pause-python-redis-lock-fenced");
+}
+
+#[test]
+fn node_redlock_plain_is_unsafe_and_its_history_matches_the_programs_account() {
+    plain_is_unsafe("gc-pause-node-redlock-plain");
+}
+
+#[test]
+fn node_redlock_fenced_is_clean_and_its_history_matches_the_programs_account() {
+    fenced_is_clean("gc-pause-node-redlock-fenced");
+}
+
+#[test]
+fn node_redlock_over_five_masters_plain_is_unsafe() {
+    plain_is_unsafe("gc-pause-node-redlock5-plain");
+}
+
+#[test]
+fn node_redlock_over_five_masters_fenced_is_clean() {
+    fenced_is_clean("gc-pause-node-redlock5-fenced");
+}
+
+#[test]
+fn ioredis_set_nx_plain_is_unsafe_and_its_history_matches_the_programs_account() {
+    plain_is_unsafe("gc-pause-ioredis-set-nx-plain");
+}
+
+#[test]
+fn ioredis_set_nx_fenced_is_clean_and_its_history_matches_the_programs_account() {
+    fenced_is_clean("gc-pause-ioredis-set-nx-fenced");
+}
+
+#[test]
+fn rust_redis_crate_plain_is_unsafe_and_its_history_matches_the_programs_account() {
+    plain_is_unsafe("gc-pause-rust-plain");
+}
+
+#[test]
+fn rust_redis_crate_fenced_is_clean_and_its_history_matches_the_programs_account() {
+    fenced_is_clean("gc-pause-rust-fenced");
+}
