@@ -179,15 +179,13 @@ fn run_trials(
         let worker_cmd = args.worker_cmd.as_ref().or(s.worker_cmd.as_ref());
         let r = match worker_cmd {
             None => trial::run(s, servers, exe, timeout)?,
-            Some(cmd) => match client::run(s, cmd, servers, timeout) {
+            Some(cmd) => match client::run(s, cmd, servers, timeout, k) {
                 Ok(r) => r,
-                Err(e) => match e.downcast::<client::ClientFailed>() {
-                    Ok(failed) => {
-                        eprintln!("error: trial {k}/{n} of {}: {failed}", s.name);
-                        return Ok(None);
-                    }
-                    Err(e) => return Err(e),
-                },
+                Err(e) if e.is::<client::ClientFailed>() || e.is::<client::CannotJudge>() => {
+                    eprintln!("error: trial {k}/{n} of {}: {e}", s.name);
+                    return Ok(None);
+                }
+                Err(e) => return Err(e),
             },
         };
         let trial_ms = started.elapsed().as_millis();

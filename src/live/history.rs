@@ -274,10 +274,29 @@ impl Builder {
         e.detail = v.get("detail").and_then(Value::as_str).map(str::to_string);
         // The server that answered: 0 = primary, 1 = the promoted replica.
         let server = (field(v, "server").unwrap_or(0) as u16).min(1);
+        // A grant the servers' own account numbered (a user's program).
+        let grant = field(v, "grant");
+        if let Some(kind) = self.server_record(kind_name, v, grant) {
+            let mut s = Event::new(0, t_ns, self.coord, kind);
+            s.key = Some(0);
+            s.grant_id = grant;
+            s.token = e.token;
+            s.value = e.value;
+            s.removed_grant_id = field(v, "removed");
+            s.detail = e.detail.take();
+            self.push(t_ns, (0, n as u64), s);
+            return Ok(());
+        }
         e.kind = match kind_name {
             "acquire_sent" => {
                 self.asked_at.insert(i, t_ns);
                 Kind::AcquireSent
+            }
+            "grant_received" if grant.is_some() => {
+                self.held.insert(i, (grant.unwrap_or(0), server));
+                e.op_id = None;
+                e.grant_id = grant;
+                Kind::GrantReceived
             }
             "grant_received" => {
                 self.granted(n, i, v, server, t_ns, &mut e);
@@ -286,6 +305,7 @@ impl Builder {
             "read_sent" => Kind::ReadSent,
             "read_ok" => Kind::ReadOk,
             "write_sent" => {
+                e.grant_id = grant;
                 if let Some(op) = e.op_id {
                     self.sent_at.entry(op).or_insert(t_ns);
                 }
@@ -297,7 +317,7 @@ impl Builder {
             }
             "release_sent" => {
                 self.release_asked_at.insert(i, t_ns);
-                e.grant_id = self.held.get(&i).map(|(g, _)| *g);
+                e.grant_id = grant.or(self.held.get(&i).map(|(g, _)| *g));
                 e.op_id = None;
                 Kind::ReleaseSent
             }
@@ -337,6 +357,25 @@ impl Builder {
         }
         self.push(t_ns, (2, n as u64), e);
         Ok(())
+    }
+
+    /// What the lock server's own account says it did (a user's program's
+    /// trial: [`crate::live::account`]), placed as told on coord/0 — no
+    /// inference from the worker's side needed: `grant_issued` (grant,
+    /// token), `release_applied` (grant = the releasing worker's own,
+    /// removed = whose key it deleted), `lease_expired`, `renew_ok`.
+    fn server_record(&self, kind_name: &str, v: &Value, grant: Option<u64>) -> Option<Kind> {
+        if v.get("by") != Some(&Value::from("server")) {
+            return None;
+        }
+        debug_assert!(grant.is_some() || kind_name == "release_applied");
+        match kind_name {
+            "grant_issued" => Some(Kind::GrantIssued),
+            "release_applied" => Some(Kind::ReleaseApplied),
+            "lease_expired" => Some(Kind::LeaseExpired),
+            "renew_ok" => Some(Kind::RenewOk),
+            _ => None,
+        }
     }
 
     /// A worker's `grant_received`: the grant is numbered, its lease noted

@@ -240,10 +240,12 @@ pub enum Flow {
 
 impl Proxy {
     /// A plain forwarder whose every new connection gets a pair of
-    /// observers from `observe` (client→server, server→client).
+    /// observers from `observe` (client→server, server→client), given the
+    /// address the server sees the connection come from (its local end), so
+    /// what the server says about a connection can be tied to the worker.
     pub fn start_observed(
         upstream: &str,
-        observe: impl Fn() -> (Observer, Observer) + Send + 'static,
+        observe: impl Fn(std::net::SocketAddr) -> (Observer, Observer) + Send + 'static,
     ) -> Result<Proxy> {
         let listener = TcpListener::bind("127.0.0.1:0").context("proxy bind")?;
         let port = listener.local_addr()?.port();
@@ -273,7 +275,10 @@ impl Proxy {
                 }
                 let _ = client.set_nodelay(true);
                 let _ = server.set_nodelay(true);
-                let (up, down) = observe();
+                let Ok(seen_as) = server.local_addr() else {
+                    continue;
+                };
+                let (up, down) = observe(seen_as);
                 std::thread::spawn(move || copy_observed(client, s, up));
                 std::thread::spawn(move || copy_observed(server, c, down));
             }

@@ -482,7 +482,14 @@ impl Servers {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let schema = run_name.replace('-', "_");
-        let key_prefix = format!("{run_name}:");
+        // On a user's Redis the run's keys are named apart; the harness's
+        // own is the run's alone, so programs see the plain `lock:doc`
+        // (a library that prefixes its own key, as python-redis-lock does
+        // with `lock:`, can only name that one).
+        let key_prefix = match &user.redis {
+            Some(_) => format!("{run_name}:"),
+            None => String::new(),
+        };
         let t = Instant::now();
         let (redis, replica, redis_url) = match &user.redis {
             Some(url) => {

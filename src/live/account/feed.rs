@@ -39,18 +39,30 @@ struct State {
     ponged: u64,
 }
 
+/// Redis's wall-clock stamps (µs) on CLOCK_MONOTONIC, the clock every
+/// other record of a live trial is on: the same machine's two clocks, their
+/// difference sampled once when the feed starts.
+#[derive(Clone, Copy, Debug)]
+pub struct Clock {
+    wall_minus_mono_us: i128,
+}
+
+impl Clock {
+    pub fn mono_ns(&self, ts_us: u64) -> u64 {
+        ((ts_us as i128 - self.wall_minus_mono_us).max(0) * 1000) as u64
+    }
+}
+
 /// The feed of one Redis server for one trial.
 pub struct Feed {
     state: Arc<(Mutex<State>, Condvar)>,
     sync_conn: Mutex<BufReader<TcpStream>>,
-    sync_addr: String,
     monitor: TcpStream,
     nonce: AtomicU64,
     /// The keyspace subscriber (None: not our server to configure).
     subscriber: Option<TcpStream>,
     lock_key: String,
-    /// Wall clock µs minus monotonic ns / 1000, sampled at the start.
-    wall_minus_mono_us: i128,
+    clock: Clock,
     reader: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -145,18 +157,19 @@ impl Feed {
         } else {
             None
         };
-        let (st, own) = (state.clone(), sync_addr.clone());
+        let (st, own) = (state.clone(), sync_addr);
         let reader = std::thread::spawn(move || read_feed(mon_reader, &st, &own));
-        let wall_minus_mono_us = wall_us() as i128 - (monotonic_ns() / 1000) as i128;
+        let clock = Clock {
+            wall_minus_mono_us: wall_us() as i128 - (monotonic_ns() / 1000) as i128,
+        };
         Ok(Feed {
             state,
             sync_conn: Mutex::new(sync),
-            sync_addr,
             monitor: mon,
             nonce: AtomicU64::new(0),
             subscriber,
             lock_key: lock_key.to_string(),
-            wall_minus_mono_us,
+            clock,
             reader: Some(reader),
         })
     }
@@ -202,10 +215,9 @@ impl Feed {
         f(&lock(&self.state.0).ledger)
     }
 
-    /// CLOCK_MONOTONIC ns of a feed timestamp (µs of Redis's wall clock,
-    /// the same machine's).
-    pub fn mono_ns(&self, ts_us: u64) -> u64 {
-        ((ts_us as i128 - self.wall_minus_mono_us).max(0) * 1000) as u64
+    /// The feed's timestamps on the harness's clock.
+    pub fn clock(&self) -> Clock {
+        self.clock
     }
 
     /// Closes the feed: a lease whose time is up is made to run out
@@ -267,11 +279,6 @@ impl Feed {
         }
         let _ = sub.shutdown(Shutdown::Both);
         Ok(std::mem::take(&mut st.notified))
-    }
-
-    /// The harness's own connection, whose lines the ledger never sees.
-    pub fn own_addr(&self) -> &str {
-        &self.sync_addr
     }
 }
 

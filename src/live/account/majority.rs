@@ -47,18 +47,6 @@ pub enum LockFact {
     },
 }
 
-impl LockFact {
-    pub fn t_ns(&self) -> u64 {
-        match self {
-            LockFact::Granted { t_ns, .. }
-            | LockFact::Renewed { t_ns, .. }
-            | LockFact::Released { t_ns, .. }
-            | LockFact::Expired { t_ns, .. }
-            | LockFact::Token { t_ns, .. } => *t_ns,
-        }
-    }
-}
-
 /// Folds each master's facts, stamped with their monotonic time, into the
 /// lock's. `masters[m]` is master m's facts in its feed order.
 pub fn combine(masters: &[Vec<(u64, Fact)>]) -> Vec<LockFact> {

@@ -1,26 +1,27 @@
 //! What the proxies saw a user's program do ([`Seen`]), and how that
-//! conversation becomes the same records the built-in workers write, so
-//! that one history builder ([`crate::live::history`]) serves both modes:
-//! op ids assigned from the order of reads and writes, each grant's token
-//! from the `INCR` answered next, each commit in PostgreSQL's audit matched
-//! to the connection and write that made it.
+//! conversation, with the lock server's own account of the lock
+//! ([`super::lock_history`]), becomes the same records the built-in workers
+//! write, so that one history builder ([`crate::live::history`]) serves
+//! both modes: op ids assigned from the order of reads and writes, each
+//! write tied to the grant its worker last received, each commit in
+//! PostgreSQL's audit matched to the connection and write that made it.
 
 use std::collections::{BTreeMap, VecDeque};
 
 use anyhow::{bail, Context, Result};
+
+use super::lock_history::LockHistory;
 use serde_json::{json, Value};
 
 /// What the proxies saw one worker do, in the order they saw it.
 #[derive(Clone, Debug)]
 pub(super) enum Seen {
-    AcquireSent,
-    /// Its `SET … NX` was answered OK, with the PX/EX ttl it asked for.
-    Granted(Option<u64>),
-    Token(i64),
-    ReleaseSent,
-    /// A release's reply: keys deleted (`DEL`, or the script's 1/0); None:
-    /// an error (a script not loaded yet, resent as `EVAL`).
-    ReleaseDone(Option<i64>),
+    /// It sent a command naming the lock key (to take, renew, release or
+    /// look at the lock: the server's account says which it was).
+    LockSent,
+    /// A reply passed after which the server's account shows this grant of
+    /// the lock to the worker: it learns it holds the lock from there on.
+    GrantSeen(u64),
     ReadSent,
     ReadOk(Option<i64>),
     WriteSent(Vec<i64>),
@@ -82,6 +83,7 @@ pub(super) fn to_records(
     pids: &BTreeMap<i32, usize>,
     audit: &[(i64, i32, i64, i64)],
     finished_ns: &[Option<u64>],
+    lock: &LockHistory,
 ) -> Result<(Vec<(usize, Value)>, Vec<(i64, i64, i64)>)> {
     let ops = op_ids(n, seen);
     // Each worker's writes that applied, in its own order, with their body.
@@ -117,57 +119,11 @@ pub(super) fn to_records(
         .zip(&commits)
         .map(|((_, _, body, _), (_, op, _, t))| (*body, *op as u64, *t))
         .collect();
-    let mut records = Vec::new();
-    let mut token: Vec<Option<i64>> = vec![None; n];
+    let mut records = lock.records();
     for (k, (w, t, what)) in seen.iter().enumerate() {
         let (w, t, op) = (*w, *t, ops[k]);
         let v = match what {
-            Seen::AcquireSent => {
-                token[w] = None;
-                json!({"kind": "acquire_sent", "t_ns": t})
-            }
-            Seen::Granted(ttl_ms) => {
-                // The token is the INCR answered next on this worker's
-                // connection, before it asks for the lock again or lets go.
-                let next = seen[k + 1..]
-                    .iter()
-                    .filter(|(x, _, _)| *x == w)
-                    .take_while(|(_, _, s)| !matches!(s, Seen::AcquireSent | Seen::ReleaseSent))
-                    .find_map(|(_, _, s)| match s {
-                        Seen::Token(n) => Some(*n),
-                        _ => None,
-                    });
-                token[w] = next;
-                // The SET's reply passed the proxy at t: the lease runs
-                // from there (build_history places its lease_expired).
-                let mut v = json!({"kind": "grant_received", "t_ns": t, "set_ns": t});
-                if let Some(tok) = next {
-                    v["token"] = json!(tok);
-                }
-                if let Some(ttl) = ttl_ms {
-                    v["ttl_ms"] = json!(ttl);
-                }
-                v
-            }
-            Seen::ReleaseSent => {
-                // A release the server refused (NOSCRIPT: the client sends
-                // the script itself next) released nothing.
-                let refused = seen[k + 1..]
-                    .iter()
-                    .filter(|(x, _, _)| *x == w)
-                    .find_map(|(_, _, s)| match s {
-                        Seen::ReleaseDone(r) => Some(r.is_none()),
-                        _ => None,
-                    })
-                    .unwrap_or(false);
-                if refused {
-                    continue;
-                }
-                json!({"kind": "release_sent", "t_ns": t})
-            }
-            // 1: the key was deleted (build_history's release_applied).
-            Seen::ReleaseDone(Some(n)) => json!({"kind": "release_done", "t_ns": t, "value": n}),
-            Seen::ReleaseDone(None) => continue,
+            Seen::LockSent | Seen::GrantSeen(_) => continue,
             Seen::ReadSent => json!({"kind": "read_sent", "t_ns": t, "op": op}),
             Seen::ReadOk(body) => {
                 let value = body.and_then(|b| {
@@ -183,10 +139,17 @@ pub(super) fn to_records(
                     None => json!({"kind": "read_ok", "t_ns": t, "op": op}),
                 }
             }
-            Seen::WriteSent(ints) => match token[w].filter(|tok| ints.contains(tok)) {
-                Some(tok) => json!({"kind": "write_sent", "t_ns": t, "op": op, "token": tok}),
-                None => json!({"kind": "write_sent", "t_ns": t, "op": op}),
-            },
+            Seen::WriteSent(ints) => {
+                // The grant it acts on: the last it learned it holds.
+                let mut v = json!({"kind": "write_sent", "t_ns": t, "op": op});
+                if let Some((grant, token)) = lock.held_by(w, t) {
+                    v["grant"] = json!(grant);
+                    if let Some(tok) = token.filter(|tok| ints.contains(tok)) {
+                        v["token"] = json!(tok);
+                    }
+                }
+                v
+            }
             Seen::WriteDone(rows) => match rows {
                 Some(0) => {
                     json!({"kind": "write_acked", "t_ns": t, "op": op, "outcome": "rejected"})
@@ -199,7 +162,6 @@ pub(super) fn to_records(
             Seen::WriteLost(why) => {
                 json!({"kind": "op_abandoned", "t_ns": t, "op": op, "detail": why})
             }
-            Seen::Token(_) => continue,
         };
         records.push((w, v));
     }

@@ -54,12 +54,16 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 mod conversation;
+mod lock_account;
+mod lock_history;
 mod observe;
 mod plan;
 mod program;
 mod shared;
 
-use conversation::to_records;
+use conversation::{to_records, Seen};
+use lock_account::LockAccount;
+use lock_history::LockHistory;
 use observe::{pg_observers, redis_observers};
 use plan::{faults_of, When};
 use program::{describe, spawn, UserProc};
@@ -75,6 +79,13 @@ use super::{locked, monotonic_ns, LockKind, DOC_ID};
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct ClientFailed(pub String);
+
+/// The trial ran, but what the servers saw is not enough to judge it (its
+/// lock was invisible, its fault never struck, the account broke): exit 3,
+/// no verdict — never a clean or partial one built on a guess.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot judge: {0}")]
+pub struct CannotJudge(pub String);
 
 /// The trigger that records, in the writing transaction, which connection
 /// committed which body and token (the audit of [`super::servers`] has no
@@ -99,6 +110,7 @@ pub fn run(
     cmd: &str,
     servers: &mut Servers,
     timeout: Duration,
+    trial: u32,
 ) -> Result<TrialResult> {
     let (Some(redis), Some(_)) = (servers.redis.as_ref(), servers.postgres.as_ref()) else {
         bail!("--worker-cmd runs against the harness's own servers, not --redis/--postgres URLs");
@@ -119,11 +131,19 @@ pub fn run(
     pg.batch_execute(CLIENT_AUDIT_SQL)
         .context("creating the client audit trigger")?;
     let deadline = Instant::now() + timeout;
-    let shared = Arc::new(Shared::new(s, faults));
-    let mut programs = start_programs(s, cmd, servers, &shared, &upstreams)?;
+    let keys = servers.redis_keys();
+    let account = LockAccount::start(
+        std::slice::from_ref(&upstreams.redis),
+        &keys[0],
+        &keys[1],
+        true,
+    )?;
+    let shared = Arc::new(Shared::new(s, faults, account, keys));
+    let mut programs = start_programs(s, cmd, servers, &shared, &upstreams, trial)?;
     supervise(s, cmd, &shared, &mut programs, deadline, timeout)?;
     let finished_ns = check_exits(cmd, &shared, &programs.procs)?;
     drop(programs);
+    let lock = judgeable(&shared)?;
     let audit: Vec<(i64, i32, i64, i64)> = pg
         .query(
             "SELECT commit_seq, backend_pid, body, token FROM client_audit ORDER BY commit_seq",
@@ -134,7 +154,7 @@ pub fn run(
         .collect();
     let seen = locked(&shared.seen).clone();
     let pids = locked(&shared.backend_pids).clone();
-    let (records, audit) = to_records(s.workers.len(), &seen, &pids, &audit, &finished_ns)?;
+    let (records, audit) = to_records(s.workers.len(), &seen, &pids, &audit, &finished_ns, &lock)?;
     judge(
         &shared.names,
         LockKind::RedisSetNxCad,
@@ -143,6 +163,47 @@ pub fn run(
         &audit,
         shared.exec.lines(),
     )
+}
+
+/// The lock's history from the servers' account, or why the trial cannot
+/// be judged: the account broke or disagrees with the server's keyspace
+/// notifications, a fault never struck (its anchor was never reached, or
+/// its program had exited), or the programs wrote while the server never
+/// granted the lock key (their lock is one fencesim cannot see).
+fn judgeable(shared: &Shared) -> Result<LockHistory> {
+    let finished = shared.account.finish();
+    let mut why = finished.problems;
+    why.extend(locked(&shared.account_errors).iter().cloned());
+    why.extend(locked(&shared.missed).iter().cloned());
+    let fired = locked(&shared.fired).clone();
+    for (f, fired) in shared.faults.iter().zip(fired) {
+        if !fired {
+            why.push(format!(
+                "the fault on worker/{} ({}) never struck: its anchor was never reached",
+                shared.names[f.worker],
+                f.describe()
+            ));
+        }
+    }
+    let seen = locked(&shared.seen).clone();
+    let lock = LockHistory::new(shared.names.len(), &seen, &finished.facts);
+    match &lock {
+        Ok(l)
+            if l.grants() == 0 && seen.iter().any(|(_, _, s)| matches!(s, Seen::WriteSent(_))) =>
+        {
+            why.push(format!(
+                "the programs wrote the document, but the server never granted the lock key {} \
+             (a lock on another key or server is one fencesim cannot see)",
+                String::from_utf8_lossy(&shared.lock_key)
+            ))
+        }
+        Err(e) => why.push(format!("{e:#}")),
+        _ => {}
+    }
+    if !why.is_empty() {
+        return Err(CannotJudge(why.join("; ")).into());
+    }
+    lock
 }
 
 /// Where the proxies forward to: the harness's own Redis and PostgreSQL.
@@ -167,6 +228,7 @@ fn start_programs(
     servers: &Servers,
     shared: &Arc<Shared>,
     upstreams: &Upstreams,
+    trial: u32,
 ) -> Result<Programs> {
     let [lock_key, token_key] = servers.redis_keys();
     let mut programs = Programs {
@@ -176,10 +238,11 @@ fn start_programs(
     };
     for (i, w) in s.workers.iter().enumerate() {
         let sh = shared.clone();
-        let redis_proxy =
-            Proxy::start_observed(&upstreams.redis, move || redis_observers(sh.clone(), i))?;
+        let redis_proxy = Proxy::start_observed(&upstreams.redis, move |seen_as| {
+            redis_observers(sh.clone(), i, 0, seen_as)
+        })?;
         let sh = shared.clone();
-        let pg_proxy = Proxy::start_observed(&upstreams.pg, move || pg_observers(sh.clone(), i))?;
+        let pg_proxy = Proxy::start_observed(&upstreams.pg, move |_| pg_observers(sh.clone(), i))?;
         let env = vec![
             (
                 "FENCESIM_REDIS_URL",
@@ -199,6 +262,7 @@ fn start_programs(
             ("FENCESIM_OPS", "1".to_string()),
             ("FENCESIM_TTL_MS", s.ttl_ms.to_string()),
             ("FENCESIM_WORK_MS", s.work_ms.to_string()),
+            ("FENCESIM_TRIAL", trial.to_string()),
         ];
         let p = spawn(cmd, &w.name, &env)?;
         locked(&shared.pgids)[i] = p.child.id();
@@ -276,10 +340,12 @@ fn fire_timed(shared: &Shared, timed: &[usize], procs: &[UserProc], now: Instant
         }
         locked(&shared.fired)[k] = true;
         if procs[f.worker].done.is_some() {
-            shared.exec.note(format!(
+            let missed = format!(
                 "worker/{} had already exited at {ms} ms (its fault did not strike)",
                 shared.names[f.worker]
-            ));
+            );
+            shared.exec.note(missed.clone());
+            locked(&shared.missed).push(missed);
             continue;
         }
         shared.fire(f, &format!("at_ms {ms}"));

@@ -17,48 +17,63 @@ use crate::live::proxy::{Flow, Observer};
 /// Statements sent and not yet answered, with the token each carried.
 type Pending = VecDeque<(pgwire::Statement, Option<i64>)>;
 
-/// Observers for one Redis connection of `worker`.
-pub(super) fn redis_observers(shared: Arc<Shared>, worker: usize) -> (Observer, Observer) {
-    let pending: Arc<Mutex<VecDeque<resp::Command>>> = Arc::default();
+/// Observers for one connection of `worker` to Redis master `master`,
+/// which the server sees as `seen_as`. Nothing here reads the shape of a
+/// lock command: a command naming the lock key is noted (and the first
+/// one waits at the start gate), and after the reply to any command that
+/// may have touched the lock — one naming the lock or token key, a
+/// script, a function, a transaction's `EXEC` — the server's own account
+/// says whether the worker has been granted the lock since it last asked;
+/// a new grant is noted and the faults anchored there strike, before the
+/// reply goes on to the program.
+pub(super) fn redis_observers(
+    shared: Arc<Shared>,
+    worker: usize,
+    master: usize,
+    seen_as: std::net::SocketAddr,
+) -> (Observer, Observer) {
+    shared.account.register(master, seen_as.to_string(), worker);
+    // Whether each command sent and not yet answered may have touched the lock.
+    let pending: Arc<Mutex<VecDeque<bool>>> = Arc::default();
     let (s2, p2) = (shared.clone(), pending.clone());
     let mut up = resp::FrameBuffer::default();
     let mut down = resp::FrameBuffer::default();
     let to_server: Observer = Box::new(move |chunk| {
         for frame in up.push(chunk) {
-            let cmd = resp::command_args(&frame)
-                .map(|a| resp::interpret(&a))
-                .unwrap_or(resp::Command::Other(String::new()));
-            match &cmd {
-                resp::Command::Acquire { .. } => {
-                    shared.in_start_order(worker);
-                    shared.record(worker, Seen::AcquireSent);
+            let args = resp::command_args(&frame).unwrap_or_default();
+            let names = |key: &[u8]| args.iter().skip(1).any(|a| a.as_slice() == key);
+            let names_lock = names(&shared.lock_key);
+            if names_lock {
+                shared.in_start_order(worker);
+                // Every master hears the same command: noted once.
+                if master == 0 {
+                    shared.record(worker, Seen::LockSent);
                 }
-                resp::Command::Release { .. } => shared.record(worker, Seen::ReleaseSent),
-                _ => {}
             }
-            locked(&pending).push_back(cmd);
+            let name = args
+                .first()
+                .map(|a| a.to_ascii_lowercase())
+                .unwrap_or_default();
+            let may_touch = names_lock
+                || names(&shared.token_key)
+                || matches!(
+                    name.as_slice(),
+                    b"exec"
+                        | b"eval"
+                        | b"evalsha"
+                        | b"eval_ro"
+                        | b"evalsha_ro"
+                        | b"fcall"
+                        | b"fcall_ro"
+                );
+            locked(&pending).push_back(may_touch);
         }
         Flow::Pass
     });
     let to_client: Observer = Box::new(move |chunk| {
-        for frame in down.push(chunk) {
-            let Some(cmd) = locked(&p2).pop_front() else {
-                continue;
-            };
-            match (cmd, resp::reply(&frame)) {
-                (resp::Command::Acquire { ttl_ms, .. }, resp::Reply::Ok) => {
-                    s2.record(worker, Seen::Granted(ttl_ms));
-                    // The program is stopped or killed; the reply goes on.
-                    s2.strike(worker, Anchor::Granted);
-                }
-                (resp::Command::Incr { .. }, resp::Reply::Int(n)) => {
-                    s2.record(worker, Seen::Token(n))
-                }
-                (resp::Command::Release { .. }, resp::Reply::Int(n)) => {
-                    s2.record(worker, Seen::ReleaseDone(Some(n)))
-                }
-                (resp::Command::Release { .. }, _) => s2.record(worker, Seen::ReleaseDone(None)),
-                _ => {}
+        for _ in down.push(chunk) {
+            if locked(&p2).pop_front() == Some(true) {
+                s2.learn_grants(master, worker);
             }
         }
         Flow::Pass

@@ -13,7 +13,8 @@ use crate::live::scenario::{CrashTarget, LiveScenario, Trigger};
 /// Where in the program's conversation a fault strikes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Anchor {
-    /// Its `SET … NX` was answered OK (before the program sees the answer).
+    /// The server's account shows the lock granted to it (before the
+    /// program sees the reply that followed the grant).
     Granted,
     /// Its read of the document returned (before the program sees the row).
     Read,
@@ -62,6 +63,25 @@ pub(super) struct Fault {
     pub when: When,
     pub action: Action,
     pub duration_ms: u64,
+}
+
+impl Fault {
+    /// The fault as the scenario named it, for a message.
+    pub(super) fn describe(&self) -> String {
+        let what = match self.action {
+            Action::Pause => "pause",
+            Action::Delay => "delay",
+            Action::Drop => "drop",
+            Action::Cut => "cut",
+            Action::Crash { .. } => "crash",
+        };
+        match self.when {
+            When::At(Anchor::Granted) => format!("{what} after lock_granted"),
+            When::At(Anchor::Read) => format!("{what} after read_ok"),
+            When::At(Anchor::Write) => format!("{what} at fence_checked"),
+            When::AtMs(ms) => format!("{what} at_ms {ms}"),
+        }
+    }
 }
 
 /// The scenario's faults as client faults; those a user's program cannot

@@ -10,6 +10,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::conversation::Seen;
+use super::lock_account::LockAccount;
 use super::plan::{Action, Anchor, Fault, When};
 use crate::live::faults::FaultExecutor;
 use crate::live::process::Victim;
@@ -39,10 +40,25 @@ pub(super) struct Shared {
     pub(super) arrived: Mutex<Vec<bool>>,
     pub(super) backend_pids: Mutex<BTreeMap<i32, usize>>,
     pub(super) ended: std::sync::atomic::AtomicBool,
+    /// The servers' account of the lock, and the keys it watches.
+    pub(super) account: LockAccount,
+    pub(super) lock_key: Vec<u8>,
+    pub(super) token_key: Vec<u8>,
+    /// How many of its grants each worker has been seen to learn of.
+    grants_learned: Mutex<Vec<usize>>,
+    /// Why the account could not answer a proxy during the trial.
+    pub(super) account_errors: Mutex<Vec<String>>,
+    /// Faults that came due but did not strike, and why.
+    pub(super) missed: Mutex<Vec<String>>,
 }
 
 impl Shared {
-    pub(super) fn new(s: &LiveScenario, faults: Vec<Fault>) -> Shared {
+    pub(super) fn new(
+        s: &LiveScenario,
+        faults: Vec<Fault>,
+        account: LockAccount,
+        keys: [String; 2],
+    ) -> Shared {
         let n = s.workers.len();
         Shared {
             names: s.workers.iter().map(|w| w.name.clone()).collect(),
@@ -59,6 +75,12 @@ impl Shared {
             arrived: Mutex::new(vec![false; n]),
             backend_pids: Mutex::default(),
             ended: Default::default(),
+            account,
+            lock_key: keys[0].as_bytes().to_vec(),
+            token_key: keys[1].as_bytes().to_vec(),
+            grants_learned: Mutex::new(vec![0; n]),
+            account_errors: Mutex::default(),
+            missed: Mutex::default(),
         }
     }
 
@@ -177,6 +199,31 @@ impl Shared {
             self.names[worker],
             self.since_start_ms()
         ));
+    }
+
+    /// After a reply on master `master` that may follow a grant: the grants
+    /// the account shows for `worker` that it had not learned of are noted
+    /// (it learns them with this reply) and the faults anchored at the
+    /// grant strike, before the reply goes on.
+    pub(super) fn learn_grants(&self, master: usize, worker: usize) {
+        let grants = match self.account.grants_of(master, worker) {
+            Ok(g) => g,
+            Err(e) => {
+                locked(&self.account_errors).push(format!("{e:#}"));
+                return;
+            }
+        };
+        let new: Vec<u64> = {
+            let mut learned = locked(&self.grants_learned);
+            let new = grants.get(learned[worker]..).unwrap_or_default().to_vec();
+            learned[worker] = learned[worker].max(grants.len());
+            new
+        };
+        for g in new {
+            self.record(worker, Seen::GrantSeen(g));
+            // The program is stopped or killed; the reply goes on.
+            self.strike(worker, Anchor::Granted);
+        }
     }
 
     /// Lets a worker's first acquisition through only once every program

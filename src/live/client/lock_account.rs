@@ -1,0 +1,148 @@
+//! The lock as the servers account for it during one trial of a user's
+//! program: one `MONITOR` feed per Redis master ([`crate::live::account`]),
+//! folded into the lock's grants (a majority of the masters; with one
+//! master, its key).
+//!
+//! The proxies register each worker connection here as it opens, and ask
+//! after every reply to a command on the lock or token key whether the
+//! worker has been granted the lock since it last asked — after a sync
+//! point, so the answer covers the command whose reply is being held. A
+//! fault anchored at the grant strikes on that answer, before the program
+//! reads the reply. At the end, every feed must be whole and agree with
+//! the server's keyspace notifications, or the trial cannot be judged.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use anyhow::Result;
+
+use crate::live::account::feed::{Clock, Feed};
+use crate::live::account::ledger::{Fact, Ledger};
+use crate::live::account::majority::{combine, LockFact};
+use crate::live::locked;
+
+/// How long a proxy waits for a feed to show its sync point.
+const SYNC_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The feeds of one trial, one per Redis master.
+pub(super) struct LockAccount {
+    /// None once finished.
+    feeds: Vec<Mutex<Option<Feed>>>,
+}
+
+fn no_feed() -> anyhow::Error {
+    anyhow::anyhow!("the lock's account was already closed")
+}
+
+/// A master's facts stamped with CLOCK_MONOTONIC ns.
+fn stamped(clock: Clock, facts: &[Fact]) -> Vec<(u64, Fact)> {
+    facts
+        .iter()
+        .map(|f| {
+            let t_us = match f {
+                Fact::Granted { ts_us, .. }
+                | Fact::Renewed { ts_us, .. }
+                | Fact::Deleted { ts_us, .. }
+                | Fact::Token { ts_us, .. } => *ts_us,
+                Fact::Expired { at_ms, .. } => at_ms * 1000,
+            };
+            (clock.mono_ns(t_us), f.clone())
+        })
+        .collect()
+}
+
+/// What the servers' account of a finished trial says.
+pub(super) struct Finished {
+    pub(super) facts: Vec<LockFact>,
+    /// Why the account cannot be trusted (empty: it can).
+    pub(super) problems: Vec<String>,
+}
+
+impl LockAccount {
+    /// Opens a feed on each master (`host:port`), before any program runs.
+    /// `own`: the harness owns the servers, so keyspace notifications may be
+    /// switched on for the cross-check.
+    pub(super) fn start(
+        masters: &[String],
+        lock_key: &str,
+        token_key: &str,
+        own: bool,
+    ) -> Result<LockAccount> {
+        let feeds = masters
+            .iter()
+            .map(|m| Feed::start(m, lock_key, token_key, own).map(|f| Mutex::new(Some(f))))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(LockAccount { feeds })
+    }
+
+    pub(super) fn register(&self, master: usize, addr: String, worker: usize) {
+        if let Some(f) = locked(&self.feeds[master]).as_ref() {
+            f.register(addr, worker);
+        }
+    }
+
+    /// The grants of the lock `worker` holds or held so far, after master
+    /// `master`'s feed caught up with everything it ran until now. Err: the
+    /// feed did not catch up (the trial cannot be judged).
+    pub(super) fn grants_of(&self, master: usize, worker: usize) -> Result<Vec<u64>> {
+        locked(&self.feeds[master])
+            .as_ref()
+            .ok_or_else(no_feed)?
+            .sync(SYNC_TIMEOUT)?;
+        if self.feeds.len() == 1 {
+            let feed = locked(&self.feeds[0]);
+            return Ok(feed
+                .as_ref()
+                .ok_or_else(no_feed)?
+                .with(|l| l.grants_of(worker).to_vec()));
+        }
+        let mut masters: Vec<Vec<(u64, Fact)>> = Vec::new();
+        for f in &self.feeds {
+            let f = locked(f);
+            let f = f.as_ref().ok_or_else(no_feed)?;
+            masters.push(f.with(|l: &Ledger| stamped(f.clock(), l.facts())));
+        }
+        Ok(combine(&masters)
+            .iter()
+            .filter_map(|f| match f {
+                LockFact::Granted {
+                    grant, worker: w, ..
+                } if *w == worker => Some(*grant),
+                _ => None,
+            })
+            .collect())
+    }
+
+    /// Closes every feed: the lock's facts, and every reason not to trust them.
+    pub(super) fn finish(&self) -> Finished {
+        let mut problems = Vec::new();
+        let mut masters = Vec::new();
+        let n = self.feeds.len();
+        for (m, slot) in self.feeds.iter().enumerate() {
+            let Some(feed) = locked(slot).take() else {
+                problems.push(format!("Redis master {m}: the account was closed twice"));
+                continue;
+            };
+            let clock = feed.clock();
+            let (ledger, _, broken) = feed.finish();
+            let name = if n == 1 {
+                "Redis".to_string()
+            } else {
+                format!("Redis master {m}")
+            };
+            // A command in the very millisecond a key expired is where the
+            // replay's timing can be wrong; say so beside a disagreement.
+            let close = match ledger.borderline() {
+                0 => String::new(),
+                n => format!(" ({n} commands ran in the millisecond the key expired)"),
+            };
+            problems.extend(broken.map(|b| format!("{name}: {b}{close}")));
+            problems.extend(ledger.problems().iter().map(|p| format!("{name}: {p}")));
+            masters.push(stamped(clock, ledger.facts()));
+        }
+        Finished {
+            facts: combine(&masters),
+            problems,
+        }
+    }
+}

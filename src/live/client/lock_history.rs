@@ -1,0 +1,290 @@
+//! A user's program's lock as history records: what the server's account
+//! says the lock did ([`LockFact`]: grants, renewals, releases, expiries,
+//! on coord/0, exactly as told), and what the proxies saw the worker learn
+//! and ask ([`Seen`]): a grant received when the reply that followed it
+//! passed, an acquisition asked when it first named the lock key before
+//! that, a release sent when the command that deleted its key went out.
+//!
+//! The server says *that* a command deleted the key, not whether the
+//! program meant it as a release; so `release_sent` is recorded only for a
+//! command that deleted the key (a compare-and-delete that found someone
+//! else's value shows in the history as nothing, as it did on the server),
+//! and `acquire_sent` for the first command naming the key after the
+//! worker's last grant or release that is followed by a grant before the
+//! worker reads or writes: the attempt that got the lock. A multi-operation
+//! program's failed release just before its next acquisition counts as the
+//! start of that acquisition (the acquisition-wait metric starts early).
+
+use std::collections::BTreeMap;
+
+use anyhow::{bail, Result};
+use serde_json::{json, Value};
+
+use super::conversation::Seen;
+use crate::live::account::majority::{tokens_of_grants, LockFact};
+
+pub(super) struct LockHistory {
+    /// Per worker: (received at ns, grant, token), in order.
+    received: Vec<Vec<(u64, u64, Option<i64>)>>,
+    records: Vec<(usize, Value)>,
+    grants: usize,
+}
+
+impl LockHistory {
+    /// `n` workers; `seen` in the order the proxies saw it; `facts` the
+    /// finished account. Err: the proxies saw a grant the finished account
+    /// does not hold (its fold changed after the fact), so no history.
+    pub(super) fn new(
+        n: usize,
+        seen: &[(usize, u64, Seen)],
+        facts: &[LockFact],
+    ) -> Result<LockHistory> {
+        let tokens = tokens_of_grants(facts);
+        let issued: BTreeMap<u64, (usize, u64)> = facts
+            .iter()
+            .filter_map(|f| match f {
+                LockFact::Granted {
+                    grant,
+                    worker,
+                    t_ns,
+                } => Some((*grant, (*worker, *t_ns))),
+                _ => None,
+            })
+            .collect();
+        let mut h = LockHistory {
+            received: vec![Vec::new(); n],
+            records: Vec::new(),
+            grants: issued.len(),
+        };
+        for (w, t, what) in seen {
+            if let Seen::GrantSeen(g) = what {
+                let Some(&(holder, at)) = issued.get(g) else {
+                    bail!("the proxies saw grant {g} of the lock, which the server's finished account does not hold");
+                };
+                if holder != *w {
+                    bail!("the proxies saw grant {g} given to worker {w}, the server's account to worker {holder}");
+                }
+                let t = (*t).max(at);
+                h.received[*w].push((t, *g, tokens.get(g).copied()));
+                let mut v = json!({"kind": "grant_received", "t_ns": t, "grant": g});
+                if let Some(tok) = tokens.get(g) {
+                    v["token"] = json!(tok);
+                }
+                h.records.push((*w, v));
+            }
+        }
+        h.server_records(seen, facts, &tokens);
+        h.acquisitions(n, seen);
+        Ok(h)
+    }
+
+    /// The facts of the lock, as the server told them, with each
+    /// deletion's `release_sent` on the worker that sent it.
+    fn server_records(
+        &mut self,
+        seen: &[(usize, u64, Seen)],
+        facts: &[LockFact],
+        tokens: &BTreeMap<u64, i64>,
+    ) {
+        let mut holder: BTreeMap<u64, usize> = BTreeMap::new();
+        for f in facts {
+            let (w, mut v) = match f {
+                LockFact::Granted {
+                    grant,
+                    worker,
+                    t_ns,
+                } => {
+                    holder.insert(*grant, *worker);
+                    let mut v = json!({"kind": "grant_issued", "t_ns": t_ns, "grant": grant});
+                    if let Some(tok) = tokens.get(grant) {
+                        v["token"] = json!(tok);
+                    }
+                    (*worker, v)
+                }
+                LockFact::Renewed {
+                    grant,
+                    worker,
+                    t_ns,
+                    slack_ns,
+                } => {
+                    let mut v = json!({"kind": "renew_ok", "t_ns": t_ns, "grant": grant});
+                    if let Some(slack) = slack_ns {
+                        v["value"] = json!(slack);
+                    }
+                    (*worker, v)
+                }
+                LockFact::Released { grant, by, t_ns } => {
+                    let mine = self.held_by(*by, *t_ns).map(|(g, _)| g);
+                    // The command that deleted it: the last one naming the key it sent before.
+                    let sent = seen
+                        .iter()
+                        .filter(|(w, t, s)| w == by && *t <= *t_ns && matches!(s, Seen::LockSent))
+                        .map(|(_, t, _)| *t)
+                        .next_back()
+                        .unwrap_or(*t_ns);
+                    let mut r = json!({"kind": "release_sent", "t_ns": sent});
+                    if let Some(g) = mine {
+                        r["grant"] = json!(g);
+                    }
+                    self.records.push((*by, r));
+                    let mut v = json!({"kind": "release_applied", "t_ns": t_ns, "removed": grant,
+                        "detail": format!("the key deleted by worker {by}'s command")});
+                    if let Some(g) = mine {
+                        v["grant"] = json!(g);
+                    }
+                    (*by, v)
+                }
+                LockFact::Expired { grant, t_ns } => (
+                    holder.get(grant).copied().unwrap_or(0),
+                    json!({"kind": "lease_expired", "t_ns": t_ns, "grant": grant,
+                        "detail": "the key's expiry passed (Redis's own clock, replayed from its feed)"}),
+                ),
+                LockFact::Token { .. } => continue,
+            };
+            v["by"] = json!("server");
+            self.records.push((w, v));
+        }
+    }
+
+    /// `acquire_sent`: per worker, the first command naming the lock key
+    /// after its last grant received or release, when a grant follows it
+    /// before the worker's next read or write (module doc).
+    fn acquisitions(&mut self, n: usize, seen: &[(usize, u64, Seen)]) {
+        for w in 0..n {
+            let mine: Vec<&(usize, u64, Seen)> = seen.iter().filter(|(x, _, _)| *x == w).collect();
+            let released: Vec<u64> = self
+                .records
+                .iter()
+                .filter(|(x, v)| *x == w && v["kind"] == "release_sent")
+                .filter_map(|(_, v)| v["t_ns"].as_u64())
+                .collect();
+            let mut open = true;
+            for (k, (_, t, what)) in mine.iter().enumerate() {
+                match what {
+                    Seen::GrantSeen(_) => open = true,
+                    Seen::LockSent if released.contains(t) => open = true,
+                    Seen::LockSent if open => {
+                        let answered = mine[k + 1..].iter().map(|(_, _, s)| s).find(|s| {
+                            matches!(s, Seen::GrantSeen(_) | Seen::ReadSent | Seen::WriteSent(_))
+                        });
+                        if matches!(answered, Some(Seen::GrantSeen(_))) {
+                            self.records
+                                .push((w, json!({"kind": "acquire_sent", "t_ns": t})));
+                            open = false;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    /// The grant `worker` last learned it holds at `t_ns`, with its token.
+    pub(super) fn held_by(&self, worker: usize, t_ns: u64) -> Option<(u64, Option<i64>)> {
+        self.received[worker]
+            .iter()
+            .filter(|(t, _, _)| *t <= t_ns)
+            .map(|(_, g, tok)| (*g, *tok))
+            .next_back()
+    }
+
+    /// How many grants of the lock the server made.
+    pub(super) fn grants(&self) -> usize {
+        self.grants
+    }
+
+    pub(super) fn records(&self) -> Vec<(usize, Value)> {
+        self.records.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_paused_holders_late_release_is_nothing_and_b_s_deletion_is_its_release() {
+        // A asks, is granted 1, reads; B asks (refused) until 1 expires, is
+        // granted 2, writes, deletes its key; A wakes, writes, its
+        // compare-and-delete finds nothing.
+        let seen = vec![
+            (0, 10, Seen::LockSent),
+            (0, 12, Seen::GrantSeen(1)),
+            (0, 13, Seen::ReadSent),
+            (1, 14, Seen::LockSent),
+            (1, 20, Seen::LockSent),
+            (1, 61, Seen::LockSent),
+            (1, 63, Seen::GrantSeen(2)),
+            (1, 64, Seen::ReadSent),
+            (1, 65, Seen::WriteSent(vec![2])),
+            (1, 70, Seen::LockSent),
+            (0, 90, Seen::WriteSent(vec![1])),
+            (0, 95, Seen::LockSent),
+        ];
+        let facts = vec![
+            LockFact::Granted {
+                grant: 1,
+                worker: 0,
+                t_ns: 11,
+            },
+            LockFact::Token {
+                worker: 0,
+                value: 1,
+                t_ns: 12,
+            },
+            LockFact::Expired { grant: 1, t_ns: 60 },
+            LockFact::Granted {
+                grant: 2,
+                worker: 1,
+                t_ns: 62,
+            },
+            LockFact::Token {
+                worker: 1,
+                value: 2,
+                t_ns: 63,
+            },
+            LockFact::Released {
+                grant: 2,
+                by: 1,
+                t_ns: 71,
+            },
+        ];
+        let h = LockHistory::new(2, &seen, &facts).unwrap();
+        let mut kinds: Vec<(usize, String, u64)> = h
+            .records()
+            .iter()
+            .map(|(w, v)| {
+                (
+                    *w,
+                    v["kind"].as_str().unwrap().to_string(),
+                    v["t_ns"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        kinds.sort_by_key(|(w, k, t)| (*t, *w, k.clone()));
+        let want: Vec<(usize, String, u64)> = [
+            (0, "acquire_sent", 10),
+            (0, "grant_issued", 11),
+            (0, "grant_received", 12),
+            (1, "acquire_sent", 14),
+            (0, "lease_expired", 60),
+            (1, "grant_issued", 62),
+            (1, "grant_received", 63),
+            (1, "release_sent", 70),
+            (1, "release_applied", 71),
+        ]
+        .iter()
+        .map(|(w, k, t)| (*w, k.to_string(), *t))
+        .collect();
+        assert_eq!(kinds, want);
+        assert_eq!(h.held_by(0, 90), Some((1, Some(1))));
+        assert_eq!(h.held_by(1, 64), Some((2, Some(2))));
+        assert_eq!(h.grants(), 2);
+    }
+
+    #[test]
+    fn a_grant_the_account_does_not_hold_is_refused() {
+        let seen = vec![(0, 10, Seen::GrantSeen(1))];
+        assert!(LockHistory::new(1, &seen, &[]).is_err());
+    }
+}
