@@ -32,7 +32,11 @@ fn side(line: String) {
         if let Some(dir) = std::path::Path::new(&path).parent() {
             let _ = std::fs::create_dir_all(dir);
         }
-        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(&path) {
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+        {
             let _ = writeln!(f, "{line}");
         }
     }
@@ -74,7 +78,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             None
         };
         let shown = token.map_or("null".to_string(), |t| t.to_string());
-        side(format!(r#"{{"event":"acquired","op":{op},"token":{shown}}}"#));
+        side(format!(
+            r#"{{"event":"acquired","op":{op},"token":{shown}}}"#
+        ));
         let body: i64 = pg
             .query_one("SELECT body FROM documents WHERE id = $1", &[&doc])?
             .get(0);
@@ -88,8 +94,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 &[&(body + 1), &doc],
             ),
         };
-        let rows = written.as_ref().map_or("null".to_string(), |n| n.to_string());
-        side(format!(r#"{{"event":"write","op":{op},"token":{shown},"rows":{rows}}}"#));
+        let rows = written
+            .as_ref()
+            .map_or("null".to_string(), |n| n.to_string());
+        side(format!(
+            r#"{{"event":"write","op":{op},"token":{shown},"rows":{rows}}}"#
+        ));
         if let Err(e) = written {
             eprintln!("{me}: the write failed, given up: {e}");
             if pg.is_closed() {
@@ -104,7 +114,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .arg(&me)
             .query::<i64>(&mut r)?;
         let deleted = released == 1;
-        side(format!(r#"{{"event":"released","op":{op},"deleted":{deleted}}}"#));
+        side(format!(
+            r#"{{"event":"released","op":{op},"deleted":{deleted}}}"#
+        ));
     }
     Ok(())
 }
