@@ -452,6 +452,9 @@ pub struct Servers {
     pub redis: Option<Redis>,
     /// A second redis-server for failover scenarios (replica of `redis` per trial).
     pub replica: Option<Redis>,
+    /// More independent Redis masters beside `redis`, for a Redlock over N
+    /// (started on the first scenario that asks, kept for the run).
+    pub more_masters: Vec<Redis>,
     pub postgres: Option<Postgres>,
     pub redis_url: String,
     pub pg: PgTarget,
@@ -533,6 +536,7 @@ impl Servers {
             started_ms: [redis_ms, initdb_ms, postgres_ms],
             redis,
             replica,
+            more_masters: Vec::new(),
             postgres,
             redis_url,
             pg,
@@ -545,6 +549,31 @@ impl Servers {
         c.batch_execute(&format!("CREATE SCHEMA \"{}\"", servers.schema))
             .with_context(|| format!("creating schema {}", servers.schema))?;
         Ok(servers)
+    }
+
+    /// The `n` independent Redis masters as `host:port`, the run's own
+    /// primary first; the others are started on first need.
+    pub fn ensure_masters(&mut self, n: u32) -> Result<Vec<String>> {
+        let Some(primary) = self.redis.as_ref() else {
+            bail!("redis_masters needs the harness's own Redis, not --redis");
+        };
+        let mut masters = vec![format!("127.0.0.1:{}", primary.port)];
+        while self.more_masters.len() + 1 < n as usize {
+            let dir = self
+                .root
+                .path
+                .join(format!("redis-master-{}", self.more_masters.len() + 1));
+            self.more_masters
+                .push(Redis::start(&dir, Duration::from_secs(15))?);
+        }
+        for r in self.more_masters.iter().take(n as usize - 1) {
+            let mut con = r.connection()?;
+            redis::cmd("DEL")
+                .arg(&self.redis_keys()[..])
+                .query::<()>(&mut con)?;
+            masters.push(format!("127.0.0.1:{}", r.port));
+        }
+        Ok(masters)
     }
 
     /// The cluster `kind`, started (once per run, in the run's directory) if

@@ -181,6 +181,13 @@ pub fn run(
     exe: &Path,
     timeout: Duration,
 ) -> Result<TrialResult> {
+    if s.redis_masters > 1 {
+        bail!(
+            "{}: redis_masters = {} needs a worker_cmd (the built-in worker takes one Redis lock)",
+            s.path.display(),
+            s.redis_masters
+        );
+    }
     let (tx, rx) = mpsc::channel::<Msg>();
     let (spawner, proxies) = wire(s, servers, exe, tx)?;
     let (procs, deadline) = start_workers(&spawner, &rx, timeout)?;

@@ -11,25 +11,8 @@ use std::collections::{BTreeMap, VecDeque};
 use anyhow::{bail, Context, Result};
 
 use super::lock_history::LockHistory;
+use super::seen::Seen;
 use serde_json::{json, Value};
-
-/// What the proxies saw one worker do, in the order they saw it.
-#[derive(Clone, Debug)]
-pub(super) enum Seen {
-    /// It sent a command naming the lock key (to take, renew, release or
-    /// look at the lock: the server's account says which it was).
-    LockSent,
-    /// A reply passed after which the server's account shows this grant of
-    /// the lock to the worker: it learns it holds the lock from there on.
-    GrantSeen(u64),
-    ReadSent,
-    ReadOk(Option<i64>),
-    WriteSent(Vec<i64>),
-    /// Rows updated (None: the statement failed).
-    WriteDone(Option<u64>),
-    /// The UPDATE never reached the server (a fault lost it), and why.
-    WriteLost(String),
-}
 
 /// The op id of each decoded event (0 where none): worker i's n-th
 /// operation is `(i+1)*1000 + n`. An operation is a read and the write

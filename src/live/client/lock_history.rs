@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use anyhow::{bail, Result};
 use serde_json::{json, Value};
 
-use super::conversation::Seen;
+use super::seen::Seen;
 use crate::live::account::majority::{tokens_of_grants, LockFact};
 
 pub(super) struct LockHistory {

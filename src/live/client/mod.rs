@@ -59,14 +59,16 @@ mod lock_history;
 mod observe;
 mod plan;
 mod program;
+mod seen;
 mod shared;
 
-use conversation::{to_records, Seen};
+use conversation::to_records;
 use lock_account::LockAccount;
 use lock_history::LockHistory;
 use observe::{pg_observers, redis_observers};
 use plan::{faults_of, When};
 use program::{describe, spawn, UserProc};
+use seen::Seen;
 use shared::Shared;
 
 use super::history::{judge, TrialResult};
@@ -112,11 +114,11 @@ pub fn run(
     timeout: Duration,
     trial: u32,
 ) -> Result<TrialResult> {
-    let (Some(redis), Some(_)) = (servers.redis.as_ref(), servers.postgres.as_ref()) else {
+    if servers.redis.is_none() || servers.postgres.is_none() {
         bail!("--worker-cmd runs against the harness's own servers, not --redis/--postgres URLs");
-    };
+    }
     let upstreams = Upstreams {
-        redis: format!("127.0.0.1:{}", redis.port),
+        redis: servers.ensure_masters(s.redis_masters)?,
         pg: servers
             .pg
             .tcp
@@ -132,12 +134,7 @@ pub fn run(
         .context("creating the client audit trigger")?;
     let deadline = Instant::now() + timeout;
     let keys = servers.redis_keys();
-    let account = LockAccount::start(
-        std::slice::from_ref(&upstreams.redis),
-        &keys[0],
-        &keys[1],
-        true,
-    )?;
+    let account = LockAccount::start(&upstreams.redis, &keys[0], &keys[1], true)?;
     let shared = Arc::new(Shared::new(s, faults, account, keys));
     let mut programs = start_programs(s, cmd, servers, &shared, &upstreams, trial)?;
     supervise(s, cmd, &shared, &mut programs, deadline, timeout)?;
@@ -206,9 +203,10 @@ fn judgeable(shared: &Shared) -> Result<LockHistory> {
     lock
 }
 
-/// Where the proxies forward to: the harness's own Redis and PostgreSQL.
+/// Where the proxies forward to: the harness's own Redis masters (one
+/// unless the scenario asks for a Redlock over N) and PostgreSQL.
 struct Upstreams {
-    redis: String,
+    redis: Vec<String>,
     pg: String,
 }
 
@@ -217,7 +215,8 @@ struct Upstreams {
 struct Programs {
     procs: Vec<UserProc>,
     envs: Vec<Vec<(&'static str, String)>>,
-    proxies: Vec<(Proxy, Proxy)>,
+    /// Each worker's Redis proxies (one per master) and PostgreSQL proxy.
+    proxies: Vec<(Vec<Proxy>, Proxy)>,
 }
 
 /// Starts, for each worker, a Redis and a PostgreSQL proxy that decode
@@ -237,17 +236,22 @@ fn start_programs(
         proxies: Vec::new(),
     };
     for (i, w) in s.workers.iter().enumerate() {
-        let sh = shared.clone();
-        let redis_proxy = Proxy::start_observed(&upstreams.redis, move |seen_as| {
-            redis_observers(sh.clone(), i, 0, seen_as)
-        })?;
+        let mut redis_proxies = Vec::new();
+        for (m, master) in upstreams.redis.iter().enumerate() {
+            let sh = shared.clone();
+            redis_proxies.push(Proxy::start_observed(master, move |seen_as| {
+                redis_observers(sh.clone(), i, m, seen_as)
+            })?);
+        }
+        let urls: Vec<String> = redis_proxies
+            .iter()
+            .map(|p| format!("redis://127.0.0.1:{}/", p.port))
+            .collect();
         let sh = shared.clone();
         let pg_proxy = Proxy::start_observed(&upstreams.pg, move |_| pg_observers(sh.clone(), i))?;
         let env = vec![
-            (
-                "FENCESIM_REDIS_URL",
-                format!("redis://127.0.0.1:{}/", redis_proxy.port),
-            ),
+            ("FENCESIM_REDIS_URL", urls[0].clone()),
+            ("FENCESIM_REDIS_URLS", urls.join(",")),
             (
                 "FENCESIM_POSTGRES_URL",
                 format!(
@@ -268,7 +272,7 @@ fn start_programs(
         locked(&shared.pgids)[i] = p.child.id();
         programs.procs.push(p);
         programs.envs.push(env);
-        programs.proxies.push((redis_proxy, pg_proxy));
+        programs.proxies.push((redis_proxies, pg_proxy));
     }
     Ok(programs)
 }

@@ -7,8 +7,8 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-use super::conversation::Seen;
 use super::plan::Anchor;
+use super::seen::Seen;
 use super::shared::Shared;
 use crate::live::decode::{pgwire, resp};
 use crate::live::locked;

@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::conversation::Seen;
 use super::lock_account::LockAccount;
 use super::plan::{Action, Anchor, Fault, When};
+use super::seen::Seen;
 use crate::live::faults::FaultExecutor;
 use crate::live::process::Victim;
 use crate::live::scenario::LiveScenario;

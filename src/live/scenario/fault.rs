@@ -130,6 +130,13 @@ pub(super) struct RawFault {
     for_ms: Option<u64>,
 }
 
+impl RawFault {
+    /// Whether it strikes the lock server (`coord/…`) rather than a worker.
+    pub(super) fn names_coordinator(&self) -> bool {
+        self.node.get_ref().starts_with("coord/")
+    }
+}
+
 #[derive(Clone, Copy, PartialEq)]
 enum K {
     Pause,

@@ -51,6 +51,8 @@ struct RawFile {
     worker_cmd: Option<String>,
     /// zk-lock: what a waiter watches, `predecessor` (the recipe) or `herd`.
     zk_watch: Option<Spanned<String>>,
+    /// Independent Redis masters a user's program gets (Redlock over N).
+    redis_masters: Option<Spanned<u32>>,
     worker: Vec<RawWorker>,
     #[serde(default)]
     fault: Vec<fault::RawFault>,
@@ -119,6 +121,9 @@ pub struct LiveScenario {
     pub faults: LiveFaults,
     /// zk-lock: what a waiting worker watches.
     pub zk_watch: WatchMode,
+    /// Independent Redis masters (1: the one Redis; N: a user's program
+    /// gets N URLs and the lock is held on a majority of them).
+    pub redis_masters: u32,
     /// Empty: every trial must be clean.
     pub find: Vec<ViolationKind>,
     pub min_fence_rejected: u64,
@@ -180,6 +185,7 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
     })?;
     let (lock, write) = recipe(&file, src, &raw)?;
     let zk_watch = zk_watch(&file, src, &raw, lock)?;
+    let redis_masters = redis_masters(&file, src, &raw, lock)?;
     let workers: Vec<LiveWorker> = raw
         .worker
         .iter()
@@ -223,9 +229,36 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
         workers,
         faults,
         zk_watch,
+        redis_masters,
         find,
         min_fence_rejected: raw.expect.min_fence_rejected,
     })
+}
+
+/// How many independent Redis masters: 1 to 9, a Redis lock's only, and
+/// more than one only for a user's program (the built-in worker takes one
+/// Redis lock; `--worker-cmd` on the command line is checked when it runs).
+fn redis_masters(
+    file: &str,
+    src: &str,
+    raw: &RawFile,
+    lock: LockKind,
+) -> Result<u32, ScenarioError> {
+    let Some(n) = &raw.redis_masters else {
+        return Ok(1);
+    };
+    let at = |msg: &str| ScenarioError::at(file, src, n.span(), msg.to_string());
+    match *n.get_ref() {
+        0 | 10.. => Err(at("redis_masters must be 1 to 9")),
+        1 => Ok(1),
+        _ if !matches!(lock, LockKind::RedisSetNxDel | LockKind::RedisSetNxCad) => {
+            Err(at("redis_masters goes with a Redis lock (redis-set-nx-del or redis-set-nx-cad)"))
+        }
+        _ if raw.fault.iter().any(|f| f.names_coordinator()) => Err(at(
+            "redis_masters > 1: a crash or failover of coord/0 names no one master; fault a worker instead",
+        )),
+        n => Ok(n),
+    }
 }
 
 /// The schema version, and the lock recipe and write that go together.

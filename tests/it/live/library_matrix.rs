@@ -35,12 +35,20 @@ fn installed(test: &str, scenario: &str) -> bool {
         npm_has(&root.join("examples/live-clients/ioredis-set-nx"))
     } else {
         let bin = root.join("target/release/examples/live_client_rust");
-        (!bin.is_file()).then(|| format!("{} is not built (cargo test --release builds it)", bin.display()))
+        (!bin.is_file()).then(|| {
+            format!(
+                "{} is not built (cargo test --release builds it)",
+                bin.display()
+            )
+        })
     };
     match need {
         None => true,
         Some(why) => {
-            skip(test, &format!("{why} (bash examples/live-clients/install.sh)"));
+            skip(
+                test,
+                &format!("{why} (bash examples/live-clients/install.sh)"),
+            );
             false
         }
     }
@@ -57,7 +65,10 @@ fn python_has(modules: &[&str]) -> Option<String> {
 
 fn npm_has(dir: &Path) -> Option<String> {
     let ok = dir.join("node_modules").is_dir()
-        && Command::new("node").arg("--version").output().is_ok_and(|o| o.status.success());
+        && Command::new("node")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
     (!ok).then(|| format!("node or {}/node_modules is missing", dir.display()))
 }
 
@@ -112,7 +123,10 @@ fn side_account(side: &Path, trial: u32, worker: &str) -> Account {
 /// The same, from the history fencesim decoded from the servers.
 fn decoded_account(history: &[Value], worker: &str) -> Account {
     let node = format!("worker/{worker}");
-    let index = ["A", "B", "C", "D", "E"].iter().position(|w| *w == worker).unwrap() as u64;
+    let index = ["A", "B", "C", "D", "E"]
+        .iter()
+        .position(|w| *w == worker)
+        .unwrap() as u64;
     let token_of: BTreeMap<u64, Option<i64>> = history
         .iter()
         .filter(|e| e["kind"] == "grant_issued")
@@ -123,7 +137,9 @@ fn decoded_account(history: &[Value], worker: &str) -> Account {
         let mine = e["node"] == node.as_str();
         let my_op = e["op_id"].as_u64().is_some_and(|op| op / 1000 == index + 1);
         match e["kind"].as_str() {
-            Some("grant_received") if mine => a.tokens.push(token_of[&e["grant_id"].as_u64().unwrap()]),
+            Some("grant_received") if mine => {
+                a.tokens.push(token_of[&e["grant_id"].as_u64().unwrap()])
+            }
             Some("release_sent") if mine => a.deleted += 1,
             Some("write_accepted") if my_op => a.applied += 1,
             Some("write_acked") if mine && e["outcome"] == "rejected" => a.refused += 1,
@@ -137,8 +153,11 @@ fn decoded_account(history: &[Value], worker: &str) -> Account {
 /// history file), the side-account directory and the whole stdout.
 fn run(scenario: &str) -> (Vec<(String, PathBuf)>, PathBuf, String) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let file = root.join("examples/live-clients").join(format!("{scenario}.toml"));
-    let dir = std::env::temp_dir().join(format!("fencesim-matrix-{}-{scenario}", std::process::id()));
+    let file = root
+        .join("examples/live-clients")
+        .join(format!("{scenario}.toml"));
+    let dir =
+        std::env::temp_dir().join(format!("fencesim-matrix-{}-{scenario}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let side = dir.join("side");
     std::fs::create_dir_all(&side).unwrap();
@@ -146,13 +165,22 @@ fn run(scenario: &str) -> (Vec<(String, PathBuf)>, PathBuf, String) {
         .current_dir(root)
         .arg("live")
         .arg(&file)
-        .args(["--trials", &TRIALS.to_string(), "--out", dir.to_str().unwrap()])
+        .args([
+            "--trials",
+            &TRIALS.to_string(),
+            "--out",
+            dir.to_str().unwrap(),
+        ])
         .args(["--worker-cmd", &wrapped_cmd(&file, &side)])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{scenario}:\n{stdout}\n{stderr}");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{scenario}:\n{stdout}\n{stderr}"
+    );
     let trials: Vec<(String, PathBuf)> = stdout
         .lines()
         .filter(|l| l.trim_start().starts_with("trial "))
@@ -171,8 +199,18 @@ fn histories_match_side_accounts(scenario: &str, trials: &[(String, PathBuf)], s
         for worker in ["A", "B"] {
             let said = side_account(side, k as u32 + 1, worker);
             let decoded = decoded_account(&history, worker);
-            assert!(!said.tokens.is_empty(), "{scenario} trial {}: {worker} wrote no side account", k + 1);
-            assert_eq!(decoded, said, "{scenario} trial {} worker {worker}: decoded vs side account ({})", k + 1, file.display());
+            assert!(
+                !said.tokens.is_empty(),
+                "{scenario} trial {}: {worker} wrote no side account",
+                k + 1
+            );
+            assert_eq!(
+                decoded,
+                said,
+                "{scenario} trial {} worker {worker}: decoded vs side account ({})",
+                k + 1,
+                file.display()
+            );
         }
     }
 }
@@ -184,7 +222,11 @@ fn plain_is_unsafe(scenario: &str) {
     }
     let (trials, side, stdout) = run(scenario);
     for (verdict, file) in &trials {
-        assert!(verdict.contains("stale_write"), "{scenario}: {verdict} ({})\n{stdout}", file.display());
+        assert!(
+            verdict.contains("stale_write"),
+            "{scenario}: {verdict} ({})\n{stdout}",
+            file.display()
+        );
     }
     histories_match_side_accounts(scenario, &trials, &side);
 }
@@ -196,9 +238,20 @@ fn fenced_is_clean(scenario: &str) {
     }
     let (trials, side, stdout) = run(scenario);
     for (verdict, file) in &trials {
-        assert!(verdict.starts_with("clean"), "{scenario}: {verdict} ({})\n{stdout}", file.display());
-        let refused = jsonl(file).iter().filter(|e| e["kind"] == "write_rejected").count();
-        assert!(refused >= 1, "{scenario}: no late write refused in {}", file.display());
+        assert!(
+            verdict.starts_with("clean"),
+            "{scenario}: {verdict} ({})\n{stdout}",
+            file.display()
+        );
+        let refused = jsonl(file)
+            .iter()
+            .filter(|e| e["kind"] == "write_rejected")
+            .count();
+        assert!(
+            refused >= 1,
+            "{scenario}: no late write refused in {}",
+            file.display()
+        );
     }
     histories_match_side_accounts(scenario, &trials, &side);
 }

@@ -6,5 +6,6 @@
 mod article;
 mod cluster_kit;
 mod etcd;
+mod library_matrix;
 mod user_client;
 mod zk;

@@ -24,9 +24,9 @@ fn python_clients_present(test: &str) -> bool {
         .output()
         .is_ok_and(|o| o.status.success());
     if !ok {
-        eprintln!(
-            "!!! LIVE CLIENT TEST SKIPPED: {test}: python3 with redis-py and psycopg is missing \
-             (pip install redis 'psycopg[binary]')"
+        crate::common::skip(
+            test,
+            "python3 with redis-py and psycopg is missing (bash examples/live-clients/install.sh)",
         );
     }
     ok
@@ -44,10 +44,13 @@ fn rust_example_present(test: &str) -> bool {
     let ok =
         built.is_some_and(|b| b.is_file() && b.canonicalize().ok() == named.canonicalize().ok());
     if !ok {
-        eprintln!(
-            "!!! LIVE CLIENT TEST SKIPPED: {test}: {} is not this build's example \
-             (cargo test --release builds it; or cargo build --release --example live_client_rust)",
-            named.display()
+        crate::common::skip(
+            test,
+            &format!(
+                "{} is not this build's example (cargo test --release builds it; \
+                 or cargo build --release --example live_client_rust)",
+                named.display()
+            ),
         );
     }
     ok

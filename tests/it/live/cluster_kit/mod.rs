@@ -20,7 +20,7 @@ pub fn present(kind: ClusterKind, test: &str) -> bool {
     match all {
         Ok(()) => true,
         Err(e) => {
-            eprintln!("!!! LIVE TEST SKIPPED: {test}: {e:#}");
+            crate::common::skip(test, &format!("{e:#}"));
             false
         }
     }

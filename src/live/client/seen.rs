@@ -1,0 +1,21 @@
+//! What the proxies saw a user's program do, one entry per thing, in the
+//! order they saw it: the vocabulary shared by the observers that note it,
+//! the lock's history and the conversation's records built from it.
+
+/// What the proxies saw one worker do, in the order they saw it.
+#[derive(Clone, Debug)]
+pub(super) enum Seen {
+    /// It sent a command naming the lock key (to take, renew, release or
+    /// look at the lock: the server's account says which it was).
+    LockSent,
+    /// A reply passed after which the server's account shows this grant of
+    /// the lock to the worker: it learns it holds the lock from there on.
+    GrantSeen(u64),
+    ReadSent,
+    ReadOk(Option<i64>),
+    WriteSent(Vec<i64>),
+    /// Rows updated (None: the statement failed).
+    WriteDone(Option<u64>),
+    /// The UPDATE never reached the server (a fault lost it), and why.
+    WriteLost(String),
+}
