@@ -176,7 +176,7 @@ fn judgeable(shared: &Shared) -> Result<LockHistory> {
     for (f, fired) in shared.faults.iter().zip(fired) {
         if !fired {
             why.push(format!(
-                "the fault on worker/{} ({}) never struck: its anchor was never reached",
+                "the fault on worker/{} ({}) never struck: its point or time never came in the trial",
                 shared.names[f.worker],
                 f.describe()
             ));

@@ -315,3 +315,68 @@ fn rust_redis_crate_plain_is_unsafe_and_its_history_matches_the_programs_account
 fn rust_redis_crate_fenced_is_clean_and_its_history_matches_the_programs_account() {
     fenced_is_clean("gc-pause-rust-fenced");
 }
+
+/// Runs `scenario` (of examples/live-clients/) with `cmd` as the program;
+/// returns the exit code and stderr.
+fn run_with(scenario: &str, cmd: &str, trials: u32) -> (Option<i32>, String, String) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let file = root
+        .join("examples/live-clients")
+        .join(format!("{scenario}.toml"));
+    let out = Command::new(env!("CARGO_BIN_EXE_fencesim"))
+        .current_dir(root)
+        .arg("live")
+        .arg(&file)
+        .args(["--trials", &trials.to_string(), "--worker-cmd", cmd])
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_lock_the_servers_never_granted_is_cannot_judge_not_a_verdict() {
+    let _g = live_exclusive();
+    let test = "a_lock_the_servers_never_granted_is_cannot_judge";
+    if !live_servers_present(test) || !installed(test, "redis-py-lock") {
+        return;
+    }
+    // redis-py's Lock on another key: the programs lock, write and release,
+    // and the server never grants the key fencesim watches.
+    let (code, stdout, stderr) = run_with(
+        "gc-pause-redis-py-lock-plain",
+        "FENCESIM_LOCK_KEY=elsewhere:doc python3 examples/live-clients/redis-py/worker.py plain",
+        1,
+    );
+    assert_eq!(code, Some(3), "{stdout}\n{stderr}");
+    assert!(stderr.contains("cannot judge"), "{stderr}");
+    assert!(
+        stderr.contains("never granted the lock key lock:doc"),
+        "{stderr}"
+    );
+    assert!(!stdout.contains("stale_write"), "no verdict: {stdout}");
+}
+
+#[test]
+fn a_fault_that_never_struck_is_cannot_judge_not_a_clean_trial() {
+    let _g = live_exclusive();
+    let test = "a_fault_that_never_struck_is_cannot_judge";
+    if !live_servers_present(test) || !installed(test, "redis-py-lock") {
+        return;
+    }
+    // A pause after a read, for a program that never reads the document:
+    // the fence alone would make the trial look clean.
+    let (code, stdout, stderr) = run_with(
+        "gc-pause-redis-py-lock-fenced",
+        "python3 -c 'import os, redis; r = redis.Redis.from_url(os.environ[\"FENCESIM_REDIS_URL\"]); \
+         l = r.lock(os.environ[\"FENCESIM_LOCK_KEY\"], timeout=1); l.acquire(); l.release()'",
+        1,
+    );
+    assert_eq!(code, Some(3), "{stdout}\n{stderr}");
+    assert!(stderr.contains("cannot judge"), "{stderr}");
+    assert!(stderr.contains("never struck"), "{stderr}");
+    assert!(!stdout.contains("— clean —"), "no verdict: {stdout}");
+}
