@@ -485,14 +485,7 @@ impl Servers {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let schema = run_name.replace('-', "_");
-        // On a user's Redis the run's keys are named apart; the harness's
-        // own is the run's alone, so programs see the plain `lock:doc`
-        // (a library that prefixes its own key, as python-redis-lock does
-        // with `lock:`, can only name that one).
-        let key_prefix = match &user.redis {
-            Some(_) => format!("{run_name}:"),
-            None => String::new(),
-        };
+        let key_prefix = format!("{run_name}:");
         let t = Instant::now();
         let (redis, replica, redis_url) = match &user.redis {
             Some(url) => {
@@ -552,12 +545,16 @@ impl Servers {
     }
 
     /// The `n` independent Redis masters as `host:port`, the run's own
-    /// primary first; the others are started on first need.
-    pub fn ensure_masters(&mut self, n: u32) -> Result<Vec<String>> {
+    /// primary first; the others are started on first need. `keys` are
+    /// deleted on every one of them (a new trial's lock starts free).
+    pub fn ensure_masters(&mut self, n: u32, keys: &[String]) -> Result<Vec<String>> {
         let Some(primary) = self.redis.as_ref() else {
             bail!("redis_masters needs the harness's own Redis, not --redis");
         };
         let mut masters = vec![format!("127.0.0.1:{}", primary.port)];
+        redis::cmd("DEL")
+            .arg(keys)
+            .query::<()>(&mut primary.connection()?)?;
         while self.more_masters.len() + 1 < n as usize {
             let dir = self
                 .root
@@ -567,10 +564,9 @@ impl Servers {
                 .push(Redis::start(&dir, Duration::from_secs(15))?);
         }
         for r in self.more_masters.iter().take(n as usize - 1) {
-            let mut con = r.connection()?;
             redis::cmd("DEL")
-                .arg(&self.redis_keys()[..])
-                .query::<()>(&mut con)?;
+                .arg(keys)
+                .query::<()>(&mut r.connection()?)?;
             masters.push(format!("127.0.0.1:{}", r.port));
         }
         Ok(masters)

@@ -75,7 +75,7 @@ use super::history::{judge, TrialResult};
 use super::proxy::Proxy;
 use super::scenario::LiveScenario;
 use super::servers::Servers;
-use super::{locked, monotonic_ns, LockKind, DOC_ID};
+use super::{locked, monotonic_ns, LockKind, DOC_ID, LOCK_KEY, TOKEN_KEY};
 
 /// The user's program misbehaved (exit code, signal, hang): exit 3, no verdict.
 #[derive(Debug, thiserror::Error)]
@@ -117,8 +117,12 @@ pub fn run(
     if servers.redis.is_none() || servers.postgres.is_none() {
         bail!("--worker-cmd runs against the harness's own servers, not --redis/--postgres URLs");
     }
+    // The harness's own Redis is the run's alone: a program sees the plain
+    // `lock:doc` (a library that prefixes its own key, as python-redis-lock
+    // does with `lock:`, could name no other).
+    let keys = [LOCK_KEY.to_string(), TOKEN_KEY.to_string()];
     let upstreams = Upstreams {
-        redis: servers.ensure_masters(s.redis_masters)?,
+        redis: servers.ensure_masters(s.redis_masters, &keys)?,
         pg: servers
             .pg
             .tcp
@@ -133,7 +137,6 @@ pub fn run(
     pg.batch_execute(CLIENT_AUDIT_SQL)
         .context("creating the client audit trigger")?;
     let deadline = Instant::now() + timeout;
-    let keys = servers.redis_keys();
     let account = LockAccount::start(&upstreams.redis, &keys[0], &keys[1], true)?;
     let shared = Arc::new(Shared::new(s, faults, account, keys));
     let mut programs = start_programs(s, cmd, servers, &shared, &upstreams, trial)?;
@@ -229,7 +232,7 @@ fn start_programs(
     upstreams: &Upstreams,
     trial: u32,
 ) -> Result<Programs> {
-    let [lock_key, token_key] = servers.redis_keys();
+    let [lock_key, token_key] = [LOCK_KEY.to_string(), TOKEN_KEY.to_string()];
     let mut programs = Programs {
         procs: Vec::new(),
         envs: Vec::new(),
