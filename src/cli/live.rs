@@ -117,7 +117,31 @@ fn load_scenarios(args: &LiveArgs) -> Result<Vec<scenario::LiveScenario>> {
             .into());
         }
     }
+    servers_installed(&scenarios, crate::live::cluster::binaries_present)?;
     Ok(scenarios)
+}
+
+/// Every binary the scenarios need, checked before anything is started:
+/// a run that would stop at its first etcd scenario must not have started
+/// Redis and run initdb first.
+fn servers_installed(
+    scenarios: &[scenario::LiveScenario],
+    present: impl Fn(crate::live::ClusterKind) -> Result<()>,
+) -> Result<()> {
+    for s in scenarios {
+        if let Some(kind) = s.lock.cluster() {
+            if let Err(e) = present(kind) {
+                return Err(BadInput(format!(
+                    "{}: its {} lock needs a {} cluster: {e:#} (nothing was started)",
+                    s.path.display(),
+                    s.lock.name(),
+                    kind.name()
+                ))
+                .into());
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The run's servers (its own, or the user's), announced.
@@ -277,4 +301,25 @@ fn met(s: &scenario::LiveScenario, t: &Tally) -> bool {
 pub fn cmd_worker(args: crate::live::worker::WorkerArgs) -> Result<ExitCode> {
     crate::live::worker::run(&args)?;
     Ok(ExitCode::from(EXIT_OK))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_cluster_binary_is_named_before_any_server_starts() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("live");
+        let redis = scenario::load(&root.join("gc-pause-plain-update.toml")).unwrap();
+        let etcd = scenario::load(&root.join("etcd-gc-pause-plain-update.toml")).unwrap();
+        let no_etcd = |k: crate::live::ClusterKind| match k {
+            crate::live::ClusterKind::Etcd => anyhow::bail!("`etcd` not found"),
+            crate::live::ClusterKind::Zk => Ok(()),
+        };
+        assert!(servers_installed(std::slice::from_ref(&redis), no_etcd).is_ok());
+        let e = servers_installed(&[redis, etcd], no_etcd).unwrap_err();
+        assert!(e.is::<BadInput>(), "exit 2, bad input");
+        let text = format!("{e:#}");
+        assert!(text.contains("etcd-gc-pause-plain-update.toml") && text.contains("`etcd` not found"), "{text}");
+    }
 }
