@@ -320,6 +320,9 @@ mod tests {
         let e = servers_installed(&[redis, etcd], no_etcd).unwrap_err();
         assert!(e.is::<BadInput>(), "exit 2, bad input");
         let text = format!("{e:#}");
-        assert!(text.contains("etcd-gc-pause-plain-update.toml") && text.contains("`etcd` not found"), "{text}");
+        assert!(
+            text.contains("etcd-gc-pause-plain-update.toml") && text.contains("`etcd` not found"),
+            "{text}"
+        );
     }
 }

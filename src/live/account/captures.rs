@@ -174,16 +174,7 @@ fn node_redlock_over_five_masters_is_one_lock_by_majority() {
             ledger
                 .facts()
                 .iter()
-                .map(|f| {
-                    let t_us = match f {
-                        Fact::Granted { ts_us, .. }
-                        | Fact::Renewed { ts_us, .. }
-                        | Fact::Deleted { ts_us, .. }
-                        | Fact::Token { ts_us, .. } => *ts_us,
-                        Fact::Expired { at_ms, .. } => at_ms * 1000,
-                    };
-                    (t_us * 1000, f.clone())
-                })
+                .map(|f| (f.ts_us() * 1000, f.clone()))
                 .collect()
         })
         .collect();

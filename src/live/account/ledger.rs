@@ -59,6 +59,19 @@ pub enum Fact {
     },
 }
 
+impl Fact {
+    /// When it happened on Redis's clock, µs (an expiry at its instant).
+    pub fn ts_us(&self) -> u64 {
+        match self {
+            Fact::Granted { ts_us, .. }
+            | Fact::Renewed { ts_us, .. }
+            | Fact::Deleted { ts_us, .. }
+            | Fact::Token { ts_us, .. } => *ts_us,
+            Fact::Expired { at_ms, .. } => at_ms * 1000,
+        }
+    }
+}
+
 /// The live lock key in the replay, with the grant it holds.
 #[derive(Clone, Debug)]
 struct Live {

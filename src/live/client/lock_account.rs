@@ -38,16 +38,7 @@ fn no_feed() -> anyhow::Error {
 fn stamped(clock: Clock, facts: &[Fact]) -> Vec<(u64, Fact)> {
     facts
         .iter()
-        .map(|f| {
-            let t_us = match f {
-                Fact::Granted { ts_us, .. }
-                | Fact::Renewed { ts_us, .. }
-                | Fact::Deleted { ts_us, .. }
-                | Fact::Token { ts_us, .. } => *ts_us,
-                Fact::Expired { at_ms, .. } => at_ms * 1000,
-            };
-            (clock.mono_ns(t_us), f.clone())
-        })
+        .map(|f| (clock.mono_ns(f.ts_us()), f.clone()))
         .collect()
 }
 

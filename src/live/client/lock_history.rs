@@ -57,7 +57,7 @@ impl LockHistory {
             grants: issued.len(),
         };
         for (w, t, what) in seen {
-            if let Seen::GrantSeen(g) = what {
+            if let Seen::GrantLearned(g) = what {
                 let Some(&(holder, at)) = issued.get(g) else {
                     bail!("the proxies saw grant {g} of the lock, which the server's finished account does not hold");
                 };
@@ -161,13 +161,16 @@ impl LockHistory {
             let mut open = true;
             for (k, (_, t, what)) in mine.iter().enumerate() {
                 match what {
-                    Seen::GrantSeen(_) => open = true,
+                    Seen::GrantLearned(_) => open = true,
                     Seen::LockSent if released.contains(t) => open = true,
                     Seen::LockSent if open => {
                         let answered = mine[k + 1..].iter().map(|(_, _, s)| s).find(|s| {
-                            matches!(s, Seen::GrantSeen(_) | Seen::ReadSent | Seen::WriteSent(_))
+                            matches!(
+                                s,
+                                Seen::GrantLearned(_) | Seen::ReadSent | Seen::WriteSent(_)
+                            )
                         });
-                        if matches!(answered, Some(Seen::GrantSeen(_))) {
+                        if matches!(answered, Some(Seen::GrantLearned(_))) {
                             self.records
                                 .push((w, json!({"kind": "acquire_sent", "t_ns": t})));
                             open = false;
@@ -209,12 +212,12 @@ mod tests {
         // compare-and-delete finds nothing.
         let seen = vec![
             (0, 10, Seen::LockSent),
-            (0, 12, Seen::GrantSeen(1)),
+            (0, 12, Seen::GrantLearned(1)),
             (0, 13, Seen::ReadSent),
             (1, 14, Seen::LockSent),
             (1, 20, Seen::LockSent),
             (1, 61, Seen::LockSent),
-            (1, 63, Seen::GrantSeen(2)),
+            (1, 63, Seen::GrantLearned(2)),
             (1, 64, Seen::ReadSent),
             (1, 65, Seen::WriteSent(vec![2])),
             (1, 70, Seen::LockSent),
@@ -284,7 +287,7 @@ mod tests {
 
     #[test]
     fn a_grant_the_account_does_not_hold_is_refused() {
-        let seen = vec![(0, 10, Seen::GrantSeen(1))];
+        let seen = vec![(0, 10, Seen::GrantLearned(1))];
         assert!(LockHistory::new(1, &seen, &[]).is_err());
     }
 }

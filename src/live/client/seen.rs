@@ -10,7 +10,7 @@ pub(super) enum Seen {
     LockSent,
     /// A reply passed after which the server's account shows this grant of
     /// the lock to the worker: it learns it holds the lock from there on.
-    GrantSeen(u64),
+    GrantLearned(u64),
     ReadSent,
     ReadOk(Option<i64>),
     WriteSent(Vec<i64>),

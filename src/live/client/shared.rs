@@ -220,7 +220,7 @@ impl Shared {
             new
         };
         for g in new {
-            self.record(worker, Seen::GrantSeen(g));
+            self.record(worker, Seen::GrantLearned(g));
             // The program is stopped or killed; the reply goes on.
             self.strike(worker, Anchor::Granted);
         }
