@@ -101,6 +101,10 @@ pub struct Ledger {
     problems: Vec<String>,
     /// Commands that ran in the same millisecond as the key's expiry.
     borderline: u64,
+    /// The decisions at those commands that go against the millisecond
+    /// rule (by their order): set when Redis's own notifications say the
+    /// key's fate there was the other one ([`Ledger::flipping`]).
+    flips: Vec<bool>,
     /// Grants per worker, for the proxies' "has it been granted yet".
     granted_to: BTreeMap<usize, Vec<GrantNo>>,
     /// The keyspace notifications the replay says Redis sent for the lock
@@ -125,9 +129,17 @@ impl Ledger {
             facts: Vec::new(),
             problems: Vec::new(),
             borderline: 0,
+            flips: Vec::new(),
             granted_to: BTreeMap::new(),
             notified: Vec::new(),
         }
+    }
+
+    /// The same replay, deciding the `k`-th borderline command's "is the
+    /// key still alive?" against the millisecond rule where `flips[k]`.
+    pub fn flipping(mut self, flips: Vec<bool>) -> Ledger {
+        self.flips = flips;
+        self
     }
 
     /// The lock key's keyspace notifications as the replay predicts them.
@@ -249,12 +261,16 @@ impl Ledger {
         let now_ms = ref_us / 1000;
         // Lazy expiry: the key is gone for a command after its time.
         if let Some(live) = &self.lock {
+            let mut alive = keyspace::alive(&live.held, now_ms);
             if let Some(when) = live.held.expire_at_ms {
                 if now_ms == when || now_ms == when + 1 {
+                    if self.flips.get(self.borderline as usize) == Some(&true) {
+                        alive = !alive;
+                    }
                     self.borderline += 1;
                 }
             }
-            if !keyspace::alive(&live.held, now_ms) {
+            if !alive {
                 let at_ms = live.held.expire_at_ms.unwrap_or(now_ms);
                 self.facts.push(Fact::Expired {
                     grant: live.grant,
@@ -543,6 +559,22 @@ mod tests {
         );
         assert_eq!(l.problems().len(), 2, "{:?}", l.problems());
         assert!(l.facts().is_empty());
+    }
+
+    #[test]
+    fn a_flipped_borderline_decision_takes_the_other_fate() {
+        let feed = r#"
+            1000.000000 [0 127.0.0.1:1001] "SET" "lock:doc" "a" "NX" "PX" "100"
+            1000.100400 [0 127.0.0.1:1002] "SET" "lock:doc" "b" "NX" "PX" "100"
+            "#;
+        let mut l = Ledger::new(b"lock:doc", b"fence:doc", 0).flipping(vec![true]);
+        l.register("127.0.0.1:1001".into(), 0);
+        l.register("127.0.0.1:1002".into(), 1);
+        for line in feed.lines().map(str::trim).filter(|s| !s.is_empty()) {
+            l.feed(&parse(line).unwrap());
+        }
+        assert_eq!(l.notified(), ["set", "expire", "expired", "set", "expire"]);
+        assert_eq!(l.grants_of(1), &[2]);
     }
 
     #[test]

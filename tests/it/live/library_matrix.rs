@@ -215,6 +215,13 @@ fn histories_match_side_accounts(scenario: &str, trials: &[(String, PathBuf)], s
     }
 }
 
+/// The run's directory (histories, side accounts), once its test passed.
+fn remove_run_dir(side: &Path) {
+    if let Some(dir) = side.parent() {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
 fn plain_is_unsafe(scenario: &str) {
     let _g = live_exclusive();
     if !live_servers_present(scenario) || !installed(scenario, scenario) {
@@ -229,6 +236,7 @@ fn plain_is_unsafe(scenario: &str) {
         );
     }
     histories_match_side_accounts(scenario, &trials, &side);
+    remove_run_dir(&side);
 }
 
 fn fenced_is_clean(scenario: &str) {
@@ -254,6 +262,7 @@ fn fenced_is_clean(scenario: &str) {
         );
     }
     histories_match_side_accounts(scenario, &trials, &side);
+    remove_run_dir(&side);
 }
 
 #[test]
