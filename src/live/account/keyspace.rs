@@ -12,8 +12,9 @@
 //! start of the command (of the script, of the `EXEC`); the feed's
 //! microsecond stamps are taken a few microseconds after execution. The
 //! replay uses the same millisecond arithmetic on the feed's stamps; a
-//! command that ran in the same millisecond as the expiry is marked
-//! `borderline` so the account can say it cannot be sure.
+//! command that ran in the same millisecond as the expiry is counted as
+//! borderline, and Redis's keyspace notifications decide which side of the
+//! expiry it fell on (`feed.rs`, `settle`).
 //!
 //! A command this model does not know that names the lock key in a key
 //! position is reported as unmodelled, never guessed at.

@@ -222,30 +222,34 @@ fn remove_run_dir(side: &Path) {
     }
 }
 
-fn plain_is_unsafe(scenario: &str) {
+/// Runs `scenario`'s trials (when its library is installed), holds each
+/// trial's verdict and history to `each`, and every history to the
+/// programs' side accounts.
+fn run_matrix_row(scenario: &str, each: impl Fn(&str, &Path, &str)) {
     let _g = live_exclusive();
     if !live_servers_present(scenario) || !installed(scenario, scenario) {
         return;
     }
     let (trials, side, stdout) = run(scenario);
     for (verdict, file) in &trials {
-        assert!(
-            verdict.contains("stale_write"),
-            "{scenario}: {verdict} ({})\n{stdout}",
-            file.display()
-        );
+        each(verdict, file, &stdout);
     }
     histories_match_side_accounts(scenario, &trials, &side);
     remove_run_dir(&side);
 }
 
+fn plain_is_unsafe(scenario: &str) {
+    run_matrix_row(scenario, |verdict, file, stdout| {
+        assert!(
+            verdict.contains("stale_write"),
+            "{scenario}: {verdict} ({})\n{stdout}",
+            file.display()
+        );
+    });
+}
+
 fn fenced_is_clean(scenario: &str) {
-    let _g = live_exclusive();
-    if !live_servers_present(scenario) || !installed(scenario, scenario) {
-        return;
-    }
-    let (trials, side, stdout) = run(scenario);
-    for (verdict, file) in &trials {
+    run_matrix_row(scenario, |verdict, file, stdout| {
         assert!(
             verdict.starts_with("clean"),
             "{scenario}: {verdict} ({})\n{stdout}",
@@ -260,9 +264,7 @@ fn fenced_is_clean(scenario: &str) {
             "{scenario}: no late write refused in {}",
             file.display()
         );
-    }
-    histories_match_side_accounts(scenario, &trials, &side);
-    remove_run_dir(&side);
+    });
 }
 
 #[test]
