@@ -106,7 +106,7 @@ pub(super) fn to_records(
     for (k, (w, t, what)) in seen.iter().enumerate() {
         let (w, t, op) = (*w, *t, ops[k]);
         let v = match what {
-            Seen::LockSent | Seen::GrantLearned(_) => continue,
+            Seen::LockSent | Seen::LockReplied | Seen::GrantLearned(_) => continue,
             Seen::ReadSent => json!({"kind": "read_sent", "t_ns": t, "op": op}),
             Seen::ReadOk(body) => {
                 let value = body.and_then(|b| {

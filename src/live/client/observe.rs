@@ -73,6 +73,7 @@ pub(super) fn redis_observers(
     let to_client: Observer = Box::new(move |chunk| {
         for _ in down.push(chunk) {
             if locked(&p2).pop_front() == Some(true) {
+                s2.record(worker, Seen::LockReplied);
                 s2.learn_grants(master, worker);
             }
         }

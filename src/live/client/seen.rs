@@ -8,8 +8,11 @@ pub(super) enum Seen {
     /// It sent a command naming the lock key (to take, renew, release or
     /// look at the lock: the server's account says which it was).
     LockSent,
-    /// A reply passed after which the server's account shows this grant of
-    /// the lock to the worker: it learns it holds the lock from there on.
+    /// A reply passed to it of a command that may have touched the lock.
+    LockReplied,
+    /// The worker learned it holds this grant: the first lock reply it got
+    /// after the server granted it (derived from the finished account by
+    /// the lock's history; the proxies record only `LockReplied`).
     GrantLearned(u64),
     ReadSent,
     ReadOk(Option<i64>),
