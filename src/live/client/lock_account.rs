@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
+use super::backend::ServerAccount;
 use crate::live::account::feed::{Clock, Feed};
 use crate::live::account::ledger::{Fact, Ledger};
 use crate::live::account::majority::{combine, LockFact};
@@ -71,11 +72,13 @@ impl LockAccount {
             f.register(addr, worker);
         }
     }
+}
 
+impl ServerAccount for LockAccount {
     /// The grants of the lock `worker` holds or held so far, after master
     /// `master`'s feed caught up with everything it ran until now. Err: the
     /// feed did not catch up (the trial cannot be judged).
-    pub(super) fn grants_of(&self, master: usize, worker: usize) -> Result<Vec<u64>> {
+    fn grants_of(&self, master: usize, worker: usize) -> Result<Vec<u64>> {
         locked(&self.feeds[master])
             .as_ref()
             .ok_or_else(no_feed)?
@@ -105,7 +108,7 @@ impl LockAccount {
     }
 
     /// Closes every feed: the lock's facts, and every reason not to trust them.
-    pub(super) fn finish(&self) -> Finished {
+    fn finish(&self) -> Finished {
         let mut problems = Vec::new();
         let mut masters = Vec::new();
         let n = self.feeds.len();

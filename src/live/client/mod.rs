@@ -53,6 +53,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
+mod backend;
 mod conversation;
 mod lock_account;
 mod lock_history;
@@ -62,6 +63,7 @@ mod program;
 mod seen;
 mod shared;
 
+use backend::Backend;
 use conversation::to_records;
 use lock_account::LockAccount;
 use lock_history::LockHistory;
@@ -117,29 +119,28 @@ pub fn run(
     if servers.redis.is_none() || servers.postgres.is_none() {
         bail!("--worker-cmd runs against the harness's own servers, not --redis/--postgres URLs");
     }
-    // The harness's own Redis is the run's alone: a program sees the plain
-    // `lock:doc` (a library that prefixes its own key, as python-redis-lock
-    // does with `lock:`, could name no other).
-    let keys = [LOCK_KEY.to_string(), TOKEN_KEY.to_string()];
-    let upstreams = Upstreams {
-        redis: servers.ensure_masters(s.redis_masters, &keys)?,
-        pg: servers
-            .pg
-            .tcp
-            .clone()
-            .context("the harness's PostgreSQL listens on TCP")?,
-    };
+    let pg_upstream = servers
+        .pg
+        .tcp
+        .clone()
+        .context("the harness's PostgreSQL listens on TCP")?;
     let faults = faults_of(s)?;
     servers.reset()?;
+    // The lock server's account starts before any program runs.
+    let backend = backend(s, servers)?;
     // The run's schema: the program's unqualified `documents` resolves to it
     // through the search_path its URL carries.
     let mut pg = servers.pg_client()?;
     pg.batch_execute(CLIENT_AUDIT_SQL)
         .context("creating the client audit trigger")?;
     let deadline = Instant::now() + timeout;
-    let account = LockAccount::start(&upstreams.redis, &keys[0], &keys[1], true)?;
-    let shared = Arc::new(Shared::new(s, faults, account, keys));
-    let mut programs = start_programs(s, cmd, servers, &shared, &upstreams, trial)?;
+    let shared = Arc::new(Shared::new(
+        s,
+        faults,
+        backend.account.clone(),
+        backend.keys.clone(),
+    ));
+    let mut programs = start_programs(s, cmd, servers, &shared, &backend, &pg_upstream, trial)?;
     supervise(s, cmd, &shared, &mut programs, deadline, timeout)?;
     let finished_ns = check_exits(cmd, &shared, &programs.procs)?;
     drop(programs);
@@ -155,14 +156,61 @@ pub fn run(
     let seen = locked(&shared.seen).clone();
     let pids = locked(&shared.backend_pids).clone();
     let (records, audit) = to_records(s.workers.len(), &seen, &pids, &audit, &finished_ns, &lock)?;
+    // A Redis lock's history has the compare-and-delete's vocabulary
+    // whatever the program sent: the server's account says what each
+    // command did.
+    let kind = match s.lock.cluster() {
+        None => LockKind::RedisSetNxCad,
+        Some(_) => s.lock,
+    };
     judge(
         &shared.names,
-        LockKind::RedisSetNxCad,
+        kind,
         &records,
         &shared.exec.harness(),
         &audit,
         shared.exec.lines(),
     )
+}
+
+/// The scenario's lock server, its account started.
+fn backend(s: &LiveScenario, servers: &mut Servers) -> Result<Backend> {
+    match s.lock.cluster() {
+        None => redis_backend(s, servers),
+        Some(kind) => bail!(
+            "--worker-cmd with a {} lock is not supported yet",
+            kind.name()
+        ),
+    }
+}
+
+/// The harness's own Redis masters (one unless the scenario asks for a
+/// Redlock over N), each followed by its `MONITOR` feed.
+fn redis_backend(s: &LiveScenario, servers: &mut Servers) -> Result<Backend> {
+    // The harness's own Redis is the run's alone: a program sees the plain
+    // `lock:doc` (a library that prefixes its own key, as python-redis-lock
+    // does with `lock:`, could name no other).
+    let keys = [LOCK_KEY.to_string(), TOKEN_KEY.to_string()];
+    let upstreams = servers.ensure_masters(s.redis_masters, &keys)?;
+    let account = Arc::new(LockAccount::start(&upstreams, &keys[0], &keys[1], true)?);
+    Ok(Backend {
+        upstreams,
+        account: account.clone(),
+        observers: redis_observers(account),
+        env: |ports| {
+            let urls: Vec<String> = ports
+                .iter()
+                .map(|p| format!("redis://127.0.0.1:{p}/"))
+                .collect();
+            vec![
+                ("FENCESIM_REDIS_URL", urls[0].clone()),
+                ("FENCESIM_REDIS_URLS", urls.join(",")),
+                ("FENCESIM_LOCK_KEY", LOCK_KEY.to_string()),
+                ("FENCESIM_TOKEN_KEY", TOKEN_KEY.to_string()),
+            ]
+        },
+        keys,
+    })
 }
 
 /// The lock's history from the servers' account, or why the trial cannot
@@ -200,55 +248,45 @@ fn judgeable(shared: &Shared) -> Result<LockHistory> {
     Ok(lock)
 }
 
-/// Where the proxies forward to: the harness's own Redis masters (one
-/// unless the scenario asks for a Redlock over N) and PostgreSQL.
-struct Upstreams {
-    redis: Vec<String>,
-    pg: String,
-}
-
 /// The programs of one trial: each worker's process, the environment it
-/// was started with (a restart gets the same) and its pair of proxies.
+/// was started with (a restart gets the same) and its proxies.
 struct Programs {
     procs: Vec<UserProc>,
     envs: Vec<Vec<(&'static str, String)>>,
-    /// Each worker's Redis proxies (one per master) and PostgreSQL proxy.
+    /// Each worker's lock-server proxies (one per upstream) and PostgreSQL proxy.
     proxies: Vec<(Vec<Proxy>, Proxy)>,
 }
 
-/// Starts, for each worker, a Redis and a PostgreSQL proxy that decode
-/// what it says, and its program with URLs pointing at them.
+/// Starts, for each worker, a proxy to each of the lock server's upstreams
+/// and one to PostgreSQL, all decoding what it says, and its program with
+/// an environment pointing at them.
 fn start_programs(
     s: &LiveScenario,
     cmd: &str,
     servers: &Servers,
     shared: &Arc<Shared>,
-    upstreams: &Upstreams,
+    backend: &Backend,
+    pg_upstream: &str,
     trial: u32,
 ) -> Result<Programs> {
-    let [lock_key, token_key] = [LOCK_KEY.to_string(), TOKEN_KEY.to_string()];
     let mut programs = Programs {
         procs: Vec::new(),
         envs: Vec::new(),
         proxies: Vec::new(),
     };
     for (i, w) in s.workers.iter().enumerate() {
-        let mut redis_proxies = Vec::new();
-        for (m, master) in upstreams.redis.iter().enumerate() {
-            let sh = shared.clone();
-            redis_proxies.push(Proxy::start_observed(master, move |seen_as| {
-                redis_observers(sh.clone(), i, m, seen_as)
+        let mut lock_proxies = Vec::new();
+        for (m, upstream) in backend.upstreams.iter().enumerate() {
+            let (sh, make) = (shared.clone(), backend.observers.clone());
+            lock_proxies.push(Proxy::start_observed(upstream, move |seen_as| {
+                make(sh.clone(), i, m, seen_as)
             })?);
         }
-        let urls: Vec<String> = redis_proxies
-            .iter()
-            .map(|p| format!("redis://127.0.0.1:{}/", p.port))
-            .collect();
+        let ports: Vec<u16> = lock_proxies.iter().map(|p| p.port).collect();
         let sh = shared.clone();
-        let pg_proxy = Proxy::start_observed(&upstreams.pg, move |_| pg_observers(sh.clone(), i))?;
-        let env = vec![
-            ("FENCESIM_REDIS_URL", urls[0].clone()),
-            ("FENCESIM_REDIS_URLS", urls.join(",")),
+        let pg_proxy = Proxy::start_observed(pg_upstream, move |_| pg_observers(sh.clone(), i))?;
+        let mut env = (backend.env)(&ports);
+        env.extend([
             (
                 "FENCESIM_POSTGRES_URL",
                 format!(
@@ -257,19 +295,17 @@ fn start_programs(
                 ),
             ),
             ("FENCESIM_WORKER_ID", w.name.clone()),
-            ("FENCESIM_LOCK_KEY", lock_key.clone()),
-            ("FENCESIM_TOKEN_KEY", token_key.clone()),
             ("FENCESIM_DOC_ID", DOC_ID.to_string()),
             ("FENCESIM_OPS", "1".to_string()),
             ("FENCESIM_TTL_MS", s.ttl_ms.to_string()),
             ("FENCESIM_WORK_MS", s.work_ms.to_string()),
             ("FENCESIM_TRIAL", trial.to_string()),
-        ];
+        ]);
         let p = spawn(cmd, &w.name, &env)?;
         locked(&shared.pgids)[i] = p.child.id();
         programs.procs.push(p);
         programs.envs.push(env);
-        programs.proxies.push((redis_proxies, pg_proxy));
+        programs.proxies.push((lock_proxies, pg_proxy));
     }
     Ok(programs)
 }

@@ -7,6 +7,8 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
+use super::backend::ObserverFactory;
+use super::lock_account::LockAccount;
 use super::plan::Anchor;
 use super::seen::Seen;
 use super::shared::Shared;
@@ -17,8 +19,9 @@ use crate::live::proxy::{Flow, Observer};
 /// Statements sent and not yet answered, with the token each carried.
 type Pending = VecDeque<(pgwire::Statement, Option<i64>)>;
 
-/// Observers for one connection of `worker` to Redis master `master`,
-/// which the server sees as `seen_as`. Nothing here reads the shape of a
+/// Observers for each connection of a worker to a Redis master, which
+/// register the connection's address (as the server sees it) with the
+/// account of that master's feed. Nothing here reads the shape of a
 /// lock command: a command naming the lock key is noted (and the first
 /// one waits at the start gate), and after the reply to any command that
 /// may have touched the lock — one naming the lock or token key, a
@@ -26,13 +29,14 @@ type Pending = VecDeque<(pgwire::Statement, Option<i64>)>;
 /// says whether the worker has been granted the lock since it last asked;
 /// a new grant is noted and the faults anchored there strike, before the
 /// reply goes on to the program.
-pub(super) fn redis_observers(
-    shared: Arc<Shared>,
-    worker: usize,
-    master: usize,
-    seen_as: std::net::SocketAddr,
-) -> (Observer, Observer) {
-    shared.account.register(master, seen_as.to_string(), worker);
+pub(super) fn redis_observers(account: Arc<LockAccount>) -> ObserverFactory {
+    Arc::new(move |shared, worker, master, seen_as| {
+        account.register(master, seen_as.to_string(), worker);
+        redis_connection(shared, worker, master)
+    })
+}
+
+fn redis_connection(shared: Arc<Shared>, worker: usize, master: usize) -> (Observer, Observer) {
     // Whether each command sent and not yet answered may have touched the lock.
     let pending: Arc<Mutex<VecDeque<bool>>> = Arc::default();
     let (s2, p2) = (shared.clone(), pending.clone());

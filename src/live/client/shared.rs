@@ -6,10 +6,10 @@
 //! start order.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::lock_account::LockAccount;
+use super::backend::ServerAccount;
 use super::plan::{Action, Anchor, Fault, When};
 use super::seen::Seen;
 use crate::live::faults::FaultExecutor;
@@ -40,8 +40,9 @@ pub(super) struct Shared {
     pub(super) arrived: Mutex<Vec<bool>>,
     pub(super) backend_pids: Mutex<BTreeMap<i32, usize>>,
     pub(super) ended: std::sync::atomic::AtomicBool,
-    /// The servers' account of the lock, and the keys it watches.
-    pub(super) account: LockAccount,
+    /// The servers' account of the lock, and the names the observers look
+    /// for (the lock's key, path or prefix; its token counter's key).
+    pub(super) account: Arc<dyn ServerAccount>,
     pub(super) lock_key: Vec<u8>,
     pub(super) token_key: Vec<u8>,
     /// How many of its grants each worker has been seen to learn of.
@@ -56,7 +57,7 @@ impl Shared {
     pub(super) fn new(
         s: &LiveScenario,
         faults: Vec<Fault>,
-        account: LockAccount,
+        account: Arc<dyn ServerAccount>,
         keys: [String; 2],
     ) -> Shared {
         let n = s.workers.len();
@@ -201,7 +202,7 @@ impl Shared {
         ));
     }
 
-    /// After a reply on master `master` that may follow a grant: when the
+    /// After a reply from upstream `master` that may follow a grant: when the
     /// account shows `worker` a grant it had not learned of, the faults
     /// anchored at the grant strike, before the reply goes on.
     pub(super) fn learn_grants(&self, master: usize, worker: usize) {
