@@ -173,6 +173,15 @@ pub fn run(
     )
 }
 
+/// Whether a user's program can be judged on this lock server (a backend
+/// that accounts for it exists).
+pub fn supports(lock: LockKind) -> bool {
+    match lock.cluster() {
+        None => true,
+        Some(_) => false,
+    }
+}
+
 /// The scenario's lock server, its account started.
 fn backend(s: &LiveScenario, servers: &mut Servers) -> Result<Backend> {
     match s.lock.cluster() {
