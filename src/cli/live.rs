@@ -149,10 +149,14 @@ fn servers_installed(
 
 /// The run's servers (its own, or the user's), announced.
 fn start_servers(args: &LiveArgs) -> Result<Servers> {
-    let user = crate::live::servers::UserServers {
+    start_own_servers(crate::live::servers::UserServers {
         redis: args.redis.clone(),
         postgres: args.postgres.clone(),
-    };
+    })
+}
+
+/// Starts (or connects to the user's) servers and announces them.
+pub(super) fn start_own_servers(user: crate::live::servers::UserServers) -> Result<Servers> {
     let servers = Servers::start(&user)?;
     let own_redis = match (&servers.redis, &servers.replica) {
         (Some(r), Some(rep)) => Some(((r.port, r.pid()), (rep.port, rep.pid()))),
@@ -203,17 +207,13 @@ fn run_trials(
             anyhow::bail!("interrupted");
         }
         let started = std::time::Instant::now();
-        let worker_cmd = args.worker_cmd.as_ref().or(s.worker_cmd.as_ref());
-        let r = match worker_cmd {
-            None => trial::run(s, servers, exe, timeout)?,
-            Some(cmd) => match client::run(s, cmd, servers, timeout, k) {
-                Ok(r) => r,
-                Err(e) if e.is::<client::ClientFailed>() || e.is::<client::CannotJudge>() => {
-                    eprintln!("error: trial {k}/{n} of {}: {e}", s.name);
-                    return Ok(None);
-                }
-                Err(e) => return Err(e),
-            },
+        let worker_cmd = args.worker_cmd.as_deref().or(s.worker_cmd.as_deref());
+        let r = match one_trial(s, worker_cmd, servers, exe, timeout, k)? {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("error: trial {k}/{n} of {}: {e}", s.name);
+                return Ok(None);
+            }
         };
         let trial_ms = started.elapsed().as_millis();
         let file = args.out.join(format!("{}-trial-{k}.jsonl", s.name));
@@ -238,6 +238,28 @@ fn run_trials(
         );
     }
     Ok(Some(t))
+}
+
+/// One trial, by the built-in worker or by `worker_cmd`. Inner Err: the
+/// user's program misbehaved or the trial cannot be judged (no verdict).
+pub(super) fn one_trial(
+    s: &scenario::LiveScenario,
+    worker_cmd: Option<&str>,
+    servers: &mut Servers,
+    exe: &std::path::Path,
+    timeout: Duration,
+    k: u32,
+) -> Result<Result<history::TrialResult, String>> {
+    match worker_cmd {
+        None => Ok(Ok(trial::run(s, servers, exe, timeout)?)),
+        Some(cmd) => match client::run(s, cmd, servers, timeout, k) {
+            Ok(r) => Ok(Ok(r)),
+            Err(e) if e.is::<client::ClientFailed>() || e.is::<client::CannotJudge>() => {
+                Ok(Err(e.to_string()))
+            }
+            Err(e) => Err(e),
+        },
+    }
 }
 
 /// One trial's verdict into the scenario's tally.

@@ -13,6 +13,7 @@ mod check_history;
 mod check_models;
 mod explore;
 pub(crate) mod live;
+mod live_search;
 mod merge;
 mod replay;
 mod run;

@@ -54,6 +54,21 @@ pub struct SearchArgs {
     /// report exactly what the unsharded search reports.
     #[arg(long, value_name = "FILES", num_args = 1..)]
     merge: Vec<PathBuf>,
+    /// A live scenario: run this program (`sh -c CMD`) as every worker (as `live --worker-cmd`).
+    #[arg(long, value_name = "CMD")]
+    worker_cmd: Option<String>,
+    /// A live scenario: a trial that has not finished by then is ended.
+    #[arg(long, value_name = "MS", default_value_t = 20_000)]
+    timeout_ms: u64,
+    /// A live scenario: reruns of each finding's written scenario (it reproduces in ≥ 4 of 5).
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    confirm: u32,
+    /// A live scenario: the seeded nemesis instead of the enumeration (up to --faults per trial).
+    #[arg(long, value_name = "SEED", value_parser = parse_seed)]
+    chaos: Option<u64>,
+    /// Trials of the nemesis.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    chaos_trials: u32,
 }
 
 fn progress_bar() -> ProgressBar {
@@ -82,7 +97,7 @@ fn default_out(path: &Path, kind: &str) -> PathBuf {
 /// one, or when there are several findings (created if missing); it names
 /// a file only for a single finding. Several findings and an `--out` that
 /// is a file (or ends in `.toml`) are refused before anything is written.
-fn out_paths(path: &Path, out: Option<&Path>, kinds: &[&str]) -> Result<Vec<PathBuf>> {
+pub(super) fn out_paths(path: &Path, out: Option<&Path>, kinds: &[&str]) -> Result<Vec<PathBuf>> {
     let Some(out) = out else {
         return Ok(kinds.iter().map(|k| default_out(path, k)).collect());
     };
@@ -147,6 +162,18 @@ fn write_found(
 
 pub fn cmd(args: SearchArgs) -> Result<ExitCode> {
     let path: &Path = &args.path;
+    if std::fs::read_to_string(path).is_ok_and(|src| super::live_search::is_live(&src)) {
+        return super::live_search::cmd(super::live_search::LiveSearch {
+            path,
+            faults: args.faults,
+            worker_cmd: args.worker_cmd.clone(),
+            timeout_ms: args.timeout_ms,
+            confirm: args.confirm,
+            out: args.out.as_deref(),
+            chaos: args.chaos,
+            chaos_trials: args.chaos_trials,
+        });
+    }
     let scenario = load(path)?;
     let source =
         std::fs::read_to_string(path).map_err(|e| BadInput(format!("{}: {e}", path.display())))?;

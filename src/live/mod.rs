@@ -28,6 +28,7 @@ pub mod cluster;
 pub(crate) mod decode;
 pub(crate) mod emit;
 pub(crate) mod etcd;
+pub(crate) mod explore;
 pub(crate) mod faults;
 pub(crate) mod history;
 pub(crate) mod launch;

@@ -178,7 +178,8 @@ pub fn run(
 pub fn supports(lock: LockKind) -> bool {
     match lock.cluster() {
         None => true,
-        Some(_) => false,
+        Some(super::ClusterKind::Etcd) => false,
+        Some(super::ClusterKind::Zk) => false,
     }
 }
 

@@ -1,0 +1,564 @@
+//! `fencesim search LIVE.toml`: every placement of up to K real faults
+//! ([`crate::live::explore`]) run as one live trial each, on the
+//! harness's own servers, by the built-in worker or a user's program
+//! (`--worker-cmd`). What a team that brings its own lock client asks —
+//! is there any pause, crash, cut or delay that makes it corrupt data —
+//! answered by trying each, not by the one fault a scenario file names.
+//!
+//! Prints coverage (placements tried and not expressible, trials, trials
+//! that could not be judged, distinct histories by shape, wall time). For
+//! each kind of violation, the first placement that showed it is written as
+//! a live scenario file and run again (`--confirm` trials): it reproduces
+//! when at least four in five of them show the violation. Exit 0 clean,
+//! 1 a violation, 3 when no trial could be judged.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::live::{one_trial, start_own_servers};
+use super::{BadInput, EXIT_FAILED, EXIT_INTERNAL, EXIT_OK};
+use crate::check::ViolationKind;
+use crate::live::explore::{self, Shapes, Single};
+use crate::live::scenario::{self, LiveScenario};
+use crate::live::servers::{Servers, UserServers};
+
+/// What the live search needs from the command line.
+pub struct LiveSearch<'a> {
+    pub path: &'a Path,
+    pub faults: usize,
+    pub worker_cmd: Option<String>,
+    pub timeout_ms: u64,
+    pub confirm: u32,
+    pub out: Option<&'a Path>,
+    /// The nemesis instead of the enumeration: its seed and trials.
+    pub chaos: Option<u64>,
+    pub chaos_trials: u32,
+}
+
+/// Whether `src` is a live scenario (a `lock` recipe, no simulated `[protocol]`).
+pub fn is_live(src: &str) -> bool {
+    toml::from_str::<toml::Table>(src).is_ok_and(|t| {
+        t.get("lock").is_some_and(toml::Value::is_str) && !t.contains_key("protocol")
+    })
+}
+
+/// The placements that showed a kind of violation, in search order.
+struct Finding {
+    kind: ViolationKind,
+    placements: Vec<Vec<usize>>,
+    /// Trials run until it showed, and the wall time until then.
+    after_trials: u32,
+    after_s: f64,
+}
+
+/// The search's tally.
+#[derive(Default)]
+struct Coverage {
+    placements: usize,
+    not_expressible: usize,
+    trials: u32,
+    unjudged: u32,
+    first_unjudged: Option<String>,
+    shapes: Shapes,
+    findings: Vec<Finding>,
+}
+
+pub fn cmd(a: LiveSearch) -> Result<ExitCode> {
+    let src = std::fs::read_to_string(a.path)
+        .map_err(|e| BadInput(format!("{}: {e}", a.path.display())))?;
+    let s0 = scenario::parse(&src, a.path).map_err(|e| BadInput(e.to_string()))?;
+    let base = explore::base_table(&src, a.path).map_err(|e| BadInput(format!("{e:#}")))?;
+    let worker_cmd = a.worker_cmd.clone().or(s0.worker_cmd.clone());
+    if worker_cmd.is_some() && !crate::live::client::supports(s0.lock) {
+        return Err(BadInput(format!(
+            "{}: a user's program cannot be judged on a {} lock yet",
+            a.path.display(),
+            s0.lock.name()
+        ))
+        .into());
+    }
+    if let Some(kind) = s0.lock.cluster() {
+        crate::live::cluster::binaries_present(kind)
+            .map_err(|e| BadInput(format!("{}: {e:#}", a.path.display())))?;
+    }
+    if a.confirm == 0 {
+        return Err(BadInput("--confirm must be at least 1".into()).into());
+    }
+    let singles = explore::catalogue(&s0, worker_cmd.is_some());
+    let ctx = Ctx {
+        path: a.path,
+        base: &base,
+        name: &s0.name,
+        worker_cmd: worker_cmd.as_deref(),
+        singles: &singles,
+    };
+    if let Some(seed) = a.chaos {
+        return chaos(&ctx, &s0, seed, &a);
+    }
+    let placements = explore::placements(singles.len(), a.faults);
+    println!(
+        "fencesim search (live): {} — {} single faults, up to {} at once: {} placements{}",
+        a.path.display(),
+        singles.len(),
+        a.faults,
+        placements.len(),
+        worker_note(worker_cmd.as_deref())
+    );
+    let Rig {
+        mut servers,
+        exe,
+        timeout,
+        started,
+    } = Rig::start(&a)?;
+    let cov = explore_all(&ctx, &placements, &mut servers, &exe, timeout, started)?;
+    let wall_s = started.elapsed().as_secs_f64();
+    println!(
+        "coverage: {} placements ({} tried, {} not expressible in a live scenario), {} trials ({} not judged), {} distinct histories, {:.1} s",
+        cov.placements,
+        cov.placements - cov.not_expressible,
+        cov.not_expressible,
+        cov.trials,
+        cov.unjudged,
+        cov.shapes.len(),
+        wall_s
+    );
+    if let Some(why) = &cov.first_unjudged {
+        println!("  first trial not judged: {why}");
+    }
+    let kinds: Vec<&str> = cov.findings.iter().map(|f| f.kind.name()).collect();
+    let outs = super::search::out_paths(a.path, a.out, &kinds)?;
+    for (f, out) in cov.findings.iter().zip(&outs) {
+        confirm(&ctx, f, out, a.confirm, &mut servers, &exe, timeout)?;
+    }
+    servers.clean_up()?;
+    Ok(ExitCode::from(if !cov.findings.is_empty() {
+        EXIT_FAILED
+    } else if cov.trials > 0 && cov.unjudged == cov.trials {
+        EXIT_INTERNAL
+    } else {
+        println!("clean: no placement of up to {} faults broke it", a.faults);
+        EXIT_OK
+    }))
+}
+
+fn worker_note(cmd: Option<&str>) -> String {
+    cmd.map_or(String::new(), |c| format!(", worker `{c}`"))
+}
+
+/// What runs the trials: the harness's own servers, started and announced.
+struct Rig {
+    servers: Servers,
+    exe: PathBuf,
+    timeout: Duration,
+    started: Instant,
+}
+
+impl Rig {
+    fn start(a: &LiveSearch) -> Result<Rig> {
+        crate::live::install_interrupt_handler();
+        Ok(Rig {
+            exe: std::env::current_exe()?,
+            servers: start_own_servers(UserServers::default())?,
+            timeout: Duration::from_millis(a.timeout_ms),
+            started: Instant::now(),
+        })
+    }
+}
+
+/// What every placement's scenario is made from.
+struct Ctx<'a> {
+    path: &'a Path,
+    base: &'a toml::Table,
+    name: &'a str,
+    worker_cmd: Option<&'a str>,
+    singles: &'a [Single],
+}
+
+impl Ctx<'_> {
+    /// Whether the live mode can apply these faults together.
+    fn expressible(&self, faults: &[&Single]) -> bool {
+        let text = explore::render(self.base, self.name, self.worker_cmd, faults, &[], "");
+        explore::load_text(&text, self.path).is_ok()
+    }
+
+    fn faults(&self, placement: &[usize]) -> Vec<&Single> {
+        placement.iter().map(|&i| &self.singles[i]).collect()
+    }
+
+    fn labels(&self, placement: &[usize]) -> String {
+        self.faults(placement)
+            .iter()
+            .map(|f| f.label())
+            .collect::<Vec<_>>()
+            .join(" + ")
+    }
+
+    /// The placement as a scenario (named `name`, expecting `find`), or
+    /// why the live mode cannot apply it.
+    fn scenario(
+        &self,
+        placement: &[usize],
+        name: &str,
+        find: &[ViolationKind],
+        header: &str,
+        at: &Path,
+    ) -> (String, Result<LiveScenario, String>) {
+        let text = explore::render(
+            self.base,
+            name,
+            self.worker_cmd,
+            &self.faults(placement),
+            find,
+            header,
+        );
+        let loaded = explore::load_text(&text, at);
+        (text, loaded)
+    }
+}
+
+fn bar(n: usize) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(n as u64);
+    if let Ok(style) = ProgressStyle::with_template(
+        "{elapsed_precise} [{bar:30}] {pos}/{len} placements ({eta} left) {msg}",
+    ) {
+        bar.set_style(style);
+    }
+    bar
+}
+
+/// Runs every expressible placement once, in order.
+fn explore_all(
+    ctx: &Ctx,
+    placements: &[Vec<usize>],
+    servers: &mut Servers,
+    exe: &Path,
+    timeout: Duration,
+    started: Instant,
+) -> Result<Coverage> {
+    let mut cov = Coverage {
+        placements: placements.len(),
+        ..Coverage::default()
+    };
+    let bar = bar(placements.len());
+    for p in placements {
+        bar.inc(1);
+        if crate::live::interrupted() {
+            anyhow::bail!("interrupted");
+        }
+        let (_, loaded) = ctx.scenario(p, ctx.name, &[], "", ctx.path);
+        let Ok(s) = loaded else {
+            cov.not_expressible += 1;
+            continue;
+        };
+        cov.trials += 1;
+        let r = match one_trial(&s, ctx.worker_cmd, servers, exe, timeout, cov.trials)? {
+            Ok(r) => r,
+            Err(why) => {
+                cov.unjudged += 1;
+                cov.first_unjudged
+                    .get_or_insert_with(|| format!("{}: {why}", ctx.labels(p)));
+                continue;
+            }
+        };
+        cov.shapes.add(&r.history);
+        for kind in r.report.kinds() {
+            if let Some(f) = cov.findings.iter_mut().find(|f| f.kind == kind) {
+                f.placements.push(p.clone());
+                continue;
+            }
+            let after_s = started.elapsed().as_secs_f64();
+            bar.println(format!(
+                "found {} at placement {} of {} (trial {}, {:.1} s): {}",
+                kind.name(),
+                cov.trials,
+                placements.len(),
+                cov.trials,
+                after_s,
+                ctx.labels(p)
+            ));
+            cov.findings.push(Finding {
+                kind,
+                placements: vec![p.clone()],
+                after_trials: cov.trials,
+                after_s,
+            });
+        }
+        bar.set_message(format!(
+            "{} trials, {} histories, {} findings",
+            cov.trials,
+            cov.shapes.len(),
+            cov.findings.len()
+        ));
+    }
+    bar.finish_and_clear();
+    Ok(cov)
+}
+
+/// How many of a kind's placements are tried in turn for one that reproduces.
+const CANDIDATES: usize = 3;
+
+/// Writes the finding's first placement as a scenario at `out`, loads it
+/// back from the file and runs it `n` times: it reproduces when at least
+/// four in five trials show the violation. One that does not (a pause
+/// about as long as the lease wins the race only sometimes) gives way to
+/// the kind's next placement, up to [`CANDIDATES`]; the file left at `out`
+/// is the last one tried.
+fn confirm(
+    ctx: &Ctx,
+    f: &Finding,
+    out: &PathBuf,
+    n: u32,
+    servers: &mut Servers,
+    exe: &Path,
+    timeout: Duration,
+) -> Result<()> {
+    for (c, placement) in f.placements.iter().take(CANDIDATES).enumerate() {
+        let shown = rerun(ctx, f, placement, out, n, servers, exe, timeout)?;
+        let reproduces = shown * 5 >= n * 4;
+        println!(
+            "{}: {} — written to {} — shown in {shown}/{n} reruns of that file: {}",
+            f.kind.name(),
+            ctx.labels(placement),
+            out.display(),
+            if reproduces {
+                "reproduces"
+            } else {
+                "does not reproduce reliably"
+            }
+        );
+        let last = c + 1 == f.placements.len().min(CANDIDATES);
+        if reproduces || last {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+/// Writes `placement` as the finding's scenario at `out` and runs that
+/// file `n` times: in how many the violation showed.
+#[allow(clippy::too_many_arguments)]
+fn rerun(
+    ctx: &Ctx,
+    f: &Finding,
+    placement: &[usize],
+    out: &PathBuf,
+    n: u32,
+    servers: &mut Servers,
+    exe: &Path,
+    timeout: Duration,
+) -> Result<u32> {
+    let name = format!("{}-search-{}", ctx.name, f.kind.name());
+    let header = format!(
+        "Found by `fencesim search {}`{}: {} after {} trials ({:.1} s).\n{}",
+        ctx.path.display(),
+        ctx.worker_cmd
+            .map_or(String::new(), |c| format!(" --worker-cmd '{c}'")),
+        f.kind.name(),
+        f.after_trials,
+        f.after_s,
+        ctx.labels(placement)
+    );
+    // The twin's path is relative to the file: written elsewhere, the
+    // scenario names it from where it came from.
+    let mut base = ctx.base.clone();
+    if out.parent() != ctx.path.parent() {
+        if let Some(twin) = base.get("twin").and_then(toml::Value::as_str) {
+            let dir = ctx.path.parent().unwrap_or(Path::new("."));
+            let abs = std::fs::canonicalize(dir.join(twin)).unwrap_or(dir.join(twin));
+            base.insert("twin".into(), abs.display().to_string().into());
+        }
+    }
+    let c = Ctx {
+        base: &base,
+        ..*ctx
+    };
+    let (text, _) = c.scenario(placement, &name, &[f.kind], &header, out);
+    std::fs::write(out, &text).with_context(|| format!("writing {}", out.display()))?;
+    let s = scenario::load(out).map_err(|e| anyhow::anyhow!("{e:#}"))?;
+    let mut shown = 0;
+    for k in 1..=n {
+        if let Ok(r) = one_trial(&s, ctx.worker_cmd, servers, exe, timeout, k)? {
+            shown += r.report.kinds().any(|x| x == f.kind) as u32;
+        }
+    }
+    Ok(shown)
+}
+
+/// Trials a schedule is rerun while shrinking; a fault stays out when the
+/// violation still shows in at least two of them.
+const SHRINK_RUNS: u32 = 3;
+
+/// The seeded nemesis: `chaos_trials` trials, each with faults drawn from
+/// (seed, trial) and printed before it runs. The first trial that shows a
+/// violation has its schedule written as a scenario (rerun it with
+/// `fencesim live FILE`) and shrunk to the fewest faults that still break
+/// it, which is written beside it.
+fn chaos(ctx: &Ctx, s0: &LiveScenario, seed: u64, a: &LiveSearch) -> Result<ExitCode> {
+    println!(
+        "fencesim search (live) --chaos {seed}: {} — {} trials, up to {} faults each{}",
+        a.path.display(),
+        a.chaos_trials,
+        a.faults,
+        worker_note(ctx.worker_cmd)
+    );
+    let Rig {
+        mut servers,
+        exe,
+        timeout,
+        started,
+    } = Rig::start(a)?;
+    let expressible = |f: &[&Single]| ctx.expressible(f);
+    let mut found = None;
+    for t in 1..=a.chaos_trials {
+        if crate::live::interrupted() {
+            anyhow::bail!("interrupted");
+        }
+        let schedule = explore::chaos_schedule(s0, ctx.singles, seed, t, a.faults, expressible);
+        let faults: Vec<&Single> = schedule.iter().collect();
+        let labels: Vec<String> = faults.iter().map(|f| f.label()).collect();
+        let kinds = match chaos_trial(ctx, &faults, &mut servers, &exe, timeout, t)? {
+            Ok(kinds) => kinds,
+            Err(why) => {
+                println!("  trial {t}: {} — not judged: {why}", labels.join(" + "));
+                continue;
+            }
+        };
+        let verdict = if kinds.is_empty() {
+            "clean".to_string()
+        } else {
+            kinds
+                .iter()
+                .map(|k| k.name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        println!("  trial {t}: {} — {verdict}", labels.join(" + "));
+        if let Some(&kind) = kinds.first() {
+            found = Some((t, kind, schedule));
+            break;
+        }
+    }
+    let wall_s = started.elapsed().as_secs_f64();
+    let Some((t, kind, schedule)) = found else {
+        println!(
+            "clean: {} trials of seed {seed}, no violation ({wall_s:.1} s)",
+            a.chaos_trials
+        );
+        servers.clean_up()?;
+        return Ok(ExitCode::from(EXIT_OK));
+    };
+    println!(
+        "first violation: {} at trial {t} of seed {seed} ({wall_s:.1} s)",
+        kind.name()
+    );
+    let stem = a
+        .path
+        .file_stem()
+        .map_or("scenario".into(), |s| s.to_string_lossy());
+    let dir = a.out.map_or_else(
+        || a.path.parent().unwrap_or(Path::new(".")).to_path_buf(),
+        Path::to_path_buf,
+    );
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let faults: Vec<&Single> = schedule.iter().collect();
+    let header = format!(
+        "The nemesis's schedule: `fencesim search {} --chaos {seed}`, trial {t}.",
+        a.path.display()
+    );
+    let file = dir.join(format!("{stem}-chaos-{seed}-{t}.toml"));
+    write_schedule(ctx, &faults, kind, &header, &file)?;
+    println!(
+        "schedule written to {} (rerun: fencesim live {})",
+        file.display(),
+        file.display()
+    );
+    let shrunk = shrink(ctx, faults, kind, &mut servers, &exe, timeout)?;
+    let labels: Vec<String> = shrunk.iter().map(|f| f.label()).collect();
+    let file = dir.join(format!("{stem}-chaos-{seed}-{t}-shrunk.toml"));
+    write_schedule(
+        ctx,
+        &shrunk,
+        kind,
+        &format!("{header}\nShrunk to {} fault(s).", shrunk.len()),
+        &file,
+    )?;
+    println!(
+        "shrunk to {} fault(s): {} — written to {}",
+        shrunk.len(),
+        labels.join(" + "),
+        file.display()
+    );
+    servers.clean_up()?;
+    Ok(ExitCode::from(EXIT_FAILED))
+}
+
+/// One trial of a schedule: its violation kinds, or why it was not judged.
+fn chaos_trial(
+    ctx: &Ctx,
+    faults: &[&Single],
+    servers: &mut Servers,
+    exe: &Path,
+    timeout: Duration,
+    k: u32,
+) -> Result<Result<Vec<ViolationKind>, String>> {
+    let text = explore::render(ctx.base, ctx.name, ctx.worker_cmd, faults, &[], "");
+    let s = match explore::load_text(&text, ctx.path) {
+        Ok(s) => s,
+        Err(e) => return Ok(Err(e)),
+    };
+    Ok(
+        one_trial(&s, ctx.worker_cmd, servers, exe, timeout, k)?
+            .map(|r| r.report.kinds().collect()),
+    )
+}
+
+fn write_schedule(
+    ctx: &Ctx,
+    faults: &[&Single],
+    kind: ViolationKind,
+    header: &str,
+    file: &Path,
+) -> Result<()> {
+    let name = file
+        .file_stem()
+        .map_or("chaos".into(), |s| s.to_string_lossy());
+    let text = explore::render(ctx.base, &name, ctx.worker_cmd, faults, &[kind], header);
+    std::fs::write(file, text).with_context(|| format!("writing {}", file.display()))
+}
+
+/// Takes faults out one at a time, keeping each removal after which the
+/// violation still shows in at least two of [`SHRINK_RUNS`] trials.
+fn shrink<'s>(
+    ctx: &Ctx,
+    mut faults: Vec<&'s Single>,
+    kind: ViolationKind,
+    servers: &mut Servers,
+    exe: &Path,
+    timeout: Duration,
+) -> Result<Vec<&'s Single>> {
+    let mut i = 0;
+    while i < faults.len() && faults.len() > 1 {
+        let mut fewer = faults.clone();
+        fewer.remove(i);
+        let mut shown = 0;
+        for k in 1..=SHRINK_RUNS {
+            if let Ok(kinds) = chaos_trial(ctx, &fewer, servers, exe, timeout, k)? {
+                shown += kinds.contains(&kind) as u32;
+            }
+        }
+        if shown >= 2 {
+            faults = fewer;
+        } else {
+            i += 1;
+        }
+    }
+    Ok(faults)
+}
