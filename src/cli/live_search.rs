@@ -38,6 +38,8 @@ pub struct LiveSearch<'a> {
     /// The nemesis instead of the enumeration: its seed and trials.
     pub chaos: Option<u64>,
     pub chaos_trials: u32,
+    /// Trials at once, each job on its own servers.
+    pub jobs: usize,
 }
 
 /// Whether `src` is a live scenario (a `lock` recipe, no simulated `[protocol]`).
@@ -109,13 +111,8 @@ pub fn cmd(a: LiveSearch) -> Result<ExitCode> {
         placements.len(),
         worker_note(worker_cmd.as_deref())
     );
-    let Rig {
-        mut servers,
-        exe,
-        timeout,
-        started,
-    } = Rig::start(&a)?;
-    let cov = explore_all(&ctx, &placements, &mut servers, &exe, timeout, started)?;
+    let started = Instant::now();
+    let cov = explore_all(&ctx, &placements, &a, started)?;
     let wall_s = started.elapsed().as_secs_f64();
     println!(
         "coverage: {} placements ({} tried, {} not expressible in a live scenario), {} trials ({} not judged), {} distinct histories, {:.1} s",
@@ -130,8 +127,24 @@ pub fn cmd(a: LiveSearch) -> Result<ExitCode> {
     if let Some(why) = &cov.first_unjudged {
         println!("  first trial not judged: {why}");
     }
+    for f in &cov.findings {
+        println!(
+            "found {}: first at trial {} ({:.1} s), in {} placements; first: {}",
+            f.kind.name(),
+            f.after_trials,
+            f.after_s,
+            f.placements.len(),
+            ctx.labels(&f.placements[0])
+        );
+    }
     let kinds: Vec<&str> = cov.findings.iter().map(|f| f.kind.name()).collect();
     let outs = super::search::out_paths(a.path, a.out, &kinds)?;
+    let Rig {
+        mut servers,
+        exe,
+        timeout,
+        ..
+    } = Rig::start(&a)?;
     for (f, out) in cov.findings.iter().zip(&outs) {
         confirm(&ctx, f, out, a.confirm, &mut servers, &exe, timeout)?;
     }
@@ -234,32 +247,78 @@ fn bar(n: usize) -> ProgressBar {
     bar
 }
 
-/// Runs every expressible placement once, in order.
+/// What one placement's trial gave: its violation kinds and history's
+/// shape, or why it was not judged; and when it finished (s since the start).
+type Outcome = (Result<(Vec<ViolationKind>, String), String>, f64);
+
+/// Runs every expressible placement once, `jobs` at a time, each job on
+/// its own servers; the coverage is then folded in placement order, so it
+/// does not depend on `jobs` (the trials themselves are real runs).
 fn explore_all(
     ctx: &Ctx,
     placements: &[Vec<usize>],
-    servers: &mut Servers,
-    exe: &Path,
-    timeout: Duration,
+    a: &LiveSearch,
     started: Instant,
 ) -> Result<Coverage> {
+    let scenarios: Vec<Option<LiveScenario>> = placements
+        .iter()
+        .map(|p| ctx.scenario(p, ctx.name, &[], "", ctx.path).1.ok())
+        .collect();
+    let outcomes: Vec<std::sync::Mutex<Option<Outcome>>> =
+        placements.iter().map(|_| Default::default()).collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let bar = bar(placements.len());
+    let job = || -> Result<()> {
+        let mut rig = Rig::start(a)?;
+        loop {
+            let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            if i >= placements.len() || crate::live::interrupted() {
+                break;
+            }
+            bar.inc(1);
+            let Some(s) = &scenarios[i] else {
+                continue;
+            };
+            let trial = i as u32 + 1;
+            let r = one_trial(
+                s,
+                ctx.worker_cmd,
+                &mut rig.servers,
+                &rig.exe,
+                rig.timeout,
+                trial,
+            )?;
+            let r = r.map(|r| (r.report.kinds().collect(), explore::shape(&r.history)));
+            *crate::live::locked(&outcomes[i]) = Some((r, started.elapsed().as_secs_f64()));
+        }
+        rig.servers.clean_up()
+    };
+    let jobs = a.jobs.clamp(1, placements.len().max(1));
+    std::thread::scope(|sc| {
+        let handles: Vec<_> = (0..jobs).map(|_| sc.spawn(job)).collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a search job panicked")))
+            })
+            .collect::<Result<Vec<()>>>()
+    })?;
+    bar.finish_and_clear();
+    if crate::live::interrupted() {
+        anyhow::bail!("interrupted");
+    }
     let mut cov = Coverage {
         placements: placements.len(),
         ..Coverage::default()
     };
-    let bar = bar(placements.len());
-    for p in placements {
-        bar.inc(1);
-        if crate::live::interrupted() {
-            anyhow::bail!("interrupted");
-        }
-        let (_, loaded) = ctx.scenario(p, ctx.name, &[], "", ctx.path);
-        let Ok(s) = loaded else {
+    for (p, o) in placements.iter().zip(outcomes) {
+        let Some((r, at_s)) = o.into_inner().unwrap_or_else(|e| e.into_inner()) else {
             cov.not_expressible += 1;
             continue;
         };
         cov.trials += 1;
-        let r = match one_trial(&s, ctx.worker_cmd, servers, exe, timeout, cov.trials)? {
+        let (kinds, shape) = match r {
             Ok(r) => r,
             Err(why) => {
                 cov.unjudged += 1;
@@ -268,37 +327,19 @@ fn explore_all(
                 continue;
             }
         };
-        cov.shapes.add(&r.history);
-        for kind in r.report.kinds() {
-            if let Some(f) = cov.findings.iter_mut().find(|f| f.kind == kind) {
-                f.placements.push(p.clone());
-                continue;
+        cov.shapes.add(shape);
+        for kind in kinds {
+            match cov.findings.iter_mut().find(|f| f.kind == kind) {
+                Some(f) => f.placements.push(p.clone()),
+                None => cov.findings.push(Finding {
+                    kind,
+                    placements: vec![p.clone()],
+                    after_trials: cov.trials,
+                    after_s: at_s,
+                }),
             }
-            let after_s = started.elapsed().as_secs_f64();
-            bar.println(format!(
-                "found {} at placement {} of {} (trial {}, {:.1} s): {}",
-                kind.name(),
-                cov.trials,
-                placements.len(),
-                cov.trials,
-                after_s,
-                ctx.labels(p)
-            ));
-            cov.findings.push(Finding {
-                kind,
-                placements: vec![p.clone()],
-                after_trials: cov.trials,
-                after_s,
-            });
         }
-        bar.set_message(format!(
-            "{} trials, {} histories, {} findings",
-            cov.trials,
-            cov.shapes.len(),
-            cov.findings.len()
-        ));
     }
-    bar.finish_and_clear();
     Ok(cov)
 }
 
@@ -322,7 +363,7 @@ fn confirm(
 ) -> Result<()> {
     for (c, placement) in f.placements.iter().take(CANDIDATES).enumerate() {
         let shown = rerun(ctx, f, placement, out, n, servers, exe, timeout)?;
-        let reproduces = shown * 5 >= n * 4;
+        let reproduces = reproduces(shown, n);
         println!(
             "{}: {} — written to {} — shown in {shown}/{n} reruns of that file: {}",
             f.kind.name(),
@@ -392,15 +433,11 @@ fn rerun(
     Ok(shown)
 }
 
-/// Trials a schedule is rerun while shrinking; a fault stays out when the
-/// violation still shows in at least two of them.
-const SHRINK_RUNS: u32 = 3;
-
 /// The seeded nemesis: `chaos_trials` trials, each with faults drawn from
-/// (seed, trial) and printed before it runs. The first trial that shows a
-/// violation has its schedule written as a scenario (rerun it with
-/// `fencesim live FILE`) and shrunk to the fewest faults that still break
-/// it, which is written beside it.
+/// (seed, trial) and printed with its verdict. The first trial whose
+/// violation shows again in four of five reruns of the same schedule has
+/// its schedule written as a scenario (rerun it with `fencesim live FILE`)
+/// and shrunk to the fewest faults that still reproduce it, written beside it.
 fn chaos(ctx: &Ctx, s0: &LiveScenario, seed: u64, a: &LiveSearch) -> Result<ExitCode> {
     println!(
         "fencesim search (live) --chaos {seed}: {} — {} trials, up to {} faults each{}",
@@ -441,10 +478,27 @@ fn chaos(ctx: &Ctx, s0: &LiveScenario, seed: u64, a: &LiveSearch) -> Result<Exit
                 .join(", ")
         };
         println!("  trial {t}: {} — {verdict}", labels.join(" + "));
-        if let Some(&kind) = kinds.first() {
+        let Some(&kind) = kinds.first() else {
+            continue;
+        };
+        // A violation that a rerun of the same schedule does not show again
+        // (a pause about as long as the lease races the expiry) is noted,
+        // and the nemesis goes on.
+        let shown = shown_in(ctx, &faults, kind, a.confirm, &mut servers, &exe, timeout)?;
+        if reproduces(shown, a.confirm) {
+            println!(
+                "    {}: shown again in {shown}/{} reruns",
+                kind.name(),
+                a.confirm
+            );
             found = Some((t, kind, schedule));
             break;
         }
+        println!(
+            "    {}: shown again in only {shown}/{} reruns (a race, not a schedule that reproduces): going on",
+            kind.name(),
+            a.confirm
+        );
     }
     let wall_s = started.elapsed().as_secs_f64();
     let Some((t, kind, schedule)) = found else {
@@ -534,8 +588,32 @@ fn write_schedule(
     std::fs::write(file, text).with_context(|| format!("writing {}", file.display()))
 }
 
+/// At least four in five.
+fn reproduces(shown: u32, runs: u32) -> bool {
+    shown * 5 >= runs * 4
+}
+
+/// In how many of `runs` trials of `faults` the violation showed.
+fn shown_in(
+    ctx: &Ctx,
+    faults: &[&Single],
+    kind: ViolationKind,
+    runs: u32,
+    servers: &mut Servers,
+    exe: &Path,
+    timeout: Duration,
+) -> Result<u32> {
+    let mut shown = 0;
+    for k in 1..=runs {
+        if let Ok(kinds) = chaos_trial(ctx, faults, servers, exe, timeout, k)? {
+            shown += kinds.contains(&kind) as u32;
+        }
+    }
+    Ok(shown)
+}
+
 /// Takes faults out one at a time, keeping each removal after which the
-/// violation still shows in at least two of [`SHRINK_RUNS`] trials.
+/// schedule still reproduces the violation (in four of five reruns).
 fn shrink<'s>(
     ctx: &Ctx,
     mut faults: Vec<&'s Single>,
@@ -548,13 +626,7 @@ fn shrink<'s>(
     while i < faults.len() && faults.len() > 1 {
         let mut fewer = faults.clone();
         fewer.remove(i);
-        let mut shown = 0;
-        for k in 1..=SHRINK_RUNS {
-            if let Ok(kinds) = chaos_trial(ctx, &fewer, servers, exe, timeout, k)? {
-                shown += kinds.contains(&kind) as u32;
-            }
-        }
-        if shown >= 2 {
+        if reproduces(shown_in(ctx, &fewer, kind, 5, servers, exe, timeout)?, 5) {
             faults = fewer;
         } else {
             i += 1;

@@ -172,6 +172,9 @@ pub fn cmd(args: SearchArgs) -> Result<ExitCode> {
             out: args.out.as_deref(),
             chaos: args.chaos,
             chaos_trials: args.chaos_trials,
+            // Live trials are real processes on real servers: one at a
+            // time unless asked (each job starts its own servers).
+            jobs: args.jobs.jobs.unwrap_or(1),
         });
     }
     let scenario = load(path)?;

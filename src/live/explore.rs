@@ -372,9 +372,9 @@ pub fn shape(h: &History) -> String {
 pub struct Shapes(BTreeSet<String>);
 
 impl Shapes {
-    /// True when this history's shape is new.
-    pub fn add(&mut self, h: &History) -> bool {
-        self.0.insert(shape(h))
+    /// True when this shape is new.
+    pub fn add(&mut self, shape: String) -> bool {
+        self.0.insert(shape)
     }
 
     pub fn len(&self) -> usize {

@@ -7,5 +7,6 @@ mod article;
 mod cluster_kit;
 mod etcd;
 mod library_matrix;
+mod search;
 mod user_client;
 mod zk;

@@ -1,0 +1,159 @@
+//! `fencesim search` on a live scenario: every placement of one real fault
+//! finds the article's plain UPDATE unsafe (a pause longer than the lease
+//! after the read), writes the placement as a live scenario, and that file
+//! reproduces the stale write when `fencesim live` runs it; the fenced
+//! UPDATE shows no stale write at any placement; the seeded nemesis prints
+//! its schedule, and the schedule it writes for a failing trial reruns as
+//! a scenario that fails again.
+
+use std::path::Path;
+
+use crate::common::{fencesim, live_exclusive, live_servers_present, scenario_path, stdout};
+
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "fencesim-search-test-{}-{name}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+fn search(args: &[&str]) -> (i32, String) {
+    let o = fencesim(args);
+    (o.status.code().unwrap_or(-1), stdout(&o))
+}
+
+#[test]
+fn search_finds_the_paused_plain_update_stale_and_its_written_scenario_reproduces() {
+    if !live_servers_present("live search, plain") {
+        return;
+    }
+    let _one = live_exclusive();
+    let out = scratch("plain");
+    let file = scenario_path("live/gc-pause-plain-update.toml");
+    let (code, text) = search(&[
+        "search",
+        file.to_str().expect("utf-8"),
+        "--faults",
+        "1",
+        "--out",
+        out.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(code, 1, "a violation is exit 1:\n{text}");
+    assert!(
+        text.contains("coverage: 36 placements (36 tried"),
+        "every single fault is tried:\n{text}"
+    );
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("stale_write:") && l.ends_with("reproduces"))
+        .unwrap_or_else(|| panic!("a stale write that reproduces:\n{text}"));
+    assert!(line.contains("worker/A after read_ok"), "{line}");
+    let found = out.join("gc-pause-plain-update-search-stale_write.toml");
+    let (code, rerun) = search(&[
+        "live",
+        found.to_str().expect("utf-8"),
+        "--trials",
+        "3",
+        "--out",
+        out.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(
+        code, 0,
+        "the written scenario meets its expectation:\n{rerun}"
+    );
+    assert!(
+        rerun.contains("stale_write") && rerun.contains("met"),
+        "{rerun}"
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn search_over_every_single_fault_finds_no_stale_write_through_the_fence() {
+    if !live_servers_present("live search, fenced") {
+        return;
+    }
+    let _one = live_exclusive();
+    let out = scratch("fenced");
+    let file = scenario_path("live/gc-pause-fenced-update.toml");
+    let (code, text) = search(&[
+        "search",
+        file.to_str().expect("utf-8"),
+        "--faults",
+        "1",
+        "--out",
+        out.to_str().expect("utf-8"),
+    ]);
+    assert!(code == 0 || code == 1, "a verdict, not an error:\n{text}");
+    assert!(text.contains("(36 tried"), "{text}");
+    assert!(
+        !text.contains("stale_write"),
+        "the fence refuses every late write:\n{text}"
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn the_nemesis_prints_its_schedule_and_the_failing_one_reruns_as_a_scenario() {
+    if !live_servers_present("live search, nemesis") {
+        return;
+    }
+    let _one = live_exclusive();
+    let out = scratch("chaos");
+    let file = scenario_path("live/gc-pause-plain-update.toml");
+    let args = |seed: &str| -> Vec<String> {
+        [
+            "search",
+            file.to_str().expect("utf-8"),
+            "--chaos",
+            seed,
+            "--faults",
+            "2",
+            "--out",
+            out.to_str().expect("utf-8"),
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let run = |seed: &str| {
+        let a = args(seed);
+        search(&a.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let (code, text) = run("1");
+    assert_eq!(code, 1, "the plain UPDATE breaks within 20 trials:\n{text}");
+    let schedules: Vec<&str> = text.lines().filter(|l| l.starts_with("  trial ")).collect();
+    assert!(!schedules.is_empty(), "{text}");
+    // The same seed draws the same schedules.
+    let (_, again) = run("1");
+    let again: Vec<&str> = again
+        .lines()
+        .filter(|l| l.starts_with("  trial "))
+        .collect();
+    let faults = |l: &&str| l.rsplit_once(" — ").map(|(f, _)| f.to_string());
+    assert_eq!(
+        schedules.iter().map(faults).collect::<Vec<_>>(),
+        again.iter().map(faults).collect::<Vec<_>>()
+    );
+    let written = text
+        .lines()
+        .find_map(|l| l.strip_prefix("schedule written to "))
+        .and_then(|l| l.split(' ').next())
+        .unwrap_or_else(|| panic!("the failing schedule is written:\n{text}"));
+    assert!(Path::new(written).is_file(), "{written}");
+    let shrunk = out.join(
+        Path::new(written)
+            .file_stem()
+            .map(|s| format!("{}-shrunk.toml", s.to_string_lossy()))
+            .expect("stem"),
+    );
+    assert!(shrunk.is_file(), "{text}");
+    let (code, rerun) = search(&["live", shrunk.to_str().expect("utf-8"), "--trials", "5"]);
+    assert_eq!(
+        code, 0,
+        "the shrunk schedule fails again as a scenario:\n{rerun}"
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
