@@ -167,6 +167,12 @@ extern "C" fn on_interrupt(_: libc::c_int) {
 pub fn install_interrupt_handler() {
     // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
     unsafe {
+        // A live run writes to sockets whose peer a fault may just have
+        // closed (a killed worker, a cut connection): that write must fail
+        // with EPIPE where it is made, not end the harness with SIGPIPE
+        // (main restores the default for `fencesim run … | head`). Children
+        // start with the default again (std's Command resets it).
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
         libc::signal(
             libc::SIGINT,
             on_interrupt as *const () as libc::sighandler_t,

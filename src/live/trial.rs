@@ -49,8 +49,18 @@ impl Drop for WorkerProc {
 }
 
 impl WorkerProc {
+    /// Tells the worker `line`. A worker a crash fault killed hears
+    /// nothing (its restart is told again when it says it is ready), and
+    /// one that exited meanwhile is not an error here: its end is judged
+    /// from its output and exit status, as any worker's.
     fn send(&mut self, line: &str) -> Result<()> {
-        writeln!(self.stdin, "{line}").with_context(|| format!("writing to worker {}", self.name))
+        if self.reaped {
+            return Ok(());
+        }
+        match writeln!(self.stdin, "{line}") {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+            r => r.with_context(|| format!("writing to worker {}", self.name)),
+        }
     }
 
     /// Its process, for the fault executor's signals.

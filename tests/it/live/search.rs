@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use crate::common::{fencesim, live_exclusive, live_servers_present, scenario_path, stdout};
+use crate::common::{fencesim_command, live_exclusive, live_servers_present, root, run_text};
 
 fn scratch(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!(
@@ -21,8 +21,20 @@ fn scratch(name: &str) -> std::path::PathBuf {
 }
 
 fn search(args: &[&str]) -> (i32, String) {
-    let o = fencesim(args);
-    (o.status.code().unwrap_or(-1), stdout(&o))
+    run_text(fencesim_command().args(args))
+}
+
+/// `fencesim search live/<file> --faults 1 --out <out>`.
+fn search_one_fault(file: &str, out: &Path) -> (i32, String) {
+    let file = root().join("live").join(file);
+    search(&[
+        "search",
+        file.to_str().expect("utf-8"),
+        "--faults",
+        "1",
+        "--out",
+        out.to_str().expect("utf-8"),
+    ])
 }
 
 #[test]
@@ -32,15 +44,7 @@ fn search_finds_the_paused_plain_update_stale_and_its_written_scenario_reproduce
     }
     let _one = live_exclusive();
     let out = scratch("plain");
-    let file = scenario_path("live/gc-pause-plain-update.toml");
-    let (code, text) = search(&[
-        "search",
-        file.to_str().expect("utf-8"),
-        "--faults",
-        "1",
-        "--out",
-        out.to_str().expect("utf-8"),
-    ]);
+    let (code, text) = search_one_fault("gc-pause-plain-update.toml", &out);
     assert_eq!(code, 1, "a violation is exit 1:\n{text}");
     assert!(
         text.contains("coverage: 36 placements (36 tried"),
@@ -78,15 +82,7 @@ fn search_over_every_single_fault_finds_no_stale_write_through_the_fence() {
     }
     let _one = live_exclusive();
     let out = scratch("fenced");
-    let file = scenario_path("live/gc-pause-fenced-update.toml");
-    let (code, text) = search(&[
-        "search",
-        file.to_str().expect("utf-8"),
-        "--faults",
-        "1",
-        "--out",
-        out.to_str().expect("utf-8"),
-    ]);
+    let (code, text) = search_one_fault("gc-pause-fenced-update.toml", &out);
     assert!(code == 0 || code == 1, "a verdict, not an error:\n{text}");
     assert!(text.contains("(36 tried"), "{text}");
     assert!(
@@ -103,7 +99,7 @@ fn the_nemesis_prints_its_schedule_and_the_failing_one_reruns_as_a_scenario() {
     }
     let _one = live_exclusive();
     let out = scratch("chaos");
-    let file = scenario_path("live/gc-pause-plain-update.toml");
+    let file = root().join("live/gc-pause-plain-update.toml");
     let args = |seed: &str| -> Vec<String> {
         [
             "search",
