@@ -199,6 +199,21 @@ impl Ctx<'_> {
         explore::load_text(&text, self.path).is_ok()
     }
 
+    /// The base scenario for a file written at `out`: the twin's path is
+    /// relative to the file, so one written elsewhere names it from where
+    /// the scenario came from.
+    fn base_at(&self, out: &Path) -> toml::Table {
+        let mut base = self.base.clone();
+        if out.parent() != self.path.parent() {
+            if let Some(twin) = base.get("twin").and_then(toml::Value::as_str) {
+                let dir = self.path.parent().unwrap_or(Path::new("."));
+                let abs = std::fs::canonicalize(dir.join(twin)).unwrap_or(dir.join(twin));
+                base.insert("twin".into(), abs.display().to_string().into());
+            }
+        }
+        base
+    }
+
     fn faults(&self, placement: &[usize]) -> Vec<&Single> {
         placement.iter().map(|&i| &self.singles[i]).collect()
     }
@@ -407,16 +422,7 @@ fn rerun(
         f.after_s,
         ctx.labels(placement)
     );
-    // The twin's path is relative to the file: written elsewhere, the
-    // scenario names it from where it came from.
-    let mut base = ctx.base.clone();
-    if out.parent() != ctx.path.parent() {
-        if let Some(twin) = base.get("twin").and_then(toml::Value::as_str) {
-            let dir = ctx.path.parent().unwrap_or(Path::new("."));
-            let abs = std::fs::canonicalize(dir.join(twin)).unwrap_or(dir.join(twin));
-            base.insert("twin".into(), abs.display().to_string().into());
-        }
-    }
+    let base = ctx.base_at(out);
     let c = Ctx {
         base: &base,
         ..*ctx
@@ -584,7 +590,8 @@ fn write_schedule(
     let name = file
         .file_stem()
         .map_or("chaos".into(), |s| s.to_string_lossy());
-    let text = explore::render(ctx.base, &name, ctx.worker_cmd, faults, &[kind], header);
+    let base = ctx.base_at(file);
+    let text = explore::render(&base, &name, ctx.worker_cmd, faults, &[kind], header);
     std::fs::write(file, text).with_context(|| format!("writing {}", file.display()))
 }
 
