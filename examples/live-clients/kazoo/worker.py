@@ -13,8 +13,9 @@ as the czxid of the lock's own znode (`zk.exists(path + "/" + lock.node)`: the
 zxid of the transaction that created it, which grows with every create), read
 the row, work `FENCESIM_WORK_MS`, write it back, release (kazoo deletes its
 znode). The ZooKeeper session timeout is FENCESIM_TTL_MS: a session that
-expired (the program was paused longer) took the znode with it, and kazoo's
-release then fails with the session: not an error for the program.
+expired (the program was paused longer) took the znode with it; kazoo then
+opens a new session, and its release deletes nothing (it still says True):
+not an error for the program.
 
 Pinned: kazoo==2.11.0, psycopg[binary]==3.3.9 (examples/live-clients/install.sh).
 
@@ -24,7 +25,7 @@ FENCESIM_POSTGRES_URL, FENCESIM_WORKER_ID, FENCESIM_DOC_ID, FENCESIM_OPS,
 FENCESIM_TTL_MS, FENCESIM_WORK_MS. Optional FENCESIM_SIDE_ACCOUNT=FILE: the
 program appends its own account as JSON lines (fencesim never reads it; a
 test compares it with the decoded history):
-    {"event":"acquired","op":n,"token":T,"znode":"..."}
+    {"event":"acquired","op":n,"token":T,"znode":"...","session":S}
     {"event":"write","op":n,"token":T,"rows":R}      (rows null: the UPDATE failed)
     {"event":"released","op":n,"deleted":true|false}
 """
@@ -99,7 +100,8 @@ def main():
         if stat is None:
             sys.exit(f"{ME}: {znode} is gone right after kazoo said we hold the lock")
         token = stat.czxid
-        account(event="acquired", op=op, token=token, znode=znode)
+        session = zk.client_id[0]
+        account(event="acquired", op=op, token=token, znode=znode, session=session)
         try:
             rows = write_document(pg, token)
         except psycopg.OperationalError as e:
@@ -109,13 +111,18 @@ def main():
             pg = psycopg.connect(PG_URL)
         account(event="write", op=op, token=token, rows=rows)
         try:
-            # kazoo deletes our znode (and says True also when it was gone).
-            deleted = bool(lock.release())
+            released = bool(lock.release())
         except KazooException as e:
-            # The session expired while we were paused: the server removed
-            # our znode then, and this session can do nothing any more.
             print(f"{ME}: release failed: {e!r}", file=sys.stderr)
-            deleted = False
+            released = False
+        # kazoo says True also when the znode was already gone: after our
+        # session expired (we were paused longer than its timeout) kazoo
+        # opened a new session, and the server had removed the old one's
+        # znode. Only in the session that created it did the delete delete it.
+        now = zk.client_id
+        deleted = released and now is not None and now[0] == session
+        if released and not deleted:
+            print(f"{ME}: our session {session:#x} expired; its znode was gone before the release", file=sys.stderr)
         account(event="released", op=op, deleted=deleted)
     pg.close()
     try:
