@@ -25,7 +25,7 @@ FENCESIM_POSTGRES_URL, FENCESIM_WORKER_ID, FENCESIM_DOC_ID, FENCESIM_OPS,
 FENCESIM_TTL_MS, FENCESIM_WORK_MS. Optional FENCESIM_SIDE_ACCOUNT=FILE: the
 program appends its own account as JSON lines (fencesim never reads it; a
 test compares it with the decoded history):
-    {"event":"acquired","op":n,"token":T,"znode":"...","session":S}
+    {"event":"acquired","op":n,"token":T,"znode":"...","session":S,"waited_ms":W}
     {"event":"write","op":n,"token":T,"rows":R}      (rows null: the UPDATE failed)
     {"event":"released","op":n,"deleted":true|false}
 """
@@ -93,6 +93,7 @@ def main():
     pg = psycopg.connect(PG_URL)
     for op in range(1, OPS + 1):
         lock = zk.Lock(LOCK_PATH, ME)
+        asked = time.monotonic()
         if not lock.acquire(timeout=ACQUIRE_TIMEOUT_S):
             sys.exit(f"{ME}: could not take the lock in {ACQUIRE_TIMEOUT_S} s")
         znode = f"{LOCK_PATH}/{lock.node}"
@@ -101,7 +102,8 @@ def main():
             sys.exit(f"{ME}: {znode} is gone right after kazoo said we hold the lock")
         token = stat.czxid
         session = zk.client_id[0]
-        account(event="acquired", op=op, token=token, znode=znode, session=session)
+        waited_ms = round((time.monotonic() - asked) * 1000, 1)
+        account(event="acquired", op=op, token=token, znode=znode, session=session, waited_ms=waited_ms)
         try:
             rows = write_document(pg, token)
         except psycopg.OperationalError as e:
