@@ -96,6 +96,14 @@ pub(super) fn faults_of(s: &LiveScenario) -> Result<Vec<Fault>> {
     if !s.faults.failovers.is_empty() {
         bail!("{}: failover faults need the built-in worker; they are not supported with --worker-cmd", s.path.display());
     }
+    // Not yet timed for a user's program: refused, never silently left out.
+    if !s.faults.partitions.is_empty() || !s.faults.member_delays.is_empty() {
+        bail!(
+            "{}: partitions, delays and pauses of a cluster member need the built-in worker; \
+             they are not supported with --worker-cmd yet",
+            s.path.display()
+        );
+    }
     let mut faults = Vec::new();
     for p in &s.faults.pauses {
         faults.push(Fault {
@@ -119,11 +127,16 @@ pub(super) fn faults_of(s: &LiveScenario) -> Result<Vec<Fault>> {
         });
     }
     for c in &s.faults.crashes {
-        let CrashTarget::Worker(w) = &c.target else {
-            bail!(
+        let w = match &c.target {
+            CrashTarget::Worker(w) => w,
+            CrashTarget::RedisPrimary => bail!(
                 "{}: a crash of coord/0 needs the built-in worker; with --worker-cmd a worker can be crashed",
                 s.path.display()
-            );
+            ),
+            CrashTarget::Member(m) => bail!(
+                "{}: a crash of {m} needs the built-in worker; with --worker-cmd a worker can be crashed",
+                s.path.display()
+            ),
         };
         let (worker, when) = match &c.trigger {
             // `after = "worker/B:read_ok"` crashes this worker when B reaches it.
