@@ -214,4 +214,30 @@ mod tests {
         let err = faults_of(&redis).unwrap_err().to_string();
         assert!(err.contains("coord/0 needs the built-in worker"), "{err}");
     }
+
+    #[test]
+    fn a_cluster_members_faults_are_refused_for_a_program_not_left_out() {
+        let zk = |fault: &str| {
+            let src = format!(
+                "schema_version = 1\nname = \"t\"\ntwin = \"../scenarios/real-systems/zk-sequential-gc-pause.toml\"\n\
+                 lock = \"zk-lock\"\nwrite = \"plain\"\nttl_ms = 2000\nworker_cmd = \"true\"\n\
+                 [[worker]]\nname = \"A\"\n[[worker]]\nname = \"B\"\n[[fault]]\n{fault}\n[expect]\n"
+            );
+            let s =
+                crate::live::scenario::parse(&src, std::path::Path::new("live/t.toml")).unwrap();
+            faults_of(&s).unwrap_err().to_string()
+        };
+        let partition = zk("kind = \"partition\"\nnode = \"member/0\"\nafter = \"worker/A:read_ok\"\nduration_ms = 50");
+        assert!(
+            partition.contains("need the built-in worker"),
+            "{partition}"
+        );
+        let pause = zk("kind = \"pause\"\nnode = \"member/leader\"\nat_ms = 30\nduration_ms = 50");
+        assert!(pause.contains("need the built-in worker"), "{pause}");
+        let crash = zk("kind = \"crash\"\nnode = \"member/leader\"\nat_ms = 30");
+        assert!(
+            crash.contains("a crash of member/leader needs the built-in worker"),
+            "{crash}"
+        );
+    }
 }
