@@ -7,13 +7,17 @@
 //! history of a `--worker-cmd` trial is built from its account: Redis's
 //! `MONITOR` feed ([`monitor`]) replayed on a model of the lock and token
 //! keys ([`keyspace`]) into grants, renewals, deletions, expiries and
-//! tokens per worker ([`ledger`]).
+//! tokens per worker ([`ledger`]). A ZooKeeper lock's account is the
+//! ensemble's own transaction logs ([`zk_txnlog`]) folded into the lock
+//! recipe's grants ([`zk_lock`]).
 
 pub mod feed;
 pub mod keyspace;
 pub mod ledger;
 pub mod majority;
 pub mod monitor;
+pub mod zk_lock;
+pub mod zk_txnlog;
 
 #[cfg(test)]
 mod captures;

@@ -62,6 +62,7 @@ mod plan;
 mod program;
 mod seen;
 mod shared;
+mod zk_backend;
 
 use backend::Backend;
 use conversation::to_records;
@@ -72,7 +73,9 @@ use plan::{faults_of, When};
 use program::{describe, spawn, UserProc};
 use seen::Seen;
 use shared::Shared;
+use zk_backend::zk_backend;
 
+use super::cluster::ClusterKind;
 use super::history::{judge, TrialResult};
 use super::proxy::Proxy;
 use super::scenario::LiveScenario;
@@ -178,8 +181,8 @@ pub fn run(
 pub fn supports(lock: LockKind) -> bool {
     match lock.cluster() {
         None => true,
-        Some(super::ClusterKind::Etcd) => false,
-        Some(super::ClusterKind::Zk) => false,
+        Some(ClusterKind::Zk) => true,
+        Some(ClusterKind::Etcd) => false,
     }
 }
 
@@ -187,6 +190,7 @@ pub fn supports(lock: LockKind) -> bool {
 fn backend(s: &LiveScenario, servers: &mut Servers) -> Result<Backend> {
     match s.lock.cluster() {
         None => redis_backend(s, servers),
+        Some(ClusterKind::Zk) => zk_backend(s, servers),
         Some(kind) => bail!(
             "--worker-cmd with a {} lock is not supported yet",
             kind.name()

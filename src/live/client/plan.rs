@@ -96,6 +96,14 @@ pub(super) fn faults_of(s: &LiveScenario) -> Result<Vec<Fault>> {
     if !s.faults.failovers.is_empty() {
         bail!("{}: failover faults need the built-in worker; they are not supported with --worker-cmd", s.path.display());
     }
+    // Not yet timed for a user's program: refused, never silently left out.
+    if !s.faults.partitions.is_empty() || !s.faults.member_delays.is_empty() {
+        bail!(
+            "{}: partitions, delays and pauses of a cluster member need the built-in worker; \
+             they are not supported with --worker-cmd yet",
+            s.path.display()
+        );
+    }
     let mut faults = Vec::new();
     for p in &s.faults.pauses {
         faults.push(Fault {
@@ -119,11 +127,16 @@ pub(super) fn faults_of(s: &LiveScenario) -> Result<Vec<Fault>> {
         });
     }
     for c in &s.faults.crashes {
-        let CrashTarget::Worker(w) = &c.target else {
-            bail!(
+        let w = match &c.target {
+            CrashTarget::Worker(w) => w,
+            CrashTarget::RedisPrimary => bail!(
                 "{}: a crash of coord/0 needs the built-in worker; with --worker-cmd a worker can be crashed",
                 s.path.display()
-            );
+            ),
+            CrashTarget::Member(m) => bail!(
+                "{}: a crash of {m} needs the built-in worker; with --worker-cmd a worker can be crashed",
+                s.path.display()
+            ),
         };
         let (worker, when) = match &c.trigger {
             // `after = "worker/B:read_ok"` crashes this worker when B reaches it.
@@ -200,5 +213,31 @@ mod tests {
         let redis = scenario("[[fault]]\nkind = \"crash\"\nnode = \"coord/0\"\nat_ms = 40\n");
         let err = faults_of(&redis).unwrap_err().to_string();
         assert!(err.contains("coord/0 needs the built-in worker"), "{err}");
+    }
+
+    #[test]
+    fn a_cluster_members_faults_are_refused_for_a_program_not_left_out() {
+        let zk = |fault: &str| {
+            let src = format!(
+                "schema_version = 1\nname = \"t\"\ntwin = \"../scenarios/real-systems/zk-sequential-gc-pause.toml\"\n\
+                 lock = \"zk-lock\"\nwrite = \"plain\"\nttl_ms = 2000\nworker_cmd = \"true\"\n\
+                 [[worker]]\nname = \"A\"\n[[worker]]\nname = \"B\"\n[[fault]]\n{fault}\n[expect]\n"
+            );
+            let s =
+                crate::live::scenario::parse(&src, std::path::Path::new("live/t.toml")).unwrap();
+            faults_of(&s).unwrap_err().to_string()
+        };
+        let partition = zk("kind = \"partition\"\nnode = \"member/0\"\nafter = \"worker/A:read_ok\"\nduration_ms = 50");
+        assert!(
+            partition.contains("need the built-in worker"),
+            "{partition}"
+        );
+        let pause = zk("kind = \"pause\"\nnode = \"member/leader\"\nat_ms = 30\nduration_ms = 50");
+        assert!(pause.contains("need the built-in worker"), "{pause}");
+        let crash = zk("kind = \"crash\"\nnode = \"member/leader\"\nat_ms = 30");
+        assert!(
+            crash.contains("a crash of member/leader needs the built-in worker"),
+            "{crash}"
+        );
     }
 }

@@ -282,15 +282,17 @@ fn recipe(file: &str, src: &str, raw: &RawFile) -> Result<(LockKind, WriteKind),
         ));
     }
     if let (Some(_), Some(kind)) = (&raw.worker_cmd, lock.cluster()) {
-        return Err(ScenarioError::at(
-            file,
-            src,
-            raw.lock.span(),
-            format!(
-                "worker_cmd runs a user's Redis client; a {} lock needs the built-in worker",
-                kind.name()
-            ),
-        ));
+        if !crate::live::client::supports(lock) {
+            return Err(ScenarioError::at(
+                file,
+                src,
+                raw.lock.span(),
+                format!(
+                    "worker_cmd runs a user's Redis client; a {} lock needs the built-in worker",
+                    kind.name()
+                ),
+            ));
+        }
     }
     Ok((lock, write))
 }

@@ -25,7 +25,13 @@ const TRIALS: u32 = 5;
 /// What one library needs to run: an interpreter module, an npm directory, a binary.
 fn installed(test: &str, scenario: &str) -> bool {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let need: Option<String> = if scenario.contains("redis-py-lock") {
+    let need: Option<String> = if scenario.contains("kazoo") {
+        python_has(&["kazoo", "psycopg"]).or_else(|| {
+            fencesim::live::cluster::binaries_present(fencesim::live::cluster::ClusterKind::Zk)
+                .err()
+                .map(|e| format!("{e:#}"))
+        })
+    } else if scenario.contains("redis-py-lock") {
         python_has(&["redis", "psycopg"])
     } else if scenario.contains("python-redis-lock") {
         python_has(&["redis_lock", "psycopg"])
@@ -185,8 +191,12 @@ fn run(scenario: &str) -> (Vec<(String, PathBuf)>, PathBuf, String) {
         .lines()
         .filter(|l| l.trim_start().starts_with("trial "))
         .map(|l| l.split(" — ").collect::<Vec<_>>())
-        .filter(|p| p.len() >= 4 && p[3].contains("-trial-"))
-        .map(|p| (p[1].to_string(), PathBuf::from(p[3].trim())))
+        .filter(|p| p.len() >= 4)
+        // The history file's part (a cluster lock adds parts before it).
+        .filter_map(|p| {
+            let file = p[3..].iter().find(|x| x.contains("-trial-"))?;
+            Some((p[1].to_string(), PathBuf::from(file.trim())))
+        })
         .collect();
     assert_eq!(trials.len(), TRIALS as usize, "{stdout}");
     (trials, side, stdout)
@@ -327,6 +337,16 @@ fn rust_redis_crate_fenced_is_clean_and_its_history_matches_the_programs_account
     fenced_is_clean("gc-pause-rust-fenced");
 }
 
+#[test]
+fn kazoo_lock_plain_is_unsafe_and_its_history_matches_the_programs_account() {
+    plain_is_unsafe("gc-pause-kazoo-plain");
+}
+
+#[test]
+fn kazoo_lock_fenced_is_clean_and_its_history_matches_the_programs_account() {
+    fenced_is_clean("gc-pause-kazoo-fenced");
+}
+
 /// Runs `scenario` (of examples/live-clients/) with `cmd` as the program;
 /// returns the exit code and stderr.
 fn run_with(scenario: &str, cmd: &str, trials: u32) -> (Option<i32>, String, String) {
@@ -390,4 +410,49 @@ fn a_fault_that_never_struck_is_cannot_judge_not_a_clean_trial() {
     assert!(stderr.contains("cannot judge"), "{stderr}");
     assert!(stderr.contains("never struck"), "{stderr}");
     assert!(!stdout.contains("— clean —"), "no verdict: {stdout}");
+}
+
+#[test]
+fn a_zk_lock_taken_by_a_session_no_worker_opened_is_cannot_judge() {
+    let _g = live_exclusive();
+    let test = "a_zk_lock_taken_by_a_session_no_worker_opened_is_cannot_judge";
+    if !live_servers_present(test) || !installed(test, "kazoo") {
+        return;
+    }
+    // The programs bypass their proxies: kazoo's Lock on the member's own
+    // client port (read from the harness's zoo.cfg; the run's directory is
+    // named after fencesim's pid, an ancestor of the program). The ensemble logs
+    // the lock's znodes, created by sessions no worker's connection opened.
+    let script = std::env::temp_dir().join(format!("fencesim-bypass-{}.py", std::process::id()));
+    std::fs::write(
+        &script,
+        "import glob, os\n\
+         from kazoo.client import KazooClient\n\
+         def ancestors(p):\n\
+         \x20   while p > 1:\n\
+         \x20       yield p\n\
+         \x20       p = int(open('/proc/%d/stat' % p).read().rsplit(')', 1)[1].split()[1])\n\
+         cfg = [c for p in ancestors(os.getpid()) for c in glob.glob('/tmp/fencesim-live-%d-*/zookeeper/z0/zoo.cfg' % p)][0]\n\
+         port = [l.split('=')[1].strip() for l in open(cfg) if l.startswith('clientPort=')][0]\n\
+         zk = KazooClient(hosts='127.0.0.1:' + port, timeout=2.0)\n\
+         zk.start(timeout=15)\n\
+         lock = zk.Lock(os.environ['FENCESIM_ZK_LOCK_PATH'], os.environ['FENCESIM_WORKER_ID'])\n\
+         lock.acquire(timeout=20)\n\
+         lock.release()\n\
+         zk.stop()\n",
+    )
+    .unwrap();
+    let (code, stdout, stderr) = run_with(
+        "gc-pause-kazoo-plain",
+        &format!("python3 {}", script.display()),
+        1,
+    );
+    let _ = std::fs::remove_file(&script);
+    assert_eq!(code, Some(3), "{stdout}\n{stderr}");
+    assert!(stderr.contains("cannot judge"), "{stderr}");
+    assert!(
+        stderr.contains("which no worker's connection opened"),
+        "{stderr}"
+    );
+    assert!(!stdout.contains("stale_write"), "no verdict: {stdout}");
 }

@@ -102,15 +102,6 @@ fn an_unknown_zk_watch_is_bad_input_naming_the_file() {
 }
 
 #[test]
-fn a_user_worker_program_with_a_zk_lock_is_bad_input_naming_the_file() {
-    assert_bad_input(
-        "worker_cmd = \"true\"\nlock = \"zk-lock\"\nwrite = \"plain\"\nttl_ms = 1000\n\
-         [[worker]]\nname = \"A\"\n[expect]\n",
-        "needs the built-in worker",
-    );
-}
-
-#[test]
 fn a_killed_harness_takes_its_zookeeper_members_with_it_and_the_next_run_sweeps_its_directory() {
     if !present(
         ClusterKind::Zk,
