@@ -2,7 +2,9 @@
 //! finds the article's plain UPDATE unsafe (a pause longer than the lease
 //! after the read), writes the placement as a live scenario, and that file
 //! reproduces the stale write when `fencesim live` runs it; the fenced
-//! UPDATE shows no stale write at any placement; the seeded nemesis prints
+//! UPDATE shows no stale write at any placement, while a user's fenced
+//! program that draws its token after the grant is found unsafe at
+//! `lock_granted`; the seeded nemesis prints
 //! its schedule, and the schedule it writes for a failing trial reruns as
 //! a scenario that fails again.
 
@@ -150,6 +152,46 @@ fn the_nemesis_prints_its_schedule_and_the_failing_one_reruns_as_a_scenario() {
     assert_eq!(
         code, 0,
         "the shrunk schedule fails again as a scenario:\n{rerun}"
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn search_with_a_users_program_finds_the_token_drawn_after_the_grant_unsafe_behind_the_fence() {
+    if !live_servers_present("live search, user program")
+        || !super::user_client::rust_example_present("live search, user program")
+    {
+        return;
+    }
+    let _one = live_exclusive();
+    let out = scratch("user");
+    let file = root().join("examples/live-clients/gc-pause-rust-fenced.toml");
+    let (code, text) = search(&[
+        "search",
+        file.to_str().expect("utf-8"),
+        "--worker-cmd",
+        "target/release/examples/live_client_rust --fenced",
+        "--faults",
+        "1",
+        "--jobs",
+        "2",
+        "--out",
+        out.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("(36 tried"), "{text}");
+    // SET NX, then INCR: frozen between them past the lease, A draws a
+    // token newer than B's and its late write passes the fence.
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("stale_write:") && l.ends_with("reproduces"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains("worker/A after lock_granted"), "{line}");
+    let written = std::fs::read_to_string(out.join("gc-pause-rust-fenced-search-stale_write.toml"))
+        .expect("the finding is written");
+    assert!(
+        written.contains("worker_cmd = \"target/release/examples/live_client_rust --fenced\""),
+        "{written}"
     );
     let _ = std::fs::remove_dir_all(&out);
 }

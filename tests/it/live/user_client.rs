@@ -35,7 +35,7 @@ fn python_clients_present(test: &str) -> bool {
 /// The Rust example where the example scenarios name it
 /// (`target/release/examples/live_client_rust`), built by `cargo test --release`
 /// next to the fencesim binary under test.
-fn rust_example_present(test: &str) -> bool {
+pub(super) fn rust_example_present(test: &str) -> bool {
     let built = Path::new(env!("CARGO_BIN_EXE_fencesim"))
         .parent()
         .map(|d| d.join("examples/live_client_rust"));
