@@ -37,10 +37,13 @@ pub enum Single {
         point: String,
         restart_after_ms: Option<u64>,
     },
-    /// `delay`, `drop` or `cut` of the worker's UPDATE in its PostgreSQL proxy.
+    /// `delay`, `drop` or `cut` of the worker's UPDATE in its PostgreSQL
+    /// proxy (`message` "update"), or of the lock server's reply that
+    /// carried its grant ("lock_reply", a user's program only).
     Net {
         worker: String,
         kind: &'static str,
+        message: &'static str,
         duration_ms: u64,
     },
     /// A crash of the worker at a time after the trial started (the
@@ -104,11 +107,12 @@ impl Single {
             Single::Net {
                 worker,
                 kind,
+                message,
                 duration_ms,
             } => {
                 put("kind", (*kind).into());
                 put("node", format!("worker/{worker}").into());
-                put("message", "update".into());
+                put("message", (*message).into());
                 if *kind != "cut" {
                     put("duration_ms", (*duration_ms as i64).into());
                 }
@@ -157,13 +161,21 @@ impl Single {
             Single::Net {
                 worker,
                 kind: "cut",
+                message,
                 ..
-            } => format!("cut worker/{worker}'s connection at its UPDATE"),
+            } => format!(
+                "cut worker/{worker}'s connection at its {}",
+                message_label(message)
+            ),
             Single::Net {
                 worker,
                 kind,
+                message,
                 duration_ms,
-            } => format!("{kind} worker/{worker}'s UPDATE for {duration_ms} ms"),
+            } => format!(
+                "{kind} worker/{worker}'s {} for {duration_ms} ms",
+                message_label(message)
+            ),
             Single::Member {
                 kind,
                 worker,
@@ -171,6 +183,13 @@ impl Single {
                 duration_ms,
             } => format!("{kind} member/leader after worker/{worker}:{point} ({duration_ms} ms)"),
         }
+    }
+}
+
+fn message_label(message: &str) -> &'static str {
+    match message {
+        "lock_reply" => "lock reply",
+        _ => "UPDATE",
     }
 }
 
@@ -212,13 +231,26 @@ pub fn catalogue(s: &LiveScenario, client: bool) -> Vec<Single> {
             }
         }
     }
+    // A user's program reaches its lock server through fencesim's proxy
+    // too: its grant's reply can be held or lost (only held on a cluster).
+    let messages: &[&str] = if client {
+        &["update", "lock_reply"]
+    } else {
+        &["update"]
+    };
     for w in &s.workers {
-        for kind in ["delay", "drop", "cut"] {
-            out.push(Single::Net {
-                worker: w.name.clone(),
-                kind,
-                duration_ms: 3 * ttl_ms,
-            });
+        for &message in messages {
+            for kind in ["delay", "drop", "cut"] {
+                if message == "lock_reply" && kind != "delay" && s.lock.cluster().is_some() {
+                    continue;
+                }
+                out.push(Single::Net {
+                    worker: w.name.clone(),
+                    kind,
+                    message,
+                    duration_ms: 3 * ttl_ms,
+                });
+            }
         }
     }
     if s.lock.cluster().is_some() {

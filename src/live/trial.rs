@@ -260,6 +260,8 @@ fn wire<'a>(
     for w in &s.workers {
         let mut conn = servers.pg.conn_string(None);
         if let Some(n) = s.faults.net.iter().find(|n| n.worker == w.name) {
+            // The loader lets `lock_reply` through only with a worker_cmd.
+            debug_assert_eq!(n.message, super::scenario::NetMessage::Update);
             let upstream = servers.pg.tcp.clone().context(
                 "a network fault needs PostgreSQL over TCP (the URL names only a Unix socket)",
             )?;

@@ -75,13 +75,23 @@ fn redis_connection(shared: Arc<Shared>, worker: usize, master: usize) -> (Obser
         Flow::Pass
     });
     let to_client: Observer = Box::new(move |chunk| {
+        let mut lost = None;
         for _ in down.push(chunk) {
             if locked(&p2).pop_front() == Some(true) {
                 s2.record(worker, Seen::LockReplied);
-                s2.learn_grants(master, worker);
+                lost = lost.or(s2.learn_grants(master, worker));
             }
         }
-        Flow::Pass
+        match lost {
+            // The reply that carried the grant is lost with the rest of
+            // its chunk (replies to one program's pipelined commands may
+            // share it: they are lost with it, as on a reset connection).
+            Some(after_ms) => Flow::Cut {
+                forward: 0,
+                after_ms,
+            },
+            None => Flow::Pass,
+        }
     });
     (to_server, to_client)
 }

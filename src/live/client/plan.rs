@@ -8,7 +8,7 @@
 use anyhow::{bail, Context, Result};
 
 use crate::live::proxy::ProxyMode;
-use crate::live::scenario::{CrashTarget, LiveScenario, Trigger};
+use crate::live::scenario::{CrashTarget, LiveScenario, NetMessage, Trigger};
 
 /// Where in the program's conversation a fault strikes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,6 +66,15 @@ pub(super) struct Fault {
 }
 
 impl Fault {
+    /// What a drop or cut loses: the UPDATE, or the lock reply that
+    /// carried the grant.
+    pub(super) fn message(&self) -> &'static str {
+        match self.when {
+            When::At(Anchor::Granted) => "lock reply",
+            _ => "UPDATE",
+        }
+    }
+
     /// The fault as the scenario named it, for a message.
     pub(super) fn describe(&self) -> String {
         let what = match self.action {
@@ -119,9 +128,20 @@ pub(super) fn faults_of(s: &LiveScenario) -> Result<Vec<Fault>> {
             ProxyMode::Drop { ms } => (Action::Drop, ms),
             ProxyMode::Cut => (Action::Cut, 0),
         };
+        let anchor = match h.message {
+            NetMessage::Update => Anchor::Write,
+            NetMessage::LockReply => Anchor::Granted,
+        };
+        if anchor == Anchor::Granted && action != Action::Delay && s.lock.cluster().is_some() {
+            bail!(
+                "{}: a drop or cut of the lock reply acts on a Redis lock; on {} only a delay of it is applied",
+                s.path.display(),
+                s.lock.name()
+            );
+        }
         faults.push(Fault {
             worker: index(&h.worker),
-            when: When::At(Anchor::Write),
+            when: When::At(anchor),
             action,
             duration_ms,
         });
@@ -176,6 +196,33 @@ mod tests {
              [[worker]]\nname = \"A\"\n[[worker]]\nname = \"B\"\n{faults}\n[expect]\n"
         );
         crate::live::scenario::parse(&src, std::path::Path::new("live/t.toml")).unwrap()
+    }
+
+    #[test]
+    fn a_fault_on_the_lock_reply_strikes_at_the_grant_and_one_on_the_update_at_the_write() {
+        let s = scenario(
+            "[[fault]]\nkind = \"drop\"\nnode = \"worker/A\"\nmessage = \"lock_reply\"\nduration_ms = 9\n\
+             [[fault]]\nkind = \"delay\"\nnode = \"worker/A\"\nmessage = \"update\"\nduration_ms = 7\n",
+        );
+        let f = faults_of(&s).unwrap();
+        let got: Vec<(When, Action, &str)> =
+            f.iter().map(|f| (f.when, f.action, f.message())).collect();
+        assert_eq!(
+            got,
+            vec![
+                (When::At(Anchor::Granted), Action::Drop, "lock reply"),
+                (When::At(Anchor::Write), Action::Delay, "UPDATE"),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_lock_reply_fault_without_a_users_program_is_bad_input() {
+        let src = "schema_version = 1\nname = \"t\"\ntwin = \"../scenarios/article/gc-pause-stale-write.toml\"\n\
+             lock = \"redis-set-nx-cad\"\nwrite = \"plain\"\nttl_ms = 300\n\
+             [[worker]]\nname = \"A\"\n[[fault]]\nkind = \"cut\"\nnode = \"worker/A\"\nmessage = \"lock_reply\"\n[expect]\n";
+        let e = crate::live::scenario::parse(src, std::path::Path::new("live/t.toml")).unwrap_err();
+        assert!(e.to_string().contains("only a user's program"), "{e}");
     }
 
     #[test]

@@ -143,14 +143,16 @@ impl Shared {
             }
             Action::Drop => {
                 self.exec.note(format!(
-                    "proxy dropped worker/{name}'s UPDATE at {at_ms:.1} ms, connection reset {} ms later",
+                    "proxy dropped worker/{name}'s {} at {at_ms:.1} ms, connection reset {} ms later",
+                    f.message(),
                     f.duration_ms
                 ));
                 Some(f.duration_ms)
             }
             Action::Cut => {
                 self.exec.note(format!(
-                    "proxy cut worker/{name}'s connection at its UPDATE at {at_ms:.1} ms"
+                    "proxy cut worker/{name}'s connection at its {} at {at_ms:.1} ms",
+                    f.message()
                 ));
                 Some(0)
             }
@@ -202,15 +204,17 @@ impl Shared {
         ));
     }
 
-    /// After a reply from upstream `master` that may follow a grant: when the
-    /// account shows `worker` a grant it had not learned of, the faults
-    /// anchored at the grant strike, before the reply goes on.
-    pub(super) fn learn_grants(&self, master: usize, worker: usize) {
+    /// After a reply from upstream `master` that may follow a grant: when
+    /// the account shows `worker` a grant it had not learned of, the faults
+    /// anchored at the grant strike, before the reply goes on. Some(ms): a
+    /// fault on the lock reply loses it (the proxy forwards nothing of it
+    /// and closes the connection `ms` later).
+    pub(super) fn learn_grants(&self, master: usize, worker: usize) -> Option<u64> {
         let grants = match self.account.grants_of(master, worker) {
             Ok(g) => g,
             Err(e) => {
                 locked(&self.account_errors).push(format!("{e:#}"));
-                return;
+                return None;
             }
         };
         let new: Vec<u64> = {
@@ -222,10 +226,11 @@ impl Shared {
         // The history takes grants from the finished account (where a
         // command in an expiry's millisecond is settled by Redis's
         // notifications); this online view only times the anchored faults.
-        if !new.is_empty() {
-            // The program is stopped or killed; the reply goes on.
-            self.strike(worker, Anchor::Granted);
+        if new.is_empty() {
+            return None;
         }
+        // The program is stopped or killed, or its reply held or lost.
+        self.strike(worker, Anchor::Granted)
     }
 
     /// Lets a worker's first acquisition through only once every program

@@ -367,7 +367,9 @@ fn zk_connection(
             if locked(&pend2).remove(&xid) == Some(true) {
                 acc2.replied(member, zxid);
                 sh2.record(worker, Seen::LockReplied);
-                sh2.learn_grants(member, worker);
+                // A fault on the lock reply is refused for ZooKeeper
+                // (plan.rs): the reply goes on.
+                let _ = sh2.learn_grants(member, worker);
             }
         }
         Flow::Pass

@@ -35,11 +35,23 @@ pub struct LiveFailover {
     pub after: String,
 }
 
-/// The TCP proxy between `worker` and PostgreSQL holds, drops or cuts its UPDATE.
+/// Which of a worker's messages a network fault acts on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NetMessage {
+    /// Its UPDATE, in the proxy between it and PostgreSQL.
+    Update,
+    /// The lock server's reply that carries its grant, in the proxy
+    /// between it and the lock server (a user's program only: the
+    /// built-in worker's lock connection has no proxy).
+    LockReply,
+}
+
+/// A TCP proxy holds, drops or cuts one of `worker`'s messages.
 #[derive(Clone, Debug)]
 pub struct LiveNet {
     pub worker: String,
     pub mode: ProxyMode,
+    pub message: NetMessage,
 }
 
 /// When a crash happens.
@@ -167,6 +179,8 @@ pub(super) struct Context<'a> {
     pub workers: Vec<&'a str>,
     /// The protocol points a fault may follow (name, value).
     pub points: Vec<(&'a str, &'a str)>,
+    /// A user's program runs the workers (`worker_cmd`).
+    pub client: bool,
 }
 
 /// Every fault of a scenario, by what it does.
@@ -487,15 +501,37 @@ impl LiveFaults {
     fn net_fault(&mut self, cx: &Context, r: &Read) -> Result<(), ScenarioError> {
         let f = r.f;
         let worker = r.worker();
-        let message = f.message.as_ref().ok_or_else(|| r.missing(cx, "message"))?;
-        one_of(cx.file, cx.src, message, "message", &[("update", ())])?;
+        let spanned = f.message.as_ref().ok_or_else(|| r.missing(cx, "message"))?;
+        let message = one_of(
+            cx.file,
+            cx.src,
+            spanned,
+            "message",
+            &[
+                ("update", NetMessage::Update),
+                ("lock_reply", NetMessage::LockReply),
+            ],
+        )?;
+        if message == NetMessage::LockReply && !cx.client {
+            return Err(cx.err(
+                spanned.span(),
+                "message = \"lock_reply\" acts on the lock server's reply in fencesim's proxy, \
+                 which only a user's program (worker_cmd) talks through",
+            ));
+        }
         if r.kind != K::Cut && f.duration_ms == 0 {
             return Err(r.missing(cx, "duration_ms"));
         }
-        if self.net.iter().any(|n| n.worker == worker) {
+        if self
+            .net
+            .iter()
+            .any(|n| n.worker == worker && n.message == message)
+        {
             return Err(cx.err(
                 f.node.span(),
-                format!("worker/{worker} already has a network fault; one per worker"),
+                format!(
+                    "worker/{worker} already has a network fault on that message; one per worker and message"
+                ),
             ));
         }
         let mode = match r.kind {
@@ -503,7 +539,11 @@ impl LiveFaults {
             K::Drop => ProxyMode::Drop { ms: f.duration_ms },
             _ => ProxyMode::Cut,
         };
-        self.net.push(LiveNet { worker, mode });
+        self.net.push(LiveNet {
+            worker,
+            mode,
+            message,
+        });
         Ok(())
     }
 

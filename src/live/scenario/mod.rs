@@ -24,7 +24,7 @@ mod fault;
 use choice::one_of;
 pub use fault::{
     CrashTarget, LiveCrash, LiveFailover, LiveFaults, LiveMemberDelay, LiveNet, LivePartition,
-    LivePause, MemberSel, Trigger,
+    LivePause, MemberSel, NetMessage, Trigger,
 };
 
 #[derive(Deserialize)]
@@ -209,6 +209,7 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
         lock,
         workers: workers.iter().map(|w| w.name.as_str()).collect(),
         points,
+        client: raw.worker_cmd.is_some(),
     };
     let faults = LiveFaults::read(&cx, &raw.fault)?;
     let find = expected(&file, src, &raw.expect)?;

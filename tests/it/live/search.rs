@@ -179,7 +179,8 @@ fn search_with_a_users_program_finds_the_token_drawn_after_the_grant_unsafe_behi
         out.to_str().expect("utf-8"),
     ]);
     assert_eq!(code, 1, "{text}");
-    assert!(text.contains("(36 tried"), "{text}");
+    // 36 placements, and the lock reply held, lost or cut per worker.
+    assert!(text.contains("(42 tried"), "{text}");
     // SET NX, then INCR: frozen between them past the lease, A draws a
     // token newer than B's and its late write passes the fence.
     let line = text
