@@ -253,7 +253,9 @@ pub fn catalogue(s: &LiveScenario, client: bool) -> Vec<Single> {
             }
         }
     }
-    if s.lock.cluster().is_some() {
+    // A user's program cannot be given a cluster member's faults yet
+    // (client/plan.rs refuses them).
+    if s.lock.cluster().is_some() && !client {
         for w in &s.workers {
             for point in &points {
                 for kind in ["crash", "pause", "partition"] {
