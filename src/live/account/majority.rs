@@ -123,6 +123,19 @@ pub fn combine(masters: &[Vec<(u64, Fact)>]) -> Vec<LockFact> {
     out
 }
 
+/// The grants `worker` was given, in order.
+pub fn granted_to(facts: &[LockFact], worker: usize) -> Vec<u64> {
+    facts
+        .iter()
+        .filter_map(|f| match f {
+            LockFact::Granted {
+                grant, worker: w, ..
+            } if *w == worker => Some(*grant),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The grant each worker held at each of its token facts, and the token
 /// each grant carries: the first token its worker counted at or after the
 /// grant and before the grant ended or the worker was granted again.

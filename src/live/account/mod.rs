@@ -7,8 +7,11 @@
 //! history of a `--worker-cmd` trial is built from its account: Redis's
 //! `MONITOR` feed ([`monitor`]) replayed on a model of the lock and token
 //! keys ([`keyspace`]) into grants, renewals, deletions, expiries and
-//! tokens per worker ([`ledger`]).
+//! tokens per worker ([`ledger`]); etcd's is a watch on the lock's key
+//! prefix, whose revisions the responses on each worker's connection tie
+//! to the workers ([`etcd_lock`]).
 
+pub mod etcd_lock;
 pub mod feed;
 pub mod keyspace;
 pub mod ledger;

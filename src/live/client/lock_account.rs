@@ -19,7 +19,7 @@ use anyhow::Result;
 use super::backend::ServerAccount;
 use crate::live::account::feed::{Clock, Feed};
 use crate::live::account::ledger::{Fact, Ledger};
-use crate::live::account::majority::{combine, LockFact};
+use crate::live::account::majority::{combine, granted_to, LockFact};
 use crate::live::locked;
 
 /// How long a proxy waits for a feed to show its sync point.
@@ -96,15 +96,7 @@ impl ServerAccount for LockAccount {
             let f = f.as_ref().ok_or_else(no_feed)?;
             masters.push(f.with(|l: &Ledger| stamped(f.clock(), l.facts())));
         }
-        Ok(combine(&masters)
-            .iter()
-            .filter_map(|f| match f {
-                LockFact::Granted {
-                    grant, worker: w, ..
-                } if *w == worker => Some(*grant),
-                _ => None,
-            })
-            .collect())
+        Ok(granted_to(&combine(&masters), worker))
     }
 
     /// Closes every feed: the lock's facts, and every reason not to trust them.

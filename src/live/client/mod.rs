@@ -55,6 +55,7 @@ use anyhow::{bail, Context, Result};
 
 mod backend;
 mod conversation;
+mod etcd_backend;
 mod lock_account;
 mod lock_history;
 mod observe;
@@ -65,6 +66,7 @@ mod shared;
 
 use backend::Backend;
 use conversation::to_records;
+use etcd_backend::etcd_backend;
 use lock_account::LockAccount;
 use lock_history::LockHistory;
 use observe::{pg_observers, redis_observers};
@@ -77,7 +79,7 @@ use super::history::{judge, TrialResult};
 use super::proxy::Proxy;
 use super::scenario::LiveScenario;
 use super::servers::Servers;
-use super::{locked, monotonic_ns, LockKind, DOC_ID, LOCK_KEY, TOKEN_KEY};
+use super::{locked, monotonic_ns, ClusterKind, LockKind, DOC_ID, LOCK_KEY, TOKEN_KEY};
 
 /// The user's program misbehaved (exit code, signal, hang): exit 3, no verdict.
 #[derive(Debug, thiserror::Error)]
@@ -178,6 +180,7 @@ pub fn run(
 pub fn supports(lock: LockKind) -> bool {
     match lock.cluster() {
         None => true,
+        Some(ClusterKind::Etcd) => true,
         Some(_) => false,
     }
 }
@@ -186,6 +189,7 @@ pub fn supports(lock: LockKind) -> bool {
 fn backend(s: &LiveScenario, servers: &mut Servers) -> Result<Backend> {
     match s.lock.cluster() {
         None => redis_backend(s, servers),
+        Some(ClusterKind::Etcd) => etcd_backend(s, servers),
         Some(kind) => bail!(
             "--worker-cmd with a {} lock is not supported yet",
             kind.name()
