@@ -27,8 +27,9 @@
 // JSON lines (fencesim never reads it):
 //   {"event":"acquired","op":n,"token":T,"attempts":k}
 //   {"event":"write","op":n,"token":T,"rows":R}      (rows null: the UPDATE failed)
-//   {"event":"released","op":n,"deleted":true|false} (false: the revoke failed,
-//                                                      its lease had expired)
+//   {"event":"released","op":n,"deleted":true|false} (false: the key was no
+//     longer ours when we revoked — its lease had expired; etcd3's revoke
+//     swallows "lease not found", so the program gets the key just before)
 'use strict';
 
 const fs = require('fs');
@@ -126,15 +127,13 @@ async function main() {
       pg = await connectPg();
     }
     account({ event: 'write', op, token, rows });
-    let deleted = true;
-    try {
-      await lock.release();
-    } catch (err) {
-      // The lease ran out while we worked (etcd revoked it, and the key).
-      console.error(`${ME}: release: ${err.message}`);
-      deleted = false;
-    }
-    account({ event: 'released', op, deleted });
+    // Side account only: etcd3's release (a lease revoke) swallows "lease
+    // not found", so whether it deleted the key is asked before: still ours?
+    const lease = await lock.leaseId();
+    const held = await client.get(LOCK).exec();
+    const ours = held.kvs.length > 0 && held.kvs[0].lease === String(lease);
+    await lock.release();
+    account({ event: 'released', op, deleted: ours });
   }
   await pg.end();
   client.close();

@@ -407,4 +407,91 @@ mod tests {
         assert_eq!(varint_field(&msg, 2), Some(7));
         assert_eq!(fields(&[0x0a, 0x05, 0x01]), None);
     }
+
+    /// (stream, method) of each request, and every message of each side,
+    /// from the capture of the real client (tests/data/etcd/).
+    fn decode_capture() -> (Vec<(u32, String)>, Vec<H2Event>, Vec<H2Event>) {
+        let requests = include_bytes!("../../../tests/data/etcd/etcd3-lock-requests.bin");
+        let responses = include_bytes!("../../../tests/data/etcd/etcd3-lock-responses.bin");
+        let (mut up, mut down) = (H2Decoder::client(), H2Decoder::server());
+        // Cut at odd places: frames and messages span chunks.
+        let up_events: Vec<H2Event> = requests.chunks(7).flat_map(|c| up.push(c)).collect();
+        let down_events: Vec<H2Event> = responses.chunks(11).flat_map(|c| down.push(c)).collect();
+        assert_eq!((up.broken(), down.broken()), (None, None));
+        let methods = up_events
+            .iter()
+            .filter_map(|e| match e {
+                H2Event::Headers {
+                    stream,
+                    path: Some(p),
+                    ..
+                } => Some((*stream, p.clone())),
+                _ => None,
+            })
+            .collect();
+        (methods, up_events, down_events)
+    }
+
+    fn message_of(events: &[H2Event], stream: u32) -> &[u8] {
+        events
+            .iter()
+            .find_map(|e| match e {
+                H2Event::Message { stream: s, bytes } if *s == stream => Some(bytes.as_slice()),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("no message on stream {stream}"))
+    }
+
+    #[test]
+    fn the_etcd3_packages_lock_decodes_from_the_real_bytes() {
+        let (methods, up, down) = decode_capture();
+        let names: Vec<&str> = methods.iter().map(|(_, m)| m.as_str()).collect();
+        let first = |m: &str| {
+            methods
+                .iter()
+                .find(|(_, x)| x == m)
+                .map(|(s, _)| *s)
+                .unwrap_or_else(|| panic!("no {m} in {names:?}"))
+        };
+        // The lock: a lease, the create-if-absent transaction, a get; the
+        // second attempt's lease, its failed transaction and its revoke; the
+        // release's revoke (keep-alives on their own stream between).
+        for m in [
+            "/etcdserverpb.Lease/LeaseGrant",
+            "/etcdserverpb.KV/Txn",
+            "/etcdserverpb.KV/Range",
+            "/etcdserverpb.Lease/LeaseRevoke",
+        ] {
+            first(m);
+        }
+        let grants = names.iter().filter(|m| m.ends_with("LeaseGrant")).count();
+        let txns: Vec<u32> = methods
+            .iter()
+            .filter(|(_, m)| m.ends_with("/Txn"))
+            .map(|(s, _)| *s)
+            .collect();
+        let revokes: Vec<u32> = methods
+            .iter()
+            .filter(|(_, m)| m.ends_with("LeaseRevoke"))
+            .map(|(s, _)| *s)
+            .collect();
+        assert_eq!((grants, txns.len(), revokes.len()), (2, 2, 2), "{names:?}");
+        // The lease the first grant's response names is the one the first
+        // transaction puts the key with, and the one the last revoke names.
+        let lease = varint_field(
+            message_of(&down, first("/etcdserverpb.Lease/LeaseGrant")),
+            2,
+        );
+        assert_eq!(lease, Some(4111120419136772101));
+        let txn = message_of(&up, txns[0]);
+        assert!(txn.windows(17).any(|w| w == b"fencesim/lock/doc"));
+        assert_eq!(varint_field(message_of(&up, revokes[1]), 1), lease);
+        // The first transaction succeeded at revision 2 (the key's create
+        // revision), the second failed.
+        let (ok, failed) = (message_of(&down, txns[0]), message_of(&down, txns[1]));
+        assert_eq!((varint_field(ok, 2), etcd_revision(ok)), (Some(1), Some(2)));
+        assert_eq!(varint_field(failed, 2), None);
+        // The release's revoke deleted the key: a new revision.
+        assert_eq!(etcd_revision(message_of(&down, revokes[1])), Some(3));
+    }
 }
