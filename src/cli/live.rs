@@ -106,14 +106,14 @@ fn load_scenarios(args: &LiveArgs) -> Result<Vec<scenario::LiveScenario>> {
         }
     }
     if args.worker_cmd.is_some() {
-        // A user's program speaks Redis; a cluster lock (etcd, ZooKeeper) is
-        // taken by the built-in worker only. Refused before any server starts.
+        // A user's program is judged only on a lock server whose account
+        // exists (Redis, etcd). Refused before any server starts.
         if let Some(s) = scenarios
             .iter()
             .find(|s| !crate::live::client::supports(s.lock))
         {
             return Err(BadInput(format!(
-                "{}: --worker-cmd runs a user's Redis client; an {} needs the built-in worker (drop --worker-cmd for this scenario)",
+                "{}: --worker-cmd cannot judge a user's program on this lock server yet; a {} needs the built-in worker (drop --worker-cmd for this scenario)",
                 s.path.display(),
                 s.lock.name()
             ))

@@ -291,7 +291,7 @@ fn recipe(file: &str, src: &str, raw: &RawFile) -> Result<(LockKind, WriteKind),
             src,
             raw.lock.span(),
             format!(
-                "worker_cmd runs a user's Redis client; a {} lock needs the built-in worker",
+                "worker_cmd cannot judge a user's program on a {} lock yet; it needs the built-in worker",
                 kind.name()
             ),
         ));

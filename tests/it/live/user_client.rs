@@ -418,14 +418,11 @@ fn hanging_program_is_reported_with_exit_3_and_nothing_it_started_survives() {
 
 #[test]
 fn a_user_program_under_a_cluster_lock_is_refused_before_any_server_starts() {
-    let (out, stdout, stderr) = live(&[
-        "live/etcd-gc-pause-plain-update.toml",
-        "--worker-cmd",
-        "true",
-    ]);
+    let (out, stdout, stderr) =
+        live(&["live/zk-gc-pause-plain-update.toml", "--worker-cmd", "true"]);
     assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
     assert!(
-        stderr.contains("an etcd-lock needs the built-in worker"),
+        stderr.contains("zk-lock needs the built-in worker"),
         "{stderr}"
     );
     assert!(
