@@ -390,6 +390,60 @@ mod tests {
     }
 
     #[test]
+    fn a_padded_prioritised_header_block_continues_and_padded_data_is_unpadded() {
+        // :path as a literal, split across HEADERS (PADDED | PRIORITY) and a
+        // CONTINUATION; the message in a padded DATA frame; then trailers.
+        let path = b"/etcdserverpb.Lease/LeaseRevoke";
+        let mut block = vec![0x04, path.len() as u8];
+        block.extend_from_slice(path);
+        let mut headers = vec![2u8, 0, 0, 0, 0, 16];
+        headers.extend_from_slice(&block[..10]);
+        headers.extend_from_slice(&[0, 0]);
+        let msg = grpc(&[0x08, 0x07]);
+        let mut data = vec![3u8];
+        data.extend_from_slice(&msg);
+        data.extend_from_slice(&[0, 0, 0]);
+        let mut bytes = frame(HEADERS, PADDED | PRIORITY, 3, &headers);
+        bytes.extend(frame(CONTINUATION, END_HEADERS, 3, &block[10..]));
+        bytes.extend(frame(DATA, PADDED, 3, &data));
+        // grpc-status: 0 as a literal with a new name, ending the stream.
+        let mut trailers = vec![0x00, 11];
+        trailers.extend_from_slice(b"grpc-status");
+        trailers.extend_from_slice(&[1, b'0']);
+        bytes.extend(frame(HEADERS, END_HEADERS | END_STREAM, 3, &trailers));
+        let mut d = H2Decoder::server();
+        let events = d.push(&bytes);
+        assert_eq!(d.broken(), None);
+        assert_eq!(
+            events,
+            vec![
+                H2Event::Headers {
+                    stream: 3,
+                    path: Some("/etcdserverpb.Lease/LeaseRevoke".into()),
+                    grpc_status: None,
+                    end_stream: false
+                },
+                H2Event::Message {
+                    stream: 3,
+                    bytes: vec![0x08, 0x07]
+                },
+                H2Event::Headers {
+                    stream: 3,
+                    path: None,
+                    grpc_status: Some("0".into()),
+                    end_stream: true
+                },
+            ]
+        );
+        // A frame of another stream inside a header block is a broken stream.
+        let mut d = H2Decoder::server();
+        let mut bytes = frame(HEADERS, 0, 5, &block[..4]);
+        bytes.extend(frame(DATA, 0, 5, &msg));
+        d.push(&bytes);
+        assert!(d.broken().is_some());
+    }
+
+    #[test]
     fn a_stream_that_is_not_http2_is_broken_not_guessed() {
         let mut d = H2Decoder::client();
         assert!(d.push(b"GET / HTTP/1.1\r\n\r\n").is_empty());
