@@ -105,13 +105,14 @@ fn load_scenarios(args: &LiveArgs) -> Result<Vec<scenario::LiveScenario>> {
             .into());
         }
     }
-    if args.worker_cmd.is_some() {
-        // A user's program is judged only on a lock server whose account
-        // exists (Redis, etcd). Refused before any server starts.
-        if let Some(s) = scenarios
-            .iter()
-            .find(|s| !crate::live::client::supports(s.lock))
-        {
+    {
+        // A user's program (--worker-cmd, or a file's worker_cmd) is judged
+        // only on a lock server whose account exists (Redis, etcd). Refused
+        // before any server starts.
+        if let Some(s) = scenarios.iter().find(|s| {
+            (args.worker_cmd.is_some() || s.worker_cmd.is_some())
+                && !crate::live::client::supports(s.lock)
+        }) {
             return Err(BadInput(format!(
                 "{}: --worker-cmd cannot judge a user's program on this lock server yet; a {} needs the built-in worker (drop --worker-cmd for this scenario)",
                 s.path.display(),

@@ -29,9 +29,9 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use super::backend::{Backend, ObserverFactory, ServerAccount};
-use super::lock_account::Finished;
+use super::backend::{Backend, ObserverFactory};
 use super::seen::Seen;
+use super::server_account::{Finished, ServerAccount};
 use super::shared::Shared;
 use crate::live::account::etcd_lock::{EtcdLockAccount, Mutation};
 use crate::live::account::majority::granted_to;

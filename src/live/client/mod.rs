@@ -62,6 +62,7 @@ mod observe;
 mod plan;
 mod program;
 mod seen;
+mod server_account;
 mod shared;
 
 use backend::Backend;

@@ -281,21 +281,8 @@ fn recipe(file: &str, src: &str, raw: &RawFile) -> Result<(LockKind, WriteKind),
             "lock = \"none\" goes with write = \"select-for-update\" (the database is the lock), and only with it",
         ));
     }
-    // A user's program is judged on a lock server whose account exists.
-    if let (Some(_), Some(kind)) = (&raw.worker_cmd, lock.cluster()) {
-        if super::client::supports(lock) {
-            return Ok((lock, write));
-        }
-        return Err(ScenarioError::at(
-            file,
-            src,
-            raw.lock.span(),
-            format!(
-                "worker_cmd cannot judge a user's program on a {} lock yet; it needs the built-in worker",
-                kind.name()
-            ),
-        ));
-    }
+    // Whether a user's program (`worker_cmd`) can be judged on this lock's
+    // server is the CLI's check (`client::supports`), before any server starts.
     Ok((lock, write))
 }
 
