@@ -7,9 +7,11 @@
 //! Everything else of a user-program trial — the start gate, the faults at
 //! the grant, the read and the write, PostgreSQL's audit, the history and
 //! its verdict — is the same for every lock server: a backend only says
-//! what the lock did, as [`LockFact`](crate::live::account::majority::LockFact)s on the one monotonic clock (a grant
-//! with its worker, its token as a `Token` fact of the same worker right
-//! after, releases, expiries), and what each worker's connections carried
+//! what the lock did, as
+//! [`LockFact`](crate::live::account::majority::LockFact)s on the one
+//! monotonic clock (a grant with its worker, its token as a `Token` fact
+//! of the same worker right after, releases, expiries), and what each
+//! worker's connections carried
 //! ([`super::seen::Seen::LockSent`] / `LockReplied`, after which it asks
 //! [`super::shared::Shared::learn_grants`]).
 
