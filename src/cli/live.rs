@@ -105,20 +105,14 @@ fn load_scenarios(args: &LiveArgs) -> Result<Vec<scenario::LiveScenario>> {
             .into());
         }
     }
-    if args.worker_cmd.is_some() {
-        // A user's program speaks Redis; a cluster lock (etcd, ZooKeeper) is
-        // taken by the built-in worker only. Refused before any server starts.
-        if let Some(s) = scenarios
-            .iter()
-            .find(|s| !crate::live::client::supports(s.lock))
-        {
-            return Err(BadInput(format!(
-                "{}: --worker-cmd runs a user's Redis client; an {} needs the built-in worker (drop --worker-cmd for this scenario)",
-                s.path.display(),
-                s.lock.name()
-            ))
-            .into());
-        }
+    // A user's program (--worker-cmd, or a file's worker_cmd) cannot be
+    // given every fault: refused before any server starts.
+    if let Some(why) = scenarios
+        .iter()
+        .filter(|s| args.worker_cmd.is_some() || s.worker_cmd.is_some())
+        .find_map(crate::live::client::refusal)
+    {
+        return Err(BadInput(why).into());
     }
     servers_installed(&scenarios, crate::live::cluster::binaries_present)?;
     Ok(scenarios)

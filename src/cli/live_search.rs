@@ -76,14 +76,7 @@ pub fn cmd(a: LiveSearch) -> Result<ExitCode> {
     let s0 = scenario::parse(&src, a.path).map_err(|e| BadInput(e.to_string()))?;
     let base = explore::base_table(&src, a.path).map_err(|e| BadInput(format!("{e:#}")))?;
     let worker_cmd = a.worker_cmd.clone().or(s0.worker_cmd.clone());
-    if worker_cmd.is_some() && !crate::live::client::supports(s0.lock) {
-        return Err(BadInput(format!(
-            "{}: a user's program cannot be judged on a {} lock yet",
-            a.path.display(),
-            s0.lock.name()
-        ))
-        .into());
-    }
+
     if let Some(kind) = s0.lock.cluster() {
         crate::live::cluster::binaries_present(kind)
             .map_err(|e| BadInput(format!("{}: {e:#}", a.path.display())))?;
@@ -195,8 +188,13 @@ struct Ctx<'a> {
 impl Ctx<'_> {
     /// Whether the live mode can apply these faults together.
     fn expressible(&self, faults: &[&Single]) -> bool {
-        let text = explore::render(self.base, self.name, self.worker_cmd, faults, &[], "");
-        explore::load_text(&text, self.path).is_ok()
+        let placement: Vec<Single> = faults.iter().map(|f| (*f).clone()).collect();
+        let c = Ctx {
+            singles: &placement,
+            ..*self
+        };
+        let all: Vec<usize> = (0..placement.len()).collect();
+        c.scenario(&all, self.name, &[], "", self.path).1.is_ok()
     }
 
     /// The base scenario for a file written at `out`: the twin's path is
@@ -244,7 +242,13 @@ impl Ctx<'_> {
             find,
             header,
         );
-        let loaded = explore::load_text(&text, at);
+        let mut loaded = explore::load_text(&text, at);
+        // A placement a user's program cannot be given is not expressible.
+        if let (Ok(s), Some(_)) = (&loaded, self.worker_cmd) {
+            if let Some(why) = crate::live::client::refusal(s) {
+                loaded = Err(why);
+            }
+        }
         (text, loaded)
     }
 }

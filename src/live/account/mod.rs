@@ -9,8 +9,11 @@
 //! keys ([`keyspace`]) into grants, renewals, deletions, expiries and
 //! tokens per worker ([`ledger`]). A ZooKeeper lock's account is the
 //! ensemble's own transaction logs ([`zk_txnlog`]) folded into the lock
-//! recipe's grants ([`zk_lock`]).
+//! recipe's grants ([`zk_lock`]); etcd's is a watch on the lock's key
+//! prefix, whose revisions the responses on each worker's connection tie
+//! to the workers ([`etcd_lock`]).
 
+pub mod etcd_lock;
 pub mod feed;
 pub mod keyspace;
 pub mod ledger;

@@ -7,31 +7,20 @@
 //! Everything else of a user-program trial — the start gate, the faults at
 //! the grant, the read and the write, PostgreSQL's audit, the history and
 //! its verdict — is the same for every lock server: a backend only says
-//! what the lock did, as [`LockFact`]s on the one monotonic clock (a grant
-//! with its worker, its token as a `Token` fact of the same worker right
-//! after, releases, expiries), and what each worker's connections carried
+//! what the lock did, as
+//! [`LockFact`](crate::live::account::majority::LockFact)s on the one
+//! monotonic clock (a grant with its worker, its token as a `Token` fact
+//! of the same worker right after, releases, expiries), and what each
+//! worker's connections carried
 //! ([`super::seen::Seen::LockSent`] / `LockReplied`, after which it asks
 //! [`super::shared::Shared::learn_grants`]).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use anyhow::Result;
-
-use super::lock_account::Finished;
+use super::server_account::ServerAccount;
 use super::shared::Shared;
 use crate::live::proxy::Observer;
-
-/// The server's own account of the lock during one trial.
-pub(super) trait ServerAccount: Send + Sync {
-    /// The grants `worker` holds or held so far, once the account caught up
-    /// with everything the server did before now (`upstream`: the proxy's
-    /// upstream whose reply is being held). Err: it could not catch up (the
-    /// trial cannot be judged).
-    fn grants_of(&self, upstream: usize, worker: usize) -> Result<Vec<u64>>;
-    /// Closes the account: the lock's facts, and every reason not to trust them.
-    fn finish(&self) -> Finished;
-}
 
 /// Observers for one connection of `worker` to upstream `upstream`, which
 /// the server sees as coming from the given address.

@@ -16,10 +16,10 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use super::backend::ServerAccount;
+use super::server_account::{Finished, ServerAccount};
 use crate::live::account::feed::{Clock, Feed};
 use crate::live::account::ledger::{Fact, Ledger};
-use crate::live::account::majority::{combine, grants_of_worker, LockFact};
+use crate::live::account::majority::{combine, grants_of_worker};
 use crate::live::locked;
 
 /// How long a proxy waits for a feed to show its sync point.
@@ -41,13 +41,6 @@ fn stamped(clock: Clock, facts: &[Fact]) -> Vec<(u64, Fact)> {
         .iter()
         .map(|f| (clock.mono_ns(f.ts_us()), f.clone()))
         .collect()
-}
-
-/// What the servers' account of a finished trial says.
-pub(super) struct Finished {
-    pub(super) facts: Vec<LockFact>,
-    /// Why the account cannot be trusted (empty: it can).
-    pub(super) problems: Vec<String>,
 }
 
 impl LockAccount {

@@ -147,7 +147,7 @@ impl LockHistory {
                 LockFact::Expired { grant, t_ns } => (
                     holder.get(grant).copied().unwrap_or(0),
                     json!({"kind": "lease_expired", "t_ns": t_ns, "grant": grant,
-                        "detail": "the key's expiry passed (Redis's own clock, replayed from its feed)"}),
+                        "detail": "the lease ran out (the server's own account: Redis's feed replayed on its clock, or etcd's lessor)"}),
                 ),
                 LockFact::Token { .. } => continue,
             };

@@ -55,17 +55,20 @@ use anyhow::{bail, Context, Result};
 
 mod backend;
 mod conversation;
+mod etcd_backend;
 mod lock_account;
 mod lock_history;
 mod observe;
 mod plan;
 mod program;
 mod seen;
+mod server_account;
 mod shared;
 mod zk_backend;
 
 use backend::Backend;
 use conversation::to_records;
+use etcd_backend::etcd_backend;
 use lock_account::LockAccount;
 use lock_history::LockHistory;
 use observe::{pg_observers, redis_observers};
@@ -75,12 +78,11 @@ use seen::Seen;
 use shared::Shared;
 use zk_backend::zk_backend;
 
-use super::cluster::ClusterKind;
 use super::history::{judge, TrialResult};
 use super::proxy::Proxy;
 use super::scenario::LiveScenario;
 use super::servers::Servers;
-use super::{locked, monotonic_ns, LockKind, DOC_ID, LOCK_KEY, TOKEN_KEY};
+use super::{locked, monotonic_ns, ClusterKind, LockKind, DOC_ID, LOCK_KEY, TOKEN_KEY};
 
 /// The user's program misbehaved (exit code, signal, hang): exit 3, no verdict.
 #[derive(Debug, thiserror::Error)]
@@ -176,14 +178,11 @@ pub fn run(
     )
 }
 
-/// Whether a user's program can be judged on this lock server (a backend
-/// that accounts for it exists).
-pub fn supports(lock: LockKind) -> bool {
-    match lock.cluster() {
-        None => true,
-        Some(ClusterKind::Zk) => true,
-        Some(ClusterKind::Etcd) => false,
-    }
+/// Why a user's program cannot be run under `s` — a fault the client
+/// mode cannot apply (a failover, a crash of the harness's Redis, a
+/// cluster member's fault) — checked before any server starts.
+pub fn refusal(s: &LiveScenario) -> Option<String> {
+    faults_of(s).err().map(|e| format!("{e:#}"))
 }
 
 /// The scenario's lock server, its account started.
@@ -191,10 +190,7 @@ fn backend(s: &LiveScenario, servers: &mut Servers) -> Result<Backend> {
     match s.lock.cluster() {
         None => redis_backend(s, servers),
         Some(ClusterKind::Zk) => zk_backend(s, servers),
-        Some(kind) => bail!(
-            "--worker-cmd with a {} lock is not supported yet",
-            kind.name()
-        ),
+        Some(ClusterKind::Etcd) => etcd_backend(s, servers),
     }
 }
 

@@ -106,12 +106,13 @@ pub(super) fn faults_of(s: &LiveScenario) -> Result<Vec<Fault>> {
         bail!("{}: failover faults need the built-in worker; they are not supported with --worker-cmd", s.path.display());
     }
     // Not yet timed for a user's program: refused, never silently left out.
-    if !s.faults.partitions.is_empty() || !s.faults.member_delays.is_empty() {
-        bail!(
-            "{}: partitions, delays and pauses of a cluster member need the built-in worker; \
-             they are not supported with --worker-cmd yet",
-            s.path.display()
-        );
+    let member_crash = s
+        .faults
+        .crashes
+        .iter()
+        .any(|c| matches!(c.target, CrashTarget::Member(_)));
+    if member_crash || !s.faults.partitions.is_empty() || !s.faults.member_delays.is_empty() {
+        bail!("{}: faults of a cluster member (crash, partition, delay, pause) need the built-in worker; they are not supported with --worker-cmd yet", s.path.display());
     }
     let mut faults = Vec::new();
     for p in &s.faults.pauses {

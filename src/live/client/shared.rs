@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::backend::ServerAccount;
 use super::plan::{Action, Anchor, Fault, When};
 use super::seen::Seen;
+use super::server_account::ServerAccount;
 use crate::live::faults::FaultExecutor;
 use crate::live::process::Victim;
 use crate::live::scenario::LiveScenario;

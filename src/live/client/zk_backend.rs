@@ -29,9 +29,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Result};
 
-use super::backend::{Backend, ObserverFactory, ServerAccount};
-use super::lock_account::Finished;
+use super::backend::{Backend, ObserverFactory};
 use super::seen::Seen;
+use super::server_account::{Finished, ServerAccount};
 use super::shared::Shared;
 use crate::live::account::majority::{grants_of_worker, LockFact};
 use crate::live::account::zk_lock::{children_left, lock_facts, Sessions};

@@ -1,5 +1,5 @@
 //! Decoding, inside the TCP proxy, of what a user's unmodified lock client
-//! says to Redis and PostgreSQL, so that fencesim can build a history of a
+//! says to Redis, etcd ([`grpc`]) and PostgreSQL, so that fencesim can build a history of a
 //! program it did not write and that reports nothing.
 //!
 //! The proxy hands each connection direction's bytes to an observer before
@@ -12,6 +12,7 @@
 //! ([`pgframe`]), which the built-in mode's proxy also uses to find the
 //! UPDATE it holds, drops or cuts: one set of message boundaries for both.
 
+pub mod grpc;
 pub mod pgframe;
 pub mod pgwire;
 pub mod resp;

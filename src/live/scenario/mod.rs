@@ -282,19 +282,8 @@ fn recipe(file: &str, src: &str, raw: &RawFile) -> Result<(LockKind, WriteKind),
             "lock = \"none\" goes with write = \"select-for-update\" (the database is the lock), and only with it",
         ));
     }
-    if let (Some(_), Some(kind)) = (&raw.worker_cmd, lock.cluster()) {
-        if !crate::live::client::supports(lock) {
-            return Err(ScenarioError::at(
-                file,
-                src,
-                raw.lock.span(),
-                format!(
-                    "worker_cmd runs a user's Redis client; a {} lock needs the built-in worker",
-                    kind.name()
-                ),
-            ));
-        }
-    }
+    // Whether a user's program (`worker_cmd`) can be judged on this lock's
+    // server is the CLI's check (`client::supports`), before any server starts.
     Ok((lock, write))
 }
 

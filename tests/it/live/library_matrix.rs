@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use fencesim::live::cluster::ClusterKind;
 use serde_json::Value;
 
 use crate::common::{live_exclusive, live_servers_present, skip};
@@ -37,6 +38,10 @@ fn installed(test: &str, scenario: &str) -> bool {
         python_has(&["redis_lock", "psycopg"])
     } else if scenario.contains("node-redlock") {
         npm_has(&root.join("examples/live-clients/node-redlock"))
+    } else if scenario.contains("node-etcd3") {
+        let etcd = fencesim::live::cluster::binaries_present(ClusterKind::Etcd).err();
+        etcd.map(|e| format!("{e:#}"))
+            .or_else(|| npm_has(&root.join("examples/live-clients/node-etcd3")))
     } else if scenario.contains("ioredis") {
         npm_has(&root.join("examples/live-clients/ioredis-set-nx"))
     } else {
@@ -328,6 +333,16 @@ fn ioredis_set_nx_fenced_is_clean_and_its_history_matches_the_programs_account()
 }
 
 #[test]
+fn node_etcd3_plain_is_unsafe_and_its_history_matches_the_programs_account() {
+    plain_is_unsafe("gc-pause-node-etcd3-plain");
+}
+
+#[test]
+fn node_etcd3_fenced_is_clean_and_its_history_matches_the_programs_account() {
+    fenced_is_clean("gc-pause-node-etcd3-fenced");
+}
+
+#[test]
 fn rust_redis_crate_plain_is_unsafe_and_its_history_matches_the_programs_account() {
     plain_is_unsafe("gc-pause-rust-plain");
 }
@@ -454,5 +469,25 @@ fn a_zk_lock_taken_by_a_session_no_worker_opened_is_cannot_judge() {
         stderr.contains("which no worker's connection opened"),
         "{stderr}"
     );
+}
+
+#[test]
+fn an_etcd_lock_key_no_workers_connection_created_is_cannot_judge() {
+    let _g = live_exclusive();
+    let test = "an_etcd_lock_key_no_workers_connection_created_is_cannot_judge";
+    if !live_servers_present(test) || !installed(test, "node-etcd3") {
+        return;
+    }
+    // The lock key put with no lease through the JSON gateway (HTTP/1.1, not
+    // gRPC): no worker's decoded conversation created it, so whose lock it
+    // is cannot be said.
+    let put = "node -e 'const ep = process.env.FENCESIM_ETCD_ENDPOINTS.split(\",\")[0]; \
+         const key = Buffer.from(process.env.FENCESIM_ETCD_LOCK).toString(\"base64\"); \
+         fetch(ep + \"/v3/kv/put\", {method: \"POST\", body: JSON.stringify({key, value: \"eA==\"})}) \
+         .then((r) => r.text()).then(() => process.exit(0))'";
+    let (code, stdout, stderr) = run_with("gc-pause-node-etcd3-plain", put, 1);
+    assert_eq!(code, Some(3), "{stdout}\n{stderr}");
+    assert!(stderr.contains("cannot judge"), "{stderr}");
+    assert!(stderr.contains("cannot say whose lock it is"), "{stderr}");
     assert!(!stdout.contains("stale_write"), "no verdict: {stdout}");
 }

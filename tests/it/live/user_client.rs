@@ -417,15 +417,16 @@ fn hanging_program_is_reported_with_exit_3_and_nothing_it_started_survives() {
 }
 
 #[test]
-fn a_user_program_under_a_cluster_lock_is_refused_before_any_server_starts() {
+fn a_user_program_under_a_cluster_members_fault_is_refused_before_any_server_starts() {
     let (out, stdout, stderr) = live(&[
-        "live/etcd-gc-pause-plain-update.toml",
+        "live/zk-leader-killed-during-grant.toml",
         "--worker-cmd",
         "true",
     ]);
     assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
     assert!(
-        stderr.contains("an etcd-lock needs the built-in worker"),
+        stderr.contains("zk-leader-killed-during-grant.toml")
+            && stderr.contains("faults of a cluster member"),
         "{stderr}"
     );
     assert!(

@@ -1,0 +1,645 @@
+//! etcd's own account of a lock during one trial of a user's program: the
+//! harness's watch on the lock's key prefix from the trial's start
+//! revision, folded into the lock's facts ([`LockFact`]).
+//!
+//! etcd keeps every change as a numbered revision, and a watch from a past
+//! revision replays each one (key, create and mod revision, lease), so what
+//! happened to the lock is etcd's word, not the client's. One rule covers
+//! the recipes: among the live keys under the prefix, the one with the
+//! lowest create revision holds — the `etcd3` package's single key created
+//! by `if create_revision(key) == 0 then put(key, lease)`, and etcd's Mutex
+//! (`<prefix>/<lease hex>` keys, lowest first; the server-side v3lock API
+//! too). A key's holder becomes `Granted` to the worker whose connection
+//! was granted its lease (or, with no lease, whose write created it at
+//! that revision), followed by its `Token`: the create revision.
+//!
+//! The holding key's deletion is `Released` by the one worker whose
+//! connection carried a response of that very revision to a request that
+//! could delete it (a revoke of its lease, a delete, a transaction, an
+//! unlock) — every etcd response carries the store's revision in its
+//! header — and `Expired` when none did and no such request was still
+//! unanswered when etcd deleted the key (etcd's lessor revoked the lease).
+//! A deletion that an unanswered request may have made (its response lost
+//! to a cut connection) is a problem: the trial cannot be judged, rather
+//! than a guess.
+//!
+//! Each event's time is its arrival on the live watch, on CLOCK_MONOTONIC
+//! (after etcd applied it). At the end, a second watch replays the trial's
+//! revisions from the start: it must equal what the live watch saw
+//! (compaction never runs during a trial).
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use base64::Engine;
+use serde_json::{json, Value};
+
+use super::majority::LockFact;
+use crate::live::etcd::{int, Etcd};
+use crate::live::{locked, monotonic_ns};
+
+/// One change under the lock's prefix, as the watch reported it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyEvent {
+    pub key: Vec<u8>,
+    pub deleted: bool,
+    /// The revision of the change (for a creation, also its create revision).
+    pub mod_rev: u64,
+    pub create_rev: u64,
+    /// The key's lease (0: none), as the id's 64 bits.
+    pub lease: u64,
+    /// Arrival on the live watch, CLOCK_MONOTONIC ns.
+    pub t_ns: u64,
+}
+
+/// What a request that may delete the lock's key was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mutation {
+    /// A revoke of this lease.
+    Revoke(u64),
+    /// A DeleteRange, Txn or Put naming the lock, an Unlock.
+    Write,
+}
+
+/// A worker's request seen by its proxy, and what its response said.
+#[derive(Clone, Debug)]
+struct Sent {
+    worker: usize,
+    what: Mutation,
+    sent_ns: u64,
+    /// None: unanswered; Some(None): answered with an error or without
+    /// changing anything; Some(Some(r)): it changed the store at revision r.
+    outcome: Option<Option<u64>>,
+}
+
+/// What the proxies and the watch told the account.
+#[derive(Default)]
+struct State {
+    events: Vec<KeyEvent>,
+    /// The watch's last event revision.
+    seen_rev: u64,
+    broken: Option<String>,
+    /// Lease id ⇒ the worker whose connection was granted it.
+    leases: BTreeMap<u64, usize>,
+    sent: Vec<Sent>,
+}
+
+/// The account of one trial.
+pub struct EtcdLockAccount {
+    prefix: Vec<u8>,
+    endpoint: String,
+    start_rev: u64,
+    state: Arc<Mutex<State>>,
+    stop: Arc<AtomicBool>,
+}
+
+fn b64(b: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(b)
+}
+
+/// The smallest key after every key starting with `prefix`.
+fn range_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    vec![0]
+}
+
+/// A watch on the gateway (`POST /v3/watch`, HTTP/1.0 so the body is the
+/// stream itself: one JSON object per line, as etcd flushes them).
+struct Watch {
+    stream: TcpStream,
+    buf: Vec<u8>,
+    body: bool,
+}
+
+impl Watch {
+    fn open(endpoint: &str, prefix: &[u8], start_rev: u64) -> Result<Watch> {
+        let host = endpoint.trim_start_matches("http://");
+        let mut stream =
+            TcpStream::connect(host).with_context(|| format!("the account's watch on {host}"))?;
+        stream.set_read_timeout(Some(Duration::from_millis(100)))?;
+        let body = json!({"create_request": {
+            "key": b64(prefix), "range_end": b64(&range_end(prefix)),
+            "start_revision": start_rev.to_string()}})
+        .to_string();
+        write!(
+            stream,
+            "POST /v3/watch HTTP/1.0\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )?;
+        Ok(Watch {
+            stream,
+            buf: Vec::new(),
+            body: false,
+        })
+    }
+
+    /// The next whole message; Ok(None) when none came within the read timeout.
+    fn next(&mut self) -> Result<Option<Value>> {
+        loop {
+            if !self.body {
+                if let Some(end) = self.buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                    let head = String::from_utf8_lossy(&self.buf[..end]).into_owned();
+                    if !head.starts_with("HTTP/1.") || !head[..head.len().min(12)].contains("200") {
+                        bail!("the watch was refused: {head}");
+                    }
+                    self.buf.drain(..end + 4);
+                    self.body = true;
+                    continue;
+                }
+            } else if let Some(nl) = self.buf.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = self.buf.drain(..=nl).collect();
+                if line.iter().all(u8::is_ascii_whitespace) {
+                    continue;
+                }
+                let v: Value = serde_json::from_slice(&line).context("a watch message")?;
+                return Ok(Some(v));
+            }
+            let mut chunk = [0u8; 16 * 1024];
+            match self.stream.read(&mut chunk) {
+                Ok(0) => bail!("etcd closed the watch"),
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    return Ok(None)
+                }
+                Err(e) => return Err(e).context("reading the watch"),
+            }
+        }
+    }
+}
+
+/// The key events of one watch message (an error message is an error).
+fn key_events(v: &Value, t_ns: u64) -> Result<Vec<KeyEvent>> {
+    let Some(result) = v.get("result") else {
+        bail!("the watch answered {v}");
+    };
+    if result.get("canceled").and_then(Value::as_bool) == Some(true) {
+        bail!("etcd cancelled the watch: {result}");
+    }
+    let events = result.get("events").and_then(Value::as_array);
+    events
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            let kv = e.get("kv").context("a watch event without kv")?;
+            let key = kv
+                .get("key")
+                .and_then(Value::as_str)
+                .context("a watch event without key")?;
+            let key = base64::engine::general_purpose::STANDARD
+                .decode(key)
+                .context("a watch event's key")?;
+            // The gateway writes int64 as strings; a lease id may use all 64 bits.
+            let lease = match kv.get("lease") {
+                Some(Value::String(s)) => s.parse::<i64>().map(|l| l as u64).unwrap_or(0),
+                _ => 0,
+            };
+            Ok(KeyEvent {
+                key,
+                deleted: e.get("type").and_then(Value::as_str) == Some("DELETE"),
+                mod_rev: int(kv, "mod_revision").context("a watch event without mod_revision")?,
+                create_rev: int(kv, "create_revision").unwrap_or(0),
+                lease,
+                t_ns,
+            })
+        })
+        .collect()
+}
+
+impl EtcdLockAccount {
+    /// Frees the lock (every key under `prefix` deleted) and starts the live
+    /// watch from the next revision, before any program runs.
+    pub fn start(endpoints: &[String], prefix: &str) -> Result<EtcdLockAccount> {
+        let mut etcd = Etcd::new(endpoints.to_vec(), Duration::from_secs(5))?;
+        etcd.delete_prefix(prefix)?;
+        let v = etcd.call("/v3/kv/range", &json!({"key": b64(prefix.as_bytes())}))?;
+        let rev = v
+            .get("header")
+            .and_then(|h| int(h, "revision"))
+            .context("a range without its header's revision")?;
+        let endpoint = endpoints[etcd.current()].clone();
+        let account = EtcdLockAccount {
+            prefix: prefix.as_bytes().to_vec(),
+            endpoint,
+            start_rev: rev + 1,
+            state: Arc::default(),
+            stop: Arc::default(),
+        };
+        let mut watch = Watch::open(&account.endpoint, &account.prefix, account.start_rev)?;
+        let (state, stop) = (account.state.clone(), account.stop.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::SeqCst) {
+                let got = watch
+                    .next()
+                    .and_then(|m| m.map(|v| key_events(&v, monotonic_ns())).transpose());
+                match got {
+                    Ok(None) => {}
+                    Ok(Some(events)) => {
+                        let mut s = locked(&state);
+                        if let Some(last) = events.last() {
+                            s.seen_rev = last.mod_rev;
+                        }
+                        s.events.extend(events);
+                    }
+                    Err(e) => {
+                        locked(&state).broken = Some(format!("{e:#}"));
+                        return;
+                    }
+                }
+            }
+        });
+        Ok(account)
+    }
+
+    /// The lock's key prefix.
+    pub fn prefix(&self) -> &[u8] {
+        &self.prefix
+    }
+
+    /// `worker`'s connection was granted lease `id`.
+    pub fn lease_granted(&self, worker: usize, id: u64) {
+        locked(&self.state).leases.insert(id, worker);
+    }
+
+    /// `worker` sent a request that may delete the lock's key; its handle.
+    pub fn sent(&self, worker: usize, what: Mutation) -> usize {
+        let mut s = locked(&self.state);
+        s.sent.push(Sent {
+            worker,
+            what,
+            sent_ns: monotonic_ns(),
+            outcome: None,
+        });
+        s.sent.len() - 1
+    }
+
+    /// The response to request `handle`: Some(r) it changed the store at
+    /// revision r, None it failed or changed nothing.
+    pub fn answered(&self, handle: usize, changed_at: Option<u64>) {
+        if let Some(s) = locked(&self.state).sent.get_mut(handle) {
+            s.outcome.get_or_insert(changed_at);
+        }
+    }
+
+    /// Waits until the watch has seen revision `rev` (a change under the
+    /// prefix that a held response carries). Err: not within `timeout`.
+    pub fn wait_for(&self, rev: u64, timeout: Duration) -> Result<()> {
+        let give_up = Instant::now() + timeout;
+        loop {
+            {
+                let s = locked(&self.state);
+                if s.seen_rev >= rev {
+                    return Ok(());
+                }
+                if let Some(b) = &s.broken {
+                    bail!("etcd's watch broke: {b}");
+                }
+            }
+            if Instant::now() > give_up {
+                bail!(
+                    "etcd's watch did not show revision {rev} within {} ms",
+                    timeout.as_millis()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// The lock's facts from what the watch saw so far, and every reason
+    /// not to trust them.
+    pub fn facts(&self) -> (Vec<LockFact>, Vec<String>) {
+        let s = locked(&self.state);
+        fold(&s.events, &s.leases, &s.sent)
+    }
+
+    /// Closes the account: replays the trial's revisions on a second watch
+    /// and holds the live one to it; the lock's facts and every problem.
+    pub fn finish(&self) -> (Vec<LockFact>, Vec<String>) {
+        let mut problems = Vec::new();
+        match self.replay() {
+            Ok(replayed) => {
+                let last = replayed.last().map_or(0, |e| e.mod_rev);
+                if let Err(e) = self.wait_for(last, Duration::from_secs(2)) {
+                    problems.push(format!("{e:#}"));
+                }
+                let key = |e: &KeyEvent| (e.key.clone(), e.deleted, e.mod_rev, e.create_rev);
+                let live: Vec<_> = locked(&self.state).events.iter().map(key).collect();
+                let again: Vec<_> = replayed.iter().map(key).collect();
+                if live != again {
+                    problems.push(format!(
+                        "etcd's live watch saw {} changes of the lock, its replay from revision {} {}: the account is not whole",
+                        live.len(),
+                        self.start_rev,
+                        again.len()
+                    ));
+                }
+            }
+            Err(e) => problems.push(format!("replaying the trial's revisions: {e:#}")),
+        }
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(b) = &locked(&self.state).broken {
+            problems.push(format!("etcd's watch broke: {b}"));
+        }
+        let (facts, more) = self.facts();
+        problems.extend(more);
+        (facts, problems)
+    }
+
+    /// Every change since the trial's start revision, on a fresh watch:
+    /// read until it has been quiet for a while.
+    fn replay(&self) -> Result<Vec<KeyEvent>> {
+        let mut watch = Watch::open(&self.endpoint, &self.prefix, self.start_rev)?;
+        let mut events = Vec::new();
+        let mut quiet_since = Instant::now();
+        let give_up = Instant::now() + Duration::from_secs(5);
+        while quiet_since.elapsed() < Duration::from_millis(300) {
+            if Instant::now() > give_up {
+                bail!("the replay did not settle within 5 s");
+            }
+            if let Some(v) = watch.next()? {
+                events.extend(key_events(&v, 0)?);
+                quiet_since = Instant::now();
+            }
+        }
+        Ok(events)
+    }
+}
+
+impl Drop for EtcdLockAccount {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+/// The worker that created a key: its lease's, or (no lease) the one whose
+/// write changed the store at its create revision.
+fn owner(
+    e: &KeyEvent,
+    leases: &BTreeMap<u64, usize>,
+    sent: &[Sent],
+) -> std::result::Result<usize, String> {
+    let key = String::from_utf8_lossy(&e.key);
+    if e.lease != 0 {
+        return leases.get(&e.lease).copied().ok_or_else(|| {
+            format!(
+                "the lock key {key} was created at revision {} with lease {:x}, which no worker's connection was granted (cannot say whose lock it is)",
+                e.create_rev, e.lease
+            )
+        });
+    }
+    let by: Vec<usize> = sent
+        .iter()
+        .filter(|s| s.what == Mutation::Write && s.outcome == Some(Some(e.create_rev)))
+        .map(|s| s.worker)
+        .collect();
+    match by.as_slice() {
+        [w] => Ok(*w),
+        _ => Err(format!(
+            "the lock key {key} was created at revision {} without a lease, by no one worker's connection (cannot say whose lock it is)",
+            e.create_rev
+        )),
+    }
+}
+
+/// Who deleted the holding key at revision `e.mod_rev` (`lease`: its
+/// lease): Ok(Some(w)) a worker's request, Ok(None) its lease expired,
+/// Err: it cannot be placed.
+fn deleted_by(
+    e: &KeyEvent,
+    lease: u64,
+    sent: &[Sent],
+) -> std::result::Result<Option<usize>, String> {
+    let could = |s: &&Sent| match s.what {
+        Mutation::Revoke(l) => l == lease && lease != 0,
+        Mutation::Write => true,
+    };
+    let mut by: Vec<usize> = sent
+        .iter()
+        .filter(could)
+        .filter(|s| s.outcome == Some(Some(e.mod_rev)))
+        .map(|s| s.worker)
+        .collect();
+    by.dedup();
+    let key = String::from_utf8_lossy(&e.key);
+    match by.as_slice() {
+        [w] => Ok(Some(*w)),
+        [] => {
+            let unanswered: Vec<usize> = sent
+                .iter()
+                .filter(could)
+                .filter(|s| s.outcome.is_none() && s.sent_ns < e.t_ns)
+                .map(|s| s.worker)
+                .collect();
+            if unanswered.is_empty() {
+                Ok(None)
+            } else {
+                Err(format!(
+                    "the lock key {key} was deleted at revision {} while worker(s) {unanswered:?} had a request that may have deleted it unanswered (its response lost): released or expired cannot be told",
+                    e.mod_rev
+                ))
+            }
+        }
+        _ => Err(format!(
+            "the lock key {key}'s deletion at revision {} is claimed by the responses of workers {by:?}",
+            e.mod_rev
+        )),
+    }
+}
+
+/// The lock's facts: the lowest create revision among the live keys holds.
+fn fold(
+    events: &[KeyEvent],
+    leases: &BTreeMap<u64, usize>,
+    sent: &[Sent],
+) -> (Vec<LockFact>, Vec<String>) {
+    // Live keys: key ⇒ (create revision, lease, owner).
+    let mut live: BTreeMap<Vec<u8>, (u64, u64, Option<usize>)> = BTreeMap::new();
+    let mut holder: Option<(Vec<u8>, Option<u64>)> = None;
+    let mut grants = 0u64;
+    let mut facts = Vec::new();
+    let mut problems = Vec::new();
+    for e in events {
+        if e.deleted {
+            let Some((_, lease, _)) = live.remove(&e.key) else {
+                continue;
+            };
+            if holder.as_ref().is_some_and(|(k, _)| *k == e.key) {
+                if let Some((_, Some(grant))) = holder.take() {
+                    match deleted_by(e, lease, sent) {
+                        Ok(Some(by)) => facts.push(LockFact::Released {
+                            grant,
+                            by,
+                            t_ns: e.t_ns,
+                        }),
+                        Ok(None) => facts.push(LockFact::Expired {
+                            grant,
+                            t_ns: e.t_ns,
+                        }),
+                        Err(p) => problems.push(p),
+                    }
+                }
+            }
+        } else if !live.contains_key(&e.key) {
+            let who = owner(e, leases, sent).map_err(|p| problems.push(p)).ok();
+            live.insert(e.key.clone(), (e.create_rev, e.lease, who));
+        }
+        if holder.is_none() {
+            let first = live.iter().min_by_key(|(_, (rev, _, _))| *rev);
+            if let Some((key, (rev, _, who))) = first {
+                let grant = who.map(|worker| {
+                    grants += 1;
+                    facts.push(LockFact::Granted {
+                        grant: grants,
+                        worker,
+                        t_ns: e.t_ns,
+                    });
+                    facts.push(LockFact::Token {
+                        worker,
+                        value: *rev as i64,
+                        t_ns: e.t_ns,
+                    });
+                    grants
+                });
+                holder = Some((key.clone(), grant));
+            }
+        }
+    }
+    (facts, problems)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put(key: &str, rev: u64, lease: u64, t_ns: u64) -> KeyEvent {
+        KeyEvent {
+            key: key.as_bytes().to_vec(),
+            deleted: false,
+            mod_rev: rev,
+            create_rev: rev,
+            lease,
+            t_ns,
+        }
+    }
+
+    fn del(key: &str, rev: u64, t_ns: u64) -> KeyEvent {
+        KeyEvent {
+            key: key.as_bytes().to_vec(),
+            deleted: true,
+            mod_rev: rev,
+            create_rev: 0,
+            lease: 0,
+            t_ns,
+        }
+    }
+
+    /// (kind, worker — or the token, or an expired grant —, t_ns) per fact.
+    fn brief(facts: &[LockFact]) -> Vec<(&'static str, u64, u64)> {
+        facts
+            .iter()
+            .filter_map(|f| match *f {
+                LockFact::Granted { worker, t_ns, .. } => Some(("granted", worker as u64, t_ns)),
+                LockFact::Token { value, t_ns, .. } => Some(("token", value as u64, t_ns)),
+                LockFact::Expired { grant, t_ns } => Some(("expired", grant, t_ns)),
+                LockFact::Released { by, t_ns, .. } => Some(("released", by as u64, t_ns)),
+                LockFact::Renewed { .. } => None,
+            })
+            .collect()
+    }
+
+    fn revoke(worker: usize, lease: u64, sent_ns: u64, outcome: Option<Option<u64>>) -> Sent {
+        Sent {
+            worker,
+            what: Mutation::Revoke(lease),
+            sent_ns,
+            outcome,
+        }
+    }
+
+    #[test]
+    fn an_expiry_then_a_grant_then_a_revoke_that_released_it() {
+        let leases = BTreeMap::from([(7, 0), (9, 1)]);
+        let events = vec![
+            put("l", 10, 7, 100),
+            del("l", 11, 200),
+            put("l", 12, 9, 210),
+            del("l", 13, 300),
+        ];
+        // A's late revoke of its expired lease failed; B's revoke deleted at 13.
+        let sent = vec![
+            revoke(1, 9, 290, Some(Some(13))),
+            revoke(0, 7, 400, Some(None)),
+        ];
+        let (facts, problems) = fold(&events, &leases, &sent);
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(
+            brief(&facts),
+            vec![
+                ("granted", 0, 100),
+                ("token", 10, 100),
+                ("expired", 1, 200),
+                ("granted", 1, 210),
+                ("token", 12, 210),
+                ("released", 1, 300),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_lowest_create_revision_holds_and_a_waiter_takes_over_at_the_deletion() {
+        let leases = BTreeMap::from([(7, 0), (9, 1)]);
+        let events = vec![
+            put("l/7", 10, 7, 100),
+            put("l/9", 11, 9, 110),
+            del("l/7", 12, 200),
+        ];
+        let sent = vec![revoke(0, 7, 150, Some(Some(12)))];
+        let (facts, problems) = fold(&events, &leases, &sent);
+        assert!(problems.is_empty(), "{problems:?}");
+        let kinds: Vec<(&str, u64)> = brief(&facts).iter().map(|(k, w, _)| (*k, *w)).collect();
+        assert_eq!(
+            kinds,
+            vec![
+                ("granted", 0),
+                ("token", 10),
+                ("released", 0),
+                ("granted", 1),
+                ("token", 11)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_key_no_worker_created_and_an_unplaceable_deletion_are_problems() {
+        let (_, problems) = fold(&[put("l", 10, 5, 100)], &BTreeMap::new(), &[]);
+        assert_eq!(problems.len(), 1);
+        assert!(
+            problems[0].contains("no worker's connection"),
+            "{problems:?}"
+        );
+        let leases = BTreeMap::from([(7, 0)]);
+        let events = vec![put("l", 10, 7, 100), del("l", 11, 200)];
+        let (facts, problems) = fold(&events, &leases, &[revoke(0, 7, 150, None)]);
+        assert_eq!(problems.len(), 1, "{facts:?}");
+        assert!(problems[0].contains("cannot be told"));
+        // Sent after etcd had deleted it: not a candidate, an expiry.
+        let (facts, problems) = fold(&events, &leases, &[revoke(0, 7, 250, None)]);
+        assert!(problems.is_empty());
+        assert!(matches!(facts[2], LockFact::Expired { .. }));
+    }
+}
