@@ -234,7 +234,7 @@ impl Ctx<'_> {
         header: &str,
         at: &Path,
     ) -> (String, Result<LiveScenario, String>) {
-        let text = explore::render(
+        let text = explore::placement_text(
             self.base,
             name,
             self.worker_cmd,
@@ -573,7 +573,7 @@ fn chaos_trial(
     timeout: Duration,
     k: u32,
 ) -> Result<Result<Vec<ViolationKind>, String>> {
-    let text = explore::render(ctx.base, ctx.name, ctx.worker_cmd, faults, &[], "");
+    let text = explore::placement_text(ctx.base, ctx.name, ctx.worker_cmd, faults, &[], "");
     let s = match explore::load_text(&text, ctx.path) {
         Ok(s) => s,
         Err(e) => return Ok(Err(e)),
@@ -595,7 +595,7 @@ fn write_schedule(
         .file_stem()
         .map_or("chaos".into(), |s| s.to_string_lossy());
     let base = ctx.base_at(file);
-    let text = explore::render(&base, &name, ctx.worker_cmd, faults, &[kind], header);
+    let text = explore::placement_text(&base, &name, ctx.worker_cmd, faults, &[kind], header);
     std::fs::write(file, text).with_context(|| format!("writing {}", file.display()))
 }
 

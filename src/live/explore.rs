@@ -305,7 +305,7 @@ pub fn base_table(src: &str, path: &Path) -> Result<toml::Table> {
 
 /// The live scenario file that runs `faults` on `base`, expecting `find`
 /// (empty: clean), with a comment saying where it came from.
-pub fn render(
+pub fn placement_text(
     base: &toml::Table,
     name: &str,
     worker_cmd: Option<&str>,
@@ -442,7 +442,7 @@ mod tests {
         for client in [false, true] {
             let cmd = client.then_some("true");
             for f in catalogue(&s, client) {
-                let text = render(&base, "x", cmd, &[&f], &[], "placement");
+                let text = placement_text(&base, "x", cmd, &[&f], &[], "placement");
                 let loaded = load_text(&text, &path)
                     .unwrap_or_else(|e| panic!("{}: {e}\n{text}", f.label()));
                 assert_eq!(loaded.find, Vec::<ViolationKind>::new());
@@ -456,7 +456,8 @@ mod tests {
         let s = scenario::parse(&src, &path).expect("bundled scenario");
         let base = base_table(&src, &path).expect("table");
         let cat = catalogue(&s, false);
-        let ok = |f: &[&Single]| load_text(&render(&base, "x", None, f, &[], ""), &path).is_ok();
+        let ok =
+            |f: &[&Single]| load_text(&placement_text(&base, "x", None, f, &[], ""), &path).is_ok();
         let draws: Vec<Vec<Single>> = (1..=20)
             .map(|t| chaos_schedule(&s, &cat, 7, t, 3, ok))
             .collect();
@@ -486,7 +487,7 @@ mod tests {
             point: point.into(),
             duration_ms: 100,
         };
-        let text = render(
+        let text = placement_text(
             &base,
             "x",
             None,
@@ -503,7 +504,7 @@ mod tests {
         let s = scenario::parse(&src, &path).expect("bundled scenario");
         let base = base_table(&src, &path).expect("table");
         let f = &catalogue(&s, false)[2];
-        let text = render(
+        let text = placement_text(
             &base,
             "found",
             None,
