@@ -42,6 +42,17 @@ pub struct LiveNet {
     pub mode: ProxyMode,
 }
 
+/// Right after `worker`'s `after` step, its connections to the etcd or
+/// ZooKeeper members are cut (reset) and the members it was on refuse it
+/// for `refuse_ms`: the session or lease lives on the servers while its
+/// client reconnects to another member.
+#[derive(Clone, Debug)]
+pub struct LiveLockCut {
+    pub worker: String,
+    pub after: String,
+    pub refuse_ms: u64,
+}
+
 /// When a crash happens.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Trigger {
@@ -120,7 +131,8 @@ pub(super) struct RawFault {
     at_ms: Option<u64>,
     /// crash: restart the node this long after it was killed (none: it stays down).
     restart_after_ms: Option<u64>,
-    /// delay/drop/cut: which of the worker's messages the proxy acts on ("update").
+    /// delay/drop/cut: which of the worker's messages the proxy acts on
+    /// ("update"); cut: or its connection to the lock's cluster ("lock").
     message: Option<Spanned<String>>,
     #[serde(default)]
     duration_ms: u64,
@@ -178,6 +190,7 @@ pub struct LiveFaults {
     pub crashes: Vec<LiveCrash>,
     pub partitions: Vec<LivePartition>,
     pub member_delays: Vec<LiveMemberDelay>,
+    pub lock_cuts: Vec<LiveLockCut>,
     /// (worker, point, span) of every gate, to keep one point per worker.
     gates: Vec<(String, String, Range<usize>)>,
 }
@@ -450,8 +463,40 @@ impl LiveFaults {
                 });
             }
             K::Delay if r.member_delay() => self.member_delay(cx, &r)?,
-            K::Delay | K::Drop | K::Cut => self.net_fault(cx, &r)?,
+            K::Delay | K::Drop | K::Cut => {
+                let f = r.f;
+                let message = f.message.as_ref().ok_or_else(|| r.missing(cx, "message"))?;
+                let lock = one_of(
+                    cx.file,
+                    cx.src,
+                    message,
+                    "message",
+                    &[("update", false), ("lock", true)],
+                )?;
+                if lock {
+                    self.lock_cut(cx, &r, message.span())?;
+                } else {
+                    self.net_fault(cx, &r)?;
+                }
+            }
         }
+        Ok(())
+    }
+
+    /// A cut of a worker's connection to the lock's cluster.
+    fn lock_cut(&mut self, cx: &Context, r: &Read, at: Range<usize>) -> Result<(), ScenarioError> {
+        if r.kind != K::Cut || cx.lock.cluster().is_none() {
+            return Err(cx.err(
+                at,
+                "message = \"lock\" goes with kind = \"cut\" on an etcd or ZooKeeper lock (the worker's connection to its member)",
+            ));
+        }
+        let (worker, after) = r.after_point(cx)?;
+        self.lock_cuts.push(LiveLockCut {
+            worker,
+            after,
+            refuse_ms: r.f.duration_ms,
+        });
         Ok(())
     }
 
@@ -487,8 +532,6 @@ impl LiveFaults {
     fn net_fault(&mut self, cx: &Context, r: &Read) -> Result<(), ScenarioError> {
         let f = r.f;
         let worker = r.worker();
-        let message = f.message.as_ref().ok_or_else(|| r.missing(cx, "message"))?;
-        one_of(cx.file, cx.src, message, "message", &[("update", ())])?;
         if r.kind != K::Cut && f.duration_ms == 0 {
             return Err(r.missing(cx, "duration_ms"));
         }
