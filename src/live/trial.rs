@@ -568,6 +568,17 @@ impl<'a> Trial<'a> {
                     self.procs[i].name
                 );
             }
+            // A failed request the worker retried (a lock request whose
+            // member died under it) is in no history event: its fault
+            // line says it happened.
+            if v.get("kind").and_then(Value::as_str) == Some("io_error") {
+                let detail = v.get("detail").and_then(Value::as_str).unwrap_or("");
+                self.exec.note(format!(
+                    "worker/{}: {detail} at {:.1} ms",
+                    self.procs[i].name,
+                    self.exec.since_start_ms()
+                ));
+            }
             self.records.push((i, v));
             return Ok(());
         };
