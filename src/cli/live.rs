@@ -187,14 +187,7 @@ fn run_trials(
         "{}",
         report::live::scenario_heading(&s.name, s.lock.name(), s.write.name(), &s.twin)
     );
-    let mut t = Tally {
-        trials: n,
-        found: Default::default(),
-        fence_rejected_trials: 0,
-        min_fence_rejected: u64::MAX,
-        clean: 0,
-        watch_notifications: 0,
-    };
+    let mut t = Tally::new(n);
     let timeout = Duration::from_millis(args.timeout_ms);
     for k in 1..=n {
         if crate::live::interrupted() {
@@ -264,8 +257,12 @@ fn tally(t: &mut Tally, report: &crate::check::Report) {
     let rejected = report.info.fence_rejected_total;
     t.fence_rejected_trials += (rejected > 0) as u32;
     t.min_fence_rejected = t.min_fence_rejected.min(rejected);
+    t.max_fence_rejected = t.max_fence_rejected.max(rejected);
     t.clean += report.is_clean() as u32;
-    t.watch_notifications += report.info.watch_notifications;
+    let watches = report.info.watch_notifications;
+    t.watch_notifications += watches;
+    t.min_watch_notifications = t.min_watch_notifications.min(watches);
+    t.max_watch_notifications = t.max_watch_notifications.max(watches);
 }
 
 /// A scenario's live tally beside its simulated twin's verdict.
@@ -307,14 +304,21 @@ fn twin_row(s: &scenario::LiveScenario, t: Tally, jobs: usize) -> Result<Row> {
 }
 
 /// An unsafe scenario must show each expected kind in most trials; a safe
-/// one must be clean in every trial; fence rejections, when asked for, in every trial.
+/// one must be clean in every trial; fence rejections and watch
+/// notifications, when bounded, within their bounds in every trial.
 fn met(s: &scenario::LiveScenario, t: &Tally) -> bool {
     let found_ok = if s.find.is_empty() {
         t.clean == t.trials
     } else {
         s.find.iter().all(|k| 2 * t.found[*k as usize] > t.trials)
     };
-    found_ok && (s.min_fence_rejected == 0 || t.min_fence_rejected >= s.min_fence_rejected)
+    let at_least = |min: Option<u64>, fewest: u64| min.is_none_or(|m| fewest >= m);
+    let at_most = |max: Option<u64>, most: u64| max.is_none_or(|m| most <= m);
+    found_ok
+        && (s.min_fence_rejected == 0 || t.min_fence_rejected >= s.min_fence_rejected)
+        && at_most(s.max_fence_rejected, t.max_fence_rejected)
+        && at_least(s.min_watch_notified, t.min_watch_notifications)
+        && at_most(s.max_watch_notified, t.max_watch_notifications)
 }
 
 pub fn cmd_worker(args: crate::live::worker::WorkerArgs) -> Result<ExitCode> {

@@ -49,6 +49,9 @@ struct NetState {
     delayed_ms: BTreeMap<(usize, usize), u64>,
     /// (source member if a member dialled, destination member, both sockets).
     conns: Vec<(Option<usize>, usize, TcpStream, TcpStream)>,
+    /// A client process (pid) whose new connections to a member are
+    /// refused until the instant: a cut client reconnects elsewhere.
+    refused_clients: Vec<(u32, usize, Instant)>,
 }
 
 type Net = Arc<Mutex<NetState>>;
@@ -60,7 +63,9 @@ struct Link {
 }
 
 impl Link {
-    fn start(upstream: u16, member: usize, net: Net) -> Result<Link> {
+    /// `peer`: a member-to-member port (etcd peer, ZooKeeper quorum and
+    /// election), where every caller is a member.
+    fn start(upstream: u16, member: usize, peer_port: bool, net: Net) -> Result<Link> {
         let listener = TcpListener::bind("127.0.0.1:0").context("link bind")?;
         let port = listener.local_addr()?.port();
         listener.set_nonblocking(true)?;
@@ -72,47 +77,99 @@ impl Link {
                     std::thread::sleep(Duration::from_millis(2));
                     continue;
                 };
-                let _ = client.set_nonblocking(false);
-                let pids = net.lock().map(|n| n.pids.clone()).unwrap_or_default();
-                let from = member_of(peer, port, &pids);
-                if std::env::var_os("FENCESIM_LIVE_DEBUG").is_some() {
-                    eprintln!("link to member {member} (port {port}): connection from {peer} = member {from:?}");
-                }
-                let blocked = |n: &NetState| from.is_some_and(|f| n.blocked.contains(&(f, member)));
-                if net.lock().map(|n| blocked(&n)).unwrap_or(true) {
-                    let _ = client.shutdown(Shutdown::Both);
-                    continue;
-                }
-                let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else {
-                    let _ = client.shutdown(Shutdown::Both);
-                    continue;
-                };
-                let _ = client.set_nodelay(true);
-                let _ = server.set_nodelay(true);
-                let (Ok(c1), Ok(s1), Ok(c2), Ok(s2)) = (
-                    client.try_clone(),
-                    server.try_clone(),
-                    client.try_clone(),
-                    server.try_clone(),
-                ) else {
-                    continue;
-                };
-                if let Ok(mut n) = net.lock() {
-                    n.conns.retain(|(_, _, c, _)| c.peer_addr().is_ok());
-                    n.conns.push((from, member, c2, s2));
-                }
-                // Member-to-member bytes go through a delay line per direction.
-                let (up, down) = match from {
-                    Some(f) => (Some((f, member)), Some((member, f))),
-                    None => (None, None),
-                };
-                let (net1, net2) = (net.clone(), net.clone());
-                std::thread::spawn(move || copy(client, s1, up.map(|p| (p, net1))));
-                std::thread::spawn(move || copy(server, c1, down.map(|p| (p, net2))));
+                // Each caller is admitted on its own thread: finding who it
+                // is reads /proc (thousands of TIME_WAIT lines after a
+                // partition's redials), and done here it made every other
+                // caller of this port wait. A partitioned ZooKeeper leader
+                // redials the others' election ports hundreds of times a
+                // second; the majority's own election connections queued
+                // behind those, timed out, and it elected no one for the
+                // whole 5 s partition (2 trials in 5 of
+                // live/zk-partitioned-leader-fenced.toml).
+                let net = net.clone();
+                std::thread::spawn(move || {
+                    admit(client, peer, (port, member, peer_port), upstream, &net)
+                });
             }
         });
         Ok(Link { port, stop })
     }
+}
+
+/// Identifies a caller of link `port` (to `member`; `peer_port`: a
+/// member-to-member port), refuses it if a partition or a client cut says
+/// so, and otherwise connects it to the member and forwards both ways.
+fn admit(
+    client: TcpStream,
+    peer: SocketAddr,
+    (port, member, peer_port): (u16, usize, bool),
+    upstream: u16,
+    net: &Net,
+) {
+    let _ = client.set_nonblocking(false);
+    let pids = net.lock().map(|n| n.pids.clone()).unwrap_or_default();
+    let from = member_of(peer, port, &pids);
+    if std::env::var_os("FENCESIM_LIVE_DEBUG").is_some() {
+        eprintln!(
+            "link to member {member} (port {port}): connection from {peer} = member {from:?}"
+        );
+    }
+    // A caller of a peer port that no member owns has already closed its
+    // end (a member's connect that timed out): refused while its member is
+    // cut off from anyone, failing closed.
+    let unknown_peer = peer_port && from.is_none();
+    let refused: Vec<u32> = net
+        .lock()
+        .map(|n| {
+            n.refused_clients
+                .iter()
+                .filter(|(_, m, until)| *m == member && Instant::now() < *until)
+                .map(|(pid, _, _)| *pid)
+                .collect()
+        })
+        .unwrap_or_default();
+    let refused_client = from.is_none() && member_of(peer, port, &refused).is_some();
+    let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else {
+        let _ = client.shutdown(Shutdown::Both);
+        return;
+    };
+    let _ = client.set_nodelay(true);
+    let _ = server.set_nodelay(true);
+    let (Ok(c1), Ok(s1), Ok(c2), Ok(s2)) = (
+        client.try_clone(),
+        server.try_clone(),
+        client.try_clone(),
+        server.try_clone(),
+    ) else {
+        return;
+    };
+    // Whether it is blocked is decided under the same lock that records it,
+    // so a partition starting meanwhile either refuses it here or cuts it.
+    let admitted = net.lock().is_ok_and(|mut n| {
+        let blocked = match from {
+            Some(f) => n.blocked.contains(&(f, member)),
+            None if unknown_peer => n.blocked.iter().any(|(a, b)| *a == member || *b == member),
+            None => refused_client,
+        };
+        if !blocked {
+            n.conns.retain(|(_, _, c, _)| c.peer_addr().is_ok());
+            n.conns.push((from, member, c2, s2));
+        }
+        !blocked
+    });
+    if !admitted {
+        let _ = client.shutdown(Shutdown::Both);
+        let _ = server.shutdown(Shutdown::Both);
+        return;
+    }
+    // Member-to-member bytes go through a delay line per direction.
+    let (up, down) = match from {
+        Some(f) => (Some((f, member)), Some((member, f))),
+        None => (None, None),
+    };
+    let (net1, net2) = (net.clone(), net.clone());
+    std::thread::spawn(move || copy(client, s1, up.map(|p| (p, net1))));
+    std::thread::spawn(move || copy(server, c1, down.map(|p| (p, net2))));
 }
 
 impl Drop for Link {
@@ -179,6 +236,13 @@ fn copy(mut from: TcpStream, mut to: TcpStream, delay: Option<((usize, usize), N
 
 /// Which member process owns the socket at `peer` (connected to our `port`).
 /// A JVM's sockets are IPv6 ones (IPv4-mapped), listed in `/proc/net/tcp6`.
+/// Lines of sockets no process owns (inode 0: TIME_WAIT) are skipped: with
+/// `net.ipv4.tcp_tw_reuse = 2` (Linux's default) loopback connections
+/// reuse a port still in TIME_WAIT, so a member redialling an election
+/// port has two lines with the same ports, and taking the dead one made the
+/// new connection "a client" that a partition let through — the
+/// partitioned ZooKeeper leader kept voting for itself and the majority
+/// elected no one for the whole partition (2 trials in 5).
 fn member_of(peer: SocketAddr, port: u16, pids: &[u32]) -> Option<usize> {
     let tcp = ["/proc/net/tcp", "/proc/net/tcp6"]
         .iter()
@@ -189,7 +253,8 @@ fn member_of(peer: SocketAddr, port: u16, pids: &[u32]) -> Option<usize> {
         let f: Vec<&str> = l.split_whitespace().collect();
         let local_port = u16::from_str_radix(f.get(1)?.rsplit(':').next()?, 16).ok()?;
         let rem_port = u16::from_str_radix(f.get(2)?.rsplit(':').next()?, 16).ok()?;
-        (local_port == peer.port() && rem_port == port).then(|| f.get(9).map(|s| s.to_string()))?
+        let inode = f.get(9).filter(|i| **i != "0")?;
+        (local_port == peer.port() && rem_port == port).then(|| inode.to_string())
     })?;
     let want = format!("socket:[{inode}]");
     pids.iter().position(|&pid| {
@@ -248,8 +313,8 @@ impl Cluster {
                 let client: Vec<u16> = (0..MEMBERS).map(|_| free_port()).collect::<Result<_>>()?;
                 let peer: Vec<u16> = (0..MEMBERS).map(|_| free_port()).collect::<Result<_>>()?;
                 for i in 0..MEMBERS {
-                    links.push(Link::start(client[i], i, net.clone())?);
-                    links.push(Link::start(peer[i], i, net.clone())?);
+                    links.push(Link::start(client[i], i, false, net.clone())?);
+                    links.push(Link::start(peer[i], i, true, net.clone())?);
                 }
                 let url = |p: u16| format!("http://127.0.0.1:{p}");
                 let initial: Vec<String> = (0..MEMBERS)
@@ -300,8 +365,9 @@ impl Cluster {
                     .map(|_| Ok([free_port()?, free_port()?, free_port()?]))
                     .collect::<Result<_>>()?;
                 for (i, r) in real.iter().enumerate() {
-                    for p in r {
-                        links.push(Link::start(*p, i, net.clone())?);
+                    // r[0] is the client port; quorum and election are peer ports.
+                    for (k, p) in r.iter().enumerate() {
+                        links.push(Link::start(*p, i, k > 0, net.clone())?);
                     }
                 }
                 for (i, r) in real.iter().enumerate() {
@@ -333,6 +399,11 @@ impl Cluster {
                         "-XX:TieredStopAtLevel=1".into(),
                         // No /tmp/hsperfdata_<user>/<pid> file, which a SIGKILLed JVM leaves behind.
                         "-XX:-UsePerfData".into(),
+                        // How long a member waits on a peer's election
+                        // connection (5 s by default): with the leader cut
+                        // off, the other two sat out such waits and elected
+                        // no one for 3 to more than 9.5 s.
+                        "-Dzookeeper.cnxTimeout=500".into(),
                         "-Dzookeeper.log.dir=".to_string() + &data.display().to_string(),
                         "-Dzookeeper.root.logger=INFO,CONSOLE".into(),
                         "-cp".into(),
@@ -464,9 +535,41 @@ impl Cluster {
         });
     }
 
+    /// Shuts down every connection client process `pid` has to a member's
+    /// client port (a reset, as a dead NAT entry or a load balancer gives)
+    /// and refuses its new ones to those members for `refuse_ms`, so it
+    /// must reconnect to another member. The members it was connected to.
+    pub fn cut_client(&mut self, pid: u32, refuse_ms: u64) -> Vec<usize> {
+        let Ok(mut n) = self.net.lock() else {
+            return Vec::new();
+        };
+        let mut cut = Vec::new();
+        n.conns.retain(|(from, to, c, s)| {
+            let owned = from.is_none()
+                && match (c.peer_addr(), c.local_addr()) {
+                    (Ok(peer), Ok(local)) => member_of(peer, local.port(), &[pid]).is_some(),
+                    _ => false,
+                };
+            if owned {
+                let _ = c.shutdown(Shutdown::Both);
+                let _ = s.shutdown(Shutdown::Both);
+                cut.push(*to);
+            }
+            !owned
+        });
+        cut.sort_unstable();
+        cut.dedup();
+        let until = Instant::now() + Duration::from_millis(refuse_ms);
+        n.refused_clients.retain(|(p, _, _)| *p != pid);
+        n.refused_clients
+            .extend(cut.iter().map(|m| (pid, *m, until)));
+        cut
+    }
+
     pub fn heal(&mut self) {
         if let Ok(mut n) = self.net.lock() {
             n.blocked.clear();
+            n.refused_clients.clear();
         }
     }
 
@@ -537,6 +640,14 @@ impl Cluster {
                 );
             }
             std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Whether every member serves clients as part of a quorum.
+    pub fn all_serving(&self) -> bool {
+        match self.kind {
+            ClusterKind::Etcd => super::etcd::leader(&self.endpoints()).is_some(),
+            ClusterKind::Zk => self.endpoints().iter().all(|e| super::zk::healthy(e)),
         }
     }
 

@@ -280,6 +280,40 @@ impl FaultExecutor {
         Ok(())
     }
 
+    /// Cuts worker `worker`'s (`name`, process `pid`) connections to the
+    /// cluster's members and has those members refuse it for `refuse_ms`.
+    /// `at`: after which of its steps.
+    pub fn cut_lock(
+        &self,
+        servers: &mut Servers,
+        (worker, name, pid): (usize, &str, u32),
+        refuse_ms: u64,
+        at: &str,
+    ) -> Result<()> {
+        let c = servers
+            .cluster
+            .as_mut()
+            .context("a cut of the lock's connection needs the etcd or ZooKeeper cluster")?;
+        let t_ns = monotonic_ns();
+        let members = c.cut_client(pid, refuse_ms);
+        let on: Vec<String> = members.iter().map(|m| format!("member/{m}")).collect();
+        self.note(format!(
+            "worker/{name}'s connection to {} cut {at}, refused there for {refuse_ms} ms, at {:.1} ms",
+            if on.is_empty() { "no member (none open)".to_string() } else { on.join(", ") },
+            self.since_start_ms()
+        ));
+        self.record_at(
+            HarnessNode::Worker(worker),
+            Kind::Partition,
+            t_ns,
+            format!(
+                "worker/{name} | {} (its client connection cut)",
+                on.join(", ")
+            ),
+        );
+        Ok(())
+    }
+
     pub fn heal(&self, servers: &mut Servers) {
         if let Some(c) = servers.cluster.as_mut() {
             c.heal();

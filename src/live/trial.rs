@@ -20,11 +20,12 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
+use super::cluster::Cluster;
 use super::faults::{crash_line, replicate_then_cut, FaultExecutor, MemberSlowdown};
 use super::history::{judge, TrialResult};
 use super::process::{die_with_parent, kill, Victim};
 use super::proxy::Proxy;
-use super::scenario::{CrashTarget, LiveScenario, Trigger};
+use super::scenario::{CrashTarget, LiveScenario, MemberSel, Trigger};
 use super::servers::Servers;
 
 /// A worker process, killed (after SIGCONT: a stopped process ignores
@@ -115,6 +116,8 @@ struct Spawner<'a> {
     /// harness must know whose member it is (the ZooKeeper client shuffles
     /// the list it is given, so it is given one).
     pinned: bool,
+    /// Which worker was pinned to the leader, for the trial's fault lines.
+    pinned_note: Option<String>,
     tx: mpsc::Sender<Msg>,
 }
 
@@ -244,9 +247,9 @@ fn wire<'a>(
     tx: mpsc::Sender<Msg>,
 ) -> Result<(Spawner<'a>, Vec<(String, Proxy)>)> {
     servers.reset()?;
-    let cluster = match s.lock.cluster() {
-        Some(kind) => servers.ensure_cluster(kind)?.endpoints(),
-        None => Vec::new(),
+    let (cluster, pinned_note) = match s.lock.cluster() {
+        Some(kind) => pinned_endpoints(s, servers.ensure_cluster(kind)?)?,
+        None => (Vec::new(), None),
     };
     let mut redis_urls = servers.redis_url.clone();
     if !s.faults.failovers.is_empty() {
@@ -281,9 +284,56 @@ fn wire<'a>(
         key_prefix: servers.key_prefix.clone(),
         cluster,
         pinned: !s.faults.partitions.is_empty(),
+        pinned_note,
         tx,
     };
     Ok((spawner, proxies))
+}
+
+/// The cluster's endpoints in the order the workers are pinned to them
+/// (worker i → endpoint i mod 3), and the pinning's fault line. A
+/// partition of `member/leader` after a worker's step is a partition of
+/// *that worker's* member when it leads: the list is turned so the
+/// worker's endpoint is the member that leads now. "Now" is a leader the
+/// members have agreed on for a whole second, every member serving: right
+/// after a member rejoined (the previous trial's partition healed), cutting
+/// the leader off left the other two without a leader for up to 3.5 s
+/// (their election waits out notification timeouts), past the 4.5 s the
+/// scenario leaves for an election and a session expiry.
+fn pinned_endpoints(s: &LiveScenario, cluster: &Cluster) -> Result<(Vec<String>, Option<String>)> {
+    let mut endpoints = cluster.endpoints();
+    let holder = s
+        .faults
+        .partitions
+        .iter()
+        .filter(|p| p.member == MemberSel::Leader)
+        .find_map(|p| s.workers.iter().position(|w| w.name == p.worker));
+    let Some(i) = holder else {
+        return Ok((endpoints, None));
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut since: Option<(usize, Instant)> = None;
+    let leader = loop {
+        let now = cluster.leader().filter(|_| cluster.all_serving());
+        since = match (now, since) {
+            (Some(l), Some((m, t))) if l == m => Some((m, t)),
+            (Some(l), _) => Some((l, Instant::now())),
+            (None, _) => None,
+        };
+        match since {
+            Some((l, t)) if t.elapsed() >= Duration::from_secs(1) => break Some(l),
+            _ if Instant::now() > deadline => break None,
+            _ => std::thread::sleep(Duration::from_millis(100)),
+        }
+    }
+    .context("no member led steadily for 1 s: cannot pin the partitioned leader's worker to it")?;
+    let n = endpoints.len();
+    endpoints.rotate_left((leader + n - i % n) % n);
+    let note = format!(
+        "worker/{} pinned to member/{leader} (leading at the start)",
+        s.workers[i].name
+    );
+    Ok((endpoints, Some(note)))
 }
 
 /// Starts every worker and waits until all are connected: connection
@@ -337,6 +387,7 @@ struct Fired {
     crashed: Vec<bool>,
     parted: Vec<bool>,
     slowed: Vec<bool>,
+    cut: Vec<bool>,
 }
 
 /// A running trial: its workers, its timetable and what it has seen.
@@ -374,6 +425,9 @@ impl<'a> Trial<'a> {
         let t0 = Instant::now();
         let exec = FaultExecutor::default();
         exec.start();
+        if let Some(note) = &spawner.pinned_note {
+            exec.note(note.clone());
+        }
         let at = |ms: u64| t0 + Duration::from_millis(ms);
         let later: Vec<(Instant, Later)> =
             s.faults
@@ -404,6 +458,7 @@ impl<'a> Trial<'a> {
             crashed: vec![false; s.faults.crashes.len()],
             parted: vec![false; s.faults.partitions.len()],
             slowed: vec![false; s.faults.member_delays.len()],
+            cut: vec![false; s.faults.lock_cuts.len()],
         };
         Trial {
             s,
@@ -525,6 +580,17 @@ impl<'a> Trial<'a> {
                     self.procs[i].name
                 );
             }
+            // A failed request the worker retried (a lock request whose
+            // member died under it) is in no history event: its fault
+            // line says it happened.
+            if v.get("kind").and_then(Value::as_str) == Some("io_error") {
+                let detail = v.get("detail").and_then(Value::as_str).unwrap_or("");
+                self.exec.note(format!(
+                    "worker/{}: {detail} at {:.1} ms",
+                    self.procs[i].name,
+                    self.exec.since_start_ms()
+                ));
+            }
             self.records.push((i, v));
             return Ok(());
         };
@@ -554,6 +620,15 @@ impl<'a> Trial<'a> {
             self.exec.partition(self.servers, p, &after)?;
             let end = Instant::now() + Duration::from_millis(p.duration_ms);
             self.later.push((end, Later::Heal));
+        }
+        for (k, c) in s.faults.lock_cuts.iter().enumerate() {
+            if self.fired.cut[k] || c.worker != name || c.after != step {
+                continue;
+            }
+            self.fired.cut[k] = true;
+            let pid = self.procs[i].child.id();
+            self.exec
+                .cut_lock(self.servers, (i, &name, pid), c.refuse_ms, &after)?;
         }
         let here = |t: &Trigger| matches!(t, Trigger::After { worker, point } if *worker == name && point == step);
         for (k, d) in s.faults.member_delays.iter().enumerate() {

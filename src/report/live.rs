@@ -105,9 +105,30 @@ pub struct Tally {
     pub found: [u32; VIOLATION_KINDS],
     pub fence_rejected_trials: u32,
     pub min_fence_rejected: u64,
+    pub max_fence_rejected: u64,
     pub clean: u32,
     /// ZooKeeper watch notifications over all trials (the workers' wake-ups).
     pub watch_notifications: u64,
+    /// The fewest and the most watch notifications in one trial.
+    pub min_watch_notifications: u64,
+    pub max_watch_notifications: u64,
+}
+
+impl Tally {
+    /// Nothing tallied yet for a scenario of `trials` trials.
+    pub fn new(trials: u32) -> Tally {
+        Tally {
+            trials,
+            found: [0; VIOLATION_KINDS],
+            fence_rejected_trials: 0,
+            min_fence_rejected: u64::MAX,
+            max_fence_rejected: 0,
+            clean: 0,
+            watch_notifications: 0,
+            min_watch_notifications: u64::MAX,
+            max_watch_notifications: 0,
+        }
+    }
 }
 
 /// A scenario's row group in the live-vs-simulated table.

@@ -111,7 +111,11 @@ pub(super) fn faults_of(s: &LiveScenario) -> Result<Vec<Fault>> {
         .crashes
         .iter()
         .any(|c| matches!(c.target, CrashTarget::Member(_)));
-    if member_crash || !s.faults.partitions.is_empty() || !s.faults.member_delays.is_empty() {
+    if member_crash
+        || !s.faults.partitions.is_empty()
+        || !s.faults.member_delays.is_empty()
+        || !s.faults.lock_cuts.is_empty()
+    {
         bail!("{}: faults of a cluster member (crash, partition, delay, pause) need the built-in worker; they are not supported with --worker-cmd yet", s.path.display());
     }
     let mut faults = Vec::new();

@@ -54,6 +54,17 @@ pub struct LiveNet {
     pub message: NetMessage,
 }
 
+/// Right after `worker`'s `after` step, its connections to the etcd or
+/// ZooKeeper members are cut (reset) and the members it was on refuse it
+/// for `refuse_ms`: the session or lease lives on the servers while its
+/// client reconnects to another member.
+#[derive(Clone, Debug)]
+pub struct LiveLockCut {
+    pub worker: String,
+    pub after: String,
+    pub refuse_ms: u64,
+}
+
 /// When a crash happens.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Trigger {
@@ -132,7 +143,8 @@ pub(super) struct RawFault {
     at_ms: Option<u64>,
     /// crash: restart the node this long after it was killed (none: it stays down).
     restart_after_ms: Option<u64>,
-    /// delay/drop/cut: which of the worker's messages the proxy acts on ("update").
+    /// delay/drop/cut: which of the worker's messages the proxy acts on
+    /// ("update"); cut: or its connection to the lock's cluster ("lock").
     message: Option<Spanned<String>>,
     #[serde(default)]
     duration_ms: u64,
@@ -192,6 +204,7 @@ pub struct LiveFaults {
     pub crashes: Vec<LiveCrash>,
     pub partitions: Vec<LivePartition>,
     pub member_delays: Vec<LiveMemberDelay>,
+    pub lock_cuts: Vec<LiveLockCut>,
     /// (worker, point, span) of every gate, to keep one point per worker.
     gates: Vec<(String, String, Range<usize>)>,
 }
@@ -464,8 +477,43 @@ impl LiveFaults {
                 });
             }
             K::Delay if r.member_delay() => self.member_delay(cx, &r)?,
-            K::Delay | K::Drop | K::Cut => self.net_fault(cx, &r)?,
+            K::Delay | K::Drop | K::Cut => {
+                let f = r.f;
+                let message = f.message.as_ref().ok_or_else(|| r.missing(cx, "message"))?;
+                let net = one_of(
+                    cx.file,
+                    cx.src,
+                    message,
+                    "message",
+                    &[
+                        ("update", Some(NetMessage::Update)),
+                        ("lock_reply", Some(NetMessage::LockReply)),
+                        ("lock", None),
+                    ],
+                )?;
+                match net {
+                    Some(net) => self.net_fault(cx, &r, net, message.span())?,
+                    None => self.lock_cut(cx, &r, message.span())?,
+                }
+            }
         }
+        Ok(())
+    }
+
+    /// A cut of a worker's connection to the lock's cluster.
+    fn lock_cut(&mut self, cx: &Context, r: &Read, at: Range<usize>) -> Result<(), ScenarioError> {
+        if r.kind != K::Cut || cx.lock.cluster().is_none() {
+            return Err(cx.err(
+                at,
+                "message = \"lock\" goes with kind = \"cut\" on an etcd or ZooKeeper lock (the worker's connection to its member)",
+            ));
+        }
+        let (worker, after) = r.after_point(cx)?;
+        self.lock_cuts.push(LiveLockCut {
+            worker,
+            after,
+            refuse_ms: r.f.duration_ms,
+        });
         Ok(())
     }
 
@@ -498,23 +546,18 @@ impl LiveFaults {
     }
 
     /// A delay, drop or cut of a worker's UPDATE in its PostgreSQL proxy.
-    fn net_fault(&mut self, cx: &Context, r: &Read) -> Result<(), ScenarioError> {
+    fn net_fault(
+        &mut self,
+        cx: &Context,
+        r: &Read,
+        message: NetMessage,
+        at: Range<usize>,
+    ) -> Result<(), ScenarioError> {
         let f = r.f;
         let worker = r.worker();
-        let spanned = f.message.as_ref().ok_or_else(|| r.missing(cx, "message"))?;
-        let message = one_of(
-            cx.file,
-            cx.src,
-            spanned,
-            "message",
-            &[
-                ("update", NetMessage::Update),
-                ("lock_reply", NetMessage::LockReply),
-            ],
-        )?;
         if message == NetMessage::LockReply && !cx.client {
             return Err(cx.err(
-                spanned.span(),
+                at,
                 "message = \"lock_reply\" acts on the lock server's reply in fencesim's proxy, \
                  which only a user's program (worker_cmd) talks through",
             ));

@@ -23,8 +23,8 @@ mod fault;
 
 use choice::one_of;
 pub use fault::{
-    CrashTarget, LiveCrash, LiveFailover, LiveFaults, LiveMemberDelay, LiveNet, LivePartition,
-    LivePause, MemberSel, NetMessage, Trigger,
+    CrashTarget, LiveCrash, LiveFailover, LiveFaults, LiveLockCut, LiveMemberDelay, LiveNet,
+    LivePartition, LivePause, MemberSel, NetMessage, Trigger,
 };
 
 #[derive(Deserialize)]
@@ -94,6 +94,12 @@ struct RawExpect {
     /// At least this many fence rejections per trial.
     #[serde(default)]
     min_fence_rejected: u64,
+    /// At most this many fence rejections per trial (0: the fence never had to act).
+    max_fence_rejected: Option<Spanned<u64>>,
+    /// zk-lock: at least this many watch notifications per trial.
+    min_watch_notified: Option<Spanned<u64>>,
+    /// zk-lock: at most this many watch notifications per trial.
+    max_watch_notified: Option<Spanned<u64>>,
 }
 
 #[derive(Clone, Debug)]
@@ -127,6 +133,12 @@ pub struct LiveScenario {
     /// Empty: every trial must be clean.
     pub find: Vec<ViolationKind>,
     pub min_fence_rejected: u64,
+    /// At most this many fence rejections in every trial (None: no bound).
+    pub max_fence_rejected: Option<u64>,
+    /// zk-lock: the watch notifications every trial must show, at least
+    /// and at most (None: no bound).
+    pub min_watch_notified: Option<u64>,
+    pub max_watch_notified: Option<u64>,
 }
 
 /// Protocol points a worker can be paused or crashed after.
@@ -151,6 +163,7 @@ impl LiveScenario {
             .map(|p| (&p.worker, &p.after))
             .chain(self.faults.failovers.iter().map(|f| (&f.worker, &f.after)))
             .chain(self.faults.partitions.iter().map(|p| (&p.worker, &p.after)))
+            .chain(self.faults.lock_cuts.iter().map(|c| (&c.worker, &c.after)))
             .chain(crash_points)
             .find(|(w, _)| *w == worker)
             .map(|(_, p)| p.as_str())
@@ -213,6 +226,7 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
     };
     let faults = LiveFaults::read(&cx, &raw.fault)?;
     let find = expected(&file, src, &raw.expect)?;
+    counts(&file, src, &raw.expect, lock)?;
     let twin = twin(&file, src, path, &raw.twin)?;
     Ok(LiveScenario {
         path: path.to_path_buf(),
@@ -233,6 +247,9 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
         redis_masters,
         find,
         min_fence_rejected: raw.expect.min_fence_rejected,
+        max_fence_rejected: raw.expect.max_fence_rejected.map(|m| *m.get_ref()),
+        min_watch_notified: raw.expect.min_watch_notified.map(|m| *m.get_ref()),
+        max_watch_notified: raw.expect.max_watch_notified.map(|m| *m.get_ref()),
     })
 }
 
@@ -325,6 +342,53 @@ fn expected(
         .iter()
         .map(|k| one_of(file, src, k, "violation kind", &kinds))
         .collect()
+}
+
+/// The per-trial counts `[expect]` bounds: watch notifications only on a
+/// ZooKeeper lock (the only lane that counts them), and no maximum below
+/// its minimum (a scenario no trial could meet).
+fn counts(file: &str, src: &str, e: &RawExpect, lock: LockKind) -> Result<(), ScenarioError> {
+    let at = |v: &Spanned<u64>, msg: String| ScenarioError::at(file, src, v.span(), msg);
+    for w in [&e.min_watch_notified, &e.max_watch_notified]
+        .into_iter()
+        .flatten()
+    {
+        if lock != LockKind::ZkLock {
+            return Err(at(
+                w,
+                format!(
+                    "watch notifications are counted on a ZooKeeper lock (zk-lock); this scenario's lock is {}",
+                    lock.name()
+                ),
+            ));
+        }
+    }
+    let pairs = [
+        (
+            "watch_notified",
+            e.min_watch_notified.as_ref().map(|m| *m.get_ref()),
+            &e.max_watch_notified,
+        ),
+        (
+            "fence_rejected",
+            Some(e.min_fence_rejected),
+            &e.max_fence_rejected,
+        ),
+    ];
+    for (what, min, max) in pairs {
+        if let (Some(min), Some(max)) = (min, max) {
+            if *max.get_ref() < min {
+                return Err(at(
+                    max,
+                    format!(
+                        "max_{what} = {} is below min_{what} = {min}: no trial could meet it",
+                        max.get_ref()
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The simulated twin's file, relative to this one.

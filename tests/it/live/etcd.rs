@@ -2,7 +2,8 @@
 //! plain UPDATE is found stale, the fenced one refused; a leader killed
 //! or SIGSTOPped while B waits, a partition of the holder's member and the
 //! leader's peer messages held 150 ms during B's grant leave the fence
-//! holding and the revisions in order; nothing the run started outlives it.
+//! holding and the revisions in order; a client's connections cut while
+//! its lease lives are no alarm; nothing the run started outlives it.
 //!
 //! Needs Debian's `etcd-server` (and the Redis/PostgreSQL of the live
 //! mode); without them the test prints one loud line saying what it
@@ -30,6 +31,7 @@ fn etcd_lock_is_found_stale_unfenced_and_fenced_through_pause_leader_death_parti
             "live/etcd-leader-paused-during-grant.toml",
             "live/etcd-partitioned-holder-fenced.toml",
             "live/etcd-delayed-peers-fenced.toml",
+            "live/etcd-client-cut-lease-lives.toml",
         ],
         &["live-etcd-gc-pause-plain-update"],
         &[
@@ -39,6 +41,12 @@ fn etcd_lock_is_found_stale_unfenced_and_fenced_through_pause_leader_death_parti
             "live-etcd-partitioned-holder-fenced",
             "live-etcd-delayed-peers-fenced",
         ],
+    );
+    // A's connections cut, its lease lived on another member: clean, and
+    // (its file's max_fence_rejected = 0, held by the exit status) no refusal.
+    assert_eq!(
+        cell(&table, "live-etcd-client-cut-lease-lives", "none"),
+        Some("2/2")
     );
     // B's grant went through the slow quorum and A's late write was still refused.
     assert_eq!(

@@ -5,7 +5,11 @@
 //! loses it its session, its late plain UPDATE is found stale and the
 //! fenced one refused; five workers watching the lock directory (the
 //! herd) get more watch notifications than the same five watching their
-//! predecessors; nothing the run started outlives it.
+//! predecessors (and each file's own bound on the count holds); the
+//! *leader* cut off with the holder on it, slow peer links, a leader
+//! killed while a lock request is in flight leave the fence holding; a
+//! client's connection cut while its session lives is no alarm; nothing
+//! the run started outlives it.
 //!
 //! Needs Debian's `zookeeper` (3.8, with a Java runtime) and the
 //! Redis/PostgreSQL of the live mode; without them the test prints one loud
@@ -36,6 +40,10 @@ fn zk_run() -> Option<&'static Table> {
                     "live/zk-partitioned-holder-fenced.toml",
                     "live/zk-predecessor-watch.toml",
                     "live/zk-herd-watch.toml",
+                    "live/zk-partitioned-leader-fenced.toml",
+                    "live/zk-delayed-peers-fenced.toml",
+                    "live/zk-client-cut-session-lives.toml",
+                    "live/zk-member-crash-during-acquire.toml",
                 ],
                 &[
                     "live-zk-gc-pause-plain-update",
@@ -48,6 +56,9 @@ fn zk_run() -> Option<&'static Table> {
                     "live-zk-partitioned-holder-fenced",
                     "live-zk-predecessor-watch",
                     "live-zk-herd-watch",
+                    "live-zk-partitioned-leader-fenced",
+                    "live-zk-delayed-peers-fenced",
+                    "live-zk-member-crash-during-acquire",
                 ],
             )
         })
@@ -60,6 +71,22 @@ fn zk_lock_is_found_stale_unfenced_and_fenced_through_pause_leader_death_and_par
     // run_and_check asserts every scenario's verdict.
     let Some(table) = zk_run() else { return };
     assert!(cell(table, "live-zk-partitioned-holder-fenced", "none").is_some());
+}
+
+#[test]
+fn a_client_connection_cut_while_the_session_lives_is_no_alarm_and_the_holder_keeps_the_lock() {
+    // Clean in both trials and (the file's max_fence_rejected = 0, which
+    // the run's exit status holds) no write refused: B never owned the
+    // lock while A's session lived.
+    let Some(table) = zk_run() else { return };
+    assert_eq!(
+        cell(table, "live-zk-client-cut-session-lives", "none"),
+        Some("2/2")
+    );
+    assert_eq!(
+        cell(table, "live-zk-client-cut-session-lives", "fence_rejected"),
+        None
+    );
 }
 
 #[test]
@@ -89,6 +116,42 @@ fn a_member_beyond_the_three_is_bad_input_naming_the_file() {
         "lock = \"zk-lock\"\nwrite = \"plain\"\nttl_ms = 1000\n[[worker]]\nname = \"A\"\n\
          [[fault]]\nkind = \"crash\"\nnode = \"member/3\"\nat_ms = 10\n[expect]\n",
         "unknown member \"member/3\"",
+    );
+}
+
+#[test]
+fn a_watch_count_bound_on_an_etcd_lock_is_bad_input_naming_the_file() {
+    assert_bad_input(
+        "lock = \"etcd-lock\"\nwrite = \"plain\"\nttl_ms = 1000\n[[worker]]\nname = \"A\"\n\
+         [expect]\nmin_watch_notified = 8\n",
+        "watch notifications are counted on a ZooKeeper lock (zk-lock); this scenario's lock is etcd-lock",
+    );
+}
+
+#[test]
+fn a_maximum_watch_count_below_the_minimum_is_bad_input_naming_the_file() {
+    assert_bad_input(
+        "lock = \"zk-lock\"\nwrite = \"plain\"\nttl_ms = 1000\n[[worker]]\nname = \"A\"\n\
+         [expect]\nmin_watch_notified = 8\nmax_watch_notified = 6\n",
+        "bad.toml:11:22: max_watch_notified = 6 is below min_watch_notified = 8",
+    );
+}
+
+#[test]
+fn a_negative_watch_count_is_bad_input_naming_the_file() {
+    assert_bad_input(
+        "lock = \"zk-lock\"\nwrite = \"plain\"\nttl_ms = 1000\n[[worker]]\nname = \"A\"\n\
+         [expect]\nmax_watch_notified = -1\n",
+        "bad.toml:10:",
+    );
+}
+
+#[test]
+fn a_cut_of_the_lock_connection_on_a_redis_lock_is_bad_input_naming_the_file() {
+    assert_bad_input(
+        "lock = \"redis-set-nx-del\"\nwrite = \"plain\"\nttl_ms = 100\n[[worker]]\nname = \"A\"\n\
+         [[fault]]\nkind = \"cut\"\nnode = \"worker/A\"\nmessage = \"lock\"\nafter = \"read_ok\"\n[expect]\n",
+        "message = \"lock\" goes with kind = \"cut\" on an etcd or ZooKeeper lock",
     );
 }
 

@@ -203,7 +203,13 @@ pub fn assert_killed_harness_leaves_nothing(kind: ClusterKind, file: &str) {
         .spawn()
         .unwrap();
     let mut text = String::new();
-    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+    // The pipe stays open until the harness is killed: dropped here, the
+    // harness's next line would fail with EPIPE and it would exit by
+    // itself (a panic, whose unwinding runs every Drop) — a harness that
+    // cleaned up after itself, which this test must not mistake for one
+    // whose children died with it.
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    for line in (&mut stdout).lines() {
         let line = line.unwrap();
         text.push_str(&line);
         text.push('\n');
@@ -216,12 +222,20 @@ pub fn assert_killed_harness_leaves_nothing(kind: ClusterKind, file: &str) {
     assert!(text.contains(&banner), "{text}\n{}", stderr());
     let pids = started_pids(&text);
     // redis-server, its replica, postgres and the three members.
-    assert!(pids.len() >= 6, "{pids:?} from\n{text}");
+    assert!(pids.len() >= 6, "{pids:?} from\n{text}\n{}", stderr());
     let first = text.lines().next().unwrap_or("");
     let root = PathBuf::from(first.rsplit(" in ").next().unwrap_or("").trim());
-    assert!(root.exists(), "{}", root.display());
+    // Still running at the kill: a harness that had already exited ran its
+    // Drops and proves nothing about a killed one. Its output says why.
+    assert!(
+        root.exists() && child.try_wait().unwrap().is_none(),
+        "the harness exited before it was killed ({}):\n{text}\n{}",
+        root.display(),
+        stderr()
+    );
     child.kill().unwrap();
     child.wait().unwrap();
+    drop(stdout);
     let deadline = Instant::now() + Duration::from_secs(10);
     while pids
         .iter()
