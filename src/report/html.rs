@@ -177,6 +177,14 @@ fn section(s: &mut String, sc: &ScenarioResults, svg: Option<&str>) {
         }
         s.push_str("</ul>");
     }
+    if !sc.trials.is_empty() {
+        let lines: Vec<String> = sc.trials.iter().map(|l| esc(l)).collect();
+        let _ = write!(
+            s,
+            "<h3>Trials</h3><pre class=\"trials\">{}</pre>",
+            lines.join("\n")
+        );
+    }
     if let (Some(t), Some(svg)) = (&sc.timeline, svg) {
         timeline(s, t, svg);
     }

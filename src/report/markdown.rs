@@ -78,6 +78,9 @@ pub fn render(doc: &Doc) -> String {
         for p in &sc.problems {
             let _ = writeln!(s, "- {p}");
         }
+        if !sc.trials.is_empty() {
+            let _ = writeln!(s, "\n```text\n{}\n```", sc.trials.join("\n"));
+        }
         if let Some(t) = &sc.timeline {
             let _ = writeln!(s, "\n### Timeline of seed {} ({})\n", t.seed, t.reason);
             let _ = writeln!(s, "![timeline of {} seed {}]({})\n", sc.name, t.seed, t.svg);
