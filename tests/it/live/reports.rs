@@ -3,7 +3,7 @@
 //! holds `live_exclusive()`; refusing an unwritable output needs none.
 
 use crate::common::{live_exclusive, live_servers_present};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn fencesim() -> Command {
@@ -14,31 +14,33 @@ fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-#[test]
-fn a_live_run_writes_versioned_json_junit_and_a_report_with_a_real_trials_timeline() {
-    let test = "a_live_run_writes_versioned_json_junit_and_a_report";
+/// Where a run's three reports go, in its temporary directory.
+struct Reports {
+    json: PathBuf,
+    junit: PathBuf,
+    report: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+/// Runs `fencesim ARGS --out DIR/out --json --junit --report` from the
+/// repository root on the machine's only live run, and asserts it
+/// succeeded; None (the skip said why) without the servers.
+fn run_writing_reports(test: &str, args: &[&str]) -> Option<Reports> {
     if !live_servers_present(test) {
-        return;
+        return None;
     }
     let _serial = live_exclusive();
-    let tmp = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
     let (json, junit, report) = (
-        tmp.path().join("live.json"),
-        tmp.path().join("junit.xml"),
-        tmp.path().join("report"),
+        dir.path().join("report.json"),
+        dir.path().join("junit.xml"),
+        dir.path().join("report"),
     );
     let o = fencesim()
         .current_dir(root())
-        .args([
-            "live",
-            "live/gc-pause-plain-update.toml",
-            "--trials",
-            "2",
-            "--jobs",
-            "1",
-            "--out",
-        ])
-        .arg(tmp.path().join("histories"))
+        .args(args)
+        .arg("--out")
+        .arg(dir.path().join("out"))
         .arg("--json")
         .arg(&json)
         .arg("--junit")
@@ -47,16 +49,40 @@ fn a_live_run_writes_versioned_json_junit_and_a_report_with_a_real_trials_timeli
         .arg(&report)
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(
         o.status.success(),
-        "fencesim live failed ({}):\n{stdout}\n{}",
+        "fencesim {args:?} failed ({}):\n{}\n{}",
         o.status,
+        String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     );
+    Some(Reports {
+        json,
+        junit,
+        report,
+        _dir: dir,
+    })
+}
 
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+fn json_of(file: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap()
+}
+
+#[test]
+fn a_live_run_writes_versioned_json_junit_and_a_report_with_a_real_trials_timeline() {
+    let args = [
+        "live",
+        "live/gc-pause-plain-update.toml",
+        "--trials",
+        "2",
+        "--jobs",
+        "1",
+    ];
+    let test = "a_live_run_writes_versioned_json_junit_and_a_report";
+    let Some(r) = run_writing_reports(test, &args) else {
+        return;
+    };
+    let v = json_of(&r.json);
     assert_eq!(v["schema"], "fencesim-live");
     assert_eq!(v["schema_version"], 1);
     assert_eq!(v["exit_code"], 0);
@@ -79,7 +105,7 @@ fn a_live_run_writes_versioned_json_junit_and_a_report_with_a_real_trials_timeli
         .ends_with("-trial-1.jsonl"));
     assert!(trial["not_judged"].is_null());
 
-    let xml = std::fs::read_to_string(&junit).unwrap();
+    let xml = std::fs::read_to_string(&r.junit).unwrap();
     assert!(
         xml.contains("<testsuite name=\"fencesim live\" tests=\"1\" failures=\"0\""),
         "{xml}"
@@ -87,7 +113,7 @@ fn a_live_run_writes_versioned_json_junit_and_a_report_with_a_real_trials_timeli
     assert_eq!(xml.matches("<testcase ").count(), 1, "{xml}");
     assert!(!xml.contains("<failure"), "{xml}");
 
-    let html = std::fs::read_to_string(report.join("index.html")).unwrap();
+    let html = std::fs::read_to_string(r.report.join("index.html")).unwrap();
     assert!(
         html.contains("<svg") && html.contains("class=\"timeline"),
         "no timeline"
@@ -96,7 +122,7 @@ fn a_live_run_writes_versioned_json_junit_and_a_report_with_a_real_trials_timeli
     assert!(html.contains("<g class=\"shade "), "no pause hatching");
     assert!(html.contains("<h3>Trials</h3>"), "no trials table");
     for file in ["summary.md", "results.json"] {
-        assert!(report.join(file).is_file(), "{file} missing");
+        assert!(r.report.join(file).is_file(), "{file} missing");
     }
 }
 
@@ -120,5 +146,69 @@ fn an_unwritable_output_is_refused_before_any_server_starts() {
             !stdout.contains("redis-server on"),
             "{flag}: a server started: {stdout}"
         );
+    }
+}
+
+#[test]
+fn a_clean_live_search_writes_its_coverage_as_json_junit_and_a_report() {
+    let args = [
+        "search",
+        "live/gc-pause-fenced-update.toml",
+        "--faults",
+        "1",
+    ];
+    let test = "a_clean_live_search_writes_its_coverage_as_json_junit_and_a_report";
+    let Some(r) = run_writing_reports(test, &args) else {
+        return;
+    };
+    let v = json_of(&r.json);
+    assert_eq!(v["schema"], "fencesim-live-search");
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["exit_code"], 0);
+    assert_eq!(v["findings"].as_array().unwrap().len(), 0);
+    let c = &v["coverage"];
+    assert!(c["trials"].as_u64().unwrap() > 0, "{c:#}");
+    assert_eq!(
+        c["tried"].as_u64(),
+        Some(c["placements"].as_u64().unwrap() - c["not_expressible"].as_u64().unwrap())
+    );
+
+    let xml = std::fs::read_to_string(&r.junit).unwrap();
+    assert!(
+        xml.contains("<testsuite name=\"fencesim search (live)\" tests=\"1\" failures=\"0\""),
+        "{xml}"
+    );
+    assert!(r.report.join("index.html").is_file() && r.report.join("results.json").is_file());
+}
+
+#[test]
+fn reports_are_refused_where_the_search_cannot_write_them() {
+    let cases: [(&[&str], &str); 2] = [
+        (
+            &[
+                "search",
+                "live/gc-pause-plain-update.toml",
+                "--chaos",
+                "1",
+                "--json",
+                "x.json",
+            ],
+            "--chaos",
+        ),
+        (
+            &[
+                "search",
+                "scenarios/article/gc-pause-stale-write.toml",
+                "--junit",
+                "x.xml",
+            ],
+            "live scenario",
+        ),
+    ];
+    for (args, why) in cases {
+        let o = fencesim().current_dir(root()).args(args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(why), "{args:?}: {stderr}");
     }
 }
