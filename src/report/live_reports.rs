@@ -144,7 +144,14 @@ pub fn junit(r: &LiveJson) -> String {
                 } else {
                     found.join(", ")
                 };
-                let message = format!("expected {expected}; found {found}");
+                let message = match s
+                    .trials
+                    .iter()
+                    .find_map(|t| Some((t.index, t.not_judged.as_ref()?)))
+                {
+                    Some((k, why)) => format!("trial {k} could not be judged: {why}"),
+                    None => format!("expected {expected}; found {found}"),
+                };
                 let text = std::iter::once(message.clone())
                     .chain(s.problems.iter().cloned())
                     .collect::<Vec<_>>()

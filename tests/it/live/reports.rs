@@ -212,3 +212,44 @@ fn reports_are_refused_where_the_search_cannot_write_them() {
         assert!(stderr.contains(why), "{args:?}: {stderr}");
     }
 }
+
+#[test]
+fn a_users_program_that_fails_leaves_reports_naming_the_trial_that_could_not_be_judged() {
+    let test = "a_users_program_that_fails_leaves_reports_naming_the_trial";
+    if !live_servers_present(test) {
+        return;
+    }
+    let _serial = live_exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let (json, junit) = (dir.path().join("l.json"), dir.path().join("j.xml"));
+    let o = fencesim()
+        .current_dir(root())
+        .args(["live", "live/gc-pause-plain-update.toml", "--trials", "2"])
+        .args(["--worker-cmd", "exit 7", "--out"])
+        .arg(dir.path().join("out"))
+        .arg("--json")
+        .arg(&json)
+        .arg("--junit")
+        .arg(&junit)
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v = json_of(&json);
+    assert_eq!(v["exit_code"], 3);
+    let trial = &v["scenarios"][0]["trials"][0];
+    assert!(
+        trial["not_judged"].as_str().unwrap().contains("exit"),
+        "{trial:#}"
+    );
+    assert!(v["scenarios"][0]["simulated"].is_null());
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains("<failure message=\"trial 1 could not be judged"),
+        "{xml}"
+    );
+}
