@@ -6,9 +6,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use super::flags::JobsFlag;
+use super::{check_writable_dir, check_writable_file};
 use super::{BadInput, EXIT_FAILED, EXIT_INTERNAL, EXIT_OK};
 use crate::live::{client, history, scenario, servers::Servers, trial};
 use crate::report::{self, live::Tally};
@@ -48,21 +49,39 @@ pub struct LiveArgs {
     /// drops at the end.
     #[arg(long, value_name = "URL")]
     pub postgres: Option<String>,
+    /// Also write the run as JSON (schema `fencesim-live`, docs/live.md) to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Also write JUnit XML (one test case per scenario) to this file.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Also write a report directory: index.html (a real trial's SVG timeline), summary.md, results.json.
+    #[arg(long, value_name = "DIR")]
+    pub report: Option<PathBuf>,
 }
 
 pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
     let scenarios = load_scenarios(&args)?;
+    // Output paths too: an unwritable --junit must not cost the servers and trials.
+    check_outputs(&args)?;
     crate::live::install_interrupt_handler();
     let exe = std::env::current_exe()?;
     let mut servers = start_servers(&args)?;
     let jobs = args.jobs.resolve();
     std::fs::create_dir_all(&args.out)?;
     let mut rows = Vec::new();
+    let mut runs = Vec::new();
     for s in &scenarios {
-        let Some(t) = run_trials(&args, s, &mut servers, &exe)? else {
+        let run = run_trials(&args, s, &mut servers, &exe)?;
+        if run.not_judged {
+            // A user's program misbehaved: no verdict (exit 3), the reports say why.
+            runs.push((s, run, None));
+            write_outputs(&args, &runs, EXIT_INTERNAL)?;
             return Ok(ExitCode::from(EXIT_INTERNAL));
-        };
-        rows.push(twin_row(s, t, jobs)?);
+        }
+        let row = twin_row(s, run.tally.clone(), jobs)?;
+        runs.push((s, run, Some(sim_json(s, &row.sim))));
+        rows.push(row);
     }
     let all_met = rows.iter().all(|r| r.met);
     let table: Vec<report::live::TwinRow> = rows
@@ -79,7 +98,113 @@ pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
     print!("{}", report::live::twin_table(&table));
     // A user's servers keep nothing of the run (the harness's own go with their directory).
     servers.clean_up()?;
-    Ok(ExitCode::from(if all_met { EXIT_OK } else { EXIT_FAILED }))
+    let code = if all_met { EXIT_OK } else { EXIT_FAILED };
+    write_outputs(&args, &runs, code)?;
+    Ok(ExitCode::from(code))
+}
+
+/// Fails before any server starts if `--json`, `--junit` or `--report` cannot be written.
+fn check_outputs(args: &LiveArgs) -> Result<(), BadInput> {
+    for (flag, file) in [("--json", &args.json), ("--junit", &args.junit)] {
+        if let Some(file) = file {
+            check_writable_file(flag, file)?;
+        }
+    }
+    if let Some(dir) = &args.report {
+        check_writable_dir("--report", dir)?;
+    }
+    Ok(())
+}
+
+/// A scenario's trials as the reports carry them.
+struct ScenarioRun {
+    tally: Tally,
+    trials: Vec<report::live_reports::TrialJson>,
+    /// The trial the report draws: the first with a violation, else the last.
+    drawn: Option<(u32, history::TrialResult, PathBuf)>,
+    /// The last trial could not be judged (a user's program misbehaved).
+    not_judged: bool,
+}
+
+/// The simulated twin's sweep for the JSON report.
+fn sim_json(
+    s: &scenario::LiveScenario,
+    sim: &crate::suite::ScenarioResult,
+) -> report::live_reports::SimulatedJson {
+    report::live_reports::SimulatedJson {
+        scenario: s.twin.display().to_string(),
+        seeds: sim.agg.seeds,
+        seeds_with: report::live_reports::per_kind(|k| sim.agg.failing_seeds[k as usize]),
+        fence_rejected_total: sim.agg.fence_rejected_total,
+    }
+}
+
+type Run<'a> = (
+    &'a scenario::LiveScenario,
+    ScenarioRun,
+    Option<report::live_reports::SimulatedJson>,
+);
+
+/// `--json`, `--junit` and `--report`, each when asked.
+fn write_outputs(args: &LiveArgs, runs: &[Run], code: u8) -> Result<()> {
+    use report::live_reports::{self as lr, Drawn, ScenarioJson};
+    let scenarios: Vec<ScenarioJson> = runs
+        .iter()
+        .map(|(s, run, sim)| {
+            let t = &run.tally;
+            let problems = if run.not_judged {
+                vec!["a trial could not be judged: no verdict".to_string()]
+            } else {
+                problems(s, t)
+            };
+            ScenarioJson {
+                name: s.name.clone(),
+                path: s.path.display().to_string(),
+                lock: s.lock.name().to_string(),
+                write: s.write.name().to_string(),
+                twin: s.twin.display().to_string(),
+                find: s.find.iter().map(|k| k.name().to_string()).collect(),
+                trials: run.trials.clone(),
+                live_trials_with: lr::per_kind(|k| t.found[k as usize] as u64),
+                clean_trials: t.clean as u64,
+                fence_rejected_trials: t.fence_rejected_trials as u64,
+                simulated: sim.clone(),
+                met: problems.is_empty(),
+                problems,
+            }
+        })
+        .collect();
+    let json = lr::LiveJson::new(scenarios, code);
+    let put = |file: &std::path::Path, text: String| {
+        std::fs::write(file, text).with_context(|| format!("writing {}", file.display()))
+    };
+    if let Some(file) = &args.json {
+        put(file, lr::to_json(&json))?;
+    }
+    if let Some(file) = &args.junit {
+        put(file, lr::junit(&json))?;
+    }
+    if let Some(dir) = &args.report {
+        let drawn: Vec<Option<Drawn>> = runs
+            .iter()
+            .map(|(_, run, _)| {
+                run.drawn.as_ref().map(|(k, r, file)| Drawn {
+                    trial: *k,
+                    reason: if r.report.is_clean() {
+                        "the last trial (none showed a violation)".to_string()
+                    } else {
+                        "the first trial with a violation".to_string()
+                    },
+                    history: &r.history,
+                    report: &r.report,
+                    history_file: file,
+                })
+            })
+            .collect();
+        report::write::write(dir, &lr::doc(&json, &drawn))?;
+        println!("report written to {}", dir.join("index.html").display());
+    }
+    Ok(())
 }
 
 /// The scenarios, refused before any server starts when they ask for what
@@ -174,21 +299,27 @@ pub(super) fn start_own_servers(user: crate::live::servers::UserServers) -> Resu
     Ok(servers)
 }
 
-/// A scenario's trials, each printed and tallied. None: a user's program
-/// misbehaved (reported on stderr; no verdict, exit 3).
+/// A scenario's trials, each printed and tallied. `not_judged`: a user's
+/// program misbehaved (reported on stderr; no verdict, exit 3).
 fn run_trials(
     args: &LiveArgs,
     s: &scenario::LiveScenario,
     servers: &mut Servers,
     exe: &std::path::Path,
-) -> Result<Option<Tally>> {
+) -> Result<ScenarioRun> {
     let n = args.trials.unwrap_or(s.trials);
     print!(
         "{}",
         report::live::scenario_heading(&s.name, s.lock.name(), s.write.name(), &s.twin)
     );
-    let mut t = Tally::new(n);
+    let t = Tally::new(n);
     let timeout = Duration::from_millis(args.timeout_ms);
+    let mut run = ScenarioRun {
+        tally: t,
+        trials: Vec::new(),
+        drawn: None,
+        not_judged: false,
+    };
     for k in 1..=n {
         if crate::live::interrupted() {
             anyhow::bail!("interrupted");
@@ -199,7 +330,17 @@ fn run_trials(
             Ok(r) => r,
             Err(e) => {
                 eprintln!("error: trial {k}/{n} of {}: {e}", s.name);
-                return Ok(None);
+                run.trials.push(report::live_reports::TrialJson {
+                    index: k,
+                    violations: Vec::new(),
+                    fence_rejected: 0,
+                    faults: Vec::new(),
+                    history_file: None,
+                    trial_ms: started.elapsed().as_millis() as u64,
+                    not_judged: Some(e),
+                });
+                run.not_judged = true;
+                return Ok(run);
             }
         };
         let trial_ms = started.elapsed().as_millis();
@@ -208,7 +349,7 @@ fn run_trials(
         if let Some(h) = &args.history {
             history::write_history(&r.history, h)?;
         }
-        tally(&mut t, &r.report);
+        tally(&mut run.tally, &r.report);
         let zk = s.lock == crate::live::LockKind::ZkLock;
         print!(
             "{}",
@@ -223,8 +364,25 @@ fn run_trials(
                 trial_ms,
             })
         );
+        run.trials.push(report::live_reports::TrialJson {
+            index: k,
+            violations: r.report.kinds().map(|k| k.name().to_string()).collect(),
+            fence_rejected: r.report.info.fence_rejected_total,
+            faults: r.faults.clone(),
+            history_file: Some(file.display().to_string()),
+            trial_ms: trial_ms as u64,
+            not_judged: None,
+        });
+        // Drawn: the first trial with a violation, else the last one.
+        if run
+            .drawn
+            .as_ref()
+            .is_none_or(|(_, d, _)| d.report.is_clean())
+        {
+            run.drawn = Some((k, r, file));
+        }
     }
-    Ok(Some(t))
+    Ok(run)
 }
 
 /// One trial, by the built-in worker or by `worker_cmd`. Inner Err: the
@@ -295,7 +453,7 @@ fn twin_row(s: &scenario::LiveScenario, t: Tally, jobs: usize) -> Result<Row> {
     });
     Ok(Row {
         name: s.name.clone(),
-        met: met(s, &t),
+        met: problems(s, &t).is_empty(),
         live: t,
         sim,
         find: s.find.clone(),
@@ -303,22 +461,59 @@ fn twin_row(s: &scenario::LiveScenario, t: Tally, jobs: usize) -> Result<Row> {
     })
 }
 
-/// An unsafe scenario must show each expected kind in most trials; a safe
-/// one must be clean in every trial; fence rejections and watch
-/// notifications, when bounded, within their bounds in every trial.
-fn met(s: &scenario::LiveScenario, t: &Tally) -> bool {
-    let found_ok = if s.find.is_empty() {
-        t.clean == t.trials
-    } else {
-        s.find.iter().all(|k| 2 * t.found[*k as usize] > t.trials)
-    };
-    let at_least = |min: Option<u64>, fewest: u64| min.is_none_or(|m| fewest >= m);
-    let at_most = |max: Option<u64>, most: u64| max.is_none_or(|m| most <= m);
-    found_ok
-        && (s.min_fence_rejected == 0 || t.min_fence_rejected >= s.min_fence_rejected)
-        && at_most(s.max_fence_rejected, t.max_fence_rejected)
-        && at_least(s.min_watch_notified, t.min_watch_notifications)
-        && at_most(s.max_watch_notified, t.max_watch_notifications)
+/// Why the expectation is not met (empty: met). An unsafe scenario must
+/// show each expected kind in most trials; a safe one must be clean in
+/// every trial; fence rejections and watch notifications, when bounded,
+/// within their bounds in every trial.
+fn problems(s: &scenario::LiveScenario, t: &Tally) -> Vec<String> {
+    let mut out = Vec::new();
+    if s.find.is_empty() && t.clean != t.trials {
+        out.push(format!(
+            "expected every trial clean; {} of {} were",
+            t.clean, t.trials
+        ));
+    }
+    for k in &s.find {
+        let n = t.found[*k as usize];
+        if 2 * n <= t.trials {
+            out.push(format!(
+                "expected {} in most trials; found in {n} of {}",
+                k.name(),
+                t.trials
+            ));
+        }
+    }
+    if s.min_fence_rejected > 0 && t.min_fence_rejected < s.min_fence_rejected {
+        out.push(format!(
+            "expected the fence to reject at least {} write(s) in every trial; the fewest was {}",
+            s.min_fence_rejected, t.min_fence_rejected
+        ));
+    }
+    if let Some(max) = s.max_fence_rejected.filter(|m| t.max_fence_rejected > *m) {
+        out.push(format!(
+            "expected at most {max} fence rejection(s) per trial; the most was {}",
+            t.max_fence_rejected
+        ));
+    }
+    if let Some(min) = s
+        .min_watch_notified
+        .filter(|m| t.min_watch_notifications < *m)
+    {
+        out.push(format!(
+            "expected at least {min} watch notification(s) per trial; the fewest was {}",
+            t.min_watch_notifications
+        ));
+    }
+    if let Some(max) = s
+        .max_watch_notified
+        .filter(|m| t.max_watch_notifications > *m)
+    {
+        out.push(format!(
+            "expected at most {max} watch notification(s) per trial; the most was {}",
+            t.max_watch_notifications
+        ));
+    }
+    out
 }
 
 pub fn cmd_worker(args: crate::live::worker::WorkerArgs) -> Result<ExitCode> {

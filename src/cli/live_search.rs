@@ -40,6 +40,10 @@ pub struct LiveSearch<'a> {
     pub chaos_trials: u32,
     /// Trials at once, each job on its own servers.
     pub jobs: usize,
+    /// The reports a CI job publishes (enumeration only, not `--chaos`).
+    pub json: Option<&'a Path>,
+    pub junit: Option<&'a Path>,
+    pub report: Option<&'a Path>,
 }
 
 /// Whether `src` is a live scenario (a `lock` recipe, no simulated `[protocol]`).
@@ -92,6 +96,7 @@ pub fn cmd(a: LiveSearch) -> Result<ExitCode> {
         worker_cmd: worker_cmd.as_deref(),
         singles: &singles,
     };
+    check_outputs(&a)?;
     if let Some(seed) = a.chaos {
         return chaos(&ctx, &s0, seed, &a);
     }
@@ -138,18 +143,103 @@ pub fn cmd(a: LiveSearch) -> Result<ExitCode> {
         timeout,
         ..
     } = Rig::start(&a)?;
+    let mut confirmed = Vec::new();
     for (f, out) in cov.findings.iter().zip(&outs) {
-        confirm(&ctx, f, out, a.confirm, &mut servers, &exe, timeout)?;
+        confirmed.push(confirm(
+            &ctx,
+            f,
+            out,
+            a.confirm,
+            &mut servers,
+            &exe,
+            timeout,
+        )?);
     }
     servers.clean_up()?;
-    Ok(ExitCode::from(if !cov.findings.is_empty() {
+    let code = if !cov.findings.is_empty() {
         EXIT_FAILED
     } else if cov.trials > 0 && cov.unjudged == cov.trials {
         EXIT_INTERNAL
     } else {
         println!("clean: no placement of up to {} faults broke it", a.faults);
         EXIT_OK
-    }))
+    };
+    let findings = (cov.findings.iter().zip(&outs).zip(&confirmed))
+        .map(|((f, out), &(shown, ok))| (f, out.as_path(), shown, ok));
+    write_outputs(&a, &ctx, &cov, wall_s, findings, code)?;
+    Ok(ExitCode::from(code))
+}
+
+/// Fails before any server starts if `--json`, `--junit` or `--report`
+/// cannot be written; the nemesis (`--chaos`) writes none of them.
+fn check_outputs(a: &LiveSearch) -> Result<(), BadInput> {
+    let asked = [
+        ("--json", a.json),
+        ("--junit", a.junit),
+        ("--report", a.report),
+    ];
+    if let (Some(_), Some((flag, _))) = (a.chaos, asked.iter().find(|(_, p)| p.is_some())) {
+        return Err(BadInput(format!(
+            "{flag}: the live search writes reports for the enumeration, not --chaos"
+        )));
+    }
+    for (flag, file) in &asked[..2] {
+        if let Some(file) = file {
+            super::check_writable_file(flag, file)?;
+        }
+    }
+    if let Some(dir) = a.report {
+        super::check_writable_dir("--report", dir)?;
+    }
+    Ok(())
+}
+
+/// `--json`, `--junit` and `--report` of the enumeration, each when asked.
+fn write_outputs<'f>(
+    a: &LiveSearch,
+    ctx: &Ctx,
+    cov: &Coverage,
+    wall_s: f64,
+    findings: impl Iterator<Item = (&'f Finding, &'f Path, u32, bool)>,
+    code: u8,
+) -> Result<()> {
+    use crate::report::live_reports as lr;
+    let coverage = lr::CoverageJson {
+        placements: cov.placements as u64,
+        tried: (cov.placements - cov.not_expressible) as u64,
+        not_expressible: cov.not_expressible as u64,
+        trials: cov.trials as u64,
+        not_judged: cov.unjudged as u64,
+        first_not_judged: cov.first_unjudged.clone(),
+        distinct_histories: cov.shapes.len() as u64,
+        wall_s,
+    };
+    let findings = findings
+        .map(|(f, out, shown, reproduces)| lr::FindingJson {
+            kind: f.kind.name().to_string(),
+            placements: f.placements.iter().map(|p| ctx.labels(p)).collect(),
+            first_at_trial: f.after_trials,
+            file: out.display().to_string(),
+            reruns_shown: shown,
+            reruns: a.confirm,
+            reproduces,
+        })
+        .collect();
+    let r = lr::SearchJson::new(a.path, a.faults, coverage, findings, code);
+    let put = |file: &Path, text: String| {
+        std::fs::write(file, text).with_context(|| format!("writing {}", file.display()))
+    };
+    if let Some(file) = a.json {
+        put(file, lr::to_json(&r))?;
+    }
+    if let Some(file) = a.junit {
+        put(file, lr::search_junit(&r))?;
+    }
+    if let Some(dir) = a.report {
+        crate::report::write::write(dir, &lr::search_doc(&r))?;
+        println!("report written to {}", dir.join("index.html").display());
+    }
+    Ok(())
 }
 
 fn worker_note(cmd: Option<&str>) -> String {
@@ -370,7 +460,8 @@ const CANDIDATES: usize = 3;
 /// four in five trials show the violation. One that does not (a pause
 /// about as long as the lease wins the race only sometimes) gives way to
 /// the kind's next placement, up to [`CANDIDATES`]; the file left at `out`
-/// is the last one tried.
+/// is the last one tried. Returns its reruns that showed the kind, and
+/// whether it reproduces.
 fn confirm(
     ctx: &Ctx,
     f: &Finding,
@@ -379,7 +470,7 @@ fn confirm(
     servers: &mut Servers,
     exe: &Path,
     timeout: Duration,
-) -> Result<()> {
+) -> Result<(u32, bool)> {
     for (c, placement) in f.placements.iter().take(CANDIDATES).enumerate() {
         let shown = rerun(ctx, f, placement, out, n, servers, exe, timeout)?;
         let reproduces = reproduces(shown, n);
@@ -396,10 +487,10 @@ fn confirm(
         );
         let last = c + 1 == f.placements.len().min(CANDIDATES);
         if reproduces || last {
-            return Ok(());
+            return Ok((shown, reproduces));
         }
     }
-    Ok(())
+    Ok((0, false))
 }
 
 /// Writes `placement` as the finding's scenario at `out` and runs that

@@ -47,9 +47,16 @@ pub struct SearchArgs {
     /// Run only shard I of N (0-based) of the enumeration; write it with --json, then merge.
     #[arg(long, value_name = "I/N", value_parser = parse_shard)]
     shard: Option<crate::suite::Shard>,
-    /// Write this (shard's) runs as JSON, for `--merge`.
+    /// Write this (shard's) runs as JSON, for `--merge`; for a live scenario, the
+    /// search's coverage and findings (schema `fencesim-live-search`, docs/live.md).
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+    /// A live scenario: also write JUnit XML (one test case, failed by a finding).
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
+    /// A live scenario: also write a report directory (index.html, summary.md, results.json).
+    #[arg(long, value_name = "DIR")]
+    report: Option<PathBuf>,
     /// Run nothing: merge the --json files of shards 0..N of this scenario's search and
     /// report exactly what the unsharded search reports.
     #[arg(long, value_name = "FILES", num_args = 1..)]
@@ -175,7 +182,16 @@ pub fn cmd(args: SearchArgs) -> Result<ExitCode> {
             // Live trials are real processes on real servers: one at a
             // time unless asked (each job starts its own servers).
             jobs: args.jobs.jobs.unwrap_or(1),
+            json: args.json.as_deref(),
+            junit: args.junit.as_deref(),
+            report: args.report.as_deref(),
         });
+    }
+    if args.junit.is_some() || args.report.is_some() {
+        return Err(BadInput(
+            "--junit and --report are for a live scenario's search; a simulated one writes its runs with --json".into(),
+        )
+        .into());
     }
     let scenario = load(path)?;
     let source =

@@ -157,9 +157,15 @@ fn section(s: &mut String, sc: &ScenarioResults, svg: Option<&str>) {
     } else {
         found.join(", ")
     };
+    // A live scenario's runs are trials (numbered from 1), not seeds.
+    let unit = if sc.trials.is_empty() {
+        "seed"
+    } else {
+        "trial"
+    };
     let _ = write!(
         s,
-        "<p>{} seed(s) from {}: {} · expectation <span class=\"{}\">{}</span></p>",
+        "<p>{} {unit}(s) from {}: {} · expectation <span class=\"{}\">{}</span></p>",
         sc.seeds,
         sc.seed_start,
         esc(&found),
@@ -177,17 +183,27 @@ fn section(s: &mut String, sc: &ScenarioResults, svg: Option<&str>) {
         }
         s.push_str("</ul>");
     }
-    if let (Some(t), Some(svg)) = (&sc.timeline, svg) {
-        timeline(s, t, svg);
+    if !sc.trials.is_empty() {
+        let lines: Vec<String> = sc.trials.iter().map(|l| esc(l)).collect();
+        let _ = write!(
+            s,
+            "<h3>Trials</h3><pre class=\"trials\">{}</pre>",
+            lines.join("\n")
+        );
     }
-    charts(s, sc);
+    if let (Some(t), Some(svg)) = (&sc.timeline, svg) {
+        timeline(s, t, svg, unit);
+    }
+    if !sc.metrics.is_empty() {
+        charts(s, sc);
+    }
     s.push_str("</section>\n");
 }
 
-fn timeline(s: &mut String, t: &TimelineResults, svg: &str) {
+fn timeline(s: &mut String, t: &TimelineResults, svg: &str, unit: &str) {
     let _ = write!(
         s,
-        "<h3>Timeline of seed {} <span class=\"muted\">({})</span></h3><div class=\"timeline-wrap\">{}</div>",
+        "<h3>Timeline of {unit} {} <span class=\"muted\">({})</span></h3><div class=\"timeline-wrap\">{}</div>",
         t.seed,
         esc(&t.reason),
         svg.trim_end()

@@ -2,7 +2,8 @@
 //! scenario, failed when its expectation is not met, with the problems and
 //! the command that replays the first failing seed in the failure text.
 //! Written by hand: the format needed is a dozen lines, and every string
-//! that reaches the file goes through [`escape`].
+//! that reaches the file goes through [`esc`]. [`suite`] is shared with
+//! `fencesim live` and the live search, which fill [`Case`]s of their own.
 
 use std::fmt::Write;
 
@@ -10,40 +11,69 @@ use super::xml::esc;
 use crate::suite::ScenarioResult;
 
 pub fn render(results: &[ScenarioResult]) -> String {
-    let failures = results.iter().filter(|r| !r.met()).count();
+    let cases: Vec<Case> = results
+        .iter()
+        .map(|r| Case {
+            classname: r.protocol.clone(),
+            name: r.name.clone(),
+            file: r.path.clone(),
+            failure: (!r.met()).then(|| {
+                let mut text = r.problems.join("\n");
+                if let Some(seed) = r.replay_seed {
+                    let _ = write!(text, "\nreplay: {}", r.repro(seed));
+                }
+                let message = r.problems.first().cloned().unwrap_or_default();
+                (message, text)
+            }),
+        })
+        .collect();
+    suite("fencesim run", &cases)
+}
+
+/// One `<testcase>`: failed when `failure` holds (message, text).
+pub struct Case {
+    pub classname: String,
+    pub name: String,
+    pub file: String,
+    pub failure: Option<(String, String)>,
+}
+
+/// A whole JUnit file: one `<testsuite>` named `suite` holding `cases`.
+pub fn suite(name: &str, cases: &[Case]) -> String {
+    let failures = cases.iter().filter(|c| c.failure.is_some()).count();
     let mut s = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
         s,
         "<testsuites name=\"fencesim\" tests=\"{}\" failures=\"{failures}\">",
-        results.len()
+        cases.len()
     );
     let _ = writeln!(
         s,
-        "  <testsuite name=\"fencesim run\" tests=\"{}\" failures=\"{failures}\" errors=\"0\">",
-        results.len()
+        "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"0\">",
+        esc(name),
+        cases.len()
     );
-    for r in results {
+    for c in cases {
         let _ = write!(
             s,
             "    <testcase classname=\"{}\" name=\"{}\" file=\"{}\"",
-            esc(&r.protocol),
-            esc(&r.name),
-            esc(&r.path)
+            esc(&c.classname),
+            esc(&c.name),
+            esc(&c.file)
         );
-        if r.met() {
-            let _ = writeln!(s, "/>");
-            continue;
+        match &c.failure {
+            None => {
+                let _ = writeln!(s, "/>");
+            }
+            Some((message, text)) => {
+                let _ = writeln!(
+                    s,
+                    ">\n      <failure message=\"{}\" type=\"expectation\">{}</failure>\n    </testcase>",
+                    esc(message),
+                    esc(text)
+                );
+            }
         }
-        let mut text = r.problems.join("\n");
-        if let Some(seed) = r.replay_seed {
-            let _ = write!(text, "\nreplay: {}", r.repro(seed));
-        }
-        let _ = writeln!(
-            s,
-            ">\n      <failure message=\"{}\" type=\"expectation\">{}</failure>\n    </testcase>",
-            esc(r.problems.first().map_or("", String::as_str)),
-            esc(&text)
-        );
     }
     s.push_str("  </testsuite>\n</testsuites>\n");
     s

@@ -99,6 +99,7 @@ pub fn trial_line(t: &TrialLine) -> String {
 }
 
 /// One scenario's tallies over its trials.
+#[derive(Clone)]
 pub struct Tally {
     pub trials: u32,
     /// Trials that showed each kind.

@@ -70,16 +70,29 @@ pub fn render(doc: &Doc) -> String {
         let _ = writeln!(s, "`{}` — {}\n", sc.path, sc.description.replace('\n', " "));
         let _ = writeln!(
             s,
-            "Expectation **{}** over {} seed(s) from {}.",
+            "Expectation **{}** over {} {}(s) from {}.",
             if sc.expectation_met { "met" } else { "NOT MET" },
             sc.seeds,
+            if sc.trials.is_empty() {
+                "seed"
+            } else {
+                "trial"
+            },
             sc.seed_start
         );
         for p in &sc.problems {
             let _ = writeln!(s, "- {p}");
         }
+        if !sc.trials.is_empty() {
+            let _ = writeln!(s, "\n```text\n{}\n```", sc.trials.join("\n"));
+        }
         if let Some(t) = &sc.timeline {
-            let _ = writeln!(s, "\n### Timeline of seed {} ({})\n", t.seed, t.reason);
+            let unit = if sc.trials.is_empty() {
+                "seed"
+            } else {
+                "trial"
+            };
+            let _ = writeln!(s, "\n### Timeline of {unit} {} ({})\n", t.seed, t.reason);
             let _ = writeln!(s, "![timeline of {} seed {}]({})\n", sc.name, t.seed, t.svg);
             for (i, v) in t.violations.iter().enumerate() {
                 let _ = writeln!(

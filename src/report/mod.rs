@@ -19,6 +19,7 @@ pub(crate) mod html;
 pub(crate) mod json;
 pub(crate) mod junit;
 pub(crate) mod live;
+pub(crate) mod live_reports;
 pub(crate) mod markdown;
 pub(crate) mod model_check;
 pub(crate) mod production;

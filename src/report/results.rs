@@ -49,6 +49,10 @@ pub struct ScenarioResults {
     pub metrics: Vec<MetricSeries>,
     /// The drawn seed, when there is one worth drawing.
     pub timeline: Option<TimelineResults>,
+    /// `fencesim live`: one line per trial (faults, verdict, history file);
+    /// absent for simulated runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trials: Vec<String>,
 }
 
 /// A metric's distribution over seeds.

@@ -98,6 +98,7 @@ pub fn run_doc(scenarios: &[Scenario], results: &[ScenarioResult]) -> Doc {
             digest: format!("{:016x}", r.agg.digest),
             metrics: metric_series(stats),
             timeline,
+            trials: Vec::new(),
         });
         doc.svgs.push(svg);
     }
@@ -132,6 +133,7 @@ pub fn replay_doc(s: &Scenario, out: &RunOutcome, report: &Report, swarm: bool) 
         digest: format!("{:016x}", out.trace_hash),
         metrics: metric_series(&stats),
         timeline: Some(timeline),
+        trials: Vec::new(),
     };
     Doc {
         results: Results {
@@ -165,15 +167,7 @@ fn timeline(
     swarm: bool,
 ) -> (TimelineResults, String) {
     let scene = scene::build(&out.history, &out.trace, report, out.end_ns);
-    let verdict = if report.is_clean() {
-        match report.info.fence_rejected_total {
-            0 => "no violations".to_string(),
-            n => format!("no violations — the fence rejected {n} stale write(s)"),
-        }
-    } else {
-        let kinds: Vec<&str> = report.kinds().map(|k| k.name()).collect();
-        kinds.join(", ")
-    };
+    let verdict = verdict(report);
     let title = format!(
         "{} · {} · seed {} — {verdict}",
         s.name,
@@ -200,14 +194,28 @@ fn timeline(
     (t, svg)
 }
 
+/// A timeline's verdict for its title: the kinds found, or clean (with
+/// the fence's rejections, when there were any).
+pub(super) fn verdict(report: &Report) -> String {
+    if report.is_clean() {
+        match report.info.fence_rejected_total {
+            0 => "no violations".to_string(),
+            n => format!("no violations — the fence rejected {n} stale write(s)"),
+        }
+    } else {
+        let kinds: Vec<&str> = report.kinds().map(|k| k.name()).collect();
+        kinds.join(", ")
+    }
+}
+
 /// File-name-safe, unique scenario slugs.
 #[derive(Default)]
-struct Slugs {
+pub(super) struct Slugs {
     used: BTreeSet<String>,
 }
 
 impl Slugs {
-    fn next(&mut self, name: &str) -> String {
+    pub(super) fn next(&mut self, name: &str) -> String {
         let base: String = name
             .chars()
             .map(|c| {

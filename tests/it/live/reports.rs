@@ -1,0 +1,255 @@
+//! `fencesim live --json/--junit/--report`: the files a CI job publishes
+//! from a live run, as it publishes a sweep's. The run with real servers
+//! holds `live_exclusive()`; refusing an unwritable output needs none.
+
+use crate::common::{live_exclusive, live_servers_present};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn fencesim() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_fencesim"))
+}
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Where a run's three reports go, in its temporary directory.
+struct Reports {
+    json: PathBuf,
+    junit: PathBuf,
+    report: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+/// Runs `fencesim ARGS --out DIR/out --json --junit --report` from the
+/// repository root on the machine's only live run, and asserts it
+/// succeeded; None (the skip said why) without the servers.
+fn run_writing_reports(test: &str, args: &[&str]) -> Option<Reports> {
+    if !live_servers_present(test) {
+        return None;
+    }
+    let _serial = live_exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let (json, junit, report) = (
+        dir.path().join("report.json"),
+        dir.path().join("junit.xml"),
+        dir.path().join("report"),
+    );
+    let o = fencesim()
+        .current_dir(root())
+        .args(args)
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .arg("--json")
+        .arg(&json)
+        .arg("--junit")
+        .arg(&junit)
+        .arg("--report")
+        .arg(&report)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "fencesim {args:?} failed ({}):\n{}\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    Some(Reports {
+        json,
+        junit,
+        report,
+        _dir: dir,
+    })
+}
+
+fn json_of(file: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap()
+}
+
+#[test]
+fn a_live_run_writes_versioned_json_junit_and_a_report_with_a_real_trials_timeline() {
+    let args = [
+        "live",
+        "live/gc-pause-plain-update.toml",
+        "--trials",
+        "2",
+        "--jobs",
+        "1",
+    ];
+    let test = "a_live_run_writes_versioned_json_junit_and_a_report";
+    let Some(r) = run_writing_reports(test, &args) else {
+        return;
+    };
+    let v = json_of(&r.json);
+    assert_eq!(v["schema"], "fencesim-live");
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["exit_code"], 0);
+    assert_eq!(v["met"], true);
+    let s = &v["scenarios"][0];
+    assert_eq!(s["name"], "live-gc-pause-plain-update");
+    assert_eq!(s["met"], true, "{s:#}");
+    assert_eq!(s["trials"].as_array().unwrap().len(), 2);
+    for kind in ["stale_write", "lost_update"] {
+        assert!(s["live_trials_with"][kind].as_u64().unwrap() >= 1, "{s:#}");
+        assert!(
+            s["simulated"]["seeds_with"][kind].as_u64().unwrap() >= 1,
+            "{s:#}"
+        );
+    }
+    let trial = &s["trials"][0];
+    assert!(trial["history_file"]
+        .as_str()
+        .unwrap()
+        .ends_with("-trial-1.jsonl"));
+    assert!(trial["not_judged"].is_null());
+
+    let xml = std::fs::read_to_string(&r.junit).unwrap();
+    assert!(
+        xml.contains("<testsuite name=\"fencesim live\" tests=\"1\" failures=\"0\""),
+        "{xml}"
+    );
+    assert_eq!(xml.matches("<testcase ").count(), 1, "{xml}");
+    assert!(!xml.contains("<failure"), "{xml}");
+
+    let html = std::fs::read_to_string(r.report.join("index.html")).unwrap();
+    assert!(
+        html.contains("<svg") && html.contains("class=\"timeline"),
+        "no timeline"
+    );
+    assert!(html.contains("<g class=\"evidence "), "no evidence ringed");
+    assert!(html.contains("<g class=\"shade "), "no pause hatching");
+    assert!(html.contains("<h3>Trials</h3>"), "no trials table");
+    for file in ["summary.md", "results.json"] {
+        assert!(r.report.join(file).is_file(), "{file} missing");
+    }
+}
+
+#[test]
+fn an_unwritable_output_is_refused_before_any_server_starts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let not_a_dir = tmp.path().join("a-file");
+    std::fs::write(&not_a_dir, "").unwrap();
+    for flag in ["--json", "--junit", "--report"] {
+        let o = fencesim()
+            .current_dir(root())
+            .args(["live", "live/gc-pause-plain-update.toml", flag])
+            .arg(not_a_dir.join("x"))
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{flag}: {stdout}{stderr}");
+        assert!(stderr.contains(flag), "{flag}: {stderr}");
+        assert!(
+            !stdout.contains("redis-server on"),
+            "{flag}: a server started: {stdout}"
+        );
+    }
+}
+
+#[test]
+fn a_clean_live_search_writes_its_coverage_as_json_junit_and_a_report() {
+    let args = [
+        "search",
+        "live/gc-pause-fenced-update.toml",
+        "--faults",
+        "1",
+    ];
+    let test = "a_clean_live_search_writes_its_coverage_as_json_junit_and_a_report";
+    let Some(r) = run_writing_reports(test, &args) else {
+        return;
+    };
+    let v = json_of(&r.json);
+    assert_eq!(v["schema"], "fencesim-live-search");
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["exit_code"], 0);
+    assert_eq!(v["findings"].as_array().unwrap().len(), 0);
+    let c = &v["coverage"];
+    assert!(c["trials"].as_u64().unwrap() > 0, "{c:#}");
+    assert_eq!(
+        c["tried"].as_u64(),
+        Some(c["placements"].as_u64().unwrap() - c["not_expressible"].as_u64().unwrap())
+    );
+
+    let xml = std::fs::read_to_string(&r.junit).unwrap();
+    assert!(
+        xml.contains("<testsuite name=\"fencesim search (live)\" tests=\"1\" failures=\"0\""),
+        "{xml}"
+    );
+    assert!(r.report.join("index.html").is_file() && r.report.join("results.json").is_file());
+}
+
+#[test]
+fn reports_are_refused_where_the_search_cannot_write_them() {
+    let cases: [(&[&str], &str); 2] = [
+        (
+            &[
+                "search",
+                "live/gc-pause-plain-update.toml",
+                "--chaos",
+                "1",
+                "--json",
+                "x.json",
+            ],
+            "--chaos",
+        ),
+        (
+            &[
+                "search",
+                "scenarios/article/gc-pause-stale-write.toml",
+                "--junit",
+                "x.xml",
+            ],
+            "live scenario",
+        ),
+    ];
+    for (args, why) in cases {
+        let o = fencesim().current_dir(root()).args(args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(why), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn a_users_program_that_fails_leaves_reports_naming_the_trial_that_could_not_be_judged() {
+    let test = "a_users_program_that_fails_leaves_reports_naming_the_trial";
+    if !live_servers_present(test) {
+        return;
+    }
+    let _serial = live_exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let (json, junit) = (dir.path().join("l.json"), dir.path().join("j.xml"));
+    let o = fencesim()
+        .current_dir(root())
+        .args(["live", "live/gc-pause-plain-update.toml", "--trials", "2"])
+        .args(["--worker-cmd", "exit 7", "--out"])
+        .arg(dir.path().join("out"))
+        .arg("--json")
+        .arg(&json)
+        .arg("--junit")
+        .arg(&junit)
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v = json_of(&json);
+    assert_eq!(v["exit_code"], 3);
+    let trial = &v["scenarios"][0]["trials"][0];
+    assert!(
+        trial["not_judged"].as_str().unwrap().contains("exit"),
+        "{trial:#}"
+    );
+    assert!(v["scenarios"][0]["simulated"].is_null());
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains("<failure message=\"trial 1 could not be judged"),
+        "{xml}"
+    );
+}
