@@ -559,7 +559,15 @@ fn chaos(ctx: &Ctx, s0: &LiveScenario, seed: u64, a: &LiveSearch) -> Result<Exit
         if crate::live::interrupted() {
             anyhow::bail!("interrupted");
         }
-        let schedule = explore::chaos_schedule(s0, ctx.singles, seed, t, a.faults, expressible);
+        let schedule = explore::chaos_schedule(
+            s0,
+            ctx.singles,
+            seed,
+            t,
+            a.faults,
+            ctx.worker_cmd.is_some(),
+            expressible,
+        );
         let faults: Vec<&Single> = schedule.iter().collect();
         let labels: Vec<String> = faults.iter().map(|f| f.label()).collect();
         let kinds = match chaos_trial(ctx, &faults, &mut servers, &exe, timeout, t)? {

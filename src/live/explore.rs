@@ -53,6 +53,13 @@ pub enum Single {
         at_ms: u64,
         restart_after_ms: u64,
     },
+    /// A pause of a user's program at a time after the trial started
+    /// (the nemesis draws these).
+    PauseAt {
+        worker: String,
+        at_ms: u64,
+        duration_ms: u64,
+    },
     /// A crash (`restart_after_ms`) or `pause` of the cluster's leader
     /// after a worker's point, or a `partition` of the member the worker
     /// talks to.
@@ -103,6 +110,16 @@ impl Single {
                 put("node", format!("worker/{worker}").into());
                 put("at_ms", (*at_ms as i64).into());
                 put("restart_after_ms", (*restart_after_ms as i64).into());
+            }
+            Single::PauseAt {
+                worker,
+                at_ms,
+                duration_ms,
+            } => {
+                put("kind", "pause".into());
+                put("node", format!("worker/{worker}").into());
+                put("at_ms", (*at_ms as i64).into());
+                put("duration_ms", (*duration_ms as i64).into());
             }
             Single::Net {
                 worker,
@@ -158,6 +175,11 @@ impl Single {
             } => {
                 format!("crash worker/{worker} at {at_ms} ms, restart after {restart_after_ms} ms")
             }
+            Single::PauseAt {
+                worker,
+                at_ms,
+                duration_ms,
+            } => format!("pause worker/{worker} at {at_ms} ms for {duration_ms} ms"),
             Single::Net {
                 worker,
                 kind: "cut",
@@ -340,7 +362,8 @@ pub fn placement_text(
 
 /// The nemesis's schedule for trial `trial` of seed `seed`: one to
 /// `max_faults` faults, each drawn from the catalogue or (one in four) a
-/// crash of a worker at a time within three leases of the start, drawn
+/// crash of a worker — or, for a user's program (`client`), as often a
+/// pause of one to three leases — at a time within three leases of the start, drawn
 /// again until the live mode can apply the whole schedule (`expressible`).
 /// The same (seed, trial) always draws the same schedule.
 pub fn chaos_schedule(
@@ -349,6 +372,7 @@ pub fn chaos_schedule(
     seed: u64,
     trial: u32,
     max_faults: usize,
+    client: bool,
     expressible: impl Fn(&[&Single]) -> bool,
 ) -> Vec<Single> {
     let mut rng = crate::sim::rng::Rng::stream(seed, &format!("live-chaos/{trial}"));
@@ -359,10 +383,19 @@ pub fn chaos_schedule(
         for _ in 0..n {
             let f = if rng.below(4) == 0 && !s.workers.is_empty() {
                 let w = &s.workers[rng.below(s.workers.len() as u64) as usize];
-                Single::CrashAt {
-                    worker: w.name.clone(),
-                    at_ms: rng.below(3 * ttl_ms),
-                    restart_after_ms: ttl_ms / 2,
+                let at_ms = rng.below(3 * ttl_ms);
+                if client && rng.below(2) == 0 {
+                    Single::PauseAt {
+                        worker: w.name.clone(),
+                        at_ms,
+                        duration_ms: ttl_ms * (1 + rng.below(3)),
+                    }
+                } else {
+                    Single::CrashAt {
+                        worker: w.name.clone(),
+                        at_ms,
+                        restart_after_ms: ttl_ms / 2,
+                    }
                 }
             } else {
                 catalogue[rng.below(catalogue.len() as u64) as usize].clone()
@@ -459,12 +492,12 @@ mod tests {
         let ok =
             |f: &[&Single]| load_text(&placement_text(&base, "x", None, f, &[], ""), &path).is_ok();
         let draws: Vec<Vec<Single>> = (1..=20)
-            .map(|t| chaos_schedule(&s, &cat, 7, t, 3, ok))
+            .map(|t| chaos_schedule(&s, &cat, 7, t, 3, false, ok))
             .collect();
         for (t, d) in draws.iter().enumerate() {
             assert!(!d.is_empty() && d.len() <= 3);
             assert!(ok(&d.iter().collect::<Vec<_>>()));
-            assert_eq!(d, &chaos_schedule(&s, &cat, 7, t as u32 + 1, 3, ok));
+            assert_eq!(d, &chaos_schedule(&s, &cat, 7, t as u32 + 1, 3, false, ok));
         }
         assert!(
             draws.windows(2).any(|w| w[0] != w[1]),
@@ -473,8 +506,30 @@ mod tests {
         assert_ne!(
             draws[0..5],
             (1..=5)
-                .map(|t| chaos_schedule(&s, &cat, 8, t, 3, ok))
+                .map(|t| chaos_schedule(&s, &cat, 8, t, 3, false, ok))
                 .collect::<Vec<_>>()[..]
+        );
+    }
+
+    #[test]
+    fn the_nemesis_pauses_a_users_program_at_a_time_and_every_schedule_loads() {
+        let (src, path) = gc_pause();
+        let s = scenario::parse(&src, &path).expect("bundled scenario");
+        let base = base_table(&src, &path).expect("table");
+        let cat = catalogue(&s, true);
+        let ok = |f: &[&Single]| {
+            load_text(&placement_text(&base, "x", Some("true"), f, &[], ""), &path).is_ok()
+        };
+        let draws: Vec<Single> = (1..=40)
+            .flat_map(|t| chaos_schedule(&s, &cat, 3, t, 3, true, ok))
+            .collect();
+        assert!(
+            draws.iter().any(|f| matches!(f, Single::PauseAt { .. })),
+            "{draws:?}"
+        );
+        assert!(
+            draws.iter().any(|f| matches!(f, Single::CrashAt { .. })),
+            "{draws:?}"
         );
     }
 

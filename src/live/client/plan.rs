@@ -127,6 +127,14 @@ pub(super) fn faults_of(s: &LiveScenario) -> Result<Vec<Fault>> {
             duration_ms: p.duration_ms,
         });
     }
+    for p in &s.faults.timed_pauses {
+        faults.push(Fault {
+            worker: index(&p.worker),
+            when: When::AtMs(p.at_ms),
+            action: Action::Pause,
+            duration_ms: p.duration_ms,
+        });
+    }
     for h in &s.faults.net {
         let (action, duration_ms) = match h.mode {
             ProxyMode::Hold { ms } => (Action::Delay, ms),
@@ -219,6 +227,25 @@ mod tests {
                 (When::At(Anchor::Write), Action::Delay, "UPDATE"),
             ]
         );
+    }
+
+    #[test]
+    fn a_pause_at_a_time_is_a_timed_fault_of_a_program_and_bad_input_for_the_built_in_worker() {
+        let s = scenario(
+            "[[fault]]\nkind = \"pause\"\nnode = \"worker/B\"\nat_ms = 40\nduration_ms = 900\n",
+        );
+        let f = faults_of(&s).unwrap();
+        let got: Vec<(usize, When, Action, u64)> = f
+            .iter()
+            .map(|f| (f.worker, f.when, f.action, f.duration_ms))
+            .collect();
+        assert_eq!(got, vec![(1, When::AtMs(40), Action::Pause, 900)]);
+        let built_in = "schema_version = 1\nname = \"t\"\ntwin = \"../scenarios/article/gc-pause-stale-write.toml\"\n\
+             lock = \"redis-set-nx-cad\"\nwrite = \"plain\"\nttl_ms = 300\n\
+             [[worker]]\nname = \"A\"\n[[fault]]\nkind = \"pause\"\nnode = \"worker/A\"\nat_ms = 5\nduration_ms = 9\n[expect]\n";
+        let e = crate::live::scenario::parse(built_in, std::path::Path::new("live/t.toml"))
+            .unwrap_err();
+        assert!(e.to_string().contains("needs a user's program"), "{e}");
     }
 
     #[test]

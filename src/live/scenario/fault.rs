@@ -27,6 +27,15 @@ pub struct LivePause {
     pub duration_ms: u64,
 }
 
+/// A SIGSTOP of a user's program (`worker_cmd`) `at_ms` after the trial
+/// started, for `duration_ms`: wherever it is then, not at a point.
+#[derive(Clone, Debug)]
+pub struct LiveTimedPause {
+    pub worker: String,
+    pub at_ms: u64,
+    pub duration_ms: u64,
+}
+
 /// Right after `worker`'s `after` step: the Redis primary is SIGKILLed and
 /// the replica, whose replication link was cut before the trial, promoted.
 #[derive(Clone, Debug)]
@@ -199,6 +208,8 @@ pub(super) struct Context<'a> {
 #[derive(Clone, Debug, Default)]
 pub struct LiveFaults {
     pub pauses: Vec<LivePause>,
+    /// Pauses at a time (a user's program only).
+    pub timed_pauses: Vec<LiveTimedPause>,
     pub net: Vec<LiveNet>,
     pub failovers: Vec<LiveFailover>,
     pub crashes: Vec<LiveCrash>,
@@ -351,12 +362,24 @@ impl Read<'_> {
     /// Fields that belong to other kinds of fault.
     fn check_fields(&self, cx: &Context) -> Result<(), ScenarioError> {
         let (f, kind) = (self.f, self.kind);
+        let worker_pause = kind == K::Pause && !self.member_pause();
         if f.restart_after_ms.is_some() && kind != K::Crash
-            || f.at_ms.is_some() && kind != K::Crash && !self.member_delay() && !self.member_pause()
+            || f.at_ms.is_some()
+                && kind != K::Crash
+                && !self.member_delay()
+                && !self.member_pause()
+                && !worker_pause
         {
             return Err(cx.err(
                 f.kind.span(),
-                "`at_ms` belongs to a crash or a member's delay or pause, `restart_after_ms` to a crash",
+                "`at_ms` belongs to a crash, a pause or a member's delay, `restart_after_ms` to a crash",
+            ));
+        }
+        if worker_pause && f.at_ms.is_some() && !cx.client {
+            return Err(cx.err(
+                f.kind.span(),
+                "a worker's pause at a time (`at_ms`) needs a user's program (worker_cmd); \
+                 the built-in worker is paused after a protocol point (`after`)",
             ));
         }
         if (f.by_ms.is_some() || f.for_ms.is_some()) && !self.member_delay() {
@@ -435,6 +458,19 @@ impl LiveFaults {
                     trigger,
                     by_ms: None,
                     for_ms: f.duration_ms,
+                });
+            }
+            K::Pause if f.at_ms.is_some() => {
+                let Trigger::AtMs(at_ms) = r.trigger(cx, "a pause")? else {
+                    return Err(r.missing(cx, "at_ms"));
+                };
+                if f.duration_ms == 0 {
+                    return Err(r.missing(cx, "duration_ms"));
+                }
+                self.timed_pauses.push(LiveTimedPause {
+                    worker: r.worker(),
+                    at_ms,
+                    duration_ms: f.duration_ms,
                 });
             }
             K::Pause => {
