@@ -130,10 +130,13 @@ fn the_nemesis_prints_its_schedule_and_the_failing_one_reruns_as_a_scenario() {
         .lines()
         .filter(|l| l.starts_with("  trial "))
         .collect();
+    // (A race that reproduced in one run and not the other ends them at
+    // different trials: the trials both ran drew the same faults.)
     let faults = |l: &&str| l.rsplit_once(" — ").map(|(f, _)| f.to_string());
+    let both = schedules.len().min(again.len());
     assert_eq!(
-        schedules.iter().map(faults).collect::<Vec<_>>(),
-        again.iter().map(faults).collect::<Vec<_>>()
+        schedules[..both].iter().map(faults).collect::<Vec<_>>(),
+        again[..both].iter().map(faults).collect::<Vec<_>>()
     );
     let written = text
         .lines()
