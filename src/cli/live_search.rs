@@ -525,11 +525,18 @@ fn rerun(
     let (text, _) = c.scenario(placement, &name, &[f.kind], &header, out);
     std::fs::write(out, &text).with_context(|| format!("writing {}", out.display()))?;
     let s = scenario::load(out).map_err(|e| anyhow::anyhow!("{e:#}"))?;
+    count_shown(n, |k| {
+        Ok(one_trial(&s, ctx.worker_cmd, servers, exe, timeout, k)?
+            .is_ok_and(|r| r.report.kinds().any(|x| x == f.kind)))
+    })
+}
+
+/// In how many of trials 1..=`runs` the violation showed (`shows(k)`; a
+/// trial that could not be judged shows nothing).
+fn count_shown(runs: u32, mut shows: impl FnMut(u32) -> Result<bool>) -> Result<u32> {
     let mut shown = 0;
-    for k in 1..=n {
-        if let Ok(r) = one_trial(&s, ctx.worker_cmd, servers, exe, timeout, k)? {
-            shown += r.report.kinds().any(|x| x == f.kind) as u32;
-        }
+    for k in 1..=runs {
+        shown += shows(k)? as u32;
     }
     Ok(shown)
 }
@@ -713,13 +720,10 @@ fn shown_in(
     exe: &Path,
     timeout: Duration,
 ) -> Result<u32> {
-    let mut shown = 0;
-    for k in 1..=runs {
-        if let Ok(kinds) = chaos_trial(ctx, faults, servers, exe, timeout, k)? {
-            shown += kinds.contains(&kind) as u32;
-        }
-    }
-    Ok(shown)
+    count_shown(runs, |k| {
+        Ok(chaos_trial(ctx, faults, servers, exe, timeout, k)?
+            .is_ok_and(|kinds| kinds.contains(&kind)))
+    })
 }
 
 /// Takes faults out one at a time, keeping each removal after which the
