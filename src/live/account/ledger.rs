@@ -259,8 +259,14 @@ impl Ledger {
         ref_us: u64,
     ) {
         let now_ms = ref_us / 1000;
-        // Lazy expiry: the key is gone for a command after its time.
-        if let Some(live) = &self.lock {
+        // Lazy expiry: the key is gone for a command after its time. A
+        // script's own line looks nothing up (its commands do, each on
+        // its line), nor does WATCH: neither expires the key.
+        let looks_up = !matches!(
+            line.name().as_str(),
+            "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" | "watch"
+        );
+        if let Some(live) = self.lock.as_ref().filter(|_| looks_up) {
             let mut alive = keyspace::alive(&live.held, now_ms);
             if let Some(when) = live.held.expire_at_ms {
                 if now_ms == when || now_ms == when + 1 {
