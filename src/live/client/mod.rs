@@ -72,7 +72,7 @@ use etcd_backend::etcd_backend;
 use lock_account::LockAccount;
 use lock_history::LockHistory;
 use observe::{pg_observers, redis_observers};
-use plan::{faults_of, When};
+use plan::{faults_of, Action, When};
 use program::{describe, spawn, UserProc};
 use seen::Seen;
 use shared::Shared;
@@ -332,7 +332,11 @@ fn supervise(
     timeout: Duration,
 ) -> Result<()> {
     let timed: Vec<usize> = (0..shared.faults.len())
-        .filter(|&k| matches!(shared.faults[k].when, When::AtMs(_)))
+        .filter(|&k| {
+            let f = &shared.faults[k];
+            // A stall's time is kept by the proxies its messages pass.
+            matches!(f.when, When::AtMs(_)) && !matches!(f.action, Action::Stall { .. })
+        })
         .collect();
     while programs.procs.iter().any(|p| p.done.is_none()) || !locked(&shared.restarts).is_empty() {
         if super::interrupted() {

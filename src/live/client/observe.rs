@@ -15,6 +15,7 @@ use super::shared::Shared;
 use crate::live::decode::{pgwire, resp};
 use crate::live::locked;
 use crate::live::proxy::{Flow, Observer};
+use crate::live::scenario::NetMessage;
 
 /// Statements sent and not yet answered, with the token each carried.
 type Pending = VecDeque<(pgwire::Statement, Option<i64>)>;
@@ -112,6 +113,7 @@ pub(super) fn pg_observers(shared: Arc<Shared>, worker: usize) -> (Observer, Obs
                 shared.record(worker, Seen::ReadSent);
             } else if st.is_update_of("documents") {
                 shared.record(worker, Seen::WriteSent(st.integers()));
+                shared.stall(worker, NetMessage::Update);
                 if let Some(after_ms) = shared.strike(worker, Anchor::Write) {
                     shared.record(
                         worker,

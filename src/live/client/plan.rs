@@ -40,6 +40,10 @@ pub(super) enum Action {
     Pause,
     /// Hold the bytes, program running.
     Delay,
+    /// From the fault's time on, for its duration, every `message` of the
+    /// worker that reaches its proxy waits for the window's end (a stalled
+    /// link): consulted by the proxies, never fired on its own.
+    Stall { message: NetMessage },
     /// Lose the UPDATE's request; reset its connection `duration_ms` later.
     Drop,
     /// Close the connection instead of forwarding the UPDATE.
@@ -69,8 +73,14 @@ impl Fault {
     /// What a drop or cut loses: the UPDATE, or the lock reply that
     /// carried the grant.
     pub(super) fn message(&self) -> &'static str {
-        match self.when {
-            When::At(Anchor::Granted) => "lock reply",
+        match (self.action, self.when) {
+            (
+                Action::Stall {
+                    message: NetMessage::LockReply,
+                },
+                _,
+            )
+            | (_, When::At(Anchor::Granted)) => "lock reply",
             _ => "UPDATE",
         }
     }
@@ -80,6 +90,7 @@ impl Fault {
         let what = match self.action {
             Action::Pause => "pause",
             Action::Delay => "delay",
+            Action::Stall { .. } => "delay",
             Action::Drop => "drop",
             Action::Cut => "cut",
             Action::Crash { .. } => "crash",
@@ -88,6 +99,9 @@ impl Fault {
             When::At(Anchor::Granted) => format!("{what} after lock_granted"),
             When::At(Anchor::Read) => format!("{what} after read_ok"),
             When::At(Anchor::Write) => format!("{what} at fence_checked"),
+            When::AtMs(ms) if matches!(self.action, Action::Stall { .. }) => {
+                format!("{what} of its {} at_ms {ms}", self.message())
+            }
             When::AtMs(ms) => format!("{what} at_ms {ms}"),
         }
     }
@@ -141,6 +155,17 @@ pub(super) fn faults_of(s: &LiveScenario) -> Result<Vec<Fault>> {
             ProxyMode::Drop { ms } => (Action::Drop, ms),
             ProxyMode::Cut => (Action::Cut, 0),
         };
+        if let Some(ms) = h.at_ms {
+            // The loader lets `at_ms` through only on a delay.
+            debug_assert_eq!(action, Action::Delay);
+            faults.push(Fault {
+                worker: index(&h.worker),
+                when: When::AtMs(ms),
+                action: Action::Stall { message: h.message },
+                duration_ms,
+            });
+            continue;
+        }
         let anchor = match h.message {
             NetMessage::Update => Anchor::Write,
             NetMessage::LockReply => Anchor::Granted,
@@ -246,6 +271,58 @@ mod tests {
         let e = crate::live::scenario::parse(built_in, std::path::Path::new("live/t.toml"))
             .unwrap_err();
         assert!(e.to_string().contains("needs a user's program"), "{e}");
+    }
+
+    #[test]
+    fn a_delay_at_a_time_stalls_the_programs_link_and_is_bad_input_for_the_built_in_worker() {
+        let s = scenario(
+            "[[fault]]\nkind = \"delay\"\nnode = \"worker/A\"\nmessage = \"update\"\nat_ms = 30\nduration_ms = 700\n\
+             [[fault]]\nkind = \"delay\"\nnode = \"worker/B\"\nmessage = \"lock_reply\"\nat_ms = 0\nduration_ms = 400\n",
+        );
+        let f = faults_of(&s).unwrap();
+        let got: Vec<(usize, When, Action, u64, String)> = f
+            .iter()
+            .map(|f| (f.worker, f.when, f.action, f.duration_ms, f.describe()))
+            .collect();
+        let stall = |message| Action::Stall { message };
+        assert_eq!(
+            got,
+            vec![
+                (
+                    0,
+                    When::AtMs(30),
+                    stall(NetMessage::Update),
+                    700,
+                    "delay of its UPDATE at_ms 30".into()
+                ),
+                (
+                    1,
+                    When::AtMs(0),
+                    stall(NetMessage::LockReply),
+                    400,
+                    "delay of its lock reply at_ms 0".into()
+                ),
+            ]
+        );
+        let file = |fault: &str| {
+            format!(
+                "schema_version = 1\nname = \"t\"\ntwin = \"../scenarios/article/gc-pause-stale-write.toml\"\n\
+                 lock = \"redis-set-nx-cad\"\nwrite = \"plain\"\nttl_ms = 300\n\
+                 [[worker]]\nname = \"A\"\n[[fault]]\n{fault}\n[expect]\n"
+            )
+        };
+        let parse = |src: String| {
+            crate::live::scenario::parse(&src, std::path::Path::new("live/t.toml"))
+                .unwrap_err()
+                .to_string()
+        };
+        let e = parse(file("kind = \"delay\"\nnode = \"worker/A\"\nmessage = \"update\"\nat_ms = 5\nduration_ms = 9"));
+        assert!(
+            e.contains("needs a user's program") && e.contains("live/t.toml:"),
+            "{e}"
+        );
+        let e = parse(file("kind = \"drop\"\nnode = \"worker/A\"\nmessage = \"update\"\nat_ms = 5\nduration_ms = 9"));
+        assert!(e.contains("a drop or cut acts on its message"), "{e}");
     }
 
     #[test]

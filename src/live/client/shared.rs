@@ -14,7 +14,7 @@ use super::seen::Seen;
 use super::server_account::ServerAccount;
 use crate::live::faults::FaultExecutor;
 use crate::live::process::Victim;
-use crate::live::scenario::LiveScenario;
+use crate::live::scenario::{LiveScenario, NetMessage};
 use crate::live::{locked, monotonic_ns};
 
 /// The trial's state, shared with every proxy thread.
@@ -127,12 +127,46 @@ impl Shared {
         lost
     }
 
+    /// A stalled link (a delay at a time): a `message` of `worker` that
+    /// reaches its proxy inside a stall's window waits, in the proxy's
+    /// thread, until the window ends. The first message held is the
+    /// fault's strike (a window nothing passed through never struck, and
+    /// the trial cannot be judged on it).
+    pub(super) fn stall(&self, worker: usize, message: NetMessage) {
+        let Some(start) = *locked(&self.started) else {
+            return;
+        };
+        for (k, f) in self.faults.iter().enumerate() {
+            let (When::AtMs(at_ms), Action::Stall { message: m }) = (f.when, f.action) else {
+                continue;
+            };
+            let from = start + Duration::from_millis(at_ms);
+            let until = from + Duration::from_millis(f.duration_ms);
+            let now = Instant::now();
+            if f.worker != worker || m != message || now < from || now >= until || self.ended() {
+                continue;
+            }
+            if !std::mem::replace(&mut locked(&self.fired)[k], true) {
+                self.exec.note(format!(
+                    "proxy held worker/{}'s {} at {:.1} ms until its link's stall (at_ms {at_ms} for {} ms) ended",
+                    self.names[worker],
+                    f.message(),
+                    self.since_start_ms(),
+                    f.duration_ms
+                ));
+            }
+            std::thread::sleep(until - now);
+        }
+    }
+
     /// Applies one fault now; Some(ms) as for [`Shared::strike`].
     pub(super) fn fire(&self, f: &Fault, at: &str) -> Option<u64> {
         let worker = f.worker;
         let at_ms = self.since_start_ms();
         let name = &self.names[worker];
         match f.action {
+            // A stalled link holds what passes in its window (Shared::stall).
+            Action::Stall { .. } => None,
             Action::Delay => {
                 self.exec.note(format!(
                     "proxy held worker/{name}'s bytes {at} for {} ms at {at_ms:.1} ms",
@@ -210,6 +244,7 @@ impl Shared {
     /// fault on the lock reply loses it (the proxy forwards nothing of it
     /// and closes the connection `ms` later).
     pub(super) fn learn_grants(&self, master: usize, worker: usize) -> Option<u64> {
+        self.stall(worker, NetMessage::LockReply);
         let grants = match self.account.grants_of(master, worker) {
             Ok(g) => g,
             Err(e) => {

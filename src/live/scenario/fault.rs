@@ -55,12 +55,17 @@ pub enum NetMessage {
     LockReply,
 }
 
-/// A TCP proxy holds, drops or cuts one of `worker`'s messages.
+/// A TCP proxy holds, drops or cuts one of `worker`'s messages. With
+/// `at_ms` (a delay of a user's program only) the link stalls at a time
+/// instead: every such message that reaches the proxy from `at_ms` on, for
+/// the delay's `ms`, waits until that window ends — a queue that froze, not
+/// one message picked out.
 #[derive(Clone, Debug)]
 pub struct LiveNet {
     pub worker: String,
     pub mode: ProxyMode,
     pub message: NetMessage,
+    pub at_ms: Option<u64>,
 }
 
 /// Right after `worker`'s `after` step, its connections to the etcd or
@@ -148,7 +153,8 @@ pub(super) struct RawFault {
     /// The protocol point the fault follows: `read_ok` (of the worker named
     /// by `node`) or `worker/A:read_ok`.
     after: Option<Spanned<String>>,
-    /// crash: ms after the trial started (instead of `after`).
+    /// crash, pause, a member's delay; a delay of a user's program's
+    /// message: ms after the trial started (instead of `after`).
     at_ms: Option<u64>,
     /// crash: restart the node this long after it was killed (none: it stays down).
     restart_after_ms: Option<u64>,
@@ -363,16 +369,25 @@ impl Read<'_> {
     fn check_fields(&self, cx: &Context) -> Result<(), ScenarioError> {
         let (f, kind) = (self.f, self.kind);
         let worker_pause = kind == K::Pause && !self.member_pause();
+        let message_delay = kind == K::Delay && !self.member_delay();
         if f.restart_after_ms.is_some() && kind != K::Crash
             || f.at_ms.is_some()
                 && kind != K::Crash
                 && !self.member_delay()
                 && !self.member_pause()
                 && !worker_pause
+                && !message_delay
         {
             return Err(cx.err(
                 f.kind.span(),
-                "`at_ms` belongs to a crash, a pause or a member's delay, `restart_after_ms` to a crash",
+                "`at_ms` belongs to a crash, a pause or a delay (a drop or cut acts on its message, not at a time), `restart_after_ms` to a crash",
+            ));
+        }
+        if message_delay && f.at_ms.is_some() && !cx.client {
+            return Err(cx.err(
+                f.kind.span(),
+                "a delay at a time (`at_ms`) of a worker's message needs a user's program (worker_cmd); \
+                 the built-in worker's UPDATE is delayed as it is sent (no `at_ms`)",
             ));
         }
         if worker_pause && f.at_ms.is_some() && !cx.client {
@@ -604,12 +619,12 @@ impl LiveFaults {
         if self
             .net
             .iter()
-            .any(|n| n.worker == worker && n.message == message)
+            .any(|n| n.worker == worker && n.message == message && n.at_ms == f.at_ms)
         {
             return Err(cx.err(
                 f.node.span(),
                 format!(
-                    "worker/{worker} already has a network fault on that message; one per worker and message"
+                    "worker/{worker} already has a network fault on that message; one per worker and message (and time)"
                 ),
             ));
         }
@@ -622,6 +637,7 @@ impl LiveFaults {
             worker,
             mode,
             message,
+            at_ms: f.at_ms,
         });
         Ok(())
     }

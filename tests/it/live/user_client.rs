@@ -243,6 +243,73 @@ fn rust_client_is_clean_fenced_and_found_unsafe_with_a_plain_update() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+#[test]
+fn a_link_stalled_at_a_time_lands_a_plain_update_late_and_a_fenced_one_is_refused() {
+    let _g = live_exclusive();
+    let test = "a_link_stalled_at_a_time_lands_a_plain_update_late_and_a_fenced_one_is_refused";
+    if !live_servers_present(test) || !rust_example_present(test) {
+        return;
+    }
+    let dir = scratch("stall");
+    // The same stall on the lock server's replies (A learns of its grant
+    // after its lease ran out), and one whose window no message reaches.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let plain = std::fs::read_to_string(
+        root.join("examples/live-clients/stalled-link-at-ms-rust-plain.toml"),
+    )
+    .unwrap();
+    let twin = root.join("scenarios/article/delayed-packet-stale-write.toml");
+    let variant = |name: &str, from: &str, to: &str| {
+        let text = plain
+            .replace("client-stalled-link-at-ms-rust-plain", name)
+            .replace(
+                "../../scenarios/article/delayed-packet-stale-write.toml",
+                twin.to_str().unwrap(),
+            )
+            .replace(from, to);
+        let file = dir.join(format!("{name}.toml"));
+        std::fs::write(&file, text).unwrap();
+        file
+    };
+    let reply = variant(
+        "stalled-reply",
+        "message = \"update\"",
+        "message = \"lock_reply\"",
+    );
+    let (out, stdout, stderr) = live(&[
+        "examples/live-clients/stalled-link-at-ms-rust-fenced.toml",
+        "examples/live-clients/stalled-link-at-ms-rust-plain.toml",
+        reply.to_str().unwrap(),
+        "--trials",
+        "3",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    clean_with_late_write_refused(&stdout, "client-stalled-link-at-ms-rust-fenced", 3);
+    for (scenario, what) in [
+        ("client-stalled-link-at-ms-rust-plain", "UPDATE"),
+        ("stalled-reply", "lock reply"),
+    ] {
+        let (found, n) = live_count(&stdout, scenario, "stale_write");
+        assert!(
+            2 * found > n,
+            "stale write in only {found}/{n} trials:\n{stdout}"
+        );
+        rechecks_agree(&stdout, scenario);
+        let held = format!("proxy held worker/A's {what} at ");
+        assert!(stdout.contains(&held), "no {held:?} line:\n{stdout}");
+    }
+    let missed = variant("stall-too-late", "at_ms = 0", "at_ms = 5000");
+    let (out, stdout, stderr) = live(&[missed.to_str().unwrap(), "--trials", "1"]);
+    assert_ne!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("never struck") && stderr.contains("delay of its UPDATE at_ms 5000"),
+        "a stall nothing passed through is no verdict:\n{stdout}\n{stderr}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// `check-history`'s info line of a history file (writes_accepted=…).
 fn info_of(file: &Path) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_fencesim"))
