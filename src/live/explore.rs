@@ -60,6 +60,16 @@ pub enum Single {
         at_ms: u64,
         duration_ms: u64,
     },
+    /// A stall of a user's program's link at a time: every UPDATE
+    /// ("update") or lock reply ("lock_reply") that reaches its proxy
+    /// from `at_ms` on, for `duration_ms`, waits until the window ends
+    /// (the nemesis draws these).
+    StallAt {
+        worker: String,
+        message: &'static str,
+        at_ms: u64,
+        duration_ms: u64,
+    },
     /// A crash (`restart_after_ms`) or `pause` of the cluster's leader
     /// after a worker's point, or a `partition` of the member the worker
     /// talks to.
@@ -118,6 +128,18 @@ impl Single {
             } => {
                 put("kind", "pause".into());
                 put("node", format!("worker/{worker}").into());
+                put("at_ms", (*at_ms as i64).into());
+                put("duration_ms", (*duration_ms as i64).into());
+            }
+            Single::StallAt {
+                worker,
+                message,
+                at_ms,
+                duration_ms,
+            } => {
+                put("kind", "delay".into());
+                put("node", format!("worker/{worker}").into());
+                put("message", (*message).into());
                 put("at_ms", (*at_ms as i64).into());
                 put("duration_ms", (*duration_ms as i64).into());
             }
@@ -180,6 +202,15 @@ impl Single {
                 at_ms,
                 duration_ms,
             } => format!("pause worker/{worker} at {at_ms} ms for {duration_ms} ms"),
+            Single::StallAt {
+                worker,
+                message,
+                at_ms,
+                duration_ms,
+            } => format!(
+                "stall worker/{worker}'s {} link at {at_ms} ms for {duration_ms} ms",
+                message_label(message)
+            ),
             Single::Net {
                 worker,
                 kind: "cut",
@@ -363,7 +394,8 @@ pub fn placement_text(
 /// The nemesis's schedule for trial `trial` of seed `seed`: one to
 /// `max_faults` faults, each drawn from the catalogue or (one in four) a
 /// crash of a worker — or, for a user's program (`client`), as often a
-/// pause of one to three leases — at a time within three leases of the start, drawn
+/// pause of one to three leases or a stall of its UPDATE's or its lock
+/// replies' link as long — at a time within three leases of the start, drawn
 /// again until the live mode can apply the whole schedule (`expressible`).
 /// The same (seed, trial) always draws the same schedule.
 pub fn chaos_schedule(
@@ -384,18 +416,24 @@ pub fn chaos_schedule(
             let f = if rng.below(4) == 0 && !s.workers.is_empty() {
                 let w = &s.workers[rng.below(s.workers.len() as u64) as usize];
                 let at_ms = rng.below(3 * ttl_ms);
-                if client && rng.below(2) == 0 {
-                    Single::PauseAt {
-                        worker: w.name.clone(),
+                let worker = w.name.clone();
+                match if client { rng.below(3) } else { 2 } {
+                    0 => Single::PauseAt {
+                        worker,
                         at_ms,
                         duration_ms: ttl_ms * (1 + rng.below(3)),
-                    }
-                } else {
-                    Single::CrashAt {
-                        worker: w.name.clone(),
+                    },
+                    1 => Single::StallAt {
+                        worker,
+                        message: ["update", "lock_reply"][rng.below(2) as usize],
+                        at_ms,
+                        duration_ms: ttl_ms * (1 + rng.below(3)),
+                    },
+                    _ => Single::CrashAt {
+                        worker,
                         at_ms,
                         restart_after_ms: ttl_ms / 2,
-                    }
+                    },
                 }
             } else {
                 catalogue[rng.below(catalogue.len() as u64) as usize].clone()
@@ -512,7 +550,7 @@ mod tests {
     }
 
     #[test]
-    fn the_nemesis_pauses_a_users_program_at_a_time_and_every_schedule_loads() {
+    fn the_nemesis_pauses_and_stalls_a_users_program_at_a_time_and_every_schedule_loads() {
         let (src, path) = gc_pause();
         let s = scenario::parse(&src, &path).expect("bundled scenario");
         let base = base_table(&src, &path).expect("table");
@@ -531,6 +569,11 @@ mod tests {
             draws.iter().any(|f| matches!(f, Single::CrashAt { .. })),
             "{draws:?}"
         );
+        for message in ["update", "lock_reply"] {
+            let stall =
+                |f: &Single| matches!(f, Single::StallAt { message: m, .. } if *m == message);
+            assert!(draws.iter().any(stall), "no {message} stall in {draws:?}");
+        }
     }
 
     #[test]
