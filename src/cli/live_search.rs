@@ -714,7 +714,7 @@ fn chaos_trials(
             expressible,
         );
         let faults: Vec<&Single> = schedule.iter().collect();
-        let labels = ctx_labels(&faults);
+        let labels = schedule_labels(&faults);
         let started = Instant::now();
         let mut entry = lr::ChaosTrialJson {
             trial: t,
@@ -792,7 +792,8 @@ fn chaos_trials(
     Ok(())
 }
 
-fn ctx_labels(faults: &[&Single]) -> String {
+/// A schedule as the terminal prints it.
+fn schedule_labels(faults: &[&Single]) -> String {
     faults
         .iter()
         .map(|f| f.label())
@@ -800,6 +801,7 @@ fn ctx_labels(faults: &[&Single]) -> String {
         .join(" + ")
 }
 
+/// The scenario file's name without `.toml`: the written files' prefix.
 fn stem(path: &Path) -> String {
     path.file_stem()
         .map_or("scenario".into(), |s| s.to_string_lossy().into_owned())
@@ -856,7 +858,7 @@ fn chaos_found(
     println!(
         "shrunk to {} fault(s): {} — written to {}",
         shrunk.len(),
-        ctx_labels(&shrunk),
+        schedule_labels(&shrunk),
         file.display()
     );
     Ok(())
