@@ -21,11 +21,13 @@ use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::live::{one_trial, start_own_servers};
-use super::{BadInput, EXIT_FAILED, EXIT_INTERNAL, EXIT_OK};
+use super::{BadInput, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK};
 use crate::check::ViolationKind;
 use crate::live::explore::{self, Shapes, Single};
+use crate::live::history::TrialResult;
 use crate::live::scenario::{self, LiveScenario};
 use crate::live::servers::{Servers, UserServers};
+use crate::report::live_reports as lr;
 
 /// What the live search needs from the command line.
 pub struct LiveSearch<'a> {
@@ -40,7 +42,7 @@ pub struct LiveSearch<'a> {
     pub chaos_trials: u32,
     /// Trials at once, each job on its own servers.
     pub jobs: usize,
-    /// The reports a CI job publishes (enumeration only, not `--chaos`).
+    /// The reports a CI job publishes (of the enumeration or the nemesis).
     pub json: Option<&'a Path>,
     pub junit: Option<&'a Path>,
     pub report: Option<&'a Path>,
@@ -165,25 +167,16 @@ pub fn cmd(a: LiveSearch) -> Result<ExitCode> {
         EXIT_OK
     };
     let findings = (cov.findings.iter().zip(&outs).zip(&confirmed))
-        .map(|((f, out), &(shown, ok))| (f, out.as_path(), shown, ok));
+        .map(|((f, out), (shown, ok, drawn))| (f, out.as_path(), *shown, *ok, drawn.as_ref()));
     write_outputs(&a, &ctx, &cov, wall_s, findings, code)?;
     Ok(ExitCode::from(code))
 }
 
 /// Fails before any server starts if `--json`, `--junit` or `--report`
-/// cannot be written; the nemesis (`--chaos`) writes none of them.
+/// cannot be written.
 fn check_outputs(a: &LiveSearch) -> Result<(), BadInput> {
-    let asked = [
-        ("--json", a.json),
-        ("--junit", a.junit),
-        ("--report", a.report),
-    ];
-    if let (Some(_), Some((flag, _))) = (a.chaos, asked.iter().find(|(_, p)| p.is_some())) {
-        return Err(BadInput(format!(
-            "{flag}: the live search writes reports for the enumeration, not --chaos"
-        )));
-    }
-    for (flag, file) in &asked[..2] {
+    let asked = [("--json", a.json), ("--junit", a.junit)];
+    for (flag, file) in &asked {
         if let Some(file) = file {
             super::check_writable_file(flag, file)?;
         }
@@ -194,16 +187,20 @@ fn check_outputs(a: &LiveSearch) -> Result<(), BadInput> {
     Ok(())
 }
 
+/// A finding as the reports take it: the kind, its written file, reruns
+/// that showed it, whether it reproduces, and one such rerun's trial.
+type Confirmed<'f> = (&'f Finding, &'f Path, u32, bool, Option<&'f Rerun>);
+
 /// `--json`, `--junit` and `--report` of the enumeration, each when asked.
 fn write_outputs<'f>(
     a: &LiveSearch,
     ctx: &Ctx,
     cov: &Coverage,
     wall_s: f64,
-    findings: impl Iterator<Item = (&'f Finding, &'f Path, u32, bool)>,
+    findings: impl Iterator<Item = Confirmed<'f>>,
     code: u8,
 ) -> Result<()> {
-    use crate::report::live_reports as lr;
+    let findings: Vec<Confirmed> = findings.collect();
     let coverage = lr::CoverageJson {
         placements: cov.placements as u64,
         tried: (cov.placements - cov.not_expressible) as u64,
@@ -214,8 +211,10 @@ fn write_outputs<'f>(
         distinct_histories: cov.shapes.len() as u64,
         wall_s,
     };
+    let drawn_trials: Vec<_> = findings.iter().map(|c| (c.1, c.4)).collect();
     let findings = findings
-        .map(|(f, out, shown, reproduces)| lr::FindingJson {
+        .into_iter()
+        .map(|(f, out, shown, reproduces, _)| lr::FindingJson {
             kind: f.kind.name().to_string(),
             placements: f.placements.iter().map(|p| ctx.labels(p)).collect(),
             first_at_trial: f.after_trials,
@@ -226,9 +225,6 @@ fn write_outputs<'f>(
         })
         .collect();
     let r = lr::SearchJson::new(a.path, a.faults, coverage, findings, code);
-    let put = |file: &Path, text: String| {
-        std::fs::write(file, text).with_context(|| format!("writing {}", file.display()))
-    };
     if let Some(file) = a.json {
         put(file, lr::to_json(&r))?;
     }
@@ -236,7 +232,28 @@ fn write_outputs<'f>(
         put(file, lr::search_junit(&r))?;
     }
     if let Some(dir) = a.report {
-        crate::report::write::write(dir, &lr::search_doc(&r))?;
+        // Each drawn rerun's history beside its finding's file, for the
+        // timeline's `check-history` command.
+        let mut files = Vec::new();
+        for (out, trial) in &drawn_trials {
+            let file = out.with_extension("jsonl");
+            if let Some((_, t)) = trial {
+                crate::live::history::write_history(&t.history, &file)?;
+            }
+            files.push(file);
+        }
+        let drawn: Vec<Option<lr::Drawn>> = (drawn_trials.iter().zip(&files))
+            .map(|((_, trial), file)| {
+                trial.map(|(k, t)| lr::Drawn {
+                    trial: *k,
+                    reason: "the first rerun of the written file that showed it".to_string(),
+                    history: &t.history,
+                    report: &t.report,
+                    history_file: file,
+                })
+            })
+            .collect();
+        crate::report::write::write(dir, &lr::search_doc(&r, &drawn))?;
         println!("report written to {}", dir.join("index.html").display());
     }
     Ok(())
@@ -470,9 +487,9 @@ fn confirm(
     servers: &mut Servers,
     exe: &Path,
     timeout: Duration,
-) -> Result<(u32, bool)> {
+) -> Result<(u32, bool, Option<Rerun>)> {
     for (c, placement) in f.placements.iter().take(CANDIDATES).enumerate() {
-        let shown = rerun(ctx, f, placement, out, n, servers, exe, timeout)?;
+        let (shown, first) = rerun(ctx, f, placement, out, n, servers, exe, timeout)?;
         let reproduces = reproduces(shown, n);
         println!(
             "{}: {} — written to {} — shown in {shown}/{n} reruns of that file: {}",
@@ -487,14 +504,18 @@ fn confirm(
         );
         let last = c + 1 == f.placements.len().min(CANDIDATES);
         if reproduces || last {
-            return Ok((shown, reproduces));
+            return Ok((shown, reproduces, first));
         }
     }
-    Ok((0, false))
+    Ok((0, false, None))
 }
 
+/// A rerun of a finding's file: its number and its trial.
+type Rerun = (u32, TrialResult);
+
 /// Writes `placement` as the finding's scenario at `out` and runs that
-/// file `n` times: in how many the violation showed.
+/// file `n` times: in how many the violation showed, and the first rerun
+/// that showed it (the report draws it).
 #[allow(clippy::too_many_arguments)]
 fn rerun(
     ctx: &Ctx,
@@ -505,7 +526,7 @@ fn rerun(
     servers: &mut Servers,
     exe: &Path,
     timeout: Duration,
-) -> Result<u32> {
+) -> Result<(u32, Option<Rerun>)> {
     let name = format!("{}-search-{}", ctx.name, f.kind.name());
     let header = format!(
         "Found by `fencesim search {}`{}: {} after {} trials ({:.1} s).\n{}",
@@ -525,10 +546,18 @@ fn rerun(
     let (text, _) = c.scenario(placement, &name, &[f.kind], &header, out);
     std::fs::write(out, &text).with_context(|| format!("writing {}", out.display()))?;
     let s = scenario::load(out).map_err(|e| anyhow::anyhow!("{e:#}"))?;
-    count_shown(n, |k| {
-        Ok(one_trial(&s, ctx.worker_cmd, servers, exe, timeout, k)?
-            .is_ok_and(|r| r.report.kinds().any(|x| x == f.kind)))
-    })
+    let mut first = None;
+    let shown = count_shown(n, |k| {
+        let r = one_trial(&s, ctx.worker_cmd, servers, exe, timeout, k)?;
+        let shows = r
+            .as_ref()
+            .is_ok_and(|r| r.report.kinds().any(|x| x == f.kind));
+        if shows && first.is_none() {
+            first = r.ok().map(|r| (k, r));
+        }
+        Ok(shows)
+    })?;
+    Ok((shown, first))
 }
 
 /// In how many of trials 1..=`runs` the violation showed (`shows(k)`; a
@@ -541,11 +570,25 @@ fn count_shown(runs: u32, mut shows: impl FnMut(u32) -> Result<bool>) -> Result<
     Ok(shown)
 }
 
+/// The nemesis's record, trial by trial: what its reports are made of.
+/// It lives outside the trials' loop, so a violation, a failed server or
+/// Ctrl-C still leaves every report asked for written.
+#[derive(Default)]
+struct ChaosRun {
+    trials: Vec<lr::ChaosTrialJson>,
+    /// The trial the report draws (the one whose violation reproduced,
+    /// else the first that showed one): its number, result, history file.
+    drawn: Option<(u32, TrialResult, PathBuf)>,
+    found_at_trial: Option<u32>,
+}
+
 /// The seeded nemesis: `chaos_trials` trials, each with faults drawn from
-/// (seed, trial) and printed with its verdict. The first trial whose
-/// violation shows again in four of five reruns of the same schedule has
-/// its schedule written as a scenario (rerun it with `fencesim live FILE`)
-/// and shrunk to the fewest faults that still reproduce it, written beside it.
+/// (seed, trial) and printed with its verdict, each history written. The
+/// first trial whose violation shows again in four of five reruns of the
+/// same schedule has its schedule written as a scenario (rerun it with
+/// `fencesim live FILE`) and shrunk to the fewest faults that still
+/// reproduce it, written beside it. `--json`, `--junit` and `--report` are
+/// written whatever stopped the run (a violation, an error, Ctrl-C).
 fn chaos(ctx: &Ctx, s0: &LiveScenario, seed: u64, a: &LiveSearch) -> Result<ExitCode> {
     println!(
         "fencesim search (live) --chaos {seed}: {} — {} trials, up to {} faults each{}",
@@ -554,17 +597,112 @@ fn chaos(ctx: &Ctx, s0: &LiveScenario, seed: u64, a: &LiveSearch) -> Result<Exit
         a.faults,
         worker_note(ctx.worker_cmd)
     );
-    let Rig {
-        mut servers,
-        exe,
-        timeout,
-        started,
-    } = Rig::start(a)?;
+    let mut rig = Rig::start(a)?;
+    let mut run = ChaosRun::default();
+    let ran = chaos_trials(ctx, s0, seed, a, &mut rig, &mut run);
+    let wall_ms = rig.started.elapsed().as_millis() as u64;
+    let cleaned = rig.servers.clean_up();
+    let interrupted = crate::live::interrupted();
+    let code = match &ran {
+        _ if interrupted => EXIT_INTERRUPTED,
+        // What main returns for an error.
+        Err(_) => EXIT_BAD_INPUT,
+        Ok(()) if run.found_at_trial.is_some() => EXIT_FAILED,
+        Ok(()) => EXIT_OK,
+    };
+    if code == EXIT_OK {
+        println!(
+            "clean: {} trials of seed {seed}, no violation ({:.1} s)",
+            a.chaos_trials,
+            wall_ms as f64 / 1000.0
+        );
+    }
+    let r = lr::ChaosJson {
+        schema: lr::CHAOS_SCHEMA.to_string(),
+        schema_version: lr::SCHEMA_VERSION,
+        fencesim_version: env!("CARGO_PKG_VERSION").to_string(),
+        path: a.path.display().to_string(),
+        worker_cmd: ctx.worker_cmd.map(str::to_string),
+        seed,
+        chaos_trials: a.chaos_trials,
+        max_faults: a.faults,
+        confirm_reruns: a.confirm,
+        trials: std::mem::take(&mut run.trials),
+        found_at_trial: run.found_at_trial,
+        interrupted,
+        // Ctrl-C's own error is `interrupted`, said above.
+        error: (ran.as_ref().err())
+            .filter(|_| !interrupted)
+            .map(|e| format!("{e:#}")),
+        wall_ms,
+        exit_code: code,
+    };
+    write_chaos_outputs(a, &r, run.drawn.as_ref())?;
+    if interrupted {
+        eprintln!(
+            "interrupted after {} trial(s) of seed {seed}: no verdict",
+            r.trials.len()
+        );
+        return Ok(ExitCode::from(EXIT_INTERRUPTED));
+    }
+    ran?;
+    cleaned?;
+    Ok(ExitCode::from(code))
+}
+
+/// `--json`, `--junit` and `--report` of the nemesis, each when asked.
+fn write_chaos_outputs(
+    a: &LiveSearch,
+    r: &lr::ChaosJson,
+    drawn: Option<&(u32, TrialResult, PathBuf)>,
+) -> Result<()> {
+    if let Some(file) = a.json {
+        put(file, lr::to_json(r))?;
+    }
+    if let Some(file) = a.junit {
+        put(file, lr::chaos_junit(r))?;
+    }
+    if let Some(dir) = a.report {
+        let drawn = drawn.map(|(t, tr, file)| lr::Drawn {
+            trial: *t,
+            reason: if r.found_at_trial == Some(*t) {
+                "its violation reproduced".to_string()
+            } else {
+                "the first trial with a violation (it did not reproduce)".to_string()
+            },
+            history: &tr.history,
+            report: &tr.report,
+            history_file: file,
+        });
+        crate::report::write::write(dir, &lr::chaos_doc(r, drawn.as_ref()))?;
+        println!("report written to {}", dir.join("index.html").display());
+    }
+    Ok(())
+}
+
+fn put(file: &Path, text: String) -> Result<()> {
+    std::fs::write(file, text).with_context(|| format!("writing {}", file.display()))
+}
+
+/// The nemesis's trials, each recorded in `run` as it ends (an error ends
+/// the run with the failed trial recorded); stops early at Ctrl-C or at
+/// a violation that reproduces, whose files it writes.
+fn chaos_trials(
+    ctx: &Ctx,
+    s0: &LiveScenario,
+    seed: u64,
+    a: &LiveSearch,
+    rig: &mut Rig,
+    run: &mut ChaosRun,
+) -> Result<()> {
     let expressible = |f: &[&Single]| ctx.expressible(f);
-    let mut found = None;
+    // Histories go where `fencesim live` writes its own (or to --out).
+    let histories = a.out.unwrap_or(Path::new("target/live"));
+    std::fs::create_dir_all(histories)
+        .with_context(|| format!("creating {}", histories.display()))?;
     for t in 1..=a.chaos_trials {
         if crate::live::interrupted() {
-            anyhow::bail!("interrupted");
+            return Ok(());
         }
         let schedule = explore::chaos_schedule(
             s0,
@@ -576,39 +714,74 @@ fn chaos(ctx: &Ctx, s0: &LiveScenario, seed: u64, a: &LiveSearch) -> Result<Exit
             expressible,
         );
         let faults: Vec<&Single> = schedule.iter().collect();
-        let labels: Vec<String> = faults.iter().map(|f| f.label()).collect();
-        let kinds = match chaos_trial(ctx, &faults, &mut servers, &exe, timeout, t)? {
-            Ok(kinds) => kinds,
-            Err(why) => {
-                println!("  trial {t}: {} — not judged: {why}", labels.join(" + "));
+        let labels = schedule_labels(&faults);
+        let started = Instant::now();
+        let mut entry = lr::ChaosTrialJson {
+            trial: t,
+            schedule: faults.iter().map(|f| fault_json(f)).collect(),
+            verdict: lr::ChaosVerdict::Clean,
+            history_file: None,
+            trial_ms: 0,
+            reruns_shown: None,
+            reproduces: None,
+            reproduction_file: None,
+            shrunk_file: None,
+            shrunk_schedule: Vec::new(),
+        };
+        let ran = chaos_trial(ctx, &faults, &mut rig.servers, &rig.exe, rig.timeout, t);
+        entry.trial_ms = started.elapsed().as_millis() as u64;
+        let r = match ran {
+            Ok(Ok(r)) => r,
+            Ok(Err(why)) => {
+                println!("  trial {t}: {labels} — not judged: {why}");
+                entry.verdict = lr::ChaosVerdict::NotJudged { why };
+                run.trials.push(entry);
                 continue;
             }
+            // Ctrl-C ended the trial: it has no verdict, and the run stops.
+            Err(_) if crate::live::interrupted() => return Ok(()),
+            Err(e) => {
+                entry.verdict = lr::ChaosVerdict::Error {
+                    why: format!("{e:#}"),
+                };
+                run.trials.push(entry);
+                return Err(e);
+            }
         };
-        let verdict = if kinds.is_empty() {
-            "clean".to_string()
-        } else {
-            kinds
-                .iter()
-                .map(|k| k.name())
-                .collect::<Vec<_>>()
-                .join(", ")
+        let file = histories.join(format!("{}-chaos-{seed}-trial-{t}.jsonl", stem(a.path)));
+        crate::live::history::write_history(&r.history, &file)?;
+        entry.history_file = Some(file.display().to_string());
+        let kinds: Vec<ViolationKind> = r.report.kinds().collect();
+        entry.verdict = match kinds.is_empty() {
+            true => lr::ChaosVerdict::Clean,
+            false => lr::ChaosVerdict::Violation {
+                kinds: kinds.iter().map(|k| k.name().to_string()).collect(),
+            },
         };
-        println!("  trial {t}: {} — {verdict}", labels.join(" + "));
+        println!("  trial {t}: {labels} — {}", entry.verdict.text());
+        run.trials.push(entry);
         let Some(&kind) = kinds.first() else {
             continue;
         };
         // A violation that a rerun of the same schedule does not show again
         // (a pause about as long as the lease races the expiry) is noted,
         // and the nemesis goes on.
-        let shown = shown_in(ctx, &faults, kind, a.confirm, &mut servers, &exe, timeout)?;
-        if reproduces(shown, a.confirm) {
+        let shown = shown_in(ctx, &faults, kind, a.confirm, rig)?;
+        let reproduces = reproduces(shown, a.confirm);
+        let i = run.trials.len() - 1;
+        run.trials[i].reruns_shown = Some(shown);
+        run.trials[i].reproduces = Some(reproduces);
+        if run.drawn.is_none() || reproduces {
+            run.drawn = Some((t, r, file));
+        }
+        if reproduces {
             println!(
                 "    {}: shown again in {shown}/{} reruns",
                 kind.name(),
                 a.confirm
             );
-            found = Some((t, kind, schedule));
-            break;
+            run.found_at_trial = Some(t);
+            return chaos_found(ctx, seed, a, rig, run, kind, faults);
         }
         println!(
             "    {}: shown again in only {shown}/{} reruns (a race, not a schedule that reproduces): going on",
@@ -616,42 +789,62 @@ fn chaos(ctx: &Ctx, s0: &LiveScenario, seed: u64, a: &LiveSearch) -> Result<Exit
             a.confirm
         );
     }
-    let wall_s = started.elapsed().as_secs_f64();
-    let Some((t, kind, schedule)) = found else {
-        println!(
-            "clean: {} trials of seed {seed}, no violation ({wall_s:.1} s)",
-            a.chaos_trials
-        );
-        servers.clean_up()?;
-        return Ok(ExitCode::from(EXIT_OK));
-    };
+    Ok(())
+}
+
+/// A schedule as the terminal prints it.
+fn schedule_labels(faults: &[&Single]) -> String {
+    faults
+        .iter()
+        .map(|f| f.label())
+        .collect::<Vec<_>>()
+        .join(" + ")
+}
+
+/// The scenario file's name without `.toml`: the written files' prefix.
+fn stem(path: &Path) -> String {
+    path.file_stem()
+        .map_or("scenario".into(), |s| s.to_string_lossy().into_owned())
+}
+
+/// The reproduced trial (the last in `run`): its schedule written as a
+/// scenario, then shrunk and written beside it; each file recorded in the
+/// trial's entry as soon as it is written.
+fn chaos_found(
+    ctx: &Ctx,
+    seed: u64,
+    a: &LiveSearch,
+    rig: &mut Rig,
+    run: &mut ChaosRun,
+    kind: ViolationKind,
+    faults: Vec<&Single>,
+) -> Result<()> {
+    let entry = run.trials.len() - 1;
+    let t = run.trials[entry].trial;
     println!(
-        "first violation: {} at trial {t} of seed {seed} ({wall_s:.1} s)",
-        kind.name()
+        "first violation: {} at trial {t} of seed {seed} ({:.1} s)",
+        kind.name(),
+        rig.started.elapsed().as_secs_f64()
     );
-    let stem = a
-        .path
-        .file_stem()
-        .map_or("scenario".into(), |s| s.to_string_lossy());
     let dir = a.out.map_or_else(
         || a.path.parent().unwrap_or(Path::new(".")).to_path_buf(),
         Path::to_path_buf,
     );
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let faults: Vec<&Single> = schedule.iter().collect();
     let header = format!(
         "The nemesis's schedule: `fencesim search {} --chaos {seed}`, trial {t}.",
         a.path.display()
     );
+    let stem = stem(a.path);
     let file = dir.join(format!("{stem}-chaos-{seed}-{t}.toml"));
     write_schedule(ctx, &faults, kind, &header, &file)?;
+    run.trials[entry].reproduction_file = Some(file.display().to_string());
     println!(
         "schedule written to {} (rerun: fencesim live {})",
         file.display(),
         file.display()
     );
-    let shrunk = shrink(ctx, faults, kind, &mut servers, &exe, timeout)?;
-    let labels: Vec<String> = shrunk.iter().map(|f| f.label()).collect();
+    let shrunk = shrink(ctx, faults, kind, rig)?;
     let file = dir.join(format!("{stem}-chaos-{seed}-{t}-shrunk.toml"));
     write_schedule(
         ctx,
@@ -660,17 +853,41 @@ fn chaos(ctx: &Ctx, s0: &LiveScenario, seed: u64, a: &LiveSearch) -> Result<Exit
         &format!("{header}\nShrunk to {} fault(s).", shrunk.len()),
         &file,
     )?;
+    run.trials[entry].shrunk_file = Some(file.display().to_string());
+    run.trials[entry].shrunk_schedule = shrunk.iter().map(|f| fault_json(f)).collect();
     println!(
         "shrunk to {} fault(s): {} — written to {}",
         shrunk.len(),
-        labels.join(" + "),
+        schedule_labels(&shrunk),
         file.display()
     );
-    servers.clean_up()?;
-    Ok(ExitCode::from(EXIT_FAILED))
+    Ok(())
 }
 
-/// One trial of a schedule: its violation kinds, or why it was not judged.
+/// A fault of a schedule as the nemesis's JSON spells it: the fields of
+/// its `[[fault]]` table (the one spelling the scenario files use), and
+/// its label.
+fn fault_json(f: &Single) -> lr::FaultJson {
+    let t = f.table();
+    let text = |k: &str| t.get(k).and_then(toml::Value::as_str).map(str::to_string);
+    let ms = |k: &str| {
+        t.get(k)
+            .and_then(toml::Value::as_integer)
+            .and_then(|v| u64::try_from(v).ok())
+    };
+    lr::FaultJson {
+        kind: text("kind").unwrap_or_default(),
+        node: text("node").unwrap_or_default(),
+        after: text("after"),
+        at_ms: ms("at_ms"),
+        message: text("message"),
+        duration_ms: ms("duration_ms"),
+        restart_after_ms: ms("restart_after_ms"),
+        label: f.label(),
+    }
+}
+
+/// One trial of a schedule: its result, or why it was not judged.
 fn chaos_trial(
     ctx: &Ctx,
     faults: &[&Single],
@@ -678,16 +895,13 @@ fn chaos_trial(
     exe: &Path,
     timeout: Duration,
     k: u32,
-) -> Result<Result<Vec<ViolationKind>, String>> {
+) -> Result<Result<TrialResult, String>> {
     let text = explore::placement_text(ctx.base, ctx.name, ctx.worker_cmd, faults, &[], "");
     let s = match explore::load_text(&text, ctx.path) {
         Ok(s) => s,
         Err(e) => return Ok(Err(e)),
     };
-    Ok(
-        one_trial(&s, ctx.worker_cmd, servers, exe, timeout, k)?
-            .map(|r| r.report.kinds().collect()),
-    )
+    one_trial(&s, ctx.worker_cmd, servers, exe, timeout, k)
 }
 
 fn write_schedule(
@@ -716,13 +930,13 @@ fn shown_in(
     faults: &[&Single],
     kind: ViolationKind,
     runs: u32,
-    servers: &mut Servers,
-    exe: &Path,
-    timeout: Duration,
+    rig: &mut Rig,
 ) -> Result<u32> {
     count_shown(runs, |k| {
-        Ok(chaos_trial(ctx, faults, servers, exe, timeout, k)?
-            .is_ok_and(|kinds| kinds.contains(&kind)))
+        Ok(
+            chaos_trial(ctx, faults, &mut rig.servers, &rig.exe, rig.timeout, k)?
+                .is_ok_and(|r| r.report.kinds().any(|x| x == kind)),
+        )
     })
 }
 
@@ -732,15 +946,13 @@ fn shrink<'s>(
     ctx: &Ctx,
     mut faults: Vec<&'s Single>,
     kind: ViolationKind,
-    servers: &mut Servers,
-    exe: &Path,
-    timeout: Duration,
+    rig: &mut Rig,
 ) -> Result<Vec<&'s Single>> {
     let mut i = 0;
     while i < faults.len() && faults.len() > 1 {
         let mut fewer = faults.clone();
         fewer.remove(i);
-        if reproduces(shown_in(ctx, &fewer, kind, 5, servers, exe, timeout)?, 5) {
+        if reproduces(shown_in(ctx, &fewer, kind, 5, rig)?, 5) {
             faults = fewer;
         } else {
             i += 1;

@@ -48,10 +48,12 @@ pub struct SearchArgs {
     #[arg(long, value_name = "I/N", value_parser = parse_shard)]
     shard: Option<crate::suite::Shard>,
     /// Write this (shard's) runs as JSON, for `--merge`; for a live scenario, the
-    /// search's coverage and findings (schema `fencesim-live-search`, docs/live.md).
+    /// search's coverage and findings (schema `fencesim-live-search`), or with --chaos
+    /// the nemesis's trials (`fencesim-live-chaos`; docs/live.md).
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
-    /// A live scenario: also write JUnit XML (one test case, failed by a finding).
+    /// A live scenario: also write JUnit XML (one test case, failed by a finding; with
+    /// --chaos one per trial).
     #[arg(long, value_name = "FILE")]
     junit: Option<PathBuf>,
     /// A live scenario: also write a report directory (index.html, summary.md, results.json).

@@ -82,8 +82,8 @@ pub enum Single {
 }
 
 impl Single {
-    /// The fault as a `[[fault]]` table.
-    fn table(&self) -> toml::Table {
+    /// The fault as a `[[fault]]` table (also the nemesis's JSON of it).
+    pub fn table(&self) -> toml::Table {
         let mut t = toml::Table::new();
         let mut put = |k: &str, v: toml::Value| {
             t.insert(k.to_string(), v);

@@ -25,6 +25,7 @@ pub fn render(results: &[ScenarioResult]) -> String {
                 let message = r.problems.first().cloned().unwrap_or_default();
                 (message, text)
             }),
+            skipped: None,
         })
         .collect();
     suite("fencesim run", &cases)
@@ -36,11 +37,18 @@ pub struct Case {
     pub name: String,
     pub file: String,
     pub failure: Option<(String, String)>,
+    /// Why the case has no verdict (a live trial that could not be judged):
+    /// `<skipped>`, so a CI page neither passes nor fails it.
+    pub skipped: Option<String>,
 }
 
 /// A whole JUnit file: one `<testsuite>` named `suite` holding `cases`.
 pub fn suite(name: &str, cases: &[Case]) -> String {
     let failures = cases.iter().filter(|c| c.failure.is_some()).count();
+    let skipped = cases
+        .iter()
+        .filter(|c| c.failure.is_none() && c.skipped.is_some())
+        .count();
     let mut s = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
         s,
@@ -49,9 +57,15 @@ pub fn suite(name: &str, cases: &[Case]) -> String {
     );
     let _ = writeln!(
         s,
-        "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"0\">",
+        "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"0\"{}>",
         esc(name),
-        cases.len()
+        cases.len(),
+        // Only a live run has cases without a verdict; other files stay as they were.
+        if skipped > 0 {
+            format!(" skipped=\"{skipped}\"")
+        } else {
+            String::new()
+        }
     );
     for c in cases {
         let _ = write!(
@@ -61,11 +75,18 @@ pub fn suite(name: &str, cases: &[Case]) -> String {
             esc(&c.name),
             esc(&c.file)
         );
-        match &c.failure {
-            None => {
+        match (&c.failure, &c.skipped) {
+            (None, None) => {
                 let _ = writeln!(s, "/>");
             }
-            Some((message, text)) => {
+            (None, Some(why)) => {
+                let _ = writeln!(
+                    s,
+                    ">\n      <skipped message=\"{}\"/>\n    </testcase>",
+                    esc(why)
+                );
+            }
+            (Some((message, text)), _) => {
                 let _ = writeln!(
                     s,
                     ">\n      <failure message=\"{}\" type=\"expectation\">{}</failure>\n    </testcase>",

@@ -1,7 +1,7 @@
 //! The files a CI job publishes from `fencesim live` and the live search
 //! (`--json FILE`, `--junit FILE`, `--report DIR`), as `fencesim run`
 //! writes them for a sweep: a versioned JSON report (schema
-//! [`SCHEMA`]/[`SEARCH_SCHEMA`], documented in `docs/live.md`), JUnit with
+//! [`SCHEMA`]/[`SEARCH_SCHEMA`]/[`CHAOS_SCHEMA`], documented in `docs/live.md`), JUnit with
 //! one test case per scenario, and the report directory whose page draws
 //! one real trial's timeline with the checker's evidence ringed.
 //!
@@ -24,6 +24,7 @@ use crate::history::History;
 
 pub const SCHEMA: &str = "fencesim-live";
 pub const SEARCH_SCHEMA: &str = "fencesim-live-search";
+pub const CHAOS_SCHEMA: &str = "fencesim-live-chaos";
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// `fencesim live --json FILE`.
@@ -158,6 +159,7 @@ pub fn junit(r: &LiveJson) -> String {
                     .join("\n");
                 (message, text)
             }),
+            skipped: None,
         })
         .collect();
     junit::suite("fencesim live", &cases)
@@ -375,12 +377,15 @@ pub fn search_junit(r: &SearchJson) -> String {
         name: r.path.clone(),
         file: r.path.clone(),
         failure,
+        skipped: None,
     };
     junit::suite("fencesim search (live)", &[case])
 }
 
-/// The report directory of a live search: its coverage and findings.
-pub fn search_doc(r: &SearchJson) -> Doc {
+/// The report directory of a live search: its coverage and findings, and
+/// per finding the timeline of `drawn`'s trial (parallel to `r.findings`:
+/// a rerun of the written file that showed the kind).
+pub fn search_doc(r: &SearchJson, drawn: &[Option<Drawn>]) -> Doc {
     let c = &r.coverage;
     let mut lines = vec![format!(
         "coverage: {} placements ({} tried, {} not expressible), {} trials ({} not judged), {} distinct histories, {:.1} s",
@@ -430,14 +435,368 @@ pub fn search_doc(r: &SearchJson) -> Doc {
         timeline: None,
         trials: lines,
     };
+    let mut scenarios = vec![scenario];
+    let mut svgs = vec![None];
+    let mut slugs = Slugs::default();
+    for (f, d) in r.findings.iter().zip(drawn) {
+        let Some(d) = d else { continue };
+        let (t, svg) = timeline(&f.kind, d, &slugs.next(&format!("finding-{}", f.kind)));
+        scenarios.push(finding_section(f, t));
+        svgs.push(Some(svg));
+    }
     Doc {
         results: Results {
             schema_version: results::SCHEMA_VERSION,
             fencesim_version: env!("CARGO_PKG_VERSION").to_string(),
             command: "search (live)".to_string(),
+            scenarios,
+        },
+        svgs,
+    }
+}
+
+/// A finding's own section of the search's report: its written file, its
+/// reruns and the timeline of one that showed it.
+fn finding_section(f: &FindingJson, timeline: TimelineResults) -> ScenarioResults {
+    let shown = |k: ViolationKind| (k.name() == f.kind) as u64 * f.reruns_shown as u64;
+    ScenarioResults {
+        name: format!("{}: {}", f.kind, f.file),
+        path: f.file.clone(),
+        description: format!(
+            "The placement that showed {} ({}), written to {} and run {} times.",
+            f.kind,
+            f.placements.first().map_or("", String::as_str),
+            f.file,
+            f.reruns
+        ),
+        protocol: "live search finding".to_string(),
+        seed_start: 1,
+        seeds: f.reruns as u64,
+        failing_seeds: per_kind(shown),
+        seeds_with_stale_attempts: 0,
+        fence_rejected_total: 0,
+        seeds_with_unfinished: 0,
+        expectation_met: false,
+        problems: vec![format!(
+            "{} in {}/{} reruns of the written file{}",
+            f.kind,
+            f.reruns_shown,
+            f.reruns,
+            if f.reproduces {
+                ": reproduces"
+            } else {
+                ": does not reproduce reliably"
+            }
+        )],
+        replay_seed: None,
+        digest: String::new(),
+        metrics: Vec::new(),
+        timeline: Some(timeline),
+        trials: vec![format!(
+            "placement: {}",
+            f.placements.first().map_or("", String::as_str)
+        )],
+    }
+}
+
+/// `fencesim search LIVE.toml --chaos SEED --json FILE`: the seeded
+/// nemesis, trial by trial (schema [`CHAOS_SCHEMA`]).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ChaosJson {
+    pub schema: String,
+    pub schema_version: u32,
+    pub fencesim_version: String,
+    pub path: String,
+    /// The user's program (`--worker-cmd` or the file's); null: the built-in worker.
+    pub worker_cmd: Option<String>,
+    pub seed: u64,
+    /// `--chaos-trials`: trials asked for; fewer ran when one reproduced
+    /// (the nemesis stops there) or the run was stopped.
+    pub chaos_trials: u32,
+    /// `--faults`: at most this many faults per trial.
+    pub max_faults: usize,
+    /// `--confirm`: reruns of a schedule that showed a violation.
+    pub confirm_reruns: u32,
+    pub trials: Vec<ChaosTrialJson>,
+    /// The trial whose violation reproduced.
+    pub found_at_trial: Option<u32>,
+    /// Ctrl-C stopped the run: `trials` are those that finished; no verdict.
+    pub interrupted: bool,
+    /// What stopped the run when the harness or a server failed.
+    pub error: Option<String>,
+    pub wall_ms: u64,
+    /// What the command returned with this report.
+    pub exit_code: u8,
+}
+
+/// One trial of the nemesis.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ChaosTrialJson {
+    /// 1-based; (seed, trial) draws the schedule.
+    pub trial: u32,
+    pub schedule: Vec<FaultJson>,
+    pub verdict: ChaosVerdict,
+    /// The trial's history (JSON lines, for `check-history`); null when not judged.
+    pub history_file: Option<String>,
+    pub trial_ms: u64,
+    /// A violation: reruns of the same schedule that showed its first kind,
+    /// of `confirm_reruns` (it reproduces in at least 4 of 5); null otherwise.
+    pub reruns_shown: Option<u32>,
+    pub reproduces: Option<bool>,
+    /// The reproduced trial: its schedule as a live scenario, and that
+    /// schedule shrunk (null until written: an interrupted shrink leaves none).
+    pub reproduction_file: Option<String>,
+    pub shrunk_file: Option<String>,
+    pub shrunk_schedule: Vec<FaultJson>,
+}
+
+/// What a nemesis trial concluded.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+#[serde(tag = "is", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ChaosVerdict {
+    Clean,
+    Violation {
+        kinds: Vec<String>,
+    },
+    /// A user's program misbehaved or the servers' account was incomplete.
+    NotJudged {
+        why: String,
+    },
+    /// The harness or a server failed mid-trial (the run stops there).
+    Error {
+        why: String,
+    },
+}
+
+/// One fault of a schedule, as the scenario file spells it.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct FaultJson {
+    /// `pause`, `crash`, `delay`, `drop`, `cut`, `partition`.
+    pub kind: String,
+    /// `worker/A`, `member/leader`.
+    pub node: String,
+    /// The protocol point it strikes after (`read_ok`; `worker/A:read_ok`
+    /// for a member); null for a fault at a time or on a message.
+    pub after: Option<String>,
+    /// Since the trial's start, for a fault at a time.
+    pub at_ms: Option<u64>,
+    /// A network fault's message (`update`, `lock_reply`).
+    pub message: Option<String>,
+    pub duration_ms: Option<u64>,
+    pub restart_after_ms: Option<u64>,
+    /// The fault as the terminal prints it.
+    pub label: String,
+}
+
+impl ChaosVerdict {
+    /// One word or the kinds, as the terminal prints it.
+    pub fn text(&self) -> String {
+        match self {
+            ChaosVerdict::Clean => "clean".to_string(),
+            ChaosVerdict::Violation { kinds } => kinds.join(", "),
+            ChaosVerdict::NotJudged { why } => format!("not judged: {why}"),
+            ChaosVerdict::Error { why } => format!("error: {why}"),
+        }
+    }
+}
+
+fn schedule_text(schedule: &[FaultJson]) -> String {
+    if schedule.is_empty() {
+        return "no fault".to_string();
+    }
+    schedule
+        .iter()
+        .map(|f| f.label.as_str())
+        .collect::<Vec<_>>()
+        .join(" + ")
+}
+
+/// The command that runs a trial's schedule again: its written scenario,
+/// or (a violation that did not reproduce) the nemesis up to that trial,
+/// which draws the same schedules.
+fn chaos_rerun(r: &ChaosJson, t: &ChaosTrialJson) -> String {
+    use crate::suite::shell_quote;
+    if let Some(file) = &t.reproduction_file {
+        return format!("fencesim live {}", shell_quote(file));
+    }
+    let worker = r.worker_cmd.as_ref().map_or(String::new(), |c| {
+        format!(" --worker-cmd {}", shell_quote(c))
+    });
+    format!(
+        "fencesim search {} --chaos {} --chaos-trials {} --faults {}{worker}",
+        shell_quote(&r.path),
+        r.seed,
+        t.trial,
+        r.max_faults
+    )
+}
+
+/// A trial's reruns, as one phrase.
+fn reruns_text(r: &ChaosJson, t: &ChaosTrialJson) -> Option<String> {
+    let shown = t.reruns_shown?;
+    let how = if t.reproduces == Some(true) {
+        "reproduces"
+    } else {
+        "a race, not a schedule that reproduces"
+    };
+    Some(format!(
+        "shown again in {shown}/{} reruns of the schedule: {how}",
+        r.confirm_reruns
+    ))
+}
+
+/// JUnit of the nemesis: one case per trial; a violation (reproduced or
+/// not: the real history showed it) or an error fails it, a trial that
+/// could not be judged is skipped.
+pub fn chaos_junit(r: &ChaosJson) -> String {
+    let cases: Vec<Case> =
+        r.trials
+            .iter()
+            .map(|t| {
+                let schedule = schedule_text(&t.schedule);
+                let mut skipped = None;
+                let failure = match &t.verdict {
+                    ChaosVerdict::Clean => None,
+                    ChaosVerdict::NotJudged { why } => {
+                        skipped = Some(format!("not judged: {why}"));
+                        None
+                    }
+                    ChaosVerdict::Violation { .. } | ChaosVerdict::Error { .. } => {
+                        let message =
+                            format!("trial {}: {} — {schedule}", t.trial, t.verdict.text());
+                        let mut text = vec![format!("schedule: {schedule}")];
+                        text.extend(reruns_text(r, t));
+                        text.extend(t.history_file.as_ref().map(|f| format!("history: {f}")));
+                        text.extend(t.shrunk_file.as_ref().map(|f| {
+                            format!("shrunk: {} — {f}", schedule_text(&t.shrunk_schedule))
+                        }));
+                        text.push(format!("rerun: {}", chaos_rerun(r, t)));
+                        Some((message, text.join("\n")))
+                    }
+                };
+                Case {
+                    classname: "live.chaos".to_string(),
+                    name: format!("seed {} trial {}", r.seed, t.trial),
+                    file: r.path.clone(),
+                    failure,
+                    skipped,
+                }
+            })
+            .collect();
+    junit::suite(
+        &format!("fencesim search (live) --chaos {}", r.seed),
+        &cases,
+    )
+}
+
+/// A nemesis trial as its line (and its files' lines) in the report.
+fn chaos_trial_text(r: &ChaosJson, t: &ChaosTrialJson) -> String {
+    let mut line = format!(
+        "trial {}: {} — {}",
+        t.trial,
+        schedule_text(&t.schedule),
+        t.verdict.text()
+    );
+    if let Some(reruns) = reruns_text(r, t) {
+        line.push_str(&format!(" — {reruns}"));
+    }
+    line.push_str(&format!(
+        " — {} — {} ms",
+        t.history_file.as_deref().unwrap_or("-"),
+        t.trial_ms
+    ));
+    if let Some(file) = &t.reproduction_file {
+        line.push_str(&format!(
+            "\n    written to {file} (rerun: fencesim live FILE)"
+        ));
+    }
+    if let Some(file) = &t.shrunk_file {
+        line.push_str(&format!(
+            "\n    shrunk to {} fault(s): {} — {file}",
+            t.shrunk_schedule.len(),
+            schedule_text(&t.shrunk_schedule)
+        ));
+    }
+    line
+}
+
+/// The report directory of the nemesis: every trial with its schedule and
+/// verdict, and `drawn`'s timeline (the trial whose violation reproduced,
+/// else the first that showed one).
+pub fn chaos_doc(r: &ChaosJson, drawn: Option<&Drawn>) -> Doc {
+    let name = format!("{} --chaos {}", r.path, r.seed);
+    let slug = Slugs::default().next(&format!("chaos-{}", r.seed));
+    let (timeline, svg) = match drawn {
+        Some(d) => {
+            let (t, svg) = timeline(&name, d, &slug);
+            (Some(t), Some(svg))
+        }
+        None => (None, None),
+    };
+    let with = |k: ViolationKind| {
+        r.trials
+            .iter()
+            .filter(|t| matches!(&t.verdict, ChaosVerdict::Violation { kinds } if kinds.iter().any(|x| x == k.name())))
+            .count() as u64
+    };
+    let mut problems: Vec<String> = r
+        .trials
+        .iter()
+        .filter_map(|t| match &t.verdict {
+            ChaosVerdict::Violation { kinds } => Some(format!(
+                "trial {} showed {} ({})",
+                t.trial,
+                kinds.join(", "),
+                reruns_text(r, t).unwrap_or_default()
+            )),
+            ChaosVerdict::Error { why } => Some(format!("trial {}: error: {why}", t.trial)),
+            _ => None,
+        })
+        .collect();
+    if r.interrupted {
+        problems.push(format!(
+            "interrupted after {} trial(s): no verdict",
+            r.trials.len()
+        ));
+    }
+    problems.extend(r.error.iter().map(|e| format!("the run stopped: {e}")));
+    let scenario = ScenarioResults {
+        name: name.clone(),
+        path: r.path.clone(),
+        description: format!(
+            "Live nemesis: seed {}, up to {} fault(s) per trial, {} trial(s) asked, {} run; {:.1} s.",
+            r.seed,
+            r.max_faults,
+            r.chaos_trials,
+            r.trials.len(),
+            r.wall_ms as f64 / 1000.0
+        ),
+        protocol: "live nemesis".to_string(),
+        seed_start: 1,
+        seeds: r.trials.len() as u64,
+        failing_seeds: per_kind(with),
+        seeds_with_stale_attempts: 0,
+        fence_rejected_total: 0,
+        seeds_with_unfinished: 0,
+        expectation_met: problems.is_empty(),
+        problems,
+        replay_seed: None,
+        digest: String::new(),
+        metrics: Vec::new(),
+        timeline,
+        trials: r.trials.iter().map(|t| chaos_trial_text(r, t)).collect(),
+    };
+    Doc {
+        results: Results {
+            schema_version: results::SCHEMA_VERSION,
+            fencesim_version: env!("CARGO_PKG_VERSION").to_string(),
+            command: "search (live) --chaos".to_string(),
             scenarios: vec![scenario],
         },
-        svgs: vec![None],
+        svgs: vec![svg],
     }
 }
 
@@ -505,6 +864,136 @@ mod tests {
         assert!(!back.scenarios[1].met);
     }
 
+    fn chaos_run() -> ChaosJson {
+        let pause = FaultJson {
+            kind: "pause".into(),
+            node: "worker/A".into(),
+            after: Some("read_ok".into()),
+            at_ms: None,
+            message: None,
+            duration_ms: Some(900),
+            restart_after_ms: None,
+            label: "pause worker/A after read_ok for 900 ms".into(),
+        };
+        let crash = FaultJson {
+            kind: "crash".into(),
+            node: "worker/B".into(),
+            after: None,
+            at_ms: Some(40),
+            message: None,
+            duration_ms: None,
+            restart_after_ms: Some(150),
+            label: "crash worker/B at 40 ms, restart after 150 ms".into(),
+        };
+        let trial = |n: u32, schedule: Vec<FaultJson>, verdict: ChaosVerdict| ChaosTrialJson {
+            trial: n,
+            schedule,
+            history_file: (!matches!(verdict, ChaosVerdict::NotJudged { .. }))
+                .then(|| format!("target/live/x-chaos-7-trial-{n}.jsonl")),
+            verdict,
+            trial_ms: 800,
+            reruns_shown: None,
+            reproduces: None,
+            reproduction_file: None,
+            shrunk_file: None,
+            shrunk_schedule: Vec::new(),
+        };
+        let mut found = trial(
+            3,
+            vec![pause.clone(), crash.clone()],
+            ChaosVerdict::Violation {
+                kinds: vec!["stale_write".into(), "lost_update".into()],
+            },
+        );
+        found.reruns_shown = Some(5);
+        found.reproduces = Some(true);
+        found.reproduction_file = Some("live/x-chaos-7-3.toml".into());
+        found.shrunk_file = Some("live/x-chaos-7-3-shrunk.toml".into());
+        found.shrunk_schedule = vec![pause.clone()];
+        ChaosJson {
+            schema: CHAOS_SCHEMA.into(),
+            schema_version: SCHEMA_VERSION,
+            fencesim_version: "0".into(),
+            path: "live/x.toml".into(),
+            worker_cmd: None,
+            seed: 7,
+            chaos_trials: 20,
+            max_faults: 2,
+            confirm_reruns: 5,
+            trials: vec![
+                trial(1, vec![crash], ChaosVerdict::Clean),
+                trial(
+                    2,
+                    vec![pause],
+                    ChaosVerdict::NotJudged {
+                        why: "the program exited 1".into(),
+                    },
+                ),
+                found,
+            ],
+            found_at_trial: Some(3),
+            interrupted: false,
+            error: None,
+            wall_ms: 4200,
+            exit_code: 1,
+        }
+    }
+
+    #[test]
+    fn the_nemesis_json_round_trips_with_its_schedules_and_verdicts() {
+        let r = chaos_run();
+        let text = to_json(&r);
+        let back: ChaosJson = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, r);
+        // The verdict is tagged, so a reader tells the kinds from the reasons.
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["schema"], "fencesim-live-chaos");
+        assert_eq!(v["trials"][2]["verdict"]["is"], "violation");
+        assert_eq!(v["trials"][2]["verdict"]["kinds"][0], "stale_write");
+        assert_eq!(v["trials"][1]["verdict"]["is"], "not_judged");
+        assert_eq!(v["trials"][0]["schedule"][0]["at_ms"], 40);
+        assert_eq!(v["trials"][2]["schedule"][0]["after"], "read_ok");
+        assert!(serde_json::from_str::<ChaosJson>(&text.replace("\"seed\"", "\"sed\"")).is_err());
+    }
+
+    #[test]
+    fn a_nemesis_violation_is_a_junit_failure_naming_kinds_schedule_and_rerun() {
+        let mut r = chaos_run();
+        let xml = chaos_junit(&r);
+        assert!(
+            xml.contains("tests=\"3\" failures=\"1\" errors=\"0\" skipped=\"1\""),
+            "{xml}"
+        );
+        assert!(
+            xml.contains("<failure message=\"trial 3: stale_write, lost_update — pause worker/A after read_ok for 900 ms + crash worker/B at 40 ms, restart after 150 ms\""),
+            "{xml}"
+        );
+        assert!(
+            xml.contains("rerun: fencesim live live/x-chaos-7-3.toml"),
+            "{xml}"
+        );
+        assert!(
+            xml.contains("<skipped message=\"not judged: the program exited 1\"/>"),
+            "{xml}"
+        );
+        // A violation that did not reproduce still fails its case; its rerun
+        // is the nemesis up to that trial.
+        r.trials[2].reproduces = Some(false);
+        r.trials[2].reproduction_file = None;
+        let xml = chaos_junit(&r);
+        assert!(
+            xml.contains(
+                "rerun: fencesim search live/x.toml --chaos 7 --chaos-trials 3 --faults 2"
+            ),
+            "{xml}"
+        );
+        let doc = chaos_doc(&r, None);
+        let sc = &doc.results.scenarios[0];
+        assert!(!sc.expectation_met);
+        assert_eq!(sc.trials.len(), 3);
+        assert_eq!(sc.failing_seeds["stale_write"], 1);
+    }
+
     #[test]
     fn a_search_finding_is_a_junit_failure() {
         let coverage = CoverageJson {
@@ -530,6 +1019,6 @@ mod tests {
         assert!(
             search_junit(&r).contains("<failure message=\"found lost_update with up to 1 faults")
         );
-        assert!(!search_doc(&r).results.scenarios[0].expectation_met);
+        assert!(!search_doc(&r, &[]).results.scenarios[0].expectation_met);
     }
 }

@@ -9,5 +9,6 @@ mod etcd;
 mod library_matrix;
 mod reports;
 mod search;
+mod search_reports;
 mod user_client;
 mod zk;

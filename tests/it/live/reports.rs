@@ -191,9 +191,9 @@ fn reports_are_refused_where_the_search_cannot_write_them() {
                 "--chaos",
                 "1",
                 "--json",
-                "x.json",
+                "/nonexistent/dir/x.json",
             ],
-            "--chaos",
+            "--json /nonexistent/dir/x.json",
         ),
         (
             &[
