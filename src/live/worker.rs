@@ -621,7 +621,17 @@ pub fn run(args: &WorkerArgs) -> Result<()> {
     };
     let recovered = match &args.state_file {
         Some(p) if p.exists() => {
-            Some(std::fs::read(p).with_context(|| format!("reading {}", p.display()))?)
+            let bytes = std::fs::read(p).with_context(|| format!("reading {}", p.display()))?;
+            // The machine asserts its record's size; a file of another size
+            // is a harness fault, said as one.
+            if bytes.len() != 8 && bytes.len() != 12 {
+                bail!(
+                    "{} holds {} bytes, not a worker's 8- or 12-byte record",
+                    p.display(),
+                    bytes.len()
+                );
+            }
+            Some(bytes)
         }
         _ => None,
     };
@@ -644,6 +654,20 @@ pub fn run(args: &WorkerArgs) -> Result<()> {
         emit(json!({ "kind": "restarted" }));
     }
     drive(&mut d, recovered.as_deref(), &reply_rx)
+}
+
+/// Replaces the state file in one step: the record goes to a file beside
+/// it, which is then renamed over it. A `Persist` is atomic in the model
+/// (the simulator's disk keeps a whole record or the previous one); a plain
+/// truncate-and-write let a SIGKILL between the two leave an empty or short
+/// file that the restarted worker could not read (the nemesis hit it).
+fn persist_atomically(p: &std::path::Path, record: &[u8]) -> Result<()> {
+    let mut tmp = p.as_os_str().to_owned();
+    tmp.push(".writing");
+    let tmp = std::path::PathBuf::from(tmp);
+    std::fs::write(&tmp, record).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, p)
+        .with_context(|| format!("renaming {} over {}", tmp.display(), p.display()))
 }
 
 /// Runs the machine until its workload is done: its effects carried out,
@@ -738,8 +762,7 @@ impl Driver<'_> {
                     self.op = args.index as u64 * 1000 + started as u64;
                 }
                 if let Some(p) = &args.state_file {
-                    std::fs::write(p, &record)
-                        .with_context(|| format!("writing {}", p.display()))?;
+                    persist_atomically(p, &record)?;
                 }
             }
             Effect::Observe(Observation::WorkloadDone) => {
