@@ -11,6 +11,7 @@ use anyhow::{Context, Result};
 use super::flags::JobsFlag;
 use super::{check_writable_dir, check_writable_file};
 use super::{BadInput, EXIT_FAILED, EXIT_INTERNAL, EXIT_OK};
+use crate::live::phases::{PhaseSummary, PhaseTotals, Phases, TrialPhasesLine};
 use crate::live::{client, history, scenario, servers::Servers, trial};
 use crate::report::{self, live::Tally};
 
@@ -58,6 +59,11 @@ pub struct LiveArgs {
     /// Also write a report directory: index.html (a real trial's SVG timeline), summary.md, results.json.
     #[arg(long, value_name = "DIR")]
     pub report: Option<PathBuf>,
+    /// After each trial line, where its time went (start, reset, spawn,
+    /// run, fault, settle, audit, check, other; ms), and per-phase totals
+    /// after each scenario and at the end (docs/live.md).
+    #[arg(short, long)]
+    pub verbose: bool,
 }
 
 pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
@@ -71,8 +77,10 @@ pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
     std::fs::create_dir_all(&args.out)?;
     let mut rows = Vec::new();
     let mut runs = Vec::new();
+    let mut phases = PhaseTotals::default();
     for s in &scenarios {
         let run = run_trials(&args, s, &mut servers, &exe)?;
+        phases.add(&run.phases);
         if run.not_judged {
             // A user's program misbehaved: no verdict (exit 3), the reports say why.
             runs.push((s, run, None));
@@ -96,6 +104,16 @@ pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
         })
         .collect();
     print!("{}", report::live::twin_table(&table));
+    if args.verbose {
+        let what = format!("all {} scenario(s)", scenarios.len());
+        print!(
+            "{}",
+            PhaseSummary {
+                what: &what,
+                totals: &phases
+            }
+        );
+    }
     // A user's servers keep nothing of the run (the harness's own go with their directory).
     servers.clean_up()?;
     let code = if all_met { EXIT_OK } else { EXIT_FAILED };
@@ -124,6 +142,8 @@ struct ScenarioRun {
     drawn: Option<(u32, history::TrialResult, PathBuf)>,
     /// The last trial could not be judged (a user's program misbehaved).
     not_judged: bool,
+    /// Where the judged trials' time went, added up.
+    phases: PhaseTotals,
 }
 
 /// The simulated twin's sweep for the JSON report.
@@ -319,14 +339,23 @@ fn run_trials(
         trials: Vec::new(),
         drawn: None,
         not_judged: false,
+        phases: PhaseTotals::default(),
     };
     for k in 1..=n {
         if crate::live::interrupted() {
             anyhow::bail!("interrupted");
         }
         let started = std::time::Instant::now();
+        let mut phases = Phases::begin(started);
         let worker_cmd = args.worker_cmd.as_deref().or(s.worker_cmd.as_deref());
-        let r = match one_trial(s, worker_cmd, servers, exe, timeout, k)? {
+        let call = TrialCall {
+            s,
+            worker_cmd,
+            exe,
+            timeout,
+            k,
+        };
+        let r = match one_trial_phased(call, servers, &mut phases)? {
             Ok(r) => r,
             Err(e) => {
                 eprintln!("error: trial {k}/{n} of {}: {e}", s.name);
@@ -343,7 +372,10 @@ fn run_trials(
                 return Ok(run);
             }
         };
-        let trial_ms = started.elapsed().as_millis();
+        // The trial's wall time and its phases end at one instant.
+        let ended = std::time::Instant::now();
+        phases.end(ended);
+        let trial_ms = (ended - started).as_millis();
         let file = args.out.join(format!("{}-trial-{k}.jsonl", s.name));
         history::write_history(&r.history, &file)?;
         if let Some(h) = &args.history {
@@ -364,6 +396,11 @@ fn run_trials(
                 trial_ms,
             })
         );
+        let spent = phases.totals();
+        run.phases.add(&spent);
+        if args.verbose {
+            print!("{}", TrialPhasesLine(&spent));
+        }
         run.trials.push(report::live_reports::TrialJson {
             index: k,
             violations: r.report.kinds().map(|k| k.name().to_string()).collect(),
@@ -382,6 +419,16 @@ fn run_trials(
             run.drawn = Some((k, r, file));
         }
     }
+    if args.verbose {
+        let what = format!("scenario {}", s.name);
+        print!(
+            "{}",
+            PhaseSummary {
+                what: &what,
+                totals: &run.phases
+            }
+        );
+    }
     Ok(run)
 }
 
@@ -395,9 +442,44 @@ pub(super) fn one_trial(
     timeout: Duration,
     k: u32,
 ) -> Result<Result<history::TrialResult, String>> {
+    // Its phases are measured but not shown (a live search prints no breakdown).
+    let mut phases = Phases::begin(std::time::Instant::now());
+    let call = TrialCall {
+        s,
+        worker_cmd,
+        exe,
+        timeout,
+        k,
+    };
+    one_trial_phased(call, servers, &mut phases)
+}
+
+/// What a trial is run with, besides the servers.
+struct TrialCall<'a> {
+    s: &'a scenario::LiveScenario,
+    worker_cmd: Option<&'a str>,
+    exe: &'a std::path::Path,
+    timeout: Duration,
+    /// The trial's number (1, 2, …).
+    k: u32,
+}
+
+/// [`one_trial`], its phases marked in `phases` (which the caller ends).
+fn one_trial_phased(
+    call: TrialCall,
+    servers: &mut Servers,
+    phases: &mut Phases,
+) -> Result<Result<history::TrialResult, String>> {
+    let TrialCall {
+        s,
+        worker_cmd,
+        exe,
+        timeout,
+        k,
+    } = call;
     match worker_cmd {
-        None => Ok(Ok(trial::run(s, servers, exe, timeout)?)),
-        Some(cmd) => match client::run(s, cmd, servers, timeout, k) {
+        None => Ok(Ok(trial::run(s, servers, exe, timeout, phases)?)),
+        Some(cmd) => match client::run(s, cmd, servers, timeout, k, phases) {
             Ok(r) => Ok(Ok(r)),
             Err(e) if e.is::<client::ClientFailed>() || e.is::<client::CannotJudge>() => {
                 Ok(Err(e.to_string()))

@@ -18,8 +18,8 @@
 //! simulated twin.
 //!
 //! The files form no circle: the small ones at the bottom ([`process`],
-//! [`launch`], [`emit`], [`decode`]) import none of the others, and each
-//! file above imports only files below it (checked by
+//! [`launch`], [`emit`], [`decode`], [`phases`]) import none of the
+//! others, and each file above imports only files below it (checked by
 //! `tests/it/architecture.rs`).
 
 pub(crate) mod account;
@@ -32,6 +32,7 @@ pub(crate) mod explore;
 pub(crate) mod faults;
 pub(crate) mod history;
 pub(crate) mod launch;
+pub mod phases;
 pub(crate) mod process;
 pub(crate) mod proxy;
 pub mod scenario;

@@ -23,8 +23,9 @@ use serde_json::Value;
 use super::cluster::Cluster;
 use super::faults::{crash_line, replicate_then_cut, FaultExecutor, MemberSlowdown};
 use super::history::{judge, TrialResult};
+use super::phases::{Phase, Phases};
 use super::process::{die_with_parent, kill, Victim};
-use super::proxy::Proxy;
+use super::proxy::{Proxy, ProxyMode};
 use super::scenario::{CrashTarget, LiveScenario, MemberSel, Trigger};
 use super::servers::Servers;
 
@@ -188,11 +189,13 @@ impl Spawner<'_> {
 }
 
 /// Runs one trial. Must be called from the main thread (children's parent-death signal).
+/// `phases` gets the trial's phase marks (reset … check; the caller ends it).
 pub fn run(
     s: &LiveScenario,
     servers: &mut Servers,
     exe: &Path,
     timeout: Duration,
+    phases: &mut Phases,
 ) -> Result<TrialResult> {
     if s.redis_masters > 1 {
         bail!(
@@ -202,18 +205,29 @@ pub fn run(
         );
     }
     let (tx, rx) = mpsc::channel::<Msg>();
-    let (spawner, proxies) = wire(s, servers, exe, tx)?;
+    let (spawner, proxies) = wire(s, servers, exe, tx, phases)?;
+    phases.enter(Phase::Spawn);
     let (procs, deadline) = start_workers(&spawner, &rx, timeout)?;
     let mut t = Trial::new(s, servers, spawner, procs, rx, deadline, timeout);
+    phases.mark(t.t0, Phase::Run);
     t.run_to_end()?;
     t.reap()?;
     let Trial {
         exec,
         records,
         procs,
+        mut fault_windows,
+        workers_done,
         ..
     } = t;
     drop(procs);
+    let audit_at = Instant::now();
+    phases.mark(audit_at, Phase::Audit);
+    fault_windows.extend(proxy_windows(s, &proxies));
+    phases.faults(fault_windows, audit_at);
+    if let Some(done) = workers_done {
+        phases.workers_done(done);
+    }
     if let Some(t0_ns) = exec.started_ns() {
         proxy_lines(&exec, &proxies, t0_ns)?;
     }
@@ -227,6 +241,7 @@ pub fn run(
         .map(|r| (r.get(0), r.get(1), r.get(2)))
         .collect();
     let names: Vec<String> = s.workers.iter().map(|w| w.name.clone()).collect();
+    phases.enter(Phase::Check);
     judge(
         &names,
         s.lock,
@@ -245,10 +260,21 @@ fn wire<'a>(
     servers: &mut Servers,
     exe: &'a Path,
     tx: mpsc::Sender<Msg>,
+    phases: &mut Phases,
 ) -> Result<(Spawner<'a>, Vec<(String, Proxy)>)> {
+    phases.enter(Phase::Reset);
     servers.reset()?;
     let (cluster, pinned_note) = match s.lock.cluster() {
-        Some(kind) => pinned_endpoints(s, servers.ensure_cluster(kind)?)?,
+        Some(kind) => {
+            // A cluster this trial starts is start-up; a running one's
+            // repair and key deletion is reset.
+            let starts = servers.cluster.as_ref().is_none_or(|c| c.kind != kind);
+            phases.enter(if starts { Phase::Start } else { Phase::Reset });
+            let cluster = servers.ensure_cluster(kind)?;
+            // The wait for a steady leader is the cluster's verification.
+            phases.enter(Phase::Reset);
+            pinned_endpoints(s, cluster)?
+        }
         None => (Vec::new(), None),
     };
     let mut redis_urls = servers.redis_url.clone();
@@ -362,6 +388,33 @@ fn start_workers(
     Ok((procs, deadline))
 }
 
+/// Each proxy's fault as a window: from the first UPDATE it acted on, for
+/// its hold's or drop window's length (a cut is an instant).
+fn proxy_windows(s: &LiveScenario, proxies: &[(String, Proxy)]) -> Vec<(Instant, Instant)> {
+    let (now, now_ns) = (Instant::now(), super::monotonic_ns());
+    let mut out = Vec::new();
+    for (name, proxy) in proxies {
+        let Some(n) = s.faults.net.iter().find(|n| n.worker == *name) else {
+            continue;
+        };
+        let first_ns = match super::locked(&proxy.log).events.first() {
+            Some((ns, _)) => *ns,
+            None => continue,
+        };
+        // Instant and CLOCK_MONOTONIC are one clock on Linux: `now` less the age.
+        let Some(from) = now.checked_sub(Duration::from_nanos(now_ns.saturating_sub(first_ns)))
+        else {
+            continue;
+        };
+        let ms = match n.mode {
+            ProxyMode::Hold { ms } | ProxyMode::Drop { ms } => ms,
+            ProxyMode::Cut => 0,
+        };
+        out.push((from, from + Duration::from_millis(ms)));
+    }
+    out
+}
+
 /// What each proxy did to its worker's UPDATE, as fault lines.
 fn proxy_lines(exec: &FaultExecutor, proxies: &[(String, Proxy)], t0_ns: u64) -> Result<()> {
     for (name, proxy) in proxies {
@@ -390,6 +443,23 @@ struct Fired {
     cut: Vec<bool>,
 }
 
+impl Fired {
+    /// How many faults have fired so far.
+    fn count(&self) -> usize {
+        [
+            &self.paused,
+            &self.failed_over,
+            &self.crashed,
+            &self.parted,
+            &self.slowed,
+            &self.cut,
+        ]
+        .iter()
+        .map(|v| v.iter().filter(|f| **f).count())
+        .sum()
+    }
+}
+
 /// A running trial: its workers, its timetable and what it has seen.
 struct Trial<'a> {
     s: &'a LiveScenario,
@@ -403,8 +473,14 @@ struct Trial<'a> {
     /// (start_ms, worker) of the workers not yet told to start, in order.
     to_start: std::iter::Peekable<std::vec::IntoIter<(u64, usize)>>,
     fired: Fired,
+    /// When a fault was in force: each strike or undo for as long as the
+    /// executor took, each durational fault until its scheduled end
+    /// ([`Phases::faults`]; measurement only).
+    fault_windows: Vec<(Instant, Instant)>,
     /// Workers whose output is still open.
     open: usize,
+    /// When the last open output closed (None while one is open).
+    workers_done: Option<Instant>,
     t0: Instant,
     deadline: Instant,
     timeout: Duration,
@@ -465,6 +541,7 @@ impl<'a> Trial<'a> {
             servers,
             spawner,
             open: procs.len(),
+            workers_done: None,
             procs,
             rx,
             exec,
@@ -472,6 +549,7 @@ impl<'a> Trial<'a> {
             later,
             to_start: to_start.into_iter().peekable(),
             fired,
+            fault_windows: Vec::new(),
             t0,
             deadline,
             timeout,
@@ -493,8 +571,11 @@ impl<'a> Trial<'a> {
             }
             self.start_due(now)?;
             if let Some(pos) = self.later.iter().position(|(at, _)| *at <= now) {
-                let (_, what) = self.later.remove(pos);
+                let (at, what) = self.later.remove(pos);
+                let n = self.later.len();
                 self.do_later(what)?;
+                // A fault's end was due at `at`: it lasted until it was undone.
+                self.fault_window(at.min(now), n);
                 continue;
             }
             let wake = self.next_wake(now);
@@ -509,6 +590,9 @@ impl<'a> Trial<'a> {
                 Ok(Msg::Eof(_)) => self.open -= 1,
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => self.open = 0,
+            }
+            if self.open == 0 {
+                self.workers_done.get_or_insert_with(Instant::now);
             }
         }
         Ok(())
@@ -545,6 +629,7 @@ impl<'a> Trial<'a> {
             Later::RestartWorker(i) => {
                 self.procs[i] = self.spawner.spawn(i)?;
                 self.open += 1;
+                self.workers_done = None;
                 self.exec.restart_noted(&self.procs[i].name);
             }
             Later::RestartRedis => self.exec.restart_redis(self.servers)?,
@@ -566,6 +651,18 @@ impl<'a> Trial<'a> {
             }
         }
         Ok(())
+    }
+
+    /// A fault struck (or was undone) from `from` until now; what the
+    /// timetable got since it had `n` entries are the ends it scheduled.
+    fn fault_window(&mut self, from: Instant, n: usize) {
+        self.fault_windows.push((from, Instant::now()));
+        let ends: Vec<Instant> = self.later[n.min(self.later.len())..]
+            .iter()
+            .map(|(at, _)| *at)
+            .collect();
+        self.fault_windows
+            .extend(ends.into_iter().map(|at| (from, at)));
     }
 
     /// A worker's line: a record, or its gate (it stopped at a protocol point).
@@ -598,10 +695,21 @@ impl<'a> Trial<'a> {
         self.at_gate(i, &step)
     }
 
+    /// Worker `i` stopped right after `step`: its faults strike
+    /// ([`Trial::strike_at_gate`]), timed as a fault window if any did.
+    fn at_gate(&mut self, i: usize, step: &str) -> Result<()> {
+        let (from, n, fired) = (Instant::now(), self.later.len(), self.fired.count());
+        let r = self.strike_at_gate(i, step);
+        if self.fired.count() > fired {
+            self.fault_window(from, n);
+        }
+        r
+    }
+
     /// Worker `i` stopped right after `step`: the faults that follow it
     /// strike now (failover, partition, member delay, crash, then pause),
     /// and the worker is told to go on (it reads that once it runs again).
-    fn at_gate(&mut self, i: usize, step: &str) -> Result<()> {
+    fn strike_at_gate(&mut self, i: usize, step: &str) -> Result<()> {
         let s = self.s;
         let name = self.procs[i].name.clone();
         let after = format!("after worker/{name}'s {step}");
@@ -629,6 +737,10 @@ impl<'a> Trial<'a> {
             let pid = self.procs[i].child.id();
             self.exec
                 .cut_lock(self.servers, (i, &name, pid), c.refuse_ms, &after)?;
+            // The member refuses the worker for `refuse_ms`: the fault's length.
+            let now = Instant::now();
+            let refused = now + Duration::from_millis(c.refuse_ms);
+            self.fault_windows.push((now, refused));
         }
         let here = |t: &Trigger| matches!(t, Trigger::After { worker, point } if *worker == name && point == step);
         for (k, d) in s.faults.member_delays.iter().enumerate() {

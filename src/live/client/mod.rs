@@ -79,6 +79,7 @@ use shared::Shared;
 use zk_backend::zk_backend;
 
 use super::history::{judge, TrialResult};
+use super::phases::{Phase, Phases};
 use super::proxy::Proxy;
 use super::scenario::LiveScenario;
 use super::servers::Servers;
@@ -114,12 +115,15 @@ CREATE TRIGGER client_audit_write AFTER UPDATE ON documents FOR EACH ROW EXECUTE
 
 /// Runs one trial of `cmd` as every worker of `s`. Call from the main thread
 /// (the programs' parent-death signal is tied to the spawning thread).
+/// `phases` gets the trial's phase marks (docs/live.md has how they map
+/// onto a user's program).
 pub fn run(
     s: &LiveScenario,
     cmd: &str,
     servers: &mut Servers,
     timeout: Duration,
     trial: u32,
+    phases: &mut Phases,
 ) -> Result<TrialResult> {
     if servers.redis.is_none() || servers.postgres.is_none() {
         bail!("--worker-cmd runs against the harness's own servers, not --redis/--postgres URLs");
@@ -130,9 +134,19 @@ pub fn run(
         .clone()
         .context("the harness's PostgreSQL listens on TCP")?;
     let faults = faults_of(s)?;
+    phases.enter(Phase::Reset);
     servers.reset()?;
+    // A cluster or extra Redis masters this trial starts are start-up.
+    let starts = match s.lock.cluster() {
+        Some(kind) => servers.cluster.as_ref().is_none_or(|c| c.kind != kind),
+        None => servers.more_masters.len() + 1 < s.redis_masters as usize,
+    };
+    if starts {
+        phases.enter(Phase::Start);
+    }
     // The lock server's account starts before any program runs.
     let backend = backend(s, servers)?;
+    phases.enter(Phase::Reset);
     // The run's schema: the program's unqualified `documents` resolves to it
     // through the search_path its URL carries.
     let mut pg = servers.pg_client()?;
@@ -145,8 +159,12 @@ pub fn run(
         backend.account.clone(),
         backend.keys.clone(),
     ));
+    phases.enter(Phase::Spawn);
     let mut programs = start_programs(s, cmd, servers, &shared, &backend, &pg_upstream, trial)?;
     supervise(s, cmd, &shared, &mut programs, deadline, timeout)?;
+    let audit_at = Instant::now();
+    phases.mark(audit_at, Phase::Audit);
+    client_phases(&shared, phases, audit_at);
     let finished_ns = check_exits(cmd, &shared, &programs.procs)?;
     drop(programs);
     let lock = judgeable(&shared)?;
@@ -168,6 +186,7 @@ pub fn run(
         None => LockKind::RedisSetNxCad,
         Some(_) => s.lock,
     };
+    phases.enter(Phase::Check);
     judge(
         &shared.names,
         kind,
@@ -176,6 +195,26 @@ pub fn run(
         &audit,
         shared.exec.lines(),
     )
+}
+
+/// A user's program's run, after the fact: spawn lasts until the first
+/// lock request passed a proxy (the trial's start), the fault from the
+/// first to the last record the executor kept (a pause to its resume, a
+/// crash to its restart). Faults that leave no record (a proxy's delay,
+/// drop or cut) count in run or settle.
+fn client_phases(shared: &Shared, phases: &mut Phases, audit_at: Instant) {
+    let Some(started) = *locked(&shared.started) else {
+        return;
+    };
+    phases.mark(started, Phase::Run);
+    let (now, now_ns) = (Instant::now(), monotonic_ns());
+    let at = |ns: u64| now.checked_sub(Duration::from_nanos(now_ns.saturating_sub(ns)));
+    let times: Vec<u64> = shared.exec.harness().iter().map(|r| r.t_ns).collect();
+    let window = times
+        .iter()
+        .min()
+        .and_then(|first| Some((at(*first)?, at(*times.iter().max()?)?)));
+    phases.faults(window.into_iter().collect(), audit_at);
 }
 
 /// Why a user's program cannot be run under `s` — a fault the client

@@ -7,6 +7,7 @@ mod article;
 mod cluster_kit;
 mod etcd;
 mod library_matrix;
+mod phases;
 mod reports;
 mod search;
 mod search_reports;
