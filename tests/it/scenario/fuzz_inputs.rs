@@ -395,17 +395,40 @@ fn mutated_histories_never_panic_or_leak_rust_words() {
 }
 
 /// A scratch working directory for drawn command lines: the files they name
-/// (`scenarios/`, `models/`, `README.md`, `Cargo.toml`) are links into the
-/// repository, and whatever a drawn `--report`, `--junit` or `--metrics`
-/// writes lands here, not in the checkout (a drawn `--report
-/// 0xffffffffffffffff` once left a directory of that name in the repository).
+/// (`scenarios/`, `models/`, `README.md`, `Cargo.toml`) are copies of the
+/// repository's, and whatever a drawn `--report`, `--junit` or `--metrics`
+/// writes lands here, not in the checkout. Copies, not links: a drawn
+/// `--junit README.md` wrote through a link and replaced the repository's
+/// README with a JUnit file (and a drawn `--report 0xffffffffffffffff` once
+/// left a directory of that name in the repository).
 fn sandbox() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("temp dir");
     for name in ["scenarios", "models", "README.md", "Cargo.toml"] {
-        std::os::unix::fs::symlink(common::root().join(name), dir.path().join(name))
-            .expect("links into the repository");
+        copy_tree(&common::root().join(name), &dir.path().join(name));
     }
     dir
+}
+
+/// Copies a file, or a directory with everything under it.
+fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    if from.is_dir() {
+        std::fs::create_dir_all(to).expect("creates the copy's directory");
+        for entry in std::fs::read_dir(from).expect("reads the directory") {
+            let entry = entry.expect("entry");
+            copy_tree(&entry.path(), &to.join(entry.file_name()));
+        }
+    } else {
+        std::fs::copy(from, to).expect("copies the file");
+    }
+}
+
+/// The bytes of every file the drawn command lines may name, to check that
+/// none was written through.
+fn named_files_bytes() -> Vec<Vec<u8>> {
+    ["README.md", "Cargo.toml"]
+        .iter()
+        .map(|name| std::fs::read(common::root().join(name)).expect("reads a named file"))
+        .collect()
 }
 
 /// The repository's top-level entries: a fuzz run must leave them as they were.
@@ -566,6 +589,7 @@ fn drawn_command_lines_exit_0_1_or_2_and_refuse_in_plain_words() {
     });
     let started = Instant::now();
     let before = top_level_entries();
+    let files_before = named_files_bytes();
     let dir = sandbox();
     let result = runner.run(&command_line(), |args| {
         let (code, err) = fencesim_capped(dir.path(), &args);
@@ -603,6 +627,10 @@ fn drawn_command_lines_exit_0_1_or_2_and_refuse_in_plain_words() {
         top_level_entries(),
         before,
         "drawn command lines wrote into the repository's root"
+    );
+    assert!(
+        named_files_bytes() == files_before,
+        "drawn command lines rewrote the repository's README.md or Cargo.toml"
     );
 }
 
