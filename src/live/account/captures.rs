@@ -47,12 +47,21 @@ fn replay(name: &str) -> (Ledger, u64) {
     (ledger, last + 60_000_000)
 }
 
-/// The lock key's notifications in a keyspace capture, in order.
+/// The lock key's notifications in a keyspace capture, in order, with the
+/// token key's counts among them as `token` (the replay's prediction).
 fn notified(name: &str) -> Vec<String> {
     let text = std::fs::read_to_string(data(&format!("keyspace/{name}"))).unwrap();
     text.lines()
-        .filter_map(|l| l.strip_prefix(r#""pmessage","__key*@0__:*","__keyspace@0__:lock:doc",""#))
-        .map(|ev| ev.trim_end_matches('"').to_string())
+        .filter_map(|l| {
+            if let Some(ev) =
+                l.strip_prefix(r#""pmessage","__key*@0__:*","__keyspace@0__:lock:doc",""#)
+            {
+                return Some(ev.trim_end_matches('"').to_string());
+            }
+            let ev = l.strip_prefix(r#""pmessage","__key*@0__:*","__keyspace@0__:fence:doc",""#)?;
+            matches!(ev.trim_end_matches('"'), "incrby" | "decrby")
+                .then(|| super::ledger::TOKEN_COUNTED.to_string())
+        })
         .collect()
 }
 

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use super::ledger::Ledger;
+use super::ledger::{Fact, Ledger, TOKEN_COUNTED};
 use super::monitor;
 use crate::live::monotonic_ns;
 
@@ -44,7 +44,7 @@ struct State {
 /// Redis's wall-clock stamps (µs) on CLOCK_MONOTONIC, the clock every
 /// other record of a live trial is on: the same machine's two clocks, their
 /// difference sampled once when the feed starts.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct Clock {
     wall_minus_mono_us: i128,
 }
@@ -153,10 +153,19 @@ impl Feed {
             let mut sub = TcpStream::connect(addr)
                 .with_context(|| format!("keyspace subscriber to {addr}"))?;
             sub.set_nodelay(true)?;
+            // The token key's counts on the same connection, in Redis's own
+            // order among the lock key's events: whether a token was drawn
+            // before or after the lease ran out in the same millisecond is
+            // then Redis's word, not a guess from the feed's stamps.
             let channel = format!("__keyspace@0__:{lock_key}");
-            sub.write_all(&resp_command(&[b"SUBSCRIBE", channel.as_bytes()]))?;
+            let token_channel = format!("__keyspace@0__:{token_key}");
+            sub.write_all(&resp_command(&[
+                b"SUBSCRIBE",
+                channel.as_bytes(),
+                token_channel.as_bytes(),
+            ]))?;
             let (st, reader) = (state.clone(), sub.try_clone()?);
-            std::thread::spawn(move || read_notifications(reader, &st));
+            std::thread::spawn(move || read_notifications(reader, &st, token_channel));
             Some(sub)
         } else {
             None
@@ -253,24 +262,36 @@ impl Feed {
         let mut st = lock(&self.state.0);
         let mut ledger = std::mem::replace(&mut st.ledger, Ledger::new(b"", b"", 0));
         ledger.finish(st.own_last_us);
+        let mut undecided = None;
         if let (Ok(()), Ok(Some(actual))) = (&synced, &notified) {
-            if actual != ledger.notified() {
+            // Also when the replay fits: in an expiry's millisecond another
+            // choice may fit Redis's notifications as well, with other facts.
+            if actual != ledger.notified() || ledger.borderline() > 0 {
                 let replay = Replay {
                     keys: [self.lock_key.as_bytes(), self.token_key.as_bytes()],
                     clients: &st.clients,
                     lines: &st.lines,
                     end_us: st.own_last_us,
                 };
-                if let Some(settled) = settle(&replay, actual, ledger.borderline()) {
-                    ledger = settled;
+                match settle(&replay, actual, ledger.borderline()) {
+                    Ok(settled) => ledger = settled,
+                    Err(Unsettled::Disagree) => {
+                        undecided = Some(
+                            "commands ran in the millisecond the lease expired, and Redis's \
+                             notifications fit accounts with different facts"
+                                .to_string(),
+                        )
+                    }
+                    Err(Unsettled::NoneFits) => {}
                 }
             }
         }
         // The feed ends by design once closed; before that, a break is news.
         let broken = match (synced, notified) {
             (Err(e), _) | (_, Err(e)) => Some(format!("{e:#}")),
+            _ if undecided.is_some() => undecided,
             (Ok(()), Ok(Some(actual))) if actual != ledger.notified() => Some(format!(
-                "Redis notified ({}) for the lock key, the replay of its feed predicts ({})",
+                "Redis notified ({}) for the lock and token keys, the replay of its feed predicts ({})",
                 actual.join(", "),
                 ledger.notified().join(", ")
             )),
@@ -315,9 +336,10 @@ struct Replay<'a> {
 /// the feed's stamps cannot say which side of the expiry they fell on;
 /// every combination of those decisions (up to 10 of them) is replayed and
 /// the one account whose predicted notifications are Redis's is taken
-/// (several combinations may fit when they lead to the same facts). None:
-/// none fits, or fitting ones disagree, and the disagreement stands.
-fn settle(r: &Replay, actual: &[String], borderline: u64) -> Option<Ledger> {
+/// (several combinations may fit when they lead to the same facts in the
+/// same order, at instants a retry apart: the first, the least flipped,
+/// is taken).
+fn settle(r: &Replay, actual: &[String], borderline: u64) -> Result<Ledger, Unsettled> {
     let parsed: Vec<monitor::MonitorLine> = r
         .lines
         .iter()
@@ -325,7 +347,7 @@ fn settle(r: &Replay, actual: &[String], borderline: u64) -> Option<Ledger> {
         .collect();
     let k = borderline.min(10) as u32;
     let mut fits = Vec::new();
-    for mask in 1u32..(1 << k) {
+    for mask in 0u32..(1 << k) {
         let flips = (0..k).map(|i| mask & (1 << i) != 0).collect();
         let mut l = Ledger::new(r.keys[0], r.keys[1], 0).flipping(flips);
         for (addr, w) in r.clients {
@@ -341,14 +363,34 @@ fn settle(r: &Replay, actual: &[String], borderline: u64) -> Option<Ledger> {
     }
     // Flips that differ only where nothing follows from them (a script's
     // later command at the same frozen time) give one account: it stands.
-    let first = fits.first()?;
+    let first = fits.first().ok_or(Unsettled::NoneFits)?;
+    let shape = |l: &Ledger| l.facts().iter().map(Fact::shape).collect::<Vec<_>>();
     let one = fits
         .iter()
-        .all(|l| l.facts() == first.facts() && l.problems() == first.problems());
-    one.then(|| fits.swap_remove(0))
+        .all(|l| shape(l) == shape(first) && l.problems() == first.problems());
+    match one {
+        true => Ok(fits.swap_remove(0)),
+        false => Err(Unsettled::Disagree),
+    }
 }
 
-fn read_notifications(from: TcpStream, state: &Arc<(Mutex<State>, Condvar)>) {
+/// Why [`settle`] found no one account.
+#[derive(Debug)]
+enum Unsettled {
+    /// No choice fits Redis's notifications (the replay's mismatch stands).
+    NoneFits,
+    /// Choices with different facts fit them alike: no verdict.
+    Disagree,
+}
+
+/// Collects the lock key's events and, as `token`, the token key's counts
+/// (`incrby`/`decrby`: what INCR, INCRBY, DECR and DECRBY notify); the
+/// token key's other events are not predicted and not kept.
+fn read_notifications(
+    from: TcpStream,
+    state: &Arc<(Mutex<State>, Condvar)>,
+    token_channel: String,
+) {
     let (m, cv) = &**state;
     let mut frames = crate::live::decode::resp::FrameBuffer::default();
     let mut from = from;
@@ -364,11 +406,15 @@ fn read_notifications(from: TcpStream, state: &Arc<(Mutex<State>, Condvar)>) {
             let word = |k: usize| args.get(k).map(|a| String::from_utf8_lossy(a).into_owned());
             let mut st = lock(m);
             match word(0).as_deref() {
-                Some("message") => {
-                    if let Some(event) = word(2) {
-                        st.notified.push(event);
+                Some("message") => match (word(1), word(2)) {
+                    (Some(channel), Some(event)) if channel == token_channel => {
+                        if matches!(event.as_str(), "incrby" | "decrby") {
+                            st.notified.push(TOKEN_COUNTED.to_string());
+                        }
                     }
-                }
+                    (_, Some(event)) => st.notified.push(event),
+                    _ => {}
+                },
                 Some("pong") => {
                     if let Some(n) =
                         word(1).and_then(|w| w.strip_prefix("fencesim-sync-")?.parse().ok())
@@ -595,7 +641,7 @@ mod tests {
         assert_eq!(settled.grants_of(1), &[2]);
         // Notifications that no decision explains settle nothing.
         let odd: Vec<String> = ["set", "del"].map(String::from).to_vec();
-        assert!(settle(&replay, &odd, 1).is_none());
+        assert!(matches!(settle(&replay, &odd, 1), Err(Unsettled::NoneFits)));
     }
 
     #[test]

@@ -60,6 +60,30 @@ pub enum Fact {
 }
 
 impl Fact {
+    /// What happened, to whom and in what order, without when: two
+    /// accounts of a feed that differ only in the instants of the same
+    /// facts (a retried `SET NX` granted in the expiry's millisecond or on
+    /// its next try 5 ms later) tell the same story.
+    pub fn shape(&self) -> Fact {
+        let mut f = self.clone();
+        match &mut f {
+            Fact::Granted {
+                ts_us,
+                expire_at_ms,
+                ..
+            } => (*ts_us, *expire_at_ms) = (0, None),
+            Fact::Renewed {
+                ts_us,
+                expire_at_ms,
+                slack_ms,
+                ..
+            } => (*ts_us, *expire_at_ms, *slack_ms) = (0, None, None),
+            Fact::Deleted { ts_us, .. } | Fact::Token { ts_us, .. } => *ts_us = 0,
+            Fact::Expired { at_ms, .. } => *at_ms = 0,
+        }
+        f
+    }
+
     /// When it happened on Redis's clock, µs (an expiry at its instant).
     pub fn ts_us(&self) -> u64 {
         match self {
@@ -108,10 +132,16 @@ pub struct Ledger {
     /// Grants per worker, for the proxies' "has it been granted yet".
     granted_to: BTreeMap<usize, Vec<GrantNo>>,
     /// The keyspace notifications the replay says Redis sent for the lock
-    /// key (`set`, `expire`, `del`, `expired`, `persist`), in order: what
+    /// key (`set`, `expire`, `del`, `expired`, `persist`) and, as
+    /// [`TOKEN_COUNTED`], each count of the token key, in order: what
     /// `notify-keyspace-events` must show if the replay is right.
     notified: Vec<&'static str>,
 }
+
+/// A count of the token key (`INCR` and its kin) among the lock key's
+/// notifications: where it falls against the lock's `expired` says whether
+/// the token was drawn while the lease lived.
+pub const TOKEN_COUNTED: &str = "token";
 
 impl Ledger {
     pub fn new(lock_key: &[u8], token_key: &[u8], db: u32) -> Ledger {
@@ -234,6 +264,7 @@ impl Ledger {
                 Ok(TokenEffect::None) => {}
                 Ok(TokenEffect::Counted(v)) => {
                     self.token = Some(v);
+                    self.notified.push(TOKEN_COUNTED);
                     match worker {
                         Some(worker) => self.facts.push(Fact::Token {
                             worker,

@@ -35,11 +35,19 @@ fn no_feed() -> anyhow::Error {
     anyhow::anyhow!("the lock's account was already closed")
 }
 
-/// A master's facts stamped with CLOCK_MONOTONIC ns.
+/// A master's facts stamped with CLOCK_MONOTONIC ns, never earlier than
+/// the fact before them: the feed's order is the truth, and an expiry is
+/// stamped at the start of its millisecond, which a token drawn in that
+/// millisecond (the key still alive for Redis) may already have passed —
+/// sorted by stamp, the expiry would close the grant before its token.
 fn stamped(clock: Clock, facts: &[Fact]) -> Vec<(u64, Fact)> {
+    let mut last = 0;
     facts
         .iter()
-        .map(|f| (clock.mono_ns(f.ts_us()), f.clone()))
+        .map(|f| {
+            last = clock.mono_ns(f.ts_us()).max(last);
+            (last, f.clone())
+        })
         .collect()
 }
 
@@ -123,5 +131,38 @@ impl ServerAccount for LockAccount {
             facts: combine(&masters),
             problems,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::live::account::majority::{combine, tokens_of_grants};
+
+    #[test]
+    fn a_token_drawn_in_the_expiry_millisecond_before_the_expiry_belongs_to_its_grant() {
+        // Redis's order: B's grant, B's token at 536.844 ms (the key still
+        // alive for Redis until 536 ms is over), then the expiry of 536 ms.
+        let facts = [
+            Fact::Granted {
+                grant: 1,
+                worker: 1,
+                ts_us: 236_154,
+                expire_at_ms: Some(536),
+            },
+            Fact::Token {
+                worker: 1,
+                value: 2,
+                ts_us: 536_844,
+            },
+            Fact::Expired {
+                grant: 1,
+                at_ms: 536,
+            },
+        ];
+        let s = stamped(Clock::default(), &facts);
+        assert!(s.windows(2).all(|w| w[0].0 <= w[1].0), "{s:?}");
+        let lock = combine(&[s]);
+        assert_eq!(tokens_of_grants(&lock).get(&1), Some(&2));
     }
 }
