@@ -11,7 +11,13 @@
 //!
 //! `--fenced` takes a fencing token (`INCR`) and writes with the article's
 //! `… AND fencing_token < $token`; without it there is no token and the
-//! UPDATE is plain. A write that fails (its connection was cut) is given up,
+//! UPDATE is plain. `--fenced` draws its token *beside* the lease, after the
+//! `SET NX` came back: paused between the two past the lease, it draws a
+//! token newer than the next holder's (the catalogue's INCR-beside-a-lease,
+//! which `fencesim search` finds at `lock_granted`). `--fenced-held` draws
+//! it with one script that `INCR`s only while the lock key still holds this
+//! worker's value, and starts over when it does not, so every token is
+//! issued to the holder of the lock at that moment, in grant order. A write that fails (its connection was cut) is given up,
 //! the lock released and the program goes on, as an application would.
 //! Settings come from the environment that `fencesim live --worker-cmd` sets.
 //! With `FENCESIM_SIDE_ACCOUNT=FILE` it also appends its own account of
@@ -43,7 +49,8 @@ fn side(line: String) {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let fenced = std::env::args().any(|a| a == "--fenced");
+    let held = std::env::args().any(|a| a == "--fenced-held");
+    let fenced = held || std::env::args().any(|a| a == "--fenced");
     let mut r = redis::Client::open(env("FENCESIM_REDIS_URL", "redis://127.0.0.1:6379/"))?
         .get_connection()?;
     let pg_url = env(
@@ -59,7 +66,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ttl_ms: u64 = env("FENCESIM_TTL_MS", "1000").parse()?;
     let me = format!("{}-{}", env("FENCESIM_WORKER_ID", "w"), std::process::id());
     for op in 1..=env("FENCESIM_OPS", "1").parse::<u32>()? {
-        loop {
+        let token: Option<i64> = loop {
             let got: Option<String> = redis::cmd("SET")
                 .arg(&lock_key)
                 .arg(&me)
@@ -67,15 +74,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .arg("PX")
                 .arg(ttl_ms)
                 .query(&mut r)?;
-            if got.is_some() {
-                break;
+            if got.is_none() {
+                std::thread::sleep(Duration::from_millis(5));
+                continue;
             }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        let token: Option<i64> = if fenced {
-            Some(redis::cmd("INCR").arg(&token_key).query(&mut r)?)
-        } else {
-            None
+            if !fenced {
+                break None;
+            }
+            if !held {
+                break Some(redis::cmd("INCR").arg(&token_key).query(&mut r)?);
+            }
+            // The token only while the lock is still ours; else take it again.
+            let drawn: Option<i64> = redis::cmd("EVAL")
+                .arg("if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('incr', KEYS[2]) else return false end")
+                .arg(2)
+                .arg(&lock_key)
+                .arg(&token_key)
+                .arg(&me)
+                .query(&mut r)?;
+            if drawn.is_some() {
+                break drawn;
+            }
         };
         let shown = token.map_or("null".to_string(), |t| t.to_string());
         side(format!(

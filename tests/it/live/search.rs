@@ -151,10 +151,20 @@ fn the_nemesis_prints_its_schedule_and_the_failing_one_reruns_as_a_scenario() {
             .expect("stem"),
     );
     assert!(shrunk.is_file(), "{text}");
-    let (code, rerun) = search(&["live", shrunk.to_str().expect("utf-8"), "--trials", "5"]);
-    assert_eq!(
-        code, 0,
-        "the shrunk schedule fails again as a scenario:\n{rerun}"
+    // The nemesis kept the shrunk schedule because it broke the scenario in
+    // 4 of 5 reruns. A violation that is a race (a pause of exactly one
+    // lease against the key's expiry) can show less often a minute later
+    // on a busy machine, so the file is held to replaying it at all: a
+    // verdict (not an error) with the violation in some of 10 trials.
+    let (code, rerun) = search(&["live", shrunk.to_str().expect("utf-8"), "--trials", "10"]);
+    assert!(code == 0 || code == 1, "a verdict, not an error:\n{rerun}");
+    let broken = rerun
+        .lines()
+        .filter(|l| l.starts_with("  trial ") && !l.contains(" — clean — "))
+        .count();
+    assert!(
+        broken > 0,
+        "the shrunk schedule breaks the scenario again as a file:\n{rerun}"
     );
     let _ = std::fs::remove_dir_all(&out);
 }
@@ -197,5 +207,41 @@ fn search_with_a_users_program_finds_the_token_drawn_after_the_grant_unsafe_behi
         written.contains("worker_cmd = \"target/release/examples/live_client_rust --fenced\""),
         "{written}"
     );
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn search_with_a_users_program_finds_no_stale_write_when_its_token_is_drawn_under_the_lock() {
+    if !live_servers_present("live search, user program, held token")
+        || !super::user_client::rust_example_present("live search, user program, held token")
+    {
+        return;
+    }
+    let _one = live_exclusive();
+    let out = scratch("user-held");
+    let file = root().join("examples/live-clients/token-after-grant-rust-held-fenced.toml");
+    let (code, text) = search(&[
+        "search",
+        file.to_str().expect("utf-8"),
+        "--faults",
+        "1",
+        "--jobs",
+        "2",
+        "--out",
+        out.to_str().expect("utf-8"),
+    ]);
+    // The same 42 placements that find the token drawn beside the lease
+    // unsafe at lock_granted (the test above): drawn under the lock, no
+    // placement gets a stale write or a token no grant issued through the
+    // fence. (A read-modify-write fenced only at its write can still lose
+    // an update at a pause of about one lease: docs/live.md.)
+    assert!(code == 0 || code == 1, "a verdict, not an error:\n{text}");
+    assert!(text.contains("(42 tried"), "{text}");
+    for kind in ["stale_write", "unissued_token"] {
+        assert!(
+            !text.lines().any(|l| l.starts_with(&format!("{kind}:"))),
+            "{kind} through the fence:\n{text}"
+        );
+    }
     let _ = std::fs::remove_dir_all(&out);
 }

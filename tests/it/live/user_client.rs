@@ -310,6 +310,54 @@ fn a_link_stalled_at_a_time_lands_a_plain_update_late_and_a_fenced_one_is_refuse
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+#[test]
+fn a_token_drawn_after_the_grant_lets_a_paused_holder_write_stale_and_one_drawn_under_the_lock_does_not(
+) {
+    let _g = live_exclusive();
+    let test = "a_token_drawn_after_the_grant_lets_a_paused_holder_write_stale";
+    if !live_servers_present(test) || !rust_example_present(test) {
+        return;
+    }
+    let dir = scratch("token-after-grant");
+    // The same program and the same pause between the grant and the token:
+    // --fenced INCRs beside the lease, --fenced-held only while it holds it.
+    let (out, stdout, stderr) = live(&[
+        "examples/live-clients/token-after-grant-rust-fenced.toml",
+        "examples/live-clients/token-after-grant-rust-held-fenced.toml",
+        "--trials",
+        "3",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}
+{stderr}"
+    );
+    let beside = "client-token-after-grant-rust-fenced";
+    assert_eq!(
+        live_count(&stdout, beside, "stale_write"),
+        (3, 3),
+        "{stdout}"
+    );
+    assert_eq!(
+        live_count(&stdout, beside, "unissued_token"),
+        (3, 3),
+        "{stdout}"
+    );
+    let held = "client-token-after-grant-rust-held-fenced";
+    assert_eq!(
+        live_count(&stdout, held, "none (clean runs)"),
+        (3, 3),
+        "{stdout}"
+    );
+    for scenario in [beside, held] {
+        rechecks_agree(&stdout, scenario);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// `check-history`'s info line of a history file (writes_accepted=…).
 fn info_of(file: &Path) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_fencesim"))
