@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 
 use super::flags::JobsFlag;
 use super::{check_writable_dir, check_writable_file};
-use super::{BadInput, EXIT_FAILED, EXIT_INTERNAL, EXIT_OK};
+use super::{BadInput, EXIT_FAILED, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK};
 use crate::live::phases::{PhaseSummary, PhaseTotals, Phases, TrialPhasesLine};
 use crate::live::{client, history, scenario, servers::Servers, trial};
 use crate::report::{self, live::Tally};
@@ -78,9 +78,21 @@ pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
     let mut rows = Vec::new();
     let mut runs = Vec::new();
     let mut phases = PhaseTotals::default();
+    let mut stopped = None;
     for s in &scenarios {
         let run = run_trials(&args, s, &mut servers, &exe)?;
         phases.add(&run.phases);
+        if run.interrupted {
+            // Ctrl-C: the trials that finished go in the reports, no verdict.
+            stopped = Some(format!(
+                "interrupted in {} after {} of {} trial(s): no verdict",
+                s.name,
+                run.trials.len(),
+                args.trials.unwrap_or(s.trials)
+            ));
+            runs.push((s, run, None));
+            break;
+        }
         if run.not_judged {
             // A user's program misbehaved: no verdict (exit 3), the reports say why.
             runs.push((s, run, None));
@@ -116,7 +128,14 @@ pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
     }
     // A user's servers keep nothing of the run (the harness's own go with their directory).
     servers.clean_up()?;
-    let code = if all_met { EXIT_OK } else { EXIT_FAILED };
+    let code = match &stopped {
+        Some(why) => {
+            println!("{why}");
+            EXIT_INTERRUPTED
+        }
+        None if all_met => EXIT_OK,
+        None => EXIT_FAILED,
+    };
     write_outputs(&args, &runs, code)?;
     Ok(ExitCode::from(code))
 }
@@ -142,6 +161,8 @@ struct ScenarioRun {
     drawn: Option<(u32, history::TrialResult, PathBuf)>,
     /// The last trial could not be judged (a user's program misbehaved).
     not_judged: bool,
+    /// Ctrl-C stopped it: `trials` are those that finished.
+    interrupted: bool,
     /// Where the judged trials' time went, added up.
     phases: PhaseTotals,
 }
@@ -172,7 +193,9 @@ fn write_outputs(args: &LiveArgs, runs: &[Run], code: u8) -> Result<()> {
         .iter()
         .map(|(s, run, sim)| {
             let t = &run.tally;
-            let problems = if run.not_judged {
+            let problems = if run.interrupted {
+                vec!["interrupted: no verdict".to_string()]
+            } else if run.not_judged {
                 vec!["a trial could not be judged: no verdict".to_string()]
             } else {
                 problems(s, t)
@@ -191,6 +214,7 @@ fn write_outputs(args: &LiveArgs, runs: &[Run], code: u8) -> Result<()> {
                 simulated: sim.clone(),
                 met: problems.is_empty(),
                 problems,
+                interrupted: run.interrupted,
             }
         })
         .collect();
@@ -339,11 +363,13 @@ fn run_trials(
         trials: Vec::new(),
         drawn: None,
         not_judged: false,
+        interrupted: false,
         phases: PhaseTotals::default(),
     };
     for k in 1..=n {
         if crate::live::interrupted() {
-            anyhow::bail!("interrupted");
+            run.interrupted = true;
+            break;
         }
         let started = std::time::Instant::now();
         let mut phases = Phases::begin(started);
@@ -355,9 +381,16 @@ fn run_trials(
             timeout,
             k,
         };
-        let r = match one_trial_phased(call, servers, &mut phases)? {
-            Ok(r) => r,
-            Err(e) => {
+        let r = match one_trial_phased(call, servers, &mut phases) {
+            // Ctrl-C reaches the trial (and a user's program, which then
+            // looks as if it crashed): the trial ends unjudged, not in error.
+            Err(_) | Ok(Err(_)) if crate::live::interrupted() => {
+                run.interrupted = true;
+                break;
+            }
+            Err(e) => return Err(e),
+            Ok(Ok(r)) => r,
+            Ok(Err(e)) => {
                 eprintln!("error: trial {k}/{n} of {}: {e}", s.name);
                 run.trials.push(report::live_reports::TrialJson {
                     index: k,

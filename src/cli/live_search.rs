@@ -74,6 +74,8 @@ struct Coverage {
     first_unjudged: Option<String>,
     shapes: Shapes,
     findings: Vec<Finding>,
+    /// Ctrl-C stopped the search: the counts are of the trials that finished.
+    interrupted: bool,
 }
 
 pub fn cmd(a: LiveSearch) -> Result<ExitCode> {
@@ -147,18 +149,26 @@ pub fn cmd(a: LiveSearch) -> Result<ExitCode> {
     } = Rig::start(&a)?;
     let mut confirmed = Vec::new();
     for (f, out) in cov.findings.iter().zip(&outs) {
-        confirmed.push(confirm(
-            &ctx,
-            f,
-            out,
-            a.confirm,
-            &mut servers,
-            &exe,
-            timeout,
-        )?);
+        // Ctrl-C before or during its reruns leaves a finding unconfirmed.
+        let r = match crate::live::interrupted() {
+            true => Ok((0, false, None)),
+            false => confirm(&ctx, f, out, a.confirm, &mut servers, &exe, timeout),
+        };
+        confirmed.push(match r {
+            Err(_) if crate::live::interrupted() => (0, false, None),
+            r => r?,
+        });
     }
     servers.clean_up()?;
-    let code = if !cov.findings.is_empty() {
+    let interrupted = cov.interrupted || crate::live::interrupted();
+    let code = if interrupted {
+        println!(
+            "interrupted after {} of {} trials: no verdict",
+            cov.trials,
+            cov.placements - cov.not_expressible
+        );
+        EXIT_INTERRUPTED
+    } else if !cov.findings.is_empty() {
         EXIT_FAILED
     } else if cov.trials > 0 && cov.unjudged == cov.trials {
         EXIT_INTERNAL
@@ -168,7 +178,7 @@ pub fn cmd(a: LiveSearch) -> Result<ExitCode> {
     };
     let findings = (cov.findings.iter().zip(&outs).zip(&confirmed))
         .map(|((f, out), (shown, ok, drawn))| (f, out.as_path(), *shown, *ok, drawn.as_ref()));
-    write_outputs(&a, &ctx, &cov, wall_s, findings, code)?;
+    write_outputs(&a, &ctx, &cov, wall_s, findings, interrupted, code)?;
     Ok(ExitCode::from(code))
 }
 
@@ -198,6 +208,7 @@ fn write_outputs<'f>(
     cov: &Coverage,
     wall_s: f64,
     findings: impl Iterator<Item = Confirmed<'f>>,
+    interrupted: bool,
     code: u8,
 ) -> Result<()> {
     let findings: Vec<Confirmed> = findings.collect();
@@ -224,7 +235,7 @@ fn write_outputs<'f>(
             reproduces,
         })
         .collect();
-    let r = lr::SearchJson::new(a.path, a.faults, coverage, findings, code);
+    let r = lr::SearchJson::new(a.path, a.faults, coverage, findings, interrupted, code);
     if let Some(file) = a.json {
         put(file, lr::to_json(&r))?;
     }
@@ -406,14 +417,19 @@ fn explore_all(
                 continue;
             };
             let trial = i as u32 + 1;
-            let r = one_trial(
+            let r = match one_trial(
                 s,
                 ctx.worker_cmd,
                 &mut rig.servers,
                 &rig.exe,
                 rig.timeout,
                 trial,
-            )?;
+            ) {
+                // Ctrl-C cut this trial short (a user's program it reached
+                // looks crashed): it is not run, the ones that finished stay.
+                Err(_) | Ok(Err(_)) if crate::live::interrupted() => break,
+                r => r?,
+            };
             let r = r.map(|r| (r.report.kinds().collect(), explore::shape(&r.history)));
             *crate::live::locked(&outcomes[i]) = Some((r, started.elapsed().as_secs_f64()));
         }
@@ -431,16 +447,18 @@ fn explore_all(
             .collect::<Result<Vec<()>>>()
     })?;
     bar.finish_and_clear();
-    if crate::live::interrupted() {
-        anyhow::bail!("interrupted");
-    }
     let mut cov = Coverage {
         placements: placements.len(),
+        interrupted: crate::live::interrupted(),
         ..Coverage::default()
     };
-    for (p, o) in placements.iter().zip(outcomes) {
-        let Some((r, at_s)) = o.into_inner().unwrap_or_else(|e| e.into_inner()) else {
+    for ((p, o), s) in placements.iter().zip(outcomes).zip(&scenarios) {
+        if s.is_none() {
             cov.not_expressible += 1;
+            continue;
+        }
+        // None: Ctrl-C came before its trial ran.
+        let Some((r, at_s)) = o.into_inner().unwrap_or_else(|e| e.into_inner()) else {
             continue;
         };
         cov.trials += 1;

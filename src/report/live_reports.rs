@@ -26,6 +26,12 @@ pub const SCHEMA: &str = "fencesim-live";
 pub const SEARCH_SCHEMA: &str = "fencesim-live-search";
 pub const CHAOS_SCHEMA: &str = "fencesim-live-chaos";
 pub const SCHEMA_VERSION: u32 = 1;
+/// `fencesim live`'s schema: 2 added `interrupted` (Ctrl-C keeps the
+/// trials that finished), on the run and on the scenario it stopped in.
+pub const LIVE_SCHEMA_VERSION: u32 = 2;
+/// The live search's schema: 2 added `interrupted` (Ctrl-C keeps the
+/// coverage of the trials that finished).
+pub const SEARCH_SCHEMA_VERSION: u32 = 2;
 
 /// `fencesim live --json FILE`.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -37,6 +43,9 @@ pub struct LiveJson {
     pub scenarios: Vec<ScenarioJson>,
     /// Every scenario's expectation met.
     pub met: bool,
+    /// Ctrl-C stopped the run: the scenarios listed are those that began,
+    /// the last with the trials that finished, and there is no verdict.
+    pub interrupted: bool,
     /// The exit code `fencesim live` returned with this report.
     pub exit_code: u8,
 }
@@ -62,6 +71,8 @@ pub struct ScenarioJson {
     pub met: bool,
     /// Why the expectation was not met (empty when met).
     pub problems: Vec<String>,
+    /// Ctrl-C stopped its trials: `trials` are those that finished.
+    pub interrupted: bool,
 }
 
 /// The simulated twin's sweep, beside the live tally.
@@ -97,9 +108,10 @@ impl LiveJson {
     pub fn new(scenarios: Vec<ScenarioJson>, exit_code: u8) -> LiveJson {
         LiveJson {
             schema: SCHEMA.to_string(),
-            schema_version: SCHEMA_VERSION,
+            schema_version: LIVE_SCHEMA_VERSION,
             fencesim_version: env!("CARGO_PKG_VERSION").to_string(),
             met: scenarios.iter().all(|s| s.met),
+            interrupted: scenarios.iter().any(|s| s.interrupted),
             scenarios,
             exit_code,
         }
@@ -128,7 +140,11 @@ pub fn junit(r: &LiveJson) -> String {
             classname: format!("live.{}", s.lock),
             name: s.name.clone(),
             file: s.path.clone(),
-            failure: (!s.met).then(|| {
+            // A scenario Ctrl-C cut short has no verdict: neither met nor failed.
+            skipped: s
+                .interrupted
+                .then(|| format!("interrupted after {} trial(s): no verdict", s.trials.len())),
+            failure: (!s.met && !s.interrupted).then(|| {
                 let found: Vec<String> = s
                     .live_trials_with
                     .iter()
@@ -159,7 +175,6 @@ pub fn junit(r: &LiveJson) -> String {
                     .join("\n");
                 (message, text)
             }),
-            skipped: None,
         })
         .collect();
     junit::suite("fencesim live", &cases)
@@ -292,6 +307,9 @@ pub struct SearchJson {
     pub max_faults: usize,
     pub coverage: CoverageJson,
     pub findings: Vec<FindingJson>,
+    /// Ctrl-C stopped it: the coverage is of the trials that finished, the
+    /// findings unconfirmed past the point it stopped, and no verdict.
+    pub interrupted: bool,
     pub exit_code: u8,
 }
 
@@ -330,16 +348,18 @@ impl SearchJson {
         max_faults: usize,
         coverage: CoverageJson,
         findings: Vec<FindingJson>,
+        interrupted: bool,
         exit_code: u8,
     ) -> SearchJson {
         SearchJson {
             schema: SEARCH_SCHEMA.to_string(),
-            schema_version: SCHEMA_VERSION,
+            schema_version: SEARCH_SCHEMA_VERSION,
             fencesim_version: env!("CARGO_PKG_VERSION").to_string(),
             path: path.display().to_string(),
             max_faults,
             coverage,
             findings,
+            interrupted,
             exit_code,
         }
     }
@@ -376,8 +396,15 @@ pub fn search_junit(r: &SearchJson) -> String {
         classname: "live.search".to_string(),
         name: r.path.clone(),
         file: r.path.clone(),
+        // A finding fails the case even when Ctrl-C cut the search short
+        // (its trial showed it); a clean but unfinished search is no pass.
+        skipped: (r.interrupted && failure.is_none()).then(|| {
+            format!(
+                "interrupted after {} of {} trials: no verdict",
+                r.coverage.trials, r.coverage.tried
+            )
+        }),
         failure,
-        skipped: None,
     };
     junit::suite("fencesim search (live)", &[case])
 }
@@ -835,6 +862,7 @@ mod tests {
             } else {
                 vec!["lost_update in 0/1 trials; expected in most".into()]
             },
+            interrupted: false,
         }
     }
 
@@ -860,8 +888,22 @@ mod tests {
         assert!(!r.met);
         let back: LiveJson = serde_json::from_str(&to_json(&r)).unwrap();
         assert_eq!(back, r);
-        assert_eq!(back.schema_version, SCHEMA_VERSION);
+        assert_eq!(back.schema_version, LIVE_SCHEMA_VERSION);
         assert!(!back.scenarios[1].met);
+    }
+
+    #[test]
+    fn a_scenario_ctrl_c_cut_short_is_a_skipped_junit_case_not_a_failure() {
+        let mut cut = scenario(false);
+        cut.interrupted = true;
+        let r = LiveJson::new(vec![scenario(true), cut], 130);
+        assert!(r.interrupted);
+        let xml = junit(&r);
+        assert!(!xml.contains("<failure"), "{xml}");
+        assert!(
+            xml.contains("interrupted after 1 trial(s): no verdict"),
+            "{xml}"
+        );
     }
 
     fn chaos_run() -> ChaosJson {
@@ -1015,7 +1057,7 @@ mod tests {
             reruns: 5,
             reproduces: true,
         };
-        let r = SearchJson::new(Path::new("x.toml"), 1, coverage, vec![finding], 1);
+        let r = SearchJson::new(Path::new("x.toml"), 1, coverage, vec![finding], false, 1);
         assert!(
             search_junit(&r).contains("<failure message=\"found lost_update with up to 1 faults")
         );

@@ -142,3 +142,34 @@ pub fn with_random_faults(mut s: Scenario) -> Scenario {
     };
     s
 }
+
+/// Reads a spawned fencesim's stdout until a line for which `until` holds,
+/// waits `then`, sends it SIGINT (Ctrl-C), and returns every line it
+/// printed and how it ended.
+pub fn interrupt_after(
+    child: &mut std::process::Child,
+    until: impl Fn(&str) -> bool,
+    then: std::time::Duration,
+) -> (String, std::process::ExitStatus) {
+    use std::io::BufRead;
+    let stdout = child.stdout.take().expect("stdout piped");
+    let mut lines = std::io::BufReader::new(stdout).lines();
+    let mut seen = Vec::new();
+    for line in lines.by_ref() {
+        let line = line.expect("utf-8");
+        let stop = until(&line);
+        seen.push(line);
+        if stop {
+            break;
+        }
+    }
+    std::thread::sleep(then);
+    let killed = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    seen.extend(lines.map_while(Result::ok));
+    let status = child.wait().expect("fencesim ends");
+    (seen.join("\n"), status)
+}

@@ -87,7 +87,7 @@ fn a_live_run_writes_versioned_json_junit_and_a_report_with_a_real_trials_timeli
     };
     let v = json_of(&r.json);
     assert_eq!(v["schema"], "fencesim-live");
-    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["schema_version"], 2);
     assert_eq!(r.code, Some(0));
     assert_eq!(v["exit_code"], 0);
     assert_eq!(v["met"], true);
@@ -173,7 +173,7 @@ fn a_live_search_writes_its_coverage_and_findings_as_json_junit_and_a_report() {
     };
     let v = json_of(&r.json);
     assert_eq!(v["schema"], "fencesim-live-search");
-    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["schema_version"], 2);
     let findings = v["findings"].as_array().unwrap();
     let kinds: Vec<&str> = findings
         .iter()
@@ -278,4 +278,70 @@ fn a_users_program_that_fails_leaves_reports_naming_the_trial_that_could_not_be_
         xml.contains("<failure message=\"trial 1 could not be judged"),
         "{xml}"
     );
+}
+
+#[test]
+fn ctrl_c_stops_a_live_run_with_the_finished_trials_in_its_reports() {
+    let test = "ctrl_c_stops_a_live_run_with_the_finished_trials_in_its_reports";
+    if !live_servers_present(test) {
+        return;
+    }
+    let _serial = live_exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let (json, junit, report) = (
+        dir.path().join("l.json"),
+        dir.path().join("j.xml"),
+        dir.path().join("report"),
+    );
+    // The first scenario's trials take about a second each: 30 of them
+    // outlast the two this test waits for.
+    let mut child = fencesim()
+        .current_dir(root())
+        .args(["live", "live/gc-pause-plain-update.toml"])
+        .args(["live/gc-pause-fenced-update.toml", "--trials", "30"])
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .arg("--json")
+        .arg(&json)
+        .arg("--junit")
+        .arg(&junit)
+        .arg("--report")
+        .arg(&report)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let (text, status) = crate::common::interrupt_after(
+        &mut child,
+        |l| l.trim_start().starts_with("trial 2/30"),
+        std::time::Duration::ZERO,
+    );
+    assert_eq!(status.code(), Some(130), "{text}");
+    assert!(
+        text.contains("interrupted in live-gc-pause-plain-update after "),
+        "{text}"
+    );
+    let v = json_of(&json);
+    assert_eq!(v["schema_version"], 2);
+    assert_eq!(v["interrupted"], true, "{v:#}");
+    assert_eq!(v["exit_code"], 130);
+    // The scenario it stopped in, with the trials that finished; the
+    // second never began.
+    let scenarios = v["scenarios"].as_array().unwrap();
+    assert_eq!(scenarios.len(), 1, "{v:#}");
+    let s = &scenarios[0];
+    assert_eq!(s["interrupted"], true);
+    assert_eq!(s["met"], false);
+    let trials = s["trials"].as_array().unwrap();
+    assert!(
+        (2..30).contains(&trials.len()),
+        "the finished trials are kept: {s:#}"
+    );
+    assert!(trials.iter().all(|t| t["not_judged"].is_null()), "{s:#}");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains("<skipped message=\"interrupted after") && !xml.contains("<failure"),
+        "{xml}"
+    );
+    assert!(report.join("index.html").is_file());
 }

@@ -3,9 +3,9 @@
 //! trial breaks the scenario (exit 1) and when Ctrl-C stops it (exit 130),
 //! naming the failing trial, its schedule and the files that rerun it, and
 //! drawing that real trial's timeline; the enumeration's report draws a
-//! rerun of each finding's written file.
+//! rerun of each finding's written file, and Ctrl-C leaves it the
+//! coverage of the trials that finished.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
@@ -181,26 +181,11 @@ fn ctrl_c_stops_the_nemesis_with_its_reports_written() {
         .stderr(Stdio::null())
         .spawn()
         .expect("fencesim runs");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut lines = BufReader::new(stdout).lines();
-    let mut seen = Vec::new();
-    for line in lines.by_ref() {
-        let line = line.expect("utf-8");
-        let second = line.starts_with("  trial 2:");
-        seen.push(line);
-        if second {
-            break;
-        }
-    }
-    let pid = child.id().to_string();
-    let killed = std::process::Command::new("kill")
-        .args(["-INT", &pid])
-        .status()
-        .expect("kill runs");
-    assert!(killed.success());
-    seen.extend(lines.map_while(Result::ok));
-    let status = child.wait().expect("fencesim ends");
-    let text = seen.join("\n");
+    let (text, status) = crate::common::interrupt_after(
+        &mut child,
+        |l| l.starts_with("  trial 2:"),
+        std::time::Duration::ZERO,
+    );
     if text.contains("first violation:") {
         // The machine was fast enough to reach a reproduced violation first.
         return;
@@ -215,6 +200,49 @@ fn ctrl_c_stops_the_nemesis_with_its_reports_written() {
     assert!(o
         .read(&o.junit)
         .contains(&format!("tests=\"{}\"", trials.len())));
+    assert!(o.report.join("index.html").is_file());
+}
+
+#[test]
+fn ctrl_c_stops_the_enumeration_with_the_coverage_so_far_in_its_reports() {
+    if !live_servers_present("live search interrupted") {
+        return;
+    }
+    let _one = live_exclusive();
+    let o = outputs();
+    // 666 placements at two faults: minutes of trials, stopped after a few.
+    let args = ["search", "live/gc-pause-plain-update.toml", "--faults", "2"];
+    let mut child = o
+        .command(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("fencesim runs");
+    // Trials of this scenario take well under a second each.
+    let (text, status) = crate::common::interrupt_after(
+        &mut child,
+        |l| l.starts_with("started:"),
+        std::time::Duration::from_secs(4),
+    );
+    assert_eq!(status.code(), Some(130), "{text}");
+    assert!(text.contains("interrupted after "), "{text}");
+    let v = o.json();
+    assert_eq!(v["schema"], "fencesim-live-search");
+    assert_eq!(v["schema_version"], 2);
+    assert_eq!(v["interrupted"], true, "{v:#}");
+    assert_eq!(v["exit_code"], 130);
+    let c = &v["coverage"];
+    let (trials, tried) = (c["trials"].as_u64().unwrap(), c["tried"].as_u64().unwrap());
+    assert!(
+        trials > 0 && trials < tried,
+        "the trials that finished are kept: {c:#}"
+    );
+    let junit = o.read(&o.junit);
+    let found = !v["findings"].as_array().expect("findings").is_empty();
+    assert!(
+        junit.contains(if found { "<failure" } else { "<skipped" }),
+        "a finding fails the case, else no verdict:\n{junit}"
+    );
     assert!(o.report.join("index.html").is_file());
 }
 
