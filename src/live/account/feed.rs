@@ -11,6 +11,7 @@
 //! everything that ran before the echo — the command whose reply the proxy
 //! holds included — has been fed to the ledger by then.
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -39,6 +40,9 @@ struct State {
     ponged: u64,
     /// Worker connections as registered, to replay the feed again.
     clients: Vec<(String, usize)>,
+    /// Per worker connection, Redis's answer to each of its `SET NX` on
+    /// the lock key (None: an answer that says neither).
+    replies: BTreeMap<String, Vec<Option<bool>>>,
 }
 
 /// Redis's wall-clock stamps (µs) on CLOCK_MONOTONIC, the clock every
@@ -138,6 +142,7 @@ impl Feed {
                 notified: Vec::new(),
                 ponged: 0,
                 clients: Vec::new(),
+                replies: BTreeMap::new(),
             }),
             Condvar::new(),
         ));
@@ -190,6 +195,14 @@ impl Feed {
 
     /// Registers a worker's connection by its address as Redis sees it
     /// (the proxy's upstream socket's local address).
+    /// Redis answered a `SET NX` of the lock key from `addr` (the worker's
+    /// connection as the feed names it): taken, refused, or None when the
+    /// answer says neither (an error).
+    pub fn replied(&self, addr: &str, took: Option<bool>) {
+        let mut st = lock(&self.state.0);
+        st.replies.entry(addr.to_string()).or_default().push(took);
+    }
+
     pub fn register(&self, addr: String, worker: usize) {
         let mut st = lock(&self.state.0);
         st.clients.push((addr.clone(), worker));
@@ -272,6 +285,7 @@ impl Feed {
                     clients: &st.clients,
                     lines: &st.lines,
                     end_us: st.own_last_us,
+                    replies: &st.replies,
                 };
                 match settle(&replay, actual, ledger.borderline()) {
                     Ok(settled) => ledger = settled,
@@ -329,6 +343,8 @@ struct Replay<'a> {
     clients: &'a [(String, usize)],
     lines: &'a [String],
     end_us: u64,
+    /// Redis's answers to each connection's `SET NX`s.
+    replies: &'a BTreeMap<String, Vec<Option<bool>>>,
 }
 
 /// The replay whose sub-millisecond decisions Redis's notifications
@@ -349,7 +365,9 @@ fn settle(r: &Replay, actual: &[String], borderline: u64) -> Result<Ledger, Unse
     let mut fits = Vec::new();
     for mask in 0u32..(1 << k) {
         let flips = (0..k).map(|i| mask & (1 << i) != 0).collect();
-        let mut l = Ledger::new(r.keys[0], r.keys[1], 0).flipping(flips);
+        let mut l = Ledger::new(r.keys[0], r.keys[1], 0)
+            .flipping(flips)
+            .with_replies(r.replies.clone());
         for (addr, w) in r.clients {
             l.register(addr.clone(), *w);
         }
@@ -357,7 +375,9 @@ fn settle(r: &Replay, actual: &[String], borderline: u64) -> Result<Ledger, Unse
             l.feed(line);
         }
         l.finish(r.end_us);
-        if l.notified() == actual {
+        // A reading fits when Redis's notifications are the ones it
+        // predicts and no `SET NX` went otherwise than Redis answered.
+        if l.notified() == actual && l.contradictions() == 0 {
             fits.push(l);
         }
     }
@@ -615,6 +635,52 @@ mod tests {
     }
 
     #[test]
+    fn redis_s_replies_settle_which_poller_took_the_key_in_its_expiry_millisecond() {
+        // A's key (PX 100 at 1000.000) runs out in the millisecond B and a
+        // restarted C both poll with SET NX: "B in the expiry ms" and "C
+        // just after it" predict the same notifications; only Redis's
+        // replies (B refused, C took it) say which happened.
+        let lines: Vec<String> = [
+            r#"1000.000000 [0 127.0.0.1:1001] "SET" "lock:doc" "a" "NX" "PX" "100""#,
+            r#"1000.100400 [0 127.0.0.1:1002] "SET" "lock:doc" "b" "NX" "PX" "100""#,
+            r#"1000.100900 [0 127.0.0.1:1003] "SET" "lock:doc" "c" "NX" "PX" "100""#,
+        ]
+        .map(String::from)
+        .to_vec();
+        let clients = [
+            ("127.0.0.1:1001".to_string(), 0),
+            ("127.0.0.1:1002".to_string(), 1),
+            ("127.0.0.1:1003".to_string(), 2),
+        ];
+        let actual: Vec<String> = ["set", "expire", "expired", "set", "expire"]
+            .map(String::from)
+            .to_vec();
+        let no_replies = BTreeMap::new();
+        let mut replay = Replay {
+            keys: [b"lock:doc", b"fence:doc"],
+            clients: &clients,
+            lines: &lines,
+            end_us: 1_000_150_000,
+            replies: &no_replies,
+        };
+        assert!(
+            matches!(settle(&replay, &actual, 2), Err(Unsettled::Disagree)),
+            "without the replies, two stories fit"
+        );
+        let replies: BTreeMap<String, Vec<Option<bool>>> = [
+            ("127.0.0.1:1001".to_string(), vec![Some(true)]),
+            ("127.0.0.1:1002".to_string(), vec![Some(false)]),
+            ("127.0.0.1:1003".to_string(), vec![Some(true)]),
+        ]
+        .into_iter()
+        .collect();
+        replay.replies = &replies;
+        let settled = settle(&replay, &actual, 2).expect("one reading fits the replies");
+        assert!(settled.grants_of(1).is_empty());
+        assert_eq!(settled.grants_of(2), &[2]);
+    }
+
+    #[test]
     fn redis_s_notifications_settle_a_command_in_the_expiry_millisecond() {
         // B's SET NX ran in the millisecond A's key expired; the stamps say
         // "still alive", Redis's notifications say it expired and B got it.
@@ -633,6 +699,7 @@ mod tests {
             clients: &clients,
             lines: &lines,
             end_us: 1_000_150_000,
+            replies: &BTreeMap::new(),
         };
         let actual: Vec<String> = ["set", "expire", "expired", "set", "expire"]
             .map(String::from)
@@ -672,6 +739,7 @@ mod tests {
             clients: &clients,
             lines: &lines,
             end_us: 1_002_000_000,
+            replies: &BTreeMap::new(),
         };
         let mut plain = Ledger::new(b"lock:doc", b"fence:doc", 0);
         for (addr, w) in &clients {

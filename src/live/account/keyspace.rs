@@ -105,6 +105,20 @@ pub fn alive(held: &Held, now_ms: u64) -> bool {
     held.expire_at_ms.is_none_or(|when| now_ms <= when)
 }
 
+/// A command whose reply says whether it took the key: `SETNX`, or `SET …
+/// NX` without `GET` (`OK` taken, nil refused).
+pub fn takes_if_free(args: &[Vec<u8>]) -> bool {
+    let word = |a: &Vec<u8>, w: &str| a.eq_ignore_ascii_case(w.as_bytes());
+    match args.first() {
+        Some(n) if word(n, "setnx") => true,
+        Some(n) if word(n, "set") => {
+            let opts = args.get(3..).unwrap_or_default();
+            opts.iter().any(|a| word(a, "nx")) && !opts.iter().any(|a| word(a, "get"))
+        }
+        _ => false,
+    }
+}
+
 /// Parses `SET`'s options: (nx, xx, expiry). Expiry: None = clear it,
 /// Some(None) = keep it (KEEPTTL), Some(Some(when)).
 fn set_options(

@@ -136,6 +136,13 @@ pub struct Ledger {
     /// [`TOKEN_COUNTED`], each count of the token key, in order: what
     /// `notify-keyspace-events` must show if the replay is right.
     notified: Vec<&'static str>,
+    /// Per client, what Redis answered each of its `SET NX` (taken or
+    /// not), as its proxy saw the replies; empty while the trial runs.
+    replies: BTreeMap<String, Vec<Option<bool>>>,
+    /// Per client, how many of those the replay has met.
+    replies_met: BTreeMap<String, usize>,
+    /// `SET NX`s the replay decided otherwise than Redis answered.
+    contradictions: u32,
 }
 
 /// A count of the token key (`INCR` and its kin) among the lock key's
@@ -162,6 +169,9 @@ impl Ledger {
             flips: Vec::new(),
             granted_to: BTreeMap::new(),
             notified: Vec::new(),
+            replies: BTreeMap::new(),
+            replies_met: BTreeMap::new(),
+            contradictions: 0,
         }
     }
 
@@ -170,6 +180,19 @@ impl Ledger {
     pub fn flipping(mut self, flips: Vec<bool>) -> Ledger {
         self.flips = flips;
         self
+    }
+
+    /// A replay held to Redis's replies: each client's `SET NX` answers
+    /// (taken or not), in the order its proxy saw them.
+    pub fn with_replies(mut self, replies: BTreeMap<String, Vec<Option<bool>>>) -> Ledger {
+        self.replies = replies;
+        self
+    }
+
+    /// `SET NX`s this replay decided otherwise than Redis answered: a
+    /// reading of an expiry's millisecond that Redis's replies rule out.
+    pub fn contradictions(&self) -> u32 {
+        self.contradictions
     }
 
     /// The lock key's keyspace notifications as the replay predicts them.
@@ -328,6 +351,22 @@ impl Ledger {
                     return;
                 }
             };
+        if matches!(line.caller, Caller::Client(_))
+            && !self.in_multi.contains_key(client)
+            && keyspace::takes_if_free(&line.args)
+        {
+            let k = self.replies_met.entry(client.to_string()).or_default();
+            let answered = self
+                .replies
+                .get(client)
+                .and_then(|r| r.get(*k))
+                .copied()
+                .flatten();
+            *k += 1;
+            if answered.is_some_and(|took| took != matches!(effect, LockEffect::Set(_))) {
+                self.contradictions += 1;
+            }
+        }
         match &effect {
             LockEffect::None => return,
             LockEffect::Set(h) => {

@@ -73,6 +73,13 @@ impl LockAccount {
             f.register(addr, worker);
         }
     }
+
+    /// Master `master` answered a `SET NX` of the lock key from `addr`.
+    pub(super) fn replied(&self, master: usize, addr: &str, took: Option<bool>) {
+        if let Some(f) = locked(&self.feeds[master]).as_ref() {
+            f.replied(addr, took);
+        }
+    }
 }
 
 impl ServerAccount for LockAccount {

@@ -4,6 +4,7 @@
 //! there fired — in the proxy's thread, before the bytes go on, so a pause
 //! after the grant stops the program before it learns it holds the lock.
 
+use redis_protocol::resp3::types::OwnedFrame;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
@@ -33,14 +34,30 @@ type Pending = VecDeque<(pgwire::Statement, Option<i64>)>;
 pub(super) fn redis_observers(account: Arc<LockAccount>) -> ObserverFactory {
     Arc::new(move |shared, worker, master, seen_as| {
         account.register(master, seen_as.to_string(), worker);
-        redis_connection(shared, worker, master)
+        redis_connection(shared, worker, master, account.clone(), seen_as.to_string())
     })
 }
 
-fn redis_connection(shared: Arc<Shared>, worker: usize, master: usize) -> (Observer, Observer) {
-    // Whether each command sent and not yet answered may have touched the lock.
-    let pending: Arc<Mutex<VecDeque<bool>>> = Arc::default();
+/// What a command sent and not yet answered is, for its reply.
+#[derive(Clone, Copy, Default)]
+struct RedisPending {
+    /// It may have touched the lock (the account is asked after its reply).
+    may_touch: bool,
+    /// A `SET NX` of the lock key outside a transaction: its reply says
+    /// whether Redis took the key for it (the account's replay is held to it).
+    takes_if_free: bool,
+}
+
+fn redis_connection(
+    shared: Arc<Shared>,
+    worker: usize,
+    master: usize,
+    account: Arc<LockAccount>,
+    seen_as: String,
+) -> (Observer, Observer) {
+    let pending: Arc<Mutex<VecDeque<RedisPending>>> = Arc::default();
     let (s2, p2) = (shared.clone(), pending.clone());
+    let mut in_multi = false;
     let mut up = resp::FrameBuffer::default();
     let mut down = resp::FrameBuffer::default();
     let to_server: Observer = Box::new(move |chunk| {
@@ -59,6 +76,13 @@ fn redis_connection(shared: Arc<Shared>, worker: usize, master: usize) -> (Obser
                 .first()
                 .map(|a| a.to_ascii_lowercase())
                 .unwrap_or_default();
+            let takes_if_free =
+                names_lock && !in_multi && crate::live::account::keyspace::takes_if_free(&args);
+            match name.as_slice() {
+                b"multi" => in_multi = true,
+                b"exec" | b"discard" => in_multi = false,
+                _ => {}
+            }
             let may_touch = names_lock
                 || names(&shared.token_key)
                 || matches!(
@@ -71,14 +95,27 @@ fn redis_connection(shared: Arc<Shared>, worker: usize, master: usize) -> (Obser
                         | b"fcall"
                         | b"fcall_ro"
                 );
-            locked(&pending).push_back(may_touch);
+            locked(&pending).push_back(RedisPending {
+                may_touch,
+                takes_if_free,
+            });
         }
         Flow::Pass
     });
     let to_client: Observer = Box::new(move |chunk| {
         let mut lost = None;
-        for _ in down.push(chunk) {
-            if locked(&p2).pop_front() == Some(true) {
+        for frame in down.push(chunk) {
+            let p = locked(&p2).pop_front().unwrap_or_default();
+            if p.takes_if_free {
+                let took = match &frame {
+                    OwnedFrame::Null => Some(false),
+                    OwnedFrame::SimpleString { data, .. } => Some(data.eq_ignore_ascii_case(b"OK")),
+                    OwnedFrame::Number { data, .. } => Some(*data == 1),
+                    _ => None,
+                };
+                account.replied(master, &seen_as, took);
+            }
+            if p.may_touch {
                 s2.record(worker, Seen::LockReplied);
                 lost = lost.or(s2.learn_grants(master, worker));
             }
