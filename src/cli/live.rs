@@ -12,7 +12,7 @@ use super::flags::JobsFlag;
 use super::{check_writable_dir, check_writable_file};
 use super::{BadInput, EXIT_FAILED, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK};
 use crate::live::phases::{PhaseSummary, PhaseTotals, Phases, TrialPhasesLine};
-use crate::live::{client, history, scenario, servers::Servers, trial};
+use crate::live::{client, history, jobs, scenario, servers::Servers, trial};
 use crate::report::{self, live::Tally};
 
 #[derive(clap::Args, Debug)]
@@ -37,9 +37,12 @@ pub struct LiveArgs {
     /// Also write the last trial's history (JSON lines) here, for `check-history`.
     #[arg(long, value_name = "FILE")]
     pub history: Option<PathBuf>,
-    // Threads for the simulated twins: the shared `--jobs`, resolved in flags.rs.
-    #[command(flatten)]
-    pub jobs: JobsFlag,
+    /// Trials at a time, each job on its own Redis, PostgreSQL and
+    /// etcd/ZooKeeper clusters (default 1: live trials are real timings);
+    /// also the simulated twins' threads (default: all cores). The output's
+    /// order and the verdict table do not depend on it.
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
     /// Use this Redis (redis://host:port/db) instead of starting one: the run
     /// touches only keys under its own prefix and deletes them at the end;
     /// server faults (failover, crash of coord/0) are refused.
@@ -72,36 +75,104 @@ pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
     check_outputs(&args)?;
     crate::live::install_interrupt_handler();
     let exe = std::env::current_exe()?;
-    let mut servers = start_servers(&args)?;
-    let jobs = args.jobs.resolve();
+    // The run's trials in its order (scenario by scenario, trial by trial).
+    let units: Vec<Unit> = scenarios
+        .iter()
+        .enumerate()
+        .flat_map(|(i, s)| {
+            (1..=args.trials.unwrap_or(s.trials)).map(move |k| Unit { scenario: i, k })
+        })
+        .collect();
+    let live_jobs = args.jobs.unwrap_or(1).clamp(1, units.len().max(1));
+    let user = crate::live::servers::UserServers {
+        redis: args.redis.clone(),
+        postgres: args.postgres.clone(),
+    };
+    let start = |home: u8| {
+        let mut servers = Servers::start(&user)?;
+        if let Some(kind) = cluster_of_group(home) {
+            servers.ensure_cluster(kind)?;
+        }
+        Ok(servers)
+    };
+    let rig = jobs::Rigging {
+        start: &start,
+        announce: &servers_line,
+    };
+    let twin_threads = JobsFlag { jobs: args.jobs }.resolve();
     std::fs::create_dir_all(&args.out)?;
+    let weights: Vec<u64> = units
+        .iter()
+        .map(|u| scenarios[u.scenario].estimated_trial_ms())
+        .collect();
+    // A `--jobs` run homes each cluster kind on its own jobs (src/live/jobs.rs).
+    let groups: Vec<u8> = units
+        .iter()
+        .map(|u| group_of_cluster(scenarios[u.scenario].lock.cluster()))
+        .collect();
+    let timeout = Duration::from_millis(args.timeout_ms);
+    let run = |u: &Unit, servers: &mut Servers| {
+        let s = &scenarios[u.scenario];
+        let call = TrialCall {
+            s,
+            worker_cmd: args.worker_cmd.as_deref().or(s.worker_cmd.as_deref()),
+            exe: &exe,
+            timeout,
+            k: u.k,
+        };
+        execute(call, servers)
+    };
+    let panicked = || Ran {
+        result: Err(anyhow::anyhow!("a live job panicked")),
+        trial_ms: 0,
+        phases: PhaseTotals::default(),
+    };
     let mut rows = Vec::new();
     let mut runs = Vec::new();
     let mut phases = PhaseTotals::default();
     let mut stopped = None;
-    for s in &scenarios {
-        let run = run_trials(&args, s, &mut servers, &exe)?;
-        phases.add(&run.phases);
-        if run.interrupted {
-            // Ctrl-C: the trials that finished go in the reports, no verdict.
-            stopped = Some(format!(
-                "interrupted in {} after {} of {} trial(s): no verdict",
-                s.name,
-                run.trials.len(),
-                args.trials.unwrap_or(s.trials)
-            ));
-            runs.push((s, run, None));
-            break;
-        }
-        if run.not_judged {
-            // A user's program misbehaved: no verdict (exit 3), the reports say why.
-            runs.push((s, run, None));
-            write_outputs(&args, &runs, EXIT_INTERNAL)?;
-            return Ok(ExitCode::from(EXIT_INTERNAL));
-        }
-        let row = twin_row(s, run.tally.clone(), jobs)?;
-        runs.push((s, run, Some(sim_json(s, &row.sim))));
-        rows.push(row);
+    let judged = jobs::with_jobs(
+        live_jobs,
+        rig,
+        jobs::Work {
+            units: &units,
+            weights: &weights,
+            groups: &groups,
+            run: &run,
+            panicked: &panicked,
+        },
+        |trials| {
+            let mut first = 0;
+            for s in &scenarios {
+                let run = run_trials(&args, s, trials, first)?;
+                first += args.trials.unwrap_or(s.trials) as usize;
+                phases.add(&run.phases);
+                if run.interrupted {
+                    // Ctrl-C: the trials that finished go in the reports, no verdict.
+                    stopped = Some(format!(
+                        "interrupted in {} after {} of {} trial(s): no verdict",
+                        s.name,
+                        run.trials.len(),
+                        args.trials.unwrap_or(s.trials)
+                    ));
+                    runs.push((s, run, None));
+                    break;
+                }
+                if run.not_judged {
+                    // A user's program misbehaved: no verdict (exit 3), the reports say why.
+                    runs.push((s, run, None));
+                    return Ok(false);
+                }
+                let row = twin_row(s, run.tally.clone(), twin_threads)?;
+                runs.push((s, run, Some(sim_json(s, &row.sim))));
+                rows.push(row);
+            }
+            anyhow::Ok(true)
+        },
+    )?;
+    if !judged {
+        write_outputs(&args, &runs, EXIT_INTERNAL)?;
+        return Ok(ExitCode::from(EXIT_INTERNAL));
     }
     let all_met = rows.iter().all(|r| r.met);
     let table: Vec<report::live::TwinRow> = rows
@@ -126,8 +197,6 @@ pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
             }
         );
     }
-    // A user's servers keep nothing of the run (the harness's own go with their directory).
-    servers.clean_up()?;
     let code = match &stopped {
         Some(why) => {
             println!("{why}");
@@ -310,46 +379,41 @@ fn servers_installed(
     Ok(())
 }
 
-/// The run's servers (its own, or the user's), announced.
-fn start_servers(args: &LiveArgs) -> Result<Servers> {
-    start_own_servers(crate::live::servers::UserServers {
-        redis: args.redis.clone(),
-        postgres: args.postgres.clone(),
-    })
-}
-
 /// Starts (or connects to the user's) servers and announces them.
 pub(super) fn start_own_servers(user: crate::live::servers::UserServers) -> Result<Servers> {
     let servers = Servers::start(&user)?;
+    print!("{}", servers_line(&servers));
+    Ok(servers)
+}
+
+/// The servers' line: where they listen, how long they took to start.
+fn servers_line(servers: &Servers) -> String {
     let own_redis = match (&servers.redis, &servers.replica) {
         (Some(r), Some(rep)) => Some(((r.port, r.pid()), (rep.port, rep.pid()))),
         _ => None,
     };
-    print!(
-        "{}",
-        report::live::servers(&report::live::ServersLine {
-            own_redis,
-            redis_url: &servers.redis_url,
-            key_prefix: &servers.key_prefix,
-            own_postgres: servers
-                .postgres
-                .as_ref()
-                .map(|pg| (pg.port, pg.pid().unwrap_or(0))),
-            schema: &servers.schema,
-            root: &servers.root.path,
-            started_ms: servers.started_ms,
-        })
-    );
-    Ok(servers)
+    report::live::servers(&report::live::ServersLine {
+        own_redis,
+        redis_url: &servers.redis_url,
+        key_prefix: &servers.key_prefix,
+        own_postgres: servers
+            .postgres
+            .as_ref()
+            .map(|pg| (pg.port, pg.pid().unwrap_or(0))),
+        schema: &servers.schema,
+        root: &servers.root.path,
+        started_ms: servers.started_ms,
+    })
 }
 
-/// A scenario's trials, each printed and tallied. `not_judged`: a user's
-/// program misbehaved (reported on stderr; no verdict, exit 3).
+/// A scenario's trials, each printed and tallied, taken from `trials`
+/// from the run's trial `first` on. `not_judged`: a user's program
+/// misbehaved (reported on stderr; no verdict, exit 3).
 fn run_trials(
     args: &LiveArgs,
     s: &scenario::LiveScenario,
-    servers: &mut Servers,
-    exe: &std::path::Path,
+    trials: &mut jobs::Trials<Unit, Ran>,
+    first: usize,
 ) -> Result<ScenarioRun> {
     let n = args.trials.unwrap_or(s.trials);
     print!(
@@ -357,7 +421,6 @@ fn run_trials(
         report::live::scenario_heading(&s.name, s.lock.name(), s.write.name(), &s.twin)
     );
     let t = Tally::new(n);
-    let timeout = Duration::from_millis(args.timeout_ms);
     let mut run = ScenarioRun {
         tally: t,
         trials: Vec::new(),
@@ -367,21 +430,12 @@ fn run_trials(
         phases: PhaseTotals::default(),
     };
     for k in 1..=n {
-        if crate::live::interrupted() {
+        let jobs::Slot::Ran(ran) = trials.take(first + k as usize - 1) else {
+            // Ctrl-C came before this trial started.
             run.interrupted = true;
             break;
-        }
-        let started = std::time::Instant::now();
-        let mut phases = Phases::begin(started);
-        let worker_cmd = args.worker_cmd.as_deref().or(s.worker_cmd.as_deref());
-        let call = TrialCall {
-            s,
-            worker_cmd,
-            exe,
-            timeout,
-            k,
         };
-        let r = match one_trial_phased(call, servers, &mut phases) {
+        let r = match ran.result {
             // Ctrl-C reaches the trial (and a user's program, which then
             // looks as if it crashed): the trial ends unjudged, not in error.
             Err(_) | Ok(Err(_)) if crate::live::interrupted() => {
@@ -398,17 +452,14 @@ fn run_trials(
                     fence_rejected: 0,
                     faults: Vec::new(),
                     history_file: None,
-                    trial_ms: started.elapsed().as_millis() as u64,
+                    trial_ms: ran.trial_ms as u64,
                     not_judged: Some(e),
                 });
                 run.not_judged = true;
                 return Ok(run);
             }
         };
-        // The trial's wall time and its phases end at one instant.
-        let ended = std::time::Instant::now();
-        phases.end(ended);
-        let trial_ms = (ended - started).as_millis();
+        let trial_ms = ran.trial_ms;
         let file = args.out.join(format!("{}-trial-{k}.jsonl", s.name));
         history::write_history(&r.history, &file)?;
         if let Some(h) = &args.history {
@@ -429,10 +480,9 @@ fn run_trials(
                 trial_ms,
             })
         );
-        let spent = phases.totals();
-        run.phases.add(&spent);
+        run.phases.add(&ran.phases);
         if args.verbose {
-            print!("{}", TrialPhasesLine(&spent));
+            print!("{}", TrialPhasesLine(&ran.phases));
         }
         run.trials.push(report::live_reports::TrialJson {
             index: k,
@@ -463,6 +513,51 @@ fn run_trials(
         );
     }
     Ok(run)
+}
+
+/// A cluster kind as a `--jobs` group ([`crate::live::jobs`]; 0: none).
+fn group_of_cluster(kind: Option<crate::live::ClusterKind>) -> u8 {
+    match kind {
+        None => 0,
+        Some(crate::live::ClusterKind::Etcd) => 1,
+        Some(crate::live::ClusterKind::Zk) => 2,
+    }
+}
+
+/// The cluster kind of a `--jobs` group.
+fn cluster_of_group(group: u8) -> Option<crate::live::ClusterKind> {
+    [crate::live::ClusterKind::Etcd, crate::live::ClusterKind::Zk]
+        .into_iter()
+        .find(|k| group_of_cluster(Some(*k)) == group)
+}
+
+/// One trial of the run: its scenario (index in the run's list) and number.
+struct Unit {
+    scenario: usize,
+    k: u32,
+}
+
+/// What one trial gave, with its wall time and where that went.
+struct Ran {
+    /// Err: the harness failed; inner Err: the trial could not be judged.
+    result: Result<Result<history::TrialResult, String>>,
+    trial_ms: u128,
+    phases: PhaseTotals,
+}
+
+/// Runs one trial on `servers`, timed: its wall time and its phases end
+/// at one instant.
+fn execute(call: TrialCall, servers: &mut Servers) -> Ran {
+    let started = std::time::Instant::now();
+    let mut phases = Phases::begin(started);
+    let result = one_trial_phased(call, servers, &mut phases);
+    let ended = std::time::Instant::now();
+    phases.end(ended);
+    Ran {
+        result,
+        trial_ms: (ended - started).as_millis(),
+        phases: phases.totals(),
+    }
 }
 
 /// One trial, by the built-in worker or by `worker_cmd`. Inner Err: the

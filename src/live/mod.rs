@@ -18,7 +18,7 @@
 //! simulated twin.
 //!
 //! The files form no circle: the small ones at the bottom ([`process`],
-//! [`launch`], [`emit`], [`decode`], [`phases`]) import none of the
+//! [`launch`], [`emit`], [`decode`], [`phases`], [`sockdiag`]) import none of the
 //! others, and each file above imports only files below it (checked by
 //! `tests/it/architecture.rs`).
 
@@ -31,12 +31,14 @@ pub(crate) mod etcd;
 pub(crate) mod explore;
 pub(crate) mod faults;
 pub(crate) mod history;
+pub(crate) mod jobs;
 pub(crate) mod launch;
 pub mod phases;
 pub(crate) mod process;
 pub(crate) mod proxy;
 pub mod scenario;
 pub mod servers;
+pub(crate) mod sockdiag;
 pub(crate) mod trial;
 pub mod worker;
 pub(crate) mod zk;

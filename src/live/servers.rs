@@ -462,8 +462,13 @@ pub struct Servers {
     pub schema: String,
     /// Every Redis key the run touches starts with it.
     pub key_prefix: String,
-    /// The etcd or ZooKeeper cluster, started by the first scenario that needs it.
+    /// The etcd or ZooKeeper cluster the current trial uses, started by
+    /// the first scenario that needs it.
     pub cluster: Option<super::cluster::Cluster>,
+    /// Clusters of the other kind, kept running while a trial uses
+    /// `cluster`: scenarios of both kinds in turn (a `--jobs` run takes
+    /// them longest first) start each kind once, not at every change.
+    parked: Vec<super::cluster::Cluster>,
     // Dropped last: the servers stop before their directory goes.
     pub root: TempRoot,
 }
@@ -536,6 +541,7 @@ impl Servers {
             schema,
             key_prefix,
             cluster: None,
+            parked: Vec::new(),
             root,
         };
         let mut c = servers.pg_admin()?;
@@ -581,7 +587,12 @@ impl Servers {
     ) -> Result<&mut super::cluster::Cluster> {
         use super::cluster::{Cluster, ClusterKind};
         if self.cluster.as_ref().is_some_and(|c| c.kind != kind) {
-            self.cluster = None;
+            self.parked.extend(self.cluster.take());
+        }
+        if self.cluster.is_none() {
+            if let Some(i) = self.parked.iter().position(|c| c.kind == kind) {
+                self.cluster = Some(self.parked.swap_remove(i));
+            }
         }
         let prefix = self.key_prefix.clone();
         let cluster = match self.cluster.take() {
@@ -635,6 +646,15 @@ impl Servers {
             ClusterKind::Zk => super::zk::reset(&cluster.endpoints(), &prefix)?,
         }
         Ok(self.cluster.insert(cluster))
+    }
+
+    /// Whether a trial needing a `kind` cluster has to start one (it is
+    /// neither the current cluster nor parked).
+    pub fn cluster_starts(&self, kind: super::cluster::ClusterKind) -> bool {
+        self.cluster
+            .iter()
+            .chain(&self.parked)
+            .all(|c| c.kind != kind)
     }
 
     /// A connection to PostgreSQL, without the run's search_path.

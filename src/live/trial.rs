@@ -96,6 +96,20 @@ enum Later {
     Unslow(MemberSlowdown),
 }
 
+impl Later {
+    /// It ends a fault (undoes it) rather than starting one or a worker.
+    fn is_an_end(&self) -> bool {
+        match self {
+            Later::Resume(_)
+            | Later::RestartRedis
+            | Later::RestartMember(_)
+            | Later::Heal
+            | Later::Unslow(_) => true,
+            Later::RestartWorker(_) | Later::Crash(_) | Later::Slow(_) => false,
+        }
+    }
+}
+
 enum Msg {
     Line(usize, String),
     Eof(usize),
@@ -268,7 +282,7 @@ fn wire<'a>(
         Some(kind) => {
             // A cluster this trial starts is start-up; a running one's
             // repair and key deletion is reset.
-            let starts = servers.cluster.as_ref().is_none_or(|c| c.kind != kind);
+            let starts = servers.cluster_starts(kind);
             phases.enter(if starts { Phase::Start } else { Phase::Reset });
             let cluster = servers.ensure_cluster(kind)?;
             // The wait for a steady leader is the cluster's verification.
@@ -593,9 +607,34 @@ impl<'a> Trial<'a> {
             }
             if self.open == 0 {
                 self.workers_done.get_or_insert_with(Instant::now);
+                self.end_faults_early();
             }
         }
         Ok(())
+    }
+
+    /// Every worker has finished and none is due to start: nothing is left
+    /// to observe, so the faults' scheduled ends (a heal, a member's
+    /// restart or resume, a delay's end) are done now instead of waited
+    /// for — the trial's tail was pure waiting (docs/live.md, "Where a live
+    /// trial's time goes"). Only when every entry left is such an end: a
+    /// worker's restart or a fault still to strike keeps the timetable.
+    fn end_faults_early(&mut self) {
+        if self.to_start.peek().is_some() || !self.later.iter().all(|(_, w)| w.is_an_end()) {
+            return;
+        }
+        let now = Instant::now();
+        let mut moved = false;
+        for (at, _) in self.later.iter_mut().filter(|(at, _)| *at > now) {
+            *at = now;
+            moved = true;
+        }
+        if moved {
+            self.exec.note(format!(
+                "every worker finished at {:.1} ms: the faults ended then",
+                self.exec.since_start_ms()
+            ));
+        }
     }
 
     /// Tells the workers whose start time has come to start.

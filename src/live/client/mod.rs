@@ -138,7 +138,7 @@ pub fn run(
     servers.reset()?;
     // A cluster or extra Redis masters this trial starts are start-up.
     let starts = match s.lock.cluster() {
-        Some(kind) => servers.cluster.as_ref().is_none_or(|c| c.kind != kind),
+        Some(kind) => servers.cluster_starts(kind),
         None => servers.more_masters.len() + 1 < s.redis_masters as usize,
     };
     if starts {

@@ -169,6 +169,39 @@ impl LiveScenario {
             .map(|(_, p)| p.as_str())
     }
 
+    /// About how long one trial takes (ms): its longest fault's end plus a
+    /// lease. Only the order in which a `--jobs` run hands out trials
+    /// (longest first) uses it, never a verdict.
+    pub fn estimated_trial_ms(&self) -> u64 {
+        use super::proxy::ProxyMode;
+        let f = &self.faults;
+        let at = |t: &Trigger| match t {
+            Trigger::AtMs(ms) => *ms,
+            Trigger::After { .. } => 0,
+        };
+        let ends = f
+            .pauses
+            .iter()
+            .map(|p| p.duration_ms)
+            .chain(f.timed_pauses.iter().map(|p| p.at_ms + p.duration_ms))
+            .chain(f.net.iter().map(|n| {
+                n.at_ms.unwrap_or(0)
+                    + match n.mode {
+                        ProxyMode::Hold { ms } | ProxyMode::Drop { ms } => ms,
+                        ProxyMode::Cut => self.ttl_ms,
+                    }
+            }))
+            .chain(
+                f.crashes
+                    .iter()
+                    .map(|c| at(&c.trigger) + c.restart_after_ms.unwrap_or(0)),
+            )
+            .chain(f.partitions.iter().map(|p| p.duration_ms))
+            .chain(f.member_delays.iter().map(|d| at(&d.trigger) + d.for_ms))
+            .chain(f.lock_cuts.iter().map(|c| c.refuse_ms));
+        ends.max().unwrap_or(0) + self.ttl_ms
+    }
+
     /// A fault that needs the harness's own Redis (it kills or promotes it).
     pub fn server_fault(&self) -> Option<&'static str> {
         if !self.faults.failovers.is_empty() {

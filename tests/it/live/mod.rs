@@ -6,6 +6,7 @@
 mod article;
 mod cluster_kit;
 mod etcd;
+mod jobs;
 mod library_matrix;
 mod phases;
 mod reports;

@@ -31,7 +31,7 @@ pub fn fencesim() -> Command {
 }
 
 /// The pids in `(pid N)` and `(pids [a, b, c])` of the run's start-up lines.
-fn started_pids(stdout: &str) -> Vec<u32> {
+pub fn started_pids(stdout: &str) -> Vec<u32> {
     let mut pids = Vec::new();
     for line in stdout.lines().filter(|l| l.contains("(pid")) {
         for part in line.split("(pid").skip(1) {
@@ -45,7 +45,7 @@ fn started_pids(stdout: &str) -> Vec<u32> {
     pids
 }
 
-fn assert_nothing_left(root: &Path, pids: &[u32]) {
+pub fn assert_nothing_left(root: &Path, pids: &[u32]) {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let alive: Vec<u32> = pids
@@ -98,8 +98,8 @@ fn table(stdout: &str) -> Table {
     table
 }
 
-/// Runs `files` (under live/) for two trials each on one cluster of
-/// `kind` and checks: each of `unsafe_` finds stale_write and lost_update
+/// Runs `files` (under live/) for two trials each, two at a time on two
+/// clusters of `kind`, and checks: each of `unsafe_` finds stale_write and lost_update
 /// in both trials (and check-history agrees on the first's history), each
 /// of `safe` is clean with a fence rejection in both and no token_order,
 /// and nothing is left afterwards. Returns the live-vs-simulated table.
@@ -111,7 +111,9 @@ pub fn run_and_check(kind: ClusterKind, files: &[&str], unsafe_: &[&str], safe: 
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .arg("live")
         .args(files)
-        .args(["--trials", "2", "--jobs", "1", "--out"])
+        // Two trials at a time, each job on its own servers and cluster:
+        // the scenarios wait on leases and elections in real time.
+        .args(["--trials", "2", "--jobs", "2", "--out"])
         .arg(out.path())
         .output()
         .unwrap();
@@ -163,10 +165,21 @@ pub fn run_and_check(kind: ClusterKind, files: &[&str], unsafe_: &[&str], safe: 
         "check-history of {}: {text}",
         history.display()
     );
-    let first = stdout.lines().next().unwrap_or("");
-    let root = PathBuf::from(first.rsplit(" in ").next().unwrap_or("").trim());
-    assert_nothing_left(&root, &started_pids(&stdout));
+    let roots = run_roots(&stdout);
+    assert_eq!(roots.len(), 2, "one set of servers per job:\n{stdout}");
+    for root in roots {
+        assert_nothing_left(&root, &started_pids(&stdout));
+    }
     table
+}
+
+/// The directory of each job's servers (`job 1/2: fencesim … in DIR`).
+pub fn run_roots(stdout: &str) -> Vec<PathBuf> {
+    stdout
+        .lines()
+        .filter(|l| l.contains(" live: ") && l.contains(" in "))
+        .map(|l| PathBuf::from(l.rsplit(" in ").next().unwrap_or("").trim()))
+        .collect()
 }
 
 /// `fencesim live` on a scenario file made of `body` (its twin filled in)
