@@ -190,18 +190,12 @@ fn merge_takes_a_hidden_jobs_flag_for_old_scripts_and_says_it_does_nothing() {
 }
 
 #[test]
-fn live_jobs_is_the_shared_flag_resolved_in_one_place() {
-    // The same help line as `run --jobs` (padding aside): flattened from cli/flags.rs.
-    let line = |cmd: &str| {
-        stdout(&fencesim(&[cmd, "--help"]))
-            .lines()
-            .find(|l| l.trim_start().starts_with("--jobs"))
-            .unwrap_or_default()
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
-    let live = line("live");
-    assert!(live.contains("Results do not depend on it"), "{live}");
-    assert_eq!(live, line("run"));
+fn live_jobs_says_it_runs_trials_side_by_side_and_the_output_does_not_depend_on_it() {
+    // `live --jobs` is its own flag (trials at a time, each job on its own
+    // servers; docs/live.md "Trials side by side"), not the shared one.
+    let help = stdout(&fencesim(&["live", "--help"]));
+    let at = help.find("--jobs").expect("live --help lists --jobs");
+    let text = help[at..].split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(text.contains("Trials at a time"), "{text}");
+    assert!(text.contains("do not depend on it"), "{text}");
 }

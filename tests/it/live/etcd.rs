@@ -8,9 +8,8 @@
 //! Needs Debian's `etcd-server` (and the Redis/PostgreSQL of the live
 //! mode); without them the test prints one loud line saying what it
 //! skipped and why (`.ci/run` installs the packages so CI always runs it).
-//! The run takes two trials at a time (`--jobs 2`): each job's cluster
-//! serves every trial the job runs (started once, repaired between
-//! trials), so start-up is paid once per job.
+//! One cluster serves every scenario of the run (started once, repaired
+//! between trials), so its start-up is paid once.
 
 use super::cluster_kit::{
     assert_bad_input, assert_killed_harness_leaves_nothing, cell, present, run_and_check,

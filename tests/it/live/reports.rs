@@ -183,9 +183,11 @@ fn a_live_search_writes_its_coverage_and_findings_as_json_junit_and_a_report() {
         !kinds.contains(&"stale_write"),
         "the fence refuses every late write: {kinds:?}"
     );
-    let reproduced = findings.iter().any(|f| f["reproduces"] == true);
-    assert_eq!(v["exit_code"], if reproduced { 1 } else { 0 }, "{v:#}");
-    assert_eq!(r.code, Some(if reproduced { 1 } else { 0 }));
+    // Exit 1 on any violation found, reproduced in its reruns or not (a
+    // pause of about one lease races the expiry: `reproduces` says which).
+    let found = !findings.is_empty();
+    assert_eq!(v["exit_code"], if found { 1 } else { 0 }, "{v:#}");
+    assert_eq!(r.code, Some(if found { 1 } else { 0 }));
     let c = &v["coverage"];
     assert!(c["trials"].as_u64().unwrap() > 0, "{c:#}");
     assert_eq!(

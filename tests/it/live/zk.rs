@@ -14,9 +14,8 @@
 //! Needs Debian's `zookeeper` (3.8, with a Java runtime) and the
 //! Redis/PostgreSQL of the live mode; without them the test prints one loud
 //! line saying what it skipped and why (`.ci/run` installs the packages so
-//! CI always runs it). The tests that read the run share one `fencesim
-//! live` run, two trials at a time (`--jobs 2`): each job's ensemble
-//! serves every trial the job runs.
+//! CI always runs it). One ensemble serves every scenario of the run: the
+//! tests that read it share one `fencesim live` run.
 
 use std::sync::OnceLock;
 

@@ -98,8 +98,8 @@ fn table(stdout: &str) -> Table {
     table
 }
 
-/// Runs `files` (under live/) for two trials each, two at a time on two
-/// clusters of `kind`, and checks: each of `unsafe_` finds stale_write and lost_update
+/// Runs `files` (under live/) for two trials each on one cluster of
+/// `kind` and checks: each of `unsafe_` finds stale_write and lost_update
 /// in both trials (and check-history agrees on the first's history), each
 /// of `safe` is clean with a fence rejection in both and no token_order,
 /// and nothing is left afterwards. Returns the live-vs-simulated table.
@@ -111,9 +111,9 @@ pub fn run_and_check(kind: ClusterKind, files: &[&str], unsafe_: &[&str], safe: 
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .arg("live")
         .args(files)
-        // Two trials at a time, each job on its own servers and cluster:
-        // the scenarios wait on leases and elections in real time.
-        .args(["--trials", "2", "--jobs", "2", "--out"])
+        // One trial at a time: `--jobs 2` here once missed a fence
+        // rejection in CI (docs/live.md, "Trials side by side").
+        .args(["--trials", "2", "--jobs", "1", "--out"])
         .arg(out.path())
         .output()
         .unwrap();
@@ -166,7 +166,7 @@ pub fn run_and_check(kind: ClusterKind, files: &[&str], unsafe_: &[&str], safe: 
         history.display()
     );
     let roots = run_roots(&stdout);
-    assert_eq!(roots.len(), 2, "one set of servers per job:\n{stdout}");
+    assert_eq!(roots.len(), 1, "one set of servers per job:\n{stdout}");
     for root in roots {
         assert_nothing_left(&root, &started_pids(&stdout));
     }
