@@ -2,7 +2,9 @@
 //! catalogue of single faults a live trial can apply (a pause shorter than,
 //! about equal to and longer than the lease; a crash with and without a
 //! restart, each after a protocol point of a worker; a delay, drop or cut
-//! of a worker's UPDATE; on a cluster, a crash or pause of the leader and
+//! of a worker's UPDATE; for a user's program also of the lock server's
+//! reply that carried its grant, and a delay or drop of PostgreSQL's
+//! answers to its read and its UPDATE; on a cluster, a crash or pause of the leader and
 //! a partition of the holder's member), their combinations of up to K, and
 //! each placement written as the live scenario file that runs it.
 //!
@@ -39,7 +41,9 @@ pub enum Single {
     },
     /// `delay`, `drop` or `cut` of the worker's UPDATE in its PostgreSQL
     /// proxy (`message` "update"), or of the lock server's reply that
-    /// carried its grant ("lock_reply", a user's program only).
+    /// carried its grant ("lock_reply"), or of PostgreSQL's answer to its
+    /// read ("read_reply") or UPDATE ("update_reply"): replies for a
+    /// user's program only.
     Net {
         worker: String,
         kind: &'static str,
@@ -240,10 +244,7 @@ impl Single {
 }
 
 fn message_label(message: &str) -> &'static str {
-    match message {
-        "lock_reply" => "lock reply",
-        _ => "UPDATE",
-    }
+    scenario::NetMessage::from_name(message).map_or("UPDATE", scenario::NetMessage::label)
 }
 
 /// Every single fault the live mode can apply to `s` (run by its built-in
@@ -255,12 +256,14 @@ pub fn catalogue(s: &LiveScenario, client: bool) -> Vec<Single> {
     let ttl_ms = s.ttl_ms.max(1);
     let points: Vec<&str> = if client {
         // A user's program is seen by the proxies: its grant, its read's
-        // answer, its UPDATE (`fence_checked`).
-        CLIENT_POINTS
-            .iter()
-            .chain(PAUSE_POINTS.iter().take(2))
-            .copied()
-            .collect()
+        // answer, its UPDATE (`fence_checked`), the UPDATE's answer.
+        debug_assert_eq!(CLIENT_POINTS, ["lock_granted", "write_acked"]);
+        vec![
+            CLIENT_POINTS[0],
+            PAUSE_POINTS[0],
+            PAUSE_POINTS[1],
+            CLIENT_POINTS[1],
+        ]
     } else {
         PAUSE_POINTS.to_vec()
     };
@@ -285,9 +288,11 @@ pub fn catalogue(s: &LiveScenario, client: bool) -> Vec<Single> {
         }
     }
     // A user's program reaches its lock server through fencesim's proxy
-    // too: its grant's reply can be held or lost (only held on a cluster).
+    // too: its grant's reply can be held or lost (only held on a cluster);
+    // and PostgreSQL's answers to its read and its UPDATE held or lost (a
+    // cut of an answer loses it as a drop does, only sooner: left out).
     let messages: &[&str] = if client {
-        &["update", "lock_reply"]
+        &["update", "lock_reply", "read_reply", "update_reply"]
     } else {
         &["update"]
     };
@@ -295,6 +300,9 @@ pub fn catalogue(s: &LiveScenario, client: bool) -> Vec<Single> {
         for &message in messages {
             for kind in ["delay", "drop", "cut"] {
                 if message == "lock_reply" && kind != "delay" && s.lock.cluster().is_some() {
+                    continue;
+                }
+                if message.ends_with("_reply") && message != "lock_reply" && kind == "cut" {
                     continue;
                 }
                 out.push(Single::Net {
@@ -425,7 +433,8 @@ pub fn chaos_schedule(
                     },
                     1 => Single::StallAt {
                         worker,
-                        message: ["update", "lock_reply"][rng.below(2) as usize],
+                        message: ["update", "lock_reply", "read_reply", "update_reply"]
+                            [rng.below(4) as usize],
                         at_ms,
                         duration_ms: ttl_ms * (1 + rng.below(3)),
                     },
@@ -569,7 +578,7 @@ mod tests {
             draws.iter().any(|f| matches!(f, Single::CrashAt { .. })),
             "{draws:?}"
         );
-        for message in ["update", "lock_reply"] {
+        for message in ["update", "lock_reply", "read_reply", "update_reply"] {
             let stall =
                 |f: &Single| matches!(f, Single::StallAt { message: m, .. } if *m == message);
             assert!(draws.iter().any(stall), "no {message} stall in {draws:?}");

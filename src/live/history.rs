@@ -55,15 +55,17 @@ pub struct HarnessRecord {
 
 /// Builds the history of a finished trial and judges it: the common end of
 /// both modes. `audit` is (commit_seq, op_id, token) in commit order.
+/// `documents`: each worker's document row (empty: every worker on 1).
 pub fn judge(
     workers: &[String],
+    documents: &[u32],
     lock: LockKind,
     records: &[(usize, Value)],
     harness: &[HarnessRecord],
     audit: &[(i64, i64, i64)],
     faults: Vec<String>,
 ) -> Result<TrialResult> {
-    let history = build_history(workers, lock, records, harness, audit)?;
+    let history = build_history(workers, documents, lock, records, harness, audit)?;
     let report = check::check(&history);
     Ok(TrialResult {
         report,
@@ -85,6 +87,8 @@ struct Pending {
 struct Lease {
     grant: u64,
     server: u16,
+    /// The history's key of its document (each document its own lock key).
+    key: u16,
     /// When the `SET … NX`'s reply came back.
     set_ns: u64,
     /// `set_ns` + the PX TTL.
@@ -102,13 +106,15 @@ struct Deletion {
     /// The grant the releasing worker held.
     mine: Option<u64>,
     server: u16,
+    /// The key it deleted (the releasing worker's document).
+    key: u16,
 }
 
 /// A lease a deletion removed: (when, server, grant).
 type Removal = (u64, u16, u64);
 
-/// The lease a delete on `server`, sent at `asked_ns` and answered at
-/// `reply_ns`, removed, and the instant to place that removal at.
+/// The lease a delete of `key` on `server`, sent at `asked_ns` and answered
+/// at `reply_ns`, removed, and the instant to place that removal at.
 ///
 /// A lease set by its `SET … NX` request at `a` lives at least until
 /// `a + ttl` (Redis started its TTL no earlier than the request). If such a
@@ -122,10 +128,15 @@ fn deleted_lease(
     removals: &[Removal],
     lost_between: &dyn Fn(u16, u64, u64) -> bool,
     server: u16,
+    key: u16,
     asked_ns: u64,
     reply_ns: u64,
 ) -> Option<(u64, u64)> {
-    let on_server = || leases.iter().filter(move |l| l.server == server);
+    let on_server = || {
+        leases
+            .iter()
+            .filter(move |l| l.server == server && l.key == key)
+    };
     let first_in_flight = on_server()
         .filter(|l| l.set_ns > asked_ns && l.set_ns <= reply_ns)
         .min_by_key(|l| l.set_ns);
@@ -158,6 +169,9 @@ fn field(v: &Value, name: &str) -> Option<u64> {
 /// need to know of earlier ones.
 struct Builder {
     lock: LockKind,
+    /// Each worker's key (the index of its document among the trial's).
+    key_of: Vec<u16>,
+    keys: Vec<String>,
     /// Node index of the resource (after the workers) and of coord/0.
     resource: u16,
     coord: u16,
@@ -197,6 +211,7 @@ struct Builder {
 ///   lost, not expired), or the run ended before that instant.
 pub fn build_history(
     workers: &[String],
+    documents: &[u32],
     lock: LockKind,
     records: &[(usize, Value)],
     harness: &[HarnessRecord],
@@ -212,8 +227,19 @@ pub fn build_history(
     });
     // The replica, promoted in a failover scenario.
     nodes.push("coord/1".into());
+    let mut docs: Vec<u32> = documents.to_vec();
+    docs.resize(workers.len().max(docs.len()), 1);
+    let mut distinct = docs.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let key_of = docs
+        .iter()
+        .map(|d| distinct.iter().position(|x| x == d).unwrap_or(0) as u16)
+        .collect();
     let mut b = Builder {
         lock,
+        key_of,
+        keys: distinct.into_iter().map(super::doc_key_name).collect(),
         resource,
         coord: resource + 1,
         out: Vec::new(),
@@ -259,6 +285,16 @@ impl Builder {
         self.out.push(Pending { t_ns, rank, event });
     }
 
+    /// Worker `i`'s key.
+    fn key(&self, i: usize) -> u16 {
+        self.key_of.get(i).copied().unwrap_or(0)
+    }
+
+    /// The key of op `op`'s writer (op ids are `(worker index + 1) * 1000 + n`).
+    fn key_of_op(&self, op: u64) -> u16 {
+        self.key((op / 1000).saturating_sub(1) as usize)
+    }
+
     /// One worker record `n` (of worker `i`) as its event, with what the
     /// servers did that it implies (a grant issued, a write rejected).
     fn worker_record(&mut self, n: usize, i: usize, v: &Value) -> Result<()> {
@@ -267,7 +303,7 @@ impl Builder {
         };
         let t_ns = field(v, "t_ns").context("record without t_ns")?;
         let mut e = Event::new(0, t_ns, i as u16, Kind::AcquireSent);
-        e.key = Some(0);
+        e.key = Some(self.key(i));
         e.op_id = field(v, "op");
         e.token = field(v, "token");
         e.value = field(v, "value");
@@ -278,7 +314,7 @@ impl Builder {
         let grant = field(v, "grant");
         if let Some(kind) = self.server_record(kind_name, v, grant) {
             let mut s = Event::new(0, t_ns, self.coord, kind);
-            s.key = Some(0);
+            s.key = e.key;
             s.grant_id = grant;
             s.token = e.token;
             s.value = e.value;
@@ -336,6 +372,7 @@ impl Builder {
                     record: n,
                     mine,
                     server,
+                    key: self.key(i),
                 });
                 return Ok(());
             }
@@ -343,7 +380,7 @@ impl Builder {
             // A ZooKeeper watch fired and woke this worker: the server's notification.
             "watch_notified" => {
                 let mut w = Event::new(0, t_ns, self.coord, Kind::WatchNotified);
-                w.key = Some(0);
+                w.key = e.key;
                 w.detail = e.detail.take();
                 self.push(t_ns, (1, n as u64), w);
                 return Ok(());
@@ -390,13 +427,14 @@ impl Builder {
             self.leases.push(Lease {
                 grant: grant_id,
                 server,
+                key: self.key(i),
                 set_ns: set,
                 expiry_ns: set + ttl * 1_000_000,
                 asked_ns: asked,
             });
         }
         let mut issued = Event::new(0, t_ns, self.coord + server, Kind::GrantIssued);
-        issued.key = Some(0);
+        issued.key = e.key;
         issued.grant_id = Some(grant_id);
         issued.token = e.token;
         self.push(t_ns, (0, n as u64), issued);
@@ -420,7 +458,7 @@ impl Builder {
         if rejected {
             // The database's answer: zero rows updated, no trigger fired.
             let mut r = Event::new(0, t_ns, self.resource, Kind::WriteRejected);
-            r.key = Some(0);
+            r.key = e.key;
             r.op_id = Some(op);
             r.token = e.token;
             r.detail = Some("0 rows updated".into());
@@ -437,6 +475,7 @@ impl Builder {
                 &removals,
                 lost_between,
                 d.server,
+                d.key,
                 d.asked_ns,
                 d.reply_ns,
             )
@@ -444,7 +483,7 @@ impl Builder {
                 (Some(g), at, if at < d.reply_ns { 0 } else { 1 })
             });
             let mut r = Event::new(0, at_ns, self.coord + d.server, Kind::ReleaseApplied);
-            r.key = Some(0);
+            r.key = Some(d.key);
             r.grant_id = d.mine;
             r.removed_grant_id = removed;
             if let Some(g) = removed {
@@ -474,7 +513,7 @@ impl Builder {
                 continue;
             }
             let mut e = Event::new(0, l.expiry_ns, self.coord + l.server, Kind::LeaseExpired);
-            e.key = Some(0);
+            e.key = Some(l.key);
             e.grant_id = Some(l.grant);
             e.detail = Some("PX TTL elapsed since the SET's reply".into());
             self.push(l.expiry_ns, (1, n as u64), e);
@@ -495,20 +534,23 @@ impl Builder {
     }
 
     /// The database's commits, in commit order, each placed at the latest
-    /// of its own `write_sent` and the previous commit's placement.
+    /// of its own `write_sent` and the previous commit's placement of the
+    /// same document (row locks order one row's commits, not two rows').
     fn place_commits(&mut self, audit: &[(i64, i64, i64)]) -> Result<()> {
-        let mut placed = 0u64;
+        let mut placed_of: BTreeMap<u16, u64> = BTreeMap::new();
         for (n, (commit_seq, op, token)) in audit.iter().enumerate() {
             let op = *op as u64;
             let Some(&sent) = self.sent_at.get(&op) else {
                 bail!("audit row {commit_seq}: op {op} was never sent by a worker");
             };
-            placed = placed.max(sent);
+            let key = self.key_of_op(op);
+            let placed = placed_of.get(&key).copied().unwrap_or(0).max(sent);
+            placed_of.insert(key, placed);
             if let Some(&acked) = self.acked_at.get(&op) {
                 debug_assert!(placed <= acked, "commit placed after its answer");
             }
             let mut e = Event::new(0, placed, self.resource, Kind::WriteAccepted);
-            e.key = Some(0);
+            e.key = Some(key);
             e.op_id = Some(op);
             e.value = Some(op);
             e.token = (*token != 0).then_some(*token as u64);
@@ -534,7 +576,7 @@ impl Builder {
             .collect();
         History {
             nodes,
-            keys: vec!["doc".into()],
+            keys: self.keys,
             events,
         }
     }
@@ -577,7 +619,7 @@ mod tests {
 
     fn unsafe_releases(lock: LockKind, records: &[(usize, Value)]) -> usize {
         let workers = ["A".to_string(), "B".to_string()];
-        let h = build_history(&workers, lock, records, &[], &[]).expect("history");
+        let h = build_history(&workers, &[], lock, records, &[], &[]).expect("history");
         check::check(&h)
             .violations
             .iter()
@@ -601,6 +643,49 @@ mod tests {
             deleted(0, 301),
         ];
         assert_eq!(unsafe_releases(LockKind::RedisSetNxCad, &records), 0);
+    }
+
+    /// Two documents, two lock keys on one Redis: B's compare-and-delete
+    /// of its own document's key removed its own lease, not A's newer one
+    /// on the other document (judged as one key, it would look like B
+    /// deleting A's lock).
+    #[test]
+    fn a_delete_removes_the_lease_of_its_own_documents_key() {
+        let records = [
+            rec(1, "acquire_sent", 100),
+            granted(1, 101, 1),
+            rec(0, "acquire_sent", 150),
+            granted(0, 151, 1),
+            rec(1, "release_sent", 200),
+            deleted(1, 201),
+            rec(0, "release_sent", 210),
+            deleted(0, 211),
+        ];
+        let workers = ["A".to_string(), "B".to_string()];
+        let h = build_history(
+            &workers,
+            &[1, 2],
+            LockKind::RedisSetNxCad,
+            &records,
+            &[],
+            &[],
+        )
+        .expect("history");
+        assert_eq!(h.keys, ["doc", "doc2"]);
+        let removed: Vec<(Option<u16>, Option<u64>, Option<u64>)> = h
+            .events
+            .iter()
+            .filter(|e| e.kind == Kind::ReleaseApplied)
+            .map(|e| (e.key, e.grant_id, e.removed_grant_id))
+            .collect();
+        assert_eq!(
+            removed,
+            [(Some(1), Some(1), Some(1)), (Some(0), Some(2), Some(2))]
+        );
+        let report = check::check(&h);
+        assert!(report.violations.is_empty(), "{:?}", report.violations);
+        // The same records on one document: B's delete now meets A's lease.
+        assert_eq!(unsafe_releases(LockKind::RedisSetNxCad, &records), 1);
     }
 
     /// The unsafe twin: B's lease expired, A took the lock, and only then

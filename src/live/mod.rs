@@ -57,11 +57,34 @@ pub fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// The one document row every live scenario writes.
+/// The document row a live scenario's workers write unless a worker names
+/// another (`document = N`).
 pub const DOC_ID: i32 = 1;
-/// The Redis key of the lock and of the fencing-token counter beside it.
+/// The Redis key of document 1's lock and of the fencing-token counter beside it.
 pub const LOCK_KEY: &str = "lock:doc";
 pub const TOKEN_KEY: &str = "fence:doc";
+/// Document rows 1..=this exist in every trial's table.
+pub const DOCUMENTS_MAX: u32 = 4;
+
+/// The history's key name of document `doc`, which is also its Redis
+/// keys' suffix: `doc` for document 1 (the keys every scenario used before
+/// there were more), `doc<N>` for the others.
+pub fn doc_key_name(doc: u32) -> String {
+    match doc {
+        1 => "doc".to_string(),
+        n => format!("doc{n}"),
+    }
+}
+
+/// The Redis key of document `doc`'s lock (`lock:doc`, `lock:doc2`, …).
+pub fn lock_key(doc: u32) -> String {
+    format!("lock:{}", doc_key_name(doc))
+}
+
+/// The Redis key of document `doc`'s token counter (`fence:doc`, `fence:doc2`, …).
+pub fn token_key(doc: u32) -> String {
+    format!("fence:{}", doc_key_name(doc))
+}
 
 /// The lock recipe on Redis (or none: the database is the lock).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

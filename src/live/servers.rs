@@ -347,10 +347,11 @@ impl Drop for Postgres {
     }
 }
 
-/// The schema every trial starts from: one document row, and an audit
+/// The schema every trial starts from: the document rows (1 to
+/// [`super::DOCUMENTS_MAX`]; most scenarios write only row 1), and an audit
 /// trigger that records, in the same transaction as every applied write,
 /// the op id written, its token and a commit sequence. Row locks serialise
-/// writes of the one row, so the sequence is their commit order. Every
+/// writes of one row, so per row the sequence is their commit order. Every
 /// name is unqualified: it lands in the run's own schema (search_path).
 pub const SCHEMA_SQL: &str = "
 DROP TABLE IF EXISTS documents, audit CASCADE;
@@ -364,7 +365,7 @@ BEGIN
   RETURN NEW;
 END $$;
 CREATE TRIGGER audit_write AFTER UPDATE ON documents FOR EACH ROW EXECUTE FUNCTION audit_write();
-INSERT INTO documents VALUES (1, 0, 0);
+INSERT INTO documents SELECT id, 0, 0 FROM generate_series(1, 4) AS id;
 ";
 
 /// Servers the user already runs (`--redis URL`, `--postgres URL`); each
@@ -670,12 +671,12 @@ impl Servers {
         Ok(c)
     }
 
-    /// The Redis keys the run creates (the lock and the token counter).
-    pub fn redis_keys(&self) -> [String; 2] {
-        [
-            format!("{}{}", self.key_prefix, super::LOCK_KEY),
-            format!("{}{}", self.key_prefix, super::TOKEN_KEY),
-        ]
+    /// The Redis keys the run creates (each document's lock and token counter).
+    pub fn redis_keys(&self) -> Vec<String> {
+        (1..=super::DOCUMENTS_MAX)
+            .flat_map(|doc| [super::lock_key(doc), super::token_key(doc)])
+            .map(|key| format!("{}{key}", self.key_prefix))
+            .collect()
     }
 
     /// Whether the harness owns the Redis it talks to (server faults allowed).

@@ -156,6 +156,7 @@ impl Spawner<'_> {
             .args(["--request-timeout-ms", &s.request_timeout_ms.to_string()])
             .args(["--index", &(i + 1).to_string()])
             .args(["--ops", &w.ops.to_string()])
+            .args(["--document", &w.document.to_string()])
             .args(["--schema", &self.schema])
             .args(["--key-prefix", &self.key_prefix])
             .arg("--state-file")
@@ -255,9 +256,11 @@ pub fn run(
         .map(|r| (r.get(0), r.get(1), r.get(2)))
         .collect();
     let names: Vec<String> = s.workers.iter().map(|w| w.name.clone()).collect();
+    let documents: Vec<u32> = s.workers.iter().map(|w| w.document).collect();
     phases.enter(Phase::Check);
     judge(
         &names,
+        &documents,
         s.lock,
         &records,
         &exec.harness(),

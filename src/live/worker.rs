@@ -46,7 +46,7 @@ use anyhow::{bail, Context, Result};
 use serde_json::json;
 
 use super::emit::emit;
-use super::{monotonic_ns, LockKind, WriteKind, DOC_ID, LOCK_KEY, TOKEN_KEY};
+use super::{lock_key, monotonic_ns, token_key, LockKind, WriteKind};
 use crate::protocol::client::LockKind as ClientLock;
 use crate::protocol::msg::{Key, Msg, OpId, Token};
 use crate::protocol::node::{Clocks, Effect, Input, Node, NodeId, Observation, TimerId};
@@ -89,6 +89,9 @@ pub struct WorkerArgs {
     /// Operations this worker runs.
     #[arg(long, default_value_t = 1)]
     pub ops: u32,
+    /// The document row it locks and writes (its lock key and token counter follow it).
+    #[arg(long, default_value_t = 1)]
+    pub document: u32,
     /// Stop and wait for the harness after this step (`read_ok`, `fence_checked`, `write_sent`).
     #[arg(long)]
     pub gate: Option<String>,
@@ -413,6 +416,7 @@ fn pg_execute(
     let Some(pg) = pg.as_mut() else {
         return Ok(None);
     };
+    let doc = i32::try_from(s.args.document).context("--document")?;
     match req.msg {
         Msg::Read {
             req: id,
@@ -432,7 +436,7 @@ fn pg_execute(
             } else {
                 "SELECT body FROM documents WHERE id = $1"
             };
-            let seen: i64 = pg.query_one(select, &[&DOC_ID]).context("read")?.get(0);
+            let seen: i64 = pg.query_one(select, &[&doc]).context("read")?.get(0);
             emit(json!({ "kind": "read_ok", "op": op.0, "value": seen }));
             s.gate("read_ok")?;
             Ok(Some(Msg::ReadOk {
@@ -456,10 +460,7 @@ fn pg_execute(
             s.gate("write_sent")?;
             if s.args.write == WriteKind::CheckThenUpdate {
                 let fence: i64 = pg
-                    .query_one(
-                        "SELECT fencing_token FROM documents WHERE id = $1",
-                        &[&DOC_ID],
-                    )
+                    .query_one("SELECT fencing_token FROM documents WHERE id = $1", &[&doc])
                     .context("fence check")?
                     .get(0);
                 emit(json!({ "kind": "fence_checked", "op": op.0, "value": fence }));
@@ -483,7 +484,7 @@ fn pg_execute(
                 _ => "UPDATE documents SET body = $1, fencing_token = $2 WHERE id = $3",
             };
             let rows = pg
-                .execute(sql, &[&(value.0 as i64), &token_sql, &DOC_ID])
+                .execute(sql, &[&(value.0 as i64), &token_sql, &doc])
                 .context("write")?;
             if *in_tx {
                 pg.batch_execute("COMMIT").context("COMMIT")?;
@@ -601,8 +602,8 @@ pub fn run(args: &WorkerArgs) -> Result<()> {
             .map(str::to_string)
             .collect(),
         owner_prefix: format!("{}:{}", args.name, std::process::id()),
-        lock_key: format!("{}{LOCK_KEY}", args.key_prefix),
-        token_key: format!("{}{TOKEN_KEY}", args.key_prefix),
+        lock_key: format!("{}{}", args.key_prefix, lock_key(args.document)),
+        token_key: format!("{}{}", args.key_prefix, token_key(args.document)),
     });
     // Connections are made before `ready`: set-up is not part of the trial.
     let coord_conn = match args.lock {

@@ -5,7 +5,14 @@
 // (`fencesim live --worker-cmd ...`) and watches its connections.
 //
 //     node worker.js plain    # UPDATE ... WHERE id = $3: unsafe under a long pause
-//     node worker.js fenced   # ... AND fencing_token < $2: the late write is refused
+//     node worker.js fenced   # ... AND fencing_token < $2, token INCRed after the grant
+//     node worker.js fenced-held  # the same UPDATE, token drawn only while the lock is ours
+//
+// `fenced` takes its token with a plain INCR once the SET NX succeeded: paused
+// between the two past the lease, it draws a token newer than the next
+// holder's and its late write passes the fence. `fenced-held` draws it with
+// one script that INCRs only while the lock key still holds this program's
+// value, and takes the lock again when it does not.
 //
 // Pinned (package-lock.json, `npm ci`): ioredis 5.11.1, pg 8.23.1.
 //
@@ -26,8 +33,8 @@ const { Client } = require('pg');
 
 const env = (name, dflt) => (process.env[name] === undefined ? dflt : process.env[name]);
 const MODE = process.argv[2] || 'plain';
-if (MODE !== 'plain' && MODE !== 'fenced') {
-  console.error('usage: node worker.js plain|fenced');
+if (!['plain', 'fenced', 'fenced-held'].includes(MODE)) {
+  console.error('usage: node worker.js plain|fenced|fenced-held');
   process.exit(2);
 }
 const REDIS_URL = env('FENCESIM_REDIS_URL', 'redis://127.0.0.1:6379/');
@@ -63,6 +70,16 @@ redis.defineCommand('releaseLock', {
     return 0`,
 });
 
+// The token only while the lock key still holds our value (null: it does not).
+redis.defineCommand('tokenIfHeld', {
+  numberOfKeys: 2,
+  lua: `
+    if redis.call('get', KEYS[1]) == ARGV[1] then
+      return redis.call('incr', KEYS[2])
+    end
+    return false`,
+});
+
 async function acquire(value) {
   const deadline = Date.now() + ACQUIRE_TIMEOUT_MS;
   for (;;) {
@@ -84,7 +101,7 @@ async function writeDocument(pg, token) {
   const body = BigInt(read.rows[0].body);
   await sleep(WORK_MS);
   const sql =
-    MODE === 'fenced'
+    MODE !== 'plain'
       ? 'UPDATE documents SET body = $1, fencing_token = $2 WHERE id = $3 AND fencing_token < $2'
       : 'UPDATE documents SET body = $1, fencing_token = $2 WHERE id = $3';
   const res = await pg.query(sql, [(body + 1n).toString(), token, DOC]);
@@ -95,8 +112,12 @@ async function main() {
   let pg = await connectPg();
   for (let op = 1; op <= OPS; op++) {
     const value = `${ME}-${process.pid}-${crypto.randomBytes(8).toString('hex')}`;
-    await acquire(value);
-    const token = await redis.incr(TOKEN_KEY);
+    let token = null;
+    while (token === null) {
+      await acquire(value);
+      // A lease that ran out before the token was drawn: take the lock again.
+      token = MODE === 'fenced-held' ? await redis.tokenIfHeld(LOCK_KEY, TOKEN_KEY, value) : await redis.incr(TOKEN_KEY);
+    }
     account({ event: 'acquired', op, token });
     let rows = null;
     try {

@@ -5,7 +5,8 @@ psycopg 3 for the row. fencesim runs it unchanged (`fencesim live
 to fencesim.
 
     python3 worker.py plain    # UPDATE ... WHERE id = $3: unsafe under a long pause
-    python3 worker.py fenced   # ... AND fencing_token < $2: the late write is refused
+    python3 worker.py fenced   # ... AND fencing_token < $2, token INCRed after the grant
+    python3 worker.py fenced-held  # the same UPDATE, token drawn only while the lock is ours
 
 python-redis-lock names its key `lock:` + name and its signal list
 `lock-signal:` + name. With fencesim's FENCESIM_LOCK_KEY=lock:doc the name is
@@ -18,7 +19,9 @@ lock-signal:doc) that deletes the lock and pushes a wake-up on the signal list.
 Its expiry is in whole seconds: FENCESIM_TTL_MS is rounded up to a second
 (a 300 ms TTL becomes EX 1).
 
-Per operation: lock, `INCR $FENCESIM_TOKEN_KEY`, read the row, work
+Per operation: lock, `INCR $FENCESIM_TOKEN_KEY` (`fenced-held`: one script
+that INCRs only while the lock key still holds this Lock's id, else the lock
+is taken again; a plain INCR after the grant is not a fencing token), read the row, work
 `FENCESIM_WORK_MS`, write it back, release. A release refused because the
 lease ran out (`NotAcquired`) is not an error for the program.
 
@@ -46,8 +49,8 @@ import redis_lock
 
 env = os.environ.get
 MODE = sys.argv[1] if len(sys.argv) > 1 else "plain"
-if MODE not in ("plain", "fenced"):
-    sys.exit(f"usage: {sys.argv[0]} plain|fenced")
+if MODE not in ("plain", "fenced", "fenced-held"):
+    sys.exit(f"usage: {sys.argv[0]} plain|fenced|fenced-held")
 
 REDIS_URL = env("FENCESIM_REDIS_URL", "redis://127.0.0.1:6379/")
 PG_URL = env("FENCESIM_POSTGRES_URL", "postgresql://postgres@127.0.0.1/postgres")
@@ -97,7 +100,7 @@ def write_document(pg, token):
         cur.execute("SELECT body, fencing_token FROM documents WHERE id = %s", (DOC,))
         body, _current = cur.fetchone()
         time.sleep(WORK_MS / 1000)
-        if MODE == "fenced":
+        if MODE != "plain":
             cur.execute(
                 "UPDATE documents SET body = %s, fencing_token = %s WHERE id = %s AND fencing_token < %s",
                 (body + 1, token, DOC, token),
@@ -112,13 +115,30 @@ def write_document(pg, token):
     return rows
 
 
+# The token only while the lock key still holds our Lock's id.
+TOKEN_IF_HELD = """
+if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('incr', KEYS[2]) end
+return false"""
+
+
+def lock_and_token(r):
+    """Take the lock and a token; with `fenced-held`, one drawn under it."""
+    while True:
+        lock = redis_lock.Lock(r, LOCK_NAME, expire=EXPIRE_S)
+        take(lock)
+        if MODE != "fenced-held":
+            return lock, r.incr(TOKEN_KEY)
+        token = r.eval(TOKEN_IF_HELD, 2, "lock:" + LOCK_NAME, TOKEN_KEY, lock.id)
+        if token is not None:
+            return lock, token
+        # The lease ran out before the token was drawn: take the lock again.
+
+
 def main():
     r = redis.Redis.from_url(REDIS_URL)
     pg = psycopg.connect(PG_URL)
     for op in range(1, OPS + 1):
-        lock = redis_lock.Lock(r, LOCK_NAME, expire=EXPIRE_S)
-        take(lock)
-        token = r.incr(TOKEN_KEY)
+        lock, token = lock_and_token(r)
         account(event="acquired", op=op, token=token)
         try:
             rows = write_document(pg, token)

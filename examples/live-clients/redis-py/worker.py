@@ -4,11 +4,16 @@ row. fencesim runs it unchanged (`fencesim live --worker-cmd ...`) and watches
 its connections; the program reports nothing to fencesim.
 
     python3 worker.py plain    # UPDATE ... WHERE id = $3: unsafe under a long pause
-    python3 worker.py fenced   # ... AND fencing_token < $2: the late write is refused
+    python3 worker.py fenced   # ... AND fencing_token < $2, token INCRed after the grant
+    python3 worker.py fenced-held  # the same UPDATE, token drawn only while the lock is ours
 
 Per operation: take the lock (redis-py retries `SET key token NX PX ttl` every
 `sleep` s until `blocking_timeout`), take a fencing token with
-`INCR $FENCESIM_TOKEN_KEY`, read the row, work `FENCESIM_WORK_MS`, write it
+`INCR $FENCESIM_TOKEN_KEY` (`fenced-held`: with one script that INCRs only
+while the lock key still holds this Lock's value, else the lock is taken
+again — a token drawn after the grant by a plain INCR is not one: paused
+between the two past the lease, the program draws a token newer than the
+next holder's), read the row, work `FENCESIM_WORK_MS`, write it
 back, release (redis-py's Lua compare-and-delete, `EVALSHA`). A release
 refused because the lease ran out and someone else holds the lock
 (`LockNotOwnedError`) is not an error for the program.
@@ -36,8 +41,8 @@ from redis.exceptions import LockError, LockNotOwnedError
 
 env = os.environ.get
 MODE = sys.argv[1] if len(sys.argv) > 1 else "plain"
-if MODE not in ("plain", "fenced"):
-    sys.exit(f"usage: {sys.argv[0]} plain|fenced")
+if MODE not in ("plain", "fenced", "fenced-held"):
+    sys.exit(f"usage: {sys.argv[0]} plain|fenced|fenced-held")
 
 REDIS_URL = env("FENCESIM_REDIS_URL", "redis://127.0.0.1:6379/")
 PG_URL = env("FENCESIM_POSTGRES_URL", "postgresql://postgres@127.0.0.1/postgres")
@@ -69,7 +74,7 @@ def write_document(pg, token):
         cur.execute("SELECT body, fencing_token FROM documents WHERE id = %s", (DOC,))
         body, _current = cur.fetchone()
         time.sleep(WORK_MS / 1000)
-        if MODE == "fenced":
+        if MODE != "plain":
             cur.execute(
                 "UPDATE documents SET body = %s, fencing_token = %s WHERE id = %s AND fencing_token < %s",
                 (body + 1, token, DOC, token),
@@ -84,14 +89,32 @@ def write_document(pg, token):
     return rows
 
 
+# The token only while the lock key still holds our Lock's value.
+TOKEN_IF_HELD = """
+if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('incr', KEYS[2]) end
+return false"""
+
+
+def lock_and_token(r):
+    """Take the lock and a token; with `fenced-held`, one drawn under it."""
+    while True:
+        lock = r.lock(LOCK_KEY, timeout=TTL_MS / 1000, sleep=0.005, blocking_timeout=ACQUIRE_TIMEOUT_S)
+        if not lock.acquire():
+            sys.exit(f"{ME}: could not take the lock in {ACQUIRE_TIMEOUT_S} s")
+        if MODE != "fenced-held":
+            return lock, r.incr(TOKEN_KEY)
+        token = r.eval(TOKEN_IF_HELD, 2, LOCK_KEY, TOKEN_KEY, lock.local.token)
+        if token is not None:
+            return lock, token
+        # The lease ran out before the token was drawn: the lock is someone
+        # else's (or nobody's); take it again.
+
+
 def main():
     r = redis.Redis.from_url(REDIS_URL)
     pg = psycopg.connect(PG_URL)
     for op in range(1, OPS + 1):
-        lock = r.lock(LOCK_KEY, timeout=TTL_MS / 1000, sleep=0.005, blocking_timeout=ACQUIRE_TIMEOUT_S)
-        if not lock.acquire():
-            sys.exit(f"{ME}: could not take the lock in {ACQUIRE_TIMEOUT_S} s")
-        token = r.incr(TOKEN_KEY)
+        lock, token = lock_and_token(r)
         account(event="acquired", op=op, token=token)
         try:
             rows = write_document(pg, token)

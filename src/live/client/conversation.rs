@@ -40,7 +40,7 @@ pub(super) fn op_ids(n: usize, seen: &[(usize, u64, Seen)]) -> Vec<u64> {
                     used[w] = true;
                     writing[w] = true;
                 }
-                Seen::WriteDone(_) | Seen::WriteLost(_) => {
+                Seen::WriteDone(_) | Seen::WriteLost(_) | Seen::WriteUnanswered(..) => {
                     let op = op_of(w, count[w]);
                     count[w] += 1;
                     used[w] = false;
@@ -52,6 +52,57 @@ pub(super) fn op_ids(n: usize, seen: &[(usize, u64, Seen)]) -> Vec<u64> {
             op_of(w, count[w])
         })
         .collect()
+}
+
+/// PostgreSQL's commits, in commit order, each matched to the write of its
+/// worker that made it: (commit_seq, op id, token, when the write's answer
+/// passed). A write whose UPDATE ran may still never commit (its program
+/// killed, or its connection lost, before its transaction's `COMMIT`), so a
+/// commit is matched by the body *and* the token its UPDATE carried when
+/// one matches both — a restarted program that writes the same body again
+/// under a newer token is not taken for its dead predecessor — else by the
+/// body alone (a program whose UPDATE sets no token).
+fn match_commits(
+    n: usize,
+    seen: &[(usize, u64, Seen)],
+    ops: &[u64],
+    pids: &BTreeMap<i32, usize>,
+    audit: &[(i64, i32, i64, i64)],
+) -> Result<Vec<(i64, i64, i64, u64)>> {
+    // Each worker's writes that ran, in its own order, with their integers.
+    let mut applied: Vec<VecDeque<(u64, u64, Vec<i64>)>> = vec![VecDeque::new(); n];
+    let mut last_ints: Vec<Vec<i64>> = vec![Vec::new(); n];
+    for (k, (w, t, what)) in seen.iter().enumerate() {
+        match what {
+            Seen::WriteSent(ints) => last_ints[*w] = ints.clone(),
+            Seen::WriteDone(Some(rows)) | Seen::WriteUnanswered(Some(rows), _) if *rows > 0 => {
+                applied[*w].push_back((ops[k], *t, last_ints[*w].clone()));
+            }
+            _ => {}
+        }
+    }
+    let mut commits: Vec<(i64, i64, i64, u64)> = Vec::new();
+    for (seq, pid, body, token) in audit {
+        let Some(&w) = pids.get(pid) else {
+            bail!("audit row {seq}: a write committed by backend {pid}, which no worker's connection opened");
+        };
+        let writes = &applied[w];
+        let both = writes
+            .iter()
+            .position(|(_, _, ints)| ints.contains(body) && ints.contains(token));
+        let pos = both
+            .or_else(|| {
+                writes
+                    .iter()
+                    .position(|(_, _, ints)| ints.is_empty() || ints.contains(body))
+            })
+            .with_context(|| {
+                format!("audit row {seq}: worker {w} has no applied UPDATE of body {body}")
+            })?;
+        let (op, t, _) = applied[w].remove(pos).context("applied write")?;
+        commits.push((*seq, op as i64, *token, t));
+    }
+    Ok(commits)
 }
 
 /// The decoded conversation as the built-in workers' records, and the
@@ -69,34 +120,7 @@ pub(super) fn to_records(
     lock: &LockHistory,
 ) -> Result<(Vec<(usize, Value)>, Vec<(i64, i64, i64)>)> {
     let ops = op_ids(n, seen);
-    // Each worker's writes that applied, in its own order, with their body.
-    let mut applied: Vec<VecDeque<(u64, u64, Vec<i64>)>> = vec![VecDeque::new(); n];
-    let mut last_ints: Vec<Vec<i64>> = vec![Vec::new(); n];
-    for (k, (w, t, what)) in seen.iter().enumerate() {
-        match what {
-            Seen::WriteSent(ints) => last_ints[*w] = ints.clone(),
-            Seen::WriteDone(Some(rows)) if *rows > 0 => {
-                applied[*w].push_back((ops[k], *t, last_ints[*w].clone()));
-            }
-            _ => {}
-        }
-    }
-    // Commits in commit order, each matched to its writer's op; a read's
-    // value (a body) names the latest commit of that body before it.
-    let mut commits: Vec<(i64, i64, i64, u64)> = Vec::new();
-    for (seq, pid, body, token) in audit {
-        let Some(&w) = pids.get(pid) else {
-            bail!("audit row {seq}: a write committed by backend {pid}, which no worker's connection opened");
-        };
-        let pos = applied[w]
-            .iter()
-            .position(|(_, _, ints)| ints.is_empty() || ints.contains(body))
-            .with_context(|| {
-                format!("audit row {seq}: worker {w} has no applied UPDATE of body {body}")
-            })?;
-        let (op, t, _) = applied[w].remove(pos).context("applied write")?;
-        commits.push((*seq, op as i64, *token, t));
-    }
+    let commits = match_commits(n, seen, &ops, pids, audit)?;
     let bodies: Vec<(i64, u64, u64)> = audit
         .iter()
         .zip(&commits)
@@ -142,7 +166,7 @@ pub(super) fn to_records(
                     json!({"kind": "op_abandoned", "t_ns": t, "op": op, "detail": "the UPDATE failed"})
                 }
             },
-            Seen::WriteLost(why) => {
+            Seen::WriteLost(why) | Seen::WriteUnanswered(_, why) => {
                 json!({"kind": "op_abandoned", "t_ns": t, "op": op, "detail": why})
             }
         };
@@ -163,6 +187,36 @@ pub(super) fn to_records(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_commit_is_the_write_with_its_body_and_token_not_a_killed_predecessors() {
+        // B's first UPDATE (body 2, token 2) ran, then B was killed before
+        // its COMMIT; restarted, it wrote body 2 again under token 3, which
+        // committed (found by the live search: an `unissued_token` false
+        // alarm when commits were matched by body alone).
+        let seen = vec![
+            (0, 1, Seen::ReadSent),
+            (0, 2, Seen::ReadOk(Some(1))),
+            (0, 3, Seen::WriteSent(vec![2, 2, 1, 2])),
+            (0, 4, Seen::WriteDone(Some(1))),
+            (0, 5, Seen::ReadSent),
+            (0, 6, Seen::ReadOk(Some(1))),
+            (0, 7, Seen::WriteSent(vec![2, 3, 1, 3])),
+            (0, 8, Seen::WriteDone(Some(1))),
+        ];
+        let ops = op_ids(1, &seen);
+        let pids = BTreeMap::from([(77, 0)]);
+        let commits = match_commits(1, &seen, &ops, &pids, &[(3, 77, 2, 3)]).unwrap();
+        assert_eq!(commits, vec![(3, 1002, 3, 8)]);
+        // A program whose UPDATE sets no token is matched by its body.
+        let plain = vec![
+            (0, 1, Seen::WriteSent(vec![5, 1])),
+            (0, 2, Seen::WriteDone(Some(1))),
+        ];
+        let ops = op_ids(1, &plain);
+        let commits = match_commits(1, &plain, &ops, &pids, &[(1, 77, 5, 0)]).unwrap();
+        assert_eq!(commits, vec![(1, 1001, 0, 2)]);
+    }
 
     #[test]
     fn a_lost_write_ends_its_operation_and_a_restarted_program_reads_for_a_new_one() {

@@ -128,6 +128,9 @@ pub fn run(
     if servers.redis.is_none() || servers.postgres.is_none() {
         bail!("--worker-cmd runs against the harness's own servers, not --redis/--postgres URLs");
     }
+    if let Some(why) = refusal(s) {
+        bail!("{why}");
+    }
     let pg_upstream = servers
         .pg
         .tcp
@@ -187,8 +190,10 @@ pub fn run(
         Some(_) => s.lock,
     };
     phases.enter(Phase::Check);
+    // A user's program is told one document (the loader and `run` see to it).
     judge(
         &shared.names,
+        &[],
         kind,
         &records,
         &shared.exec.harness(),
@@ -217,10 +222,19 @@ fn client_phases(shared: &Shared, phases: &mut Phases, audit_at: Instant) {
     phases.faults(window.into_iter().collect(), audit_at);
 }
 
-/// Why a user's program cannot be run under `s` — a fault the client
-/// mode cannot apply (a failover, a crash of the harness's Redis, a
-/// cluster member's fault) — checked before any server starts.
+/// Why a user's program cannot be run under `s` — a worker on another
+/// document than 1 (a program is told one), a fault the client mode cannot
+/// apply (a failover, a crash of the harness's Redis, a cluster member's
+/// fault) — checked before any server starts.
 pub fn refusal(s: &LiveScenario) -> Option<String> {
+    if let Some(w) = s.workers.iter().find(|w| w.document != 1) {
+        return Some(format!(
+            "{}: worker {} is on document {}: a user's program (--worker-cmd) is told one document, 1",
+            s.path.display(),
+            w.name,
+            w.document
+        ));
+    }
     faults_of(s).err().map(|e| format!("{e:#}"))
 }
 

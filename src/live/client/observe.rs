@@ -174,6 +174,10 @@ pub(super) fn pg_observers(shared: Arc<Shared>, worker: usize) -> (Observer, Obs
         Flow::Pass
     });
     let to_client: Observer = Box::new(move |chunk| {
+        // A fault that loses an answer loses it with the rest of its chunk
+        // (the earlier messages of the same request's reply; a program's
+        // pipelined replies with it, as on a reset connection).
+        let mut lost = None;
         for reply in down.push(chunk) {
             match reply {
                 pgwire::Reply::BackendPid(pid) => {
@@ -189,11 +193,23 @@ pub(super) fn pg_observers(shared: Arc<Shared>, worker: usize) -> (Observer, Obs
                         continue;
                     };
                     if st.is_select_of("documents") {
-                        s2.record(worker, Seen::ReadOk(value));
-                        s2.strike(worker, Anchor::Read);
+                        // An answer a fault loses never reached the program.
+                        if !s2.loses_at(worker, Anchor::Read) {
+                            s2.record(worker, Seen::ReadOk(value));
+                        }
+                        s2.stall(worker, NetMessage::ReadReply);
+                        lost = lost.or(s2.strike(worker, Anchor::Read));
                     } else if st.is_update_of("documents") {
                         let rows = tag.rsplit(' ').next().and_then(|n| n.parse().ok());
-                        s2.record(worker, Seen::WriteDone(rows));
+                        s2.stall(worker, NetMessage::UpdateReply);
+                        let seen = if s2.loses_at(worker, Anchor::Acked) {
+                            let why = "the UPDATE ran; a fault lost its answer".to_string();
+                            Seen::WriteUnanswered(rows, why)
+                        } else {
+                            Seen::WriteDone(rows)
+                        };
+                        s2.record(worker, seen);
+                        lost = lost.or(s2.strike(worker, Anchor::Acked));
                     }
                 }
                 pgwire::Reply::Error(_) => {
@@ -206,7 +222,13 @@ pub(super) fn pg_observers(shared: Arc<Shared>, worker: usize) -> (Observer, Obs
                 pgwire::Reply::Ready => locked(&p2).clear(),
             }
         }
-        Flow::Pass
+        match lost {
+            Some(after_ms) => Flow::Cut {
+                forward: 0,
+                after_ms,
+            },
+            None => Flow::Pass,
+        }
     });
     (to_server, to_client)
 }

@@ -1,6 +1,6 @@
 //! A scenario's faults as a user's program can be given them: each bound
 //! to a worker and to a point in its conversation that the proxies can see
-//! (its grant, its read's answer, its UPDATE) or to a time, with what to do
+//! (its grant, its read's answer, its UPDATE, the UPDATE's answer) or to a time, with what to do
 //! there. Faults a program cannot be given — a failover, a crash of the
 //! harness's Redis, which the built-in worker's gate times — are refused
 //! here, before any server is touched.
@@ -20,16 +20,39 @@ pub enum Anchor {
     Read,
     /// Its UPDATE reached the proxy (before it is forwarded).
     Write,
+    /// PostgreSQL's answer to its UPDATE reached the proxy (the write is
+    /// applied; before the program sees the answer).
+    Acked,
 }
 
 impl Anchor {
-    /// The scenario's protocol point names (the built-in worker's, plus `lock_granted`).
+    /// The scenario's protocol point names (the built-in worker's, plus
+    /// `lock_granted` and `write_acked`).
     pub fn from_point(point: &str) -> Option<Anchor> {
         match point {
             "lock_granted" => Some(Anchor::Granted),
             "read_ok" => Some(Anchor::Read),
             "fence_checked" => Some(Anchor::Write),
+            "write_acked" => Some(Anchor::Acked),
             _ => None,
+        }
+    }
+
+    /// When a fault anchored here strikes, in a report's words.
+    pub fn when_text(self) -> String {
+        match self {
+            Anchor::Write => "at fence_checked".into(),
+            a => format!("after {}", a.point()),
+        }
+    }
+
+    /// The protocol point's name (the inverse of [`Anchor::from_point`]).
+    pub fn point(self) -> &'static str {
+        match self {
+            Anchor::Granted => "lock_granted",
+            Anchor::Read => "read_ok",
+            Anchor::Write => "fence_checked",
+            Anchor::Acked => "write_acked",
         }
     }
 }
@@ -70,19 +93,17 @@ pub(super) struct Fault {
 }
 
 impl Fault {
-    /// What a drop or cut loses: the UPDATE, or the lock reply that
-    /// carried the grant.
+    /// What a drop or cut loses: the UPDATE, the lock reply that
+    /// carried the grant, or PostgreSQL's answer to the read or the UPDATE.
     pub(super) fn message(&self) -> &'static str {
-        match (self.action, self.when) {
-            (
-                Action::Stall {
-                    message: NetMessage::LockReply,
-                },
-                _,
-            )
-            | (_, When::At(Anchor::Granted)) => "lock reply",
-            _ => "UPDATE",
-        }
+        let message = match (self.action, self.when) {
+            (Action::Stall { message }, _) => message,
+            (_, When::At(Anchor::Granted)) => NetMessage::LockReply,
+            (_, When::At(Anchor::Read)) => NetMessage::ReadReply,
+            (_, When::At(Anchor::Acked)) => NetMessage::UpdateReply,
+            _ => NetMessage::Update,
+        };
+        message.label()
     }
 
     /// The fault as the scenario named it, for a message.
@@ -96,9 +117,7 @@ impl Fault {
             Action::Crash { .. } => "crash",
         };
         match self.when {
-            When::At(Anchor::Granted) => format!("{what} after lock_granted"),
-            When::At(Anchor::Read) => format!("{what} after read_ok"),
-            When::At(Anchor::Write) => format!("{what} at fence_checked"),
+            When::At(anchor) => format!("{what} {}", anchor.when_text()),
             When::AtMs(ms) if matches!(self.action, Action::Stall { .. }) => {
                 format!("{what} of its {} at_ms {ms}", self.message())
             }
@@ -169,6 +188,8 @@ pub(super) fn faults_of(s: &LiveScenario) -> Result<Vec<Fault>> {
         let anchor = match h.message {
             NetMessage::Update => Anchor::Write,
             NetMessage::LockReply => Anchor::Granted,
+            NetMessage::ReadReply => Anchor::Read,
+            NetMessage::UpdateReply => Anchor::Acked,
         };
         if anchor == Anchor::Granted && action != Action::Delay && s.lock.cluster().is_some() {
             bail!(
@@ -252,6 +273,65 @@ mod tests {
                 (When::At(Anchor::Write), Action::Delay, "UPDATE"),
             ]
         );
+    }
+
+    #[test]
+    fn faults_on_postgresqls_answers_strike_when_the_read_and_the_update_are_answered() {
+        let s = scenario(
+            "[[fault]]\nkind = \"delay\"\nnode = \"worker/A\"\nmessage = \"read_reply\"\nduration_ms = 900\n\
+             [[fault]]\nkind = \"drop\"\nnode = \"worker/B\"\nmessage = \"update_reply\"\nduration_ms = 9\n\
+             [[fault]]\nkind = \"pause\"\nnode = \"worker/A\"\nafter = \"write_acked\"\nduration_ms = 600\n",
+        );
+        let f = faults_of(&s).unwrap();
+        let got: Vec<(usize, When, Action, &str, String)> = f
+            .iter()
+            .map(|f| (f.worker, f.when, f.action, f.message(), f.describe()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (
+                    0,
+                    When::At(Anchor::Acked),
+                    Action::Pause,
+                    "UPDATE reply",
+                    "pause after write_acked".into()
+                ),
+                (
+                    0,
+                    When::At(Anchor::Read),
+                    Action::Delay,
+                    "read reply",
+                    "delay after read_ok".into()
+                ),
+                (
+                    1,
+                    When::At(Anchor::Acked),
+                    Action::Drop,
+                    "UPDATE reply",
+                    "drop after write_acked".into()
+                ),
+            ]
+        );
+        // The built-in worker's PostgreSQL link carries no reply fault, and
+        // it has no `write_acked` point.
+        for fault in [
+            "kind = \"delay\"\nnode = \"worker/A\"\nmessage = \"read_reply\"\nduration_ms = 9",
+            "kind = \"pause\"\nnode = \"worker/A\"\nafter = \"write_acked\"\nduration_ms = 9",
+        ] {
+            let src = format!(
+                "schema_version = 1\nname = \"t\"\ntwin = \"../scenarios/article/gc-pause-stale-write.toml\"\n\
+                 lock = \"redis-set-nx-cad\"\nwrite = \"plain\"\nttl_ms = 300\n\
+                 [[worker]]\nname = \"A\"\n[[fault]]\n{fault}\n[expect]\n"
+            );
+            let e = crate::live::scenario::parse(&src, std::path::Path::new("live/t.toml"))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("only a user's program") || e.contains("write_acked"),
+                "{e}"
+            );
+        }
     }
 
     #[test]

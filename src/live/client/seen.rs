@@ -21,4 +21,7 @@ pub(super) enum Seen {
     WriteDone(Option<u64>),
     /// The UPDATE never reached the server (a fault lost it), and why.
     WriteLost(String),
+    /// The UPDATE ran (rows updated, as `WriteDone`) but a fault lost its
+    /// answer before the program saw it, and why.
+    WriteUnanswered(Option<u64>, String),
 }

@@ -120,11 +120,25 @@ impl Shared {
                 }
                 fired[k] = true;
             }
-            if let Some(ms) = self.fire(f, &format!("at {anchor:?}")) {
+            if let Some(ms) = self.fire(f, &anchor.when_text()) {
                 lost = Some(ms);
             }
         }
         lost
+    }
+
+    /// Will [`Shared::strike`] at `anchor` lose the worker's bytes (a drop
+    /// or cut there that has not struck yet)? Asked before the observer
+    /// notes what the bytes carried, so an answer the program never gets
+    /// is not noted as received.
+    pub(super) fn loses_at(&self, worker: usize, anchor: Anchor) -> bool {
+        let fired = locked(&self.fired);
+        self.faults.iter().enumerate().any(|(k, f)| {
+            f.worker == worker
+                && f.when == When::At(anchor)
+                && matches!(f.action, Action::Drop | Action::Cut)
+                && !fired[k]
+        })
     }
 
     /// A stalled link (a delay at a time): a `message` of `worker` that
@@ -169,7 +183,8 @@ impl Shared {
             Action::Stall { .. } => None,
             Action::Delay => {
                 self.exec.note(format!(
-                    "proxy held worker/{name}'s bytes {at} for {} ms at {at_ms:.1} ms",
+                    "proxy held worker/{name}'s {} for {} ms at {at_ms:.1} ms",
+                    f.message(),
                     f.duration_ms
                 ));
                 std::thread::sleep(Duration::from_millis(f.duration_ms));

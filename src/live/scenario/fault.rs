@@ -53,6 +53,51 @@ pub enum NetMessage {
     /// between it and the lock server (a user's program only: the
     /// built-in worker's lock connection has no proxy).
     LockReply,
+    /// PostgreSQL's answer to its read of the document, in the proxy
+    /// between it and PostgreSQL (a user's program only).
+    ReadReply,
+    /// PostgreSQL's answer to its UPDATE: the write is applied, the
+    /// program is late to learn it or never does (a user's program only).
+    UpdateReply,
+}
+
+impl NetMessage {
+    /// The message as a scenario names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            NetMessage::Update => "update",
+            NetMessage::LockReply => "lock_reply",
+            NetMessage::ReadReply => "read_reply",
+            NetMessage::UpdateReply => "update_reply",
+        }
+    }
+
+    /// The message in a report's words.
+    pub fn label(self) -> &'static str {
+        match self {
+            NetMessage::Update => "UPDATE",
+            NetMessage::LockReply => "lock reply",
+            NetMessage::ReadReply => "read reply",
+            NetMessage::UpdateReply => "UPDATE reply",
+        }
+    }
+
+    /// The message a scenario names `name`.
+    pub fn from_name(name: &str) -> Option<NetMessage> {
+        [
+            NetMessage::Update,
+            NetMessage::LockReply,
+            NetMessage::ReadReply,
+            NetMessage::UpdateReply,
+        ]
+        .into_iter()
+        .find(|m| m.name() == name)
+    }
+
+    /// Does it travel from a server to the worker?
+    pub fn is_reply(self) -> bool {
+        self != NetMessage::Update
+    }
 }
 
 /// A TCP proxy holds, drops or cuts one of `worker`'s messages. With
@@ -539,6 +584,8 @@ impl LiveFaults {
                     &[
                         ("update", Some(NetMessage::Update)),
                         ("lock_reply", Some(NetMessage::LockReply)),
+                        ("read_reply", Some(NetMessage::ReadReply)),
+                        ("update_reply", Some(NetMessage::UpdateReply)),
                         ("lock", None),
                     ],
                 )?;
@@ -606,11 +653,14 @@ impl LiveFaults {
     ) -> Result<(), ScenarioError> {
         let f = r.f;
         let worker = r.worker();
-        if message == NetMessage::LockReply && !cx.client {
+        if message.is_reply() && !cx.client {
             return Err(cx.err(
                 at,
-                "message = \"lock_reply\" acts on the lock server's reply in fencesim's proxy, \
-                 which only a user's program (worker_cmd) talks through",
+                format!(
+                    "message = \"{}\" acts on a server's reply in fencesim's proxy, which only a \
+                     user's program (worker_cmd) talks through; the built-in worker's act on its UPDATE",
+                    message.name()
+                ),
             ));
         }
         if r.kind != K::Cut && f.duration_ms == 0 {

@@ -83,6 +83,8 @@ struct RawWorker {
     start_ms: u64,
     #[serde(default = "default_ops")]
     ops: u32,
+    /// The document row it locks and writes (1 unless named).
+    document: Option<Spanned<u32>>,
 }
 
 #[derive(Deserialize)]
@@ -107,6 +109,9 @@ pub struct LiveWorker {
     pub name: String,
     pub start_ms: u64,
     pub ops: u32,
+    /// The document row it locks (its own lock key and token counter) and
+    /// writes: 1..=[`super::DOCUMENTS_MAX`].
+    pub document: u32,
 }
 
 #[derive(Clone, Debug)]
@@ -215,7 +220,8 @@ impl LiveScenario {
     }
 }
 /// Points only a user's program (`worker_cmd`) can be paused at, seen by the proxy.
-pub const CLIENT_POINTS: [&str; 1] = ["lock_granted"];
+/// (`write_acked`: PostgreSQL's answer to its UPDATE reached the proxy.)
+pub const CLIENT_POINTS: [&str; 2] = ["lock_granted", "write_acked"];
 
 /// Reads a live scenario file: its recipe, workers, faults ([`fault`]),
 /// expectation and twin, every mistake located in the file.
@@ -239,8 +245,10 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
             name: w.name.clone(),
             start_ms: w.start_ms,
             ops: w.ops,
+            document: w.document.as_ref().map_or(1, |d| *d.get_ref()),
         })
         .collect();
+    documents(&file, src, &raw, lock)?;
     // `lock_granted` is seen by the proxy, so only a user's program
     // (`worker_cmd`) can be stopped there.
     let client = raw.worker_cmd.is_some().then_some(CLIENT_POINTS.iter());
@@ -284,6 +292,39 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
         min_watch_notified: raw.expect.min_watch_notified.map(|m| *m.get_ref()),
         max_watch_notified: raw.expect.max_watch_notified.map(|m| *m.get_ref()),
     })
+}
+
+/// Workers spread over more than one document row (`document = N`): each
+/// document its own row, Redis lock key and token counter. The built-in
+/// worker on a Redis lock or on the database alone only: a user's program
+/// is told one document (its `FENCESIM_*` keys), and the etcd and ZooKeeper
+/// accounts watch one lock.
+fn documents(file: &str, src: &str, raw: &RawFile, lock: LockKind) -> Result<(), ScenarioError> {
+    for w in &raw.worker {
+        let Some(doc) = &w.document else {
+            continue;
+        };
+        let n = *doc.get_ref();
+        let why = if !(1..=super::DOCUMENTS_MAX).contains(&n) {
+            format!(
+                "document is a row number from 1 to {}, not {n}",
+                super::DOCUMENTS_MAX
+            )
+        } else if n == 1 {
+            continue;
+        } else if raw.worker_cmd.is_some() {
+            "a worker on another document than 1 needs the built-in worker: a user's program (worker_cmd) is told one document".to_string()
+        } else if lock.cluster().is_some() {
+            format!(
+                "a worker on another document than 1 needs a Redis lock or lock = \"none\"; {} watches one lock",
+                lock.name()
+            )
+        } else {
+            continue;
+        };
+        return Err(ScenarioError::at(file, src, doc.span(), why));
+    }
+    Ok(())
 }
 
 /// How many independent Redis masters: 1 to 9, a Redis lock's only, and
@@ -448,4 +489,49 @@ pub fn load(path: &Path) -> anyhow::Result<LiveScenario> {
     let src =
         std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     Ok(parse(&src, path)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(lock: &str, extra: &str, b_document: &str) -> String {
+        let write = if lock == "none" {
+            "select-for-update"
+        } else {
+            "plain"
+        };
+        format!(
+            "schema_version = 1\nname = \"t\"\ntwin = \"../scenarios/article/gc-pause-stale-write.toml\"\n\
+             lock = \"{lock}\"\nwrite = \"{write}\"\nttl_ms = 300\n{extra}\n\
+             [[worker]]\nname = \"A\"\n[[worker]]\nname = \"B\"\ndocument = {b_document}\n[expect]\n"
+        )
+    }
+
+    fn error(src: &str) -> String {
+        parse(src, Path::new("live/t.toml"))
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn workers_on_two_documents_each_get_their_row_and_bad_ones_are_located() {
+        let s = parse(&file("redis-set-nx-cad", "", "2"), Path::new("live/t.toml")).unwrap();
+        let docs: Vec<u32> = s.workers.iter().map(|w| w.document).collect();
+        assert_eq!(docs, [1, 2]);
+        let none = parse(&file("none", "", "3"), Path::new("live/t.toml")).unwrap();
+        assert_eq!(none.workers[1].document, 3);
+
+        let e = error(&file("redis-set-nx-cad", "", "0"));
+        assert!(e.contains("live/t.toml:12:12"), "{e}");
+        assert!(e.contains("from 1 to 4, not 0"), "{e}");
+        let e = error(&file("redis-set-nx-cad", "", "5"));
+        assert!(e.contains("from 1 to 4, not 5"), "{e}");
+        let e = error(&file("redis-set-nx-cad", "worker_cmd = \"true\"", "2"));
+        assert!(e.contains("needs the built-in worker"), "{e}");
+        let e = error(&file("etcd-lock", "", "2"));
+        assert!(e.contains("etcd-lock watches one lock"), "{e}");
+        // Document 1 named outright is every scenario's document.
+        assert!(parse(&file("etcd-lock", "", "1"), Path::new("live/t.toml")).is_ok());
+    }
 }

@@ -24,7 +24,7 @@ use crate::common::{live_exclusive, live_servers_present, skip};
 const TRIALS: u32 = 5;
 
 /// What one library needs to run: an interpreter module, an npm directory, a binary.
-fn installed(test: &str, scenario: &str) -> bool {
+pub(super) fn installed(test: &str, scenario: &str) -> bool {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let need: Option<String> = if scenario.contains("kazoo") {
         python_has(&["kazoo", "psycopg"]).or_else(|| {
@@ -360,6 +360,58 @@ fn kazoo_lock_plain_is_unsafe_and_its_history_matches_the_programs_account() {
 #[test]
 fn kazoo_lock_fenced_is_clean_and_its_history_matches_the_programs_account() {
     fenced_is_clean("gc-pause-kazoo-fenced");
+}
+
+/// The pair the enumeration taught (docs/live.md): the same library's
+/// program paused right after the server granted it the lock, past its
+/// lease. Drawing its token with an `INCR` beside the lock, it writes stale
+/// through the fence with a token the lock never issued; drawing it with
+/// one script that `INCR`s only while the lock is still its own, it is
+/// clean. (No side-account comparison: the held program's lost first
+/// grant is one the servers saw and the program, by design, never used.)
+fn token_after_grant_pair(lib: &str) {
+    let _g = live_exclusive();
+    let beside = format!("token-after-grant-{lib}-fenced");
+    if !live_servers_present(&beside) || !installed(&beside, &beside) {
+        return;
+    }
+    let (trials, side, stdout) = run(&beside);
+    for (verdict, file) in &trials {
+        assert!(
+            verdict.contains("stale_write") && verdict.contains("unissued_token"),
+            "{beside}: {verdict} ({})\n{stdout}",
+            file.display()
+        );
+    }
+    remove_run_dir(&side);
+    let held = format!("token-after-grant-{lib}-held-fenced");
+    let (trials, side, stdout) = run(&held);
+    for (verdict, file) in &trials {
+        assert!(
+            verdict.starts_with("clean"),
+            "{held}: {verdict} ({})\n{stdout}",
+            file.display()
+        );
+    }
+    remove_run_dir(&side);
+}
+
+#[test]
+fn redis_py_lock_with_a_token_drawn_after_the_grant_writes_stale_and_drawn_under_the_lock_is_clean()
+{
+    token_after_grant_pair("redis-py-lock");
+}
+
+#[test]
+fn python_redis_lock_with_a_token_drawn_after_the_grant_writes_stale_and_drawn_under_the_lock_is_clean(
+) {
+    token_after_grant_pair("python-redis-lock");
+}
+
+#[test]
+fn ioredis_set_nx_with_a_token_drawn_after_the_grant_writes_stale_and_drawn_under_the_lock_is_clean(
+) {
+    token_after_grant_pair("ioredis-set-nx");
 }
 
 /// Runs `scenario` (of examples/live-clients/) with `cmd` as the program;

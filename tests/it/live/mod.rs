@@ -5,6 +5,7 @@
 
 mod article;
 mod cluster_kit;
+mod documents;
 mod etcd;
 mod jobs;
 mod library_matrix;

@@ -311,6 +311,77 @@ fn a_link_stalled_at_a_time_lands_a_plain_update_late_and_a_fenced_one_is_refuse
 }
 
 #[test]
+fn postgresqls_answers_held_or_lost_are_judged_from_what_the_server_did() {
+    let _g = live_exclusive();
+    let test = "postgresqls_answers_held_or_lost_are_judged_from_what_the_server_did";
+    if !live_servers_present(test) || !rust_example_present(test) {
+        return;
+    }
+    let dir = scratch("replies");
+    let (out, stdout, stderr) = live(&[
+        "examples/live-clients/delayed-read-reply-rust-plain.toml",
+        "examples/live-clients/delayed-read-reply-rust-fenced.toml",
+        "examples/live-clients/lost-update-reply-rust-plain.toml",
+        "--trials",
+        "3",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    // A read answered late: the plain write lands over B's, the fenced one
+    // is refused.
+    assert_eq!(
+        live_count(
+            &stdout,
+            "client-delayed-read-reply-rust-plain",
+            "stale_write"
+        ),
+        (3, 3),
+        "{stdout}"
+    );
+    rechecks_agree(&stdout, "client-delayed-read-reply-rust-plain");
+    clean_with_late_write_refused(&stdout, "client-delayed-read-reply-rust-fenced", 3);
+    assert!(
+        stdout.contains("proxy held worker/A's read reply for 900 ms"),
+        "{stdout}"
+    );
+    // An UPDATE that ran and whose answer was lost: the server's audit says
+    // it was applied, the program gave the operation up; clean.
+    let trials = trials_of(&stdout, "client-lost-update-reply-rust-plain");
+    assert_eq!(trials.len(), 3, "{stdout}");
+    for (verdict, file) in &trials {
+        assert!(
+            verdict.starts_with("clean"),
+            "{verdict}: {}",
+            file.display()
+        );
+        let text = std::fs::read_to_string(file).unwrap();
+        let events: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let a_op = |e: &serde_json::Value| e["op_id"].as_u64().is_some_and(|op| op / 1000 == 1);
+        let accepted = events
+            .iter()
+            .position(|e| e["kind"] == "write_accepted" && a_op(e))
+            .unwrap_or_else(|| panic!("A's write not accepted: {}", file.display()));
+        let given_up = events
+            .iter()
+            .position(|e| e["kind"] == "op_abandoned" && a_op(e))
+            .unwrap_or_else(|| panic!("A never gave its op up: {}", file.display()));
+        assert!(accepted < given_up, "{}", file.display());
+        assert!(
+            !events
+                .iter()
+                .any(|e| e["kind"] == "write_acked" && a_op(e) && e["node"] == "worker/A"),
+            "A never saw its write's answer: {}",
+            file.display()
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn a_token_drawn_after_the_grant_lets_a_paused_holder_write_stale_and_one_drawn_under_the_lock_does_not(
 ) {
     let _g = live_exclusive();
@@ -407,7 +478,7 @@ fn user_programs_are_crashed_restarted_and_lose_their_update_to_drop_and_cut_wit
     let cases = [
         (
             "client-crash-restart-rust-fenced",
-            "crash (SIGKILL) worker/A at Granted, restart after 50 ms",
+            "crash (SIGKILL) worker/A after lock_granted, restart after 50 ms",
             2,
             &["\"kind\":\"crash\"", "\"kind\":\"restart\""][..],
         ),
