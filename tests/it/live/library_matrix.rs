@@ -396,6 +396,47 @@ fn token_after_grant_pair(lib: &str) {
     remove_run_dir(&side);
 }
 
+/// Found by the live search: B killed between its UPDATE's answer and
+/// psycopg's COMMIT (rolled back), restarted, writes the same body again
+/// under a newer token. The commit is the second write's, not the dead one's.
+#[test]
+fn a_program_killed_before_its_commit_is_clean_and_its_rolled_back_update_is_not_the_commit() {
+    let _g = live_exclusive();
+    let scenario = "crash-before-commit-redis-py-lock-held-fenced";
+    if !live_servers_present(scenario) || !installed(scenario, scenario) {
+        return;
+    }
+    let (trials, side, stdout) = run(scenario);
+    for (verdict, file) in &trials {
+        assert!(
+            verdict.starts_with("clean"),
+            "{scenario}: {verdict} ({})\n{stdout}",
+            file.display()
+        );
+        let commits: Vec<(u64, i64)> = jsonl(file)
+            .iter()
+            .filter(|e| {
+                e["kind"] == "write_accepted" && e["op_id"].as_u64().unwrap_or(0) / 1000 == 2
+            })
+            .map(|e| {
+                (
+                    e["op_id"].as_u64().unwrap(),
+                    e["token"].as_i64().unwrap_or(-1),
+                )
+            })
+            .collect();
+        assert_eq!(commits.len(), 1, "one commit of B: {}", file.display());
+        // B's grants' tokens: the commit carries the last one's.
+        let tokens: Vec<i64> = jsonl(file)
+            .iter()
+            .filter(|e| e["kind"] == "grant_received" && e["node"] == "worker/B")
+            .filter_map(|e| e["token"].as_i64())
+            .collect();
+        assert_eq!(tokens.last(), Some(&commits[0].1), "{}", file.display());
+    }
+    remove_run_dir(&side);
+}
+
 #[test]
 fn redis_py_lock_with_a_token_drawn_after_the_grant_writes_stale_and_drawn_under_the_lock_is_clean()
 {
