@@ -22,7 +22,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use super::scenario::{self, LiveScenario, CLIENT_POINTS, PAUSE_POINTS};
+use super::scenario::{self, LiveScenario, NetMessage, CLIENT_POINTS, PAUSE_POINTS};
 use crate::check::ViolationKind;
 use crate::history::History;
 
@@ -244,7 +244,7 @@ impl Single {
 }
 
 fn message_label(message: &str) -> &'static str {
-    scenario::NetMessage::from_name(message).map_or("UPDATE", scenario::NetMessage::label)
+    NetMessage::from_name(message).map_or("UPDATE", NetMessage::label)
 }
 
 /// Every single fault the live mode can apply to `s` (run by its built-in
@@ -291,24 +291,26 @@ pub fn catalogue(s: &LiveScenario, client: bool) -> Vec<Single> {
     // too: its grant's reply can be held or lost (only held on a cluster);
     // and PostgreSQL's answers to its read and its UPDATE held or lost (a
     // cut of an answer loses it as a drop does, only sooner: left out).
-    let messages: &[&str] = if client {
-        &["update", "lock_reply", "read_reply", "update_reply"]
+    let messages: &[NetMessage] = if client {
+        &NetMessage::ALL
     } else {
-        &["update"]
+        &[NetMessage::Update]
     };
     for w in &s.workers {
         for &message in messages {
             for kind in ["delay", "drop", "cut"] {
-                if message == "lock_reply" && kind != "delay" && s.lock.cluster().is_some() {
-                    continue;
-                }
-                if message.ends_with("_reply") && message != "lock_reply" && kind == "cut" {
+                let left_out = match message {
+                    NetMessage::Update => false,
+                    NetMessage::LockReply => kind != "delay" && s.lock.cluster().is_some(),
+                    NetMessage::ReadReply | NetMessage::UpdateReply => kind == "cut",
+                };
+                if left_out {
                     continue;
                 }
                 out.push(Single::Net {
                     worker: w.name.clone(),
                     kind,
-                    message,
+                    message: message.name(),
                     duration_ms: 3 * ttl_ms,
                 });
             }
@@ -433,8 +435,8 @@ pub fn chaos_schedule(
                     },
                     1 => Single::StallAt {
                         worker,
-                        message: ["update", "lock_reply", "read_reply", "update_reply"]
-                            [rng.below(4) as usize],
+                        message: NetMessage::ALL[rng.below(NetMessage::ALL.len() as u64) as usize]
+                            .name(),
                         at_ms,
                         duration_ms: ttl_ms * (1 + rng.below(3)),
                     },
@@ -578,7 +580,7 @@ mod tests {
             draws.iter().any(|f| matches!(f, Single::CrashAt { .. })),
             "{draws:?}"
         );
-        for message in ["update", "lock_reply", "read_reply", "update_reply"] {
+        for message in NetMessage::ALL.map(NetMessage::name) {
             let stall =
                 |f: &Single| matches!(f, Single::StallAt { message: m, .. } if *m == message);
             assert!(draws.iter().any(stall), "no {message} stall in {draws:?}");

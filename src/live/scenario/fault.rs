@@ -62,6 +62,14 @@ pub enum NetMessage {
 }
 
 impl NetMessage {
+    /// Every message a network fault can name, in the catalogue's order.
+    pub const ALL: [NetMessage; 4] = [
+        NetMessage::Update,
+        NetMessage::LockReply,
+        NetMessage::ReadReply,
+        NetMessage::UpdateReply,
+    ];
+
     /// The message as a scenario names it.
     pub fn name(self) -> &'static str {
         match self {
@@ -84,14 +92,7 @@ impl NetMessage {
 
     /// The message a scenario names `name`.
     pub fn from_name(name: &str) -> Option<NetMessage> {
-        [
-            NetMessage::Update,
-            NetMessage::LockReply,
-            NetMessage::ReadReply,
-            NetMessage::UpdateReply,
-        ]
-        .into_iter()
-        .find(|m| m.name() == name)
+        NetMessage::ALL.into_iter().find(|m| m.name() == name)
     }
 
     /// Does it travel from a server to the worker?
@@ -576,19 +577,13 @@ impl LiveFaults {
             K::Delay | K::Drop | K::Cut => {
                 let f = r.f;
                 let message = f.message.as_ref().ok_or_else(|| r.missing(cx, "message"))?;
-                let net = one_of(
-                    cx.file,
-                    cx.src,
-                    message,
-                    "message",
-                    &[
-                        ("update", Some(NetMessage::Update)),
-                        ("lock_reply", Some(NetMessage::LockReply)),
-                        ("read_reply", Some(NetMessage::ReadReply)),
-                        ("update_reply", Some(NetMessage::UpdateReply)),
-                        ("lock", None),
-                    ],
-                )?;
+                // Every proxied message, and "lock": a cut of the cluster link.
+                let choices: Vec<(&str, Option<NetMessage>)> = NetMessage::ALL
+                    .iter()
+                    .map(|m| (m.name(), Some(*m)))
+                    .chain([("lock", None)])
+                    .collect();
+                let net = one_of(cx.file, cx.src, message, "message", &choices)?;
                 match net {
                     Some(net) => self.net_fault(cx, &r, net, message.span())?,
                     None => self.lock_cut(cx, &r, message.span())?,
