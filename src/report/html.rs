@@ -12,8 +12,8 @@
 use std::fmt::Write;
 
 use super::chart::{self, Series};
+use super::doc::Doc;
 use super::results::{ScenarioResults, TimelineResults};
-use super::write::Doc;
 use super::xml::esc;
 use crate::check::ViolationKind;
 use crate::history::fmt_time;

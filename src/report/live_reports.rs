@@ -15,9 +15,10 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::doc::Doc;
 use super::junit::{self, Case};
 use super::results::{self, Results, ScenarioResults, TimelineResults};
-use super::write::{verdict, Doc, Slugs};
+use super::write::{verdict, Slugs};
 use super::{scene, svg};
 use crate::check::{Report, ViolationKind};
 use crate::history::History;

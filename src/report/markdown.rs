@@ -7,7 +7,8 @@
 
 use std::fmt::Write;
 
-use super::write::Doc;
+use super::doc::Doc;
+use super::results::ScenarioResults;
 use crate::check::ViolationKind;
 
 /// Escapes the characters that would break a table cell.
@@ -26,6 +27,16 @@ pub fn render(doc: &Doc) -> String {
         r.command,
         r.scenarios.len()
     );
+    suite_table(&mut s, &r.scenarios);
+    s.push_str("\nViolation columns count failing seeds; “stale attempts” counts seeds in which a superseded generation's write reached the resource.\n");
+    for sc in &r.scenarios {
+        scenario_section(&mut s, sc);
+    }
+    s
+}
+
+/// The suite table: one row per scenario, failing seeds per kind.
+fn suite_table(s: &mut String, scenarios: &[ScenarioResults]) {
     let _ = write!(s, "| scenario | protocol | seeds |");
     for k in ViolationKind::ALL {
         let _ = write!(s, " {} |", k.name());
@@ -36,7 +47,7 @@ pub fn render(doc: &Doc) -> String {
         s.push_str("--:|");
     }
     s.push_str("--:|--:|---|\n");
-    for sc in &r.scenarios {
+    for sc in scenarios {
         let _ = write!(
             s,
             "| {} | {} | {} |",
@@ -64,69 +75,64 @@ pub fn render(doc: &Doc) -> String {
             }
         );
     }
-    s.push_str("\nViolation columns count failing seeds; “stale attempts” counts seeds in which a superseded generation's write reached the resource.\n");
-    for sc in &r.scenarios {
-        let _ = writeln!(s, "\n## {} ({})\n", sc.name, sc.protocol);
-        let _ = writeln!(s, "`{}` — {}\n", sc.path, sc.description.replace('\n', " "));
-        let _ = writeln!(
-            s,
-            "Expectation **{}** over {} {}(s) from {}.",
-            if sc.expectation_met { "met" } else { "NOT MET" },
-            sc.seeds,
-            if sc.trials.is_empty() {
-                "seed"
-            } else {
-                "trial"
-            },
-            sc.seed_start
-        );
-        for p in &sc.problems {
-            let _ = writeln!(s, "- {p}");
-        }
-        if !sc.trials.is_empty() {
-            let _ = writeln!(s, "\n```text\n{}\n```", sc.trials.join("\n"));
-        }
-        if let Some(t) = &sc.timeline {
-            let unit = if sc.trials.is_empty() {
-                "seed"
-            } else {
-                "trial"
-            };
-            let _ = writeln!(s, "\n### Timeline of {unit} {} ({})\n", t.seed, t.reason);
-            let _ = writeln!(s, "![timeline of {} seed {}]({})\n", sc.name, t.seed, t.svg);
-            for (i, v) in t.violations.iter().enumerate() {
-                let _ = writeln!(
-                    s,
-                    "{}. **{}** on key `{}`: {}\n",
-                    i + 1,
-                    v.kind,
-                    v.key,
-                    v.explanation
-                );
-                s.push_str("   ```text\n");
-                for e in &v.evidence {
-                    let _ = writeln!(s, "   {}", e.text);
-                }
-                s.push_str("   ```\n\n");
-            }
-            let _ = writeln!(s, "Replay: `{}`", t.replay_command);
-        }
-        let dists: Vec<String> = sc
-            .metrics
-            .iter()
-            .filter(|m| m.seeds_per_value.iter().any(|&(v, _)| v > 0))
-            .map(|m| {
-                let vals: Vec<String> = m
-                    .seeds_per_value
-                    .iter()
-                    .map(|(v, n)| format!("{v}×{n}"))
-                    .collect();
-                format!("- `{}` (value×seeds): {}", m.name, vals.join(", "))
-            })
-            .collect();
-        if !dists.is_empty() {
-            let _ = writeln!(s, "\nPer-seed metrics:\n\n{}", dists.join("\n"));
-        }
+}
+
+/// One scenario's section: its verdict, trials, timeline and metrics.
+fn scenario_section(s: &mut String, sc: &ScenarioResults) {
+    let _ = writeln!(s, "\n## {} ({})\n", sc.name, sc.protocol);
+    let _ = writeln!(s, "`{}` — {}\n", sc.path, sc.description.replace('\n', " "));
+    let unit = if sc.trials.is_empty() {
+        "seed"
+    } else {
+        "trial"
+    };
+    let _ = writeln!(
+        s,
+        "Expectation **{}** over {} {unit}(s) from {}.",
+        if sc.expectation_met { "met" } else { "NOT MET" },
+        sc.seeds,
+        sc.seed_start
+    );
+    for p in &sc.problems {
+        let _ = writeln!(s, "- {p}");
     }
-    s
+    if !sc.trials.is_empty() {
+        let _ = writeln!(s, "\n```text\n{}\n```", sc.trials.join("\n"));
+    }
+    if let Some(t) = &sc.timeline {
+        let _ = writeln!(s, "\n### Timeline of {unit} {} ({})\n", t.seed, t.reason);
+        let _ = writeln!(s, "![timeline of {} seed {}]({})\n", sc.name, t.seed, t.svg);
+        for (i, v) in t.violations.iter().enumerate() {
+            let _ = writeln!(
+                s,
+                "{}. **{}** on key `{}`: {}\n",
+                i + 1,
+                v.kind,
+                v.key,
+                v.explanation
+            );
+            s.push_str("   ```text\n");
+            for e in &v.evidence {
+                let _ = writeln!(s, "   {}", e.text);
+            }
+            s.push_str("   ```\n\n");
+        }
+        let _ = writeln!(s, "Replay: `{}`", t.replay_command);
+    }
+    let dists: Vec<String> = sc
+        .metrics
+        .iter()
+        .filter(|m| m.seeds_per_value.iter().any(|&(v, _)| v > 0))
+        .map(|m| {
+            let vals: Vec<String> = m
+                .seeds_per_value
+                .iter()
+                .map(|(v, n)| format!("{v}×{n}"))
+                .collect();
+            format!("- `{}` (value×seeds): {}", m.name, vals.join(", "))
+        })
+        .collect();
+    if !dists.is_empty() {
+        let _ = writeln!(s, "\nPer-seed metrics:\n\n{}", dists.join("\n"));
+    }
 }

@@ -15,6 +15,7 @@
 pub(crate) mod axis;
 pub(crate) mod catalogue;
 pub(crate) mod chart;
+pub(crate) mod doc;
 pub(crate) mod html;
 pub(crate) mod json;
 pub(crate) mod junit;

@@ -101,6 +101,16 @@ impl Rows {
     }
 }
 
+/// The top of lane `lane`.
+fn lane_y(lane: usize) -> u64 {
+    TOP_PX + lane as u64 * LANE_PX
+}
+
+/// The life line of lane `lane`.
+fn line_y(lane: usize) -> u64 {
+    lane_y(lane) + LINE_DY_PX
+}
+
 fn text_px(s: &str) -> u64 {
     s.chars().count() as u64 * CHAR_PX + 4
 }
@@ -133,8 +143,6 @@ pub fn render(scene: &Scene, id: &str, title: &str) -> String {
         .chain([0, scene.end_ns]);
     let axis = Axis::new(times, LEFT_PX);
     let width = axis.x_end_px() + RIGHT_PAD_PX;
-    let lane_y = |lane: usize| TOP_PX + lane as u64 * LANE_PX;
-    let line_y = |lane: usize| lane_y(lane) + LINE_DY_PX;
     let lanes_bottom = lane_y(scene.lanes.len());
     let cite_chars = ((width.max(700) - 60) / CHAR_PX) as usize;
     let cite_lines: Vec<(usize, Vec<String>)> = scene
@@ -172,7 +180,19 @@ pub fn render(scene: &Scene, id: &str, title: &str) -> String {
         esc(title)
     );
     legend(&mut s, id);
-    // Axis: the folded gaps carry their true durations.
+    axis_row(&mut s, &axis);
+    partitions(&mut s, scene, &axis, lanes_bottom);
+    lanes(&mut s, scene, &axis, id, width);
+    bars(&mut s, scene, &axis, id, &line_y);
+    arrows(&mut s, scene, &axis, id, &line_y);
+    marks(&mut s, scene, &axis, &line_y);
+    citations(&mut s, &cite_lines, lanes_bottom);
+    s.push_str("</svg>\n");
+    s
+}
+
+/// The axis: the folded gaps carry their true durations.
+fn axis_row(s: &mut String, axis: &Axis) {
     let _ = write!(
         s,
         r##"<g class="axis"><line x1="{LEFT_PX}" y1="{y}" x2="{x2}" y2="{y}" stroke="#9aa3ad"/>"##,
@@ -189,7 +209,10 @@ pub fn render(scene: &Scene, id: &str, title: &str) -> String {
         );
     }
     s.push_str("</g>");
-    // Partitions across every lane.
+}
+
+/// Partitions, across every lane.
+fn partitions(s: &mut String, scene: &Scene, axis: &Axis, lanes_bottom: u64) {
     for sh in scene.shades.iter().filter(|s| s.lane.is_none()) {
         let (x0, x1) = (axis.x(sh.from_ns), axis.x(sh.to_ns));
         let _ = write!(
@@ -202,6 +225,10 @@ pub fn render(scene: &Scene, id: &str, title: &str) -> String {
             l = esc(&sh.label)
         );
     }
+}
+
+/// Each node's lane with its label and role, then its pauses and downtimes.
+fn lanes(s: &mut String, scene: &Scene, axis: &Axis, id: &str, width: u64) {
     for (i, lane) in scene.lanes.iter().enumerate() {
         let role = match lane.role {
             Role::Worker => "worker",
@@ -238,12 +265,6 @@ pub fn render(scene: &Scene, id: &str, title: &str) -> String {
             l = esc(&sh.label)
         );
     }
-    bars(&mut s, scene, &axis, id, &line_y);
-    arrows(&mut s, scene, &axis, id, &line_y);
-    marks(&mut s, scene, &axis, &line_y);
-    citations(&mut s, &cite_lines, lanes_bottom);
-    s.push_str("</svg>\n");
-    s
 }
 
 fn legend(s: &mut String, id: &str) {

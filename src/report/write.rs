@@ -15,6 +15,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
+use super::doc::Doc;
 use super::results::{self, MetricSeries, Results, ScenarioResults, TimelineResults};
 use super::{html, markdown, scene, svg, table};
 use crate::check::Report;
@@ -22,13 +23,6 @@ use crate::scenario::Scenario;
 use crate::sim::RunOutcome;
 use crate::suite::seed_stats::{SeedStats, SERIES};
 use crate::suite::{self, RunSeed, ScenarioResult, SeedRun};
-
-/// A report's content: the results plus each scenario's timeline markup.
-pub struct Doc {
-    pub results: Results,
-    /// Parallel to `results.scenarios`.
-    pub svgs: Vec<Option<String>>,
-}
 
 /// Builds the report of a `fencesim run`.
 ///
