@@ -23,7 +23,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use super::live::{one_trial, start_own_servers};
 use super::{BadInput, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK};
 use crate::check::ViolationKind;
-use crate::live::explore::{self, Shapes, Single};
+use crate::live::explore::{self, Shapes};
+use crate::live::fault::{conflict, Fault};
 use crate::live::history::TrialResult;
 use crate::live::scenario::{self, LiveScenario};
 use crate::live::servers::{Servers, UserServers};
@@ -93,9 +94,12 @@ pub fn cmd(a: LiveSearch) -> Result<ExitCode> {
         return Err(BadInput("--confirm must be at least 1".into()).into());
     }
     let singles = explore::catalogue(&s0, worker_cmd.is_some());
+    let names = s0.worker_names();
     let ctx = Ctx {
         path: a.path,
         base: &base,
+        s0: &s0,
+        names: &names,
         name: &s0.name,
         worker_cmd: worker_cmd.as_deref(),
         singles: &singles,
@@ -298,21 +302,46 @@ impl Rig {
 struct Ctx<'a> {
     path: &'a Path,
     base: &'a toml::Table,
+    s0: &'a LiveScenario,
+    names: &'a [String],
     name: &'a str,
     worker_cmd: Option<&'a str>,
-    singles: &'a [Single],
+    singles: &'a [Fault],
 }
 
 impl Ctx<'_> {
-    /// Whether the live mode can apply these faults together.
-    fn expressible(&self, faults: &[&Single]) -> bool {
-        let placement: Vec<Single> = faults.iter().map(|f| (*f).clone()).collect();
-        let c = Ctx {
-            singles: &placement,
-            ..*self
+    /// `faults` on the base scenario (named `name`, expecting `find`), or
+    /// why the live mode cannot apply them together: the loader's rules
+    /// for a combination ([`conflict`]), and for a user's program what it
+    /// cannot be given.
+    fn placed(
+        &self,
+        faults: &[Fault],
+        name: &str,
+        find: &[ViolationKind],
+    ) -> Result<LiveScenario, String> {
+        if let Some(c) = conflict(faults, self.names) {
+            return Err(c.why);
+        }
+        let s = LiveScenario {
+            name: name.to_string(),
+            find: find.to_vec(),
+            faults: faults.to_vec(),
+            worker_cmd: self.worker_cmd.map(str::to_string),
+            ..self.s0.clone()
         };
-        let all: Vec<usize> = (0..placement.len()).collect();
-        c.scenario(&all, self.name, &[], "", self.path).1.is_ok()
+        match self
+            .worker_cmd
+            .and_then(|_| crate::live::client::refusal(&s))
+        {
+            Some(why) => Err(why),
+            None => Ok(s),
+        }
+    }
+
+    /// Whether the live mode can apply these faults together.
+    fn expressible(&self, faults: &[Fault]) -> bool {
+        self.placed(faults, self.name, &[]).is_ok()
     }
 
     /// The base scenario for a file written at `out`: the twin's path is
@@ -330,16 +359,12 @@ impl Ctx<'_> {
         base
     }
 
-    fn faults(&self, placement: &[usize]) -> Vec<&Single> {
-        placement.iter().map(|&i| &self.singles[i]).collect()
+    fn faults(&self, placement: &[usize]) -> Vec<Fault> {
+        placement.iter().map(|&i| self.singles[i]).collect()
     }
 
     fn labels(&self, placement: &[usize]) -> String {
-        self.faults(placement)
-            .iter()
-            .map(|f| f.label())
-            .collect::<Vec<_>>()
-            .join(" + ")
+        schedule_labels(&self.faults(placement), self.names)
     }
 
     /// The placement as a scenario (named `name`, expecting `find`), or
@@ -349,25 +374,28 @@ impl Ctx<'_> {
         placement: &[usize],
         name: &str,
         find: &[ViolationKind],
+    ) -> Result<LiveScenario, String> {
+        self.placed(&self.faults(placement), name, find)
+    }
+
+    /// The text of the file that runs `faults`, written at `at`.
+    fn text(
+        &self,
+        faults: &[Fault],
+        name: &str,
+        find: &[ViolationKind],
         header: &str,
         at: &Path,
-    ) -> (String, Result<LiveScenario, String>) {
-        let text = explore::placement_text(
-            self.base,
+    ) -> String {
+        let base = self.base_at(at);
+        explore::placement_text(
+            &base,
             name,
             self.worker_cmd,
-            &self.faults(placement),
+            (faults, self.names),
             find,
             header,
-        );
-        let mut loaded = explore::load_text(&text, at);
-        // A placement a user's program cannot be given is not expressible.
-        if let (Ok(s), Some(_)) = (&loaded, self.worker_cmd) {
-            if let Some(why) = crate::live::client::refusal(s) {
-                loaded = Err(why);
-            }
-        }
-        (text, loaded)
+        )
     }
 }
 
@@ -399,7 +427,7 @@ fn explore_all(
 ) -> Result<Coverage> {
     let scenarios: Vec<Option<LiveScenario>> = placements
         .iter()
-        .map(|p| ctx.scenario(p, ctx.name, &[], "", ctx.path).1.ok())
+        .map(|p| ctx.scenario(p, ctx.name, &[]).ok())
         .collect();
     let outcomes: Vec<std::sync::Mutex<Option<Outcome>>> =
         placements.iter().map(|_| Default::default()).collect();
@@ -556,12 +584,7 @@ fn rerun(
         f.after_s,
         ctx.labels(placement)
     );
-    let base = ctx.base_at(out);
-    let c = Ctx {
-        base: &base,
-        ..*ctx
-    };
-    let (text, _) = c.scenario(placement, &name, &[f.kind], &header, out);
+    let text = ctx.text(&ctx.faults(placement), &name, &[f.kind], &header, out);
     std::fs::write(out, &text).with_context(|| format!("writing {}", out.display()))?;
     let s = scenario::load(out).map_err(|e| anyhow::anyhow!("{e:#}"))?;
     let mut first = None;
@@ -713,7 +736,7 @@ fn chaos_trials(
     rig: &mut Rig,
     run: &mut ChaosRun,
 ) -> Result<()> {
-    let expressible = |f: &[&Single]| ctx.expressible(f);
+    let expressible = |f: &[Fault]| ctx.expressible(f);
     // Histories go where `fencesim live` writes its own (or to --out).
     let histories = a.out.unwrap_or(Path::new("target/live"));
     std::fs::create_dir_all(histories)
@@ -722,21 +745,19 @@ fn chaos_trials(
         if crate::live::interrupted() {
             return Ok(());
         }
-        let schedule = explore::chaos_schedule(
+        let faults = explore::chaos_schedule(
             s0,
             ctx.singles,
-            seed,
-            t,
+            (seed, t),
             a.faults,
             ctx.worker_cmd.is_some(),
             expressible,
         );
-        let faults: Vec<&Single> = schedule.iter().collect();
-        let labels = schedule_labels(&faults);
+        let labels = schedule_labels(&faults, ctx.names);
         let started = Instant::now();
         let mut entry = lr::ChaosTrialJson {
             trial: t,
-            schedule: faults.iter().map(|f| fault_json(f)).collect(),
+            schedule: faults.iter().map(|f| fault_json(f, ctx.names)).collect(),
             verdict: lr::ChaosVerdict::Clean,
             history_file: None,
             trial_ms: 0,
@@ -811,10 +832,10 @@ fn chaos_trials(
 }
 
 /// A schedule as the terminal prints it.
-fn schedule_labels(faults: &[&Single]) -> String {
+fn schedule_labels(faults: &[Fault], names: &[String]) -> String {
     faults
         .iter()
-        .map(|f| f.label())
+        .map(|f| f.label(names))
         .collect::<Vec<_>>()
         .join(" + ")
 }
@@ -835,7 +856,7 @@ fn chaos_found(
     rig: &mut Rig,
     run: &mut ChaosRun,
     kind: ViolationKind,
-    faults: Vec<&Single>,
+    faults: Vec<Fault>,
 ) -> Result<()> {
     let entry = run.trials.len() - 1;
     let t = run.trials[entry].trial;
@@ -872,11 +893,11 @@ fn chaos_found(
         &file,
     )?;
     run.trials[entry].shrunk_file = Some(file.display().to_string());
-    run.trials[entry].shrunk_schedule = shrunk.iter().map(|f| fault_json(f)).collect();
+    run.trials[entry].shrunk_schedule = shrunk.iter().map(|f| fault_json(f, ctx.names)).collect();
     println!(
         "shrunk to {} fault(s): {} — written to {}",
         shrunk.len(),
-        schedule_labels(&shrunk),
+        schedule_labels(&shrunk, ctx.names),
         file.display()
     );
     Ok(())
@@ -885,8 +906,8 @@ fn chaos_found(
 /// A fault of a schedule as the nemesis's JSON spells it: the fields of
 /// its `[[fault]]` table (the one spelling the scenario files use), and
 /// its label.
-fn fault_json(f: &Single) -> lr::FaultJson {
-    let t = f.table();
+fn fault_json(f: &Fault, names: &[String]) -> lr::FaultJson {
+    let t = f.table(names);
     let text = |k: &str| t.get(k).and_then(toml::Value::as_str).map(str::to_string);
     let ms = |k: &str| {
         t.get(k)
@@ -901,21 +922,20 @@ fn fault_json(f: &Single) -> lr::FaultJson {
         message: text("message"),
         duration_ms: ms("duration_ms"),
         restart_after_ms: ms("restart_after_ms"),
-        label: f.label(),
+        label: f.label(names),
     }
 }
 
 /// One trial of a schedule: its result, or why it was not judged.
 fn chaos_trial(
     ctx: &Ctx,
-    faults: &[&Single],
+    faults: &[Fault],
     servers: &mut Servers,
     exe: &Path,
     timeout: Duration,
     k: u32,
 ) -> Result<Result<TrialResult, String>> {
-    let text = explore::placement_text(ctx.base, ctx.name, ctx.worker_cmd, faults, &[], "");
-    let s = match explore::load_text(&text, ctx.path) {
+    let s = match ctx.placed(faults, ctx.name, &[]) {
         Ok(s) => s,
         Err(e) => return Ok(Err(e)),
     };
@@ -924,7 +944,7 @@ fn chaos_trial(
 
 fn write_schedule(
     ctx: &Ctx,
-    faults: &[&Single],
+    faults: &[Fault],
     kind: ViolationKind,
     header: &str,
     file: &Path,
@@ -932,8 +952,7 @@ fn write_schedule(
     let name = file
         .file_stem()
         .map_or("chaos".into(), |s| s.to_string_lossy());
-    let base = ctx.base_at(file);
-    let text = explore::placement_text(&base, &name, ctx.worker_cmd, faults, &[kind], header);
+    let text = ctx.text(faults, &name, &[kind], header, file);
     std::fs::write(file, text).with_context(|| format!("writing {}", file.display()))
 }
 
@@ -945,7 +964,7 @@ fn reproduces(shown: u32, runs: u32) -> bool {
 /// In how many of `runs` trials of `faults` the violation showed.
 fn shown_in(
     ctx: &Ctx,
-    faults: &[&Single],
+    faults: &[Fault],
     kind: ViolationKind,
     runs: u32,
     rig: &mut Rig,
@@ -960,12 +979,12 @@ fn shown_in(
 
 /// Takes faults out one at a time, keeping each removal after which the
 /// schedule still reproduces the violation (in four of five reruns).
-fn shrink<'s>(
+fn shrink(
     ctx: &Ctx,
-    mut faults: Vec<&'s Single>,
+    mut faults: Vec<Fault>,
     kind: ViolationKind,
     rig: &mut Rig,
-) -> Result<Vec<&'s Single>> {
+) -> Result<Vec<Fault>> {
     let mut i = 0;
     while i < faults.len() && faults.len() > 1 {
         let mut fewer = faults.clone();

@@ -22,313 +22,115 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use super::scenario::{self, LiveScenario, NetMessage, CLIENT_POINTS, PAUSE_POINTS};
+use super::fault::{Action, Fault, MemberSel, NetMessage, Point, Target, Trigger, WorkerId};
+use super::proxy::ProxyMode;
+use super::scenario::LiveScenario;
 use crate::check::ViolationKind;
 use crate::history::History;
-
-/// One fault of a placement, as the scenario file spells it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Single {
-    Pause {
-        worker: String,
-        point: String,
-        duration_ms: u64,
-    },
-    Crash {
-        worker: String,
-        point: String,
-        restart_after_ms: Option<u64>,
-    },
-    /// `delay`, `drop` or `cut` of the worker's UPDATE in its PostgreSQL
-    /// proxy (`message` "update"), or of the lock server's reply that
-    /// carried its grant ("lock_reply"), or of PostgreSQL's answer to its
-    /// read ("read_reply") or UPDATE ("update_reply"): replies for a
-    /// user's program only.
-    Net {
-        worker: String,
-        kind: &'static str,
-        message: &'static str,
-        duration_ms: u64,
-    },
-    /// A crash of the worker at a time after the trial started (the
-    /// nemesis draws these; the search's catalogue keeps to points).
-    CrashAt {
-        worker: String,
-        at_ms: u64,
-        restart_after_ms: u64,
-    },
-    /// A pause of a user's program at a time after the trial started
-    /// (the nemesis draws these).
-    PauseAt {
-        worker: String,
-        at_ms: u64,
-        duration_ms: u64,
-    },
-    /// A stall of a user's program's link at a time: every UPDATE
-    /// ("update") or lock reply ("lock_reply") that reaches its proxy
-    /// from `at_ms` on, for `duration_ms`, waits until the window ends
-    /// (the nemesis draws these).
-    StallAt {
-        worker: String,
-        message: &'static str,
-        at_ms: u64,
-        duration_ms: u64,
-    },
-    /// A crash (`restart_after_ms`) or `pause` of the cluster's leader
-    /// after a worker's point, or a `partition` of the member the worker
-    /// talks to.
-    Member {
-        kind: &'static str,
-        worker: String,
-        point: String,
-        duration_ms: u64,
-    },
-}
-
-impl Single {
-    /// The fault as a `[[fault]]` table (also the nemesis's JSON of it).
-    pub fn table(&self) -> toml::Table {
-        let mut t = toml::Table::new();
-        let mut put = |k: &str, v: toml::Value| {
-            t.insert(k.to_string(), v);
-        };
-        match self {
-            Single::Pause {
-                worker,
-                point,
-                duration_ms,
-            } => {
-                put("kind", "pause".into());
-                put("node", format!("worker/{worker}").into());
-                put("after", point.as_str().into());
-                put("duration_ms", (*duration_ms as i64).into());
-            }
-            Single::Crash {
-                worker,
-                point,
-                restart_after_ms,
-            } => {
-                put("kind", "crash".into());
-                put("node", format!("worker/{worker}").into());
-                put("after", point.as_str().into());
-                if let Some(ms) = restart_after_ms {
-                    put("restart_after_ms", (*ms as i64).into());
-                }
-            }
-            Single::CrashAt {
-                worker,
-                at_ms,
-                restart_after_ms,
-            } => {
-                put("kind", "crash".into());
-                put("node", format!("worker/{worker}").into());
-                put("at_ms", (*at_ms as i64).into());
-                put("restart_after_ms", (*restart_after_ms as i64).into());
-            }
-            Single::PauseAt {
-                worker,
-                at_ms,
-                duration_ms,
-            } => {
-                put("kind", "pause".into());
-                put("node", format!("worker/{worker}").into());
-                put("at_ms", (*at_ms as i64).into());
-                put("duration_ms", (*duration_ms as i64).into());
-            }
-            Single::StallAt {
-                worker,
-                message,
-                at_ms,
-                duration_ms,
-            } => {
-                put("kind", "delay".into());
-                put("node", format!("worker/{worker}").into());
-                put("message", (*message).into());
-                put("at_ms", (*at_ms as i64).into());
-                put("duration_ms", (*duration_ms as i64).into());
-            }
-            Single::Net {
-                worker,
-                kind,
-                message,
-                duration_ms,
-            } => {
-                put("kind", (*kind).into());
-                put("node", format!("worker/{worker}").into());
-                put("message", (*message).into());
-                if *kind != "cut" {
-                    put("duration_ms", (*duration_ms as i64).into());
-                }
-            }
-            Single::Member {
-                kind,
-                worker,
-                point,
-                duration_ms,
-            } => {
-                put("kind", (*kind).into());
-                put("node", "member/leader".into());
-                put("after", format!("worker/{worker}:{point}").into());
-                match *kind {
-                    "crash" => put("restart_after_ms", (*duration_ms as i64).into()),
-                    _ => put("duration_ms", (*duration_ms as i64).into()),
-                }
-            }
-        }
-        t
-    }
-
-    /// One line for the report.
-    pub fn label(&self) -> String {
-        match self {
-            Single::Pause {
-                worker,
-                point,
-                duration_ms,
-            } => format!("pause worker/{worker} after {point} for {duration_ms} ms"),
-            Single::Crash {
-                worker,
-                point,
-                restart_after_ms: Some(ms),
-            } => format!("crash worker/{worker} after {point}, restart after {ms} ms"),
-            Single::Crash { worker, point, .. } => {
-                format!("crash worker/{worker} after {point}, no restart")
-            }
-            Single::CrashAt {
-                worker,
-                at_ms,
-                restart_after_ms,
-            } => {
-                format!("crash worker/{worker} at {at_ms} ms, restart after {restart_after_ms} ms")
-            }
-            Single::PauseAt {
-                worker,
-                at_ms,
-                duration_ms,
-            } => format!("pause worker/{worker} at {at_ms} ms for {duration_ms} ms"),
-            Single::StallAt {
-                worker,
-                message,
-                at_ms,
-                duration_ms,
-            } => format!(
-                "stall worker/{worker}'s {} link at {at_ms} ms for {duration_ms} ms",
-                message_label(message)
-            ),
-            Single::Net {
-                worker,
-                kind: "cut",
-                message,
-                ..
-            } => format!(
-                "cut worker/{worker}'s connection at its {}",
-                message_label(message)
-            ),
-            Single::Net {
-                worker,
-                kind,
-                message,
-                duration_ms,
-            } => format!(
-                "{kind} worker/{worker}'s {} for {duration_ms} ms",
-                message_label(message)
-            ),
-            Single::Member {
-                kind,
-                worker,
-                point,
-                duration_ms,
-            } => format!("{kind} member/leader after worker/{worker}:{point} ({duration_ms} ms)"),
-        }
-    }
-}
-
-fn message_label(message: &str) -> &'static str {
-    NetMessage::from_name(message).map_or("UPDATE", NetMessage::label)
-}
 
 /// Every single fault the live mode can apply to `s` (run by its built-in
 /// worker, or by a user's program when `client`), in a fixed order: per
 /// worker, per protocol point, the pauses (shorter than, about, longer
 /// than the lease) and crashes; then each worker's network faults; then,
 /// on a cluster, the member faults.
-pub fn catalogue(s: &LiveScenario, client: bool) -> Vec<Single> {
+pub fn catalogue(s: &LiveScenario, client: bool) -> Vec<Fault> {
     let ttl_ms = s.ttl_ms.max(1);
-    let points: Vec<&str> = if client {
-        // A user's program is seen by the proxies: its grant, its read's
-        // answer, its UPDATE (`fence_checked`), the UPDATE's answer.
-        debug_assert_eq!(CLIENT_POINTS, ["lock_granted", "write_acked"]);
-        vec![
-            CLIENT_POINTS[0],
-            PAUSE_POINTS[0],
-            PAUSE_POINTS[1],
-            CLIENT_POINTS[1],
-        ]
-    } else {
-        PAUSE_POINTS.to_vec()
+    // A user's program is seen by the proxies: its grant, its read's
+    // answer, its UPDATE (`fence_checked`), the UPDATE's answer.
+    let points: &[Point] = match client {
+        true => &Point::CONVERSATION,
+        false => &Point::BUILT_IN,
     };
+    let workers = (0..s.workers.len()).map(WorkerId);
     let mut out = Vec::new();
-    for w in &s.workers {
-        for point in &points {
-            let (worker, point) = (w.name.clone(), point.to_string());
+    for worker in workers.clone() {
+        for &point in points {
+            let trigger = Trigger::After { worker, point };
             for duration_ms in [ttl_ms / 2, ttl_ms, 3 * ttl_ms] {
-                out.push(Single::Pause {
-                    worker: worker.clone(),
-                    point: point.clone(),
+                let action = Action::Pause {
+                    worker,
                     duration_ms,
-                });
+                };
+                out.push(Fault { trigger, action });
             }
             for restart_after_ms in [None, Some(ttl_ms / 2)] {
-                out.push(Single::Crash {
-                    worker: worker.clone(),
-                    point: point.clone(),
+                let target = Target::Worker(worker);
+                let action = Action::Crash {
+                    target,
                     restart_after_ms,
-                });
+                };
+                out.push(Fault { trigger, action });
             }
         }
     }
-    // A user's program reaches its lock server through fencesim's proxy
-    // too: its grant's reply can be held or lost (only held on a cluster);
-    // and PostgreSQL's answers to its read and its UPDATE held or lost (a
-    // cut of an answer loses it as a drop does, only sooner: left out).
-    let messages: &[NetMessage] = if client {
-        &NetMessage::ALL
-    } else {
-        &[NetMessage::Update]
+    out.extend(network_faults(s, client, ttl_ms));
+    // A user's program cannot be given a cluster member's faults yet
+    // (client/plan.rs refuses them).
+    if s.lock.cluster().is_some() && !client {
+        for worker in workers {
+            for &point in points {
+                let trigger = Trigger::After { worker, point };
+                let (member, ms) = (MemberSel::Leader, 3 * ttl_ms);
+                for action in [
+                    Action::Crash {
+                        target: Target::Member(member),
+                        restart_after_ms: Some(ms),
+                    },
+                    Action::SlowMember {
+                        member,
+                        by_ms: None,
+                        for_ms: ms,
+                    },
+                    Action::Partition {
+                        member,
+                        duration_ms: ms,
+                    },
+                ] {
+                    out.push(Fault { trigger, action });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Each worker's network faults: a delay, drop or cut of its UPDATE; for
+/// a user's program, which reaches its lock server through fencesim's
+/// proxy too, of its grant's reply (only held on a cluster), and of
+/// PostgreSQL's answers to its read and its UPDATE held or lost (a cut of
+/// an answer loses it as a drop does, only sooner: left out).
+fn network_faults(s: &LiveScenario, client: bool, ttl_ms: u64) -> Vec<Fault> {
+    let messages: &[NetMessage] = match client {
+        true => &NetMessage::ALL,
+        false => &[NetMessage::Update],
     };
-    for w in &s.workers {
+    let ms = 3 * ttl_ms;
+    let mut out = Vec::new();
+    for worker in (0..s.workers.len()).map(WorkerId) {
         for &message in messages {
-            for kind in ["delay", "drop", "cut"] {
+            for mode in [
+                ProxyMode::Hold { ms },
+                ProxyMode::Drop { ms },
+                ProxyMode::Cut,
+            ] {
+                let held = matches!(mode, ProxyMode::Hold { .. });
                 let left_out = match message {
                     NetMessage::Update => false,
-                    NetMessage::LockReply => kind != "delay" && s.lock.cluster().is_some(),
-                    NetMessage::ReadReply | NetMessage::UpdateReply => kind == "cut",
+                    NetMessage::LockReply => !held && s.lock.cluster().is_some(),
+                    NetMessage::ReadReply | NetMessage::UpdateReply => mode == ProxyMode::Cut,
                 };
                 if left_out {
                     continue;
                 }
-                out.push(Single::Net {
-                    worker: w.name.clone(),
-                    kind,
-                    message: message.name(),
-                    duration_ms: 3 * ttl_ms,
+                let action = Action::Net {
+                    worker,
+                    message,
+                    mode,
+                };
+                out.push(Fault {
+                    trigger: Trigger::Passing,
+                    action,
                 });
-            }
-        }
-    }
-    // A user's program cannot be given a cluster member's faults yet
-    // (client/plan.rs refuses them).
-    if s.lock.cluster().is_some() && !client {
-        for w in &s.workers {
-            for point in &points {
-                for kind in ["crash", "pause", "partition"] {
-                    out.push(Single::Member {
-                        kind,
-                        worker: w.name.clone(),
-                        point: point.to_string(),
-                        duration_ms: 3 * ttl_ms,
-                    });
-                }
             }
         }
     }
@@ -366,13 +168,14 @@ pub fn base_table(src: &str, path: &Path) -> Result<toml::Table> {
     Ok(t)
 }
 
-/// The live scenario file that runs `faults` on `base`, expecting `find`
-/// (empty: clean), with a comment saying where it came from.
+/// The live scenario file that runs `faults` on `base` (whose workers are
+/// `names`), expecting `find` (empty: clean), with a comment saying where
+/// it came from.
 pub fn placement_text(
     base: &toml::Table,
     name: &str,
     worker_cmd: Option<&str>,
-    faults: &[&Single],
+    (faults, names): (&[Fault], &[String]),
     find: &[ViolationKind],
     header: &str,
 ) -> String {
@@ -386,7 +189,7 @@ pub fn placement_text(
         toml::Value::Array(
             faults
                 .iter()
-                .map(|f| toml::Value::Table(f.table()))
+                .map(|f| toml::Value::Table(f.table(names)))
                 .collect(),
         ),
     );
@@ -410,60 +213,67 @@ pub fn placement_text(
 /// The same (seed, trial) always draws the same schedule.
 pub fn chaos_schedule(
     s: &LiveScenario,
-    catalogue: &[Single],
-    seed: u64,
-    trial: u32,
+    catalogue: &[Fault],
+    (seed, trial): (u64, u32),
     max_faults: usize,
     client: bool,
-    expressible: impl Fn(&[&Single]) -> bool,
-) -> Vec<Single> {
+    expressible: impl Fn(&[Fault]) -> bool,
+) -> Vec<Fault> {
     let mut rng = crate::sim::rng::Rng::stream(seed, &format!("live-chaos/{trial}"));
-    let ttl_ms = s.ttl_ms.max(1);
     for _ in 0..100 {
         let n = 1 + rng.below(max_faults.max(1) as u64) as usize;
-        let mut schedule: Vec<Single> = Vec::new();
+        let mut schedule: Vec<Fault> = Vec::new();
         for _ in 0..n {
             let f = if rng.below(4) == 0 && !s.workers.is_empty() {
-                let w = &s.workers[rng.below(s.workers.len() as u64) as usize];
-                let at_ms = rng.below(3 * ttl_ms);
-                let worker = w.name.clone();
-                match if client { rng.below(3) } else { 2 } {
-                    0 => Single::PauseAt {
-                        worker,
-                        at_ms,
-                        duration_ms: ttl_ms * (1 + rng.below(3)),
-                    },
-                    1 => Single::StallAt {
-                        worker,
-                        message: NetMessage::ALL[rng.below(NetMessage::ALL.len() as u64) as usize]
-                            .name(),
-                        at_ms,
-                        duration_ms: ttl_ms * (1 + rng.below(3)),
-                    },
-                    _ => Single::CrashAt {
-                        worker,
-                        at_ms,
-                        restart_after_ms: ttl_ms / 2,
-                    },
-                }
+                timed_fault(s, &mut rng, client)
             } else {
-                catalogue[rng.below(catalogue.len() as u64) as usize].clone()
+                catalogue[rng.below(catalogue.len() as u64) as usize]
             };
             if !schedule.contains(&f) {
                 schedule.push(f);
             }
         }
-        if expressible(&schedule.iter().collect::<Vec<_>>()) {
+        if expressible(&schedule) {
             return schedule;
         }
     }
     Vec::new()
 }
 
+/// A fault of a worker at a time within three leases of the start: a
+/// crash, or for a user's program also a pause or a stalled link.
+fn timed_fault(s: &LiveScenario, rng: &mut crate::sim::rng::Rng, client: bool) -> Fault {
+    let ttl_ms = s.ttl_ms.max(1);
+    let worker = WorkerId(rng.below(s.workers.len() as u64) as usize);
+    let at_ms = rng.below(3 * ttl_ms);
+    let trigger = Trigger::AtMs(at_ms);
+    let action = match if client { rng.below(3) } else { 2 } {
+        0 => Action::Pause {
+            worker,
+            duration_ms: ttl_ms * (1 + rng.below(3)),
+        },
+        1 => {
+            let message = NetMessage::ALL[rng.below(NetMessage::ALL.len() as u64) as usize];
+            let ms = ttl_ms * (1 + rng.below(3));
+            Action::Net {
+                worker,
+                message,
+                mode: ProxyMode::Hold { ms },
+            }
+        }
+        _ => Action::Crash {
+            target: Target::Worker(worker),
+            restart_after_ms: Some(ttl_ms / 2),
+        },
+    };
+    Fault { trigger, action }
+}
+
 /// Loads a rendered placement; Err: the live mode cannot apply this
 /// combination (the loader's reason).
-pub fn load_text(text: &str, path: &Path) -> Result<LiveScenario, String> {
-    scenario::parse(text, path).map_err(|e| e.to_string())
+#[cfg(test)]
+fn load_text(text: &str, path: &Path) -> Result<LiveScenario, String> {
+    super::scenario::parse(text, path).map_err(|e| e.to_string())
 }
 
 /// What a trial's history looks like with its times taken out: who did
@@ -501,6 +311,7 @@ impl Shapes {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::live::scenario;
 
     fn gc_pause() -> (String, std::path::PathBuf) {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("live/gc-pause-plain-update.toml");
@@ -517,19 +328,31 @@ mod tests {
     }
 
     #[test]
-    fn every_single_of_the_catalogue_renders_to_a_scenario_the_loader_accepts() {
+    fn every_single_of_the_catalogue_renders_to_a_scenario_the_loader_reads_back_as_it() {
         let (src, path) = gc_pause();
         let s = scenario::parse(&src, &path).expect("bundled scenario");
+        let names = s.worker_names();
         let base = base_table(&src, &path).expect("table");
         for client in [false, true] {
             let cmd = client.then_some("true");
             for f in catalogue(&s, client) {
-                let text = placement_text(&base, "x", cmd, &[&f], &[], "placement");
+                let text = placement_text(&base, "x", cmd, (&[f], &names), &[], "placement");
                 let loaded = load_text(&text, &path)
-                    .unwrap_or_else(|e| panic!("{}: {e}\n{text}", f.label()));
+                    .unwrap_or_else(|e| panic!("{}: {e}\n{text}", f.label(&names)));
                 assert_eq!(loaded.find, Vec::<ViolationKind>::new());
+                assert_eq!(loaded.faults, vec![f], "{text}");
             }
         }
+    }
+
+    /// Whether the loader takes `faults` on the bundled scenario.
+    fn loads(base: &toml::Table, path: &Path, cmd: Option<&str>, faults: &[Fault]) -> bool {
+        let names = ["A".to_string(), "B".to_string()];
+        load_text(
+            &placement_text(base, "x", cmd, (faults, &names), &[], ""),
+            path,
+        )
+        .is_ok()
     }
 
     #[test]
@@ -538,15 +361,17 @@ mod tests {
         let s = scenario::parse(&src, &path).expect("bundled scenario");
         let base = base_table(&src, &path).expect("table");
         let cat = catalogue(&s, false);
-        let ok =
-            |f: &[&Single]| load_text(&placement_text(&base, "x", None, f, &[], ""), &path).is_ok();
-        let draws: Vec<Vec<Single>> = (1..=20)
-            .map(|t| chaos_schedule(&s, &cat, 7, t, 3, false, ok))
+        let ok = |f: &[Fault]| loads(&base, &path, None, f);
+        let draws: Vec<Vec<Fault>> = (1..=20)
+            .map(|t| chaos_schedule(&s, &cat, (7, t), 3, false, ok))
             .collect();
         for (t, d) in draws.iter().enumerate() {
             assert!(!d.is_empty() && d.len() <= 3);
-            assert!(ok(&d.iter().collect::<Vec<_>>()));
-            assert_eq!(d, &chaos_schedule(&s, &cat, 7, t as u32 + 1, 3, false, ok));
+            assert!(ok(d));
+            assert_eq!(
+                d,
+                &chaos_schedule(&s, &cat, (7, t as u32 + 1), 3, false, ok)
+            );
         }
         assert!(
             draws.windows(2).any(|w| w[0] != w[1]),
@@ -555,7 +380,7 @@ mod tests {
         assert_ne!(
             draws[0..5],
             (1..=5)
-                .map(|t| chaos_schedule(&s, &cat, 8, t, 3, false, ok))
+                .map(|t| chaos_schedule(&s, &cat, (8, t), 3, false, ok))
                 .collect::<Vec<_>>()[..]
         );
     }
@@ -566,24 +391,31 @@ mod tests {
         let s = scenario::parse(&src, &path).expect("bundled scenario");
         let base = base_table(&src, &path).expect("table");
         let cat = catalogue(&s, true);
-        let ok = |f: &[&Single]| {
-            load_text(&placement_text(&base, "x", Some("true"), f, &[], ""), &path).is_ok()
-        };
-        let draws: Vec<Single> = (1..=40)
-            .flat_map(|t| chaos_schedule(&s, &cat, 3, t, 3, true, ok))
+        let ok = |f: &[Fault]| loads(&base, &path, Some("true"), f);
+        let draws: Vec<Fault> = (1..=40)
+            .flat_map(|t| chaos_schedule(&s, &cat, (3, t), 3, true, ok))
             .collect();
+        let timed = |f: &Fault| f.at_ms().is_some();
         assert!(
-            draws.iter().any(|f| matches!(f, Single::PauseAt { .. })),
+            draws
+                .iter()
+                .any(|f| timed(f) && matches!(f.action, Action::Pause { .. })),
             "{draws:?}"
         );
         assert!(
-            draws.iter().any(|f| matches!(f, Single::CrashAt { .. })),
+            draws
+                .iter()
+                .any(|f| timed(f) && matches!(f.action, Action::Crash { .. })),
             "{draws:?}"
         );
-        for message in NetMessage::ALL.map(NetMessage::name) {
-            let stall =
-                |f: &Single| matches!(f, Single::StallAt { message: m, .. } if *m == message);
-            assert!(draws.iter().any(stall), "no {message} stall in {draws:?}");
+        for message in NetMessage::ALL {
+            let stall = |f: &&Fault| {
+                f.is_stall() && matches!(f.action, Action::Net { message: m, .. } if m == message)
+            };
+            assert!(
+                draws.iter().any(|f| stall(&f)),
+                "no {message:?} stall in {draws:?}"
+            );
         }
     }
 
@@ -591,20 +423,19 @@ mod tests {
     fn a_worker_stopped_at_two_points_is_not_expressible() {
         let (src, path) = gc_pause();
         let base = base_table(&src, &path).expect("table");
-        let at = |point: &str| Single::Pause {
-            worker: "A".into(),
-            point: point.into(),
-            duration_ms: 100,
+        let at = |point: Point| Fault {
+            trigger: Trigger::After {
+                worker: WorkerId(0),
+                point,
+            },
+            action: Action::Pause {
+                worker: WorkerId(0),
+                duration_ms: 100,
+            },
         };
-        let text = placement_text(
-            &base,
-            "x",
-            None,
-            &[&at("read_ok"), &at("write_sent")],
-            &[],
-            "",
-        );
-        assert!(load_text(&text, &path).is_err());
+        let two = [at(Point::ReadOk), at(Point::WriteSent)];
+        assert!(!loads(&base, &path, None, &two));
+        assert!(crate::live::fault::conflict(&two, &["A".to_string()]).is_some());
     }
 
     #[test]
@@ -612,12 +443,12 @@ mod tests {
         let (src, path) = gc_pause();
         let s = scenario::parse(&src, &path).expect("bundled scenario");
         let base = base_table(&src, &path).expect("table");
-        let f = &catalogue(&s, false)[2];
+        let f = catalogue(&s, false)[2];
         let text = placement_text(
             &base,
             "found",
             None,
-            &[f],
+            (&[f], &s.worker_names()),
             &[ViolationKind::StaleWrite],
             "found by search",
         );

@@ -7,7 +7,7 @@
 //! [`cluster`]), runs each worker as a real process of this same binary
 //! ([`worker`], `fencesim live-worker`) with its own connections — or a
 //! user's own program behind decoding proxies ([`client`]) — and applies
-//! the faults through one executor ([`faults`]): SIGSTOP at a protocol
+//! the faults through one executor ([`fault::executor`]): SIGSTOP at a protocol
 //! point, crashes, restarts, failovers, partitions. One builder
 //! ([`history`]) makes the documented history ([`crate::history`]) of both
 //! modes from the workers' invocations and completions (one system-wide
@@ -29,7 +29,7 @@ pub(crate) mod decode;
 pub(crate) mod emit;
 pub(crate) mod etcd;
 pub(crate) mod explore;
-pub(crate) mod faults;
+pub mod fault;
 pub(crate) mod history;
 pub(crate) mod jobs;
 pub(crate) mod launch;

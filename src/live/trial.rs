@@ -21,12 +21,13 @@ use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
 use super::cluster::Cluster;
-use super::faults::{crash_line, replicate_then_cut, FaultExecutor, MemberSlowdown};
+use super::fault::executor::{crash_line, replicate_then_cut, FaultExecutor, MemberSlowdown};
+use super::fault::{Action, Fault, MemberSel, NetMessage, Point, Target, Trigger, WorkerId};
 use super::history::{judge, TrialResult};
 use super::phases::{Phase, Phases};
 use super::process::{die_with_parent, kill, Victim};
 use super::proxy::{Proxy, ProxyMode};
-use super::scenario::{CrashTarget, LiveScenario, MemberSel, Trigger};
+use super::scenario::LiveScenario;
 use super::servers::Servers;
 
 /// A worker process, killed (after SIGCONT: a stopped process ignores
@@ -87,11 +88,9 @@ enum Later {
     RestartMember(usize),
     /// A partition of a cluster member ends.
     Heal,
-    /// A time-triggered crash (index into the scenario's crashes).
-    Crash(usize),
-    /// A time-triggered member delay or pause starts (index into the
-    /// scenario's member delays).
-    Slow(usize),
+    /// A time-triggered crash, member delay or member pause (index into
+    /// the scenario's faults) strikes.
+    Strike(usize),
     /// A member delay or pause ends.
     Unslow(MemberSlowdown),
 }
@@ -105,7 +104,7 @@ impl Later {
             | Later::RestartMember(_)
             | Later::Heal
             | Later::Unslow(_) => true,
-            Later::RestartWorker(_) | Later::Crash(_) | Later::Slow(_) => false,
+            Later::RestartWorker(_) | Later::Strike(_) => false,
         }
     }
 }
@@ -164,8 +163,8 @@ impl Spawner<'_> {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
-        if let Some(point) = s.gate_of(&w.name) {
-            cmd.args(["--gate", point]);
+        if let Some(point) = s.gate_of(WorkerId(i)) {
+            cmd.args(["--gate", point.name()]);
         }
         if !self.cluster.is_empty() {
             let n = self.cluster.len();
@@ -238,7 +237,7 @@ pub fn run(
     drop(procs);
     let audit_at = Instant::now();
     phases.mark(audit_at, Phase::Audit);
-    fault_windows.extend(proxy_windows(s, &proxies));
+    fault_windows.extend(proxy_windows(&proxies));
     phases.faults(fault_windows, audit_at);
     if let Some(done) = workers_done {
         phases.workers_done(done);
@@ -278,7 +277,7 @@ fn wire<'a>(
     exe: &'a Path,
     tx: mpsc::Sender<Msg>,
     phases: &mut Phases,
-) -> Result<(Spawner<'a>, Vec<(String, Proxy)>)> {
+) -> Result<(Spawner<'a>, Vec<ProxyFault>)> {
     phases.enter(Phase::Reset);
     servers.reset()?;
     let (cluster, pinned_note) = match s.lock.cluster() {
@@ -295,7 +294,7 @@ fn wire<'a>(
         None => (Vec::new(), None),
     };
     let mut redis_urls = servers.redis_url.clone();
-    if !s.faults.failovers.is_empty() {
+    if s.faults.iter().any(|f| f.action == Action::Failover) {
         replicate_then_cut(servers)?;
         if let Some(r) = servers.replica.as_ref() {
             redis_urls = format!("{redis_urls},{}", r.url());
@@ -303,17 +302,15 @@ fn wire<'a>(
     }
     let mut proxies = Vec::new();
     let mut conns = Vec::new();
-    for w in &s.workers {
+    for (i, w) in s.workers.iter().enumerate() {
         let mut conn = servers.pg.conn_string(None);
-        if let Some(n) = s.faults.net.iter().find(|n| n.worker == w.name) {
-            // The loader lets `lock_reply` through only with a worker_cmd.
-            debug_assert_eq!(n.message, super::scenario::NetMessage::Update);
+        if let Some(mode) = update_fault(s, WorkerId(i)) {
             let upstream = servers.pg.tcp.clone().context(
                 "a network fault needs PostgreSQL over TCP (the URL names only a Unix socket)",
             )?;
-            let proxy = Proxy::start(&upstream, Some(("UPDATE documents", n.mode)))?;
+            let proxy = Proxy::start(&upstream, Some(("UPDATE documents", mode)))?;
             conn = servers.pg.conn_string(Some(proxy.port));
-            proxies.push((w.name.clone(), proxy));
+            proxies.push((w.name.clone(), mode, proxy));
         }
         conns.push(conn);
     }
@@ -326,7 +323,10 @@ fn wire<'a>(
         schema: servers.schema.clone(),
         key_prefix: servers.key_prefix.clone(),
         cluster,
-        pinned: !s.faults.partitions.is_empty(),
+        pinned: s
+            .faults
+            .iter()
+            .any(|f| matches!(f.action, Action::Partition { .. })),
         pinned_note,
         tx,
     };
@@ -345,12 +345,16 @@ fn wire<'a>(
 /// scenario leaves for an election and a session expiry.
 fn pinned_endpoints(s: &LiveScenario, cluster: &Cluster) -> Result<(Vec<String>, Option<String>)> {
     let mut endpoints = cluster.endpoints();
-    let holder = s
-        .faults
-        .partitions
-        .iter()
-        .filter(|p| p.member == MemberSel::Leader)
-        .find_map(|p| s.workers.iter().position(|w| w.name == p.worker));
+    let holder = s.faults.iter().find_map(|f| match (f.trigger, f.action) {
+        (
+            Trigger::After { worker, .. },
+            Action::Partition {
+                member: MemberSel::Leader,
+                ..
+            },
+        ) => Some(worker.0),
+        _ => None,
+    });
     let Some(i) = holder else {
         return Ok((endpoints, None));
     };
@@ -405,15 +409,54 @@ fn start_workers(
     Ok((procs, deadline))
 }
 
+/// The timed faults' strikes, from the trial's start `t0`: crashes, then
+/// member delays and pauses (at equal times in that order). The built-in
+/// worker's own faults follow its points (the loader sees to it).
+fn timetable(faults: &[Fault], t0: Instant) -> Vec<(Instant, Later)> {
+    let timed = |crashes: bool| {
+        faults.iter().enumerate().filter_map(move |(k, f)| {
+            let crash = matches!(f.action, Action::Crash { .. });
+            let ms = f.at_ms().filter(|_| crash == crashes)?;
+            debug_assert!(matches!(
+                f.action,
+                Action::Crash { .. } | Action::SlowMember { .. }
+            ));
+            Some((t0 + Duration::from_millis(ms), Later::Strike(k)))
+        })
+    };
+    timed(true).chain(timed(false)).collect()
+}
+
+/// The built-in worker's network fault: on its UPDATE, the one message
+/// its PostgreSQL proxy acts on (the loader lets a reply's fault through
+/// only for a user's program, and one fault per message).
+fn update_fault(s: &LiveScenario, worker: WorkerId) -> Option<ProxyMode> {
+    s.faults.iter().find_map(|f| match f.action {
+        Action::Net {
+            worker: w,
+            message,
+            mode,
+        } if w == worker => {
+            assert_eq!(
+                message,
+                NetMessage::Update,
+                "a reply's fault needs a program"
+            );
+            Some(mode)
+        }
+        _ => None,
+    })
+}
+
+/// A worker's PostgreSQL proxy and the fault it applies.
+type ProxyFault = (String, ProxyMode, Proxy);
+
 /// Each proxy's fault as a window: from the first UPDATE it acted on, for
 /// its hold's or drop window's length (a cut is an instant).
-fn proxy_windows(s: &LiveScenario, proxies: &[(String, Proxy)]) -> Vec<(Instant, Instant)> {
+fn proxy_windows(proxies: &[ProxyFault]) -> Vec<(Instant, Instant)> {
     let (now, now_ns) = (Instant::now(), super::monotonic_ns());
     let mut out = Vec::new();
-    for (name, proxy) in proxies {
-        let Some(n) = s.faults.net.iter().find(|n| n.worker == *name) else {
-            continue;
-        };
+    for (_, mode, proxy) in proxies {
         let first_ns = match super::locked(&proxy.log).events.first() {
             Some((ns, _)) => *ns,
             None => continue,
@@ -423,7 +466,7 @@ fn proxy_windows(s: &LiveScenario, proxies: &[(String, Proxy)]) -> Vec<(Instant,
         else {
             continue;
         };
-        let ms = match n.mode {
+        let ms = match *mode {
             ProxyMode::Hold { ms } | ProxyMode::Drop { ms } => ms,
             ProxyMode::Cut => 0,
         };
@@ -433,8 +476,8 @@ fn proxy_windows(s: &LiveScenario, proxies: &[(String, Proxy)]) -> Vec<(Instant,
 }
 
 /// What each proxy did to its worker's UPDATE, as fault lines.
-fn proxy_lines(exec: &FaultExecutor, proxies: &[(String, Proxy)], t0_ns: u64) -> Result<()> {
-    for (name, proxy) in proxies {
+fn proxy_lines(exec: &FaultExecutor, proxies: &[ProxyFault], t0_ns: u64) -> Result<()> {
+    for (name, _, proxy) in proxies {
         let log = proxy
             .log
             .lock()
@@ -449,34 +492,6 @@ fn proxy_lines(exec: &FaultExecutor, proxies: &[(String, Proxy)], t0_ns: u64) ->
     Ok(())
 }
 
-/// Which of the scenario's faults have fired: each fires once (a restarted
-/// worker passes its protocol point again).
-struct Fired {
-    paused: Vec<bool>,
-    failed_over: Vec<bool>,
-    crashed: Vec<bool>,
-    parted: Vec<bool>,
-    slowed: Vec<bool>,
-    cut: Vec<bool>,
-}
-
-impl Fired {
-    /// How many faults have fired so far.
-    fn count(&self) -> usize {
-        [
-            &self.paused,
-            &self.failed_over,
-            &self.crashed,
-            &self.parted,
-            &self.slowed,
-            &self.cut,
-        ]
-        .iter()
-        .map(|v| v.iter().filter(|f| **f).count())
-        .sum()
-    }
-}
-
 /// A running trial: its workers, its timetable and what it has seen.
 struct Trial<'a> {
     s: &'a LiveScenario,
@@ -489,7 +504,6 @@ struct Trial<'a> {
     later: Vec<(Instant, Later)>,
     /// (start_ms, worker) of the workers not yet told to start, in order.
     to_start: std::iter::Peekable<std::vec::IntoIter<(u64, usize)>>,
-    fired: Fired,
     /// When a fault was in force: each strike or undo for as long as the
     /// executor took, each durational fault until its scheduled end
     /// ([`Phases::faults`]; measurement only).
@@ -516,28 +530,12 @@ impl<'a> Trial<'a> {
         timeout: Duration,
     ) -> Trial<'a> {
         let t0 = Instant::now();
-        let exec = FaultExecutor::default();
+        let exec = FaultExecutor::new(s.faults.len());
         exec.start();
         if let Some(note) = &spawner.pinned_note {
             exec.note(note.clone());
         }
-        let at = |ms: u64| t0 + Duration::from_millis(ms);
-        let later: Vec<(Instant, Later)> =
-            s.faults
-                .crashes
-                .iter()
-                .enumerate()
-                .filter_map(|(k, c)| match c.trigger {
-                    Trigger::AtMs(ms) => Some((at(ms), Later::Crash(k))),
-                    Trigger::After { .. } => None,
-                })
-                .chain(s.faults.member_delays.iter().enumerate().filter_map(
-                    |(k, d)| match d.trigger {
-                        Trigger::AtMs(ms) => Some((at(ms), Later::Slow(k))),
-                        Trigger::After { .. } => None,
-                    },
-                ))
-                .collect();
+        let later = timetable(&s.faults, t0);
         let mut to_start: Vec<(u64, usize)> = s
             .workers
             .iter()
@@ -545,14 +543,6 @@ impl<'a> Trial<'a> {
             .map(|(i, w)| (w.start_ms, i))
             .collect();
         to_start.sort();
-        let fired = Fired {
-            paused: vec![false; s.faults.pauses.len()],
-            failed_over: vec![false; s.faults.failovers.len()],
-            crashed: vec![false; s.faults.crashes.len()],
-            parted: vec![false; s.faults.partitions.len()],
-            slowed: vec![false; s.faults.member_delays.len()],
-            cut: vec![false; s.faults.lock_cuts.len()],
-        };
         Trial {
             s,
             servers,
@@ -565,7 +555,6 @@ impl<'a> Trial<'a> {
             records: Vec::new(),
             later,
             to_start: to_start.into_iter().peekable(),
-            fired,
             fault_windows: Vec::new(),
             t0,
             deadline,
@@ -677,20 +666,15 @@ impl<'a> Trial<'a> {
             Later::RestartRedis => self.exec.restart_redis(self.servers)?,
             Later::RestartMember(m) => self.exec.restart_member(self.servers, m)?,
             Later::Heal => self.exec.heal(self.servers),
-            Later::Slow(k) => {
-                self.fired.slowed[k] = true;
-                self.slow_member(k, "")?;
+            Later::Strike(k) => {
+                let claimed = self.exec.claim(k);
+                debug_assert!(claimed, "a timed fault is on the timetable once");
+                match self.s.faults[k].action {
+                    Action::SlowMember { .. } => self.slow_member(k, "")?,
+                    _ => self.crash(k, "")?,
+                }
             }
             Later::Unslow(undo) => self.exec.unslow_member(self.servers, undo),
-            Later::Crash(k) => {
-                self.fired.crashed[k] = true;
-                self.crash(k)?;
-                self.exec.note(format!(
-                    "{} at {:.1} ms",
-                    crash_line(&self.s.faults.crashes[k]),
-                    self.exec.since_start_ms()
-                ));
-            }
         }
         Ok(())
     }
@@ -733,140 +717,142 @@ impl<'a> Trial<'a> {
             self.records.push((i, v));
             return Ok(());
         };
-        let step = step.to_string();
-        self.at_gate(i, &step)
+        let step = Point::from_name(step)
+            .with_context(|| format!("worker {} stopped at {step:?}", self.procs[i].name))?;
+        self.at_gate(i, step)
     }
 
     /// Worker `i` stopped right after `step`: its faults strike
     /// ([`Trial::strike_at_gate`]), timed as a fault window if any did.
-    fn at_gate(&mut self, i: usize, step: &str) -> Result<()> {
-        let (from, n, fired) = (Instant::now(), self.later.len(), self.fired.count());
+    fn at_gate(&mut self, i: usize, step: Point) -> Result<()> {
+        let (from, n, fired) = (Instant::now(), self.later.len(), self.exec.struck());
         let r = self.strike_at_gate(i, step);
-        if self.fired.count() > fired {
+        if self.exec.struck() > fired {
             self.fault_window(from, n);
         }
         r
     }
 
     /// Worker `i` stopped right after `step`: the faults that follow it
-    /// strike now (failover, partition, member delay, crash, then pause),
-    /// and the worker is told to go on (it reads that once it runs again).
-    fn strike_at_gate(&mut self, i: usize, step: &str) -> Result<()> {
+    /// strike now, in [`Fault::gate_order`] (the servers' faults, then
+    /// crashes, then its pause), each once; the worker is told to go on
+    /// (it reads that once it runs again).
+    fn strike_at_gate(&mut self, i: usize, step: Point) -> Result<()> {
         let s = self.s;
         let name = self.procs[i].name.clone();
-        let after = format!("after worker/{name}'s {step}");
-        for (k, f) in s.faults.failovers.iter().enumerate() {
-            if self.fired.failed_over[k] || f.worker != name || f.after != step {
-                continue;
-            }
-            self.fired.failed_over[k] = true;
-            self.exec.failover(self.servers, &after)?;
-        }
-        for (k, p) in s.faults.partitions.iter().enumerate() {
-            if self.fired.parted[k] || p.worker != name || p.after != step {
-                continue;
-            }
-            self.fired.parted[k] = true;
-            self.exec.partition(self.servers, p, &after)?;
-            let end = Instant::now() + Duration::from_millis(p.duration_ms);
-            self.later.push((end, Later::Heal));
-        }
-        for (k, c) in s.faults.lock_cuts.iter().enumerate() {
-            if self.fired.cut[k] || c.worker != name || c.after != step {
-                continue;
-            }
-            self.fired.cut[k] = true;
-            let pid = self.procs[i].child.id();
-            self.exec
-                .cut_lock(self.servers, (i, &name, pid), c.refuse_ms, &after)?;
-            // The member refuses the worker for `refuse_ms`: the fault's length.
-            let now = Instant::now();
-            let refused = now + Duration::from_millis(c.refuse_ms);
-            self.fault_windows.push((now, refused));
-        }
-        let here = |t: &Trigger| matches!(t, Trigger::After { worker, point } if *worker == name && point == step);
-        for (k, d) in s.faults.member_delays.iter().enumerate() {
-            if self.fired.slowed[k] || !here(&d.trigger) {
-                continue;
-            }
-            self.fired.slowed[k] = true;
-            self.slow_member(k, &format!(" {after}"))?;
-        }
+        let after = format!("after worker/{name}'s {}", step.name());
+        let mut here: Vec<usize> = (0..s.faults.len())
+            .filter(|&k| s.faults[k].gate() == Some((WorkerId(i), step)))
+            .collect();
+        here.sort_by_key(|&k| s.faults[k].gate_order());
         let mut killed = false;
-        for (k, c) in s.faults.crashes.iter().enumerate() {
-            if self.fired.crashed[k] || !here(&c.trigger) {
+        for k in here {
+            let f = s.faults[k];
+            // A worker a crash just killed is not paused.
+            if killed && matches!(f.action, Action::Pause { .. }) || !self.exec.claim(k) {
                 continue;
             }
-            self.fired.crashed[k] = true;
-            killed |= c.target == CrashTarget::Worker(name.clone());
-            self.crash(k)?;
-            self.exec.note(format!(
-                "{} {after} at {:.1} ms",
-                crash_line(c),
-                self.exec.since_start_ms()
-            ));
+            killed |= matches!(
+                f.action,
+                Action::Crash { target: Target::Worker(w), .. } if w == WorkerId(i)
+            );
+            self.strike(k, i, step, &after)?;
         }
         if killed {
             return Ok(());
-        }
-        for (k, p) in s.faults.pauses.iter().enumerate() {
-            if self.fired.paused[k] || p.worker != name || p.after != step {
-                continue;
-            }
-            self.fired.paused[k] = true;
-            let victim = self.procs[i].victim();
-            self.exec.pause_worker(
-                i,
-                &p.worker,
-                victim,
-                &format!("after {step}"),
-                p.duration_ms,
-            )?;
-            let end = Instant::now() + Duration::from_millis(p.duration_ms);
-            self.later.push((end, Later::Resume(i)));
         }
         // Answered while stopped: the worker reads it when it runs again.
         self.procs[i].send("go")
     }
 
+    /// Fault `k`, claimed, strikes at worker `i`'s gate `step`.
+    fn strike(&mut self, k: usize, i: usize, step: Point, after: &str) -> Result<()> {
+        let f = self.s.faults[k];
+        match f.action {
+            Action::Failover => self.exec.failover(k, self.servers, after)?,
+            Action::Partition {
+                member,
+                duration_ms,
+            } => {
+                self.exec
+                    .partition(k, self.servers, (member, duration_ms), after)?;
+                let end = Instant::now() + Duration::from_millis(duration_ms);
+                self.later.push((end, Later::Heal));
+            }
+            Action::CutLock { refuse_ms, .. } => {
+                let (name, pid) = (self.procs[i].name.clone(), self.procs[i].child.id());
+                self.exec
+                    .cut_lock(k, self.servers, (i, &name, pid), refuse_ms, after)?;
+                // The member refuses the worker for `refuse_ms`: the fault's length.
+                let now = Instant::now();
+                let refused = now + Duration::from_millis(refuse_ms);
+                self.fault_windows.push((now, refused));
+            }
+            Action::SlowMember { .. } => self.slow_member(k, &format!(" {after}"))?,
+            Action::Crash { .. } => self.crash(k, &format!(" {after}"))?,
+            Action::Pause { duration_ms, .. } => {
+                let (name, victim) = (self.procs[i].name.clone(), self.procs[i].victim());
+                let at = format!("after {}", step.name());
+                self.exec
+                    .pause_worker(k, i, &name, victim, &at, duration_ms)?;
+                let end = Instant::now() + Duration::from_millis(duration_ms);
+                self.later.push((end, Later::Resume(i)));
+            }
+            // The built-in worker's network faults are its proxy's.
+            Action::Net { .. } => {}
+        }
+        Ok(())
+    }
+
     /// Starts member delay or pause `k` (`at`: where it struck) and
     /// schedules its end.
     fn slow_member(&mut self, k: usize, at: &str) -> Result<()> {
-        let d = &self.s.faults.member_delays[k];
-        let undo = self.exec.slow_member(self.servers, d, at)?;
-        let end = Instant::now() + Duration::from_millis(d.for_ms);
+        let f = &self.s.faults[k];
+        let undo = self.exec.slow_member((k, f), self.servers, at)?;
+        let end = Instant::now() + Duration::from_millis(f.length_ms(self.s.ttl_ms));
         self.later.push((end, Later::Unslow(undo)));
         Ok(())
     }
 
-    /// Crash `k`: the executor kills its target; the restart is scheduled here.
-    fn crash(&mut self, k: usize) -> Result<()> {
-        let c = &self.s.faults.crashes[k];
-        let restart_at = c
-            .restart_after_ms
-            .map(|ms| Instant::now() + Duration::from_millis(ms));
-        let restart = match &c.target {
-            CrashTarget::Worker(w) => {
-                let i = self
-                    .procs
-                    .iter()
-                    .position(|p| p.name == *w)
-                    .context("crash of an unknown worker")?;
-                self.exec.crash_worker(i, self.procs[i].victim());
+    /// Crash `k` (`at`: where it struck, "" at a time): the executor kills
+    /// its target; the restart is scheduled here.
+    fn crash(&mut self, k: usize, at: &str) -> Result<()> {
+        let f = self.s.faults[k];
+        let Action::Crash {
+            target,
+            restart_after_ms,
+        } = f.action
+        else {
+            bail!("fault {k} crashes nothing");
+        };
+        let restart_at = restart_after_ms.map(|ms| Instant::now() + Duration::from_millis(ms));
+        let node = match target {
+            Target::Worker(w) => format!("worker/{}", self.s.workers[w.0].name),
+            _ => String::new(),
+        };
+        let restart = match target {
+            Target::Worker(w) => {
+                let i = w.0;
+                self.exec.crash_worker(k, i, self.procs[i].victim());
                 self.procs[i].reap();
                 Later::RestartWorker(i)
             }
-            CrashTarget::RedisPrimary => {
-                self.exec.crash_redis(self.servers)?;
+            Target::RedisPrimary => {
+                self.exec.crash_redis(k, self.servers)?;
                 Later::RestartRedis
             }
-            CrashTarget::Member(sel) => {
-                Later::RestartMember(self.exec.crash_member(self.servers, *sel)?)
+            Target::Member(sel) => {
+                Later::RestartMember(self.exec.crash_member(k, self.servers, sel)?)
             }
         };
         if let Some(t) = restart_at {
             self.later.push((t, restart));
         }
+        self.exec.note(format!(
+            "{}{at} at {:.1} ms",
+            crash_line(target, &node, restart_after_ms),
+            self.exec.since_start_ms()
+        ));
         Ok(())
     }
 

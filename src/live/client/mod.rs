@@ -72,7 +72,7 @@ use etcd_backend::etcd_backend;
 use lock_account::LockAccount;
 use lock_history::LockHistory;
 use observe::{pg_observers, redis_observers};
-use plan::{faults_of, Action, When};
+use plan::strike_order;
 use program::{describe, spawn, UserProc};
 use seen::Seen;
 use shared::Shared;
@@ -136,7 +136,7 @@ pub fn run(
         .tcp
         .clone()
         .context("the harness's PostgreSQL listens on TCP")?;
-    let faults = faults_of(s)?;
+    let order = strike_order(s)?;
     phases.enter(Phase::Reset);
     servers.reset()?;
     // A cluster or extra Redis masters this trial starts are start-up.
@@ -158,7 +158,7 @@ pub fn run(
     let deadline = Instant::now() + timeout;
     let shared = Arc::new(Shared::new(
         s,
-        faults,
+        order,
         backend.account.clone(),
         backend.keys.clone(),
     ));
@@ -235,7 +235,7 @@ pub fn refusal(s: &LiveScenario) -> Option<String> {
             w.document
         ));
     }
-    faults_of(s).err().map(|e| format!("{e:#}"))
+    strike_order(s).err().map(|e| format!("{e:#}"))
 }
 
 /// The scenario's lock server, its account started.
@@ -286,15 +286,14 @@ fn judgeable(shared: &Shared) -> Result<LockHistory> {
     let mut why = finished.problems;
     why.extend(locked(&shared.account_errors).iter().cloned());
     why.extend(locked(&shared.missed).iter().cloned());
-    let fired = locked(&shared.fired).clone();
-    for (f, fired) in shared.faults.iter().zip(fired) {
-        if !fired {
-            why.push(format!(
-                "the fault on worker/{} ({}) never struck: its point or time never came in the trial",
-                shared.names[f.worker],
-                f.describe()
-            ));
-        }
+    let fired = shared.exec.fired();
+    for &k in shared.order.iter().filter(|&&k| !fired.has(k)) {
+        let f = &shared.faults[k];
+        let worker = f.worker().map_or("?", |w| shared.names[w.0].as_str());
+        why.push(format!(
+            "the fault on worker/{worker} ({}) never struck: its point or time never came in the trial",
+            f.in_program()
+        ));
     }
     let seen = locked(&shared.seen).clone();
     let lock = LockHistory::new(shared.names.len(), &seen, &finished.facts);
@@ -384,12 +383,9 @@ fn supervise(
     deadline: Instant,
     timeout: Duration,
 ) -> Result<()> {
-    let timed: Vec<usize> = (0..shared.faults.len())
-        .filter(|&k| {
-            let f = &shared.faults[k];
-            // A stall's time is kept by the proxies its messages pass.
-            matches!(f.when, When::AtMs(_)) && !matches!(f.action, Action::Stall { .. })
-        })
+    // A stall's time is kept by the proxies its messages pass.
+    let timed: Vec<usize> = (shared.order.iter().copied())
+        .filter(|&k| shared.faults[k].at_ms().is_some() && !shared.faults[k].is_stall())
         .collect();
     while programs.procs.iter().any(|p| p.done.is_none()) || !locked(&shared.restarts).is_empty() {
         if super::interrupted() {
@@ -436,23 +432,22 @@ fn fire_timed(shared: &Shared, timed: &[usize], procs: &[UserProc], now: Instant
     let started = *locked(&shared.started);
     for &k in timed {
         let f = &shared.faults[k];
-        let (When::AtMs(ms), Some(start)) = (f.when, started) else {
+        let (Some(ms), Some(start), Some(w)) = (f.at_ms(), started, f.worker()) else {
             continue;
         };
-        if now < start + Duration::from_millis(ms) || locked(&shared.fired)[k] {
+        if now < start + Duration::from_millis(ms) || !shared.exec.claim(k) {
             continue;
         }
-        locked(&shared.fired)[k] = true;
-        if procs[f.worker].done.is_some() {
+        if procs[w.0].done.is_some() {
             let missed = format!(
                 "worker/{} had already exited at {ms} ms (its fault did not strike)",
-                shared.names[f.worker]
+                shared.names[w.0]
             );
             shared.exec.note(missed.clone());
             locked(&shared.missed).push(missed);
             continue;
         }
-        shared.fire(f, &format!("at_ms {ms}"));
+        shared.fire(k, &format!("at_ms {ms}"));
     }
 }
 

@@ -10,13 +10,12 @@ use std::sync::{Arc, Mutex};
 
 use super::backend::ObserverFactory;
 use super::lock_account::LockAccount;
-use super::plan::Anchor;
 use super::seen::Seen;
 use super::shared::Shared;
 use crate::live::decode::{pgwire, resp};
+use crate::live::fault::{NetMessage, Point};
 use crate::live::locked;
 use crate::live::proxy::{Flow, Observer};
-use crate::live::scenario::NetMessage;
 
 /// Statements sent and not yet answered, with the token each carried.
 type Pending = VecDeque<(pgwire::Statement, Option<i64>)>;
@@ -151,7 +150,7 @@ pub(super) fn pg_observers(shared: Arc<Shared>, worker: usize) -> (Observer, Obs
             } else if st.is_update_of("documents") {
                 shared.record(worker, Seen::WriteSent(st.integers()));
                 shared.stall(worker, NetMessage::Update);
-                if let Some(after_ms) = shared.strike(worker, Anchor::Write) {
+                if let Some(after_ms) = shared.strike(worker, Point::FenceChecked) {
                     shared.record(
                         worker,
                         Seen::WriteLost(
@@ -194,22 +193,22 @@ pub(super) fn pg_observers(shared: Arc<Shared>, worker: usize) -> (Observer, Obs
                     };
                     if st.is_select_of("documents") {
                         // An answer a fault loses never reached the program.
-                        if !s2.loses_at(worker, Anchor::Read) {
+                        if !s2.loses_at(worker, Point::ReadOk) {
                             s2.record(worker, Seen::ReadOk(value));
                         }
                         s2.stall(worker, NetMessage::ReadReply);
-                        lost = lost.or(s2.strike(worker, Anchor::Read));
+                        lost = lost.or(s2.strike(worker, Point::ReadOk));
                     } else if st.is_update_of("documents") {
                         let rows = tag.rsplit(' ').next().and_then(|n| n.parse().ok());
                         s2.stall(worker, NetMessage::UpdateReply);
-                        let seen = if s2.loses_at(worker, Anchor::Acked) {
+                        let seen = if s2.loses_at(worker, Point::WriteAcked) {
                             let why = "the UPDATE ran; a fault lost its answer".to_string();
                             Seen::WriteUnanswered(rows, why)
                         } else {
                             Seen::WriteDone(rows)
                         };
                         s2.record(worker, seen);
-                        lost = lost.or(s2.strike(worker, Anchor::Acked));
+                        lost = lost.or(s2.strike(worker, Point::WriteAcked));
                     }
                 }
                 pgwire::Reply::Error(_) => {

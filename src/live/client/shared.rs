@@ -9,12 +9,13 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::plan::{Action, Anchor, Fault, When};
 use super::seen::Seen;
 use super::server_account::ServerAccount;
-use crate::live::faults::FaultExecutor;
+use crate::live::fault::executor::FaultExecutor;
+use crate::live::fault::{Action, Fault, NetMessage, Point, Trigger, WorkerId};
 use crate::live::process::Victim;
-use crate::live::scenario::{LiveScenario, NetMessage};
+use crate::live::proxy::ProxyMode;
+use crate::live::scenario::LiveScenario;
 use crate::live::{locked, monotonic_ns};
 
 /// The trial's state, shared with every proxy thread.
@@ -24,9 +25,12 @@ pub(super) struct Shared {
     pub(super) seen: Mutex<Vec<(usize, u64, Seen)>>,
     /// Process group of each worker (0 until spawned).
     pub(super) pgids: Mutex<Vec<u32>>,
+    /// The scenario's faults, and the order they strike in at one point
+    /// ([`super::plan::strike_order`]: indices into `faults`).
     pub(super) faults: Vec<Fault>,
-    pub(super) fired: Mutex<Vec<bool>>,
-    /// Does the faults, keeps their harness records and fault lines.
+    pub(super) order: Vec<usize>,
+    /// Does the faults, keeps their harness records and fault lines, and
+    /// which of them struck.
     pub(super) exec: FaultExecutor,
     /// Whether each worker's current process was killed by a crash fault.
     pub(super) killed: Mutex<Vec<bool>>,
@@ -56,7 +60,7 @@ pub(super) struct Shared {
 impl Shared {
     pub(super) fn new(
         s: &LiveScenario,
-        faults: Vec<Fault>,
+        order: Vec<usize>,
         account: Arc<dyn ServerAccount>,
         keys: [String; 2],
     ) -> Shared {
@@ -66,9 +70,9 @@ impl Shared {
             start_ms: s.workers.iter().map(|w| w.start_ms).collect(),
             seen: Mutex::default(),
             pgids: Mutex::new(vec![0; n]),
-            fired: Mutex::new(vec![false; faults.len()]),
-            faults,
-            exec: FaultExecutor::default(),
+            faults: s.faults.clone(),
+            order,
+            exec: FaultExecutor::new(s.faults.len()),
             killed: Mutex::new(vec![false; n]),
             restarts: Mutex::default(),
             started: Mutex::default(),
@@ -103,41 +107,46 @@ impl Shared {
         self.ended.load(std::sync::atomic::Ordering::SeqCst)
     }
 
-    /// Applies the worker's faults at `anchor`, each once, in the proxy
+    /// The faults of `worker` that strike at `point` of its conversation,
+    /// in strike order.
+    fn at_point(&self, worker: usize, point: Point) -> impl Iterator<Item = usize> + '_ {
+        self.order.iter().copied().filter(move |&k| {
+            let f = &self.faults[k];
+            f.worker() == Some(WorkerId(worker)) && f.program_point() == Some(point)
+        })
+    }
+
+    /// Applies the worker's faults at `point`, each once, in the proxy
     /// thread. Some(ms): the bytes are lost and the connection is to be
     /// closed `ms` later.
-    pub(super) fn strike(&self, worker: usize, anchor: Anchor) -> Option<u64> {
+    pub(super) fn strike(&self, worker: usize, point: Point) -> Option<u64> {
         let mut lost = None;
-        for k in 0..self.faults.len() {
-            let f = &self.faults[k];
-            if f.worker != worker || f.when != When::At(anchor) {
+        for k in self.at_point(worker, point).collect::<Vec<_>>() {
+            if !self.exec.claim(k) {
                 continue;
             }
-            {
-                let mut fired = locked(&self.fired);
-                if fired[k] {
-                    continue;
-                }
-                fired[k] = true;
-            }
-            if let Some(ms) = self.fire(f, &anchor.when_text()) {
+            if let Some(ms) = self.fire(k, &point.when_text()) {
                 lost = Some(ms);
             }
         }
         lost
     }
 
-    /// Will [`Shared::strike`] at `anchor` lose the worker's bytes (a drop
+    /// Will [`Shared::strike`] at `point` lose the worker's bytes (a drop
     /// or cut there that has not struck yet)? Asked before the observer
     /// notes what the bytes carried, so an answer the program never gets
     /// is not noted as received.
-    pub(super) fn loses_at(&self, worker: usize, anchor: Anchor) -> bool {
-        let fired = locked(&self.fired);
-        self.faults.iter().enumerate().any(|(k, f)| {
-            f.worker == worker
-                && f.when == When::At(anchor)
-                && matches!(f.action, Action::Drop | Action::Cut)
-                && !fired[k]
+    pub(super) fn loses_at(&self, worker: usize, point: Point) -> bool {
+        let fired = self.exec.fired();
+        self.at_point(worker, point).any(|k| {
+            let loses = matches!(
+                self.faults[k].action,
+                Action::Net {
+                    mode: ProxyMode::Drop { .. } | ProxyMode::Cut,
+                    ..
+                }
+            );
+            loses && !fired.has(k)
         })
     }
 
@@ -150,95 +159,122 @@ impl Shared {
         let Some(start) = *locked(&self.started) else {
             return;
         };
-        for (k, f) in self.faults.iter().enumerate() {
-            let (When::AtMs(at_ms), Action::Stall { message: m }) = (f.when, f.action) else {
+        for &k in &self.order {
+            let f = &self.faults[k];
+            let (
+                Trigger::AtMs(at_ms),
+                Action::Net {
+                    worker: w,
+                    message: m,
+                    ..
+                },
+            ) = (f.trigger, f.action)
+            else {
                 continue;
             };
+            let length_ms = f.length_ms(0);
             let from = start + Duration::from_millis(at_ms);
-            let until = from + Duration::from_millis(f.duration_ms);
+            let until = from + Duration::from_millis(length_ms);
             let now = Instant::now();
-            if f.worker != worker || m != message || now < from || now >= until || self.ended() {
+            if w.0 != worker || m != message || now < from || now >= until || self.ended() {
                 continue;
             }
-            if !std::mem::replace(&mut locked(&self.fired)[k], true) {
+            if self.exec.claim(k) {
+                self.exec.strikes(k);
                 self.exec.note(format!(
-                    "proxy held worker/{}'s {} at {:.1} ms until its link's stall (at_ms {at_ms} for {} ms) ended",
+                    "proxy held worker/{}'s {} at {:.1} ms until its link's stall (at_ms {at_ms} for {length_ms} ms) ended",
                     self.names[worker],
-                    f.message(),
+                    m.label(),
                     self.since_start_ms(),
-                    f.duration_ms
                 ));
             }
             std::thread::sleep(until - now);
         }
     }
 
-    /// Applies one fault now; Some(ms) as for [`Shared::strike`].
-    pub(super) fn fire(&self, f: &Fault, at: &str) -> Option<u64> {
-        let worker = f.worker;
+    /// Applies fault `k` (claimed) now; Some(ms) as for [`Shared::strike`].
+    pub(super) fn fire(&self, k: usize, at: &str) -> Option<u64> {
+        let f = self.faults[k];
+        let WorkerId(worker) = f.worker()?;
         let at_ms = self.since_start_ms();
         let name = &self.names[worker];
         match f.action {
             // A stalled link holds what passes in its window (Shared::stall).
-            Action::Stall { .. } => None,
-            Action::Delay => {
-                self.exec.note(format!(
-                    "proxy held worker/{name}'s {} for {} ms at {at_ms:.1} ms",
-                    f.message(),
-                    f.duration_ms
-                ));
-                std::thread::sleep(Duration::from_millis(f.duration_ms));
+            Action::Net { .. } if f.is_stall() => None,
+            Action::Net { message, mode, .. } => {
+                self.exec.strikes(k);
+                let m = message.label();
+                match mode {
+                    ProxyMode::Hold { ms } => {
+                        self.exec.note(format!(
+                            "proxy held worker/{name}'s {m} for {ms} ms at {at_ms:.1} ms"
+                        ));
+                        std::thread::sleep(Duration::from_millis(ms));
+                        None
+                    }
+                    ProxyMode::Drop { ms } => {
+                        self.exec.note(format!(
+                            "proxy dropped worker/{name}'s {m} at {at_ms:.1} ms, connection reset {ms} ms later"
+                        ));
+                        Some(ms)
+                    }
+                    ProxyMode::Cut => {
+                        self.exec.note(format!(
+                            "proxy cut worker/{name}'s connection at its {m} at {at_ms:.1} ms"
+                        ));
+                        Some(0)
+                    }
+                }
+            }
+            Action::Crash {
+                restart_after_ms, ..
+            } => {
+                self.crash(k, worker, at, restart_after_ms);
+                // At the write it takes the UPDATE with it.
+                let at_write = f.program_point() == Some(Point::FenceChecked);
+                at_write.then_some(0)
+            }
+            Action::Pause { duration_ms, .. } => {
+                self.pause(k, worker, at, duration_ms);
                 None
             }
-            Action::Drop => {
-                self.exec.note(format!(
-                    "proxy dropped worker/{name}'s {} at {at_ms:.1} ms, connection reset {} ms later",
-                    f.message(),
-                    f.duration_ms
-                ));
-                Some(f.duration_ms)
-            }
-            Action::Cut => {
-                self.exec.note(format!(
-                    "proxy cut worker/{name}'s connection at its {} at {at_ms:.1} ms",
-                    f.message()
-                ));
-                Some(0)
-            }
-            Action::Crash { restart_after_ms } => {
-                self.crash(worker, at, restart_after_ms);
-                (f.when == When::At(Anchor::Write)).then_some(0)
-            }
-            Action::Pause => {
-                let pgid = locked(&self.pgids)[worker];
-                if pgid == 0 || self.ended() {
-                    return None;
-                }
-                // A group that never shows as stopped is paused all the
-                // same: the pause is recorded and its time runs.
-                let _ =
-                    self.exec
-                        .pause_worker(worker, name, Victim::Group(pgid), at, f.duration_ms);
-                std::thread::sleep(Duration::from_millis(f.duration_ms));
-                // Not if a crash killed it meanwhile (its group id may be reused).
-                let same = locked(&self.pgids)[worker] == pgid && !locked(&self.killed)[worker];
-                if same && !self.ended() {
-                    self.exec.resume_worker(worker, Victim::Group(pgid));
-                }
-                None
-            }
+            // Refused for a program (plan::strike_order).
+            Action::Failover
+            | Action::Partition { .. }
+            | Action::SlowMember { .. }
+            | Action::CutLock { .. } => None,
+        }
+    }
+
+    /// SIGSTOP of the worker's process group for `duration_ms`, then SIGCONT.
+    fn pause(&self, k: usize, worker: usize, at: &str, duration_ms: u64) {
+        let pgid = locked(&self.pgids)[worker];
+        if pgid == 0 || self.ended() {
+            return;
+        }
+        let name = &self.names[worker];
+        // A group that never shows as stopped is paused all the
+        // same: the pause is recorded and its time runs.
+        let _ = self
+            .exec
+            .pause_worker(k, worker, name, Victim::Group(pgid), at, duration_ms);
+        std::thread::sleep(Duration::from_millis(duration_ms));
+        // Not if a crash killed it meanwhile (its group id may be reused).
+        let same = locked(&self.pgids)[worker] == pgid && !locked(&self.killed)[worker];
+        if same && !self.ended() {
+            self.exec.resume_worker(worker, Victim::Group(pgid));
         }
     }
 
     /// SIGKILL of the worker's process group (stopped or not), recorded as
     /// a crash, its restart scheduled.
-    fn crash(&self, worker: usize, at: &str, restart_after_ms: Option<u64>) {
+    fn crash(&self, k: usize, worker: usize, at: &str, restart_after_ms: Option<u64>) {
         let pgid = locked(&self.pgids)[worker];
         if pgid == 0 || self.ended() || locked(&self.killed)[worker] {
             return;
         }
         locked(&self.killed)[worker] = true;
-        self.exec.crash_worker(worker, Victim::Group(pgid));
+        self.exec.crash_worker(k, worker, Victim::Group(pgid));
         let restart = match restart_after_ms {
             Some(ms) => {
                 locked(&self.restarts).push((worker, Instant::now() + Duration::from_millis(ms)));
@@ -280,7 +316,7 @@ impl Shared {
             return None;
         }
         // The program is stopped or killed, or its reply held or lost.
-        self.strike(worker, Anchor::Granted)
+        self.strike(worker, Point::LockGranted)
     }
 
     /// Lets a worker's first acquisition through only once every program

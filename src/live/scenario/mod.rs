@@ -21,11 +21,8 @@ use crate::scenario::ScenarioError;
 mod choice;
 mod fault;
 
+use super::fault::{Fault, Point, WorkerId};
 use choice::one_of;
-pub use fault::{
-    CrashTarget, LiveCrash, LiveFailover, LiveFaults, LiveLockCut, LiveMemberDelay, LiveNet,
-    LivePartition, LivePause, MemberSel, NetMessage, Trigger,
-};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -129,7 +126,8 @@ pub struct LiveScenario {
     pub request_timeout_ms: u64,
     pub worker_cmd: Option<String>,
     pub workers: Vec<LiveWorker>,
-    pub faults: LiveFaults,
+    /// In the file's order ([`crate::live::fault`]).
+    pub faults: Vec<Fault>,
     /// zk-lock: what a waiting worker watches.
     pub zk_watch: WatchMode,
     /// Independent Redis masters (1: the one Redis; N: a user's program
@@ -146,82 +144,44 @@ pub struct LiveScenario {
     pub max_watch_notified: Option<u64>,
 }
 
-/// Protocol points a worker can be paused or crashed after.
-pub const PAUSE_POINTS: [&str; 3] = ["read_ok", "fence_checked", "write_sent"];
-
 impl LiveScenario {
-    /// The one protocol point `worker` stops at for the harness, if any.
-    pub fn gate_of(&self, worker: &str) -> Option<&str> {
-        let triggers = self
-            .faults
-            .crashes
-            .iter()
-            .map(|c| &c.trigger)
-            .chain(self.faults.member_delays.iter().map(|d| &d.trigger));
-        let crash_points = triggers.filter_map(|t| match t {
-            Trigger::After { worker, point } => Some((worker, point)),
-            Trigger::AtMs(_) => None,
-        });
+    /// The one protocol point `worker` stops at for the harness, if any
+    /// (the loader lets a worker stop at one).
+    pub fn gate_of(&self, worker: WorkerId) -> Option<Point> {
         self.faults
-            .pauses
             .iter()
-            .map(|p| (&p.worker, &p.after))
-            .chain(self.faults.failovers.iter().map(|f| (&f.worker, &f.after)))
-            .chain(self.faults.partitions.iter().map(|p| (&p.worker, &p.after)))
-            .chain(self.faults.lock_cuts.iter().map(|c| (&c.worker, &c.after)))
-            .chain(crash_points)
+            .filter_map(Fault::gate)
             .find(|(w, _)| *w == worker)
-            .map(|(_, p)| p.as_str())
+            .map(|(_, p)| p)
+    }
+
+    /// The workers' names, in order: what a fault's [`WorkerId`] indexes.
+    pub fn worker_names(&self) -> Vec<String> {
+        self.workers.iter().map(|w| w.name.clone()).collect()
     }
 
     /// About how long one trial takes (ms): its longest fault's end plus a
     /// lease. Only the order in which a `--jobs` run hands out trials
     /// (longest first) uses it, never a verdict.
     pub fn estimated_trial_ms(&self) -> u64 {
-        use super::proxy::ProxyMode;
-        let f = &self.faults;
-        let at = |t: &Trigger| match t {
-            Trigger::AtMs(ms) => *ms,
-            Trigger::After { .. } => 0,
-        };
-        let ends = f
-            .pauses
+        let ends = self
+            .faults
             .iter()
-            .map(|p| p.duration_ms)
-            .chain(f.timed_pauses.iter().map(|p| p.at_ms + p.duration_ms))
-            .chain(f.net.iter().map(|n| {
-                n.at_ms.unwrap_or(0)
-                    + match n.mode {
-                        ProxyMode::Hold { ms } | ProxyMode::Drop { ms } => ms,
-                        ProxyMode::Cut => self.ttl_ms,
-                    }
-            }))
-            .chain(
-                f.crashes
-                    .iter()
-                    .map(|c| at(&c.trigger) + c.restart_after_ms.unwrap_or(0)),
-            )
-            .chain(f.partitions.iter().map(|p| p.duration_ms))
-            .chain(f.member_delays.iter().map(|d| at(&d.trigger) + d.for_ms))
-            .chain(f.lock_cuts.iter().map(|c| c.refuse_ms));
+            .map(|f| f.at_ms().unwrap_or(0) + f.length_ms(self.ttl_ms));
         ends.max().unwrap_or(0) + self.ttl_ms
     }
 
     /// A fault that needs the harness's own Redis (it kills or promotes it).
     pub fn server_fault(&self) -> Option<&'static str> {
-        if !self.faults.failovers.is_empty() {
-            return Some("failover");
-        }
-        self.faults
-            .crashes
+        let failover = self
+            .faults
             .iter()
-            .any(|c| c.target == CrashTarget::RedisPrimary)
-            .then_some("crash of coord/0")
+            .find(|f| f.needs_own_redis() == Some("failover"));
+        failover
+            .or_else(|| self.faults.iter().find(|f| f.needs_own_redis().is_some()))
+            .and_then(Fault::needs_own_redis)
     }
 }
-/// Points only a user's program (`worker_cmd`) can be paused at, seen by the proxy.
-/// (`write_acked`: PostgreSQL's answer to its UPDATE reached the proxy.)
-pub const CLIENT_POINTS: [&str; 2] = ["lock_granted", "write_acked"];
 
 /// Reads a live scenario file: its recipe, workers, faults ([`fault`]),
 /// expectation and twin, every mistake located in the file.
@@ -249,13 +209,12 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
         })
         .collect();
     documents(&file, src, &raw, lock)?;
-    // `lock_granted` is seen by the proxy, so only a user's program
-    // (`worker_cmd`) can be stopped there.
-    let client = raw.worker_cmd.is_some().then_some(CLIENT_POINTS.iter());
-    let points: Vec<(&str, &str)> = PAUSE_POINTS
-        .iter()
+    // `lock_granted` and `write_acked` are seen by the proxy, so only a
+    // user's program (`worker_cmd`) can be stopped there.
+    let client = raw.worker_cmd.is_some().then_some(Point::PROGRAM_ONLY);
+    let points: Vec<Point> = Point::BUILT_IN
+        .into_iter()
         .chain(client.into_iter().flatten())
-        .map(|p| (*p, *p))
         .collect();
     let cx = fault::Context {
         file: &file,
@@ -265,7 +224,7 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
         points,
         client: raw.worker_cmd.is_some(),
     };
-    let faults = LiveFaults::read(&cx, &raw.fault)?;
+    let faults = fault::read(&cx, &raw.fault)?;
     let find = expected(&file, src, &raw.expect)?;
     counts(&file, src, &raw.expect, lock)?;
     let twin = twin(&file, src, path, &raw.twin)?;

@@ -5,9 +5,9 @@
 //! killed, restarted, cut off, delayed or frozen — each with its harness
 //! record for the history and its line for the trial's output.
 //!
-//! Both modes call it: the built-in workers' trial ([`super::trial`]), which
+//! Both modes call it: the built-in workers' trial ([`crate::live::trial`]), which
 //! decides *when* from the workers' gates and a timetable, and a user's
-//! program's trial ([`super::client`]), which decides when from what its
+//! program's trial ([`crate::live::client`]), which decides when from what its
 //! proxies decode. Keeping the doing here means a pause is the same pause,
 //! with the same record at the same instant, whichever mode asked for it.
 //! Usable from several threads at once (the client's proxies fire faults).
@@ -17,14 +17,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use super::cluster::Cluster;
-use super::history::{HarnessNode, HarnessRecord};
-use super::process::{stop_confirmed, Victim};
-use super::proxy::Proxy;
-use super::scenario::{CrashTarget, LiveCrash, LiveMemberDelay, LivePartition, MemberSel};
-use super::servers::Servers;
-use super::{locked, monotonic_ns};
+use super::{Action, Fault, Fired, MemberSel, Target};
 use crate::history::Kind;
+use crate::live::cluster::Cluster;
+use crate::live::history::{HarnessNode, HarnessRecord};
+use crate::live::process::{stop_confirmed, Victim};
+use crate::live::proxy::Proxy;
+use crate::live::servers::Servers;
+use crate::live::{locked, monotonic_ns};
 
 /// What a member delay or pause leaves to undo when its time is up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,16 +36,58 @@ pub enum MemberSlowdown {
 }
 
 /// Fires faults and keeps what they leave: the harness records (for the
-/// history) and the fault lines (for the trial's output), in firing order.
-#[derive(Default)]
+/// history) and the fault lines (for the trial's output), in firing order,
+/// and the one record of which of the scenario's faults struck.
 pub struct FaultExecutor {
     /// CLOCK_MONOTONIC ns of the trial's start (the fault lines' zero).
     started_ns: Mutex<Option<u64>>,
     harness: Mutex<Vec<HarnessRecord>>,
     lines: Mutex<Vec<String>>,
+    /// Which faults the trial claimed ([`FaultExecutor::claim`]) and which
+    /// of them were done: a fault is done once, and only once claimed.
+    fired: Mutex<Fired>,
+    done: Mutex<Fired>,
 }
 
 impl FaultExecutor {
+    /// The executor of a trial of `faults` faults.
+    pub fn new(faults: usize) -> FaultExecutor {
+        FaultExecutor {
+            started_ns: Mutex::default(),
+            harness: Mutex::default(),
+            lines: Mutex::default(),
+            fired: Mutex::new(Fired::new(faults)),
+            done: Mutex::new(Fired::new(faults)),
+        }
+    }
+
+    /// Fault `k` strikes now: true the first time it is claimed, false
+    /// ever after (a restarted worker passes its point again, a proxy sees
+    /// a retransmission). Atomic: the proxies' threads claim too.
+    pub fn claim(&self, k: usize) -> bool {
+        locked(&self.fired).claim(k)
+    }
+
+    /// How many faults have struck (been claimed).
+    pub fn struck(&self) -> usize {
+        locked(&self.fired).count()
+    }
+
+    /// Which faults have struck.
+    pub fn fired(&self) -> Fired {
+        locked(&self.fired).clone()
+    }
+
+    /// Fault `k` is being done: the caller claimed it, and it is done once
+    /// (the pair of [`FaultExecutor::claim`]).
+    pub fn strikes(&self, k: usize) {
+        assert!(
+            locked(&self.fired).has(k),
+            "fault {k} done without being claimed"
+        );
+        assert!(locked(&self.done).claim(k), "fault {k} done twice");
+    }
+
     /// The trial starts now (only the first call counts).
     pub fn start(&self) {
         locked(&self.started_ns).get_or_insert(monotonic_ns());
@@ -95,12 +137,14 @@ impl FaultExecutor {
     /// it struck ("after read_ok"). Err when it never showed as stopped.
     pub fn pause_worker(
         &self,
+        k: usize,
         worker: usize,
         name: &str,
         victim: Victim,
         at: &str,
         duration_ms: u64,
     ) -> Result<()> {
+        self.strikes(k);
         let stopped = stop_confirmed(victim);
         self.record(
             HarnessNode::Worker(worker),
@@ -131,7 +175,8 @@ impl FaultExecutor {
     /// (stopped or not: SIGKILL ends a stopped process too, and the group
     /// must not run again first), its `crash` record stamped before. The
     /// caller reaps it and schedules its restart.
-    pub fn crash_worker(&self, worker: usize, victim: Victim) {
+    pub fn crash_worker(&self, k: usize, worker: usize, victim: Victim) {
+        self.strikes(k);
         let detail = match victim {
             Victim::Process(_) => "SIGKILL",
             Victim::Group(_) => "SIGKILL of the program's process group",
@@ -160,7 +205,8 @@ impl FaultExecutor {
 
     /// SIGKILL of the harness's Redis primary (no persistence: the lock and
     /// the counter are gone with it).
-    pub fn crash_redis(&self, servers: &mut Servers) -> Result<()> {
+    pub fn crash_redis(&self, k: usize, servers: &mut Servers) -> Result<()> {
+        self.strikes(k);
         let r = servers
             .redis
             .as_mut()
@@ -195,7 +241,8 @@ impl FaultExecutor {
 
     /// The failover: the primary SIGKILLed and the replica (whose link was
     /// cut before the trial) promoted. `at`: after which worker's step.
-    pub fn failover(&self, servers: &mut Servers, at: &str) -> Result<()> {
+    pub fn failover(&self, k: usize, servers: &mut Servers, at: &str) -> Result<()> {
+        self.strikes(k);
         let t_ns = monotonic_ns();
         let (Some(primary), Some(replica)) = (servers.redis.as_mut(), servers.replica.as_ref())
         else {
@@ -221,7 +268,8 @@ impl FaultExecutor {
     }
 
     /// SIGKILL of a cluster member (its data directory stays); the member's index.
-    pub fn crash_member(&self, servers: &mut Servers, sel: MemberSel) -> Result<usize> {
+    pub fn crash_member(&self, k: usize, servers: &mut Servers, sel: MemberSel) -> Result<usize> {
+        self.strikes(k);
         let cluster = servers
             .cluster
             .as_mut()
@@ -255,20 +303,26 @@ impl FaultExecutor {
         Ok(())
     }
 
-    /// Cuts a member off from the others (both ways; its clients stay
-    /// connected). `at`: after which worker's step. The caller heals it.
-    pub fn partition(&self, servers: &mut Servers, p: &LivePartition, at: &str) -> Result<()> {
+    /// Cuts `member` off from the others (both ways; its clients stay
+    /// connected) for `duration_ms`. `at`: after which worker's step. The
+    /// caller heals it.
+    pub fn partition(
+        &self,
+        k: usize,
+        servers: &mut Servers,
+        (member, duration_ms): (MemberSel, u64),
+        at: &str,
+    ) -> Result<()> {
+        self.strikes(k);
         let c = servers
             .cluster
             .as_mut()
             .context("a partition needs the etcd or ZooKeeper cluster")?;
-        let m = resolve_member(c, p.member)?;
+        let m = resolve_member(c, member)?;
         let t_ns = monotonic_ns();
         c.partition(m);
         self.note(format!(
-            "{} (member/{m}) cut off from the others {at} for {} ms at {:.1} ms",
-            p.member,
-            p.duration_ms,
+            "{member} (member/{m}) cut off from the others {at} for {duration_ms} ms at {:.1} ms",
             self.since_start_ms()
         ));
         self.record_at(
@@ -285,6 +339,7 @@ impl FaultExecutor {
     /// `at`: after which of its steps.
     pub fn cut_lock(
         &self,
+        k: usize,
         servers: &mut Servers,
         (worker, name, pid): (usize, &str, u32),
         refuse_ms: u64,
@@ -294,6 +349,7 @@ impl FaultExecutor {
             .cluster
             .as_mut()
             .context("a cut of the lock's connection needs the etcd or ZooKeeper cluster")?;
+        self.strikes(k);
         let t_ns = monotonic_ns();
         let members = c.cut_client(pid, refuse_ms);
         let on: Vec<String> = members.iter().map(|m| format!("member/{m}")).collect();
@@ -322,27 +378,35 @@ impl FaultExecutor {
         self.note(format!("healed at {:.1} ms", self.since_start_ms()));
     }
 
-    /// Starts a member delay (its links hold every message `by_ms`) or, without
-    /// `by_ms`, a member pause (SIGSTOP). `at`: " after worker/A's read_ok"
-    /// or "". What to undo when `for_ms` is up.
+    /// Starts fault `k`, a member delay (its links hold every message
+    /// `by_ms`) or, without `by_ms`, a member pause (SIGSTOP). `at`: " after
+    /// worker/A's read_ok" or "". What to undo when `for_ms` is up.
     pub fn slow_member(
         &self,
+        (k, fault): (usize, &Fault),
         servers: &mut Servers,
-        d: &LiveMemberDelay,
         at: &str,
     ) -> Result<MemberSlowdown> {
+        let Action::SlowMember {
+            member,
+            by_ms,
+            for_ms,
+        } = fault.action
+        else {
+            bail!("fault {k} slows no member");
+        };
+        self.strikes(k);
         let c = servers
             .cluster
             .as_mut()
             .context("a member delay needs the etcd or ZooKeeper cluster")?;
-        let m = resolve_member(c, d.member)?;
-        let (line, undo) = match d.by_ms {
+        let m = resolve_member(c, member)?;
+        let (line, undo) = match by_ms {
             Some(by_ms) => {
                 c.delay(m, by_ms);
                 (
                     format!(
-                        "{} (member/{m})'s messages to and from the others held {by_ms} ms for {} ms",
-                        d.member, d.for_ms
+                        "{member} (member/{m})'s messages to and from the others held {by_ms} ms for {for_ms} ms"
                     ),
                     MemberSlowdown::Delayed,
                 )
@@ -350,7 +414,7 @@ impl FaultExecutor {
             None => {
                 c.pause(m);
                 (
-                    format!("{} (member/{m}) SIGSTOPped for {} ms", d.member, d.for_ms),
+                    format!("{member} (member/{m}) SIGSTOPped for {for_ms} ms"),
                     MemberSlowdown::Stopped(m),
                 )
             }
@@ -412,14 +476,15 @@ pub fn replicate_then_cut(servers: &mut Servers) -> Result<()> {
     Ok(())
 }
 
-/// A crash's fault line, up to where it struck.
-pub fn crash_line(c: &LiveCrash) -> String {
-    let what = match &c.target {
-        CrashTarget::Worker(w) => format!("crash (SIGKILL) worker/{w}"),
-        CrashTarget::RedisPrimary => "crash (SIGKILL) coord/0 (redis-server)".to_string(),
-        CrashTarget::Member(m) => format!("crash (SIGKILL) {m}"),
+/// A crash's fault line, up to where it struck (`node`: the worker's
+/// name as the scenario gives it).
+pub fn crash_line(target: Target, node: &str, restart_after_ms: Option<u64>) -> String {
+    let what = match target {
+        Target::Worker(_) => format!("crash (SIGKILL) {node}"),
+        Target::RedisPrimary => "crash (SIGKILL) coord/0 (redis-server)".to_string(),
+        Target::Member(m) => format!("crash (SIGKILL) {m}"),
     };
-    match c.restart_after_ms {
+    match restart_after_ms {
         Some(ms) => format!("{what}, restart after {ms} ms,"),
         None => format!("{what}, no restart,"),
     }
