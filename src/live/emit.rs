@@ -1,24 +1,31 @@
-//! How a worker process reports to the harness: one JSON line per record on
-//! stdout, stamped with CLOCK_MONOTONIC (the one clock every process on the
-//! machine shares, so the harness can merge every worker's records into
-//! one order).
+//! How a worker process reports to the harness: one JSON line per
+//! [`Line`] on stdout — its records stamped with CLOCK_MONOTONIC (the one
+//! clock every process on the machine shares, so the harness can merge
+//! every worker's records into one order), its readiness, its gate.
 //!
 //! Its own file because the worker ([`super::worker`]) and the lock lanes
-//! it drives ([`super::etcd`], [`super::zk`]) all report, and the lanes
-//! must not reach back up into the worker for it.
+//! it drives (the Redis, etcd and ZooKeeper rooms) all report, and the
+//! lanes must not reach back up into the worker for it.
 
 use std::io::Write;
 
-use serde_json::json;
-
 use super::monotonic_ns;
+use super::record::{Line, Record, Stamped};
 
-/// One JSON line to the harness, stamped with CLOCK_MONOTONIC.
-pub(crate) fn emit(mut record: serde_json::Value) {
-    record["t_ns"] = json!(monotonic_ns());
+/// One record to the harness, stamped now.
+pub(crate) fn emit(record: Record) {
+    let t_ns = monotonic_ns();
+    emit_line(&Line::Record(Stamped { t_ns, record }));
+}
+
+/// One line to the harness.
+pub(crate) fn emit_line(line: &Line) {
+    let Ok(text) = serde_json::to_string(line) else {
+        return;
+    };
     let out = std::io::stdout();
     let mut lock = out.lock();
     // The harness reading our stdout is the only observer; if it is gone, so are we.
-    let _ = writeln!(lock, "{record}");
+    let _ = writeln!(lock, "{text}");
     let _ = lock.flush();
 }

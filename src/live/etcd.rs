@@ -20,6 +20,9 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
+use super::emit::emit;
+use super::record::Record;
+
 fn b64(s: &str) -> String {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.encode(s.as_bytes())
@@ -274,7 +277,7 @@ pub struct EtcdLane {
 }
 
 fn report_keepalive(detail: String) {
-    super::emit::emit(json!({ "kind": "keepalive_failed", "detail": detail }));
+    emit(Record::KeepaliveFailed { detail });
 }
 
 impl EtcdLane {
@@ -298,15 +301,16 @@ impl EtcdLane {
     /// timeouts) is retried with a fresh lease for up to 12 s, as an
     /// application retries clientv3's errors.
     pub fn acquire(&mut self, op: u64) -> Result<(u64, String)> {
-        super::emit::emit(json!({ "kind": "acquire_sent", "op": op }));
+        emit(Record::AcquireSent { op: Some(op) });
         let deadline = std::time::Instant::now() + Duration::from_secs(12);
         loop {
             match self.try_acquire(op) {
                 Ok(got) => return Ok(got),
                 Err(e) if std::time::Instant::now() < deadline => {
-                    super::emit::emit(
-                        json!({ "kind": "io_error", "op": op, "detail": format!("{e:#}; retrying") }),
-                    );
+                    emit(Record::IoError {
+                        op: Some(op),
+                        detail: format!("{e:#}; retrying"),
+                    });
                     if let Some(l) = self.lease.take() {
                         l.stop();
                     }
@@ -334,17 +338,27 @@ impl EtcdLane {
             .client
             .revisions(&key)?
             .with_context(|| format!("lock key {key} gone right after the lock was granted"))?;
-        super::emit::emit(json!({
-            "kind": "grant_received", "op": op, "token": created, "server": 0,
-            "member": self.client.current(), "lease": format!("{id:x}"), "lock_key": key
-        }));
+        emit(Record::GrantReceived {
+            op: Some(op),
+            token: Some(created),
+            grant: None,
+            server: 0,
+            lease: None,
+            holds: Some(format!(
+                "lease {id:x}, key {key} (member {})",
+                self.client.current()
+            )),
+        });
         self.key = Some(key.clone());
         Ok((created, key))
     }
 
     /// Release: unlock (delete our key) and revoke the lease; whether the key was deleted.
     pub fn release(&mut self) -> bool {
-        super::emit::emit(json!({ "kind": "release_sent" }));
+        emit(Record::ReleaseSent {
+            op: None,
+            grant: None,
+        });
         let unlocked = match self.key.take() {
             Some(k) => self.client.unlock(&k),
             None => Err(anyhow::anyhow!("no lock key held")),
@@ -353,10 +367,14 @@ impl EtcdLane {
             l.stop();
             let _ = self.client.revoke(l.id);
         }
-        super::emit::emit(json!({
-            "kind": "release_done",
-            "detail": match &unlocked { Ok(()) => "unlocked".to_string(), Err(e) => format!("{e:#}") }
-        }));
+        emit(Record::ReleaseDone {
+            op: None,
+            deleted: None,
+            detail: Some(match &unlocked {
+                Ok(()) => "unlocked".to_string(),
+                Err(e) => format!("{e:#}"),
+            }),
+        });
         unlocked.is_ok()
     }
 }

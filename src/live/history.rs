@@ -21,8 +21,8 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
-use serde_json::Value;
 
+use super::record::{Record, Stamped, WriteOutcome};
 use super::LockKind;
 use crate::check::{self, Report};
 use crate::history::{Event, History, Kind, Outcome};
@@ -60,7 +60,7 @@ pub fn judge(
     workers: &[String],
     documents: &[u32],
     lock: LockKind,
-    records: &[(usize, Value)],
+    records: &[(usize, Stamped)],
     harness: &[HarnessRecord],
     audit: &[(i64, i64, i64)],
     faults: Vec<String>,
@@ -161,10 +161,6 @@ fn deleted_lease(
         .map(|l| (l.grant, reply_ns))
 }
 
-fn field(v: &Value, name: &str) -> Option<u64> {
-    v.get(name).and_then(Value::as_u64)
-}
-
 /// The merge in progress: the events placed so far and what later records
 /// need to know of earlier ones.
 struct Builder {
@@ -213,7 +209,7 @@ pub fn build_history(
     workers: &[String],
     documents: &[u32],
     lock: LockKind,
-    records: &[(usize, Value)],
+    records: &[(usize, Stamped)],
     harness: &[HarnessRecord],
     audit: &[(i64, i64, i64)],
 ) -> Result<History> {
@@ -254,7 +250,7 @@ pub fn build_history(
     };
     let last_ns = records
         .iter()
-        .filter_map(|(_, v)| field(v, "t_ns"))
+        .map(|(_, r)| r.t_ns)
         .chain(harness.iter().map(|h| h.t_ns))
         .max()
         .unwrap_or(0);
@@ -297,139 +293,191 @@ impl Builder {
 
     /// One worker record `n` (of worker `i`) as its event, with what the
     /// servers did that it implies (a grant issued, a write rejected).
-    fn worker_record(&mut self, n: usize, i: usize, v: &Value) -> Result<()> {
-        let Some(kind_name) = v.get("kind").and_then(Value::as_str) else {
-            return Ok(());
-        };
-        let t_ns = field(v, "t_ns").context("record without t_ns")?;
+    fn worker_record(&mut self, n: usize, i: usize, stamped: &Stamped) -> Result<()> {
+        let t_ns = stamped.t_ns;
         let mut e = Event::new(0, t_ns, i as u16, Kind::AcquireSent);
         e.key = Some(self.key(i));
-        e.op_id = field(v, "op");
-        e.token = field(v, "token");
-        e.value = field(v, "value");
-        e.detail = v.get("detail").and_then(Value::as_str).map(str::to_string);
-        // The server that answered: 0 = primary, 1 = the promoted replica.
-        let server = (field(v, "server").unwrap_or(0) as u16).min(1);
-        // A grant the servers' own account numbered (a user's program).
-        let grant = field(v, "grant");
-        if let Some(kind) = self.server_record(kind_name, v, grant) {
-            let mut s = Event::new(0, t_ns, self.coord, kind);
-            s.key = e.key;
-            s.grant_id = grant;
-            s.token = e.token;
-            s.value = e.value;
-            s.removed_grant_id = field(v, "removed");
-            s.detail = e.detail.take();
-            self.push(t_ns, (0, n as u64), s);
-            return Ok(());
-        }
-        e.kind = match kind_name {
-            "acquire_sent" => {
+        e.kind = match &stamped.record {
+            Record::AcquireSent { op } => {
                 self.asked_at.insert(i, t_ns);
+                e.op_id = *op;
                 Kind::AcquireSent
             }
-            "grant_received" if grant.is_some() => {
-                self.held.insert(i, (grant.unwrap_or(0), server));
-                e.op_id = None;
-                e.grant_id = grant;
+            Record::GrantReceived {
+                token,
+                grant: Some(grant),
+                server,
+                ..
+            } => {
+                self.held.insert(i, (*grant, (*server).min(1)));
+                e.token = *token;
+                e.grant_id = Some(*grant);
                 Kind::GrantReceived
             }
-            "grant_received" => {
-                self.granted(n, i, v, server, t_ns, &mut e);
+            Record::GrantReceived {
+                token,
+                grant: None,
+                server,
+                lease,
+                ..
+            } => {
+                e.token = *token;
+                self.granted(n, i, ((*server).min(1), *lease), t_ns, &mut e);
                 Kind::GrantReceived
             }
-            "read_sent" => Kind::ReadSent,
-            "read_ok" => Kind::ReadOk,
-            "write_sent" => {
-                e.grant_id = grant;
-                if let Some(op) = e.op_id {
-                    self.sent_at.entry(op).or_insert(t_ns);
-                }
+            Record::ReadSent { op, token } => {
+                (e.op_id, e.token) = (Some(*op), *token);
+                Kind::ReadSent
+            }
+            Record::ReadOk { op, value } => {
+                (e.op_id, e.value) = (Some(*op), *value);
+                Kind::ReadOk
+            }
+            Record::WriteSent {
+                op,
+                token,
+                value,
+                grant,
+            } => {
+                (e.op_id, e.token, e.value, e.grant_id) = (Some(*op), *token, *value, *grant);
+                self.sent_at.entry(*op).or_insert(t_ns);
                 Kind::WriteSent
             }
-            "write_acked" => {
-                self.write_acked(n, v, t_ns, &mut e);
+            Record::WriteAcked { op, token, outcome } => {
+                (e.op_id, e.token) = (Some(*op), *token);
+                self.write_acked(n, *outcome, t_ns, &mut e);
                 Kind::WriteAcked
             }
-            "release_sent" => {
+            Record::ReleaseSent { grant, .. } => {
                 self.release_asked_at.insert(i, t_ns);
                 e.grant_id = grant.or(self.held.get(&i).map(|(g, _)| *g));
-                e.op_id = None;
                 Kind::ReleaseSent
             }
-            "release_done" if field(v, "value").unwrap_or(0) > 0 && self.lock != LockKind::None => {
-                let mine = self.held.get(&i).map(|(g, _)| *g);
-                let server = self.held.get(&i).map_or(0, |(_, s)| *s);
-                let asked = self
-                    .release_asked_at
-                    .get(&i)
-                    .copied()
-                    .unwrap_or(t_ns)
-                    .min(t_ns);
-                self.deletions.push(Deletion {
-                    reply_ns: t_ns,
-                    asked_ns: asked,
-                    record: n,
-                    mine,
-                    server,
-                    key: self.key(i),
-                });
+            Record::ReleaseDone {
+                deleted: Some(d), ..
+            } if *d > 0 && self.lock != LockKind::None => {
+                self.deleted(n, i, t_ns);
                 return Ok(());
             }
-            "workload_done" => Kind::WorkloadDone,
+            Record::WorkloadDone => {
+                e.key = None;
+                Kind::WorkloadDone
+            }
             // A ZooKeeper watch fired and woke this worker: the server's notification.
-            "watch_notified" => {
+            Record::WatchNotified { detail, .. } => {
                 let mut w = Event::new(0, t_ns, self.coord, Kind::WatchNotified);
                 w.key = e.key;
-                w.detail = e.detail.take();
+                w.detail = Some(detail.clone());
                 self.push(t_ns, (1, n as u64), w);
                 return Ok(());
             }
-            "op_abandoned" => Kind::OpAbandoned,
-            // fence_checked, release_done, moved, io_error, restarted: the worker's own log only.
-            _ => return Ok(()),
+            Record::OpAbandoned { op, detail } => {
+                (e.op_id, e.detail) = (*op, detail.clone());
+                Kind::OpAbandoned
+            }
+            Record::GrantIssued { .. }
+            | Record::RenewOk { .. }
+            | Record::ReleaseApplied { .. }
+            | Record::LeaseExpired { .. } => {
+                self.server_record(n, i, stamped);
+                return Ok(());
+            }
+            // The worker's own log only.
+            Record::ReleaseDone { .. }
+            | Record::FenceChecked { .. }
+            | Record::IoError { .. }
+            | Record::Moved { .. }
+            | Record::KeepaliveFailed { .. }
+            | Record::Restarted => return Ok(()),
         };
-        if matches!(e.kind, Kind::WorkloadDone) {
-            e.key = None;
-        }
         self.push(t_ns, (2, n as u64), e);
         Ok(())
     }
 
+    /// A release of worker `i` that deleted the lock key (its reply said
+    /// so), placed later against the leases ([`Builder::place_releases`]).
+    fn deleted(&mut self, n: usize, i: usize, t_ns: u64) {
+        let mine = self.held.get(&i).map(|(g, _)| *g);
+        let server = self.held.get(&i).map_or(0, |(_, s)| *s);
+        let asked = self
+            .release_asked_at
+            .get(&i)
+            .copied()
+            .unwrap_or(t_ns)
+            .min(t_ns);
+        self.deletions.push(Deletion {
+            reply_ns: t_ns,
+            asked_ns: asked,
+            record: n,
+            mine,
+            server,
+            key: self.key(i),
+        });
+    }
+
     /// What the lock server's own account says it did (a user's program's
-    /// trial: [`crate::live::account`]), placed as told on coord/0 — no
+    /// trial: [`crate::live::client`]), placed as told on coord/0 — no
     /// inference from the worker's side needed: `grant_issued` (grant,
     /// token), `release_applied` (grant = the releasing worker's own,
     /// removed = whose key it deleted), `lease_expired`, `renew_ok`.
-    fn server_record(&self, kind_name: &str, v: &Value, grant: Option<u64>) -> Option<Kind> {
-        if v.get("by") != Some(&Value::from("server")) {
-            return None;
+    fn server_record(&mut self, n: usize, i: usize, stamped: &Stamped) {
+        let t_ns = stamped.t_ns;
+        let mut s = Event::new(0, t_ns, self.coord, Kind::GrantIssued);
+        s.key = Some(self.key(i));
+        match &stamped.record {
+            Record::GrantIssued { grant, token } => {
+                (s.grant_id, s.token) = (Some(*grant), *token);
+            }
+            Record::RenewOk { grant, slack_ns } => {
+                s.kind = Kind::RenewOk;
+                (s.grant_id, s.value) = (Some(*grant), *slack_ns);
+            }
+            Record::ReleaseApplied {
+                grant,
+                removed,
+                detail,
+            } => {
+                s.kind = Kind::ReleaseApplied;
+                (s.grant_id, s.removed_grant_id) = (*grant, Some(*removed));
+                s.detail = Some(detail.clone());
+            }
+            Record::LeaseExpired { grant, detail } => {
+                s.kind = Kind::LeaseExpired;
+                s.grant_id = Some(*grant);
+                s.detail = Some(detail.clone());
+            }
+            _ => return,
         }
-        debug_assert!(grant.is_some() || kind_name == "release_applied");
-        match kind_name {
-            "grant_issued" => Some(Kind::GrantIssued),
-            "release_applied" => Some(Kind::ReleaseApplied),
-            "lease_expired" => Some(Kind::LeaseExpired),
-            "renew_ok" => Some(Kind::RenewOk),
-            _ => None,
-        }
+        self.push(t_ns, (0, n as u64), s);
     }
 
-    /// A worker's `grant_received`: the grant is numbered, its lease noted
-    /// (when the record carries the SET's reply time and TTL), and the
+    /// A worker's `grant_received` of a grant the harness numbers: its
+    /// lease noted (a Redis grant's, when the worker set it), and the
     /// server's `grant_issued` placed just before the receipt.
-    fn granted(&mut self, n: usize, i: usize, v: &Value, server: u16, t_ns: u64, e: &mut Event) {
+    fn granted(
+        &mut self,
+        n: usize,
+        i: usize,
+        (server, lease): (u16, Option<super::record::Lease>),
+        t_ns: u64,
+        e: &mut Event,
+    ) {
         self.grant_id += 1;
         let grant_id = self.grant_id;
         self.held.insert(i, (grant_id, server));
-        if let (Some(set), Some(ttl)) = (field(v, "set_ns"), field(v, "ttl_ms")) {
-            let asked = self.asked_at.get(&i).copied().unwrap_or(set).min(set);
+        if let Some(l) = lease {
+            let asked = self
+                .asked_at
+                .get(&i)
+                .copied()
+                .unwrap_or(l.set_ns)
+                .min(l.set_ns);
             self.leases.push(Lease {
                 grant: grant_id,
                 server,
                 key: self.key(i),
-                set_ns: set,
-                expiry_ns: set + ttl * 1_000_000,
+                set_ns: l.set_ns,
+                expiry_ns: l.set_ns + l.ttl_ms * 1_000_000,
                 asked_ns: asked,
             });
         }
@@ -438,14 +486,13 @@ impl Builder {
         issued.grant_id = Some(grant_id);
         issued.token = e.token;
         self.push(t_ns, (0, n as u64), issued);
-        e.op_id = None;
         e.grant_id = Some(grant_id);
     }
 
     /// A worker's `write_acked`: its outcome, and for a write the fence
     /// refused, the database's `write_rejected` (zero rows, no trigger).
-    fn write_acked(&mut self, n: usize, v: &Value, t_ns: u64, e: &mut Event) {
-        let rejected = v.get("outcome").and_then(Value::as_str) == Some("rejected");
+    fn write_acked(&mut self, n: usize, outcome: WriteOutcome, t_ns: u64, e: &mut Event) {
+        let rejected = outcome == WriteOutcome::Rejected;
         e.outcome = Some(if rejected {
             Outcome::Rejected
         } else {
@@ -594,30 +641,50 @@ pub fn write_history(h: &History, path: &PathBuf) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::live::record::Lease;
 
     const MS: u64 = 1_000_000;
 
-    fn rec(worker: usize, kind: &str, t_ms: u64) -> (usize, Value) {
-        (worker, json!({"kind": kind, "t_ns": t_ms * MS}))
-    }
-
-    fn granted(worker: usize, t_ms: u64, token: u64) -> (usize, Value) {
+    fn rec(worker: usize, kind: &str, t_ms: u64) -> (usize, Stamped) {
+        let record = match kind {
+            "acquire_sent" => Record::AcquireSent { op: None },
+            "release_sent" => Record::ReleaseSent {
+                op: None,
+                grant: None,
+            },
+            _ => panic!("{kind}"),
+        };
         let t_ns = t_ms * MS;
-        (
-            worker,
-            json!({"kind": "grant_received", "t_ns": t_ns, "set_ns": t_ns, "ttl_ms": 300, "token": token}),
-        )
+        (worker, Stamped { t_ns, record })
     }
 
-    fn deleted(worker: usize, t_ms: u64) -> (usize, Value) {
-        (
-            worker,
-            json!({"kind": "release_done", "t_ns": t_ms * MS, "value": 1}),
-        )
+    fn granted(worker: usize, t_ms: u64, token: u64) -> (usize, Stamped) {
+        let t_ns = t_ms * MS;
+        let record = Record::GrantReceived {
+            op: None,
+            token: Some(token),
+            grant: None,
+            server: 0,
+            lease: Some(Lease {
+                set_ns: t_ns,
+                ttl_ms: 300,
+            }),
+            holds: None,
+        };
+        (worker, Stamped { t_ns, record })
     }
 
-    fn unsafe_releases(lock: LockKind, records: &[(usize, Value)]) -> usize {
+    fn deleted(worker: usize, t_ms: u64) -> (usize, Stamped) {
+        let record = Record::ReleaseDone {
+            op: None,
+            deleted: Some(1),
+            detail: None,
+        };
+        let t_ns = t_ms * MS;
+        (worker, Stamped { t_ns, record })
+    }
+
+    fn unsafe_releases(lock: LockKind, records: &[(usize, Stamped)]) -> usize {
         let workers = ["A".to_string(), "B".to_string()];
         let h = build_history(&workers, &[], lock, records, &[], &[]).expect("history");
         check::check(&h)

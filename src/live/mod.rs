@@ -36,6 +36,7 @@ pub(crate) mod launch;
 pub mod phases;
 pub(crate) mod process;
 pub(crate) mod proxy;
+pub(crate) mod record;
 pub mod scenario;
 pub mod servers;
 pub(crate) mod sockdiag;

@@ -18,7 +18,6 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use serde_json::Value;
 
 use super::cluster::Cluster;
 use super::fault::executor::{crash_line, replicate_then_cut, FaultExecutor, MemberSlowdown};
@@ -27,6 +26,7 @@ use super::history::{judge, TrialResult};
 use super::phases::{Phase, Phases};
 use super::process::{die_with_parent, kill, Victim};
 use super::proxy::{Proxy, ProxyMode};
+use super::record::{Line, Record, Stamped};
 use super::scenario::LiveScenario;
 use super::servers::Servers;
 
@@ -109,9 +109,16 @@ impl Later {
     }
 }
 
+/// What a worker's stdout gave: a line (read as a [`Line`] where it is
+/// used), or its end.
 enum Msg {
     Line(usize, String),
     Eof(usize),
+}
+
+/// A worker's line, read; Err names the worker and the line.
+fn read_line(name: &str, line: &str) -> Result<Line> {
+    serde_json::from_str(line).with_context(|| format!("worker {name} wrote {line:?}"))
 }
 
 /// Everything needed to (re)start worker `i` as a process.
@@ -400,8 +407,10 @@ fn start_workers(
     let mut ready = 0;
     while ready < procs.len() {
         match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-            Ok(Msg::Line(_, l)) if l.contains("\"ready\"") => ready += 1,
-            Ok(Msg::Line(i, l)) => bail!("worker {} before ready: {l}", procs[i].name),
+            Ok(Msg::Line(i, l)) => match read_line(&procs[i].name, &l)? {
+                Line::Ready => ready += 1,
+                _ => bail!("worker {} before ready: {l}", procs[i].name),
+            },
             Ok(Msg::Eof(i)) => bail!("worker {} exited before it was ready", procs[i].name),
             Err(_) => bail!("workers not ready within {} ms", timeout.as_millis()),
         }
@@ -500,7 +509,7 @@ struct Trial<'a> {
     procs: Vec<WorkerProc>,
     rx: mpsc::Receiver<Msg>,
     exec: FaultExecutor,
-    records: Vec<(usize, Value)>,
+    records: Vec<(usize, Stamped)>,
     later: Vec<(Instant, Later)>,
     /// (start_ms, worker) of the workers not yet told to start, in order.
     to_start: std::iter::Peekable<std::vec::IntoIter<(u64, usize)>>,
@@ -586,12 +595,6 @@ impl<'a> Trial<'a> {
             }
             let wake = self.next_wake(now);
             match self.rx.recv_timeout(wake.saturating_duration_since(now)) {
-                // A restarted worker connected: it starts at once.
-                Ok(Msg::Line(i, line)) if line.contains("\"ready\"") => {
-                    self.exec
-                        .restart_recorded(i, "process restarted from its state file");
-                    self.procs[i].send("start")?;
-                }
                 Ok(Msg::Line(i, line)) => self.on_line(i, &line)?,
                 Ok(Msg::Eof(_)) => self.open -= 1,
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -691,35 +694,37 @@ impl<'a> Trial<'a> {
             .extend(ends.into_iter().map(|at| (from, at)));
     }
 
-    /// A worker's line: a record, or its gate (it stopped at a protocol point).
+    /// A worker's line: a record, its gate (it stopped at a protocol
+    /// point), or a restarted worker connected (it starts at once).
     fn on_line(&mut self, i: usize, line: &str) -> Result<()> {
-        let v: Value = serde_json::from_str(line)
-            .with_context(|| format!("worker {} wrote {line:?}", self.procs[i].name))?;
-        let Some(step) = v.get("gate").and_then(Value::as_str) else {
-            if std::env::var_os("FENCESIM_LIVE_DEBUG").is_some() {
-                eprintln!(
-                    "[{:.1} ms] worker {}: {line}",
-                    self.exec.since_start_ms(),
-                    self.procs[i].name
-                );
+        let stamped = match read_line(&self.procs[i].name, line)? {
+            Line::Ready => {
+                self.exec
+                    .restart_recorded(i, "process restarted from its state file");
+                return self.procs[i].send("start");
             }
-            // A failed request the worker retried (a lock request whose
-            // member died under it) is in no history event: its fault
-            // line says it happened.
-            if v.get("kind").and_then(Value::as_str) == Some("io_error") {
-                let detail = v.get("detail").and_then(Value::as_str).unwrap_or("");
-                self.exec.note(format!(
-                    "worker/{}: {detail} at {:.1} ms",
-                    self.procs[i].name,
-                    self.exec.since_start_ms()
-                ));
-            }
-            self.records.push((i, v));
-            return Ok(());
+            Line::Gate { point } => return self.at_gate(i, point),
+            Line::Record(stamped) => stamped,
         };
-        let step = Point::from_name(step)
-            .with_context(|| format!("worker {} stopped at {step:?}", self.procs[i].name))?;
-        self.at_gate(i, step)
+        if std::env::var_os("FENCESIM_LIVE_DEBUG").is_some() {
+            eprintln!(
+                "[{:.1} ms] worker {}: {line}",
+                self.exec.since_start_ms(),
+                self.procs[i].name
+            );
+        }
+        // A failed request the worker retried (a lock request whose
+        // member died under it) is in no history event: its fault
+        // line says it happened.
+        if let Record::IoError { detail, .. } = &stamped.record {
+            self.exec.note(format!(
+                "worker/{}: {detail} at {:.1} ms",
+                self.procs[i].name,
+                self.exec.since_start_ms()
+            ));
+        }
+        self.records.push((i, stamped));
+        Ok(())
     }
 
     /// Worker `i` stopped right after `step`: its faults strike

@@ -43,9 +43,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use serde_json::json;
 
-use super::emit::emit;
+use super::emit::{emit, emit_line};
+use super::fault::Point;
+use super::record::{Lease, Line, Record, WriteOutcome};
 use super::{lock_key, monotonic_ns, token_key, LockKind, WriteKind};
 use crate::protocol::client::LockKind as ClientLock;
 use crate::protocol::msg::{Key, Msg, OpId, Token};
@@ -93,8 +94,8 @@ pub struct WorkerArgs {
     #[arg(long, default_value_t = 1)]
     pub document: u32,
     /// Stop and wait for the harness after this step (`read_ok`, `fence_checked`, `write_sent`).
-    #[arg(long)]
-    pub gate: Option<String>,
+    #[arg(long, value_parser = parse_point)]
+    pub gate: Option<Point>,
     /// The machine retransmits a request unanswered for this long.
     #[arg(long, default_value_t = 2_000)]
     pub request_timeout_ms: u64,
@@ -116,6 +117,10 @@ pub struct WorkerArgs {
     /// Give up (error) when the workload is not done after this long.
     #[arg(long, default_value_t = 15_000)]
     pub give_up_ms: u64,
+}
+
+fn parse_point(name: &str) -> Result<Point, String> {
+    Point::from_name(name).ok_or_else(|| format!("unknown protocol point {name:?}"))
 }
 
 fn wait_line() -> Result<()> {
@@ -140,9 +145,9 @@ struct Setup {
 
 impl Setup {
     /// The pause/crash point: tell the harness, then wait until it has acted.
-    fn gate(&self, step: &str) -> Result<()> {
-        if self.args.gate.as_deref() == Some(step) {
-            emit(json!({ "gate": step }));
+    fn gate(&self, step: Point) -> Result<()> {
+        if self.args.gate == Some(step) {
+            emit_line(&Line::Gate { point: step });
             wait_line()?;
         }
         Ok(())
@@ -222,7 +227,7 @@ impl Conn {
                 Ok(reply) => reply,
                 Err(e) => {
                     // A cut or broken connection: reconnect on the next request.
-                    emit(json!({ "kind": "io_error", "op": req.op, "detail": format!("{e:#}") }));
+                    io_error(req.op, format!("{e:#}"));
                     *pg = None;
                     *in_tx = false;
                     None
@@ -250,7 +255,7 @@ fn cluster_execute(req: Req, mut call: impl FnMut(bool) -> Result<Option<u64>>) 
             }),
             Ok(None) => Some(Msg::Busy { req: id, key }),
             Err(e) => {
-                emit(json!({ "kind": "io_error", "op": req.op, "detail": format!("{e:#}") }));
+                io_error(req.op, format!("{e:#}"));
                 None
             }
         },
@@ -312,7 +317,7 @@ fn redis_execute(
                 key,
                 owner,
             } => {
-                emit(json!({ "kind": "acquire_sent", "op": op }));
+                emit(Record::AcquireSent { op: Some(op) });
                 let value = format!("{}:{owner}", s.owner_prefix);
                 redis::cmd("SET")
                     .arg(&s.lock_key)
@@ -331,10 +336,17 @@ fn redis_execute(
                     })
                     .map(|got| match got {
                         Some((set_ns, t)) => {
-                            emit(json!({
-                                "kind": "grant_received", "op": op, "token": t,
-                                "server": *server, "set_ns": set_ns, "ttl_ms": s.args.ttl_ms
-                            }));
+                            emit(Record::GrantReceived {
+                                op: Some(op),
+                                token: Some(t),
+                                grant: None,
+                                server: *server as u16,
+                                lease: Some(Lease {
+                                    set_ns,
+                                    ttl_ms: s.args.ttl_ms,
+                                }),
+                                holds: None,
+                            });
                             Msg::Granted {
                                 req: id,
                                 key,
@@ -351,7 +363,10 @@ fn redis_execute(
                 key,
                 owner,
             } => {
-                emit(json!({ "kind": "release_sent", "op": op }));
+                emit(Record::ReleaseSent {
+                    op: Some(op),
+                    grant: None,
+                });
                 let value = format!("{}:{owner}", s.owner_prefix);
                 let removed: redis::RedisResult<i64> = match s.args.lock {
                     LockKind::RedisSetNxCad => redis::cmd("EVAL")
@@ -364,7 +379,11 @@ fn redis_execute(
                 };
                 match removed {
                     Ok(n) => {
-                        emit(json!({ "kind": "release_done", "op": op, "value": n }));
+                        emit(Record::ReleaseDone {
+                            op: Some(op),
+                            deleted: Some(n),
+                            detail: None,
+                        });
                         Ok(Msg::Released {
                             req: id,
                             key,
@@ -375,7 +394,11 @@ fn redis_execute(
                     // failover) is not the worker's failure: the lease
                     // expires by itself.
                     Err(e) => {
-                        emit(json!({ "kind": "release_done", "op": op, "detail": e.to_string() }));
+                        emit(Record::ReleaseDone {
+                            op: Some(op),
+                            deleted: None,
+                            detail: Some(e.to_string()),
+                        });
                         return Some(Msg::Released {
                             req: id,
                             key,
@@ -392,11 +415,12 @@ fn redis_execute(
             // The primary is gone: move to the next server (the promoted replica) and ask again.
             Err(e) if *server + 1 < s.urls.len() => {
                 *server += 1;
-                emit(json!({ "kind": "moved", "detail": format!("{e}; now server {server}") }));
+                let detail = format!("{e}; now server {server}");
+                emit(Record::Moved { detail });
                 *con = None;
             }
             Err(e) => {
-                emit(json!({ "kind": "io_error", "op": op, "detail": e.to_string() }));
+                io_error(op, e.to_string());
                 *con = None;
                 return None;
             }
@@ -425,7 +449,10 @@ fn pg_execute(
             token,
         } => {
             let one_db = s.args.write == WriteKind::SelectForUpdate;
-            emit(json!({ "kind": "read_sent", "op": op.0, "token": token.map(|t| t.0) }));
+            emit(Record::ReadSent {
+                op: op.0,
+                token: token.map(|t| t.0),
+            });
             let select = if one_db {
                 if *in_tx {
                     pg.batch_execute("ROLLBACK")?;
@@ -437,8 +464,9 @@ fn pg_execute(
                 "SELECT body FROM documents WHERE id = $1"
             };
             let seen: i64 = pg.query_one(select, &[&doc]).context("read")?.get(0);
-            emit(json!({ "kind": "read_ok", "op": op.0, "value": seen }));
-            s.gate("read_ok")?;
+            let value = u64::try_from(seen).ok();
+            emit(Record::ReadOk { op: op.0, value });
+            s.gate(Point::ReadOk)?;
             Ok(Some(Msg::ReadOk {
                 req: id,
                 key,
@@ -454,20 +482,28 @@ fn pg_execute(
             value,
         } => {
             let token_sql = token.map_or(0, |t| t.0 as i64);
-            emit(json!({
-                "kind": "write_sent", "op": op.0, "token": token.map(|t| t.0), "value": value.0
-            }));
-            s.gate("write_sent")?;
+            emit(Record::WriteSent {
+                op: op.0,
+                token: token.map(|t| t.0),
+                value: Some(value.0),
+                grant: None,
+            });
+            s.gate(Point::WriteSent)?;
             if s.args.write == WriteKind::CheckThenUpdate {
                 let fence: i64 = pg
                     .query_one("SELECT fencing_token FROM documents WHERE id = $1", &[&doc])
                     .context("fence check")?
                     .get(0);
-                emit(json!({ "kind": "fence_checked", "op": op.0, "value": fence }));
+                emit(Record::FenceChecked {
+                    op: op.0,
+                    value: fence,
+                });
                 if fence >= token_sql {
-                    emit(
-                        json!({ "kind": "write_acked", "op": op.0, "token": token.map(|t| t.0), "outcome": "rejected" }),
-                    );
+                    emit(Record::WriteAcked {
+                        op: op.0,
+                        token: token.map(|t| t.0),
+                        outcome: WriteOutcome::Rejected,
+                    });
                     return Ok(Some(Msg::WriteRejected {
                         req: id,
                         key,
@@ -475,7 +511,7 @@ fn pg_execute(
                         fence: Token(fence as u64),
                     }));
                 }
-                s.gate("fence_checked")?;
+                s.gate(Point::FenceChecked)?;
             }
             let sql = match s.args.write {
                 WriteKind::Fenced => {
@@ -491,10 +527,14 @@ fn pg_execute(
                 *in_tx = false;
             }
             let ok = rows == 1;
-            emit(json!({
-                "kind": "write_acked", "op": op.0, "token": token.map(|t| t.0),
-                "outcome": if ok { "ok" } else { "rejected" }
-            }));
+            emit(Record::WriteAcked {
+                op: op.0,
+                token: token.map(|t| t.0),
+                outcome: match ok {
+                    true => WriteOutcome::Ok,
+                    false => WriteOutcome::Rejected,
+                },
+            });
             Ok(Some(if ok {
                 Msg::WriteOk { req: id, key, op }
             } else {
@@ -508,6 +548,14 @@ fn pg_execute(
         }
         _ => Ok(None),
     }
+}
+
+/// A failed request the machine retries (its lane reconnects).
+fn io_error(op: u64, detail: String) {
+    emit(Record::IoError {
+        op: Some(op),
+        detail,
+    });
 }
 
 /// A lane: its thread's request queue and whether a request is in flight.
@@ -649,10 +697,10 @@ pub fn run(args: &WorkerArgs) -> Result<()> {
     d.open_lane(COORD, coord_conn);
     d.open_lane(RESOURCE, pg_conn);
 
-    emit(json!({ "ready": true }));
+    emit_line(&Line::Ready);
     wait_line()?;
     if recovered.is_some() {
-        emit(json!({ "kind": "restarted" }));
+        emit(Record::Restarted);
     }
     drive(&mut d, recovered.as_deref(), &reply_rx)
 }
@@ -767,11 +815,14 @@ impl Driver<'_> {
                 }
             }
             Effect::Observe(Observation::WorkloadDone) => {
-                emit(json!({ "kind": "workload_done" }));
+                emit(Record::WorkloadDone);
                 return Ok(true);
             }
             Effect::Observe(Observation::OpAbandoned { op }) => {
-                emit(json!({ "kind": "op_abandoned", "op": op.0 }));
+                emit(Record::OpAbandoned {
+                    op: Some(op.0),
+                    detail: None,
+                });
             }
             Effect::Observe(_) => {}
         }

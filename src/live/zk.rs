@@ -17,10 +17,10 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use serde_json::json;
 use zookeeper_client as zk;
 
 use super::emit::emit;
+use super::record::Record;
 
 /// What a waiting worker watches.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -172,15 +172,16 @@ impl ZkLane {
     /// and the recipe starts over, for up to 12 s — the recipe's "re-check
     /// on session events".
     pub fn acquire(&mut self, op: u64) -> Result<u64> {
-        emit(json!({ "kind": "acquire_sent", "op": op }));
+        emit(Record::AcquireSent { op: Some(op) });
         let deadline = std::time::Instant::now() + Duration::from_secs(12);
         loop {
             match self.try_acquire(op) {
                 Ok(t) => return Ok(t),
                 Err(e) if std::time::Instant::now() < deadline => {
-                    emit(
-                        json!({ "kind": "io_error", "op": op, "detail": format!("{e:#}; new session, retrying") }),
-                    );
+                    emit(Record::IoError {
+                        op: Some(op),
+                        detail: format!("{e:#}; new session, retrying"),
+                    });
                     std::thread::sleep(Duration::from_millis(50));
                     if let Ok(c) = self.rt.block_on(connect(&self.endpoints, self.session_ms)) {
                         self.client = c;
@@ -248,33 +249,44 @@ impl ZkLane {
                 // A session event (disconnected, expired) is the client's own, not the server's notification.
                 if let Some(event) = event.filter(|e| e.event_type != zk::EventType::Session) {
                     watches += 1;
-                    emit(json!({
-                        "kind": "watch_notified", "op": op, "mode": if herd { "herd" } else { "predecessor" },
-                        "detail": format!("{:?} {}", event.event_type, event.path)
-                    }));
+                    emit(Record::WatchNotified {
+                        op,
+                        detail: format!("{:?} {}", event.event_type, event.path),
+                    });
                 }
             }
         })?;
         let token = u64::try_from(czxid).context("negative czxid")?;
-        emit(json!({
-            "kind": "grant_received", "op": op, "token": token, "server": 0,
-            "znode": path, "watches": watches
-        }));
+        emit(Record::GrantReceived {
+            op: Some(op),
+            token: Some(token),
+            grant: None,
+            server: 0,
+            lease: None,
+            holds: Some(format!("znode {path} ({watches} watch notifications)")),
+        });
         self.mine = Some(path);
         Ok(token)
     }
 
     /// Deletes our znode; whether it was still there.
     pub fn release(&mut self) -> bool {
-        emit(json!({ "kind": "release_sent" }));
+        emit(Record::ReleaseSent {
+            op: None,
+            grant: None,
+        });
         let Some(path) = self.mine.take() else {
             return false;
         };
         let done = self.rt.block_on(self.client.delete(&path, None));
-        emit(json!({
-            "kind": "release_done",
-            "detail": match &done { Ok(()) => format!("deleted {path}"), Err(e) => format!("{path}: {e}") }
-        }));
+        emit(Record::ReleaseDone {
+            op: None,
+            deleted: None,
+            detail: Some(match &done {
+                Ok(()) => format!("deleted {path}"),
+                Err(e) => format!("{path}: {e}"),
+            }),
+        });
         done.is_ok()
     }
 }

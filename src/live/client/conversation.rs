@@ -12,7 +12,7 @@ use anyhow::{bail, Context, Result};
 
 use super::lock_history::LockHistory;
 use super::seen::Seen;
-use serde_json::{json, Value};
+use crate::live::record::{Record, Stamped, WriteOutcome};
 
 /// The op id of each decoded event (0 where none): worker i's n-th
 /// operation is `(i+1)*1000 + n`. An operation is a read and the write
@@ -118,7 +118,7 @@ pub(super) fn to_records(
     audit: &[(i64, i32, i64, i64)],
     finished_ns: &[Option<u64>],
     lock: &LockHistory,
-) -> Result<(Vec<(usize, Value)>, Vec<(i64, i64, i64)>)> {
+) -> Result<(Vec<(usize, Stamped)>, Vec<(i64, i64, i64)>)> {
     let ops = op_ids(n, seen);
     let commits = match_commits(n, seen, &ops, pids, audit)?;
     let bodies: Vec<(i64, u64, u64)> = audit
@@ -128,53 +128,16 @@ pub(super) fn to_records(
         .collect();
     let mut records = lock.records();
     for (k, (w, t, what)) in seen.iter().enumerate() {
-        let (w, t, op) = (*w, *t, ops[k]);
-        let v = match what {
-            Seen::LockSent | Seen::LockReplied | Seen::GrantLearned(_) => continue,
-            Seen::ReadSent => json!({"kind": "read_sent", "t_ns": t, "op": op}),
-            Seen::ReadOk(body) => {
-                let value = body.and_then(|b| {
-                    bodies
-                        .iter()
-                        .filter(|(x, _, at)| *x == b && *at <= t)
-                        .map(|(_, op, _)| *op)
-                        .next_back()
-                        .or((b == 0).then_some(0))
-                });
-                match value {
-                    Some(v) => json!({"kind": "read_ok", "t_ns": t, "op": op, "value": v}),
-                    None => json!({"kind": "read_ok", "t_ns": t, "op": op}),
-                }
-            }
-            Seen::WriteSent(ints) => {
-                // The grant it acts on: the last it learned it holds.
-                let mut v = json!({"kind": "write_sent", "t_ns": t, "op": op});
-                if let Some((grant, token)) = lock.held_by(w, t) {
-                    v["grant"] = json!(grant);
-                    if let Some(tok) = token.filter(|tok| ints.contains(tok)) {
-                        v["token"] = json!(tok);
-                    }
-                }
-                v
-            }
-            Seen::WriteDone(rows) => match rows {
-                Some(0) => {
-                    json!({"kind": "write_acked", "t_ns": t, "op": op, "outcome": "rejected"})
-                }
-                Some(_) => json!({"kind": "write_acked", "t_ns": t, "op": op, "outcome": "ok"}),
-                None => {
-                    json!({"kind": "op_abandoned", "t_ns": t, "op": op, "detail": "the UPDATE failed"})
-                }
-            },
-            Seen::WriteLost(why) | Seen::WriteUnanswered(_, why) => {
-                json!({"kind": "op_abandoned", "t_ns": t, "op": op, "detail": why})
-            }
+        let (w, t_ns, op) = (*w, *t, ops[k]);
+        let Some(record) = record_of(what, (w, t_ns, op), &bodies, lock) else {
+            continue;
         };
-        records.push((w, v));
+        records.push((w, Stamped { t_ns, record }));
     }
     for (w, t) in finished_ns.iter().enumerate() {
-        if let Some(t) = t {
-            records.push((w, json!({"kind": "workload_done", "t_ns": t})));
+        if let Some(t_ns) = *t {
+            let record = Record::WorkloadDone;
+            records.push((w, Stamped { t_ns, record }));
         }
     }
     let audit = commits
@@ -182,6 +145,64 @@ pub(super) fn to_records(
         .map(|(seq, op, token, _)| (seq, op, token))
         .collect();
     Ok((records, audit))
+}
+
+/// What worker `w` was seen doing at `t_ns` in op `op`, as its record
+/// (None: the lock's records say it, [`LockHistory`]). `bodies`: each
+/// commit's (body, op, when its answer passed), so a read names the write
+/// whose body it saw.
+fn record_of(
+    what: &Seen,
+    (w, t_ns, op): (usize, u64, u64),
+    bodies: &[(i64, u64, u64)],
+    lock: &LockHistory,
+) -> Option<Record> {
+    Some(match what {
+        Seen::LockSent | Seen::LockReplied | Seen::GrantLearned(_) => return None,
+        Seen::ReadSent => Record::ReadSent { op, token: None },
+        Seen::ReadOk(body) => {
+            let value = body.and_then(|b| {
+                bodies
+                    .iter()
+                    .filter(|(x, _, at)| *x == b && *at <= t_ns)
+                    .map(|(_, op, _)| *op)
+                    .next_back()
+                    .or((b == 0).then_some(0))
+            });
+            Record::ReadOk { op, value }
+        }
+        Seen::WriteSent(ints) => {
+            // The grant it acts on: the last it learned it holds.
+            let held = lock.held_by(w, t_ns);
+            let token = held
+                .and_then(|(_, token)| token.filter(|tok| ints.contains(tok)))
+                .and_then(|tok| u64::try_from(tok).ok());
+            Record::WriteSent {
+                op,
+                token,
+                value: None,
+                grant: held.map(|(grant, _)| grant),
+            }
+        }
+        Seen::WriteDone(rows) => match rows {
+            Some(rows) => Record::WriteAcked {
+                op,
+                token: None,
+                outcome: match rows {
+                    0 => WriteOutcome::Rejected,
+                    _ => WriteOutcome::Ok,
+                },
+            },
+            None => Record::OpAbandoned {
+                op: Some(op),
+                detail: Some("the UPDATE failed".into()),
+            },
+        },
+        Seen::WriteLost(why) | Seen::WriteUnanswered(_, why) => Record::OpAbandoned {
+            op: Some(op),
+            detail: Some(why.clone()),
+        },
+    })
 }
 
 #[cfg(test)]

@@ -17,15 +17,14 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{json, Value};
-
 use super::seen::Seen;
 use crate::live::account::majority::{tokens_of_grants, LockFact};
+use crate::live::record::{Record, Stamped};
 
 pub(super) struct LockHistory {
     /// Per worker: (received at ns, grant, token), in order.
     received: Vec<Vec<(u64, u64, Option<i64>)>>,
-    records: Vec<(usize, Value)>,
+    records: Vec<(usize, Stamped)>,
     grants: usize,
 }
 
@@ -76,11 +75,15 @@ impl LockHistory {
         for (w, t, what) in &seen {
             if let Seen::GrantLearned(g) = what {
                 h.received[*w].push((*t, *g, tokens.get(g).copied()));
-                let mut v = json!({"kind": "grant_received", "t_ns": t, "grant": g});
-                if let Some(tok) = tokens.get(g) {
-                    v["token"] = json!(tok);
-                }
-                h.records.push((*w, v));
+                let record = Record::GrantReceived {
+                    op: None,
+                    token: token(&tokens, *g),
+                    grant: Some(*g),
+                    server: 0,
+                    lease: None,
+                    holds: None,
+                };
+                h.records.push((*w, Stamped { t_ns: *t, record }));
             }
         }
         h.server_records(&seen, facts, &tokens);
@@ -98,62 +101,57 @@ impl LockHistory {
     ) {
         let mut holder: BTreeMap<u64, usize> = BTreeMap::new();
         for f in facts {
-            let (w, mut v) = match f {
+            let (w, t_ns, record) = match *f {
                 LockFact::Granted {
                     grant,
                     worker,
                     t_ns,
                 } => {
-                    holder.insert(*grant, *worker);
-                    let mut v = json!({"kind": "grant_issued", "t_ns": t_ns, "grant": grant});
-                    if let Some(tok) = tokens.get(grant) {
-                        v["token"] = json!(tok);
-                    }
-                    (*worker, v)
+                    holder.insert(grant, worker);
+                    let token = token(tokens, grant);
+                    (worker, t_ns, Record::GrantIssued { grant, token })
                 }
                 LockFact::Renewed {
                     grant,
                     worker,
                     t_ns,
                     slack_ns,
-                } => {
-                    let mut v = json!({"kind": "renew_ok", "t_ns": t_ns, "grant": grant});
-                    if let Some(slack) = slack_ns {
-                        v["value"] = json!(slack);
-                    }
-                    (*worker, v)
-                }
+                } => (worker, t_ns, Record::RenewOk { grant, slack_ns }),
                 LockFact::Released { grant, by, t_ns } => {
-                    let mine = self.held_by(*by, *t_ns).map(|(g, _)| g);
-                    // The command that deleted it: the last one naming the key it sent before.
-                    let sent = seen
-                        .iter()
-                        .filter(|(w, t, s)| w == by && *t <= *t_ns && matches!(s, Seen::LockSent))
-                        .map(|(_, t, _)| *t)
-                        .next_back()
-                        .unwrap_or(*t_ns);
-                    let mut r = json!({"kind": "release_sent", "t_ns": sent});
-                    if let Some(g) = mine {
-                        r["grant"] = json!(g);
-                    }
-                    self.records.push((*by, r));
-                    let mut v = json!({"kind": "release_applied", "t_ns": t_ns, "removed": grant,
-                        "detail": format!("the key deleted by worker {by}'s command")});
-                    if let Some(g) = mine {
-                        v["grant"] = json!(g);
-                    }
-                    (*by, v)
+                    self.released(seen, (by, t_ns));
+                    let record = Record::ReleaseApplied {
+                        grant: self.held_by(by, t_ns).map(|(g, _)| g),
+                        removed: grant,
+                        detail: format!("the key deleted by worker {by}'s command"),
+                    };
+                    (by, t_ns, record)
                 }
-                LockFact::Expired { grant, t_ns } => (
-                    holder.get(grant).copied().unwrap_or(0),
-                    json!({"kind": "lease_expired", "t_ns": t_ns, "grant": grant,
-                        "detail": "the lease ran out (the server's own account: Redis's feed replayed on its clock, or etcd's lessor)"}),
-                ),
+                LockFact::Expired { grant, t_ns } => {
+                    let detail = "the lease ran out (the server's own account: Redis's feed replayed on its clock, or etcd's lessor)".to_string();
+                    let w = holder.get(&grant).copied().unwrap_or(0);
+                    (w, t_ns, Record::LeaseExpired { grant, detail })
+                }
                 LockFact::Token { .. } => continue,
             };
-            v["by"] = json!("server");
-            self.records.push((w, v));
+            self.records.push((w, Stamped { t_ns, record }));
         }
+    }
+
+    /// `release_sent` of the command that deleted the key: the last one
+    /// naming the key its worker `by` sent before the deletion.
+    fn released(&mut self, seen: &[(usize, u64, Seen)], (by, t_ns): (usize, u64)) {
+        let mine = self.held_by(by, t_ns).map(|(g, _)| g);
+        let sent = seen
+            .iter()
+            .filter(|(w, t, s)| *w == by && *t <= t_ns && matches!(s, Seen::LockSent))
+            .map(|(_, t, _)| *t)
+            .next_back()
+            .unwrap_or(t_ns);
+        let record = Record::ReleaseSent {
+            op: None,
+            grant: mine,
+        };
+        self.records.push((by, Stamped { t_ns: sent, record }));
     }
 
     /// `acquire_sent`: per worker, the first command naming the lock key
@@ -165,8 +163,8 @@ impl LockHistory {
             let released: Vec<u64> = self
                 .records
                 .iter()
-                .filter(|(x, v)| *x == w && v["kind"] == "release_sent")
-                .filter_map(|(_, v)| v["t_ns"].as_u64())
+                .filter(|(x, r)| *x == w && matches!(r.record, Record::ReleaseSent { .. }))
+                .map(|(_, r)| r.t_ns)
                 .collect();
             let mut open = true;
             for (k, (_, t, what)) in mine.iter().enumerate() {
@@ -181,8 +179,8 @@ impl LockHistory {
                             )
                         });
                         if matches!(answered, Some(Seen::GrantLearned(_))) {
-                            self.records
-                                .push((w, json!({"kind": "acquire_sent", "t_ns": t})));
+                            let record = Record::AcquireSent { op: None };
+                            self.records.push((w, Stamped { t_ns: *t, record }));
                             open = false;
                         }
                     }
@@ -206,9 +204,14 @@ impl LockHistory {
         self.grants
     }
 
-    pub(super) fn records(&self) -> Vec<(usize, Value)> {
+    pub(super) fn records(&self) -> Vec<(usize, Stamped)> {
         self.records.clone()
     }
+}
+
+/// The token of grant `g`, as a record carries it.
+fn token(tokens: &BTreeMap<u64, i64>, g: u64) -> Option<u64> {
+    tokens.get(&g).and_then(|t| u64::try_from(*t).ok())
 }
 
 #[cfg(test)]
@@ -268,13 +271,7 @@ mod tests {
         let mut kinds: Vec<(usize, String, u64)> = h
             .records()
             .iter()
-            .map(|(w, v)| {
-                (
-                    *w,
-                    v["kind"].as_str().unwrap().to_string(),
-                    v["t_ns"].as_u64().unwrap(),
-                )
-            })
+            .map(|(w, r)| (*w, r.record.name().to_string(), r.t_ns))
             .collect();
         kinds.sort_by_key(|(w, k, t)| (*t, *w, k.clone()));
         let want: Vec<(usize, String, u64)> = [
@@ -313,6 +310,6 @@ mod tests {
         assert!(!h
             .records()
             .iter()
-            .any(|(_, v)| v["kind"] == "grant_received"));
+            .any(|(_, r)| matches!(r.record, Record::GrantReceived { .. })));
     }
 }

@@ -18,6 +18,8 @@
 pub(crate) mod executor;
 mod table;
 
+use serde::{Deserialize, Serialize};
+
 use super::proxy::ProxyMode;
 
 /// A worker of the scenario: its index in the file's `[[worker]]` order.
@@ -26,8 +28,9 @@ pub struct WorkerId(pub usize);
 
 /// A protocol point a fault can follow: a step of the built-in worker
 /// (its gate), or a point of a user's program's conversation its proxies
-/// see.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+/// see. (serde: the built-in worker names its gate on its stdout.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Point {
     /// The server granted the program the lock (before it learns so; a
     /// user's program only).
