@@ -29,8 +29,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use super::launch::{find_binary, free_port, log_tail};
+use super::common::member::Ports;
+use super::etcd::{gateway as etcd_gateway, members as etcd_members};
+use super::launch::{free_port, log_tail};
 use super::process::{die_with_parent, kill};
+use super::zk::{ensemble as zk_ensemble, members as zk_members};
 
 // Which consensus service a cluster runs: a word of the whole live room
 // (a lock recipe names its cluster), declared beside `LockKind`.
@@ -333,124 +336,44 @@ impl Cluster {
             pids: vec![0; MEMBERS],
             ..NetState::default()
         }));
+        // Each member's ports (slot 0: clients'), and a link in front of each.
+        let peer = match kind {
+            ClusterKind::Etcd => &etcd_members::PEER_PORTS[..],
+            ClusterKind::Zk => &zk_members::PEER_PORTS[..],
+        };
+        let real: Vec<Vec<u16>> = (0..MEMBERS)
+            .map(|_| peer.iter().map(|_| free_port()).collect())
+            .collect::<Result<_>>()?;
         let mut links = Vec::new();
-        let mut members = Vec::new();
-        match kind {
-            ClusterKind::Etcd => {
-                let bin = find_binary("etcd", "etcd-server")?;
-                let client: Vec<u16> = (0..MEMBERS).map(|_| free_port()).collect::<Result<_>>()?;
-                let peer: Vec<u16> = (0..MEMBERS).map(|_| free_port()).collect::<Result<_>>()?;
-                for i in 0..MEMBERS {
-                    links.push(Link::start(client[i], i, false, net.clone())?);
-                    links.push(Link::start(peer[i], i, true, net.clone())?);
-                }
-                let url = |p: u16| format!("http://127.0.0.1:{p}");
-                let initial: Vec<String> = (0..MEMBERS)
-                    .map(|i| format!("m{i}={}", url(links[2 * i + 1].port)))
-                    .collect();
-                let token = dir
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                for i in 0..MEMBERS {
-                    let data = dir.join(format!("m{i}"));
-                    let args = vec![
-                        format!("--name=m{i}"),
-                        format!("--data-dir={}", data.display()),
-                        format!("--listen-client-urls={}", url(client[i])),
-                        format!("--advertise-client-urls={}", url(links[2 * i].port)),
-                        format!("--listen-peer-urls={}", url(peer[i])),
-                        format!(
-                            "--initial-advertise-peer-urls={}",
-                            url(links[2 * i + 1].port)
-                        ),
-                        format!("--initial-cluster={}", initial.join(",")),
-                        "--initial-cluster-state=new".into(),
-                        format!("--initial-cluster-token={token}"),
-                        // Fast elections on loopback; the minimum lease TTL
-                        // becomes 1 s (3/2 election ticks of 50 ms, rounded up).
-                        "--heartbeat-interval=50".into(),
-                        "--election-timeout=500".into(),
-                        "--pre-vote=true".into(),
-                        "--logger=zap".into(),
-                        "--log-outputs=stderr".into(),
-                    ];
-                    members.push(Member {
-                        bin: bin.clone(),
-                        args,
-                        env: Vec::new(),
-                        log: dir.join(format!("m{i}.log")),
-                        child: None,
-                        client_port: links[2 * i].port,
-                        paused: false,
-                    });
-                }
+        let mut linked = Vec::new();
+        for (i, ports) in real.iter().enumerate() {
+            let mut mine = Vec::new();
+            for (port, peer) in ports.iter().zip(peer) {
+                let link = Link::start(*port, i, *peer, net.clone())?;
+                mine.push(link.port);
+                links.push(link);
             }
-            ClusterKind::Zk => {
-                let (java, classpath) = zk_runtime()?;
-                // Real ports per member: client, quorum, election.
-                let real: Vec<[u16; 3]> = (0..MEMBERS)
-                    .map(|_| Ok([free_port()?, free_port()?, free_port()?]))
-                    .collect::<Result<_>>()?;
-                for (i, r) in real.iter().enumerate() {
-                    // r[0] is the client port; quorum and election are peer ports.
-                    for (k, p) in r.iter().enumerate() {
-                        links.push(Link::start(*p, i, k > 0, net.clone())?);
-                    }
-                }
-                for (i, r) in real.iter().enumerate() {
-                    let data = dir.join(format!("z{i}"));
-                    fs::create_dir_all(&data)?;
-                    fs::write(data.join("myid"), format!("{}\n", i + 1))?;
-                    let mut cfg = format!(
-                        "tickTime=100\ninitLimit=20\nsyncLimit=10\ndataDir={}\nclientPort={}\n\
-                         clientPortAddress=127.0.0.1\nminSessionTimeout=200\nmaxSessionTimeout=20000\n\
-                         admin.enableServer=false\n4lw.commands.whitelist=srvr,stat,ruok\n\
-                         standaloneEnabled=false\nreconfigEnabled=false\n",
-                        data.display(),
-                        r[0]
-                    );
-                    for (j, rj) in real.iter().enumerate() {
-                        // Its own line is where it listens; the others' are their links.
-                        let (q, e) = if i == j {
-                            (rj[1], rj[2])
-                        } else {
-                            (links[3 * j + 1].port, links[3 * j + 2].port)
-                        };
-                        cfg.push_str(&format!("server.{}=127.0.0.1:{q}:{e}\n", j + 1));
-                    }
-                    let cfg_path = data.join("zoo.cfg");
-                    fs::write(&cfg_path, cfg)?;
-                    let args = vec![
-                        "-Xmx128m".into(),
-                        "-XX:+UseSerialGC".into(),
-                        "-XX:TieredStopAtLevel=1".into(),
-                        // No /tmp/hsperfdata_<user>/<pid> file, which a SIGKILLed JVM leaves behind.
-                        "-XX:-UsePerfData".into(),
-                        // How long a member waits on a peer's election
-                        // connection (5 s by default): with the leader cut
-                        // off, the other two sat out such waits and elected
-                        // no one for 3 to more than 9.5 s.
-                        "-Dzookeeper.cnxTimeout=500".into(),
-                        "-Dzookeeper.log.dir=".to_string() + &data.display().to_string(),
-                        "-Dzookeeper.root.logger=INFO,CONSOLE".into(),
-                        "-cp".into(),
-                        classpath.clone(),
-                        "org.apache.zookeeper.server.quorum.QuorumPeerMain".into(),
-                        cfg_path.display().to_string(),
-                    ];
-                    members.push(Member {
-                        bin: java.clone(),
-                        args,
-                        env: Vec::new(),
-                        log: dir.join(format!("z{i}.log")),
-                        child: None,
-                        client_port: links[3 * i].port,
-                        paused: false,
-                    });
-                }
-            }
+            linked.push(mine);
         }
+        let ports = Ports {
+            real: &real,
+            linked: &linked,
+        };
+        let commands = match kind {
+            ClusterKind::Etcd => etcd_members::commands(dir, &ports)?,
+            ClusterKind::Zk => zk_members::commands(dir, &ports)?,
+        };
+        let members = (commands.into_iter().zip(&linked))
+            .map(|(c, linked)| Member {
+                bin: c.bin,
+                args: c.args,
+                env: Vec::new(),
+                log: c.log,
+                child: None,
+                client_port: linked[0],
+                paused: false,
+            })
+            .collect();
         let mut c = Cluster {
             kind,
             members,
@@ -649,11 +572,11 @@ impl Cluster {
         loop {
             let ok = match self.kind {
                 ClusterKind::Etcd => eps.iter().all(|e| {
-                    super::etcd::Etcd::new(vec![e.clone()], Duration::from_millis(500))
+                    etcd_gateway::Etcd::new(vec![e.clone()], Duration::from_millis(500))
                         .and_then(|mut c| c.put("fencesim/health", "ok"))
                         .is_ok()
                 }),
-                ClusterKind::Zk => eps.iter().all(|e| super::zk::healthy(e)),
+                ClusterKind::Zk => eps.iter().all(|e| zk_ensemble::healthy(e)),
             };
             if ok {
                 return Ok(());
@@ -684,43 +607,27 @@ impl Cluster {
     /// Whether every member serves clients as part of a quorum.
     pub fn all_serving(&self) -> bool {
         match self.kind {
-            ClusterKind::Etcd => super::etcd::leader(&self.endpoints()).is_some(),
-            ClusterKind::Zk => self.endpoints().iter().all(|e| super::zk::healthy(e)),
+            ClusterKind::Etcd => etcd_gateway::leader(&self.endpoints()).is_some(),
+            ClusterKind::Zk => self.endpoints().iter().all(|e| zk_ensemble::healthy(e)),
         }
     }
 
     /// The member that leads now, if one does.
     pub fn leader(&self) -> Option<usize> {
         match self.kind {
-            ClusterKind::Etcd => super::etcd::leader(&self.endpoints()),
+            ClusterKind::Etcd => etcd_gateway::leader(&self.endpoints()),
             ClusterKind::Zk => self
                 .endpoints()
                 .iter()
-                .position(|e| super::zk::mode(e).as_deref() == Some("leader")),
+                .position(|e| zk_ensemble::mode(e).as_deref() == Some("leader")),
         }
     }
-}
-
-/// `java` and the classpath of Debian's `zookeeper` package.
-fn zk_runtime() -> Result<(PathBuf, String)> {
-    let java = find_binary("java", "default-jre-headless")?;
-    let dir = Path::new("/usr/share/java");
-    let jar = dir.join("zookeeper.jar");
-    if !jar.is_file() {
-        bail!(
-            "{} not found; install the Debian package `zookeeper` (apt-get install zookeeper)",
-            jar.display()
-        );
-    }
-    // Debian's /etc/zookeeper/conf/environment: the jar's manifest names its dependencies.
-    let cp = ["/etc/zookeeper/conf".to_string(), jar.display().to_string()];
-    Ok((java, cp.join(":")))
 }
 
 /// Whether the server binaries for `kind` are installed (for tests that skip).
 pub fn binaries_present(kind: ClusterKind) -> Result<()> {
     match kind {
-        ClusterKind::Etcd => find_binary("etcd", "etcd-server").map(|_| ()),
-        ClusterKind::Zk => zk_runtime().map(|_| ()),
+        ClusterKind::Etcd => etcd_members::binary().map(|_| ()),
+        ClusterKind::Zk => zk_members::runtime().map(|_| ()),
     }
 }

@@ -22,6 +22,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 
+use super::common::ops::worker_of;
 use super::record::{Record, Stamped, WriteOutcome};
 use super::LockKind;
 use crate::check::{self, Report};
@@ -286,9 +287,9 @@ impl Builder {
         self.key_of.get(i).copied().unwrap_or(0)
     }
 
-    /// The key of op `op`'s writer (op ids are `(worker index + 1) * 1000 + n`).
+    /// The key of op `op`'s writer (the op-id rule names it).
     fn key_of_op(&self, op: u64) -> u16 {
-        self.key((op / 1000).saturating_sub(1) as usize)
+        self.key(worker_of(op))
     }
 
     /// One worker record `n` (of worker `i`) as its event, with what the

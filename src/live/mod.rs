@@ -22,9 +22,9 @@
 //! others, and each file above imports only files below it (checked by
 //! `tests/it/architecture.rs`).
 
-pub(crate) mod account;
 pub(crate) mod client;
 pub mod cluster;
+pub(crate) mod common;
 pub(crate) mod decode;
 pub(crate) mod emit;
 pub(crate) mod etcd;
@@ -37,6 +37,7 @@ pub mod phases;
 pub(crate) mod process;
 pub(crate) mod proxy;
 pub(crate) mod record;
+pub(crate) mod redis;
 pub mod scenario;
 pub mod servers;
 pub(crate) mod sockdiag;

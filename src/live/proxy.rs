@@ -35,6 +35,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
+use super::common::bytes::contains;
 use super::decode::pgframe::FrontendFramer;
 
 /// What the proxy does to the first message naming its pattern.
@@ -215,10 +216,6 @@ fn forward_messages(
             return std::io::copy(from, to).map(|_| ());
         }
     }
-}
-
-fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle)
 }
 
 /// Sees one direction of one proxied connection: called with each chunk

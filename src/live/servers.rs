@@ -641,10 +641,10 @@ impl Servers {
         };
         match kind {
             ClusterKind::Etcd => {
-                super::etcd::Etcd::new(cluster.endpoints(), Duration::from_secs(5))?
+                super::etcd::gateway::Etcd::new(cluster.endpoints(), Duration::from_secs(5))?
                     .delete_prefix(&format!("{prefix}fencesim/"))?;
             }
-            ClusterKind::Zk => super::zk::reset(&cluster.endpoints(), &prefix)?,
+            ClusterKind::Zk => super::zk::ensemble::reset(&cluster.endpoints(), &prefix)?,
         }
         Ok(self.cluster.insert(cluster))
     }

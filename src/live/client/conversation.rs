@@ -12,15 +12,16 @@ use anyhow::{bail, Context, Result};
 
 use super::lock_history::LockHistory;
 use super::seen::Seen;
+use crate::live::common::ops::op_id;
 use crate::live::record::{Record, Stamped, WriteOutcome};
 
-/// The op id of each decoded event (0 where none): worker i's n-th
-/// operation is `(i+1)*1000 + n`. An operation is a read and the write
+/// The op id of each decoded event ([`op_id`]: worker i's n-th operation
+/// is `(i+1)*1000 + n`). An operation is a read and the write
 /// after it; a new one begins at a read after a read or a write, at a write
 /// after an unanswered write (its program was restarted), and after a
 /// write's answer or loss.
 pub(super) fn op_ids(n: usize, seen: &[(usize, u64, Seen)]) -> Vec<u64> {
-    let op_of = |w: usize, k: u64| (w as u64 + 1) * 1000 + k + 1;
+    let op_of = |w: usize, k: u64| op_id(w, k + 1);
     let (mut count, mut used, mut writing) = (vec![0u64; n], vec![false; n], vec![false; n]);
     seen.iter()
         .map(|(w, _, what)| {

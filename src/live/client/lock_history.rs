@@ -18,7 +18,7 @@
 use std::collections::BTreeMap;
 
 use super::seen::Seen;
-use crate::live::account::majority::{tokens_of_grants, LockFact};
+use crate::live::common::fact::{tokens_of_grants, LockFact};
 use crate::live::record::{Record, Stamped};
 
 pub(super) struct LockHistory {

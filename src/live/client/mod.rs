@@ -53,37 +53,30 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-mod backend;
 mod conversation;
-mod etcd_backend;
-mod lock_account;
 mod lock_history;
 mod observe;
 mod plan;
 mod program;
 mod seen;
-mod server_account;
 mod shared;
-mod zk_backend;
 
-use backend::Backend;
 use conversation::to_records;
-use etcd_backend::etcd_backend;
-use lock_account::LockAccount;
 use lock_history::LockHistory;
-use observe::{pg_observers, redis_observers};
+use observe::{lock_observers, pg_observers};
 use plan::strike_order;
 use program::{describe, spawn, UserProc};
 use seen::Seen;
 use shared::Shared;
-use zk_backend::zk_backend;
 
+use super::common::fact::disorder;
+use super::common::server::Backend;
 use super::history::{judge, TrialResult};
 use super::phases::{Phase, Phases};
 use super::proxy::Proxy;
 use super::scenario::LiveScenario;
 use super::servers::Servers;
-use super::{locked, monotonic_ns, ClusterKind, LockKind, DOC_ID, LOCK_KEY, TOKEN_KEY};
+use super::{etcd, locked, monotonic_ns, redis, zk, ClusterKind, LockKind, DOC_ID};
 
 /// The user's program misbehaved (exit code, signal, hang): exit 3, no verdict.
 #[derive(Debug, thiserror::Error)]
@@ -238,42 +231,13 @@ pub fn refusal(s: &LiveScenario) -> Option<String> {
     strike_order(s).err().map(|e| format!("{e:#}"))
 }
 
-/// The scenario's lock server, its account started.
+/// The scenario's lock server, its account started (each in its room).
 fn backend(s: &LiveScenario, servers: &mut Servers) -> Result<Backend> {
     match s.lock.cluster() {
-        None => redis_backend(s, servers),
-        Some(ClusterKind::Zk) => zk_backend(s, servers),
-        Some(ClusterKind::Etcd) => etcd_backend(s, servers),
+        None => redis::backend(s, servers),
+        Some(ClusterKind::Zk) => zk::backend(s, servers),
+        Some(ClusterKind::Etcd) => etcd::backend(s, servers),
     }
-}
-
-/// The harness's own Redis masters (one unless the scenario asks for a
-/// Redlock over N), each followed by its `MONITOR` feed.
-fn redis_backend(s: &LiveScenario, servers: &mut Servers) -> Result<Backend> {
-    // The harness's own Redis is the run's alone: a program sees the plain
-    // `lock:doc` (a library that prefixes its own key, as python-redis-lock
-    // does with `lock:`, could name no other).
-    let keys = [LOCK_KEY.to_string(), TOKEN_KEY.to_string()];
-    let upstreams = servers.ensure_masters(s.redis_masters, &keys)?;
-    let account = Arc::new(LockAccount::start(&upstreams, &keys[0], &keys[1], true)?);
-    Ok(Backend {
-        upstreams,
-        account: account.clone(),
-        observers: redis_observers(account),
-        env: |ports| {
-            let urls: Vec<String> = ports
-                .iter()
-                .map(|p| format!("redis://127.0.0.1:{p}/"))
-                .collect();
-            vec![
-                ("FENCESIM_REDIS_URL", urls[0].clone()),
-                ("FENCESIM_REDIS_URLS", urls.join(",")),
-                ("FENCESIM_LOCK_KEY", LOCK_KEY.to_string()),
-                ("FENCESIM_TOKEN_KEY", TOKEN_KEY.to_string()),
-            ]
-        },
-        keys,
-    })
 }
 
 /// The lock's history from the servers' account, or why the trial cannot
@@ -284,6 +248,10 @@ fn redis_backend(s: &LiveScenario, servers: &mut Servers) -> Result<Backend> {
 fn judgeable(shared: &Shared) -> Result<LockHistory> {
     let finished = shared.account.finish();
     let mut why = finished.problems;
+    // The account's promise, held at the boundary: grants in turn, facts in time order.
+    if let Some(d) = disorder(&finished.facts) {
+        why.push(format!("the lock server's account is out of order: {d}"));
+    }
     why.extend(locked(&shared.account_errors).iter().cloned());
     why.extend(locked(&shared.missed).iter().cloned());
     let fired = shared.exec.fired();
@@ -339,9 +307,9 @@ fn start_programs(
     for (i, w) in s.workers.iter().enumerate() {
         let mut lock_proxies = Vec::new();
         for (m, upstream) in backend.upstreams.iter().enumerate() {
-            let (sh, make) = (shared.clone(), backend.observers.clone());
+            let (sh, wire, server) = (shared.clone(), backend.wire.clone(), backend.name);
             lock_proxies.push(Proxy::start_observed(upstream, move |seen_as| {
-                make(sh.clone(), i, m, seen_as)
+                lock_observers(sh.clone(), (server, i, m), wire(i, m, seen_as))
             })?);
         }
         let ports: Vec<u16> = lock_proxies.iter().map(|p| p.port).collect();

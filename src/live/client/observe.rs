@@ -1,18 +1,18 @@
 //! The observers a user's program's proxies run on every chunk before
-//! forwarding it: RESP and PostgreSQL messages decoded ([`crate::live::decode`])
-//! into what the worker was seen doing ([`Seen`]), and the faults anchored
-//! there fired — in the proxy's thread, before the bytes go on, so a pause
-//! after the grant stops the program before it learns it holds the lock.
+//! forwarding it: its lock server's messages, as that server's room decodes
+//! them ([`crate::live::common::wire`]), and PostgreSQL's
+//! ([`crate::live::decode`]), into what the worker was seen doing
+//! ([`Seen`]), and the faults anchored there fired — in the proxy's thread,
+//! before the bytes go on, so a pause after the grant stops the program
+//! before it learns it holds the lock.
 
-use redis_protocol::resp3::types::OwnedFrame;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-use super::backend::ObserverFactory;
-use super::lock_account::LockAccount;
 use super::seen::Seen;
 use super::shared::Shared;
-use crate::live::decode::{pgwire, resp};
+use crate::live::common::wire::{Conversation, Side};
+use crate::live::decode::pgwire;
 use crate::live::fault::{NetMessage, Point};
 use crate::live::locked;
 use crate::live::proxy::{Flow, Observer};
@@ -20,109 +20,54 @@ use crate::live::proxy::{Flow, Observer};
 /// Statements sent and not yet answered, with the token each carried.
 type Pending = VecDeque<(pgwire::Statement, Option<i64>)>;
 
-/// Observers for each connection of a worker to a Redis master, which
-/// register the connection's address (as the server sees it) with the
-/// account of that master's feed. Nothing here reads the shape of a
-/// lock command: a command naming the lock key is noted (and the first
-/// one waits at the start gate), and after the reply to any command that
-/// may have touched the lock — one naming the lock or token key, a
-/// script, a function, a transaction's `EXEC` — the server's own account
-/// says whether the worker has been granted the lock since it last asked;
-/// a new grant is noted and the faults anchored there strike, before the
-/// reply goes on to the program.
-pub(super) fn redis_observers(account: Arc<LockAccount>) -> ObserverFactory {
-    Arc::new(move |shared, worker, master, seen_as| {
-        account.register(master, seen_as.to_string(), worker);
-        redis_connection(shared, worker, master, account.clone(), seen_as.to_string())
-    })
-}
-
-/// What a command sent and not yet answered is, for its reply.
-#[derive(Clone, Copy, Default)]
-struct RedisPending {
-    /// It may have touched the lock (the account is asked after its reply).
-    may_touch: bool,
-    /// A `SET NX` of the lock key outside a transaction: its reply says
-    /// whether Redis took the key for it (the account's replay is held to it).
-    takes_if_free: bool,
-}
-
-fn redis_connection(
+/// The observers of one connection of `worker` to upstream `upstream` of
+/// its lock server (named `server`), whatever the server: the steps every
+/// server shares, done once. A request the room calls the worker's first
+/// acquisition waits at the start gate, and a lock request is noted; after
+/// a reply that may follow a change of the lock the server's own account is
+/// asked whether the worker was granted the lock since it last asked — a
+/// new grant is noted and the faults anchored there strike before the reply
+/// goes on (a fault on the lock reply loses it, with the rest of its chunk:
+/// replies to one program's pipelined commands may share it, and are lost
+/// with it as on a reset connection). A direction the room stops decoding
+/// is reported once: the trial cannot be judged on what it no longer sees.
+pub(super) fn lock_observers(
     shared: Arc<Shared>,
-    worker: usize,
-    master: usize,
-    account: Arc<LockAccount>,
-    seen_as: String,
+    (server, worker, upstream): (&'static str, usize, usize),
+    (mut requests, mut replies): Conversation,
 ) -> (Observer, Observer) {
-    let pending: Arc<Mutex<VecDeque<RedisPending>>> = Arc::default();
-    let (s2, p2) = (shared.clone(), pending.clone());
-    let mut in_multi = false;
-    let mut up = resp::FrameBuffer::default();
-    let mut down = resp::FrameBuffer::default();
+    let s2 = shared.clone();
+    let mut noted = [false; 2];
     let to_server: Observer = Box::new(move |chunk| {
-        for frame in up.push(chunk) {
-            let args = resp::command_args(&frame).unwrap_or_default();
-            let names = |key: &[u8]| args.iter().skip(1).any(|a| a.as_slice() == key);
-            let names_lock = names(&shared.lock_key);
-            if names_lock {
+        requests.push(chunk, &mut |r| {
+            if r.gate {
                 shared.in_start_order(worker);
-                // Every master hears the same command: noted once.
-                if master == 0 {
-                    shared.record(worker, Seen::LockSent);
-                }
             }
-            let name = args
-                .first()
-                .map(|a| a.to_ascii_lowercase())
-                .unwrap_or_default();
-            let takes_if_free =
-                names_lock && !in_multi && crate::live::account::keyspace::takes_if_free(&args);
-            match name.as_slice() {
-                b"multi" => in_multi = true,
-                b"exec" | b"discard" => in_multi = false,
-                _ => {}
+            if r.note {
+                shared.record(worker, Seen::LockSent);
             }
-            let may_touch = names_lock
-                || names(&shared.token_key)
-                || matches!(
-                    name.as_slice(),
-                    b"exec"
-                        | b"eval"
-                        | b"evalsha"
-                        | b"eval_ro"
-                        | b"evalsha_ro"
-                        | b"fcall"
-                        | b"fcall_ro"
-                );
-            locked(&pending).push_back(RedisPending {
-                may_touch,
-                takes_if_free,
-            });
-        }
+        });
+        note_broken(
+            &shared,
+            (server, worker, "requests"),
+            &*requests,
+            &mut noted[0],
+        );
         Flow::Pass
     });
     let to_client: Observer = Box::new(move |chunk| {
         let mut lost = None;
-        for frame in down.push(chunk) {
-            let p = locked(&p2).pop_front().unwrap_or_default();
-            if p.takes_if_free {
-                let took = match &frame {
-                    OwnedFrame::Null => Some(false),
-                    OwnedFrame::SimpleString { data, .. } => Some(data.eq_ignore_ascii_case(b"OK")),
-                    OwnedFrame::Number { data, .. } => Some(*data == 1),
-                    _ => None,
-                };
-                account.replied(master, &seen_as, took);
+        replies.push(chunk, &mut |r| {
+            if let Some(p) = r.problem {
+                locked(&s2.account_errors).push(p);
             }
-            if p.may_touch {
+            if r.touches_lock {
                 s2.record(worker, Seen::LockReplied);
-                lost = lost.or(s2.learn_grants(master, worker));
+                lost = lost.or(s2.learn_grants(upstream, worker));
             }
-        }
+        });
+        note_broken(&s2, (server, worker, "responses"), &*replies, &mut noted[1]);
         match lost {
-            // The reply that carried the grant is lost with the rest of
-            // its chunk (replies to one program's pipelined commands may
-            // share it: they are lost with it, as on a reset connection).
             Some(after_ms) => Flow::Cut {
                 forward: 0,
                 after_ms,
@@ -131,6 +76,23 @@ fn redis_connection(
         }
     });
     (to_server, to_client)
+}
+
+/// Notes a direction that stopped decoding, once: a reason the trial
+/// cannot be judged.
+fn note_broken<T>(
+    shared: &Shared,
+    (server, worker, side): (&str, usize, &str),
+    decoder: &dyn Side<T>,
+    noted: &mut bool,
+) {
+    if let (Some(why), false) = (decoder.broken(), *noted) {
+        *noted = true;
+        locked(&shared.account_errors).push(format!(
+            "worker/{}'s {server} connection ({side}) could not be decoded: {why}",
+            shared.names[worker]
+        ));
+    }
 }
 
 /// Observers for one PostgreSQL connection of `worker`.

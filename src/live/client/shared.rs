@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::seen::Seen;
-use super::server_account::ServerAccount;
+use crate::live::common::server::ServerAccount;
 use crate::live::fault::executor::FaultExecutor;
 use crate::live::fault::{Action, Fault, NetMessage, Point, Trigger, WorkerId};
 use crate::live::process::Victim;
@@ -48,7 +48,6 @@ pub(super) struct Shared {
     /// for (the lock's key, path or prefix; its token counter's key).
     pub(super) account: Arc<dyn ServerAccount>,
     pub(super) lock_key: Vec<u8>,
-    pub(super) token_key: Vec<u8>,
     /// How many of its grants each worker has been seen to learn of.
     grants_learned: Mutex<Vec<usize>>,
     /// Why the account could not answer a proxy during the trial.
@@ -82,7 +81,6 @@ impl Shared {
             ended: Default::default(),
             account,
             lock_key: keys[0].as_bytes().to_vec(),
-            token_key: keys[1].as_bytes().to_vec(),
             grants_learned: Mutex::new(vec![0; n]),
             account_errors: Mutex::default(),
             missed: Mutex::default(),

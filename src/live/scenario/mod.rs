@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::zk::WatchMode;
+use super::zk::lane::WatchMode;
 use super::{LockKind, WriteKind};
 use crate::check::ViolationKind;
 use crate::scenario::ScenarioError;

@@ -12,40 +12,8 @@
 //! decides safety is what the servers held. With one master this is the
 //! ledger's own account, grant for grant.
 
-use std::collections::BTreeMap;
-
 use super::ledger::Fact;
-
-/// A fact of the lock (all masters together), on CLOCK_MONOTONIC ns.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum LockFact {
-    Granted {
-        grant: u64,
-        worker: usize,
-        t_ns: u64,
-    },
-    Renewed {
-        grant: u64,
-        worker: usize,
-        t_ns: u64,
-        slack_ns: Option<u64>,
-    },
-    /// `by` deleted the key that took `grant` below a majority.
-    Released {
-        grant: u64,
-        by: usize,
-        t_ns: u64,
-    },
-    Expired {
-        grant: u64,
-        t_ns: u64,
-    },
-    Token {
-        worker: usize,
-        value: i64,
-        t_ns: u64,
-    },
-}
+use crate::live::common::fact::{disorder, LockFact};
 
 /// Folds each master's facts, stamped with their monotonic time, into the
 /// lock's. `masters[m]` is master m's facts in its feed order.
@@ -120,50 +88,15 @@ pub fn combine(masters: &[Vec<(u64, Fact)>]) -> Vec<LockFact> {
             }),
         }
     }
+    debug_assert!(disorder(&out).is_none(), "{:?}", disorder(&out));
     out
-}
-
-/// The grants of `worker`, in the order they were made.
-pub fn grants_of_worker(facts: &[LockFact], worker: usize) -> Vec<u64> {
-    facts
-        .iter()
-        .filter_map(|f| match f {
-            LockFact::Granted {
-                grant, worker: w, ..
-            } if *w == worker => Some(*grant),
-            _ => None,
-        })
-        .collect()
-}
-
-/// The grant each worker held at each of its token facts, and the token
-/// each grant carries: the first token its worker counted at or after the
-/// grant and before the grant ended or the worker was granted again.
-pub fn tokens_of_grants(facts: &[LockFact]) -> BTreeMap<u64, i64> {
-    let mut open: BTreeMap<usize, u64> = BTreeMap::new();
-    let mut tokens = BTreeMap::new();
-    for f in facts {
-        match f {
-            LockFact::Granted { grant, worker, .. } => {
-                open.insert(*worker, *grant);
-            }
-            LockFact::Released { grant, .. } | LockFact::Expired { grant, .. } => {
-                open.retain(|_, g| g != grant);
-            }
-            LockFact::Token { worker, value, .. } => {
-                if let Some(g) = open.get(worker) {
-                    tokens.entry(*g).or_insert(*value);
-                }
-            }
-            LockFact::Renewed { .. } => {}
-        }
-    }
-    tokens
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::live::common::fact::tokens_of_grants;
+    use std::collections::BTreeMap;
 
     fn granted(worker: usize) -> Fact {
         Fact::Granted {

@@ -412,7 +412,7 @@ fn read_notifications(
     token_channel: String,
 ) {
     let (m, cv) = &**state;
-    let mut frames = crate::live::decode::resp::FrameBuffer::default();
+    let mut frames = super::resp::FrameBuffer::default();
     let mut from = from;
     let mut buf = vec![0u8; 16 * 1024];
     while let Ok(n) = from.read(&mut buf) {
@@ -420,7 +420,7 @@ fn read_notifications(
             break;
         }
         for frame in frames.push(&buf[..n]) {
-            let Some(args) = crate::live::decode::resp::command_args(&frame) else {
+            let Some(args) = super::resp::command_args(&frame) else {
                 continue;
             };
             let word = |k: usize| args.get(k).map(|a| String::from_utf8_lossy(a).into_owned());

@@ -1,5 +1,5 @@
 //! The lock as the servers account for it during one trial of a user's
-//! program: one `MONITOR` feed per Redis master ([`crate::live::account`]),
+//! program: one `MONITOR` feed per Redis master ([`super::feed`]),
 //! folded into the lock's grants (a majority of the masters; with one
 //! master, its key).
 //!
@@ -16,17 +16,18 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use super::server_account::{Finished, ServerAccount};
-use crate::live::account::feed::{Clock, Feed};
-use crate::live::account::ledger::{Fact, Ledger};
-use crate::live::account::majority::{combine, grants_of_worker};
+use super::feed::{Clock, Feed};
+use super::ledger::{Fact, Ledger};
+use super::majority::combine;
+use crate::live::common::fact::grants_of_worker;
+use crate::live::common::server::{Finished, ServerAccount};
 use crate::live::locked;
 
 /// How long a proxy waits for a feed to show its sync point.
 const SYNC_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The feeds of one trial, one per Redis master.
-pub(super) struct LockAccount {
+pub(crate) struct LockAccount {
     /// None once finished.
     feeds: Vec<Mutex<Option<Feed>>>,
 }
@@ -55,7 +56,7 @@ impl LockAccount {
     /// Opens a feed on each master (`host:port`), before any program runs.
     /// `own`: the harness owns the servers, so keyspace notifications may be
     /// switched on for the cross-check.
-    pub(super) fn start(
+    pub(crate) fn start(
         masters: &[String],
         lock_key: &str,
         token_key: &str,
@@ -68,14 +69,14 @@ impl LockAccount {
         Ok(LockAccount { feeds })
     }
 
-    pub(super) fn register(&self, master: usize, addr: String, worker: usize) {
+    pub(crate) fn register(&self, master: usize, addr: String, worker: usize) {
         if let Some(f) = locked(&self.feeds[master]).as_ref() {
             f.register(addr, worker);
         }
     }
 
     /// Master `master` answered a `SET NX` of the lock key from `addr`.
-    pub(super) fn replied(&self, master: usize, addr: &str, took: Option<bool>) {
+    pub(crate) fn replied(&self, master: usize, addr: &str, took: Option<bool>) {
         if let Some(f) = locked(&self.feeds[master]).as_ref() {
             f.replied(addr, took);
         }
@@ -144,7 +145,7 @@ impl ServerAccount for LockAccount {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::live::account::majority::{combine, tokens_of_grants};
+    use crate::live::common::fact::tokens_of_grants;
 
     #[test]
     fn a_token_drawn_in_the_expiry_millisecond_before_the_expiry_belongs_to_its_grant() {

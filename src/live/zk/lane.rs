@@ -1,10 +1,9 @@
-//! ZooKeeper for the live mode: the ensemble's health and roles through
-//! the documented four-letter `srvr` command, and the worker's lock lane:
-//! the recipe of zookeeper.apache.org "Recipes and Solutions: Locks"
-//! (an ephemeral sequential znode under the lock's node, the lowest
-//! sequence owns, each waiter watches its predecessor) through the
-//! pure-Rust `zookeeper-client` crate; the owning znode's czxid (the
-//! transaction id that created it) is the fencing token.
+//! The built-in worker's lane to ZooKeeper: the recipe of
+//! zookeeper.apache.org "Recipes and Solutions: Locks" (an ephemeral
+//! sequential znode under the lock's node, the lowest sequence owns, each
+//! waiter watches its predecessor) through the pure-Rust
+//! `zookeeper-client` crate; the owning znode's czxid (the transaction id
+//! that created it) is the fencing token.
 //!
 //! Beside the recipe, its anti-pattern ([`WatchMode::Herd`]): every waiter
 //! watches the lock directory's children and re-lists on any change, so
@@ -12,15 +11,14 @@
 //! recipes page warns about. Each wake-up is a `watch_notified` record, so
 //! a run counts the notifications the real ensemble sent in either mode.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use zookeeper_client as zk;
 
-use super::emit::emit;
-use super::record::Record;
+use super::ensemble::{connect, lock_dir, runtime};
+use crate::live::emit::emit;
+use crate::live::record::Record;
 
 /// What a waiting worker watches.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -44,92 +42,6 @@ impl WatchMode {
             .find(|(_, k)| *k == self)
             .map_or("?", |(n, _)| n)
     }
-}
-
-/// The answer to a four-letter command, or None when the member does not answer.
-fn four_letter(endpoint: &str, cmd: &str) -> Option<String> {
-    let addr = endpoint.parse().ok()?;
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_millis(500)).ok()?;
-    s.set_read_timeout(Some(Duration::from_millis(500))).ok()?;
-    s.write_all(cmd.as_bytes()).ok()?;
-    let mut out = String::new();
-    s.read_to_string(&mut out).ok()?;
-    Some(out)
-}
-
-/// The member's role (`leader`, `follower`), None when it is not serving.
-pub fn mode(endpoint: &str) -> Option<String> {
-    four_letter(endpoint, "srvr")?
-        .lines()
-        .find_map(|l| l.strip_prefix("Mode: "))
-        .map(|m| m.trim().to_string())
-}
-
-/// Serving clients as part of a quorum.
-pub fn healthy(endpoint: &str) -> bool {
-    matches!(mode(endpoint).as_deref(), Some("leader" | "follower"))
-}
-
-/// The lock's parent znode for a run's key prefix (`fencesim-live-1-0:` → `/fencesim-live-1-0/lock`).
-pub fn lock_dir(key_prefix: &str) -> String {
-    format!("/{}/lock", key_prefix.trim_end_matches(':'))
-}
-
-/// A runtime for the client's background tasks: one worker thread, so the
-/// session's pings go on between requests (and stop with the process).
-fn runtime() -> Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .context("starting the ZooKeeper client's runtime")
-}
-
-/// A session with the ensemble. One attempt may time out while a member
-/// that was just restarted, paused or partitioned by the previous scenario
-/// still syncs with the leader (it already answers `srvr` as a follower),
-/// or while a loaded machine starts five workers' sessions at once: the
-/// attempt is repeated for up to 10 s before the worker gives up.
-async fn connect(endpoints: &[String], session_ms: u64) -> Result<zk::Client> {
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let attempt = zk::Client::connector()
-            .with_session_timeout(Duration::from_millis(session_ms))
-            .with_connection_timeout(Duration::from_millis(2_000))
-            .connect(&endpoints.join(","))
-            .await;
-        match attempt {
-            Ok(client) => return Ok(client),
-            Err(_) if std::time::Instant::now() < deadline => {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            Err(e) => {
-                return Err(e)
-                    .with_context(|| format!("connecting to ZooKeeper at {}", endpoints.join(",")))
-            }
-        }
-    }
-}
-
-/// Removes the run's lock nodes: every trial starts with an empty queue.
-pub fn reset(endpoints: &[String], key_prefix: &str) -> Result<()> {
-    let dir = lock_dir(key_prefix);
-    runtime()?.block_on(async {
-        let c = connect(endpoints, 4_000).await?;
-        match c.list_children(&dir).await {
-            Ok(children) => {
-                for child in children {
-                    match c.delete(&format!("{dir}/{child}"), None).await {
-                        Ok(()) | Err(zk::Error::NoNode) => {}
-                        Err(e) => bail!("deleting {dir}/{child}: {e}"),
-                    }
-                }
-                Ok(())
-            }
-            Err(zk::Error::NoNode) => Ok(()),
-            Err(e) => bail!("listing {dir}: {e}"),
-        }
-    })
 }
 
 /// A worker's session with the ensemble and the znode it holds.

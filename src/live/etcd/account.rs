@@ -36,11 +36,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use base64::Engine;
 use serde_json::{json, Value};
 
-use super::majority::LockFact;
-use crate::live::etcd::{int, Etcd};
+use super::gateway::{int, Etcd};
+use crate::live::common::bytes::{base64, unbase64};
+use crate::live::common::fact::{disorder, grants_of_worker, LockFact};
+use crate::live::common::server::{Finished, ServerAccount};
 use crate::live::{locked, monotonic_ns};
 
 /// One change under the lock's prefix, as the watch reported it.
@@ -98,10 +99,6 @@ pub struct EtcdLockAccount {
     stop: Arc<AtomicBool>,
 }
 
-fn b64(b: &[u8]) -> String {
-    base64::engine::general_purpose::STANDARD.encode(b)
-}
-
 /// The smallest key after every key starting with `prefix`.
 fn range_end(prefix: &[u8]) -> Vec<u8> {
     let mut end = prefix.to_vec();
@@ -129,7 +126,7 @@ impl Watch {
             TcpStream::connect(host).with_context(|| format!("the account's watch on {host}"))?;
         stream.set_read_timeout(Some(Duration::from_millis(100)))?;
         let body = json!({"create_request": {
-            "key": b64(prefix), "range_end": b64(&range_end(prefix)),
+            "key": base64(prefix), "range_end": base64(&range_end(prefix)),
             "start_revision": start_rev.to_string()}})
         .to_string();
         write!(
@@ -201,9 +198,7 @@ fn key_events(v: &Value, t_ns: u64) -> Result<Vec<KeyEvent>> {
                 .get("key")
                 .and_then(Value::as_str)
                 .context("a watch event without key")?;
-            let key = base64::engine::general_purpose::STANDARD
-                .decode(key)
-                .context("a watch event's key")?;
+            let key = unbase64(key, "a watch event's key")?;
             // The gateway writes int64 as strings; a lease id may use all 64 bits.
             let lease = match kv.get("lease") {
                 Some(Value::String(s)) => s.parse::<i64>().map(|l| l as u64).unwrap_or(0),
@@ -227,7 +222,7 @@ impl EtcdLockAccount {
     pub fn start(endpoints: &[String], prefix: &str) -> Result<EtcdLockAccount> {
         let mut etcd = Etcd::new(endpoints.to_vec(), Duration::from_secs(5))?;
         etcd.delete_prefix(prefix)?;
-        let v = etcd.call("/v3/kv/range", &json!({"key": b64(prefix.as_bytes())}))?;
+        let v = etcd.call("/v3/kv/range", &json!({"key": base64(prefix.as_bytes())}))?;
         let rev = v
             .get("header")
             .and_then(|h| int(h, "revision"))
@@ -324,7 +319,10 @@ impl EtcdLockAccount {
     /// not to trust them.
     pub fn facts(&self) -> (Vec<LockFact>, Vec<String>) {
         let s = locked(&self.state);
-        fold(&s.events, &s.leases, &s.sent)
+        let (facts, problems) = fold(&s.events, &s.leases, &s.sent);
+        // The watch's events arrive in revision order, stamped as they do.
+        debug_assert!(disorder(&facts).is_none(), "{:?}", disorder(&facts));
+        (facts, problems)
     }
 
     /// Closes the account: replays the trial's revisions on a second watch
@@ -520,6 +518,18 @@ fn fold(
         }
     }
     (facts, problems)
+}
+
+impl ServerAccount for EtcdLockAccount {
+    /// The observers waited for the watch before asking ([`super::observer`]).
+    fn grants_of(&self, _upstream: usize, worker: usize) -> Result<Vec<u64>> {
+        Ok(grants_of_worker(&self.facts().0, worker))
+    }
+
+    fn finish(&self) -> Finished {
+        let (facts, problems) = EtcdLockAccount::finish(self);
+        Finished { facts, problems }
+    }
 }
 
 #[cfg(test)]

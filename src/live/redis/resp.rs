@@ -49,6 +49,12 @@ impl FrameBuffer {
         }
         out
     }
+
+    /// Why the stream stopped decoding, if it did.
+    pub fn broken(&self) -> Option<String> {
+        self.broken
+            .then(|| "a frame that is not RESP (the rest is not decoded)".to_string())
+    }
 }
 
 /// A command frame as its arguments (`SET`, key, value, `NX`, `PX`, ttl).

@@ -58,6 +58,22 @@ fn lower(a: &[u8]) -> String {
     String::from_utf8_lossy(a).to_ascii_lowercase()
 }
 
+/// The commands that run a script or a function: their keys come after a
+/// key count, their effects on their own `lua` lines of the feed.
+pub const SCRIPT_COMMANDS: [&str; 6] = [
+    "eval",
+    "evalsha",
+    "eval_ro",
+    "evalsha_ro",
+    "fcall",
+    "fcall_ro",
+];
+
+/// Whether `name` (lower case) runs a script or a function.
+pub fn is_script(name: &str) -> bool {
+    SCRIPT_COMMANDS.contains(&name)
+}
+
 fn int(a: &[u8]) -> Option<i64> {
     std::str::from_utf8(a).ok()?.parse().ok()
 }
@@ -70,7 +86,7 @@ pub fn key_positions(args: &[Vec<u8>]) -> Option<Vec<usize>> {
     let all = || (1..args.len()).collect::<Vec<_>>();
     Some(match name.as_str() {
         "del" | "unlink" | "exists" | "mget" | "touch" | "watch" => all(),
-        "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" => {
+        script if is_script(script) => {
             let n = args.get(2).and_then(|a| int(a)).unwrap_or(0).max(0) as usize;
             (3..(3 + n).min(args.len())).collect()
         }
@@ -267,8 +283,8 @@ pub fn apply_lock(
         "del" | "unlink" | "getdel" | "expire" | "pexpire" | "expireat" | "pexpireat"
         | "persist" | "getex" | "flushall" | "flushdb" | "get" | "exists" | "ttl" | "pttl"
         | "expiretime" | "pexpiretime" | "type" | "strlen" | "getrange" | "dump" | "mget"
-        | "touch" | "watch" | "object" | "eval" | "evalsha" | "eval_ro" | "evalsha_ro"
-        | "fcall" | "fcall_ro" => LockEffect::None,
+        | "touch" | "watch" | "object" => LockEffect::None,
+        script if is_script(script) => LockEffect::None,
         other => {
             return Err(Unmodelled(format!(
                 "{} on the lock key",
@@ -301,8 +317,8 @@ pub fn apply_token(args: &[Vec<u8>], value: Option<i64>) -> Result<TokenEffect, 
         }
         "del" | "unlink" | "getdel" | "flushall" | "flushdb" => TokenEffect::Changed(None),
         "get" | "exists" | "ttl" | "pttl" | "type" | "strlen" | "mget" | "watch" | "touch"
-        | "dump" | "object" | "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall"
-        | "fcall_ro" => TokenEffect::None,
+        | "dump" | "object" => TokenEffect::None,
+        script if is_script(script) => TokenEffect::None,
         other => {
             return Err(Unmodelled(format!(
                 "{} on the token key",

@@ -9,8 +9,9 @@
 use std::path::{Path, PathBuf};
 
 use super::ledger::{Fact, Ledger};
-use super::majority::{combine, LockFact};
+use super::majority::combine;
 use super::monitor::{parse, Caller};
+use crate::live::common::fact::LockFact;
 
 fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

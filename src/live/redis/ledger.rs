@@ -263,12 +263,7 @@ impl Ledger {
                 None => line.ts_us,
             },
         };
-        if matches!(line.caller, Caller::Client(_))
-            && matches!(
-                name.as_str(),
-                "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
-            )
-        {
+        if matches!(line.caller, Caller::Client(_)) && keyspace::is_script(&name) {
             self.script_ref_us = line.ts_us;
         }
         if line.db != self.db && !matches!(name.as_str(), "flushall") {
@@ -316,10 +311,8 @@ impl Ledger {
         // Lazy expiry: the key is gone for a command after its time. A
         // script's own line looks nothing up (its commands do, each on
         // its line), nor does WATCH: neither expires the key.
-        let looks_up = !matches!(
-            line.name().as_str(),
-            "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" | "watch"
-        );
+        let name = line.name();
+        let looks_up = !keyspace::is_script(&name) && name != "watch";
         if let Some(live) = self.lock.as_ref().filter(|_| looks_up) {
             let mut alive = keyspace::alive(&live.held, now_ms);
             if let Some(when) = live.held.expire_at_ms {

@@ -4,7 +4,7 @@
 //! creates an ephemeral sequential child of the lock's znode, and the live
 //! child with the lowest sequence suffix holds the lock.
 //!
-//! Folding the committed transactions ([`super::zk_txnlog`]) in zxid order:
+//! Folding the committed transactions ([`super::txnlog`]) in zxid order:
 //! each time the lowest child becomes a new znode, the lock is granted to
 //! the worker whose session created it, with the znode's czxid (the zxid
 //! of its create) as the token. When the holder's znode goes, it was
@@ -23,8 +23,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::majority::LockFact;
-use super::zk_txnlog::{Op, Txn};
+use super::txnlog::{Op, Txn};
+use crate::live::common::fact::LockFact;
 
 /// The sessions the proxies saw: which worker's connection opened each,
 /// and which asked to close.
@@ -283,7 +283,7 @@ pub fn children_left(txns: &[&Txn], dir: &str) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::zk_txnlog::tests::capture;
+    use super::super::txnlog::tests::capture;
     use super::*;
 
     const A: i64 = 0x100000d87e10000;

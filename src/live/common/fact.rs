@@ -1,0 +1,126 @@
+//! A lock's facts as its server's own account tells them — grants, renewals,
+//! releases, expiries and the tokens its holders drew — in one vocabulary
+//! for every lock server, so one history of a user's program
+//! ([`crate::live::client`]) is built from any of them.
+
+use std::collections::BTreeMap;
+
+/// A fact of the lock as its server told it, on CLOCK_MONOTONIC ns:
+/// Redis's feed (one master's, or a Redlock majority's), etcd's watch or
+/// ZooKeeper's committed transactions. Grants are numbered 1, 2, … in the
+/// order they were made.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LockFact {
+    Granted {
+        grant: u64,
+        worker: usize,
+        t_ns: u64,
+    },
+    Renewed {
+        grant: u64,
+        worker: usize,
+        t_ns: u64,
+        slack_ns: Option<u64>,
+    },
+    /// `by` deleted the key that took `grant` below a majority.
+    Released {
+        grant: u64,
+        by: usize,
+        t_ns: u64,
+    },
+    Expired {
+        grant: u64,
+        t_ns: u64,
+    },
+    Token {
+        worker: usize,
+        value: i64,
+        t_ns: u64,
+    },
+}
+
+/// The grants of `worker`, in the order they were made.
+pub fn grants_of_worker(facts: &[LockFact], worker: usize) -> Vec<u64> {
+    facts
+        .iter()
+        .filter_map(|f| match f {
+            LockFact::Granted {
+                grant, worker: w, ..
+            } if *w == worker => Some(*grant),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The grant each worker held at each of its token facts, and the token
+/// each grant carries: the first token its worker counted at or after the
+/// grant and before the grant ended or the worker was granted again.
+pub fn tokens_of_grants(facts: &[LockFact]) -> BTreeMap<u64, i64> {
+    let mut open: BTreeMap<usize, u64> = BTreeMap::new();
+    let mut tokens = BTreeMap::new();
+    for f in facts {
+        match f {
+            LockFact::Granted { grant, worker, .. } => {
+                open.insert(*worker, *grant);
+            }
+            LockFact::Released { grant, .. } | LockFact::Expired { grant, .. } => {
+                open.retain(|_, g| g != grant);
+            }
+            LockFact::Token { worker, value, .. } => {
+                if let Some(g) = open.get(worker) {
+                    tokens.entry(*g).or_insert(*value);
+                }
+            }
+            LockFact::Renewed { .. } => {}
+        }
+    }
+    tokens
+}
+
+/// Why `facts` break the order every account promises, if they do: grants
+/// numbered 1, 2, … in the order they were made (grants grow) and facts in
+/// time order (they arrive in order). Asserted where an account makes its
+/// facts, checked again where a trial takes them.
+pub fn disorder(facts: &[LockFact]) -> Option<String> {
+    let mut grants = 0;
+    let mut last_ns = 0;
+    for f in facts {
+        let (t_ns, granted) = match f {
+            LockFact::Granted { grant, t_ns, .. } => (*t_ns, Some(*grant)),
+            LockFact::Renewed { t_ns, .. }
+            | LockFact::Released { t_ns, .. }
+            | LockFact::Expired { t_ns, .. }
+            | LockFact::Token { t_ns, .. } => (*t_ns, None),
+        };
+        if t_ns < last_ns {
+            return Some(format!(
+                "{f:?} comes before the fact ahead of it ({last_ns} ns)"
+            ));
+        }
+        last_ns = t_ns;
+        if let Some(g) = granted {
+            if g != grants + 1 {
+                return Some(format!("grant {g} follows grant {grants}"));
+            }
+            grants = g;
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grants_out_of_turn_and_facts_out_of_time_are_disorder() {
+        let granted = |grant, t_ns| LockFact::Granted {
+            grant,
+            worker: 0,
+            t_ns,
+        };
+        assert_eq!(disorder(&[granted(1, 5), granted(2, 5)]), None);
+        assert!(disorder(&[granted(2, 5)]).is_some());
+        assert!(disorder(&[granted(1, 5), LockFact::Expired { grant: 1, t_ns: 4 }]).is_some());
+    }
+}

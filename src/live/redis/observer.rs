@@ -1,0 +1,136 @@
+//! A worker's connection to a Redis master, decoded ([`super::resp`]) for
+//! the trial's shared observer ([`crate::live::common::wire`]). Nothing
+//! here reads the shape of a lock command: a command naming the lock key
+//! is the worker's lock request (the first waits at the start gate; every
+//! master hears the same command, so master 0's is the one noted), and the
+//! reply to any command that may have touched the lock — one naming the
+//! lock or token key, a script, a function, a transaction's `EXEC` — is
+//! one after which the server's own account is asked whether the worker
+//! has been granted the lock since. A `SET NX` of the lock key outside a
+//! transaction also tells the account whether Redis took the key for it
+//! ([`super::account::LockAccount::replied`]: the replay is held to it).
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use redis_protocol::resp3::types::OwnedFrame;
+
+use super::account::LockAccount;
+use super::keyspace::{is_script, takes_if_free};
+use super::resp::{command_args, FrameBuffer};
+use crate::live::common::wire::{Conversation, Reply, Request, Side, Wire};
+use crate::live::locked;
+
+/// What a command sent and not yet answered is, for its reply.
+#[derive(Clone, Copy, Default)]
+struct Pending {
+    /// It may have touched the lock (the account is asked after its reply).
+    may_touch: bool,
+    /// A `SET NX` of the lock key outside a transaction: its reply says
+    /// whether Redis took the key for it.
+    takes_if_free: bool,
+}
+
+/// The decoders of every worker connection to a Redis master, each
+/// registered with the account of that master's feed (the address the
+/// server sees it come from is the worker's).
+pub(super) fn wire(account: Arc<LockAccount>, keys: [String; 2]) -> Wire {
+    Arc::new(move |worker, master, seen_as| {
+        account.register(master, seen_as.to_string(), worker);
+        let pending: Arc<Mutex<VecDeque<Pending>>> = Arc::default();
+        let requests = Commands {
+            master,
+            keys: keys.clone(),
+            in_multi: false,
+            frames: FrameBuffer::default(),
+            pending: pending.clone(),
+        };
+        let replies = Replies {
+            master,
+            seen_as: seen_as.to_string(),
+            account: account.clone(),
+            frames: FrameBuffer::default(),
+            pending,
+        };
+        let conversation: Conversation = (Box::new(requests), Box::new(replies));
+        conversation
+    })
+}
+
+/// The worker's commands.
+struct Commands {
+    master: usize,
+    /// The lock's key and its token counter's.
+    keys: [String; 2],
+    in_multi: bool,
+    frames: FrameBuffer,
+    pending: Arc<Mutex<VecDeque<Pending>>>,
+}
+
+impl Side<Request> for Commands {
+    fn push(&mut self, chunk: &[u8], each: &mut dyn FnMut(Request)) {
+        for frame in self.frames.push(chunk) {
+            let args = command_args(&frame).unwrap_or_default();
+            let names = |key: &str| args.iter().skip(1).any(|a| a == key.as_bytes());
+            let names_lock = names(&self.keys[0]);
+            each(Request {
+                note: names_lock && self.master == 0,
+                gate: names_lock,
+            });
+            let name = args
+                .first()
+                .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
+                .unwrap_or_default();
+            let takes_if_free = names_lock && !self.in_multi && takes_if_free(&args);
+            match name.as_str() {
+                "multi" => self.in_multi = true,
+                "exec" | "discard" => self.in_multi = false,
+                _ => {}
+            }
+            let may_touch =
+                names_lock || names(&self.keys[1]) || name == "exec" || is_script(&name);
+            locked(&self.pending).push_back(Pending {
+                may_touch,
+                takes_if_free,
+            });
+        }
+    }
+
+    fn broken(&self) -> Option<String> {
+        self.frames.broken()
+    }
+}
+
+/// Redis's replies to them.
+struct Replies {
+    master: usize,
+    seen_as: String,
+    account: Arc<LockAccount>,
+    frames: FrameBuffer,
+    pending: Arc<Mutex<VecDeque<Pending>>>,
+}
+
+impl Side<Reply> for Replies {
+    fn push(&mut self, chunk: &[u8], each: &mut dyn FnMut(Reply)) {
+        for frame in self.frames.push(chunk) {
+            let p = locked(&self.pending).pop_front().unwrap_or_default();
+            if p.takes_if_free {
+                let took = match &frame {
+                    OwnedFrame::Null => Some(false),
+                    OwnedFrame::SimpleString { data, .. } => Some(data.eq_ignore_ascii_case(b"OK")),
+                    OwnedFrame::Number { data, .. } => Some(*data == 1),
+                    _ => None,
+                };
+                self.account.replied(self.master, &self.seen_as, took);
+            }
+            each(Reply {
+                touches_lock: p.may_touch,
+                problem: None,
+            });
+        }
+    }
+
+    fn broken(&self) -> Option<String> {
+        self.frames.broken()
+    }
+}
