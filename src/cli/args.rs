@@ -6,7 +6,7 @@
 use clap::{Parser, Subcommand};
 
 use super::{
-    check_history, check_models, explore, live, merge, replay, run, search, shrink, tradeoff,
+    check_history, check_models, explore, live, merge, replay, run, search_args, shrink, tradeoff,
     validate,
 };
 
@@ -48,7 +48,7 @@ pub enum Command {
     Validate(validate::ValidateArgs),
     /// Try every placement of up to K faults at the protocol events of a scenario (exhaustive
     /// fault-placement search); on a violation, write it as a scripted scenario.
-    Search(search::SearchArgs),
+    Search(search_args::SearchArgs),
     /// Model-check specs (models/*.toml) exhaustively within their bounds: prove them safe or
     /// find shortest counterexamples.
     Check(check_models::CheckArgs),

@@ -23,7 +23,7 @@ use std::sync::{mpsc, Condvar, Mutex};
 
 use anyhow::Result;
 
-use super::servers::Servers;
+use super::servers::{Servers, ServersInfo};
 
 /// What one trial gave, or that it was never run.
 pub enum Slot<T> {
@@ -215,15 +215,21 @@ fn homes(weights: &[u64], groups: &[u8], jobs: usize) -> Vec<u8> {
     out
 }
 
-/// How a job gets its servers, and the line that announces them.
+/// How a job gets its servers, and whom to tell where they are.
 pub struct Rigging<'a> {
     /// Starts a job's servers, and the cluster of its home group (0: none)
     /// with them: the CPU-heavy start-ups all happen before the first
     /// trial, not under one (a ZooKeeper election starved by other jobs'
     /// JVMs starting left a partitioned leader's majority leaderless).
     pub start: &'a (dyn Fn(u8) -> Result<Servers> + Sync),
-    pub announce: &'a (dyn Fn(&Servers) -> String + Sync),
+    /// Told, on the calling thread and in job order, where each job's
+    /// servers are (with the job's number and the count, when more than one).
+    pub announce: &'a Announce<'a>,
 }
+
+/// Told where a job's servers are: the job's number and the count (when
+/// more than one), and the servers.
+pub type Announce<'a> = dyn Fn(Option<(usize, usize)>, &ServersInfo) + Sync + 'a;
 
 /// A run's trials and how to run one.
 pub struct Work<'a, U, T> {
@@ -241,9 +247,9 @@ pub struct Work<'a, U, T> {
 /// Runs `consume` over the run's trials with `jobs` jobs, each on servers
 /// of its own. Each job starts its servers in its own thread, which lives
 /// as long as they do (PR_SET_PDEATHSIG kills a child when the thread that
-/// spawned it ends, [`super::process`]); their lines are printed in job
-/// order before the first trial's, and the servers are cleaned up when the
-/// job ends.
+/// spawned it ends, [`super::process`]); where they are is announced in
+/// job order before the first trial, and the servers are cleaned up when
+/// the job ends.
 pub fn with_jobs<U: Sync, T: Send, R>(
     jobs: usize,
     rig: Rigging,
@@ -261,7 +267,7 @@ pub fn with_jobs<U: Sync, T: Send, R>(
     if jobs <= 1 {
         // One job: each cluster starts when its first trial needs it.
         let mut servers = (rig.start)(0)?;
-        print!("{}", (rig.announce)(&servers));
+        (rig.announce)(None, &servers.info());
         let out = consume(&mut Trials::Inline {
             servers: &mut servers,
             units,
@@ -271,7 +277,7 @@ pub fn with_jobs<U: Sync, T: Send, R>(
         return Ok(out);
     }
     let board = Board::new(weights, groups, jobs);
-    let (tx, rx) = mpsc::channel::<(usize, Result<String>)>();
+    let (tx, rx) = mpsc::channel::<(usize, Result<ServersInfo>)>();
     let ended: Mutex<Vec<Result<()>>> = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
         for j in 0..jobs {
@@ -285,19 +291,19 @@ pub fn with_jobs<U: Sync, T: Send, R>(
                         return;
                     }
                 };
-                let _ = tx.send((j, Ok((rig.announce)(&servers))));
+                let _ = tx.send((j, Ok(servers.info())));
                 drop(tx);
                 board.job(j, &mut servers, units, run, panicked);
                 super::locked(ended).push(servers.clean_up());
             });
         }
         drop(tx);
-        let mut lines: Vec<(usize, Result<String>)> = rx.iter().take(jobs).collect();
-        lines.sort_by_key(|(j, _)| *j);
+        let mut infos: Vec<(usize, Result<ServersInfo>)> = rx.iter().take(jobs).collect();
+        infos.sort_by_key(|(j, _)| *j);
         let mut started = Ok(());
-        for (j, line) in lines {
-            match line {
-                Ok(line) => print!("job {}/{jobs}: {line}", j + 1),
+        for (j, info) in infos {
+            match info {
+                Ok(info) => (rig.announce)(Some((j + 1, jobs)), &info),
                 Err(e) => started = started.and(Err(e)),
             }
         }

@@ -444,6 +444,23 @@ impl PgTarget {
     }
 }
 
+/// Where a run's servers are and how long they took to start: what its
+/// first line says.
+pub struct ServersInfo {
+    /// The harness's own Redis: (port, pid) of the primary and of the replica.
+    pub own_redis: Option<((u16, u32), (u16, u32))>,
+    /// A user's Redis (`--redis`) and the key prefix the run keeps to.
+    pub redis_url: String,
+    pub key_prefix: String,
+    /// The harness's own PostgreSQL: (port, pid; 0 if unknown).
+    pub own_postgres: Option<(u16, u32)>,
+    /// The schema the run works in.
+    pub schema: String,
+    pub root: PathBuf,
+    /// Start-up times: redis-server, initdb, postgres (ms).
+    pub started_ms: [u128; 3],
+}
+
 /// Both servers of one harness run (its own, or the user's), and the
 /// schema and key prefix the run owns on them.
 pub struct Servers {
@@ -475,6 +492,23 @@ pub struct Servers {
 }
 
 impl Servers {
+    /// Where they are and how long they took to start.
+    pub fn info(&self) -> ServersInfo {
+        let own_redis = match (&self.redis, &self.replica) {
+            (Some(r), Some(rep)) => Some(((r.port, r.pid()), (rep.port, rep.pid()))),
+            _ => None,
+        };
+        ServersInfo {
+            own_redis,
+            redis_url: self.redis_url.clone(),
+            key_prefix: self.key_prefix.clone(),
+            own_postgres: (self.postgres.as_ref()).map(|pg| (pg.port, pg.pid().unwrap_or(0))),
+            schema: self.schema.clone(),
+            root: self.root.path.clone(),
+            started_ms: self.started_ms,
+        }
+    }
+
     pub fn start(user: &UserServers) -> Result<Servers> {
         if user.redis.is_none() {
             find_binary("redis-server", "redis-server")?;

@@ -523,6 +523,35 @@ mod tests {
         }
     }
 
+    /// The address Redis sees a connection come from.
+    fn addr_of(c: &mut redis::Connection) -> String {
+        let info: String = redis::cmd("CLIENT").arg("INFO").query(c).unwrap();
+        info.split(' ')
+            .find_map(|kv| kv.strip_prefix("addr="))
+            .unwrap()
+            .to_string()
+    }
+
+    fn eval(c: &mut redis::Connection, body: &str, keys: &[&str], args: &[&str]) -> redis::Value {
+        let mut cmd = redis::cmd("EVAL");
+        cmd.arg(body).arg(keys.len()).arg(keys).arg(args);
+        cmd.query(c).unwrap()
+    }
+
+    /// Each fact's kind and worker (`usize::MAX`: an expiry's, which has none).
+    fn fact_words(facts: &[Fact]) -> Vec<(&'static str, usize)> {
+        facts
+            .iter()
+            .map(|f| match f {
+                Fact::Granted { worker, .. } => ("granted", *worker),
+                Fact::Deleted { worker, .. } => ("deleted", *worker),
+                Fact::Token { worker, .. } => ("token", *worker),
+                Fact::Renewed { worker, .. } => ("renewed", *worker),
+                Fact::Expired { .. } => ("expired", usize::MAX),
+            })
+            .collect()
+    }
+
     #[test]
     fn the_feed_attributes_scripts_transactions_and_pipelines_to_their_connections() {
         let Some((_root, r)) = redis() else { return };
@@ -533,22 +562,9 @@ mod tests {
             client.get_connection().unwrap(),
             client.get_connection().unwrap(),
         );
-        let addr_of = |c: &mut redis::Connection| -> String {
-            let info: String = redis::cmd("CLIENT").arg("INFO").query(c).unwrap();
-            info.split(' ')
-                .find_map(|kv| kv.strip_prefix("addr="))
-                .unwrap()
-                .to_string()
-        };
         feed.register(addr_of(&mut a), 0);
         feed.register(addr_of(&mut b), 1);
         // A takes lock and token in one script; B's transaction is refused.
-        let eval =
-            |c: &mut redis::Connection, body: &str, keys: &[&str], args: &[&str]| -> redis::Value {
-                let mut cmd = redis::cmd("EVAL");
-                cmd.arg(body).arg(keys.len()).arg(keys).arg(args);
-                cmd.query(c).unwrap()
-            };
         let take = "if redis.call('set',KEYS[1],ARGV[1],'NX','PX',ARGV[2]) then return redis.call('incr',KEYS[2]) end return false";
         let tok = eval(&mut a, take, &["lock:doc", "fence:doc"], &["a", "60000"]);
         assert_eq!(tok, redis::Value::Int(1));
@@ -605,19 +621,8 @@ mod tests {
         std::thread::sleep(Duration::from_millis(60));
         let (ledger, lines, broken) = feed.finish();
         assert!(ledger.problems().is_empty(), "{:?}", ledger.problems());
-        let kinds: Vec<(&str, usize)> = ledger
-            .facts()
-            .iter()
-            .map(|f| match f {
-                Fact::Granted { worker, .. } => ("granted", *worker),
-                Fact::Deleted { worker, .. } => ("deleted", *worker),
-                Fact::Token { worker, .. } => ("token", *worker),
-                Fact::Renewed { worker, .. } => ("renewed", *worker),
-                Fact::Expired { .. } => ("expired", usize::MAX),
-            })
-            .collect();
         assert_eq!(
-            kinds,
+            fact_words(ledger.facts()),
             [
                 ("granted", 0),
                 ("token", 0),

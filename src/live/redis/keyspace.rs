@@ -230,55 +230,10 @@ pub fn apply_lock(
         }
         "del" | "unlink" | "getdel" if held.is_some() => LockEffect::Deleted,
         "expire" | "pexpire" | "expireat" | "pexpireat" if held.is_some() => {
-            let n = num(2)
-                .ok_or_else(|| Unmodelled(format!("{} without a number", name.to_uppercase())))?;
-            let when = match name.as_str() {
-                "expire" => at_ms as i64 + n * 1000,
-                "pexpire" => at_ms as i64 + n,
-                "expireat" => n * 1000,
-                _ => n,
-            };
-            let old = held.and_then(|h| h.expire_at_ms);
-            let allowed = match args.get(3).map(|a| lower(a)).as_deref() {
-                None => true,
-                Some("nx") => old.is_none(),
-                Some("xx") => old.is_some(),
-                Some("gt") => old.is_some_and(|o| when > o as i64),
-                Some("lt") => old.is_none_or(|o| when < o as i64),
-                Some(other) => {
-                    return Err(Unmodelled(format!(
-                        "{} option {other:?}",
-                        name.to_uppercase()
-                    )))
-                }
-            };
-            if !allowed {
-                LockEffect::None
-            } else if when <= at_ms as i64 {
-                // An expiry in the past deletes the key at once.
-                LockEffect::Deleted
-            } else {
-                LockEffect::Expiry(Some(when as u64))
-            }
+            expire(args, held, at_ms)?
         }
         "persist" if held.is_some_and(|h| h.expire_at_ms.is_some()) => LockEffect::Expiry(None),
-        "getex" if held.is_some() => match args.get(2).map(|a| lower(a)).as_deref() {
-            None => LockEffect::None,
-            Some("persist") => LockEffect::Expiry(None),
-            Some(opt) => {
-                let n = num(3)
-                    .filter(|n| *n > 0)
-                    .ok_or_else(|| Unmodelled(format!("GETEX {opt} without a positive number")))?
-                    as u64;
-                LockEffect::Expiry(Some(match opt {
-                    "px" => at_ms + n,
-                    "ex" => at_ms + n * 1000,
-                    "pxat" => n,
-                    "exat" => n * 1000,
-                    other => return Err(Unmodelled(format!("GETEX option {other:?}"))),
-                }))
-            }
-        },
+        "getex" if held.is_some() => getex(args, at_ms)?,
         "flushall" | "flushdb" if held.is_some() => LockEffect::Deleted,
         "del" | "unlink" | "getdel" | "expire" | "pexpire" | "expireat" | "pexpireat"
         | "persist" | "getex" | "flushall" | "flushdb" | "get" | "exists" | "ttl" | "pttl"
@@ -290,6 +245,67 @@ pub fn apply_lock(
                 "{} on the lock key",
                 other.to_uppercase()
             )))
+        }
+    })
+}
+
+/// `EXPIRE`, `PEXPIRE`, `EXPIREAT` or `PEXPIREAT` of the held lock key,
+/// with its `NX`/`XX`/`GT`/`LT` condition.
+fn expire(args: &[Vec<u8>], held: Option<&Held>, at_ms: u64) -> Result<LockEffect, Unmodelled> {
+    let name = lower(&args[0]);
+    let n = args
+        .get(2)
+        .and_then(|a| int(a))
+        .ok_or_else(|| Unmodelled(format!("{} without a number", name.to_uppercase())))?;
+    let when = match name.as_str() {
+        "expire" => at_ms as i64 + n * 1000,
+        "pexpire" => at_ms as i64 + n,
+        "expireat" => n * 1000,
+        _ => n,
+    };
+    let old = held.and_then(|h| h.expire_at_ms);
+    let allowed = match args.get(3).map(|a| lower(a)).as_deref() {
+        None => true,
+        Some("nx") => old.is_none(),
+        Some("xx") => old.is_some(),
+        Some("gt") => old.is_some_and(|o| when > o as i64),
+        Some("lt") => old.is_none_or(|o| when < o as i64),
+        Some(other) => {
+            return Err(Unmodelled(format!(
+                "{} option {other:?}",
+                name.to_uppercase()
+            )))
+        }
+    };
+    Ok(if !allowed {
+        LockEffect::None
+    } else if when <= at_ms as i64 {
+        // An expiry in the past deletes the key at once.
+        LockEffect::Deleted
+    } else {
+        LockEffect::Expiry(Some(when as u64))
+    })
+}
+
+/// `GETEX` of the held lock key: its new expiry, or none (`PERSIST`).
+fn getex(args: &[Vec<u8>], at_ms: u64) -> Result<LockEffect, Unmodelled> {
+    Ok(match args.get(2).map(|a| lower(a)).as_deref() {
+        None => LockEffect::None,
+        Some("persist") => LockEffect::Expiry(None),
+        Some(opt) => {
+            let n = args
+                .get(3)
+                .and_then(|a| int(a))
+                .filter(|n| *n > 0)
+                .ok_or_else(|| Unmodelled(format!("GETEX {opt} without a positive number")))?
+                as u64;
+            LockEffect::Expiry(Some(match opt {
+                "px" => at_ms + n,
+                "ex" => at_ms + n * 1000,
+                "pxat" => n,
+                "exat" => n * 1000,
+                other => return Err(Unmodelled(format!("GETEX option {other:?}"))),
+            }))
         }
     })
 }

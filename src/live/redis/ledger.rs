@@ -307,32 +307,7 @@ impl Ledger {
         client: &str,
         ref_us: u64,
     ) {
-        let now_ms = ref_us / 1000;
-        // Lazy expiry: the key is gone for a command after its time. A
-        // script's own line looks nothing up (its commands do, each on
-        // its line), nor does WATCH: neither expires the key.
-        let name = line.name();
-        let looks_up = !keyspace::is_script(&name) && name != "watch";
-        if let Some(live) = self.lock.as_ref().filter(|_| looks_up) {
-            let mut alive = keyspace::alive(&live.held, now_ms);
-            if let Some(when) = live.held.expire_at_ms {
-                if now_ms == when || now_ms == when + 1 {
-                    if self.flips.get(self.borderline as usize) == Some(&true) {
-                        alive = !alive;
-                    }
-                    self.borderline += 1;
-                }
-            }
-            if !alive {
-                let at_ms = live.held.expire_at_ms.unwrap_or(now_ms);
-                self.facts.push(Fact::Expired {
-                    grant: live.grant,
-                    at_ms,
-                });
-                self.notified.push("expired");
-                self.lock = None;
-            }
-        }
+        self.expire_lazily(line, ref_us / 1000);
         // A SET's expiry counts from the time it ran, which the feed
         // stamps just after.
         let at_ms = line.ts_us / 1000;
@@ -344,24 +319,77 @@ impl Ledger {
                     return;
                 }
             };
-        if matches!(line.caller, Caller::Client(_))
-            && !self.in_multi.contains_key(client)
-            && keyspace::takes_if_free(&line.args)
-        {
-            let k = self.replies_met.entry(client.to_string()).or_default();
-            let answered = self
-                .replies
-                .get(client)
-                .and_then(|r| r.get(*k))
-                .copied()
-                .flatten();
-            *k += 1;
-            if answered.is_some_and(|took| took != matches!(effect, LockEffect::Set(_))) {
-                self.contradictions += 1;
+        self.hold_to_reply(line, client, &effect);
+        if !self.notify(line, &effect) {
+            return;
+        }
+        let Some(worker) = worker else {
+            self.problem(format!(
+                "the lock key was changed by {client} ({}), a connection of no worker",
+                line.name().to_uppercase()
+            ));
+            return;
+        };
+        self.apply(effect, worker, line.ts_us, at_ms);
+    }
+
+    /// Lazy expiry: the key is gone for a command after its time (at
+    /// `now_ms`). A script's own line looks nothing up (its commands do,
+    /// each on its line), nor does WATCH: neither expires the key.
+    fn expire_lazily(&mut self, line: &MonitorLine, now_ms: u64) {
+        let name = line.name();
+        let looks_up = !keyspace::is_script(&name) && name != "watch";
+        let Some(live) = self.lock.as_ref().filter(|_| looks_up) else {
+            return;
+        };
+        let mut alive = keyspace::alive(&live.held, now_ms);
+        if let Some(when) = live.held.expire_at_ms {
+            if now_ms == when || now_ms == when + 1 {
+                if self.flips.get(self.borderline as usize) == Some(&true) {
+                    alive = !alive;
+                }
+                self.borderline += 1;
             }
         }
-        match &effect {
-            LockEffect::None => return,
+        if !alive {
+            let at_ms = live.held.expire_at_ms.unwrap_or(now_ms);
+            self.facts.push(Fact::Expired {
+                grant: live.grant,
+                at_ms,
+            });
+            self.notified.push("expired");
+            self.lock = None;
+        }
+    }
+
+    /// A client's `SET NX` of the lock key, outside a transaction: the
+    /// replay's effect held to what Redis answered it (a contradiction
+    /// counted when they differ).
+    fn hold_to_reply(&mut self, line: &MonitorLine, client: &str, effect: &LockEffect) {
+        if !(matches!(line.caller, Caller::Client(_))
+            && !self.in_multi.contains_key(client)
+            && keyspace::takes_if_free(&line.args))
+        {
+            return;
+        }
+        let k = self.replies_met.entry(client.to_string()).or_default();
+        let answered = self
+            .replies
+            .get(client)
+            .and_then(|r| r.get(*k))
+            .copied()
+            .flatten();
+        *k += 1;
+        if answered.is_some_and(|took| took != matches!(effect, LockEffect::Set(_))) {
+            self.contradictions += 1;
+        }
+    }
+
+    /// The keyspace notifications the effect makes Redis send; false when
+    /// it changed nothing.
+    fn notify(&mut self, line: &MonitorLine, effect: &LockEffect) -> bool {
+        match effect {
+            LockEffect::None => return false,
             LockEffect::Set(h) => {
                 self.notified.push("set");
                 if h.expire_at_ms.is_some() && !keeps_ttl(&line.args) {
@@ -372,49 +400,16 @@ impl Ledger {
             LockEffect::Expiry(None) => self.notified.push("persist"),
             LockEffect::Deleted => self.notified.push("del"),
         }
-        let Some(worker) = worker else {
-            self.problem(format!(
-                "the lock key was changed by {client} ({}), a connection of no worker",
-                line.name().to_uppercase()
-            ));
-            return;
-        };
-        let ts_us = line.ts_us;
+        true
+    }
+
+    /// Worker `worker`'s command's effect on the lock at `ts_us` (server
+    /// clock; `at_ms` its millisecond): a grant (or a renewal by the
+    /// holder, or an overwrite of another's key), a new expiry, a deletion.
+    fn apply(&mut self, effect: LockEffect, worker: usize, ts_us: u64, at_ms: u64) {
         match effect {
             LockEffect::None => {}
-            LockEffect::Set(held) => {
-                if let Some(live) = &mut self.lock {
-                    if live.held.value == held.value {
-                        // Same value: the holder renewed (SET … XX, or SET again).
-                        let slack_ms = live.held.expire_at_ms.map(|w| w.saturating_sub(at_ms));
-                        live.held = held.clone();
-                        self.facts.push(Fact::Renewed {
-                            grant: live.grant,
-                            worker,
-                            ts_us,
-                            expire_at_ms: held.expire_at_ms,
-                            slack_ms,
-                        });
-                        return;
-                    }
-                    // Overwritten: the old holder's key is gone.
-                    self.facts.push(Fact::Deleted {
-                        grant: live.grant,
-                        worker,
-                        ts_us,
-                    });
-                }
-                self.grants += 1;
-                let grant = self.grants;
-                self.granted_to.entry(worker).or_default().push(grant);
-                self.facts.push(Fact::Granted {
-                    grant,
-                    worker,
-                    ts_us,
-                    expire_at_ms: held.expire_at_ms,
-                });
-                self.lock = Some(Live { held, grant });
-            }
+            LockEffect::Set(held) => self.set(held, worker, ts_us, at_ms),
             LockEffect::Expiry(expire_at_ms) => {
                 if let Some(live) = &mut self.lock {
                     let slack_ms = live.held.expire_at_ms.map(|w| w.saturating_sub(at_ms));
@@ -438,6 +433,42 @@ impl Ledger {
                 }
             }
         }
+    }
+
+    /// A `SET` of the lock key by `worker`: with the holder's own value a
+    /// renewal, else a new grant (after the overwritten holder's deletion).
+    fn set(&mut self, held: Held, worker: usize, ts_us: u64, at_ms: u64) {
+        if let Some(live) = &mut self.lock {
+            if live.held.value == held.value {
+                // Same value: the holder renewed (SET … XX, or SET again).
+                let slack_ms = live.held.expire_at_ms.map(|w| w.saturating_sub(at_ms));
+                live.held = held.clone();
+                self.facts.push(Fact::Renewed {
+                    grant: live.grant,
+                    worker,
+                    ts_us,
+                    expire_at_ms: held.expire_at_ms,
+                    slack_ms,
+                });
+                return;
+            }
+            // Overwritten: the old holder's key is gone.
+            self.facts.push(Fact::Deleted {
+                grant: live.grant,
+                worker,
+                ts_us,
+            });
+        }
+        self.grants += 1;
+        let grant = self.grants;
+        self.granted_to.entry(worker).or_default().push(grant);
+        self.facts.push(Fact::Granted {
+            grant,
+            worker,
+            ts_us,
+            expire_at_ms: held.expire_at_ms,
+        });
+        self.lock = Some(Live { held, grant });
     }
 
     /// Ends the account at `end_us` (server clock): a key whose expiry

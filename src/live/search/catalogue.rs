@@ -1,32 +1,33 @@
-//! Placements of real faults for `fencesim search` on a live scenario: the
-//! catalogue of single faults a live trial can apply (a pause shorter than,
-//! about equal to and longer than the lease; a crash with and without a
-//! restart, each after a protocol point of a worker; a delay, drop or cut
-//! of a worker's UPDATE; for a user's program also of the lock server's
-//! reply that carried its grant, and a delay or drop of PostgreSQL's
-//! answers to its read and its UPDATE; on a cluster, a crash or pause of the leader and
-//! a partition of the holder's member), their combinations of up to K, and
-//! each placement written as the live scenario file that runs it.
+//! What the live search places: the catalogue of single faults a live
+//! trial can apply (a pause shorter than, about equal to and longer than
+//! the lease; a crash with and without a restart, each after a protocol
+//! point of a worker; a delay, drop or cut of a worker's UPDATE; for a
+//! user's program also of the lock server's reply that carried its grant,
+//! and a delay or drop of PostgreSQL's answers to its read and its UPDATE;
+//! on a cluster, a crash or pause of the leader and a partition of the
+//! holder's member) as typed [`Fault`]s, their combinations of up to K,
+//! the nemesis's seeded schedules, each placement written as the live
+//! scenario file that runs it, and a history's shape.
 //!
-//! Why a placement is scenario *text*: the file the search writes for a
-//! finding is then exactly what it ran, and every placement goes through
-//! the one loader that checks a hand-written file — a combination the live
+//! Why a placement is the loader's own fault type: a combination the live
 //! mode cannot apply (a worker stopped at two different points, two network
-//! faults on one worker) is refused there, counted as not expressible,
-//! never run half-applied. This file draws nothing at random and starts
-//! nothing: the enumeration order is the catalogue's, so a search is
-//! repeatable placement by placement.
+//! faults on one message) is refused by the loader's own rule
+//! ([`crate::live::fault::conflict`]), counted as not expressible, never
+//! run half-applied; and the file the search writes for a finding spells
+//! exactly those faults (a test reads every single back as itself). This
+//! file draws nothing at random and starts nothing: the enumeration order
+//! is the catalogue's, so a search is repeatable placement by placement.
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use super::fault::{Action, Fault, MemberSel, NetMessage, Point, Target, Trigger, WorkerId};
-use super::proxy::ProxyMode;
-use super::scenario::LiveScenario;
 use crate::check::ViolationKind;
 use crate::history::History;
+use crate::live::fault::{Action, Fault, MemberSel, NetMessage, Point, Target, Trigger, WorkerId};
+use crate::live::proxy::ProxyMode;
+use crate::live::scenario::LiveScenario;
 
 /// Every single fault the live mode can apply to `s` (run by its built-in
 /// worker, or by a user's program when `client`), in a fixed order: per
@@ -273,7 +274,7 @@ fn timed_fault(s: &LiveScenario, rng: &mut crate::sim::rng::Rng, client: bool) -
 /// combination (the loader's reason).
 #[cfg(test)]
 fn load_text(text: &str, path: &Path) -> Result<LiveScenario, String> {
-    super::scenario::parse(text, path).map_err(|e| e.to_string())
+    crate::live::scenario::parse(text, path).map_err(|e| e.to_string())
 }
 
 /// What a trial's history looks like with its times taken out: who did
@@ -305,6 +306,10 @@ impl Shapes {
 
     pub fn len(&self) -> usize {
         self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
 }
 
