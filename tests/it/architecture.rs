@@ -360,41 +360,58 @@ fn the_core_rooms_and_history_types_name_no_serde() {
     assert!(naming.is_empty(), "serde in a core room: {naming:?}");
 }
 
-/// The longest a function in the live wing may be, in lines.
-const LIVE_FN_LIMIT: usize = 150;
-
-/// The module path of a file under `src/live/` (`client/mod.rs` and
-/// `client.rs` are both `["client"]`; `mod.rs` is `[]`).
-fn live_module(live: &Path, file: &Path) -> Vec<String> {
-    let rel = file.strip_prefix(live).expect("file under src/live");
+/// The module path of a file under `src/` (`live/client/mod.rs` and
+/// `live/client.rs` are both `["live", "client"]`; `lib.rs` is `[]`).
+fn module_of(src: &Path, file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(src).expect("file under src/");
     let mut parts: Vec<String> = rel
         .components()
         .map(|c| c.as_os_str().to_string_lossy().into_owned())
         .collect();
     let last = parts.pop().expect("a file name");
-    if last != "mod.rs" {
+    if last != "mod.rs" && !(parts.is_empty() && last == "lib.rs") {
         parts.push(last.trim_end_matches(".rs").to_string());
     }
     parts
 }
 
 /// The file of a module path, if it is one.
-fn live_file(live: &Path, module: &[String]) -> Option<PathBuf> {
+fn file_of(src: &Path, module: &[String]) -> Option<PathBuf> {
     let dir: PathBuf = module.iter().collect();
     let candidates = if module.is_empty() {
-        vec![live.join("mod.rs")]
+        vec![src.join("lib.rs")]
     } else {
         vec![
-            live.join(&dir).with_extension("rs"),
-            live.join(&dir).join("mod.rs"),
+            src.join(&dir).with_extension("rs"),
+            src.join(&dir).join("mod.rs"),
         ]
     };
     candidates.into_iter().find(|p| p.is_file())
 }
 
+/// Where a file's inline test module begins (`#[cfg(test)]` on a `mod x {`;
+/// a `#[cfg(test)] mod x;` declaration is not one), or its end.
+fn tests_start(text: &str) -> usize {
+    let mut from = 0;
+    while let Some(i) = text[from..].find("#[cfg(test)]") {
+        let at = from + i;
+        let mut rest = text[at + "#[cfg(test)]".len()..].trim_start();
+        for vis in ["pub(crate) ", "pub(super) ", "pub "] {
+            rest = rest.strip_prefix(vis).unwrap_or(rest);
+        }
+        let head = rest.split([';', '{']).next().unwrap_or("");
+        let inline = rest.get(head.len()..).is_some_and(|r| r.starts_with('{'));
+        if rest.starts_with("mod ") && inline {
+            return at;
+        }
+        from = at + 1;
+    }
+    text.len()
+}
+
 /// Code with comments, string literals and test modules taken out.
-fn live_code(text: &str) -> String {
-    let body = text.split("#[cfg(test)]").next().unwrap_or("");
+fn code_of(text: &str) -> String {
+    let body = &text[..tests_start(text)];
     let mut code = String::new();
     for line in body.lines() {
         let line = line.split("//").next().unwrap_or("");
@@ -471,7 +488,7 @@ fn read_path(chars: &[char], mut i: usize) -> (String, usize) {
                             paths.push(format!("{prefix}::{p}"));
                         }
                     }
-                    i = end.max(i + 1);
+                    i = skip_alias(chars, end.max(i + 1));
                 }
             }
             prefix.push_str("::");
@@ -481,34 +498,100 @@ fn read_path(chars: &[char], mut i: usize) -> (String, usize) {
     }
 }
 
-/// The files of `src/live/` a file imports.
-fn live_imports(live: &Path, file: &Path) -> Vec<PathBuf> {
-    let me = live_module(live, file);
-    let code = live_code(&std::fs::read_to_string(file).expect("source file reads"));
-    let mut found = Vec::new();
-    for path in paths_named(&code) {
+/// Past an ` as name` after a path in a `use` group, if there is one.
+fn skip_alias(chars: &[char], mut i: usize) -> usize {
+    let at = i;
+    while chars.get(i).is_some_and(|c| c.is_whitespace()) {
+        i += 1;
+    }
+    if chars.get(i) == Some(&'a')
+        && chars.get(i + 1) == Some(&'s')
+        && chars.get(i + 2).is_some_and(|c| c.is_whitespace())
+    {
+        i += 2;
+        while chars.get(i).is_some_and(|c| c.is_whitespace()) {
+            i += 1;
+        }
+        while chars
+            .get(i)
+            .is_some_and(|c| c.is_ascii_alphanumeric() || *c == '_')
+        {
+            i += 1;
+        }
+        return i;
+    }
+    at
+}
+
+/// The crate's files and what each names, read once.
+struct Crate {
+    src: PathBuf,
+    /// (file, its module path, its code), `main.rs` (another crate) left out.
+    files: Vec<(PathBuf, Vec<String>, String)>,
+}
+
+impl Crate {
+    fn read() -> Crate {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut paths = Vec::new();
+        rust_files(&src, &mut paths);
+        let files = paths
+            .into_iter()
+            .filter(|f| f != &src.join("main.rs"))
+            .map(|f| {
+                let code = code_of(&std::fs::read_to_string(&f).expect("source file reads"));
+                (f.clone(), module_of(&src, &f), code)
+            })
+            .collect();
+        Crate { src, files }
+    }
+
+    fn code(&self, module: &[String]) -> Option<&str> {
+        self.files
+            .iter()
+            .find(|(_, m, _)| m == module)
+            .map(|(_, _, c)| c.as_str())
+    }
+
+    /// The module a name re-exported by `module` (`pub use child::Name`)
+    /// comes from, so a path through a façade (`crate::live::scenario::Fault`)
+    /// is an edge to the file that defines it, not to the façade.
+    fn reexported(&self, module: &[String], name: &str, depth: usize) -> Option<Vec<String>> {
+        let code = self.code(module)?;
+        let mut rest = code;
+        while let Some(i) = rest.find("use ") {
+            let stmt_start = &rest[..i];
+            let after = &rest[i + 4..];
+            let end = after.find(';').unwrap_or(after.len());
+            let public = stmt_start.trim_end().ends_with("pub")
+                || stmt_start.trim_end().ends_with(')') && stmt_start.trim_end().contains("pub(");
+            if public {
+                for p in paths_named(&after[..end]) {
+                    if p.rsplit("::").next() == Some(name) {
+                        let at = self.resolve(module, &p, depth + 1)?;
+                        return Some(at);
+                    }
+                }
+            }
+            rest = &after[end..];
+        }
+        None
+    }
+
+    /// The module of the file a path names from `me`, if it names one.
+    fn resolve(&self, me: &[String], path: &str, depth: usize) -> Option<Vec<String>> {
+        if depth > 8 {
+            return None;
+        }
         let mut segs = path.split("::").map(str::trim).filter(|s| !s.is_empty());
-        let Some(first) = segs.next() else { continue };
-        let mut at: Vec<String> = match first {
-            "crate" => {
-                if segs.next() != Some("live") {
-                    continue;
-                }
-                Vec::new()
-            }
-            "self" => me.clone(),
-            "super" => {
-                let mut m = me.clone();
-                m.pop();
-                m
-            }
+        let mut at: Vec<String> = match segs.next()? {
+            "crate" => Vec::new(),
+            "self" => me.to_vec(),
+            "super" => me[..me.len().saturating_sub(1)].to_vec(),
             child => {
-                // A child module named from a mod.rs (`fault::Faults`).
-                let mut m = me.clone();
+                let mut m = me.to_vec();
                 m.push(child.to_string());
-                if !file.ends_with("mod.rs") || live_file(live, &m).is_none() {
-                    continue;
-                }
+                file_of(&self.src, &m)?;
                 m
             }
         };
@@ -519,60 +602,135 @@ fn live_imports(live: &Path, file: &Path) -> Vec<PathBuf> {
             }
             let mut deeper = at.clone();
             deeper.push(seg.to_string());
-            if live_file(live, &deeper).is_none() {
-                break;
+            if file_of(&self.src, &deeper).is_some() {
+                at = deeper;
+                continue;
             }
-            at = deeper;
-        }
-        if at != me {
-            if let Some(f) = live_file(live, &at) {
-                found.push(f);
+            match self.reexported(&at, seg, depth) {
+                Some(from) if from != at => at = from,
+                _ => break,
             }
         }
+        file_of(&self.src, &at).map(|_| at)
     }
-    found.sort();
-    found.dedup();
-    found
+
+    /// Every file's imports of other files of the crate: any path its code
+    /// names that resolves to another file — `crate::…`, `super::…`,
+    /// `self::…`, a child module, `use` groups included, re-exports
+    /// followed to the file that defines the name. Test modules are left
+    /// out: a test may reach anywhere.
+    fn graph(&self) -> Vec<(PathBuf, Vec<PathBuf>)> {
+        self.files
+            .iter()
+            .map(|(file, me, code)| {
+                let mut to: Vec<PathBuf> = paths_named(code)
+                    .iter()
+                    .filter_map(|p| self.resolve(me, p, 0))
+                    .filter(|m| m != me && !owns(file, me, m))
+                    .filter_map(|m| file_of(&self.src, &m))
+                    .collect();
+                to.sort();
+                to.dedup();
+                (file.clone(), to)
+            })
+            .collect()
+    }
+
+    fn rel(&self, f: &Path) -> String {
+        f.strip_prefix(&self.src)
+            .unwrap_or(f)
+            .to_string_lossy()
+            .replace('\\', "/")
+    }
 }
 
-/// A circle in an import graph, as the files round it, if there is one.
-fn find_circle(graph: &[(PathBuf, Vec<PathBuf>)]) -> Option<Vec<PathBuf>> {
-    fn visit(
-        graph: &[(PathBuf, Vec<PathBuf>)],
-        node: &PathBuf,
-        stack: &mut Vec<PathBuf>,
-        done: &mut Vec<PathBuf>,
-    ) -> Option<Vec<PathBuf>> {
-        if let Some(pos) = stack.iter().position(|n| n == node) {
-            let mut circle = stack[pos..].to_vec();
-            circle.push(node.clone());
-            return Some(circle);
-        }
-        if done.contains(node) {
-            return None;
-        }
-        stack.push(node.clone());
-        let next = graph
-            .iter()
-            .find(|(n, _)| n == node)
-            .map(|(_, e)| e.clone());
-        for to in next.unwrap_or_default() {
-            if let Some(c) = visit(graph, &to, stack, done) {
-                return Some(c);
+/// Whether `file` (module `me`) is a module root (`mod.rs`, `lib.rs`)
+/// naming a module of its own subtree: the Rust idiom of a parent that
+/// declares and drives its children, which use the parent's words
+/// (`check/mod.rs` runs each checker, each checker names
+/// `super::Violation`) — structure, not a circle. `live/` keeps its
+/// stricter rule of the last round: there a `mod.rs` that uses a child is
+/// above it like any other file, so its words live in a file below both.
+fn owns(file: &Path, me: &[String], to: &[String]) -> bool {
+    let root = file.ends_with("mod.rs") || file.ends_with("lib.rs");
+    root && to.starts_with(me) && me.first().is_none_or(|r| r != "live")
+}
+
+/// The circles of a graph: its strongly connected components of more
+/// than one file (Tarjan), each sorted, in a fixed order.
+fn circles(graph: &[(PathBuf, Vec<PathBuf>)]) -> Vec<Vec<PathBuf>> {
+    struct Tarjan<'g> {
+        graph: &'g [(PathBuf, Vec<PathBuf>)],
+        index: Vec<Option<usize>>,
+        low: Vec<usize>,
+        on: Vec<bool>,
+        stack: Vec<usize>,
+        next: usize,
+        out: Vec<Vec<PathBuf>>,
+    }
+    impl Tarjan<'_> {
+        fn visit(&mut self, v: usize) {
+            self.index[v] = Some(self.next);
+            self.low[v] = self.next;
+            self.next += 1;
+            self.stack.push(v);
+            self.on[v] = true;
+            let edges: Vec<usize> = self.graph[v]
+                .1
+                .iter()
+                .filter_map(|to| self.graph.iter().position(|(n, _)| n == to))
+                .collect();
+            for w in edges {
+                match self.index[w] {
+                    None => {
+                        self.visit(w);
+                        self.low[v] = self.low[v].min(self.low[w]);
+                    }
+                    Some(i) if self.on[w] => self.low[v] = self.low[v].min(i),
+                    Some(_) => {}
+                }
+            }
+            if Some(self.low[v]) == self.index[v] {
+                let mut scc = Vec::new();
+                while let Some(w) = self.stack.pop() {
+                    self.on[w] = false;
+                    scc.push(self.graph[w].0.clone());
+                    if w == v {
+                        break;
+                    }
+                }
+                if scc.len() > 1 {
+                    scc.sort();
+                    self.out.push(scc);
+                }
             }
         }
-        stack.pop();
-        done.push(node.clone());
-        None
     }
-    let mut done = Vec::new();
-    graph
-        .iter()
-        .find_map(|(n, _)| visit(graph, n, &mut Vec::new(), &mut done))
+    let n = graph.len();
+    let mut t = Tarjan {
+        graph,
+        index: vec![None; n],
+        low: vec![0; n],
+        on: vec![false; n],
+        stack: Vec::new(),
+        next: 0,
+        out: Vec::new(),
+    };
+    for v in 0..n {
+        if t.index[v].is_none() {
+            t.visit(v);
+        }
+    }
+    t.out.sort();
+    t.out
 }
 
 #[test]
-fn the_live_import_scanner_sees_groups_children_and_supers() {
+fn the_import_scanner_sees_groups_children_supers_and_reexports() {
+    assert_eq!(
+        paths_named("use super::etcd::{gateway as g, members};"),
+        ["super::etcd::gateway", "super::etcd::members"]
+    );
     assert_eq!(
         paths_named("use super::{faults::{crash_line, X}, process::{self, Victim}}; fault::read()"),
         [
@@ -583,42 +741,109 @@ fn the_live_import_scanner_sees_groups_children_and_supers() {
             "fault::read"
         ]
     );
-    let live = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/live");
-    let imports = live_imports(&live, &live.join("trial.rs"));
-    assert!(imports.contains(&live.join("faults.rs")), "{imports:?}");
-    assert!(imports.contains(&live.join("mod.rs")), "{imports:?}");
-    let a = PathBuf::from("a.rs");
-    let b = PathBuf::from("b.rs");
-    let circle = find_circle(&[(a.clone(), vec![b.clone()]), (b.clone(), vec![a.clone()])]);
-    assert_eq!(circle, Some(vec![a.clone(), b, a]));
+    let krate = Crate::read();
+    let graph = krate.graph();
+    let edges = |file: &str| -> Vec<String> {
+        let f = krate.src.join(file);
+        graph
+            .iter()
+            .find(|(n, _)| *n == f)
+            .map(|(_, e)| e.iter().map(|p| krate.rel(p)).collect())
+            .unwrap_or_default()
+    };
+    let trial = edges("live/trial.rs");
+    assert!(trial.contains(&"live/mod.rs".to_string()), "{trial:?}");
+    assert!(
+        trial.iter().any(|f| f.starts_with("live/fault/")),
+        "{trial:?}"
+    );
+    // `crate::protocol::worker` is re-exported by protocol/mod.rs from its lease wing.
+    let worker = edges("live/worker/mod.rs");
+    assert!(
+        worker.contains(&"protocol/lease/worker.rs".to_string()),
+        "{worker:?}"
+    );
+    let (a, b) = (PathBuf::from("a.rs"), PathBuf::from("b.rs"));
+    let c = PathBuf::from("c.rs");
+    let graph = [
+        (a.clone(), vec![b.clone()]),
+        (b.clone(), vec![a.clone()]),
+        (c.clone(), vec![a.clone()]),
+    ];
+    assert_eq!(circles(&graph), vec![vec![a, b]]);
 }
 
-/// The live wing's files form no circle: a file that imports another must
-/// not be imported back, however long the way round (`cluster.rs ⇄
-/// servers.rs` and `worker.rs ⇄ etcd.rs` through `worker::emit` were two).
-/// An edge is any path a file's code names that resolves to another file
-/// of `src/live/`: `super::…`, `crate::live::…`, `self::…`, or a child
-/// module named from its `mod.rs`, `use` groups included. Test modules
-/// (from `#[cfg(test)]` on) are left out: a test may reach anywhere.
+/// Circles of files tolerated for now, each with why. An entry covers a
+/// circle whose files are all among its files; every entry must still
+/// cover one (an entry that covers none is taken off: the list only
+/// shrinks).
+const ALLOWED_CIRCLES: [(&[&str], &str); 2] = [
+    (
+        &[
+            "model/counterexample.rs",
+            "model/lock_model.rs",
+            "model/spec.rs",
+            "model/to_scenario.rs",
+        ],
+        "the model room's circle (a counterexample replays a spec's model and \
+     writes its scenario): untangled by its own change to src/model/, \
+     which issue #41 leaves alone",
+    ),
+    (
+        &[
+            "protocol/catalogue.rs",
+            "protocol/core/msg.rs",
+            "protocol/core/node.rs",
+            "protocol/lease/coordinator.rs",
+            "protocol/lease/resource.rs",
+            "protocol/systems/base.rs",
+            "protocol/systems/client.rs",
+            "protocol/systems/mod.rs",
+        ],
+        "the protocol room's registry circle (core/msg.rs declares every system's \
+     messages through systems/ (`for_each_system!`, `LockSystem`), whose base \
+     configures systems from catalogue.rs, which builds coordinators and \
+     resources that speak core/msg.rs): seen once the scanner followed \
+     protocol/mod.rs's re-exports; src/protocol/ is another change's this round",
+    ),
+];
+
+/// No file of `src/` imports a file that imports it back, however long
+/// the way round — within a room (`cluster.rs ⇄ servers.rs` in `live/`,
+/// `write.rs ⇄ html.rs` in `report/`) and across rooms alike. What both
+/// ends of a circle need moves to a file below both.
 #[test]
-fn no_live_file_imports_a_file_that_imports_it_back() {
-    let live = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/live");
-    let mut files = Vec::new();
-    rust_files(&live, &mut files);
-    let graph: Vec<(PathBuf, Vec<PathBuf>)> = files
-        .iter()
-        .map(|f| (f.clone(), live_imports(&live, f)))
-        .collect();
-    if let Some(circle) = find_circle(&graph) {
-        let names: Vec<String> = circle
+fn no_file_imports_a_file_that_imports_it_back() {
+    let krate = Crate::read();
+    let found = circles(&krate.graph());
+    let names = |c: &[PathBuf]| -> Vec<String> { c.iter().map(|f| krate.rel(f)).collect() };
+    let mut covered = vec![false; ALLOWED_CIRCLES.len()];
+    let mut bad = Vec::new();
+    for c in &found {
+        let files = names(c);
+        match ALLOWED_CIRCLES
             .iter()
-            .map(|f| f.strip_prefix(&live).unwrap_or(f).display().to_string())
-            .collect();
-        panic!(
-            "a circle of imports in src/live/: {} (move what both need to a file below both)",
-            names.join(" → ")
-        );
+            .position(|(allowed, _)| files.iter().all(|f| allowed.contains(&f.as_str())))
+        {
+            Some(k) => covered[k] = true,
+            None => bad.push(files.join(" ⇄ ")),
+        }
     }
+    assert!(
+        bad.is_empty(),
+        "circles of imports in src/ (move what both need to a file below both):\n{}",
+        bad.join("\n")
+    );
+    let stale: Vec<&str> = ALLOWED_CIRCLES
+        .iter()
+        .zip(&covered)
+        .filter(|(_, c)| !**c)
+        .map(|((files, _), _)| files[0])
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "these ALLOWED_CIRCLES are no circle any more; take them off: {stale:?}"
+    );
 }
 
 /// Every `fn` in a file with its first line and length in lines (its
@@ -667,30 +892,96 @@ fn the_function_length_scanner_measures_to_the_closing_brace() {
     );
 }
 
-/// No function in the live wing (and its command, `cli/live.rs`) runs over
-/// 150 lines: one that does holds several phases, to be named and split.
+/// The longest a function in `src/` may be, in lines.
+const FN_LIMIT: usize = 100;
+
+/// Functions over [`FN_LIMIT`] lines that are owned by other changes
+/// (file, fn, its length now). The list may only shrink: a listed function
+/// may not grow, one split below the limit is taken off, and no function
+/// of `live/`, `cli/` or `report/` may be listed.
+const LONG_FUNCTIONS: [(&str, &str, usize); 24] = [
+    ("check/mod.rs", "run", 102),
+    ("history/validate.rs", "validate", 108),
+    (
+        "model/checker.rs",
+        "shortest_counterexample_interruptible",
+        104,
+    ),
+    ("model/counterexample.rs", "replay", 130),
+    ("model/lock_model.rs", "step", 251),
+    ("model/spec.rs", "resolve", 131),
+    ("model/to_scenario.rs", "to_scenario", 252),
+    ("oracle/mod.rs", "judge", 159),
+    ("protocol/lease/coordinator.rs", "on_acquire", 102),
+    ("protocol/lease/worker.rs", "on_message", 142),
+    ("protocol/systems/zookeeper.rs", "on_request", 107),
+    ("scenario/emit.rs", "fault_table", 108),
+    ("scenario/resolve.rs", "resolve_topology", 137),
+    ("scenario/resolve.rs", "resolve_locks", 108),
+    ("scenario/resolve.rs", "resolve_protocol", 106),
+    ("scenario/resolve.rs", "resolve_fault", 159),
+    ("search/mod.rs", "search_shard", 110),
+    ("search/mod.rs", "tally", 103),
+    ("shrink/mod.rs", "shrink", 101),
+    ("sim/options.rs", "fmt", 134),
+    ("sim/options.rs", "describe_fault", 102),
+    ("sim/recorder.rs", "on_send", 137),
+    ("suite/swarm.rs", "configure", 124),
+    ("validate/process.rs", "step", 109),
+];
+
+/// No function in `src/` runs over [`FN_LIMIT`] lines, but for the listed
+/// ones: a longer one holds several phases, to be named and split.
 #[test]
-fn no_live_function_is_longer_than_the_limit() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    rust_files(&src.join("live"), &mut files);
-    files.push(src.join("cli/live.rs"));
+fn no_function_is_longer_than_the_limit() {
+    let krate = Crate::read();
     let mut long = Vec::new();
-    for file in &files {
+    let mut seen = Vec::new();
+    for (file, _, _) in &krate.files {
+        let rel = krate.rel(file);
         let text = std::fs::read_to_string(file).expect("source file reads");
         for (name, line, len) in function_lengths(&text) {
-            if len > LIVE_FN_LIMIT {
-                long.push(format!(
-                    "{}:{line}: fn {name} is {len} lines",
-                    file.strip_prefix(&src).unwrap_or(file).display()
-                ));
+            if len <= FN_LIMIT {
+                continue;
+            }
+            match LONG_FUNCTIONS
+                .iter()
+                .find(|(f, n, _)| *f == rel && *n == name)
+            {
+                Some((_, _, max)) if len <= *max => seen.push((rel.clone(), name)),
+                Some((_, _, max)) => long.push(format!(
+                    "{rel}:{line}: fn {name} is {len} lines (listed at {max}: it may not grow)"
+                )),
+                None => long.push(format!("{rel}:{line}: fn {name} is {len} lines")),
             }
         }
     }
     assert!(
         long.is_empty(),
-        "functions over {LIVE_FN_LIMIT} lines (split them into named phases):\n{}",
+        "functions over {FN_LIMIT} lines (split them into named phases):\n{}",
         long.join("\n")
+    );
+    let stale: Vec<String> = LONG_FUNCTIONS
+        .iter()
+        .filter(|(f, n, _)| !seen.iter().any(|(sf, sn)| sf == f && sn == n))
+        .map(|(f, n, _)| format!("{f}: {n}"))
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "these LONG_FUNCTIONS are within {FN_LIMIT} lines now (or gone); take them off: {stale:?}"
+    );
+    let mine: Vec<&str> = LONG_FUNCTIONS
+        .iter()
+        .map(|(f, _, _)| *f)
+        .filter(|f| {
+            ["live/", "cli/", "report/"]
+                .iter()
+                .any(|r| f.starts_with(r))
+        })
+        .collect();
+    assert!(
+        mine.is_empty(),
+        "live/, cli/ and report/ keep every function within {FN_LIMIT} lines: {mine:?}"
     );
 }
 
