@@ -12,20 +12,26 @@ use std::io::Write;
 use super::monotonic_ns;
 use super::record::{Line, Record, Stamped};
 
-/// One record to the harness, stamped now.
+/// One record to the harness, stamped as it is written: under the
+/// stdout lock, so a worker's records (its lanes are threads) leave in
+/// the order of their stamps.
 pub(crate) fn emit(record: Record) {
+    let out = std::io::stdout();
+    let mut lock = out.lock();
     let t_ns = monotonic_ns();
-    emit_line(&Line::Record(Stamped { t_ns, record }));
+    write(&mut lock, &Line::Record(Stamped { t_ns, record }));
 }
 
 /// One line to the harness.
 pub(crate) fn emit_line(line: &Line) {
+    write(&mut std::io::stdout().lock(), line);
+}
+
+fn write(out: &mut std::io::StdoutLock, line: &Line) {
     let Ok(text) = serde_json::to_string(line) else {
         return;
     };
-    let out = std::io::stdout();
-    let mut lock = out.lock();
     // The harness reading our stdout is the only observer; if it is gone, so are we.
-    let _ = writeln!(lock, "{text}");
-    let _ = lock.flush();
+    let _ = writeln!(out, "{text}");
+    let _ = out.flush();
 }

@@ -17,10 +17,19 @@
 //! each scenario is run for N trials and reported as found/N beside its
 //! simulated twin.
 //!
+//! How it is laid out: one typed fault list ([`fault`]) and one typed
+//! worker record ([`record`]) that every part reads and writes; a room per
+//! lock server ([`redis`], [`etcd`], [`zk`]: the built-in worker's lane,
+//! the server's own account, the decoder of a program's connections)
+//! behind the words they share ([`common`]); the two trial modes
+//! ([`trial`], [`client`]); the run ([`run`], on [`jobs`]) and the live
+//! search ([`search`]), which return data and tell their progress to the
+//! command line, which prints.
+//!
 //! The files form no circle: the small ones at the bottom ([`process`],
-//! [`launch`], [`emit`], [`decode`], [`phases`], [`sockdiag`]) import none of the
-//! others, and each file above imports only files below it (checked by
-//! `tests/it/architecture.rs`).
+//! [`launch`], [`emit`], [`decode`], [`phases`], [`sockdiag`], [`common`])
+//! import none of the rooms, and each file above imports only files below
+//! it (checked by `tests/it/architecture.rs`).
 
 pub(crate) mod client;
 pub mod cluster;

@@ -120,6 +120,11 @@ pub(super) fn to_records(
     finished_ns: &[Option<u64>],
     lock: &LockHistory,
 ) -> Result<(Vec<(usize, Stamped)>, Vec<(i64, i64, i64)>)> {
+    // The proxies stamp what they see under one lock: in time order.
+    debug_assert!(
+        seen.windows(2).all(|w| w[0].1 <= w[1].1),
+        "seen out of order"
+    );
     let ops = op_ids(n, seen);
     let commits = match_commits(n, seen, &ops, pids, audit)?;
     let bodies: Vec<(i64, u64, u64)> = audit

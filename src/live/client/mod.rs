@@ -69,7 +69,7 @@ use program::{describe, spawn, UserProc};
 use seen::Seen;
 use shared::Shared;
 
-use super::common::fact::disorder;
+use super::common::fact::{disorder, LockFact};
 use super::common::server::Backend;
 use super::history::{judge, TrialResult};
 use super::phases::{Phase, Phases};
@@ -264,8 +264,8 @@ fn judgeable(shared: &Shared) -> Result<LockHistory> {
         ));
     }
     let seen = locked(&shared.seen).clone();
-    let lock = LockHistory::new(shared.names.len(), &seen, &finished.facts);
-    if lock.grants() == 0 && seen.iter().any(|(_, _, s)| matches!(s, Seen::WriteSent(_))) {
+    let granted = (finished.facts.iter()).any(|f| matches!(f, LockFact::Granted { .. }));
+    if !granted && seen.iter().any(|(_, _, s)| matches!(s, Seen::WriteSent(_))) {
         why.push(format!(
             "the programs wrote the document, but the server never granted the lock key {} \
              (a lock on another key or server is one fencesim cannot see)",
@@ -275,7 +275,7 @@ fn judgeable(shared: &Shared) -> Result<LockHistory> {
     if !why.is_empty() {
         return Err(CannotJudge(why.join("; ")).into());
     }
-    Ok(lock)
+    Ok(LockHistory::new(shared.names.len(), &seen, &finished.facts))
 }
 
 /// The programs of one trial: each worker's process, the environment it

@@ -301,6 +301,8 @@ impl Shared {
                 return None;
             }
         };
+        // A worker's grants, in the order they were made: they grow.
+        debug_assert!(grants.windows(2).all(|w| w[0] < w[1]), "{grants:?}");
         let new: Vec<u64> = {
             let mut learned = locked(&self.grants_learned);
             let new = grants.get(learned[worker]..).unwrap_or_default().to_vec();
