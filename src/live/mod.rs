@@ -55,6 +55,9 @@ pub(crate) mod trial;
 pub mod worker;
 pub(crate) mod zk;
 
+/// Every `FENCESIM_*` variable a user's program is started with ([`client`]).
+pub use client::PROGRAM_ENV;
+
 /// Nanoseconds on CLOCK_MONOTONIC: one clock shared by every process on the
 /// machine, so worker and harness records can be merged into one order.
 pub fn monotonic_ns() -> u64 {

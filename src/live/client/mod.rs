@@ -54,12 +54,15 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 mod conversation;
+mod env;
 mod lock_history;
 mod observe;
 mod plan;
 mod program;
 mod seen;
 mod shared;
+
+pub use env::PROGRAM_ENV;
 
 use conversation::to_records;
 use lock_history::LockHistory;

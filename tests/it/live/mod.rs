@@ -5,6 +5,7 @@
 
 mod article;
 mod cluster_kit;
+mod docs;
 mod documents;
 mod etcd;
 mod jobs;

@@ -1,0 +1,496 @@
+//! The live reference pages held to the code, with no server started: the
+//! fault table of docs/live-faults.md names every fault kind, protocol
+//! point and message the loader accepts and nothing else, and each of its
+//! examples is accepted exactly under the locks and by the worker modes its
+//! row says; docs/live-client.md's table of variables is every `FENCESIM_*`
+//! variable a user's program is started with; every TOML block of the live
+//! pages is TOML, and every full scenario among them loads; and every
+//! relative link between the docs (file and `#anchor`), and every source
+//! path the live pages name, resolves.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use fencesim::live::scenario::{parse, LiveScenario};
+use fencesim::live::{LockKind, PROGRAM_ENV};
+use pulldown_cmark::{CodeBlockKind, Event, Options, Parser, Tag, TagEnd};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A table cell: its text, and its code spans in order.
+#[derive(Clone, Debug, Default)]
+struct Cell {
+    text: String,
+    code: Vec<String>,
+}
+
+#[derive(Debug, Default)]
+struct Table {
+    header: Vec<Cell>,
+    rows: Vec<Vec<Cell>>,
+}
+
+impl Table {
+    fn column(&self, name: &str) -> usize {
+        self.header
+            .iter()
+            .position(|c| c.text.trim() == name)
+            .unwrap_or_else(|| panic!("no column {name:?} in {:?}", self.header))
+    }
+}
+
+/// What a Markdown page holds that these tests read.
+#[derive(Debug, Default)]
+struct Page {
+    /// Its headings' anchors, as GitHub makes them (a repeated one gets -1, -2, …).
+    anchors: BTreeSet<String>,
+    tables: Vec<Table>,
+    /// Fenced code blocks: (language, text).
+    blocks: Vec<(String, String)>,
+    links: Vec<String>,
+    code_spans: Vec<String>,
+}
+
+/// GitHub's anchor of a heading: lower case, punctuation but `-` and `_`
+/// dropped, each space a `-`.
+fn slug(heading: &str) -> String {
+    heading
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+fn read_page(path: &Path) -> Page {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut page = Page::default();
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    let mut heading: Option<String> = None;
+    let mut block: Option<(String, String)> = None;
+    let mut cell: Option<Cell> = None;
+    let mut row: Vec<Cell> = Vec::new();
+    let mut in_head = false;
+    for event in Parser::new_ext(&text, Options::ENABLE_TABLES) {
+        match event {
+            Event::Start(Tag::Heading { .. }) => heading = Some(String::new()),
+            Event::End(TagEnd::Heading(_)) => {
+                let s = slug(&heading.take().unwrap_or_default());
+                let n = seen.entry(s.clone()).or_insert(0);
+                page.anchors.insert(match *n {
+                    0 => s,
+                    k => format!("{s}-{k}"),
+                });
+                *n += 1;
+            }
+            Event::Start(Tag::CodeBlock(kind)) => {
+                let lang = match kind {
+                    CodeBlockKind::Fenced(l) => l.to_string(),
+                    CodeBlockKind::Indented => String::new(),
+                };
+                block = Some((lang, String::new()));
+            }
+            Event::End(TagEnd::CodeBlock) => page.blocks.extend(block.take()),
+            Event::Start(Tag::Table(_)) => page.tables.push(Table::default()),
+            Event::Start(Tag::TableHead) => in_head = true,
+            Event::End(TagEnd::TableHead) => {
+                let t = page.tables.last_mut().expect("a table");
+                t.header = std::mem::take(&mut row);
+                in_head = false;
+            }
+            Event::Start(Tag::TableCell) => cell = Some(Cell::default()),
+            Event::End(TagEnd::TableCell) => row.extend(cell.take()),
+            Event::End(TagEnd::TableRow) if !in_head => {
+                let t = page.tables.last_mut().expect("a table");
+                t.rows.push(std::mem::take(&mut row));
+            }
+            Event::Start(Tag::Link { dest_url, .. }) => page.links.push(dest_url.to_string()),
+            Event::Text(t) => {
+                if let Some(h) = heading.as_mut() {
+                    h.push_str(&t);
+                }
+                if let Some((_, b)) = block.as_mut() {
+                    b.push_str(&t);
+                }
+                if let Some(c) = cell.as_mut() {
+                    c.text.push_str(&t);
+                }
+            }
+            Event::Code(t) => {
+                if let Some(h) = heading.as_mut() {
+                    h.push_str(&t);
+                }
+                if let Some(c) = cell.as_mut() {
+                    c.text.push_str(&t);
+                    c.code.push(t.to_string());
+                }
+                page.code_spans.push(t.to_string());
+            }
+            _ => {}
+        }
+    }
+    page
+}
+
+fn live_page(name: &str) -> Page {
+    read_page(&root().join("docs").join(name))
+}
+
+/// The live reference pages: docs/live.md and docs/live-*.md.
+fn live_pages() -> Vec<PathBuf> {
+    let mut pages: Vec<PathBuf> = std::fs::read_dir(root().join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            name == "live.md" || (name.starts_with("live-") && name.ends_with(".md"))
+        })
+        .collect();
+    pages.sort();
+    pages
+}
+
+/// The one fault table: the table of docs/live-faults.md with an `example` column.
+fn fault_table(page: &Page) -> &Table {
+    let tables: Vec<&Table> = (page.tables.iter())
+        .filter(|t| t.header.iter().any(|c| c.text.trim() == "example"))
+        .collect();
+    assert_eq!(tables.len(), 1, "docs/live-faults.md has one fault table");
+    tables[0]
+}
+
+/// A scenario file around `faults` (inline tables) on `lock`, run by the
+/// built-in worker or (`program`) by a user's program.
+fn scenario_text(lock: &str, program: bool, faults: &[&str]) -> String {
+    let write = if lock == "none" {
+        "select-for-update"
+    } else {
+        "plain"
+    };
+    let cmd = if program {
+        "worker_cmd = \"true\"\n"
+    } else {
+        ""
+    };
+    format!(
+        "schema_version = 1\nname = \"docs\"\ntwin = \"../scenarios/article/gc-pause-stale-write.toml\"\n\
+         lock = \"{lock}\"\nwrite = \"{write}\"\nttl_ms = 1000\n{cmd}fault = [{}]\n\
+         [[worker]]\nname = \"A\"\n[[worker]]\nname = \"B\"\n[expect]\n",
+        faults.join(", ")
+    )
+}
+
+/// Where a scenario of these tests is said to be: in live/, so that its
+/// twin resolves as a bundled file's does.
+fn scenario_path() -> PathBuf {
+    root().join("live").join("docs-example.toml")
+}
+
+/// Ok when the scenario loads and (a user's program) the run would give
+/// the program its faults; Err: why not.
+fn accepted(lock: &str, program: bool, fault: &str) -> Result<LiveScenario, String> {
+    let s = parse(&scenario_text(lock, program, &[fault]), &scenario_path())
+        .map_err(|e| e.to_string())?;
+    if program {
+        let refusal =
+            fencesim::live::run::refusal(std::slice::from_ref(&s), (false, None), |_| Ok(()));
+        if let Some(why) = refusal {
+            return Err(why);
+        }
+    }
+    Ok(s)
+}
+
+/// The words the loader lists for a field it refuses: "unsupported
+/// {what} "…"; the live mode supports: a, b, c".
+fn loader_words(fault: &str) -> BTreeSet<String> {
+    let e = accepted("redis-set-nx-cad", true, fault).expect_err("a word the loader refuses");
+    let list = e
+        .split("the live mode supports: ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no list of words in {e:?}"));
+    list.split(", ").map(|w| w.trim().to_string()).collect()
+}
+
+fn spans_in(table: &Table, column: usize) -> BTreeSet<String> {
+    table
+        .rows
+        .iter()
+        .flat_map(|r| r[column].code.iter().cloned())
+        .collect()
+}
+
+#[test]
+fn every_fault_kind_point_and_message_the_loader_accepts_is_in_the_fault_table_and_no_other() {
+    let page = live_page("live-faults.md");
+    let table = fault_table(&page);
+
+    let kinds = loader_words("{ kind = \"no-such-kind\", node = \"worker/A\" }");
+    assert_eq!(spans_in(table, table.column("kind")), kinds, "fault kinds");
+
+    let messages = loader_words(
+        "{ kind = \"delay\", node = \"worker/A\", message = \"no-such-message\", duration_ms = 5 }",
+    );
+    assert_eq!(
+        spans_in(table, table.column("`message`")),
+        messages,
+        "messages"
+    );
+
+    // With a user's program every point is one a fault may follow.
+    let points = loader_words(
+        "{ kind = \"pause\", node = \"worker/A\", after = \"no-such-point\", duration_ms = 5 }",
+    );
+    let all: BTreeSet<String> = (fencesim::live::fault::Point::ALL.iter())
+        .map(|p| p.name().to_string())
+        .collect();
+    assert_eq!(points, all, "the loader's points are Point::ALL");
+    let named: BTreeSet<String> = spans_in(table, table.column("strikes"))
+        .into_iter()
+        .filter(|s| s.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
+        .filter(|s| !["after", "at_ms"].contains(&s.as_str()))
+        .collect();
+    assert_eq!(named, points, "protocol points in the strikes column");
+}
+
+/// A row's `yes`/`no` for a mode.
+fn yes(cell: &Cell) -> bool {
+    match cell.text.split_whitespace().next() {
+        Some("yes") => true,
+        Some("no") => false,
+        other => panic!("a mode cell says yes or no, not {other:?}"),
+    }
+}
+
+#[test]
+fn every_example_in_the_fault_table_is_accepted_exactly_under_the_locks_and_modes_its_row_names() {
+    let page = live_page("live-faults.md");
+    let table = fault_table(&page);
+    let (kind, message) = (table.column("kind"), table.column("`message`"));
+    let (built_in, program) = (table.column("built-in"), table.column("program"));
+    let (locks, example) = (table.column("locks"), table.column("example"));
+    let mut examples = 0;
+    let mut wrong = Vec::new();
+    for row in &table.rows {
+        let listed: BTreeSet<&str> = row[locks].code.iter().map(String::as_str).collect();
+        for l in &listed {
+            assert!(
+                LockKind::NAMES.iter().any(|(n, _)| n == l),
+                "{l:?} is not a lock"
+            );
+        }
+        assert!(
+            !row[example].code.is_empty(),
+            "a row without an example: {row:?}"
+        );
+        for ex in &row[example].code {
+            examples += 1;
+            let t: toml::Table = toml::from_str(&format!("f = {ex}"))
+                .unwrap_or_else(|e| panic!("{ex} is not an inline TOML table: {e}"));
+            let f = t["f"].as_table().unwrap();
+            assert_eq!(
+                Some(f["kind"].as_str().unwrap()),
+                row[kind].code.first().map(String::as_str),
+                "{ex}: its row's kind"
+            );
+            if let Some(m) = f.get("message") {
+                let m = m.as_str().unwrap().to_string();
+                assert!(
+                    row[message].code.contains(&m),
+                    "{ex}: {m} is not in its row's messages"
+                );
+            }
+            for (lock, _) in LockKind::NAMES {
+                for (mode, is_program) in [(built_in, false), (program, true)] {
+                    let want = yes(&row[mode]) && listed.contains(lock);
+                    let got = accepted(lock, is_program, ex);
+                    if want != got.is_ok() {
+                        let who = if is_program {
+                            "a user's program"
+                        } else {
+                            "the built-in worker"
+                        };
+                        let why = got.err().unwrap_or_else(|| "accepted".into());
+                        wrong.push(format!(
+                            "{ex} on {lock} by {who}: the table says {}, the code: {why}",
+                            if want { "accepted" } else { "refused" }
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(examples >= 20, "{examples} examples");
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// `"FENCESIM_…"` string literals in a source file, but those it reads
+/// rather than sets (`std::env::var`).
+fn variables_set_in(file: &Path, out: &mut BTreeSet<String>) {
+    let src = std::fs::read_to_string(file).unwrap();
+    for line in src.lines().filter(|l| !l.contains("env::var")) {
+        for piece in line.split("\"FENCESIM_").skip(1) {
+            let name: String = piece
+                .chars()
+                .take_while(|c| c.is_ascii_uppercase() || *c == '_')
+                .collect();
+            if piece[name.len()..].starts_with('"') && !name.is_empty() {
+                out.insert(format!("FENCESIM_{name}"));
+            }
+        }
+    }
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+#[test]
+fn every_variable_a_users_program_is_started_with_is_in_the_client_pages_one_table() {
+    let list: BTreeSet<String> = PROGRAM_ENV.iter().map(|v| v.to_string()).collect();
+    assert_eq!(list.len(), PROGRAM_ENV.len(), "PROGRAM_ENV names each once");
+
+    // What the code sets: the live wing's literals (but the list itself)
+    // and the reaper's tag every program inherits.
+    let mut files = Vec::new();
+    rust_files(&root().join("src/live"), &mut files);
+    files.retain(|f| !f.ends_with("client/env.rs"));
+    files.push(root().join("src/validate/reaper.rs"));
+    let mut set = BTreeSet::new();
+    for f in &files {
+        variables_set_in(f, &mut set);
+    }
+    assert_eq!(set, list, "the variables the code sets are PROGRAM_ENV");
+
+    let page = live_page("live-client.md");
+    let tables: Vec<&Table> = (page.tables.iter())
+        .filter(|t| {
+            t.header
+                .first()
+                .is_some_and(|c| c.text.trim() == "variable")
+        })
+        .collect();
+    assert_eq!(
+        tables.len(),
+        1,
+        "docs/live-client.md has one table of variables"
+    );
+    let documented: BTreeSet<String> = (tables[0].rows.iter())
+        .flat_map(|r| r[0].code.iter().cloned())
+        .filter(|c| c.starts_with("FENCESIM_"))
+        .collect();
+    assert_eq!(documented, list, "docs/live-client.md's variables");
+}
+
+#[test]
+fn every_toml_block_of_the_live_pages_is_toml_and_every_full_scenario_among_them_loads() {
+    let mut scenarios = 0;
+    for path in live_pages() {
+        let page = read_page(&path);
+        for (_, text) in page.blocks.iter().filter(|(l, _)| l == "toml") {
+            let t: Result<toml::Table, _> = toml::from_str(text);
+            assert!(
+                t.is_ok(),
+                "{}: a toml block that is not TOML: {t:?}\n{text}",
+                path.display()
+            );
+            if text.contains("schema_version") {
+                scenarios += 1;
+                if let Err(e) = parse(text, &scenario_path()) {
+                    panic!(
+                        "{}: a scenario that does not load: {e}\n{text}",
+                        path.display()
+                    );
+                }
+            }
+        }
+    }
+    assert!(scenarios >= 1, "the live pages show a whole scenario");
+}
+
+/// The Markdown files whose links are checked: README.md, ARCHITECTURE.md
+/// and docs/*.md.
+fn markdown_files() -> Vec<PathBuf> {
+    let mut files = vec![root().join("README.md"), root().join("ARCHITECTURE.md")];
+    let mut docs: Vec<PathBuf> = std::fs::read_dir(root().join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    docs.sort();
+    files.extend(docs);
+    files
+}
+
+#[test]
+fn every_relative_link_between_the_docs_and_every_anchor_resolves() {
+    let mut anchors: BTreeMap<PathBuf, BTreeSet<String>> = BTreeMap::new();
+    let mut broken = Vec::new();
+    for file in markdown_files() {
+        let page = read_page(&file);
+        for link in &page.links {
+            if link.contains("://") || link.starts_with("mailto:") {
+                continue;
+            }
+            let (path, anchor) = link.split_once('#').unwrap_or((link, ""));
+            let target = match path {
+                "" => file.clone(),
+                p => file.parent().unwrap().join(p),
+            };
+            if !target.exists() {
+                broken.push(format!("{}: {link}: no such file", file.display()));
+                continue;
+            }
+            if anchor.is_empty() || target.extension().is_none_or(|x| x != "md") {
+                continue;
+            }
+            let target = target.canonicalize().unwrap();
+            let known = anchors
+                .entry(target.clone())
+                .or_insert_with(|| read_page(&target).anchors);
+            if !known.contains(anchor) {
+                broken.push(format!(
+                    "{}: {link}: no heading with that anchor",
+                    file.display()
+                ));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "{}", broken.join("\n"));
+}
+
+#[test]
+fn every_source_path_the_live_pages_name_exists() {
+    let mut missing = Vec::new();
+    for page_path in live_pages() {
+        let page = read_page(&page_path);
+        let paths =
+            (page.code_spans.iter()).chain(page.links.iter().filter_map(|l| l.strip_prefix("../")));
+        for p in paths {
+            let p = p.split('#').next().unwrap_or_default();
+            let repo_path = ["src/", "tests/", "examples/", "live/", "scenarios/"]
+                .iter()
+                .any(|d| p.starts_with(d));
+            let plain = p
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '/' | '.' | '_' | '-'));
+            if repo_path && plain && !root().join(p).exists() {
+                missing.push(format!("{}: {p}", page_path.display()));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "paths that do not exist:\n{}",
+        missing.join("\n")
+    );
+}
