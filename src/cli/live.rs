@@ -60,7 +60,7 @@ pub struct LiveArgs {
     /// drops at the end.
     #[arg(long, value_name = "URL")]
     pub postgres: Option<String>,
-    /// Also write the run as JSON (schema `fencesim-live`, docs/live.md) to this file.
+    /// Also write the run as JSON (schema `fencesim-live`, docs/live-running.md) to this file.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Also write JUnit XML (one test case per scenario) to this file.
@@ -71,7 +71,7 @@ pub struct LiveArgs {
     pub report: Option<PathBuf>,
     /// After each trial line, where its time went (start, reset, spawn,
     /// run, fault, settle, audit, check, other; ms), and per-phase totals
-    /// after each scenario and at the end (docs/live.md).
+    /// after each scenario and at the end (docs/live-running.md).
     #[arg(short, long)]
     pub verbose: bool,
 }

@@ -35,7 +35,7 @@ pub struct SearchArgs {
     pub(super) shard: Option<crate::suite::Shard>,
     /// Write this (shard's) runs as JSON, for `--merge`; for a live scenario, the
     /// search's coverage and findings (schema `fencesim-live-search`), or with --chaos
-    /// the nemesis's trials (`fencesim-live-chaos`; docs/live.md).
+    /// the nemesis's trials (`fencesim-live-chaos`; docs/live-search.md).
     #[arg(long, value_name = "FILE")]
     pub(super) json: Option<PathBuf>,
     /// A live scenario: also write JUnit XML (one test case, failed by a finding; with

@@ -1,7 +1,7 @@
 //! The files a CI job publishes from `fencesim live` and the live search
 //! (`--json FILE`, `--junit FILE`, `--report DIR`), as `fencesim run`
 //! writes them for a sweep: a versioned JSON report (schema
-//! [`SCHEMA`]/[`SEARCH_SCHEMA`]/[`CHAOS_SCHEMA`], documented in `docs/live.md`), JUnit with
+//! [`SCHEMA`]/[`SEARCH_SCHEMA`]/[`CHAOS_SCHEMA`], documented in `docs/live-running.md` and `docs/live-search.md`), JUnit with
 //! one test case per scenario, and the report directory whose page draws
 //! one real trial's timeline with the checker's evidence ringed.
 //!

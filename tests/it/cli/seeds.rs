@@ -192,7 +192,7 @@ fn merge_takes_a_hidden_jobs_flag_for_old_scripts_and_says_it_does_nothing() {
 #[test]
 fn live_jobs_says_it_runs_trials_side_by_side_and_the_output_does_not_depend_on_it() {
     // `live --jobs` is its own flag (trials at a time, each job on its own
-    // servers; docs/live.md "Trials side by side"), not the shared one.
+    // servers; docs/live-running.md "Trials side by side"), not the shared one.
     let help = stdout(&fencesim(&["live", "--help"]));
     let at = help.find("--jobs").expect("live --help lists --jobs");
     let text = help[at..].split_whitespace().collect::<Vec<_>>().join(" ");

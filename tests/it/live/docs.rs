@@ -211,6 +211,7 @@ fn loader_words(fault: &str) -> BTreeSet<String> {
         .split("the live mode supports: ")
         .nth(1)
         .unwrap_or_else(|| panic!("no list of words in {e:?}"));
+    let list = list.lines().next().unwrap_or_default();
     list.split(", ").map(|w| w.trim().to_string()).collect()
 }
 
@@ -234,7 +235,7 @@ fn every_fault_kind_point_and_message_the_loader_accepts_is_in_the_fault_table_a
         "{ kind = \"delay\", node = \"worker/A\", message = \"no-such-message\", duration_ms = 5 }",
     );
     assert_eq!(
-        spans_in(table, table.column("`message`")),
+        spans_in(table, table.column("message")),
         messages,
         "messages"
     );
@@ -268,7 +269,7 @@ fn yes(cell: &Cell) -> bool {
 fn every_example_in_the_fault_table_is_accepted_exactly_under_the_locks_and_modes_its_row_names() {
     let page = live_page("live-faults.md");
     let table = fault_table(&page);
-    let (kind, message) = (table.column("kind"), table.column("`message`"));
+    let (kind, message) = (table.column("kind"), table.column("message"));
     let (built_in, program) = (table.column("built-in"), table.column("program"));
     let (locks, example) = (table.column("locks"), table.column("example"));
     let mut examples = 0;
@@ -473,8 +474,8 @@ fn every_source_path_the_live_pages_name_exists() {
     let mut missing = Vec::new();
     for page_path in live_pages() {
         let page = read_page(&page_path);
-        let paths =
-            (page.code_spans.iter()).chain(page.links.iter().filter_map(|l| l.strip_prefix("../")));
+        let spans = page.code_spans.iter().map(String::as_str);
+        let paths = spans.chain(page.links.iter().filter_map(|l| l.strip_prefix("../")));
         for p in paths {
             let p = p.split('#').next().unwrap_or_default();
             let repo_path = ["src/", "tests/", "examples/", "live/", "scenarios/"]
@@ -493,4 +494,41 @@ fn every_source_path_the_live_pages_name_exists() {
         "paths that do not exist:\n{}",
         missing.join("\n")
     );
+}
+
+#[test]
+fn the_search_pages_counts_of_single_faults_and_placements_are_the_catalogues() {
+    use fencesim::live::search::catalogue::{catalogue, placements};
+    let page = live_page("live-search.md");
+    let table = (page.tables.iter())
+        .find(|t| t.header.iter().any(|c| c.text.trim() == "single faults"))
+        .expect("the search page's table of counts");
+    let (by, lock) = (table.column("run by"), table.column("lock"));
+    let singles = table.column("single faults");
+    let pairs = table.column("placements with --faults 2");
+    assert_eq!(table.rows.len(), 4, "two modes × Redis and a cluster");
+    for row in &table.rows {
+        let program = row[by].text.contains("program");
+        let documented = &row[lock].code[0];
+        // A Redis lock (or none) counts as the row's Redis lock, a cluster as its cluster.
+        let cluster = documented.as_str() == "zk-lock";
+        for (name, kind) in LockKind::NAMES {
+            if kind.cluster().is_some() != cluster {
+                continue;
+            }
+            let s = parse(&scenario_text(name, program, &[]), &scenario_path()).unwrap();
+            let n = catalogue(&s, program).len();
+            let number = |c: usize| row[c].text.trim().parse::<usize>().unwrap();
+            assert_eq!(
+                n,
+                number(singles),
+                "{name}, program {program}: single faults"
+            );
+            assert_eq!(
+                placements(n, 2).len(),
+                number(pairs),
+                "{name}, program {program}: placements of up to 2"
+            );
+        }
+    }
 }

@@ -368,10 +368,10 @@ fn kazoo_lock_fenced_is_clean_and_its_history_matches_the_programs_account() {
 }
 
 /// Trials of each side of a token-after-grant pair (measured 5/5 each;
-/// docs/live.md).
+/// docs/live-measurements.md).
 const PAIR_TRIALS: u32 = 3;
 
-/// The pair the enumeration taught (docs/live.md): the same library's
+/// The pair the enumeration taught (docs/live-measurements.md): the same library's
 /// program paused right after the server granted it the lock, past its
 /// lease. Drawing its token with an `INCR` beside the lock, it writes stale
 /// through the fence with a token the lock never issued; drawing it with

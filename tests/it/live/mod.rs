@@ -1,7 +1,8 @@
 //! `fencesim live` on real servers (Redis, PostgreSQL, etcd, ZooKeeper)
 //! and a user's own client program. These tests hold
 //! `common::live_exclusive()`: one live run on the machine at a time, and no
-//! heavy test beside it.
+//! heavy test beside it — but `docs`, which holds the live reference pages
+//! to the code and starts no server.
 
 mod article;
 mod cluster_kit;

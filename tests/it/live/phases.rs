@@ -1,6 +1,6 @@
 //! `fencesim live --verbose`: each trial line is followed by where its time
 //! went, phase by phase, and the phases add up to the trial's wall time
-//! (docs/live.md, "Where a live trial's time goes").
+//! (docs/live-running.md, "Where a live trial's time goes").
 
 use crate::common::{live_exclusive, live_servers_present};
 use std::process::Command;

@@ -254,7 +254,7 @@ fn search_with_a_users_program_finds_no_stale_write_when_its_token_is_drawn_unde
     // unsafe at lock_granted (the test above): drawn under the lock, no
     // placement gets a stale write or a token no grant issued through the
     // fence. (A read-modify-write fenced only at its write can still lose
-    // an update at a pause of about one lease: docs/live.md.)
+    // an update at a pause of about one lease: docs/live-measurements.md.)
     held_token_search_is_clean("token-after-grant-rust-held-fenced.toml", "user-held");
 }
 
@@ -271,7 +271,7 @@ fn search_with_a_python_lock_library_finds_no_stale_write_when_its_token_is_draw
     // grant issued through the fence. (Its `fenced` twin, the INCR beside
     // the lock, writes stale at lock_granted: library_matrix.rs. A pause
     // between the UPDATE's answer and psycopg's COMMIT keeps the row locked
-    // and loses B's read-modify-write: lost_update, docs/live.md.)
+    // and loses B's read-modify-write: lost_update, docs/live-measurements.md.)
     held_token_search_is_clean(
         "token-after-grant-redis-py-lock-held-fenced.toml",
         "redis-py-held",

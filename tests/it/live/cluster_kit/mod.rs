@@ -112,7 +112,7 @@ pub fn run_and_check(kind: ClusterKind, files: &[&str], unsafe_: &[&str], safe: 
         .arg("live")
         .args(files)
         // One trial at a time: `--jobs 2` here once missed a fence
-        // rejection in CI (docs/live.md, "Trials side by side").
+        // rejection in CI (docs/live-measurements.md, "What it took to get under 90 s").
         .args(["--trials", "2", "--jobs", "1", "--out"])
         .arg(out.path())
         .output()
