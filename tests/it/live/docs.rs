@@ -288,21 +288,7 @@ fn every_example_in_the_fault_table_is_accepted_exactly_under_the_locks_and_mode
         );
         for ex in &row[example].code {
             examples += 1;
-            let t: toml::Table = toml::from_str(&format!("f = {ex}"))
-                .unwrap_or_else(|e| panic!("{ex} is not an inline TOML table: {e}"));
-            let f = t["f"].as_table().unwrap();
-            assert_eq!(
-                Some(f["kind"].as_str().unwrap()),
-                row[kind].code.first().map(String::as_str),
-                "{ex}: its row's kind"
-            );
-            if let Some(m) = f.get("message") {
-                let m = m.as_str().unwrap().to_string();
-                assert!(
-                    row[message].code.contains(&m),
-                    "{ex}: {m} is not in its row's messages"
-                );
-            }
+            example_matches_its_row(table, row, ex);
             for (lock, _) in LockKind::NAMES {
                 for (mode, is_program) in [(built_in, false), (program, true)] {
                     let want = yes(&row[mode]) && listed.contains(lock);
@@ -325,6 +311,92 @@ fn every_example_in_the_fault_table_is_accepted_exactly_under_the_locks_and_mode
     }
     assert!(examples >= 20, "{examples} examples");
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// An example's kind, message, node and keys are its row's: the kind its
+/// `kind`, the message one of its `message`s, the node of its `node`'s
+/// form, every other key named in its `strikes` or `keys`.
+fn example_matches_its_row(table: &Table, row: &[Cell], ex: &str) {
+    let t: toml::Table = toml::from_str(&format!("f = {ex}"))
+        .unwrap_or_else(|e| panic!("{ex} is not an inline TOML table: {e}"));
+    let f = t["f"].as_table().unwrap();
+    let text = |key: &str| f.get(key).and_then(|v| v.as_str()).unwrap_or_default();
+    let cell = |name: &str| &row[table.column(name)];
+    assert_eq!(
+        Some(text("kind")),
+        cell("kind").code.first().map(String::as_str),
+        "{ex}: its row's kind"
+    );
+    if f.contains_key("message") {
+        let m = text("message").to_string();
+        assert!(
+            cell("message").code.contains(&m),
+            "{ex}: {m} is not in its row's messages"
+        );
+    }
+    let node = text("node");
+    let form = |spelled: &str| match spelled.split_once('/') {
+        Some(("worker", "W")) => node.starts_with("worker/"),
+        Some(("member", "N")) => node
+            .strip_prefix("member/")
+            .is_some_and(|n| n.parse::<usize>().is_ok()),
+        _ => node == spelled,
+    };
+    assert!(
+        cell("node").code.iter().any(|c| form(c)),
+        "{ex}: node {node:?} is not of its row's forms {:?}",
+        cell("node").code
+    );
+    let named: Vec<&String> = cell("strikes")
+        .code
+        .iter()
+        .chain(&cell("keys (units)").code)
+        .collect();
+    for key in f
+        .keys()
+        .filter(|k| !["kind", "node", "message"].contains(&k.as_str()))
+    {
+        assert!(
+            named
+                .iter()
+                .any(|c| c.split([' ', '=']).next() == Some(key.as_str())),
+            "{ex}: {key} is named neither in its row's strikes nor in its keys"
+        );
+    }
+}
+
+#[test]
+fn every_key_a_fault_table_may_have_is_named_in_the_fault_table() {
+    let page = live_page("live-faults.md");
+    let table = fault_table(&page);
+    let e = accepted(
+        "redis-set-nx-cad",
+        false,
+        "{ kind = \"pause\", node = \"worker/A\", no_such_key = 1 }",
+    )
+    .expect_err("an unknown key");
+    let fields: Vec<String> = e
+        .split("expected one of ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no list of fields in {e:?}"))
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split(", ")
+        .map(|f| f.trim_matches(|c| c == '`' || c == ' ').to_string())
+        .collect();
+    assert!(fields.len() >= 9, "{fields:?}");
+    let spans: BTreeSet<String> = (table.rows.iter())
+        .flat_map(|r| r.iter().flat_map(|c| c.code.iter()))
+        .map(|c| c.split([' ', '=']).next().unwrap_or_default().to_string())
+        .chain(table.header.iter().map(|h| h.text.trim().to_string()))
+        .collect();
+    for field in fields {
+        assert!(
+            spans.contains(&field),
+            "the fault table does not name `{field}`"
+        );
+    }
 }
 
 /// `"FENCESIM_…"` string literals in a source file, but those it reads
