@@ -604,3 +604,46 @@ fn the_search_pages_counts_of_single_faults_and_placements_are_the_catalogues() 
         }
     }
 }
+
+/// The fields serde lists for an unknown key in `src`.
+fn fields_expected(src: &str) -> Vec<String> {
+    let e = parse(src, &scenario_path())
+        .map(|_| ())
+        .expect_err("an unknown key")
+        .to_string();
+    e.split("expected one of ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no list of fields in {e:?}"))
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split(", ")
+        .map(|f| f.trim_matches(|c| c == '`' || c == ' ').to_string())
+        .collect()
+}
+
+#[test]
+fn every_key_of_a_live_scenario_file_is_in_the_running_pages_table_of_keys() {
+    let page = live_page("live-running.md");
+    let table = (page.tables.iter())
+        .find(|t| t.header.first().is_some_and(|c| c.text.trim() == "key"))
+        .expect("the running page's table of keys");
+    let documented: BTreeSet<String> = (table.rows.iter())
+        .flat_map(|r| r[0].code.iter())
+        .map(|c| c.trim_matches(|ch| ch == '[' || ch == ']').to_string())
+        .collect();
+    let file = scenario_text("redis-set-nx-cad", false, &[]);
+    let top = file.replacen("schema_version", "no_such_key = 1\nschema_version", 1);
+    let worker = file.replacen("name = \"A\"", "name = \"A\"\nno_such_key = 1", 1);
+    let expect = format!("{file}no_such_key = 1\n");
+    for src in [top, worker, expect] {
+        let fields = fields_expected(&src);
+        assert!(fields.len() >= 3, "{fields:?}");
+        for field in fields {
+            assert!(
+                documented.contains(&field),
+                "the table of keys does not name `{field}`"
+            );
+        }
+    }
+}
