@@ -647,3 +647,38 @@ fn every_key_of_a_live_scenario_file_is_in_the_running_pages_table_of_keys() {
         }
     }
 }
+
+/// The long flags `fencesim <command> --help` lists (but `--help`).
+fn flags_of(command: &str) -> BTreeSet<String> {
+    let help = crate::common::stdout(&crate::common::fencesim(&[command, "--help"]));
+    help.split(|c: char| c.is_whitespace() || c == ',' || c == '[' || c == ']')
+        .map(|w| w.trim_start_matches(['`', '(']))
+        .filter(|w| w.starts_with("--") && w.len() > 2)
+        .map(|w| w.split('=').next().unwrap_or_default())
+        .map(|w| {
+            w.trim_end_matches(|c: char| !c.is_ascii_alphanumeric())
+                .to_string()
+        })
+        .filter(|w| w != "--help")
+        .collect()
+}
+
+/// The flags a page names: each code span's first word that is a flag.
+fn flags_named(page: &Page) -> BTreeSet<String> {
+    (page.code_spans.iter())
+        .filter_map(|c| c.split_whitespace().next())
+        .filter(|w| w.starts_with("--"))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn every_flag_of_live_and_search_is_on_its_page() {
+    for (command, page) in [("live", "live-running.md"), ("search", "live-search.md")] {
+        let flags = flags_of(command);
+        assert!(flags.len() >= 8, "{command}: {flags:?}");
+        let named = flags_named(&live_page(page));
+        let missing: Vec<&String> = flags.difference(&named).collect();
+        assert!(missing.is_empty(), "docs/{page} does not name {missing:?}");
+    }
+}
