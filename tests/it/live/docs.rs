@@ -269,7 +269,6 @@ fn yes(cell: &Cell) -> bool {
 fn every_example_in_the_fault_table_is_accepted_exactly_under_the_locks_and_modes_its_row_names() {
     let page = live_page("live-faults.md");
     let table = fault_table(&page);
-    let (kind, message) = (table.column("kind"), table.column("message"));
     let (built_in, program) = (table.column("built-in"), table.column("program"));
     let (locks, example) = (table.column("locks"), table.column("example"));
     let mut examples = 0;
