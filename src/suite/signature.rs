@@ -20,13 +20,13 @@ use std::fmt::Write;
 
 use crate::check::Report;
 use crate::history::History;
-use crate::sim::hash::fnv1a64;
+use crate::sim::hash::{fnv1a64, FNV_OFFSET, FNV_PRIME};
 
 /// One failing seed's signature.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Signature {
-    /// `kind: record@role record@role …`, one clause per distinct shape,
-    /// joined by ` | `.
+    /// `kind: record@role record@role …`, one clause per kind, then the
+    /// failed metrics, joined by ` | `.
     pub text: String,
     /// FNV-1a of `text`.
     pub hash: u64,
@@ -44,47 +44,85 @@ fn metric_shape(failed: &str) -> &str {
         .map_or(failed, |(shape, _)| shape)
 }
 
-/// The signature of a run whose checker wrote `report` on `history`, and
-/// whose metric assertions `failed_metrics` failed. Records the evidence
-/// names but the history no longer holds read as `?`.
-pub fn of(report: &Report, history: &History, failed_metrics: &[String]) -> Signature {
-    let mut clauses = Vec::new();
-    for kind in report.kinds() {
-        // A kind counted but none of its violations kept still names the kind.
-        let shape = report
-            .violations
-            .iter()
-            .find(|v| v.kind == kind)
-            .map_or(String::new(), |v| shape(&v.evidence, history));
-        clauses.push(format!("{kind}:{shape}"));
+/// FNV-1a over what is written: the hash of the text, without the text.
+struct Fnv(u64);
+
+impl Write for Fnv {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        for &b in s.as_bytes() {
+            self.0 ^= u64::from(b);
+            self.0 = self.0.wrapping_mul(FNV_PRIME);
+        }
+        Ok(())
     }
-    let mut metrics: Vec<&str> = failed_metrics.iter().map(|m| metric_shape(m)).collect();
-    metrics.sort_unstable();
-    metrics.dedup();
-    clauses.extend(metrics.into_iter().map(|m| format!("metric: {m}")));
-    let text = clauses.join(" | ");
+}
+
+/// The signature of a run whose checker wrote `report` on `history`, and
+/// whose metric assertions `failed_metrics` failed. Evidence records the
+/// history does not hold read as `?`.
+pub fn of(report: &Report, history: &History, failed_metrics: &[String]) -> Signature {
+    let mut text = String::new();
+    write(&mut text, report, history, failed_metrics);
     let hash = fnv1a64(text.as_bytes());
     Signature { text, hash }
 }
 
-/// ` record@role …` of `evidence`, a record repeated in a row written once
-/// with `+` (how many times is the seed's doing).
-fn shape(evidence: &[u64], history: &History) -> String {
-    let mut steps: Vec<(String, bool)> = Vec::new();
-    for &seq in evidence {
-        let step = history.by_seq(seq).map_or("?".to_string(), |e| {
-            format!("{}@{}", e.kind.name(), role(history.node_name(e.node)))
-        });
-        match steps.last_mut() {
-            Some((last, repeated)) if *last == step => *repeated = true,
-            _ => steps.push((step, false)),
+/// [`of`]'s hash alone, allocating nothing: a campaign sees most failures
+/// many times and needs the text only of a new or faster one.
+pub fn hash_of(report: &Report, history: &History, failed_metrics: &[String]) -> u64 {
+    let mut h = Fnv(FNV_OFFSET);
+    write(&mut h, report, history, failed_metrics);
+    h.0
+}
+
+/// Writes the signature's text to `w`.
+fn write(w: &mut impl Write, report: &Report, history: &History, failed_metrics: &[String]) {
+    let mut first = true;
+    let mut sep = |w: &mut dyn Write| {
+        if !std::mem::take(&mut first) {
+            let _ = w.write_str(" | ");
+        }
+    };
+    for kind in report.kinds() {
+        sep(w);
+        let _ = write!(w, "{kind}:");
+        // A kind counted but none of its violations kept still names the kind.
+        if let Some(v) = report.violations.iter().find(|v| v.kind == kind) {
+            shape(w, &v.evidence, history);
         }
     }
-    let mut text = String::new();
-    for (step, repeated) in steps {
-        let _ = write!(text, " {step}{}", if repeated { "+" } else { "" });
+    let mut metrics: Vec<&str> = failed_metrics.iter().map(|m| metric_shape(m)).collect();
+    metrics.sort_unstable();
+    metrics.dedup();
+    for m in metrics {
+        sep(w);
+        let _ = write!(w, "metric: {m}");
     }
-    text
+}
+
+/// Writes ` record@role …` of `evidence`, a record repeated in a row
+/// written once with `+` (how many times is the seed's doing).
+fn shape(w: &mut impl Write, evidence: &[u64], history: &History) {
+    let step = |seq: u64| {
+        history
+            .by_seq(seq)
+            .map(|e| (e.kind.name(), role(history.node_name(e.node))))
+    };
+    let mut steps = evidence.iter().map(|&seq| step(seq)).peekable();
+    while let Some(this) = steps.next() {
+        let mut repeated = false;
+        while steps.peek() == Some(&this) {
+            steps.next();
+            repeated = true;
+        }
+        let _ = match this {
+            Some((kind, role)) => write!(w, " {kind}@{role}"),
+            None => w.write_str(" ?"),
+        };
+        if repeated {
+            let _ = w.write_str("+");
+        }
+    }
 }
 
 #[cfg(test)]
@@ -100,5 +138,24 @@ mod tests {
             "overlaps == 0",
             "the value a seed saw is not part of the failure"
         );
+    }
+
+    #[test]
+    fn the_hash_alone_is_the_hash_of_the_text() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("scenarios/random/random-faults-ttl-lease-del.toml");
+        let s = crate::scenario::load(&path).unwrap();
+        let mut seen = 0;
+        for seed in 0..40 {
+            let run = crate::suite::seed::run(&s.options, seed, Default::default());
+            let failed = vec!["overlaps == 0 (was 2)".to_string()];
+            let sig = of(&run.report, &run.outcome.history, &failed);
+            assert_eq!(
+                sig.hash,
+                hash_of(&run.report, &run.outcome.history, &failed)
+            );
+            seen += usize::from(sig.text.contains('@'));
+        }
+        assert!(seen > 0, "some seeds had evidence to shape");
     }
 }

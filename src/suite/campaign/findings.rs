@@ -54,8 +54,8 @@ pub struct Shrunk {
     pub error: Option<String>,
 }
 
-/// The key of a distinct failure: scenario position and signature text.
-pub type Key = (usize, String);
+/// The key of a distinct failure: scenario position and signature hash.
+pub type Key = (usize, u64);
 
 /// Counts and distinct failures of some of a campaign's runs.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -91,6 +91,25 @@ impl Findings {
                 kept.hits = hits;
             }
         }
+    }
+
+    /// Counts one more failing run of `key`, which failed in `events`
+    /// events at draw `draw`; `failure` makes its entry, and is called only
+    /// when the failure is new or this run is its fastest yet.
+    pub fn sighting(
+        &mut self,
+        key: Key,
+        events: u64,
+        draw: u64,
+        failure: impl FnOnce() -> Failure,
+    ) {
+        if let Some(kept) = self.failures.get_mut(&key) {
+            if (events, draw) >= (kept.events, kept.draw) {
+                kept.hits += 1;
+                return;
+            }
+        }
+        self.keep(key, failure());
     }
 
     pub fn merge(mut self, other: Findings) -> Findings {
@@ -131,7 +150,7 @@ mod tests {
 
     #[test]
     fn a_failure_seen_twice_keeps_its_fastest_seed_and_both_hits_in_any_order() {
-        let key = || (0, "stale_write:".to_string());
+        let key = || (0, 0x5ea1);
         let one = |f: Failure| {
             let mut x = Findings::default();
             x.keep(key(), f);

@@ -60,7 +60,7 @@ pub struct CampaignJson {
     /// Milliseconds spent, under a time budget only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spent_ms: Option<u64>,
-    /// Distinct failures, by scenario, then signature text.
+    /// Distinct failures, by scenario, then signature.
     pub failures: Vec<Failure>,
     /// Distinct failures no expectation tolerates.
     pub unexpected: u64,
@@ -141,7 +141,9 @@ impl CampaignJson {
                 .iter()
                 .position(|s| s.path == f.scenario)
                 .ok_or_else(|| format!("a failure of {}, which it does not list", f.scenario))?;
-            found.keep((at, f.shape.clone()), f.clone());
+            let hash = u64::from_str_radix(&f.signature, 16)
+                .map_err(|_| format!("signature {:?} is not 16 hex digits", f.signature))?;
+            found.keep((at, hash), f.clone());
         }
         Ok(Progress {
             done: self.seeds,

@@ -146,20 +146,21 @@ pub fn run(scenarios: &[Scenario], slice: &Slice, progress: &mut Progress, ctl: 
     }
 }
 
-/// Runs the draws at `positions` of `slice` over every scenario.
+/// Runs the draws at `positions` of `slice` over every scenario,
+/// scenario by scenario (a thread's buffers stay sized for one scenario).
 fn run_batch(
     scenarios: &[Scenario],
     slice: &Slice,
     positions: Range<u64>,
     jobs: usize,
 ) -> Findings {
-    let per_draw = scenarios.len() as u64;
+    let count = positions.end - positions.start;
     pool::install(jobs, || {
-        (positions.start * per_draw..positions.end * per_draw)
+        (0..count * scenarios.len() as u64)
             .into_par_iter()
             .fold(Findings::default, |mut acc, run| {
-                let draw = slice.draw_at(run / per_draw);
-                let at = (run % per_draw) as usize;
+                let draw = slice.draw_at(positions.start + run % count);
+                let at = (run / count) as usize;
                 run_one(&scenarios[at], at, slice.campaign_seed, draw, &mut acc);
                 acc
             })
@@ -182,24 +183,25 @@ fn run_one(scenario: &Scenario, at: usize, campaign_seed: u64, draw: u64, acc: &
     let failed_metrics = scenario.expect.failed_metrics(&run.report);
     if !run.report.is_clean() || !failed_metrics.is_empty() {
         acc.failing_runs += 1;
-        let sig = signature::of(&run.report, &run.outcome.history, &failed_metrics);
-        let expected =
-            failed_metrics.is_empty() && run.report.kinds().all(|k| scenario.expect.tolerates(k));
-        let path = scenario.path.display().to_string();
-        let failure = Failure {
-            replay: repro_command(&path, seed, false, scenario.source_hash),
-            scenario: path,
-            signature: format!("{:016x}", sig.hash),
-            shape: sig.text.clone(),
-            kinds: run.report.kinds().map(|k| k.name().to_string()).collect(),
-            expected,
-            seed,
-            draw,
-            events,
-            hits: 1,
-            shrunk: None,
-        };
-        acc.keep((at, sig.text), failure);
+        let (report, history) = (&run.report, &run.outcome.history);
+        let hash = signature::hash_of(report, history, &failed_metrics);
+        acc.sighting((at, hash), events, draw, || {
+            let path = scenario.path.display().to_string();
+            Failure {
+                replay: repro_command(&path, seed, false, scenario.source_hash),
+                scenario: path,
+                signature: format!("{hash:016x}"),
+                shape: signature::of(report, history, &failed_metrics).text,
+                kinds: report.kinds().map(|k| k.name().to_string()).collect(),
+                expected: failed_metrics.is_empty()
+                    && report.kinds().all(|k| scenario.expect.tolerates(k)),
+                seed,
+                draw,
+                events,
+                hits: 1,
+                shrunk: None,
+            }
+        });
     }
     seed::recycle(run.outcome.history);
 }
