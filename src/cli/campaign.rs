@@ -211,7 +211,12 @@ pub fn cmd(a: CampaignArgs) -> Result<ExitCode> {
             .iter()
             .map(|f| std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display())))
             .collect::<Result<Vec<_>>>()?;
-        campaign::shrink(&mut progress.found, &scenarios, &sources, a.shrink_max_runs);
+        crate::shrink::campaign::shrink(
+            &mut progress.found,
+            &scenarios,
+            &sources,
+            a.shrink_max_runs,
+        );
     }
     let code = match stop {
         Stop::Interrupted => Verdict::Interrupted.code(),

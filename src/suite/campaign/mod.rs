@@ -14,7 +14,8 @@
 //! depends on nothing but the campaign seed, the budget and the scenarios.
 //! Between batches the caller is told the progress (to print it and write
 //! a checkpoint, [`json`]) and the campaign stops if asked to or when its
-//! budget is spent. Slices merge with [`merge`].
+//! budget is spent. Slices merge with [`merge`]; `--shrink` is
+//! `crate::shrink::campaign`'s (shrink/ sits above suite/).
 
 pub mod findings;
 pub mod json;
@@ -60,8 +61,7 @@ pub struct Slice {
 impl Slice {
     /// The campaign draw at `position` (0-based) of this slice's own order.
     pub fn draw_at(&self, position: u64) -> u64 {
-        self.shard
-            .map_or(position, |s| s.index + position * s.count)
+        self.shard.map_or(position, |s| s.nth_position(position))
     }
 
     /// How many draws this slice runs under a seed budget (`None`: a time budget).
@@ -154,13 +154,13 @@ fn run_batch(
     positions: Range<u64>,
     jobs: usize,
 ) -> Findings {
-    let count = positions.end - positions.start;
+    let width = positions.end - positions.start;
     pool::install(jobs, || {
-        (0..count * scenarios.len() as u64)
+        (0..width * scenarios.len() as u64)
             .into_par_iter()
             .fold(Findings::default, |mut acc, run| {
-                let draw = slice.draw_at(positions.start + run % count);
-                let at = (run / count) as usize;
+                let draw = slice.draw_at(positions.start + run % width);
+                let at = (run / width) as usize;
                 run_one(&scenarios[at], at, slice.campaign_seed, draw, &mut acc);
                 acc
             })
@@ -204,60 +204,6 @@ fn run_one(scenario: &Scenario, at: usize, campaign_seed: u64, draw: u64, acc: &
         });
     }
     seed::recycle(run.outcome.history);
-}
-
-/// The violation kind a failure's shrunk scenario keeps: its first
-/// unexpected kind, else its first.
-fn shrink_kind(f: &Failure, scenario: &Scenario) -> Option<crate::check::ViolationKind> {
-    let kinds: Vec<_> = f
-        .kinds
-        .iter()
-        .filter_map(|k| crate::check::ViolationKind::from_name(k))
-        .collect();
-    kinds
-        .iter()
-        .find(|k| !scenario.expect.tolerates(**k))
-        .or(kinds.first())
-        .copied()
-}
-
-/// Shrinks every failure not yet shrunk (`--shrink`) into a scripted
-/// scenario, within `max_runs` candidate runs each; `sources[i]` is
-/// scenario `i`'s file text. A failure of metrics alone has no violation
-/// to keep and stays as it is.
-pub fn shrink(found: &mut Findings, scenarios: &[Scenario], sources: &[String], max_runs: u64) {
-    for ((at, _), f) in found.failures.iter_mut() {
-        if f.shrunk.is_some() {
-            continue;
-        }
-        let Some(kind) = shrink_kind(f, &scenarios[*at]) else {
-            continue;
-        };
-        let result = crate::shrink::shrink(
-            &sources[*at],
-            &f.scenario,
-            f.seed,
-            false,
-            Some(kind),
-            max_runs,
-        );
-        f.shrunk = Some(match result {
-            Ok(s) => findings::Shrunk {
-                kind: s.kind.name().to_string(),
-                text: s.text,
-                faults: [s.before.faults as u64, s.after.faults as u64],
-                run_events: [s.before.events, s.after.events],
-                error: None,
-            },
-            Err(e) => findings::Shrunk {
-                kind: kind.name().to_string(),
-                text: String::new(),
-                faults: [0, 0],
-                run_events: [0, 0],
-                error: Some(e.to_string()),
-            },
-        });
-    }
 }
 
 #[cfg(test)]

@@ -29,6 +29,15 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// The rare failure's campaign: seed 7 finds it within 3 000 draws.
+const RARE: [&str; 5] = [
+    "rare.toml",
+    "--campaign-seed",
+    "7",
+    "--budget-seeds",
+    "3000",
+];
+
 fn json(file: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap()
 }
@@ -37,16 +46,7 @@ fn json(file: &Path) -> Value {
 fn a_campaign_prints_its_seed_first_finds_the_rare_failure_and_its_replay_line_reproduces_it() {
     let dir = tempfile::tempdir().unwrap();
     rare_scenario(dir.path());
-    let out = campaign(
-        dir.path(),
-        &[
-            "rare.toml",
-            "--campaign-seed",
-            "7",
-            "--budget-seeds",
-            "3000",
-        ],
-    );
+    let out = campaign(dir.path(), &RARE);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     let stderr = text(&out.stderr);
     assert!(
@@ -70,18 +70,7 @@ fn a_campaign_prints_its_seed_first_finds_the_rare_failure_and_its_replay_line_r
         line.starts_with("campaign seed 0x")
             && !line.starts_with("campaign seed 0x0000000000000007")
     );
-    let json_out = campaign(
-        dir.path(),
-        &[
-            "rare.toml",
-            "--campaign-seed",
-            "7",
-            "--budget-seeds",
-            "3000",
-            "--format",
-            "json",
-        ],
-    );
+    let json_out = campaign(dir.path(), &[&RARE[..], &["--format", "json"]].concat());
     let c: Value = serde_json::from_slice(&json_out.stdout).unwrap();
     let failures = c["failures"].as_array().unwrap();
     assert_eq!(failures.len(), 1);
@@ -306,17 +295,10 @@ fn shrink_and_report_show_each_failure_small_and_replayed() {
     let out = campaign(
         dir.path(),
         &[
-            "rare.toml",
-            "--campaign-seed",
-            "7",
-            "--budget-seeds",
-            "3000",
-            "--shrink",
-            "--report",
-            "report",
-            "--out",
-            "c.json",
-        ],
+            &RARE[..],
+            &["--shrink", "--report", "report", "--out", "c.json"],
+        ]
+        .concat(),
     );
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     let c = json(&dir.path().join("c.json"));
