@@ -24,23 +24,25 @@ use rayon::prelude::*;
 
 const CAMPAIGN_SEED: u64 = 0x5eed;
 
-/// Best (lowest) time per iteration of each measurement, by name.
-static BEST: Mutex<Vec<(String, Duration)>> = Mutex::new(Vec::new());
+/// Every sample's time per iteration, by measurement name.
+static SAMPLES: Mutex<Vec<(String, Vec<Duration>)>> = Mutex::new(Vec::new());
 
 fn record(name: &str, per_iter: Duration) {
-    let mut best = BEST.lock().unwrap();
-    match best.iter_mut().find(|(n, _)| n == name) {
-        Some((_, d)) => *d = (*d).min(per_iter),
-        None => best.push((name.to_string(), per_iter)),
+    let mut all = SAMPLES.lock().unwrap();
+    match all.iter_mut().find(|(n, _)| n == name) {
+        Some((_, v)) => v.push(per_iter),
+        None => all.push((name.to_string(), vec![per_iter])),
     }
 }
 
-fn best(name: &str) -> Option<Duration> {
-    BEST.lock()
-        .unwrap()
-        .iter()
-        .find(|(n, _)| n == name)
-        .map(|(_, d)| *d)
+/// The median sample of a measurement: on a shared machine a best-of
+/// picks one lucky sample, the median moves far less.
+fn median(name: &str) -> Option<Duration> {
+    let all = SAMPLES.lock().unwrap();
+    let (_, v) = all.iter().find(|(n, _)| n == name)?;
+    let mut v = v.clone();
+    v.sort();
+    v.get(v.len() / 2).copied()
 }
 
 fn load(dir: &str) -> Vec<Scenario> {
@@ -145,11 +147,11 @@ fn main() {
     for (name, scenarios, draws) in &suites {
         let runs = (draws * scenarios.len() as u64) as f64;
         if let (Some(sweep), Some(camp)) = (
-            best(&format!("{name}/sweep")),
-            best(&format!("{name}/campaign")),
+            median(&format!("{name}/sweep")),
+            median(&format!("{name}/campaign")),
         ) {
             println!(
-                "\n{name}: {} scenarios x {draws} seeds on one core — sweep {:.0} seeds/s, campaign {:.0} seeds/s; the campaign's bookkeeping costs {:+.1}% (target < 5%)",
+                "\n{name}: {} scenarios x {draws} seeds on one core (median samples) — sweep {:.0} seeds/s, campaign {:.0} seeds/s; the campaign's bookkeeping costs {:+.1}% (target < 5%)",
                 scenarios.len(),
                 runs / sweep.as_secs_f64(),
                 runs / camp.as_secs_f64(),
