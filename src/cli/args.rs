@@ -6,8 +6,8 @@
 use clap::{Parser, Subcommand};
 
 use super::{
-    check_history, check_models, explore, live, merge, replay, run, search_args, shrink, tradeoff,
-    validate,
+    campaign, check_history, check_models, explore, live, merge, replay, run, search_args, shrink,
+    tradeoff, validate,
 };
 
 #[derive(Parser, Debug)]
@@ -27,6 +27,9 @@ pub enum Command {
     Run(run::RunArgs),
     /// Minimize a failing seed into a small, fully scripted scenario file.
     Shrink(shrink::ShrinkArgs),
+    /// Draw fresh seeds from a campaign seed until a seed or time budget is spent; keep each
+    /// distinct failure once, with the seed that reproduces it fastest. Resumable, shardable.
+    Campaign(campaign::CampaignArgs),
     /// Combine the JSON outputs of `run --shard I/N` into the unsharded report.
     Merge(merge::MergeArgs),
     /// Re-run one seed of a scenario and show its timeline, trace, violations and hash.

@@ -18,6 +18,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 
 use super::flags::{jobs, Format};
+use super::interrupt;
 use super::Verdict;
 use super::{BadInput, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
 use crate::model::to_scenario::{file_name, scripted_path, to_scenario, violation_kind};
@@ -67,10 +68,10 @@ pub fn cmd(a: CheckArgs) -> Result<ExitCode> {
         let options = CheckOptions {
             threads,
             progress: None,
-            interrupt: sigint::catch(),
+            interrupt: interrupt::catch(interrupt::CTRL_C),
         };
         let reports = check_until_interrupted(&specs, |_| options.clone());
-        sigint::restore_default();
+        interrupt::restore_default(interrupt::CTRL_C);
         let met = reports.iter().all(CheckReport::meets_expectation);
         let interrupted = reports.iter().any(|r| r.interrupted);
         let code = match (interrupted, met) {
@@ -91,13 +92,13 @@ pub fn cmd(a: CheckArgs) -> Result<ExitCode> {
         if specs.len() == 1 { "" } else { "s" }
     );
     let progress = std::io::stderr().is_terminal().then(progress_line);
-    let interrupt = sigint::catch();
+    let interrupt = interrupt::catch(interrupt::CTRL_C);
     let reports = check_until_interrupted(&specs, |spec| CheckOptions {
         threads,
         progress: progress.as_ref().map(|p| p(spec.name.clone())),
         interrupt,
     });
-    sigint::restore_default();
+    interrupt::restore_default(interrupt::CTRL_C);
     if progress.is_some() {
         eprint!("\r\x1b[2K");
     }
@@ -154,44 +155,6 @@ fn check_until_interrupted(
         }
     }
     reports
-}
-
-/// Ctrl-C during `fencesim check` only: a flag the searches poll. Elsewhere, and after the
-/// searches, SIGINT keeps its default action (the process dies).
-mod sigint {
-    use std::sync::atomic::{AtomicBool, Ordering};
-
-    static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-    #[cfg(unix)]
-    extern "C" fn on_sigint(_: libc::c_int) {
-        INTERRUPTED.store(true, Ordering::Relaxed);
-        // Async-signal-safe; a second Ctrl-C then kills at once, should a search not stop.
-        unsafe {
-            libc::signal(libc::SIGINT, libc::SIG_DFL);
-        }
-    }
-
-    /// Installs the handler; returns the flag it sets.
-    pub fn catch() -> Option<&'static AtomicBool> {
-        #[cfg(unix)]
-        {
-            let handler = on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t;
-            // Safety: the handler only stores to an atomic and calls signal(2).
-            let previous = unsafe { libc::signal(libc::SIGINT, handler) };
-            (previous != libc::SIG_ERR).then_some(&INTERRUPTED)
-        }
-        #[cfg(not(unix))]
-        None
-    }
-
-    pub fn restore_default() {
-        #[cfg(unix)]
-        // Safety: restoring the default disposition.
-        unsafe {
-            libc::signal(libc::SIGINT, libc::SIG_DFL);
-        }
-    }
 }
 
 /// Loads every spec first: a typo in the last file should not cost a long proof.

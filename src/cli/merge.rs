@@ -10,7 +10,9 @@
 //! rules are `suite::shard`'s (`check_set`, `plausible`,
 //! `merge_aggregates`); this file reads the files and prints.
 //!
-//! `validate --shard I/N --format json` outputs merge here too (told apart
+//! `campaign --shard I/N --out FILE` slices merge here too (see
+//! `suite::campaign::merge`), and
+//! `validate --shard I/N --format json` outputs (told apart
 //! by their `schema`), into the unsharded validation's JSON; see
 //! `validate::shard`.
 
@@ -24,6 +26,8 @@ use super::run::{emit, exit_code};
 use super::{check_writable_dir, check_writable_file, load, BadInput};
 use crate::report::json::{parse_hex, RunJson, ShardJson, SCHEMA, SCHEMA_VERSION};
 use crate::scenario::Scenario;
+use crate::suite::campaign::json::{self as campaign_json, CampaignJson};
+use crate::suite::campaign::merge as campaign_merge;
 use crate::suite::shard::{self, Shard};
 use crate::suite::{self, ScenarioResult, SweepConfig};
 use crate::validate::shard::{self as vshard, ValidateJson};
@@ -136,6 +140,47 @@ fn merge_validate(files: &[PathBuf], format: Format) -> Result<ExitCode> {
     Ok(ExitCode::from(exit_code))
 }
 
+/// Merges `campaign --shard I/N --out FILE` slices into the campaign's
+/// result: each distinct failure once, with its fastest seed.
+fn merge_campaign(
+    files: &[PathBuf],
+    format: Format,
+    junit: Option<&Path>,
+    report: Option<&Path>,
+) -> Result<ExitCode> {
+    let slices = files
+        .iter()
+        .map(|f| {
+            let (text, _) = read_text(f)?;
+            parse(f, &text, "fencesim campaign --shard I/N --out FILE")
+        })
+        .collect::<Result<Vec<CampaignJson>, _>>()?;
+    let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    let merged =
+        campaign_merge::merge(&names, &slices, super::campaign::exit_code).map_err(BadInput)?;
+    if let Some(file) = junit {
+        check_writable_file("--junit", file)?;
+    }
+    let mut scenarios = Vec::new();
+    if let Some(dir) = report {
+        check_writable_dir("--report", dir)?;
+        // The report replays each failure's seed: the files must be the ones the slices ran.
+        for s in &merged.scenarios {
+            let scenario = load(Path::new(&s.path))?;
+            if format!("{:016x}", scenario.source_hash) != s.source_hash {
+                return Err(BadInput(format!(
+                    "{}: the file changed since the slices ran (content hash {:016x}, slices ran {})",
+                    s.path, scenario.source_hash, s.source_hash
+                ))
+                .into());
+            }
+            scenarios.push(scenario);
+        }
+    }
+    super::campaign::emit(&merged, format, junit, report, &scenarios)?;
+    Ok(ExitCode::from(merged.exit_code))
+}
+
 fn shard_of(s: Option<ShardJson>) -> Option<Shard> {
     s.map(|s| Shard {
         index: s.index,
@@ -242,6 +287,9 @@ pub fn cmd(a: MergeArgs) -> Result<ExitCode> {
     } = a;
     jobs.resolve();
     let files = files.as_slice();
+    if read_text(&files[0])?.1 == campaign_json::SCHEMA {
+        return merge_campaign(files, format, junit.as_deref(), report.as_deref());
+    }
     if read_text(&files[0])?.1 == vshard::SCHEMA {
         if junit.is_some() || report.is_some() {
             return Err(BadInput(

@@ -6,12 +6,14 @@
 //! `validate` broke the wire protocol).
 
 pub mod args;
+mod campaign;
 pub(crate) mod flags;
 // `fencesim check` (model checking); named apart from `crate::check`, the history checker.
 mod check_history;
 #[path = "check.rs"]
 mod check_models;
 mod explore;
+mod interrupt;
 pub(crate) mod live;
 mod live_search;
 mod merge;
@@ -46,6 +48,7 @@ pub fn run(cli: args::Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Run(a) => run::cmd(a),
         Command::Shrink(a) => shrink::cmd(a),
+        Command::Campaign(a) => campaign::cmd(a),
         Command::Merge(a) => merge::cmd(a),
         Command::Replay(a) => replay::cmd(a),
         Command::CheckHistory(a) => check_history::cmd(a),

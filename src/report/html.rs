@@ -18,7 +18,7 @@ use super::xml::esc;
 use crate::check::ViolationKind;
 use crate::history::fmt_time;
 
-const CSS: &str = "
+pub(crate) const CSS: &str = "
 :root{--ink:#1d232b;--muted:#6b7480;--line:#dfe3e8;--bad:#c01818;--good:#137a3f}
 *{box-sizing:border-box}
 body{margin:0;font:15px/1.5 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;color:var(--ink);background:#f4f6f8}

@@ -13,6 +13,7 @@
 //! these functions return.
 
 pub(crate) mod axis;
+pub(crate) mod campaign;
 pub(crate) mod catalogue;
 pub(crate) mod chart;
 pub(crate) mod doc;

@@ -27,6 +27,8 @@
 //! jitter stays, the result says so, and the file is checked against other
 //! seeds ([`Shrunk::other_seeds_failing`]).
 
+pub mod campaign;
+
 use toml::{Table, Value};
 
 use crate::check::{self, ViolationKind};

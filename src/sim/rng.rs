@@ -31,6 +31,16 @@ impl Rng {
         self.inner.next_u64()
     }
 
+    /// Moves the stream to draw `index` (0-based, counted in `next_u64`
+    /// draws), so that draw `i` of a stream can be taken without the `i`
+    /// before it: ChaCha is counter-based, and seeking costs one block.
+    /// A campaign draws its seed number `i` this way, so any slice of it,
+    /// and any resumed run, draws exactly the seeds a whole run would.
+    pub fn seek(&mut self, index: u64) {
+        // A u64 draw is two of ChaCha's 32-bit words.
+        self.inner.set_word_pos(u128::from(index) * 2);
+    }
+
     /// Uniform in `0..n`; `n` must be positive.
     #[inline]
     pub fn below(&mut self, n: u64) -> u64 {
@@ -92,6 +102,23 @@ mod tests {
     }
 
     const PINNED_FIRST_DRAW: u64 = 6_151_708_792_742_955_744;
+
+    #[test]
+    fn seeking_to_a_draw_gives_what_drawing_up_to_it_gives() {
+        let mut walked = Rng::stream(42, "campaign");
+        let drawn: Vec<u64> = (0..40).map(|_| walked.next_u64()).collect();
+        for i in [0u64, 1, 7, 8, 15, 16, 17, 39] {
+            let mut seeked = Rng::stream(42, "campaign");
+            seeked.seek(i);
+            assert_eq!(seeked.next_u64(), drawn[i as usize], "draw {i}");
+        }
+        // Far draws are reachable without walking to them, and stay put.
+        let mut far = Rng::stream(42, "campaign");
+        far.seek(1 << 40);
+        let x = far.next_u64();
+        far.seek(1 << 40);
+        assert_eq!(far.next_u64(), x);
+    }
 
     #[test]
     fn below_draws_exactly_what_plain_lemire_rejection_draws() {

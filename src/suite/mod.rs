@@ -15,6 +15,7 @@
 //! [`swarm`]), `--check-determinism` (every seed twice, trace hashes
 //! compared; see [`determinism`]) and `--shard I/N` (see [`Shard`]).
 
+pub mod campaign;
 pub mod determinism;
 pub(crate) mod exit;
 pub(crate) mod histogram;
@@ -23,6 +24,7 @@ pub(crate) mod production;
 pub mod seed;
 pub(crate) mod seed_stats;
 pub mod shard;
+pub mod signature;
 pub mod swarm;
 pub mod tradeoff;
 

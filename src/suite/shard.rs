@@ -54,6 +54,12 @@ impl Shard {
         position % self.count == self.index
     }
 
+    /// Item `n` (0-based) of those this shard owns, as a position in the
+    /// whole enumeration: a campaign slice's `n`-th draw.
+    pub fn nth_position(&self, n: u64) -> u64 {
+        self.index + n * self.count
+    }
+
     /// How many seeds of `range` this shard runs.
     pub fn share(&self, range: &Range<u64>) -> u64 {
         let len = range.end.saturating_sub(range.start);

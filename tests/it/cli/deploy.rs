@@ -30,7 +30,7 @@ fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn bin_dir() -> PathBuf {
+pub(super) fn bin_dir() -> PathBuf {
     crate::common::bin()
         .parent()
         .expect("the binary has a directory")
@@ -54,7 +54,7 @@ fn list<'a>(y: &'a Yaml, what: &str) -> &'a [Yaml] {
 
 /// A fresh machine: an empty working directory with the checkout's
 /// scenarios and models, as the image's WORKDIR or a CI checkout has them.
-fn machine(root: &Path, name: &str) -> PathBuf {
+pub(super) fn machine(root: &Path, name: &str) -> PathBuf {
     let dir = root.join(name);
     std::fs::create_dir_all(&dir).unwrap();
     for d in ["scenarios", "models"] {
@@ -65,7 +65,12 @@ fn machine(root: &Path, name: &str) -> PathBuf {
 
 /// Runs `script` under `shell` in `cwd` with exactly `env` (nothing
 /// inherited), killed after [`COMMAND_TIMEOUT`].
-fn sh(shell: &[&str], script: &str, cwd: &Path, env: &BTreeMap<String, String>) -> Output {
+pub(super) fn sh(
+    shell: &[&str],
+    script: &str,
+    cwd: &Path,
+    env: &BTreeMap<String, String>,
+) -> Output {
     let mut child = Command::new(shell[0])
         .args(&shell[1..])
         .arg(script)
@@ -106,7 +111,7 @@ fn sh(shell: &[&str], script: &str, cwd: &Path, env: &BTreeMap<String, String>) 
     }
 }
 
-fn show(o: &Output) -> String {
+pub(super) fn show(o: &Output) -> String {
     format!(
         "exit {:?}\nstdout:\n{}\nstderr:\n{}",
         o.status.code(),
@@ -115,19 +120,19 @@ fn show(o: &Output) -> String {
     )
 }
 
-fn base_path() -> String {
+pub(super) fn base_path() -> String {
     "/usr/local/bin:/usr/bin:/bin".to_string()
 }
 
 /// What the unsharded run writes: (exit code, JSON, JUnit, HTML directory).
-struct Unsharded {
-    code: Option<i32>,
-    json: Vec<u8>,
-    junit: Vec<u8>,
-    html: PathBuf,
+pub(super) struct Unsharded {
+    pub(super) code: Option<i32>,
+    pub(super) json: Vec<u8>,
+    pub(super) junit: Vec<u8>,
+    pub(super) html: PathBuf,
 }
 
-fn unsharded(root: &Path, scenarios: &str, seeds: &str) -> Unsharded {
+pub(super) fn unsharded(root: &Path, scenarios: &str, seeds: &str) -> Unsharded {
     let dir = machine(root, "unsharded");
     let env = BTreeMap::from([(
         "PATH".to_string(),
@@ -151,7 +156,7 @@ fn unsharded(root: &Path, scenarios: &str, seeds: &str) -> Unsharded {
 }
 
 /// Every file under `dir`, by relative path.
-fn tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+pub(super) fn tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     let mut files = BTreeMap::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -168,7 +173,7 @@ fn tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     files
 }
 
-fn assert_same_as_unsharded(
+pub(super) fn assert_same_as_unsharded(
     base: &Unsharded,
     code: Option<i32>,
     json: &[u8],
