@@ -502,3 +502,55 @@ fn trial_json(
         not_judged,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::live::scenario::parse;
+
+    /// A bundled scenario's text with `top` added to its top-level keys.
+    fn bundled(name: &str, top: &str) -> LiveScenario {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("live")
+            .join(name);
+        let src = std::fs::read_to_string(&path).unwrap();
+        let src = src.replacen("\n[[worker]]", &format!("\n{top}\n[[worker]]"), 1);
+        parse(&src, &path).unwrap()
+    }
+
+    fn refused(s: LiveScenario, worker_cmd: Option<&str>) -> Option<String> {
+        refusal(&[s], (false, worker_cmd), |_| Ok(()))
+    }
+
+    #[test]
+    fn what_a_trial_could_never_judge_is_refused_before_any_server_starts_naming_the_file() {
+        let masters = || bundled("gc-pause-plain-update.toml", "redis_masters = 2");
+        let why = refused(masters(), None).expect("the built-in worker takes one lock");
+        assert!(
+            why.contains("gc-pause-plain-update.toml: redis_masters = 2 needs a user's program"),
+            "{why}"
+        );
+        assert_eq!(refused(masters(), Some("true")), None);
+
+        let none = || bundled("one-database-transaction.toml", "");
+        assert_eq!(refused(none(), None), None);
+        let why = refused(none(), Some("true")).expect("no lock server to judge by");
+        assert!(
+            why.contains("one-database-transaction.toml: lock = \"none\""),
+            "{why}"
+        );
+
+        let mut sent = bundled("gc-pause-plain-update.toml", "");
+        let after_read = |f: &mut crate::live::fault::Fault| {
+            if let crate::live::fault::Trigger::After { point, .. } = &mut f.trigger {
+                *point = crate::live::fault::Point::WriteSent;
+            }
+        };
+        sent.faults.iter_mut().for_each(after_read);
+        let why = refused(sent, Some("true")).expect("a program has no write_sent");
+        assert!(
+            why.contains("gc-pause-plain-update.toml: a fault after \"write_sent\""),
+            "{why}"
+        );
+    }
+}
