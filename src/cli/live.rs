@@ -39,6 +39,7 @@ pub struct LiveArgs {
     #[arg(long, value_name = "CMD")]
     pub worker_cmd: Option<String>,
     /// A trial that has not finished by then is ended: with --worker-cmd, reported as the program hanging (exit 3).
+    /// A built-in worker's trial gets at least its scenario's longest fault plus 10 s.
     #[arg(long, value_name = "MS", default_value_t = 20_000)]
     pub timeout_ms: u64,
     /// Also write the last trial's history (JSON lines) here, for `check-history`.

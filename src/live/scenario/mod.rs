@@ -171,6 +171,14 @@ impl LiveScenario {
         ends.max().unwrap_or(0) + self.ttl_ms
     }
 
+    /// How long a trial may take before it is ended (and a built-in
+    /// worker gives up): `asked` (--timeout-ms), or the scenario's own
+    /// length plus 10 s when that is longer — a 20 s partition must not be
+    /// cut short by a 15 s or 20 s default.
+    pub fn trial_limit_ms(&self, asked_ms: u64) -> u64 {
+        asked_ms.max(self.estimated_trial_ms() + 10_000)
+    }
+
     /// A fault that needs the harness's own Redis (it kills or promotes it).
     pub fn server_fault(&self) -> Option<&'static str> {
         let failover = self
