@@ -71,8 +71,9 @@ pub struct LiveArgs {
     #[arg(long, value_name = "DIR")]
     pub report: Option<PathBuf>,
     /// Run the whole suite N times and print, per scenario, in how many
-    /// runs it met its expectation (a steadiness check; the reports and
-    /// histories are the last run's). The exit code is the worst run's.
+    /// runs it met its expectation (a steadiness check; each run's
+    /// histories in OUT/run-K/, the reports are the last run's). The exit
+    /// code is the worst run's.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub repeat: u32,
     /// After each trial line, where its time went (start, reset, spawn,
@@ -87,20 +88,22 @@ pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
     // Output paths too: an unwritable --junit must not cost the servers and trials.
     check_outputs(&args)?;
     crate::live::install_interrupt_handler();
-    let cfg = RunConfig {
-        trials: args.trials,
-        out: args.out.clone(),
-        history: args.history.clone(),
-        worker_cmd: args.worker_cmd.clone(),
-        timeout: Duration::from_millis(args.timeout_ms),
-        // Live trials are real timings: one at a time unless asked.
-        jobs: args.jobs.unwrap_or(1),
-        twin_threads: JobsFlag { jobs: args.jobs }.resolve(),
-        user: UserServers {
-            redis: args.redis.clone(),
-            postgres: args.postgres.clone(),
-        },
-        exe: std::env::current_exe()?,
+    let config = |out: PathBuf| -> Result<RunConfig> {
+        Ok(RunConfig {
+            trials: args.trials,
+            out,
+            history: args.history.clone(),
+            worker_cmd: args.worker_cmd.clone(),
+            timeout: Duration::from_millis(args.timeout_ms),
+            // Live trials are real timings: one at a time unless asked.
+            jobs: args.jobs.unwrap_or(1),
+            twin_threads: JobsFlag { jobs: args.jobs }.resolve(),
+            user: UserServers {
+                redis: args.redis.clone(),
+                postgres: args.postgres.clone(),
+            },
+            exe: std::env::current_exe()?,
+        })
     };
     let mut steadiness: Vec<report::live::Steadiness> = (scenarios.iter())
         .map(|s| report::live::Steadiness {
@@ -113,7 +116,12 @@ pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
         if args.repeat > 1 {
             println!("\n=== run {n}/{} ===", args.repeat);
         }
-        let code = one_run(&args, &scenarios, &cfg, (n, &mut steadiness))?;
+        // Each run's histories apart: a miss in run 1 is still there after run 2.
+        let out = match args.repeat {
+            1 => args.out.clone(),
+            _ => args.out.join(format!("run-{n}")),
+        };
+        let code = one_run(&args, &scenarios, &config(out)?, (n, &mut steadiness))?;
         worst = worst_exit(worst, code);
         runs += 1;
         runs_all_met += u32::from(code == EXIT_OK);

@@ -488,6 +488,15 @@ fn repeat_runs_the_suite_n_times_and_counts_per_scenario_the_runs_that_met() {
         ),
         "{all}"
     );
+    // Each run's histories apart.
+    for run in ["run-1", "run-2"] {
+        let file = dir
+            .path()
+            .join("out")
+            .join(run)
+            .join("live-gc-pause-plain-update-trial-1.jsonl");
+        assert!(file.is_file(), "{} missing: {all}", file.display());
+    }
     // --repeat 0 is bad input.
     let (code, _, stderr) = live_with_env(
         &[],
