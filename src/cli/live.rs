@@ -39,6 +39,7 @@ pub struct LiveArgs {
     #[arg(long, value_name = "CMD")]
     pub worker_cmd: Option<String>,
     /// A trial that has not finished by then is ended: with --worker-cmd, reported as the program hanging (exit 3).
+    /// A built-in worker's trial gets at least its scenario's longest fault plus 10 s.
     #[arg(long, value_name = "MS", default_value_t = 20_000)]
     pub timeout_ms: u64,
     /// Also write the last trial's history (JSON lines) here, for `check-history`.
@@ -69,8 +70,14 @@ pub struct LiveArgs {
     /// Also write a report directory: index.html (a real trial's SVG timeline), summary.md, results.json.
     #[arg(long, value_name = "DIR")]
     pub report: Option<PathBuf>,
+    /// Run the whole suite N times and print, per scenario, in how many
+    /// runs it met its expectation (a steadiness check; each run's
+    /// histories in OUT/run-K/, the reports are the last run's). The exit
+    /// code is the worst run's.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeat: u32,
     /// After each trial line, where its time went (start, reset, spawn,
-    /// run, fault, settle, audit, check, other; ms), and per-phase totals
+    /// run, fault, settle, tail, audit, check, other; ms), and per-phase totals
     /// after each scenario and at the end (docs/live-running.md).
     #[arg(short, long)]
     pub verbose: bool,
@@ -81,27 +88,84 @@ pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
     // Output paths too: an unwritable --junit must not cost the servers and trials.
     check_outputs(&args)?;
     crate::live::install_interrupt_handler();
-    let cfg = RunConfig {
-        trials: args.trials,
-        out: args.out.clone(),
-        history: args.history.clone(),
-        worker_cmd: args.worker_cmd.clone(),
-        timeout: Duration::from_millis(args.timeout_ms),
-        // Live trials are real timings: one at a time unless asked.
-        jobs: args.jobs.unwrap_or(1),
-        twin_threads: JobsFlag { jobs: args.jobs }.resolve(),
-        user: UserServers {
-            redis: args.redis.clone(),
-            postgres: args.postgres.clone(),
-        },
-        exe: std::env::current_exe()?,
+    let config = |out: PathBuf| -> Result<RunConfig> {
+        Ok(RunConfig {
+            trials: args.trials,
+            out,
+            history: args.history.clone(),
+            worker_cmd: args.worker_cmd.clone(),
+            timeout: Duration::from_millis(args.timeout_ms),
+            // Live trials are real timings: one at a time unless asked.
+            jobs: args.jobs.unwrap_or(1),
+            twin_threads: JobsFlag { jobs: args.jobs }.resolve(),
+            user: UserServers {
+                redis: args.redis.clone(),
+                postgres: args.postgres.clone(),
+            },
+            exe: std::env::current_exe()?,
+        })
     };
-    let verbose = args.verbose;
-    let result = crate::live::run::run(&scenarios, &cfg, &|p| print_progress(p, &cfg, verbose))?;
-    if result.not_judged() {
-        write_outputs(&args, &scenarios, &result, EXIT_INTERNAL)?;
-        return Ok(ExitCode::from(EXIT_INTERNAL));
+    let mut steadiness: Vec<report::live::Steadiness> = (scenarios.iter())
+        .map(|s| report::live::Steadiness {
+            name: s.name.clone(),
+            ..Default::default()
+        })
+        .collect();
+    let (mut worst, mut runs, mut runs_all_met) = (EXIT_OK, 0, 0);
+    for n in 1..=args.repeat {
+        if args.repeat > 1 {
+            println!("\n=== run {n}/{} ===", args.repeat);
+        }
+        // Each run's histories apart: a miss in run 1 is still there after run 2.
+        let out = match args.repeat {
+            1 => args.out.clone(),
+            _ => args.out.join(format!("run-{n}")),
+        };
+        let code = one_run(&args, &scenarios, &config(out)?, (n, &mut steadiness))?;
+        worst = worst_exit(worst, code);
+        runs += 1;
+        runs_all_met += u32::from(code == EXIT_OK);
+        if code == EXIT_INTERRUPTED {
+            break;
+        }
     }
+    if args.repeat > 1 {
+        print!(
+            "{}",
+            report::live::steadiness_table(&steadiness, runs, runs_all_met)
+        );
+    }
+    Ok(ExitCode::from(worst))
+}
+
+/// The worse of two runs' exit codes: met (0) < not met (1) < not judged
+/// (3) < interrupted (130).
+fn worst_exit(a: u8, b: u8) -> u8 {
+    let rank = |c: u8| match c {
+        EXIT_OK => 0,
+        EXIT_FAILED => 1,
+        EXIT_INTERNAL => 2,
+        _ => 3,
+    };
+    if rank(b) > rank(a) {
+        b
+    } else {
+        a
+    }
+}
+
+/// One run of the suite: its trials told as they go, its table, the
+/// trials it could not judge, its reports; each scenario's outcome added
+/// to `steadiness` as run `n`'s. Its exit code: interrupted, else a trial
+/// not judged (3), else whether every expectation was met.
+fn one_run(
+    args: &LiveArgs,
+    scenarios: &[LiveScenario],
+    cfg: &RunConfig,
+    (n, steadiness): (u32, &mut [report::live::Steadiness]),
+) -> Result<u8> {
+    let verbose = args.verbose;
+    let result = crate::live::run::run(scenarios, cfg, &|p| print_progress(p, cfg, verbose))?;
     let rows: Vec<_> = result
         .runs
         .iter()
@@ -119,6 +183,10 @@ pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
         })
         .collect();
     print!("{}", report::live::twin_table(&table));
+    let unjudged: Vec<(&str, u32, &str)> = (result.not_judged_trials().into_iter())
+        .map(|(i, k, why)| (scenarios[i].name.as_str(), k, why))
+        .collect();
+    print!("{}", report::live::not_judged_list(&unjudged));
     if verbose {
         let what = format!("all {} scenario(s)", scenarios.len());
         let totals = &result.phases;
@@ -130,16 +198,26 @@ pub fn cmd_live(args: LiveArgs) -> Result<ExitCode> {
             }
         );
     }
+    for (i, run, row) in &result.runs {
+        let st = &mut steadiness[*i];
+        match row {
+            _ if run.interrupted => {}
+            Some(r) if r.met => st.met += 1,
+            Some(_) => st.not_met.push(n),
+            None => st.not_judged.push(n),
+        }
+    }
     let code = match &result.stopped {
         Some(why) => {
             println!("{why}");
             EXIT_INTERRUPTED
         }
+        None if result.not_judged() => EXIT_INTERNAL,
         None if rows.iter().all(|r| r.met) => EXIT_OK,
         None => EXIT_FAILED,
     };
-    write_outputs(&args, &scenarios, &result, code)?;
-    Ok(ExitCode::from(code))
+    write_outputs(args, scenarios, &result, code)?;
+    Ok(code)
 }
 
 /// What the run tells as it goes, printed: the servers, each scenario's
@@ -181,8 +259,19 @@ fn print_progress(p: Progress, cfg: &RunConfig, verbose: bool) {
                 print!("{}", TrialPhasesLine(phases));
             }
         }
+        Progress::Retrying { s, k, why } => {
+            eprintln!(
+                "fencesim live: trial {k}/{} of {} could not run, retrying it once: {why}",
+                cfg.trials_of(s),
+                s.name
+            );
+        }
         Progress::NotJudged { s, k, why } => {
-            eprintln!("error: trial {k}/{} of {}: {why}", cfg.trials_of(s), s.name);
+            eprintln!(
+                "error: trial {k}/{} of {} cannot be judged: {why}",
+                cfg.trials_of(s),
+                s.name
+            );
         }
         Progress::ScenarioDone { s, phases } if verbose => {
             let what = format!("scenario {}", s.name);

@@ -13,9 +13,12 @@
 //! run's would. With one set of servers nothing runs ahead: a trial runs
 //! when the consumer asks for it, exactly the sequential run.
 //!
-//! Once the consumer has stopped (a trial that could not be judged ends a
-//! run) or Ctrl-C came, the jobs take no new trial: what they had started
-//! finishes, the rest is handed back as [`Slot::NotRun`].
+//! Once the consumer has stopped (its servers did not start, or a result
+//! could not be written) or Ctrl-C came, the jobs take no new trial: what
+//! they had started finishes, the rest is handed back as [`Slot::NotRun`].
+//! A trial that could not be judged does not stop a run (the caller
+//! retries it once, [`super::run`]), nor does a job's home cluster that
+//! did not start (its trials start it, or find it cannot start, each).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -32,8 +32,25 @@ fn search_dirs() -> Vec<PathBuf> {
     dirs
 }
 
-/// Finds `binary`, or says which Debian package provides it.
+/// The environment variable that names the file to run as `binary`
+/// instead of searching for it: `FENCESIM_ETCD_BIN`,
+/// `FENCESIM_REDIS_SERVER_BIN`, … (a server installed elsewhere; a test
+/// gives a server that cannot start).
+pub fn override_var(binary: &str) -> String {
+    format!("FENCESIM_{}_BIN", binary.to_uppercase().replace('-', "_"))
+}
+
+/// Finds `binary` (or the file its [`override_var`] names), or says which
+/// Debian package provides it.
 pub fn find_binary(binary: &str, debian_package: &str) -> Result<PathBuf> {
+    let var = override_var(binary);
+    if let Some(path) = std::env::var_os(&var) {
+        let path = PathBuf::from(path);
+        if !path.is_file() {
+            bail!("{var}={}: no such file", path.display());
+        }
+        return Ok(path);
+    }
     search_dirs()
         .into_iter()
         .map(|d| d.join(binary))

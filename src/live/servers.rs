@@ -636,10 +636,7 @@ impl Servers {
                 c
             }
             None => {
-                let dir = self.root.path.join(match kind {
-                    ClusterKind::Etcd => "etcd",
-                    ClusterKind::Zk => "zookeeper",
-                });
+                let dir = self.cluster_dir(kind);
                 // A port taken between its probe and the member's bind (by
                 // another process on the machine) is a start-up failure, not
                 // the scenario's: start again on fresh ports, twice at most.
@@ -681,6 +678,27 @@ impl Servers {
             ClusterKind::Zk => super::zk::ensemble::reset(&cluster.endpoints(), &prefix)?,
         }
         Ok(self.cluster.insert(cluster))
+    }
+
+    /// Stops the cluster the last trial used and removes its data: a
+    /// trial that could not run (no leader elected, a member that did not
+    /// come back) is retried on a cluster started afresh, not on the one
+    /// that failed it.
+    pub fn discard_cluster(&mut self) {
+        if let Some(c) = self.cluster.take() {
+            let kind = c.kind;
+            drop(c);
+            let _ = std::fs::remove_dir_all(self.cluster_dir(kind));
+        }
+    }
+
+    /// Where a `kind` cluster keeps its members' data.
+    fn cluster_dir(&self, kind: super::cluster::ClusterKind) -> std::path::PathBuf {
+        use super::cluster::ClusterKind;
+        self.root.path.join(match kind {
+            ClusterKind::Etcd => "etcd",
+            ClusterKind::Zk => "zookeeper",
+        })
     }
 
     /// Whether a trial needing a `kind` cluster has to start one (it is

@@ -160,6 +160,7 @@ impl Spawner<'_> {
             .args(["--retry-ms", &s.retry_ms.to_string()])
             .args(["--work-ms", &s.work_ms.to_string()])
             .args(["--request-timeout-ms", &s.request_timeout_ms.to_string()])
+            .args(["--give-up-ms", &s.trial_limit_ms(15_000).to_string()])
             .args(["--index", &(i + 1).to_string()])
             .args(["--ops", &w.ops.to_string()])
             .args(["--document", &w.document.to_string()])
@@ -225,6 +226,7 @@ pub fn run(
             s.redis_masters
         );
     }
+    let timeout = Duration::from_millis(s.trial_limit_ms(timeout.as_millis() as u64));
     let (tx, rx) = mpsc::channel::<Msg>();
     let (spawner, proxies) = wire(s, servers, exe, tx, phases)?;
     phases.enter(Phase::Spawn);

@@ -218,3 +218,102 @@ pub fn twin_table(rows: &[TwinRow]) -> String {
     }
     s
 }
+
+/// The trials of a run that could not be judged, one line each: scenario,
+/// trial, why (their scenarios have no verdict: exit 3).
+pub fn not_judged_list(trials: &[(&str, u32, &str)]) -> String {
+    let mut s = String::new();
+    if trials.is_empty() {
+        return s;
+    }
+    let _ = writeln!(
+        s,
+        "\nnot judged ({} trial(s); their scenarios have no verdict):",
+        trials.len()
+    );
+    for (name, k, why) in trials {
+        // The first line: a server's log tail is in the retry's message above and in --json.
+        let first = why.lines().next().unwrap_or("").trim_end_matches(':');
+        let _ = writeln!(s, "  {name} trial {k}: {first}");
+    }
+    s
+}
+
+/// How one scenario fared over `fencesim live --repeat N`'s runs.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Steadiness {
+    pub name: String,
+    /// Runs whose verdict on it was "met".
+    pub met: u32,
+    /// Runs (1-based) whose verdict was "not met".
+    pub not_met: Vec<u32>,
+    /// Runs (1-based) in which a trial of it could not be judged.
+    pub not_judged: Vec<u32>,
+}
+
+/// `--repeat N`'s table: per scenario how many of the runs met, which did
+/// not and which could not be judged, then a summary line.
+pub fn steadiness_table(rows: &[Steadiness], runs: u32, runs_all_met: u32) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "\nsteadiness over {runs} run(s) (runs that met / runs):");
+    let list = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+    for r in rows {
+        let mut notes = Vec::new();
+        if !r.not_met.is_empty() {
+            notes.push(format!("NOT MET in run {}", list(&r.not_met)));
+        }
+        if !r.not_judged.is_empty() {
+            notes.push(format!("not judged in run {}", list(&r.not_judged)));
+        }
+        let seen = r.met as usize + r.not_met.len() + r.not_judged.len();
+        let _ = writeln!(
+            s,
+            "  {:<40} {:>7}  {}",
+            r.name,
+            format!("{}/{seen}", r.met),
+            notes.join("; ")
+        );
+    }
+    let steady = rows
+        .iter()
+        .filter(|r| r.not_met.is_empty() && r.not_judged.is_empty())
+        .count();
+    let _ = writeln!(
+        s,
+        "steadiness: {runs_all_met} of {runs} run(s) met every expectation; {steady} of {} scenario(s) met in every run",
+        rows.len()
+    );
+    s
+}
+
+#[cfg(test)]
+mod steadiness_tests {
+    use super::*;
+
+    #[test]
+    fn the_steadiness_table_names_the_runs_a_scenario_missed_and_counts_the_steady_ones() {
+        let rows = [
+            Steadiness {
+                name: "live-a".into(),
+                met: 3,
+                ..Steadiness::default()
+            },
+            Steadiness {
+                name: "live-b".into(),
+                met: 1,
+                not_met: vec![2],
+                not_judged: vec![3],
+            },
+        ];
+        let text = steadiness_table(&rows, 3, 1);
+        assert!(text.contains("live-a") && text.contains("3/3"), "{text}");
+        assert!(
+            text.contains("1/3  NOT MET in run 2; not judged in run 3"),
+            "{text}"
+        );
+        assert!(
+            text.contains("steadiness: 1 of 3 run(s) met every expectation; 1 of 2 scenario(s) met in every run"),
+            "{text}"
+        );
+    }
+}

@@ -67,7 +67,7 @@ pub struct ScenarioJson {
     pub live_trials_with: BTreeMap<String, u64>,
     pub clean_trials: u64,
     pub fence_rejected_trials: u64,
-    /// Absent when the scenario's trials stopped at one that could not be judged.
+    /// Absent when a trial of the scenario could not be judged (no verdict).
     pub simulated: Option<SimulatedJson>,
     pub met: bool,
     /// Why the expectation was not met (empty when met).
@@ -101,7 +101,9 @@ pub struct TrialJson {
     /// The trial's history (JSON lines, for `check-history`); absent when not judged.
     pub history_file: Option<String>,
     pub trial_ms: u64,
-    /// Why the trial could not be judged (a user's program misbehaved); then no verdict.
+    /// Why the trial could not be judged (a user's program misbehaved, or a
+    /// server or cluster failed it twice: `could not run, twice: …`); then
+    /// its scenario has no verdict and the run exits 3.
     pub not_judged: Option<String>,
 }
 

@@ -223,6 +223,14 @@ fn client_phases(shared: &Shared, phases: &mut Phases, audit_at: Instant) {
 /// apply (a failover, a crash of the harness's Redis, a cluster member's
 /// fault) — checked before any server starts.
 pub fn refusal(s: &LiveScenario) -> Option<String> {
+    if s.lock == LockKind::None {
+        return Some(format!(
+            "{}: lock = \"none\" (the database is the lock) cannot judge a user's program: fencesim judges \
+             a program from its lock server's account of the grants, and this recipe has no lock server; \
+             run it with the built-in worker, or give the program a Redis, etcd or ZooKeeper lock",
+            s.path.display()
+        ));
+    }
     if let Some(w) = s.workers.iter().find(|w| w.document != 1) {
         return Some(format!(
             "{}: worker {} is on document {}: a user's program (--worker-cmd) is told one document, 1",

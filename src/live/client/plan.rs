@@ -35,7 +35,12 @@ pub(super) fn strike_order(s: &LiveScenario) -> Result<Vec<usize>> {
 fn refuse(s: &LiveScenario, f: &Fault) -> Result<()> {
     if let Trigger::After { point, .. } = f.trigger {
         if point == Point::WriteSent {
-            bail!("protocol point {:?} has no client anchor", point.name());
+            bail!(
+                "{}: a fault after {:?} (the built-in worker's UPDATE sent) has no point in a user's program's \
+                 conversation that fencesim sees; use fence_checked (its UPDATE reaching the proxy) or write_acked",
+                s.path.display(),
+                point.name()
+            );
         }
     }
     match f.action {

@@ -58,6 +58,16 @@ impl Point {
     ];
     /// The built-in worker's gates.
     pub const BUILT_IN: [Point; 3] = [Point::ReadOk, Point::FenceChecked, Point::WriteSent];
+    /// The gates the built-in worker passes with its write: `fence_checked`
+    /// only when it checks the fence before its update (check-then-update);
+    /// a fault placed at a gate it never reaches would never strike.
+    pub fn built_in(check_then_update: bool) -> &'static [Point] {
+        if check_then_update {
+            &Point::BUILT_IN
+        } else {
+            &[Point::ReadOk, Point::WriteSent]
+        }
+    }
     /// Points only a user's program can be stopped at: the proxies see them.
     pub const PROGRAM_ONLY: [Point; 2] = [Point::LockGranted, Point::WriteAcked];
     /// A user's program's points in its conversation's order (its grant,

@@ -73,7 +73,18 @@ pub enum Progress<'a> {
         trial_ms: u128,
         phases: &'a PhaseTotals,
     },
-    /// A trial could not be judged: the run stops with no verdict.
+    /// A trial could not run (the harness or a server failed it: a cluster
+    /// that elected no leader, a server that did not start or answer, a
+    /// member that did not come back): why; it is run once more, on a
+    /// cluster started afresh. Told from the job that ran it, as it happens.
+    Retrying {
+        s: &'a LiveScenario,
+        k: u32,
+        why: String,
+    },
+    /// A trial could not be judged (a user's program misbehaved, or it
+    /// could not run twice): why. Its scenario gets no verdict; the run
+    /// goes on with the next trial and scenario.
     NotJudged {
         s: &'a LiveScenario,
         k: u32,
@@ -92,7 +103,8 @@ pub struct ScenarioRun {
     pub trials: Vec<TrialJson>,
     /// The trial the report draws: the first with a violation, else the last.
     pub drawn: Option<(u32, TrialResult, PathBuf)>,
-    /// The last trial could not be judged (a user's program misbehaved).
+    /// A trial could not be judged (a user's program misbehaved, or the
+    /// trial could not run twice): the scenario has no verdict.
     pub not_judged: bool,
     /// Ctrl-C stopped it: `trials` are those that finished.
     pub interrupted: bool,
@@ -112,9 +124,18 @@ pub struct RunResult {
 }
 
 impl RunResult {
-    /// A trial could not be judged: the run has no verdict.
+    /// A trial could not be judged: the run has no verdict (exit 3).
     pub fn not_judged(&self) -> bool {
         self.runs.iter().any(|(_, r, _)| r.not_judged)
+    }
+
+    /// The trials that could not be judged: scenario index, trial, why.
+    pub fn not_judged_trials(&self) -> Vec<(usize, u32, &str)> {
+        (self.runs.iter())
+            .flat_map(|(i, r, _)| {
+                (r.trials.iter()).filter_map(move |t| Some((*i, t.index, t.not_judged.as_deref()?)))
+            })
+            .collect()
     }
 }
 
@@ -145,7 +166,22 @@ pub fn refusal(
         .iter()
         .filter(|s| worker_cmd.is_some() || s.worker_cmd.is_some())
         .find_map(super::client::refusal);
-    program.or_else(|| missing_binaries(scenarios, present))
+    // The built-in worker takes one Redis lock.
+    let masters = || {
+        (scenarios.iter())
+            .find(|s| s.redis_masters > 1 && worker_cmd.is_none() && s.worker_cmd.is_none())
+            .map(|s| {
+                format!(
+                    "{}: redis_masters = {} needs a user's program (worker_cmd or --worker-cmd): \
+                     the built-in worker takes one Redis lock",
+                    s.path.display(),
+                    s.redis_masters
+                )
+            })
+    };
+    program
+        .or_else(masters)
+        .or_else(|| missing_binaries(scenarios, present))
 }
 
 /// Every binary the scenarios need, checked before anything is started:
@@ -191,8 +227,10 @@ fn cluster_of_group(group: u8) -> Option<ClusterKind> {
 }
 
 /// Runs every trial of `scenarios`, `cfg.jobs` at a time, telling
-/// `progress` what happens; stops with no verdict at a trial that cannot
-/// be judged, or at Ctrl-C (the trials that finished are kept).
+/// `progress` what happens; a trial the harness or a server failed is run
+/// once more, and if it fails again it is not judged (its scenario gets no
+/// verdict, the others do); stops at Ctrl-C (the trials that finished are
+/// kept).
 pub fn run(
     scenarios: &[LiveScenario],
     cfg: &RunConfig,
@@ -207,7 +245,11 @@ pub fn run(
     let start = |home: u8| {
         let mut servers = Servers::start(&cfg.user)?;
         if let Some(kind) = cluster_of_group(home) {
-            servers.ensure_cluster(kind)?;
+            // A cluster that does not start here is started (or found
+            // unable to start) by the trials that need it, each on its own.
+            if servers.ensure_cluster(kind).is_err() {
+                servers.discard_cluster();
+            }
         }
         Ok(servers)
     };
@@ -225,16 +267,14 @@ pub fn run(
         let s = &scenarios[u.scenario];
         let worker_cmd = cfg.worker_cmd.as_deref().or(s.worker_cmd.as_deref());
         let (exe, timeout, k) = (cfg.exe.as_path(), cfg.timeout, u.k);
-        trial::timed(
-            TrialCall {
-                s,
-                worker_cmd,
-                exe,
-                timeout,
-                k,
-            },
-            servers,
-        )
+        let call = TrialCall {
+            s,
+            worker_cmd,
+            exe,
+            timeout,
+            k,
+        };
+        retried(call, servers, progress)
     };
     let panicked = || Ran {
         outcome: Err(anyhow::anyhow!("a live job panicked")),
@@ -257,8 +297,40 @@ pub fn run(
     })
 }
 
+/// One trial, run once more if the harness or a server failed it (on a
+/// cluster started afresh); if it fails again, it is not judged, with both
+/// reasons.
+fn retried(call: TrialCall, servers: &mut Servers, progress: &(dyn Fn(Progress) + Sync)) -> Ran {
+    let first = trial::timed(call, servers);
+    let why = match &first.outcome {
+        Err(e) if !super::interrupted() => format!("{e:#}"),
+        _ => return first,
+    };
+    let (s, k) = (call.s, call.k);
+    progress(Progress::Retrying {
+        s,
+        k,
+        why: why.clone(),
+    });
+    servers.discard_cluster();
+    let mut again = trial::timed(call, servers);
+    if let Err(e) = &again.outcome {
+        if !super::interrupted() {
+            let now = format!("{e:#}");
+            again.outcome = Ok(TrialOutcome::NotJudged(if now == why {
+                format!("could not run, twice: {now}")
+            } else {
+                format!("could not run, twice: {now} (the first time: {why})")
+            }));
+            // The next trial starts from a fresh cluster too.
+            servers.discard_cluster();
+        }
+    }
+    again
+}
+
 /// Takes the run's trials in its order, scenario by scenario, until the
-/// end, a trial that cannot be judged, or Ctrl-C.
+/// end or Ctrl-C.
 fn consume(
     scenarios: &[LiveScenario],
     cfg: &RunConfig,
@@ -287,9 +359,10 @@ fn consume(
             break;
         }
         if run.not_judged {
-            // A user's program misbehaved: no verdict (exit 3), the reports say why.
+            // No verdict for this scenario (exit 3), the reports say which
+            // trial and why; the others still run and are judged.
             result.runs.push((i, run, None));
-            break;
+            continue;
         }
         let row = twin_row(s, run.tally.clone(), cfg.twin_threads)?;
         result.runs.push((i, run, Some(row)));
@@ -329,14 +402,17 @@ fn run_trials(
                 run.interrupted = true;
                 break;
             }
-            Err(e) => return Err(e),
             Ok(TrialOutcome::Judged(r)) => r,
+            // A panicked job (the retry turned every other failure into
+            // words): no verdict for this trial either way.
+            Err(e) => {
+                let why = format!("could not run: {e:#}");
+                not_judged(&mut run, (s, k), ran.trial_ms, why, progress);
+                continue;
+            }
             Ok(TrialOutcome::NotJudged(why)) => {
-                progress(Progress::NotJudged { s, k, why: &why });
-                run.trials
-                    .push(trial_json(k, None, ran.trial_ms, Some(why)));
-                run.not_judged = true;
-                return Ok(run);
+                not_judged(&mut run, (s, k), ran.trial_ms, why, progress);
+                continue;
             }
         };
         judged(
@@ -353,6 +429,20 @@ fn run_trials(
         phases: &run.phases,
     });
     Ok(run)
+}
+
+/// Trial `k`, which could not be judged, into the scenario's run (no
+/// verdict for it), told with why.
+fn not_judged(
+    run: &mut ScenarioRun,
+    (s, k): (&LiveScenario, u32),
+    trial_ms: u128,
+    why: String,
+    progress: &dyn Fn(Progress),
+) {
+    progress(Progress::NotJudged { s, k, why: &why });
+    run.trials.push(trial_json(k, None, trial_ms, Some(why)));
+    run.not_judged = true;
 }
 
 /// Judged trial `k` into the scenario's run: its history written, tallied,
@@ -410,5 +500,57 @@ fn trial_json(
         history_file: judged.map(|(_, f)| f.display().to_string()),
         trial_ms: trial_ms as u64,
         not_judged,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::live::scenario::parse;
+
+    /// A bundled scenario's text with `top` added to its top-level keys.
+    fn bundled(name: &str, top: &str) -> LiveScenario {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("live")
+            .join(name);
+        let src = std::fs::read_to_string(&path).unwrap();
+        let src = src.replacen("\n[[worker]]", &format!("\n{top}\n[[worker]]"), 1);
+        parse(&src, &path).unwrap()
+    }
+
+    fn refused(s: LiveScenario, worker_cmd: Option<&str>) -> Option<String> {
+        refusal(&[s], (false, worker_cmd), |_| Ok(()))
+    }
+
+    #[test]
+    fn what_a_trial_could_never_judge_is_refused_before_any_server_starts_naming_the_file() {
+        let masters = || bundled("gc-pause-plain-update.toml", "redis_masters = 2");
+        let why = refused(masters(), None).expect("the built-in worker takes one lock");
+        assert!(
+            why.contains("gc-pause-plain-update.toml: redis_masters = 2 needs a user's program"),
+            "{why}"
+        );
+        assert_eq!(refused(masters(), Some("true")), None);
+
+        let none = || bundled("one-database-transaction.toml", "");
+        assert_eq!(refused(none(), None), None);
+        let why = refused(none(), Some("true")).expect("no lock server to judge by");
+        assert!(
+            why.contains("one-database-transaction.toml: lock = \"none\""),
+            "{why}"
+        );
+
+        let mut sent = bundled("gc-pause-plain-update.toml", "");
+        let after_read = |f: &mut crate::live::fault::Fault| {
+            if let crate::live::fault::Trigger::After { point, .. } = &mut f.trigger {
+                *point = crate::live::fault::Point::WriteSent;
+            }
+        };
+        sent.faults.iter_mut().for_each(after_read);
+        let why = refused(sent, Some("true")).expect("a program has no write_sent");
+        assert!(
+            why.contains("gc-pause-plain-update.toml: a fault after \"write_sent\""),
+            "{why}"
+        );
     }
 }

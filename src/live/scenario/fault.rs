@@ -39,8 +39,7 @@ pub(super) struct RawFault {
     /// delay/drop/cut: which of the worker's messages the proxy acts on
     /// ("update"); cut: or its connection to the lock's cluster ("lock").
     message: Option<Spanned<String>>,
-    #[serde(default)]
-    duration_ms: u64,
+    duration_ms: Option<Spanned<u64>>,
     /// delay of a member's links: by how many ms every message is held.
     by_ms: Option<u64>,
     /// delay of a member's links: for how long (ms).
@@ -48,6 +47,11 @@ pub(super) struct RawFault {
 }
 
 impl RawFault {
+    /// `duration_ms` as given (0: not given).
+    fn duration_ms(&self) -> u64 {
+        self.duration_ms.as_ref().map_or(0, |d| *d.get_ref())
+    }
+
     /// Whether it strikes the lock server (`coord/…`) rather than a worker.
     pub(super) fn names_coordinator(&self) -> bool {
         self.node.get_ref().starts_with("coord/")
@@ -200,6 +204,13 @@ impl Context<'_> {
                 }
             },
         };
+        if point == Point::FenceChecked.name() && !self.points.contains(&Point::FenceChecked) {
+            return Err(self.err(
+                a.span(),
+                "the built-in worker checks the fence (fence_checked) only with write = \"check-then-update\": \
+                 a fault there would never strike; follow read_ok or write_sent",
+            ));
+        }
         let point = Spanned::new(a.span(), point.to_string());
         let choices: Vec<(&str, Point)> = self.points.iter().map(|p| (p.name(), *p)).collect();
         let point = one_of(self.file, self.src, &point, "protocol point", &choices)?;
@@ -262,6 +273,19 @@ impl Read<'_> {
                  the built-in worker is paused after a protocol point (`after`)",
             ));
         }
+        if let (Some(m), K::Pause | K::Crash | K::Failover | K::Partition) = (&f.message, kind) {
+            return Err(cx.err(
+                m.span(),
+                "`message` belongs to a delay, drop or cut (which of a worker's messages the proxy acts on); \
+                 a pause, crash, failover or partition acts on its node",
+            ));
+        }
+        if let (Some(d), K::Crash | K::Failover) = (&f.duration_ms, kind) {
+            return Err(cx.err(
+                d.span(),
+                "a crash lasts until `restart_after_ms` (or for good) and a failover is at once: no `duration_ms`",
+            ));
+        }
         if (f.by_ms.is_some() || f.for_ms.is_some()) && !self.member_delay() {
             return Err(cx.err(
                 f.kind.span(),
@@ -315,7 +339,7 @@ impl Read<'_> {
 
     /// A `duration_ms` that must be given.
     fn duration(&self, cx: &Context) -> Result<u64, ScenarioError> {
-        match self.f.duration_ms {
+        match self.f.duration_ms() {
             0 => Err(self.missing(cx, "duration_ms")),
             ms => Ok(ms),
         }
@@ -386,7 +410,7 @@ impl Read<'_> {
             K::Pause => {
                 let worker = self.worker(cx)?;
                 let trigger = self.own_point(cx, worker)?;
-                let duration_ms = f.duration_ms;
+                let duration_ms = self.duration(cx)?;
                 (
                     trigger,
                     Action::Pause {
@@ -464,7 +488,7 @@ impl Read<'_> {
         }
         let worker = self.worker(cx)?;
         let trigger = self.own_point(cx, worker)?;
-        let refuse_ms = self.f.duration_ms;
+        let refuse_ms = self.f.duration_ms();
         Ok((trigger, Action::CutLock { worker, refuse_ms }))
     }
 
@@ -481,7 +505,7 @@ impl Read<'_> {
             .for_ms
             .filter(|ms| *ms > 0)
             .ok_or_else(|| self.missing(cx, "for_ms"))?;
-        if f.duration_ms != 0 || f.message.is_some() {
+        if f.duration_ms.is_some() || f.message.is_some() {
             return Err(cx.err(
                 f.kind.span(),
                 "a member delay holds every message between members: `by_ms` and `for_ms`, no `duration_ms` or `message`",
@@ -524,12 +548,16 @@ impl Read<'_> {
                 "a network fault acts on its message as it passes the proxy (or, a delay, `at_ms`): no `after`",
             ));
         }
-        if self.kind != K::Cut && f.duration_ms == 0 {
+        if self.kind != K::Cut && f.duration_ms() == 0 {
             return Err(self.missing(cx, "duration_ms"));
         }
         let mode = match self.kind {
-            K::Delay => ProxyMode::Hold { ms: f.duration_ms },
-            K::Drop => ProxyMode::Drop { ms: f.duration_ms },
+            K::Delay => ProxyMode::Hold {
+                ms: f.duration_ms(),
+            },
+            K::Drop => ProxyMode::Drop {
+                ms: f.duration_ms(),
+            },
             _ => ProxyMode::Cut,
         };
         let trigger = f.at_ms.map_or(Trigger::Passing, Trigger::AtMs);

@@ -171,6 +171,14 @@ impl LiveScenario {
         ends.max().unwrap_or(0) + self.ttl_ms
     }
 
+    /// How long a trial may take before it is ended (and a built-in
+    /// worker gives up): `asked` (--timeout-ms), or the scenario's own
+    /// length plus 10 s when that is longer — a 20 s partition must not be
+    /// cut short by a 15 s or 20 s default.
+    pub fn trial_limit_ms(&self, asked_ms: u64) -> u64 {
+        asked_ms.max(self.estimated_trial_ms() + 10_000)
+    }
+
     /// A fault that needs the harness's own Redis (it kills or promotes it).
     pub fn server_fault(&self) -> Option<&'static str> {
         let failover = self
@@ -212,8 +220,10 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
     // `lock_granted` and `write_acked` are seen by the proxy, so only a
     // user's program (`worker_cmd`) can be stopped there.
     let client = raw.worker_cmd.is_some().then_some(Point::PROGRAM_ONLY);
-    let points: Vec<Point> = Point::BUILT_IN
-        .into_iter()
+    // The built-in worker checks the fence (`fence_checked`) only with
+    // write = "check-then-update"; a program's UPDATE always reaches its proxy.
+    let gates = Point::built_in(write == WriteKind::CheckThenUpdate || raw.worker_cmd.is_some());
+    let points: Vec<Point> = (gates.iter().copied())
         .chain(client.into_iter().flatten())
         .collect();
     let cx = fault::Context {
@@ -492,5 +502,60 @@ mod tests {
         assert!(e.contains("etcd-lock watches one lock"), "{e}");
         // Document 1 named outright is every scenario's document.
         assert!(parse(&file("etcd-lock", "", "1"), Path::new("live/t.toml")).is_ok());
+    }
+
+    /// A Redis scenario of two workers on document 1 with `write` and one `[[fault]]` table.
+    fn with_fault(write: &str, fault: &str) -> String {
+        file("redis-set-nx-del", "", "1").replace("\"plain\"", &format!("\"{write}\""))
+            + &format!("[[fault]]\n{fault}\n")
+    }
+
+    #[test]
+    fn a_fault_at_fence_checked_is_refused_unless_the_built_in_worker_checks_the_fence_there() {
+        let pause =
+            "kind = \"pause\"\nnode = \"worker/A\"\nafter = \"fence_checked\"\nduration_ms = 100";
+        let e = error(&with_fault("plain", pause));
+        assert!(e.contains("live/t.toml:17:9"), "{e}");
+        assert!(e.contains("only with write = \"check-then-update\""), "{e}");
+        let s = parse(
+            &with_fault("check-then-update", pause),
+            Path::new("live/t.toml"),
+        );
+        assert!(s.is_ok(), "{:?}", s.err());
+    }
+
+    #[test]
+    fn fields_a_fault_kind_would_ignore_are_refused_where_they_stand() {
+        let cases = [
+            (
+                "kind = \"pause\"\nnode = \"worker/A\"\nafter = \"read_ok\"\nduration_ms = 100\nmessage = \"update\"",
+                "live/t.toml:19:11",
+                "`message` belongs to a delay, drop or cut",
+            ),
+            (
+                "kind = \"crash\"\nnode = \"worker/A\"\nafter = \"read_ok\"\nmessage = \"update\"",
+                "live/t.toml:18:11",
+                "`message` belongs to a delay, drop or cut",
+            ),
+            (
+                "kind = \"crash\"\nnode = \"worker/A\"\nafter = \"read_ok\"\nduration_ms = 100",
+                "live/t.toml:18:15",
+                "no `duration_ms`",
+            ),
+            (
+                "kind = \"failover\"\nnode = \"worker/A\"\nafter = \"read_ok\"\nduration_ms = 5",
+                "live/t.toml:18:15",
+                "no `duration_ms`",
+            ),
+            (
+                "kind = \"pause\"\nnode = \"worker/A\"\nafter = \"read_ok\"",
+                "live/t.toml:15:8",
+                "this fault needs `duration_ms`",
+            ),
+        ];
+        for (fault, at, why) in cases {
+            let e = error(&with_fault("plain", fault));
+            assert!(e.contains(at) && e.contains(why), "{fault}: {e}");
+        }
     }
 }

@@ -28,6 +28,7 @@ use crate::history::History;
 use crate::live::fault::{Action, Fault, MemberSel, NetMessage, Point, Target, Trigger, WorkerId};
 use crate::live::proxy::ProxyMode;
 use crate::live::scenario::LiveScenario;
+use crate::live::WriteKind;
 
 /// Every single fault the live mode can apply to `s` (run by its built-in
 /// worker, or by a user's program when `client`), in a fixed order: per
@@ -40,7 +41,7 @@ pub fn catalogue(s: &LiveScenario, client: bool) -> Vec<Fault> {
     // answer, its UPDATE (`fence_checked`), the UPDATE's answer.
     let points: &[Point] = match client {
         true => &Point::CONVERSATION,
-        false => &Point::BUILT_IN,
+        false => Point::built_in(s.write == WriteKind::CheckThenUpdate),
     };
     let workers = (0..s.workers.len()).map(WorkerId);
     let mut out = Vec::new();
@@ -348,6 +349,36 @@ mod tests {
                 assert_eq!(loaded.faults, vec![f], "{text}");
             }
         }
+    }
+
+    #[test]
+    fn the_built_in_worker_is_placed_at_fence_checked_only_when_it_checks_the_fence() {
+        let (src, path) = gc_pause();
+        let plain = scenario::parse(&src, &path).expect("bundled scenario");
+        let at_fence = |s: &LiveScenario, client: bool| {
+            catalogue(s, client).iter().any(|f| {
+                matches!(
+                    f.trigger,
+                    Trigger::After {
+                        point: Point::FenceChecked,
+                        ..
+                    }
+                )
+            })
+        };
+        assert!(
+            !at_fence(&plain, false),
+            "a plain UPDATE never checks the fence"
+        );
+        assert!(
+            at_fence(&plain, true),
+            "a program's UPDATE reaches its proxy"
+        );
+        let checking = LiveScenario {
+            write: WriteKind::CheckThenUpdate,
+            ..plain
+        };
+        assert!(at_fence(&checking, false));
     }
 
     /// Whether the loader takes `faults` on the bundled scenario.

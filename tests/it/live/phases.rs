@@ -99,3 +99,20 @@ fn verbose_prints_every_phase_and_they_add_up_to_the_trial() {
         }
     }
 }
+
+#[test]
+fn live_help_names_every_phase_verbose_prints() {
+    let o = Command::new(env!("CARGO_BIN_EXE_fencesim"))
+        .args(["live", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&o.stdout).replace('\n', " ");
+    let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    let listed = help
+        .split("where its time went (")
+        .nth(1)
+        .and_then(|l| l.split(';').next())
+        .unwrap_or_else(|| panic!("no phase list in --help: {help}"));
+    let names: Vec<&str> = listed.split(", ").collect();
+    assert_eq!(names, PHASES, "{help}");
+}

@@ -347,3 +347,161 @@ fn ctrl_c_stops_a_live_run_with_the_finished_trials_in_its_reports() {
     );
     assert!(report.join("index.html").is_file());
 }
+
+/// `fencesim live ARGS` from the repository root with `env` set, its
+/// reports in `dir`: (exit code, stdout, stderr).
+fn live_with_env(env: &[(&str, &str)], args: &[&str], dir: &Path) -> (Option<i32>, String, String) {
+    let o = fencesim()
+        .current_dir(root())
+        .envs(env.iter().copied())
+        .arg("live")
+        .args(args)
+        .arg("--out")
+        .arg(dir.join("out"))
+        .arg("--json")
+        .arg(dir.join("l.json"))
+        .arg("--junit")
+        .arg(dir.join("j.xml"))
+        .output()
+        .unwrap();
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_cluster_that_cannot_start_is_retried_once_then_not_judged_with_exit_3_while_the_rest_is_judged(
+) {
+    let test = "a_cluster_that_cannot_start_is_retried_once_then_not_judged";
+    if !live_servers_present(test) {
+        return;
+    }
+    let _serial = live_exclusive();
+    // Every etcd member is `false`: it exits at once, so no cluster ever
+    // serves. One job (the cluster starts at its trial) and two (a job
+    // starts its home cluster before its first trial).
+    let broken = [("FENCESIM_ETCD_BIN", "/bin/false")];
+    for jobs in ["1", "2"] {
+        let dir = tempfile::tempdir().unwrap();
+        let args = [
+            "live/etcd-gc-pause-plain-update.toml",
+            "live/gc-pause-plain-update.toml",
+            "--trials",
+            "2",
+            "--jobs",
+            jobs,
+        ];
+        let (code, stdout, stderr) = live_with_env(&broken, &args, dir.path());
+        let all = format!("--jobs {jobs}: {stdout}\n{stderr}");
+        assert_eq!(code, Some(3), "cannot judge, not bad input: {all}");
+        assert_eq!(
+            stderr
+                .matches("of live-etcd-gc-pause-plain-update could not run, retrying it once: etcd member")
+                .count(),
+            2,
+            "each trial retried once, with why: {all}"
+        );
+        assert!(stderr.contains("trial 2/2 of live-etcd-gc-pause-plain-update cannot be judged: could not run, twice: etcd member"), "{all}");
+        assert!(
+            stdout.contains("not judged (2 trial(s)")
+                && stdout
+                    .contains("  live-etcd-gc-pause-plain-update trial 1: could not run, twice"),
+            "{all}"
+        );
+        // The Redis scenario after it still ran and was judged.
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.starts_with("  live-gc-pause-plain-update") && l.ends_with("met")),
+            "{all}"
+        );
+        let v = json_of(&dir.path().join("l.json"));
+        assert_eq!(v["exit_code"], 3);
+        let (etcd, redis) = (&v["scenarios"][0], &v["scenarios"][1]);
+        assert!(
+            etcd["simulated"].is_null() && etcd["met"] == false,
+            "{etcd:#}"
+        );
+        for t in etcd["trials"].as_array().unwrap() {
+            let why = t["not_judged"].as_str().unwrap_or_default();
+            assert!(why.contains("etcd member 0 exited"), "{t:#}");
+        }
+        assert_eq!(redis["met"], true, "{redis:#}");
+        assert!(redis["trials"][1]["not_judged"].is_null());
+        let xml = std::fs::read_to_string(dir.path().join("j.xml")).unwrap();
+        assert!(xml.contains("<failure message=\"trial 1 could not be judged: could not run, twice: etcd member 0 exited"), "{xml}");
+    }
+}
+
+#[test]
+fn repeat_runs_the_suite_n_times_and_counts_per_scenario_the_runs_that_met() {
+    let test = "repeat_runs_the_suite_n_times_and_counts_per_scenario_the_runs_that_met";
+    if !live_servers_present(test) {
+        return;
+    }
+    let _serial = live_exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    // A cheap scenario that meets and one that cannot be judged (its
+    // cluster never starts): the worst run's exit, 3.
+    let args = [
+        "live/gc-pause-plain-update.toml",
+        "live/etcd-gc-pause-plain-update.toml",
+        "--trials",
+        "1",
+        "--repeat",
+        "2",
+    ];
+    let broken = [("FENCESIM_ETCD_BIN", "/bin/false")];
+    let (code, stdout, stderr) = live_with_env(&broken, &args, dir.path());
+    let all = format!("{stdout}\n{stderr}");
+    assert_eq!(code, Some(3), "{all}");
+    assert!(
+        stdout.contains("=== run 1/2 ===") && stdout.contains("=== run 2/2 ==="),
+        "{all}"
+    );
+    let table = stdout
+        .split("steadiness over 2 run(s)")
+        .nth(1)
+        .unwrap_or("");
+    let row = |name: &str| {
+        table
+            .lines()
+            .find(|l| l.trim_start().starts_with(name))
+            .unwrap_or_else(|| panic!("no row for {name}: {all}"))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert_eq!(
+        row("live-gc-pause-plain-update"),
+        "live-gc-pause-plain-update 2/2"
+    );
+    assert_eq!(
+        row("live-etcd-gc-pause-plain-update"),
+        "live-etcd-gc-pause-plain-update 0/2 not judged in run 1,2"
+    );
+    assert!(
+        table.contains(
+            "steadiness: 0 of 2 run(s) met every expectation; 1 of 2 scenario(s) met in every run"
+        ),
+        "{all}"
+    );
+    // Each run's histories apart.
+    for run in ["run-1", "run-2"] {
+        let file = dir
+            .path()
+            .join("out")
+            .join(run)
+            .join("live-gc-pause-plain-update-trial-1.jsonl");
+        assert!(file.is_file(), "{} missing: {all}", file.display());
+    }
+    // --repeat 0 is bad input.
+    let (code, _, stderr) = live_with_env(
+        &[],
+        &["live/gc-pause-plain-update.toml", "--repeat", "0"],
+        dir.path(),
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+}
