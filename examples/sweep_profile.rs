@@ -9,8 +9,15 @@
 //!         --callgrind-out-file=cg.$n target/release/examples/sweep_profile; done
 //!     # (Ir of cg.3 - Ir of cg.1) / (2 * events)
 //!
+//! `BASELINE=1` runs the bench's baseline instead — a `BinaryHeap` of 8
+//! pending events popped and pushed once per event with nothing handled —
+//! over the same number of events, so the floor is counted the same way.
+//!
 //! (docs/reproducing.md, "Where an event's instructions go").
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::hint::black_box;
 use std::path::Path;
 
 use fencesim::scenario;
@@ -26,11 +33,41 @@ fn main() {
     let path =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/article/gc-pause-stale-write.toml");
     let s = scenario::load(&path).expect("bundled scenario loads");
-    let mut events = 0;
-    for _ in 0..sweeps {
+    let mut events = (0..SEEDS)
+        .map(|seed| suite::run_seed(&s, seed).events)
+        .sum::<u64>();
+    if std::env::var_os("BASELINE").is_some() {
+        for _ in 0..sweeps {
+            black_box(baseline(events));
+        }
+        println!("{sweeps} baseline loops of {events} events");
+        return;
+    }
+    for _ in 1..sweeps {
         events = (0..SEEDS)
             .map(|seed| suite::run_seed(&s, seed).events)
             .sum::<u64>();
     }
     println!("{sweeps} sweeps of {SEEDS} seeds, {events} events per sweep");
+}
+
+/// `benches/sweep.rs`'s baseline: `events` pops and pushes on a heap of 8.
+fn baseline(events: u64) -> u64 {
+    let mut heap = BinaryHeap::with_capacity(9);
+    let mut order = 0u64;
+    for t in 0..8 {
+        order += 1;
+        heap.push(Reverse((t, order)));
+    }
+    let mut handled = 0;
+    while let Some(Reverse((t, _))) = heap.pop() {
+        handled += 1;
+        if handled == events {
+            break;
+        }
+        order += 1;
+        let delay = 1 + (order.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58);
+        heap.push(Reverse((black_box(t + delay), order)));
+    }
+    handled
 }

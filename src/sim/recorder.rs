@@ -207,7 +207,6 @@ impl Recorder {
         msg: &Msg,
         reports_replies: bool,
     ) -> Option<Event> {
-        let key = Some(msg.key().0);
         match *msg {
             Msg::Granted {
                 key: k,
@@ -220,7 +219,7 @@ impl Recorder {
                     .get(&(k.0, owner, token.map_or(0, |t| t.0)))
                     .copied();
                 Some(ev(to, Kind::GrantReceived, |e| {
-                    e.key = key;
+                    e.key = Some(k.0);
                     e.grant_id = id;
                     e.token = token.map(|t| t.0);
                 }))
