@@ -15,10 +15,12 @@
 //!
 //! (docs/reproducing.md, "Where an event's instructions go").
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::hint::black_box;
 use std::path::Path;
+
+#[path = "../benches/common/baseline.rs"]
+mod baseline;
+use baseline::baseline;
 
 use fencesim::scenario;
 use fencesim::suite;
@@ -49,25 +51,4 @@ fn main() {
             .sum::<u64>();
     }
     println!("{sweeps} sweeps of {SEEDS} seeds, {events} events per sweep");
-}
-
-/// `benches/sweep.rs`'s baseline: `events` pops and pushes on a heap of 8.
-fn baseline(events: u64) -> u64 {
-    let mut heap = BinaryHeap::with_capacity(9);
-    let mut order = 0u64;
-    for t in 0..8 {
-        order += 1;
-        heap.push(Reverse((t, order)));
-    }
-    let mut handled = 0;
-    while let Some(Reverse((t, _))) = heap.pop() {
-        handled += 1;
-        if handled == events {
-            break;
-        }
-        order += 1;
-        let delay = 1 + (order.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58);
-        heap.push(Reverse((black_box(t + delay), order)));
-    }
-    handled
 }
