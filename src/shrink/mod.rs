@@ -471,6 +471,6 @@ fn kind_to_keep(
                 },
             });
         }
-        None => default_kind(&scenario, &report).ok_or(ShrinkError::NotFailing { seed })?,
+        None => default_kind(scenario, report).ok_or(ShrinkError::NotFailing { seed })?,
     })
 }
