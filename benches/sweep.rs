@@ -8,8 +8,6 @@
 //!
 //! `cargo bench --bench sweep`
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::hint::black_box;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -18,9 +16,10 @@ use criterion::{Criterion, Throughput};
 use fencesim::scenario::{self, Scenario};
 use fencesim::suite;
 
+mod common;
+use common::baseline::baseline;
+
 const SEEDS: u64 = 200;
-/// Pending events in the baseline's queue: about what the simulator holds.
-const QUEUE_DEPTH: u64 = 8;
 
 /// Best (lowest) time per iteration seen by each measurement.
 static BEST: Mutex<[Option<Duration>; 2]> = Mutex::new([None, None]);
@@ -41,29 +40,6 @@ fn gc_pause() -> Scenario {
 /// One sweep: every seed simulated and checked; returns events processed.
 fn sweep(s: &Scenario) -> u64 {
     (0..SEEDS).map(|seed| suite::run_seed(s, seed).events).sum()
-}
-
-/// `events` pops and pushes on a heap of `QUEUE_DEPTH` pending events, with
-/// a handler that does nothing but schedule the next event.
-fn baseline(events: u64) -> u64 {
-    let mut heap = BinaryHeap::with_capacity(QUEUE_DEPTH as usize + 1);
-    let mut order = 0u64;
-    for t in 0..QUEUE_DEPTH {
-        order += 1;
-        heap.push(Reverse((t, order)));
-    }
-    let mut handled = 0;
-    while let Some(Reverse((t, _))) = heap.pop() {
-        handled += 1;
-        if handled == events {
-            break;
-        }
-        order += 1;
-        // A pseudo-random delay, so the heap really reorders.
-        let delay = 1 + (order.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58);
-        heap.push(Reverse((black_box(t + delay), order)));
-    }
-    handled
 }
 
 fn timed(which: usize, iters: u64, mut f: impl FnMut() -> u64) -> Duration {

@@ -105,31 +105,7 @@ pub fn validate(h: &History) -> Result<(), Refusal> {
                     }
                     continue;
                 };
-                let what = if first.node != e.node {
-                    Some(format!(
-                        "issued by {} here but by {} at record {first_record}",
-                        h.node_name(e.node),
-                        h.node_name(first.node)
-                    ))
-                } else if first.key != e.key {
-                    Some(format!("for another key than at record {first_record}"))
-                } else if first.token != e.token {
-                    Some(format!(
-                        "with token {:?} here but {:?} at record {first_record}",
-                        e.token, first.token
-                    ))
-                } else if let Some(&(at, kind)) =
-                    lives.get(&e.node).filter(|&&(at, _)| at > first_record)
-                {
-                    Some(format!(
-                        "issued again by {} after its {} at record {at} but was first issued at record {first_record}, before it: an issuer that lost its state and numbers grants again gives a new grant an old id",
-                        h.node_name(e.node),
-                        kind.name()
-                    ))
-                } else {
-                    None
-                };
-                if let Some(what) = what {
+                if let Some(what) = reissue_differs(h, e, first, first_record, &lives) {
                     return Err(refuse(
                         "grant-identity",
                         format!("grant {g} is {what}; a grant id names one grant (a re-send repeats it exactly)"),
@@ -156,4 +132,39 @@ pub fn validate(h: &History) -> Result<(), Refusal> {
         }
     }
     Ok(())
+}
+
+/// How a grant id seen again (`e`) differs from its first issue (`first`,
+/// at record `first_record`), if it does: another issuer, key or token, or
+/// an issuer that crashed or restarted in between (`lives`: each node's
+/// latest crash or restart) and numbers its grants again.
+fn reissue_differs(
+    h: &History,
+    e: &Event,
+    first: &Event,
+    first_record: usize,
+    lives: &BTreeMap<u16, (usize, Kind)>,
+) -> Option<String> {
+    if first.node != e.node {
+        Some(format!(
+            "issued by {} here but by {} at record {first_record}",
+            h.node_name(e.node),
+            h.node_name(first.node)
+        ))
+    } else if first.key != e.key {
+        Some(format!("for another key than at record {first_record}"))
+    } else if first.token != e.token {
+        Some(format!(
+            "with token {:?} here but {:?} at record {first_record}",
+            e.token, first.token
+        ))
+    } else if let Some(&(at, kind)) = lives.get(&e.node).filter(|&&(at, _)| at > first_record) {
+        Some(format!(
+            "issued again by {} after its {} at record {at} but was first issued at record {first_record}, before it: an issuer that lost its state and numbers grants again gives a new grant an old id",
+            h.node_name(e.node),
+            kind.name()
+        ))
+    } else {
+        None
+    }
 }

@@ -20,9 +20,10 @@
 //! Ctrl-C): both searches poll it, stop, and the report carries the partial counts and no
 //! verdict.
 
+use super::action::Action;
 use super::counterexample::{replay, Counterexample};
 use super::dfs;
-use super::lock_model::{Action, LockModel, PROPERTY_STALE_ATTEMPT, PROPERTY_WRITE_ACCEPTED};
+use super::lock_model::{LockModel, PROPERTY_STALE_ATTEMPT, PROPERTY_WRITE_ACCEPTED};
 use super::spec::{ModelSpec, Verdict, Violation};
 use super::state::State;
 use anyhow::Context as _;
@@ -442,25 +443,34 @@ pub fn shortest_counterexample_interruptible(
         progress(Phase::Search(violation), &stats);
     }
 
-    let counterexample = found.map(|mut index| {
-        let mut path = Vec::new();
-        while let (parent, Some(action)) = parents[index as usize] {
-            path.push(action);
-            index = parent;
-        }
-        path.reverse();
-        match replay(&model, violation, &path) {
-            Ok(counterexample) => counterexample,
-            // The path was produced by this very model a moment ago.
-            Err(err) => panic!("counterexample does not replay: {err}"),
-        }
-    });
+    let counterexample = found.map(|index| path_to(&model, violation, &parents, index));
     Search {
         violation,
         stats,
         counterexample,
         reached,
         interrupted,
+    }
+}
+
+/// The counterexample ending at state `index`: its path followed back
+/// along the parent links, replayed.
+fn path_to(
+    model: &LockModel,
+    violation: Violation,
+    parents: &[(u32, Option<Action>)],
+    mut index: u32,
+) -> Counterexample {
+    let mut path = Vec::new();
+    while let (parent, Some(action)) = parents[index as usize] {
+        path.push(action);
+        index = parent;
+    }
+    path.reverse();
+    match replay(model, violation, &path) {
+        Ok(counterexample) => counterexample,
+        // The path was produced by this very model a moment ago.
+        Err(err) => panic!("counterexample does not replay: {err}"),
     }
 }
 

@@ -26,104 +26,10 @@
 //! Violating states are terminal (no successors) for the properties in `terminal_mask`, so
 //! every discovery path ends at its first violation.
 
-use super::counterexample::describe;
+use super::action::{describe, Action, Event, Outcome, UNKNOWN_CLIENT};
 use super::spec::{Bounds, Protocol, Violation};
 use super::state::{Client, State, Write, NO_HOLDER, REPLICAS_CAP, STAGE_CHECKED, STAGE_IN_FLIGHT};
 use stateright::{Model, Property};
-
-/// One atomic step. Client indices are slots of the state the action applies to (with
-/// symmetry on, slots are re-sorted after each step; `counterexample::replay` maps them back to
-/// stable client ids).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Action {
-    /// The coordinator grants the free lease to `client`. `quorum` is the bitmask of voters
-    /// that stored the new generation (consensus-generation), 0 for the other protocols.
-    Acquire { client: u8, quorum: u8 },
-    /// zk-sequential: `client` creates its ephemeral sequential node.
-    CreateNode { client: u8 },
-    /// The live lease ends (TTL elapsed, session expired); its holder is not told.
-    Expire,
-    /// `client` reads the resource's current value under its grant.
-    Read { client: u8 },
-    /// `client` sends its one write under its grant; it goes in flight.
-    SendWrite { client: u8 },
-    /// The resource processes the in-flight write of generation `gen` (fenced-check-then-write:
-    /// only the compare).
-    DeliverWrite { gen: u8 },
-    /// fenced-check-then-write: the resource writes the body of a write that passed its check.
-    CommitWrite { gen: u8 },
-    /// incr-beside-lease: the backup catches up with the primary's counter.
-    Replicate,
-    /// The coordinator fails over. consensus-generation: `uncommitted` voters first store the
-    /// crashed leader's unfinished generation, then the new leader reads majority `quorum`.
-    Failover { uncommitted: u8, quorum: u8 },
-}
-
-/// What a resource did with a write.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Outcome {
-    Accepted,
-    Rejected,
-    /// fenced-check-then-write: the compare passed; the body is written by a later commit.
-    CheckPassed,
-}
-
-/// An action with the values it produced, for timelines and scripted scenarios.
-/// `client` in write events is `UNKNOWN_CLIENT` from `step`; `counterexample::replay` fills it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Event {
-    Granted {
-        client: u8,
-        generation: u8,
-        token: u8,
-        quorum: u8,
-    },
-    NodeCreated {
-        client: u8,
-        seq: u8,
-    },
-    LeaseExpired {
-        client: u8,
-    },
-    /// `value` is the generation whose write produced the value read (0 = initial).
-    ValueRead {
-        client: u8,
-        generation: u8,
-        token: u8,
-        value: u8,
-        rejected: bool,
-    },
-    WriteSent {
-        client: u8,
-        generation: u8,
-        token: u8,
-        read_value: Option<u8>,
-    },
-    WriteDelivered {
-        client: u8,
-        generation: u8,
-        token: u8,
-        fence_before: u8,
-        outcome: Outcome,
-    },
-    WriteCommitted {
-        client: u8,
-        generation: u8,
-        token: u8,
-        fence_before: u8,
-    },
-    Replicated {
-        counter: u8,
-    },
-    FailedOver {
-        counter_before: u8,
-        counter_after: u8,
-        uncommitted: u8,
-        quorum: u8,
-    },
-}
-
-pub const UNKNOWN_CLIENT: u8 = u8::MAX;
 
 pub const PROPERTY_WRITE_ACCEPTED: &str = "write_accepted";
 pub const PROPERTY_STALE_ATTEMPT: &str = "stale_attempt_reaches_resource";
@@ -207,64 +113,7 @@ impl LockModel {
         let b = &self.bounds;
         let mut n = *s;
         let event = match action {
-            Action::Acquire { client, quorum } => {
-                let c = client as usize;
-                if s.holder != NO_HOLDER || s.grants >= b.grants_max || !s.clients[c].is_idle() {
-                    return None;
-                }
-                let token = match b.protocol {
-                    Protocol::NoFence => 0,
-                    Protocol::FencedCas | Protocol::FencedCheckThenWrite => s.grants + 1,
-                    Protocol::IncrBesideLease => {
-                        n.counter = s.counter + 1;
-                        n.counter
-                    }
-                    Protocol::ConsensusGeneration => {
-                        let generation = s.counter + 1;
-                        assert!(quorum != 0 && self.majorities.contains(&quorum));
-                        for (i, r) in n.replicas.iter_mut().enumerate() {
-                            if quorum & (1 << i) != 0 {
-                                *r = (*r).max(generation);
-                            }
-                        }
-                        n.counter = generation;
-                        generation
-                    }
-                    Protocol::ZkSequential => {
-                        let node = s.clients[c].node;
-                        if node == 0 || self.lowest_node(s) != Some(node) {
-                            return None;
-                        }
-                        node
-                    }
-                };
-                if b.protocol.token_source_is_monotonic() {
-                    assert!(
-                        token > s.token_max,
-                        "{} issued token {token} after {}",
-                        b.protocol.id(),
-                        s.token_max
-                    );
-                }
-                if b.protocol.issues_tokens() && s.grants > 0 && token <= s.token_max {
-                    n.violations |= Violation::TokenOrder.bit();
-                }
-                n.grants = s.grants + 1;
-                n.token_max = s.token_max.max(token);
-                n.clients[c] = Client {
-                    gen: n.grants,
-                    token,
-                    read: 0,
-                    node: s.clients[c].node,
-                };
-                n.holder = client;
-                Event::Granted {
-                    client,
-                    generation: n.grants,
-                    token,
-                    quorum,
-                }
-            }
+            Action::Acquire { client, quorum } => self.acquire(s, &mut n, client, quorum)?,
             Action::CreateNode { client } => {
                 let c = client as usize;
                 let slot = s.clients[c];
@@ -293,111 +142,10 @@ impl LockModel {
                 n.holder = NO_HOLDER;
                 Event::LeaseExpired { client: s.holder }
             }
-            Action::Read { client } => {
-                let slot = s.clients[client as usize];
-                if !b.reads || slot.is_idle() || slot.read != 0 {
-                    return None;
-                }
-                let rejected = b.fence_reads && slot.token < s.fence;
-                if rejected {
-                    // The resource refuses a superseded reader, so this grant can do nothing.
-                    n.clients[client as usize] = Client {
-                        node: slot.node,
-                        ..Client::default()
-                    };
-                } else {
-                    if b.fence_reads {
-                        n.fence = s.fence.max(slot.token);
-                    }
-                    n.clients[client as usize].read = s.value + 1;
-                }
-                Event::ValueRead {
-                    client,
-                    generation: slot.gen,
-                    token: slot.token,
-                    value: s.value,
-                    rejected,
-                }
-            }
-            Action::SendWrite { client } => {
-                let slot = s.clients[client as usize];
-                if slot.is_idle() || (b.reads && slot.read == 0) {
-                    return None;
-                }
-                n.push_write(Write {
-                    gen: slot.gen,
-                    token: slot.token,
-                    read: slot.read,
-                    stage: STAGE_IN_FLIGHT,
-                });
-                // The grant has done its work; forgetting it keeps equivalent states equal.
-                n.clients[client as usize] = Client {
-                    node: slot.node,
-                    ..Client::default()
-                };
-                let read_value = if b.reads { Some(slot.read - 1) } else { None };
-                Event::WriteSent {
-                    client,
-                    generation: slot.gen,
-                    token: slot.token,
-                    read_value,
-                }
-            }
-            Action::DeliverWrite { gen } => {
-                let i = s.write_index(gen)?;
-                let w = s.writes[i];
-                if w.stage != STAGE_IN_FLIGHT {
-                    return None;
-                }
-                if w.gen < s.grants {
-                    n.stale_attempt_seen = true;
-                }
-                let outcome = match b.protocol {
-                    Protocol::NoFence => {
-                        self.accept(&mut n, &w);
-                        Outcome::Accepted
-                    }
-                    _ if w.token < s.fence => Outcome::Rejected,
-                    Protocol::FencedCheckThenWrite => Outcome::CheckPassed,
-                    _ => {
-                        assert!(w.token >= s.fence);
-                        self.accept(&mut n, &w);
-                        n.fence = w.token;
-                        Outcome::Accepted
-                    }
-                };
-                if outcome == Outcome::CheckPassed {
-                    n.writes[i].stage = STAGE_CHECKED;
-                } else {
-                    n.remove_write(i);
-                }
-                Event::WriteDelivered {
-                    client: UNKNOWN_CLIENT,
-                    generation: gen,
-                    token: w.token,
-                    fence_before: s.fence,
-                    outcome,
-                }
-            }
-            Action::CommitWrite { gen } => {
-                let i = s.write_index(gen)?;
-                let w = s.writes[i];
-                if w.stage != STAGE_CHECKED {
-                    return None;
-                }
-                assert!(b.protocol == Protocol::FencedCheckThenWrite);
-                self.accept(&mut n, &w);
-                // The article's broken code: `updateDocument(id, body, token)` sets the fence to
-                // its own token, even if a newer one landed since the check.
-                n.fence = w.token;
-                n.remove_write(i);
-                Event::WriteCommitted {
-                    client: UNKNOWN_CLIENT,
-                    generation: gen,
-                    token: w.token,
-                    fence_before: s.fence,
-                }
-            }
+            Action::Read { client } => self.read(s, &mut n, client)?,
+            Action::SendWrite { client } => self.send_write(s, &mut n, client)?,
+            Action::DeliverWrite { gen } => self.deliver_write(s, &mut n, gen)?,
+            Action::CommitWrite { gen } => self.commit_write(s, &mut n, gen)?,
             Action::Replicate => {
                 if b.protocol != Protocol::IncrBesideLease || s.backup >= s.counter {
                     return None;
@@ -408,51 +156,233 @@ impl LockModel {
             Action::Failover {
                 uncommitted,
                 quorum,
-            } => {
-                if !b.protocol.has_failover() || s.failovers >= b.failovers_max {
-                    return None;
-                }
-                n.failovers = s.failovers + 1;
-                match b.protocol {
-                    Protocol::IncrBesideLease => {
-                        // Only failovers that lose an INCR differ from a lease expiry.
-                        if s.backup >= s.counter {
-                            return None;
-                        }
-                        n.counter = s.backup;
-                        n.holder = NO_HOLDER;
-                    }
-                    Protocol::ConsensusGeneration => {
-                        assert!(
-                            self.minorities.contains(&uncommitted)
-                                && self.majorities.contains(&quorum)
-                        );
-                        for (i, r) in n.replicas.iter_mut().enumerate() {
-                            if uncommitted & (1 << i) != 0 {
-                                *r = (*r).max(s.counter + 1);
-                            }
-                        }
-                        let replicas = n.replicas;
-                        n.counter = (0..b.replicas as usize)
-                            .filter(|i| quorum & (1 << i) != 0)
-                            .map(|i| replicas[i])
-                            .max()
-                            .unwrap_or(0);
-                        // Every grant was stored on a majority, and any two majorities meet.
-                        assert!(n.counter >= s.token_max);
-                    }
-                    _ => return None,
-                }
-                Event::FailedOver {
-                    counter_before: s.counter,
-                    counter_after: n.counter,
-                    uncommitted,
-                    quorum,
-                }
-            }
+            } => self.failover(s, &mut n, uncommitted, quorum)?,
         };
         self.forget_dead_data(&mut n);
         Some((n, event))
+    }
+
+    /// `Acquire`: the free lease granted to `client`, with the protocol's token.
+    fn acquire(&self, s: &State, n: &mut State, client: u8, quorum: u8) -> Option<Event> {
+        let b = &self.bounds;
+        let c = client as usize;
+        if s.holder != NO_HOLDER || s.grants >= b.grants_max || !s.clients[c].is_idle() {
+            return None;
+        }
+        let token = match b.protocol {
+            Protocol::NoFence => 0,
+            Protocol::FencedCas | Protocol::FencedCheckThenWrite => s.grants + 1,
+            Protocol::IncrBesideLease => {
+                n.counter = s.counter + 1;
+                n.counter
+            }
+            Protocol::ConsensusGeneration => {
+                let generation = s.counter + 1;
+                assert!(quorum != 0 && self.majorities.contains(&quorum));
+                for (i, r) in n.replicas.iter_mut().enumerate() {
+                    if quorum & (1 << i) != 0 {
+                        *r = (*r).max(generation);
+                    }
+                }
+                n.counter = generation;
+                generation
+            }
+            Protocol::ZkSequential => {
+                let node = s.clients[c].node;
+                if node == 0 || self.lowest_node(s) != Some(node) {
+                    return None;
+                }
+                node
+            }
+        };
+        if b.protocol.token_source_is_monotonic() {
+            assert!(
+                token > s.token_max,
+                "{} issued token {token} after {}",
+                b.protocol.id(),
+                s.token_max
+            );
+        }
+        if b.protocol.issues_tokens() && s.grants > 0 && token <= s.token_max {
+            n.violations |= Violation::TokenOrder.bit();
+        }
+        n.grants = s.grants + 1;
+        n.token_max = s.token_max.max(token);
+        n.clients[c] = Client {
+            gen: n.grants,
+            token,
+            read: 0,
+            node: s.clients[c].node,
+        };
+        n.holder = client;
+        Some(Event::Granted {
+            client,
+            generation: n.grants,
+            token,
+            quorum,
+        })
+    }
+
+    /// `Read`: `client` reads under its grant (refused under `fence_reads` if superseded).
+    fn read(&self, s: &State, n: &mut State, client: u8) -> Option<Event> {
+        let b = &self.bounds;
+        let slot = s.clients[client as usize];
+        if !b.reads || slot.is_idle() || slot.read != 0 {
+            return None;
+        }
+        let rejected = b.fence_reads && slot.token < s.fence;
+        if rejected {
+            // The resource refuses a superseded reader, so this grant can do nothing.
+            n.clients[client as usize] = Client {
+                node: slot.node,
+                ..Client::default()
+            };
+        } else {
+            if b.fence_reads {
+                n.fence = s.fence.max(slot.token);
+            }
+            n.clients[client as usize].read = s.value + 1;
+        }
+        Some(Event::ValueRead {
+            client,
+            generation: slot.gen,
+            token: slot.token,
+            value: s.value,
+            rejected,
+        })
+    }
+
+    /// `SendWrite`: `client`'s one write goes in flight.
+    fn send_write(&self, s: &State, n: &mut State, client: u8) -> Option<Event> {
+        let b = &self.bounds;
+        let slot = s.clients[client as usize];
+        if slot.is_idle() || (b.reads && slot.read == 0) {
+            return None;
+        }
+        n.push_write(Write {
+            gen: slot.gen,
+            token: slot.token,
+            read: slot.read,
+            stage: STAGE_IN_FLIGHT,
+        });
+        // The grant has done its work; forgetting it keeps equivalent states equal.
+        n.clients[client as usize] = Client {
+            node: slot.node,
+            ..Client::default()
+        };
+        let read_value = if b.reads { Some(slot.read - 1) } else { None };
+        Some(Event::WriteSent {
+            client,
+            generation: slot.gen,
+            token: slot.token,
+            read_value,
+        })
+    }
+
+    /// `DeliverWrite`: the resource processes the in-flight write of generation `gen`.
+    fn deliver_write(&self, s: &State, n: &mut State, gen: u8) -> Option<Event> {
+        let b = &self.bounds;
+        let i = s.write_index(gen)?;
+        let w = s.writes[i];
+        if w.stage != STAGE_IN_FLIGHT {
+            return None;
+        }
+        if w.gen < s.grants {
+            n.stale_attempt_seen = true;
+        }
+        let outcome = match b.protocol {
+            Protocol::NoFence => {
+                self.accept(n, &w);
+                Outcome::Accepted
+            }
+            _ if w.token < s.fence => Outcome::Rejected,
+            Protocol::FencedCheckThenWrite => Outcome::CheckPassed,
+            _ => {
+                assert!(w.token >= s.fence);
+                self.accept(n, &w);
+                n.fence = w.token;
+                Outcome::Accepted
+            }
+        };
+        if outcome == Outcome::CheckPassed {
+            n.writes[i].stage = STAGE_CHECKED;
+        } else {
+            n.remove_write(i);
+        }
+        Some(Event::WriteDelivered {
+            client: UNKNOWN_CLIENT,
+            generation: gen,
+            token: w.token,
+            fence_before: s.fence,
+            outcome,
+        })
+    }
+
+    /// `CommitWrite`: a checked write's body is written (fenced-check-then-write).
+    fn commit_write(&self, s: &State, n: &mut State, gen: u8) -> Option<Event> {
+        let b = &self.bounds;
+        let i = s.write_index(gen)?;
+        let w = s.writes[i];
+        if w.stage != STAGE_CHECKED {
+            return None;
+        }
+        assert!(b.protocol == Protocol::FencedCheckThenWrite);
+        self.accept(n, &w);
+        // The article's broken code: `updateDocument(id, body, token)` sets the fence to
+        // its own token, even if a newer one landed since the check.
+        n.fence = w.token;
+        n.remove_write(i);
+        Some(Event::WriteCommitted {
+            client: UNKNOWN_CLIENT,
+            generation: gen,
+            token: w.token,
+            fence_before: s.fence,
+        })
+    }
+
+    /// `Failover`: the coordinator fails over (losing an unreplicated INCR, or a new
+    /// leader reading a majority).
+    fn failover(&self, s: &State, n: &mut State, uncommitted: u8, quorum: u8) -> Option<Event> {
+        let b = &self.bounds;
+        if !b.protocol.has_failover() || s.failovers >= b.failovers_max {
+            return None;
+        }
+        n.failovers = s.failovers + 1;
+        match b.protocol {
+            Protocol::IncrBesideLease => {
+                // Only failovers that lose an INCR differ from a lease expiry.
+                if s.backup >= s.counter {
+                    return None;
+                }
+                n.counter = s.backup;
+                n.holder = NO_HOLDER;
+            }
+            Protocol::ConsensusGeneration => {
+                assert!(
+                    self.minorities.contains(&uncommitted) && self.majorities.contains(&quorum)
+                );
+                for (i, r) in n.replicas.iter_mut().enumerate() {
+                    if uncommitted & (1 << i) != 0 {
+                        *r = (*r).max(s.counter + 1);
+                    }
+                }
+                let replicas = n.replicas;
+                n.counter = (0..b.replicas as usize)
+                    .filter(|i| quorum & (1 << i) != 0)
+                    .map(|i| replicas[i])
+                    .max()
+                    .unwrap_or(0);
+                // Every grant was stored on a majority, and any two majorities meet.
+                assert!(n.counter >= s.token_max);
+            }
+            _ => return None,
+        }
+        Some(Event::FailedOver {
+            counter_before: s.counter,
+            counter_after: n.counter,
+            uncommitted,
+            quorum,
+        })
     }
 
     /// Resets what no future step can read, so that states differing only there are one

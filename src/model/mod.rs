@@ -15,10 +15,13 @@
 //!   statistics, the web explorer.
 //! - `dfs`: the proof's search, a multi-threaded DFS over the stateright `Model` with
 //!   stateright's fingerprints and counts (faster than stateright's own DFS; why, in its header).
+//! - `action`: the model's vocabulary — actions, the events they produce, a step's one-line
+//!   description — below both the model and the replay.
 //! - `counterexample`: typed, described steps for timelines and scripted scenarios.
 //! - `to_scenario`: a counterexample as a fully scripted simulator scenario, the mechanical
 //!   link between the models and the message-level protocol code.
 
+pub(crate) mod action;
 pub(crate) mod checker;
 pub(crate) mod counterexample;
 pub(crate) mod dfs;
@@ -27,10 +30,11 @@ pub(crate) mod spec;
 pub mod state;
 pub mod to_scenario;
 
+pub use action::{Action, Event, Outcome};
 pub use checker::{
     check, explore, prove, shortest_counterexample, CheckOptions, CheckReport, Phase, Proof,
     Search, Stats,
 };
 pub use counterexample::{Counterexample, Step};
-pub use lock_model::{Action, Event, LockModel, Outcome};
+pub use lock_model::LockModel;
 pub use spec::{load, parse, Bounds, Expected, ModelSpec, Protocol, SpecError, Verdict, Violation};

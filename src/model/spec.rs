@@ -8,6 +8,7 @@
 //! file, line and column instead of panicking deep inside the checker.
 
 use super::state::{CLIENTS_CAP, GRANTS_CAP, REPLICAS_CAP};
+use crate::protocol::ProtocolKind;
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
 use std::fmt;
@@ -63,7 +64,7 @@ impl Protocol {
     }
 
     fn catalogue_fenced(self) -> bool {
-        super::to_scenario::simulator_protocol(self).is_some_and(|k| k.is_fenced())
+        simulator_protocol(self).is_some_and(|k| k.is_fenced())
     }
 
     /// Whether the model has a coordinator failover action.
@@ -403,28 +404,7 @@ fn resolve(raw: RawSpec, name: &str) -> Result<ModelSpec, Invalid> {
         Some(value) => in_range(value, "failovers_max", 0, FAILOVERS_CAP)?,
     };
 
-    let replicas = match (protocol, &raw.replicas) {
-        (Protocol::ConsensusGeneration, None) => {
-            return invalid(
-                raw.protocol.span(),
-                "consensus-generation needs `replicas` (the number of voters, 1 to 5)".into(),
-            );
-        }
-        (Protocol::ConsensusGeneration, Some(value)) => {
-            in_range(value, "replicas", 1, REPLICAS_CAP as u8)?
-        }
-        (Protocol::IncrBesideLease, None) => 2,
-        (Protocol::IncrBesideLease, Some(value)) => {
-            in_range(value, "replicas (primary + backup)", 2, 2)?
-        }
-        (_, None) => 1,
-        (_, Some(value)) => in_range(
-            value,
-            "replicas (this protocol has a single coordinator)",
-            1,
-            1,
-        )?,
-    };
+    let replicas = resolve_replicas(&raw)?;
 
     let reads = raw.reads.as_ref().map(|r| *r.get_ref()).unwrap_or(false);
     let fence_reads = match &raw.fence_reads {
@@ -446,7 +426,63 @@ fn resolve(raw: RawSpec, name: &str) -> Result<ModelSpec, Invalid> {
     let symmetry = raw.symmetry.as_ref().map(|s| *s.get_ref()).unwrap_or(false);
 
     let verdict = *raw.expect.verdict.get_ref();
-    let violations = match (&raw.expect.violation, verdict) {
+    let violations = expected_violations(&raw, reads)?;
+
+    Ok(ModelSpec {
+        name: name.to_string(),
+        description: raw.description,
+        bounds: Bounds {
+            protocol,
+            clients,
+            grants_max,
+            failovers_max,
+            replicas,
+            reads,
+            fence_reads,
+            symmetry,
+        },
+        expected: Expected {
+            verdict,
+            violations,
+        },
+    })
+}
+
+/// The model's replicas: the voters of consensus-generation (required),
+/// primary and backup of incr-beside-lease, else the one coordinator.
+fn resolve_replicas(raw: &RawSpec) -> Result<u8, Invalid> {
+    let invalid = |span: Range<usize>, message: String| Err((span, message));
+    Ok(match (*raw.protocol.get_ref(), &raw.replicas) {
+        (Protocol::ConsensusGeneration, None) => {
+            return invalid(
+                raw.protocol.span(),
+                "consensus-generation needs `replicas` (the number of voters, 1 to 5)".into(),
+            );
+        }
+        (Protocol::ConsensusGeneration, Some(value)) => {
+            in_range(value, "replicas", 1, REPLICAS_CAP as u8)?
+        }
+        (Protocol::IncrBesideLease, None) => 2,
+        (Protocol::IncrBesideLease, Some(value)) => {
+            in_range(value, "replicas (primary + backup)", 2, 2)?
+        }
+        (_, None) => 1,
+        (_, Some(value)) => in_range(
+            value,
+            "replicas (this protocol has a single coordinator)",
+            1,
+            1,
+        )?,
+    })
+}
+
+/// The violations an unsafe model expects (none for a safe one), each one
+/// the model can show.
+fn expected_violations(raw: &RawSpec, reads: bool) -> Result<Vec<Violation>, Invalid> {
+    let invalid = |span: Range<usize>, message: String| Err((span, message));
+    let protocol = *raw.protocol.get_ref();
+    let verdict = *raw.expect.verdict.get_ref();
+    Ok(match (&raw.expect.violation, verdict) {
         (None, Verdict::Safe) => Vec::new(),
         (None, Verdict::Unsafe) => {
             return invalid(
@@ -487,25 +523,6 @@ fn resolve(raw: RawSpec, name: &str) -> Result<ModelSpec, Invalid> {
             }
             violations
         }
-    };
-
-    Ok(ModelSpec {
-        name: name.to_string(),
-        description: raw.description,
-        bounds: Bounds {
-            protocol,
-            clients,
-            grants_max,
-            failovers_max,
-            replicas,
-            reads,
-            fence_reads,
-            symmetry,
-        },
-        expected: Expected {
-            verdict,
-            violations,
-        },
     })
 }
 
@@ -523,6 +540,20 @@ fn in_range(value: &Spanned<u8>, what: &str, min: u8, max: u8) -> Result<u8, Inv
         ));
     }
     Ok(v)
+}
+
+/// The simulator protocol that implements a model's protocol, if there is one. `no-fence` is
+/// the TTL-lease family; `redis-set-nx` is used because its compare-and-delete release cannot
+/// add an `unsafe_release` the model does not have.
+pub fn simulator_protocol(protocol: Protocol) -> Option<ProtocolKind> {
+    match protocol {
+        Protocol::NoFence => Some(ProtocolKind::RedisSetNx),
+        Protocol::IncrBesideLease => Some(ProtocolKind::IncrBesideLease),
+        Protocol::FencedCheckThenWrite => Some(ProtocolKind::FencedCheckThenWrite),
+        Protocol::FencedCas => Some(ProtocolKind::FencedCas),
+        Protocol::ConsensusGeneration => Some(ProtocolKind::ConsensusGeneration),
+        Protocol::ZkSequential => Some(ProtocolKind::ZkSequential),
+    }
 }
 
 #[cfg(test)]

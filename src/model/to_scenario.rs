@@ -37,9 +37,13 @@
 //! consensus failovers, zk-sequential — are reported as errors naming the step, never
 //! approximated.
 
-use super::counterexample::{replay, Counterexample};
-use super::lock_model::{Action, Event, LockModel, Outcome};
-use super::spec::{ModelSpec, Protocol, Violation};
+use super::action::{Action, Event, Outcome};
+use super::counterexample::{replay, Counterexample, Step};
+use super::lock_model::LockModel;
+/// The simulator protocol a model's protocol is scripted as (it lives
+/// beside the model's protocols, which ask it whether they fence).
+pub use super::spec::simulator_protocol;
+use super::spec::{Bounds, ModelSpec, Protocol, Violation};
 use crate::protocol::ProtocolKind;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -49,20 +53,6 @@ pub const SLOT_MS: u64 = 1_000;
 
 /// Seeds an emitted scenario runs; every one of them must show the violation.
 pub const EMITTED_SEEDS: u64 = 20;
-
-/// The simulator protocol that implements a model's protocol, if there is one. `no-fence` is
-/// the TTL-lease family; `redis-set-nx` is used because its compare-and-delete release cannot
-/// add an `unsafe_release` the model does not have.
-pub fn simulator_protocol(protocol: Protocol) -> Option<ProtocolKind> {
-    match protocol {
-        Protocol::NoFence => Some(ProtocolKind::RedisSetNx),
-        Protocol::IncrBesideLease => Some(ProtocolKind::IncrBesideLease),
-        Protocol::FencedCheckThenWrite => Some(ProtocolKind::FencedCheckThenWrite),
-        Protocol::FencedCas => Some(ProtocolKind::FencedCas),
-        Protocol::ConsensusGeneration => Some(ProtocolKind::ConsensusGeneration),
-        Protocol::ZkSequential => Some(ProtocolKind::ZkSequential),
-    }
-}
 
 /// The history checker's name for a model violation (the same definitions).
 pub fn violation_kind(v: Violation) -> crate::check::ViolationKind {
@@ -121,76 +111,7 @@ pub fn to_scenario(spec: &ModelSpec, counterexample: &Counterexample) -> Result<
         return Err("an empty counterexample has nothing to script".into());
     }
 
-    // Who does what, when (step indices).
-    let mut grants: Vec<Grant> = Vec::new();
-    let mut by_generation: BTreeMap<u8, usize> = BTreeMap::new();
-    let mut failovers = Vec::new();
-    let mut holder: Option<usize> = None;
-    for (i, step) in steps.iter().enumerate() {
-        let unsupported =
-            |what: &str| Err(format!("step {} ({}): {what}", i + 1, step.description));
-        match step.event {
-            Event::Granted {
-                client, generation, ..
-            } => {
-                by_generation.insert(generation, grants.len());
-                holder = Some(grants.len());
-                grants.push(Grant {
-                    client,
-                    acquire: i,
-                    ..Grant::default()
-                });
-            }
-            Event::LeaseExpired { .. } => {
-                let g = holder.take().ok_or("expiry without a holder")?;
-                grants[g].expire = Some(i);
-            }
-            Event::ValueRead { generation, .. } => {
-                grant_mut(&mut grants, &by_generation, generation)?.read = Some(i);
-            }
-            Event::WriteSent { generation, .. } => {
-                grant_mut(&mut grants, &by_generation, generation)?.send = Some(i);
-            }
-            Event::WriteDelivered {
-                generation,
-                outcome,
-                ..
-            } => {
-                let g = grant_mut(&mut grants, &by_generation, generation)?;
-                g.deliver = Some(i);
-                g.checked = outcome == Outcome::CheckPassed;
-            }
-            Event::WriteCommitted { generation, .. } => {
-                grant_mut(&mut grants, &by_generation, generation)?.commit = Some(i);
-            }
-            Event::FailedOver { .. } if b.protocol == Protocol::IncrBesideLease => {
-                if !failovers.is_empty() {
-                    return unsupported("a second failover is not scripted yet (the restarted primary's counter differs from the model's backup)");
-                }
-                failovers.push(i);
-                holder = None;
-            }
-            Event::FailedOver { .. } => {
-                return unsupported(
-                    "consensus failovers with uncommitted generations are not scripted yet",
-                )
-            }
-            Event::Replicated { .. } => {
-                return unsupported("replication at a chosen moment is not scripted yet")
-            }
-            Event::NodeCreated { .. } => {
-                return unsupported(
-                    "a zk-sequential node creation (the model's zk-sequential is safe; its paths are not scripted)",
-                )
-            }
-        }
-    }
-    if grants.len() > 26 {
-        return Err(format!(
-            "{} grants: at most 26 workers are named",
-            grants.len()
-        ));
-    }
+    let (grants, failovers) = who_does_what(b.protocol, steps)?;
 
     let (times, check_to_write_ms) = solve_times(n, &grants)?;
     let t = |i: usize| times[i];
@@ -240,6 +161,29 @@ pub fn to_scenario(spec: &ModelSpec, counterexample: &Counterexample) -> Result<
     );
     let _ = writeln!(out, "seeds = {EMITTED_SEEDS}");
     let _ = writeln!(out, "max_time_ms = {max_time_ms}");
+    write_protocol(&mut out, kind, &b, max_time_ms, check_to_write_ms);
+    let _ = writeln!(out, "\n[lease]\nttl_ms = {ttl_ms}");
+    let _ = writeln!(
+        out,
+        "\n[workload]\nrequest_timeout_ms = {request_timeout_ms}\nmax_retries = 0"
+    );
+    let _ = writeln!(out, "\n[network]\nlatency_min_ms = 1\nlatency_max_ms = 5");
+
+    write_workers_and_faults(&mut out, &grants, &failovers, &times, b.reads);
+
+    write_expect(&mut out, &c, b.reads);
+    Ok(out)
+}
+
+/// The `[protocol]` section: the simulator protocol and what the path
+/// needs of it (no replication within the path, the check-to-write step).
+fn write_protocol(
+    out: &mut String,
+    kind: ProtocolKind,
+    b: &Bounds,
+    max_time_ms: u64,
+    check_to_write_ms: u64,
+) {
     let _ = writeln!(out, "\n[protocol]\nkind = {}", quote(kind.id()));
     if b.fence_reads {
         let _ = writeln!(out, "fence_reads = true");
@@ -261,13 +205,95 @@ pub fn to_scenario(spec: &ModelSpec, counterexample: &Counterexample) -> Result<
         }
         _ => {}
     }
-    let _ = writeln!(out, "\n[lease]\nttl_ms = {ttl_ms}");
-    let _ = writeln!(
-        out,
-        "\n[workload]\nrequest_timeout_ms = {request_timeout_ms}\nmax_retries = 0"
-    );
-    let _ = writeln!(out, "\n[network]\nlatency_min_ms = 1\nlatency_max_ms = 5");
+}
 
+/// Who does what, when (step indices): one grant per worker, with the
+/// steps of its read, send, delivery, commit and expiry, and the steps at
+/// which the primary fails over.
+fn who_does_what(protocol: Protocol, steps: &[Step]) -> Result<(Vec<Grant>, Vec<usize>), String> {
+    let mut grants: Vec<Grant> = Vec::new();
+    let mut by_generation: BTreeMap<u8, usize> = BTreeMap::new();
+    let mut failovers = Vec::new();
+    let mut holder: Option<usize> = None;
+    for (i, step) in steps.iter().enumerate() {
+        let unsupported =
+            |what: &str| Err(format!("step {} ({}): {what}", i + 1, step.description));
+        match step.event {
+            Event::Granted {
+                client, generation, ..
+            } => {
+                by_generation.insert(generation, grants.len());
+                holder = Some(grants.len());
+                grants.push(Grant {
+                    client,
+                    acquire: i,
+                    ..Grant::default()
+                });
+            }
+            Event::LeaseExpired { .. } => {
+                let g = holder.take().ok_or("expiry without a holder")?;
+                grants[g].expire = Some(i);
+            }
+            Event::ValueRead { generation, .. } => {
+                grant_mut(&mut grants, &by_generation, generation)?.read = Some(i);
+            }
+            Event::WriteSent { generation, .. } => {
+                grant_mut(&mut grants, &by_generation, generation)?.send = Some(i);
+            }
+            Event::WriteDelivered {
+                generation,
+                outcome,
+                ..
+            } => {
+                let g = grant_mut(&mut grants, &by_generation, generation)?;
+                g.deliver = Some(i);
+                g.checked = outcome == Outcome::CheckPassed;
+            }
+            Event::WriteCommitted { generation, .. } => {
+                grant_mut(&mut grants, &by_generation, generation)?.commit = Some(i);
+            }
+            Event::FailedOver { .. } if protocol == Protocol::IncrBesideLease => {
+                if !failovers.is_empty() {
+                    return unsupported("a second failover is not scripted yet (the restarted primary's counter differs from the model's backup)");
+                }
+                failovers.push(i);
+                holder = None;
+            }
+            Event::FailedOver { .. } => {
+                return unsupported(
+                    "consensus failovers with uncommitted generations are not scripted yet",
+                )
+            }
+            Event::Replicated { .. } => {
+                return unsupported("replication at a chosen moment is not scripted yet")
+            }
+            Event::NodeCreated { .. } => {
+                return unsupported(
+                    "a zk-sequential node creation (the model's zk-sequential is safe; its paths are not scripted)",
+                )
+            }
+        }
+    }
+    if grants.len() > 26 {
+        return Err(format!(
+            "{} grants: at most 26 workers are named",
+            grants.len()
+        ));
+    }
+
+    Ok((grants, failovers))
+}
+
+/// One `[[worker]]` per grant, then the faults that put each of its
+/// messages (and each failover) at its solved time (`times`, per step).
+fn write_workers_and_faults(
+    out: &mut String,
+    grants: &[Grant],
+    failovers: &[usize],
+    times: &[u64],
+    reads: bool,
+) {
+    let t = |i: usize| times[i];
     let mut faults = String::new();
     for (w, g) in grants.iter().enumerate() {
         let worker = worker_name(w);
@@ -289,7 +315,7 @@ pub fn to_scenario(spec: &ModelSpec, counterexample: &Counterexample) -> Result<
             "from = {}\nto = \"resource/0\"",
             quote(&format!("worker/{worker}"))
         );
-        if b.reads {
+        if reads {
             match g.read {
                 Some(r) if t(r) > t(g.acquire) => {
                     let _ = writeln!(faults, "\n# {worker}'s read reaches the resource at step {}\n[[fault]]\nkind = \"delay\"\n{link}\nnth = 1\ndelay_ms = {}", r + 1, t(r) - t(g.acquire));
@@ -313,12 +339,17 @@ pub fn to_scenario(spec: &ModelSpec, counterexample: &Counterexample) -> Result<
             }
         }
     }
-    for &f in &failovers {
+    for &f in failovers {
         let _ = writeln!(faults, "\n# step {}: the primary fails before replicating\n[[fault]]\nkind = \"failover\"\nat_ms = {}", f + 1, t(f));
     }
     out.push_str(&faults);
+}
 
-    let mut found: Vec<Violation> = steps
+/// The `[expect]` section: every violation the path shows must be found on
+/// every emitted seed; what the script cannot judge is allowed.
+fn write_expect(out: &mut String, c: &Counterexample, reads: bool) {
+    let mut found: Vec<Violation> = c
+        .steps
         .iter()
         .flat_map(|s| s.violations.iter().copied())
         .collect();
@@ -342,13 +373,12 @@ pub fn to_scenario(spec: &ModelSpec, counterexample: &Counterexample) -> Result<
     // retransmission, so those workers never finish: the run's liveness is
     // not what the model judges. Without reads it does not judge lost
     // updates either (the simulator's workers do read).
-    let allowed = if b.reads {
+    let allowed = if reads {
         r#"["liveness"]"#
     } else {
         r#"["lost_update", "liveness"]"#
     };
     let _ = writeln!(out, "allow = {allowed}");
-    Ok(out)
 }
 
 fn grant_mut<'a>(

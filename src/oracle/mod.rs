@@ -358,96 +358,8 @@ impl<'h> Oracle<'h> {
         let e = &self.ev[i];
         let mut find = |kind| out.push(Finding { kind, seq: e.seq });
         match e.kind {
-            Kind::WriteAccepted => {
-                let (Some(op), Some(key)) = (e.op_id, e.key) else {
-                    return;
-                };
-                let (generation, sender, token, read) = self.judged(i, op, key);
-                let before = self.accepted_before(e.node, key, i);
-                let current = before.last().and_then(|&j| self.ev[j].op_id).unwrap_or(0);
-                let newest = before
-                    .iter()
-                    .map(|&j| self.judged(j, self.ev[j].op_id.unwrap_or(0), key).0)
-                    .max();
-                // If-Match only where grants carry no token (there a token is a fence).
-                let tokened = self
-                    .grants
-                    .values()
-                    .any(|g| g.key == key && g.issue <= i && g.token.is_some());
-                let condition_held =
-                    !tokened && token == Some(current) && read.is_some_and(|(v, _)| v == current);
-                // A redelivery absorbed by the document (current value is
-                // already this op's) changed nothing: its first acceptance was judged.
-                if newest.is_some_and(|n| generation < n) && !condition_held && current != op {
-                    find("stale_write");
-                }
-                if current != op && read.is_some_and(|(v, _)| v != current) {
-                    find("lost_update");
-                }
-                if let Some(t) = e.token {
-                    let issued = |want: Option<u64>| {
-                        self.grants.values().any(|g| {
-                            g.key == key
-                                && g.issue <= i
-                                && g.token.is_some()
-                                && want.is_none_or(|w| g.token == Some(w))
-                        })
-                    };
-                    if issued(None) && !issued(Some(t)) {
-                        find("unissued_token");
-                    }
-                }
-                if let Some(x) = sender.filter(|_| self.send_of(i, op).is_some()) {
-                    if self.newer_active(x, key, generation, i) {
-                        find("two_actives");
-                    }
-                }
-            }
-            Kind::GrantIssued => {
-                let (Some(key), Some(token), Some(id)) = (e.key, e.token, e.grant_id) else {
-                    return;
-                };
-                let first_issues = |j: usize| {
-                    let p = &self.ev[j];
-                    p.kind == Kind::GrantIssued
-                        && p.key == Some(key)
-                        && p.token.is_some()
-                        && p.grant_id.is_some_and(|pid| {
-                            !(0..j).any(|k| {
-                                let q = &self.ev[k];
-                                q.kind == Kind::GrantIssued
-                                    && q.grant_id == Some(pid)
-                                    && q.key.is_some()
-                                    && q.token.is_some()
-                            })
-                        })
-                };
-                if !first_issues(i) {
-                    return;
-                }
-                let earlier: Vec<usize> = (0..i).filter(|&j| first_issues(j)).collect();
-                let ranked_by_token = {
-                    let mut ids = self.grants.iter().filter(|(_, g)| g.key == key);
-                    // all client-decided and tokened <=> ranks follow tokens
-                    ids.all(|(&gid, g)| {
-                        g.token.is_some()
-                            && self
-                                .ev
-                                .iter()
-                                .find(|r| is_receipt(r) && r.grant_id == Some(gid))
-                                .is_some_and(|r| r.node == g.issuer)
-                    })
-                };
-                let _ = id;
-                if ranked_by_token {
-                    let first_same = earlier.iter().find(|&&j| self.ev[j].token == Some(token));
-                    if first_same.is_some_and(|&j| self.ev[j].node != e.node) {
-                        find("token_order");
-                    }
-                } else if earlier.iter().any(|&j| self.ev[j].token >= Some(token)) {
-                    find("token_order");
-                }
-            }
+            Kind::WriteAccepted => self.judge_write(i, out),
+            Kind::GrantIssued => self.judge_grant(i, out),
             Kind::ReleaseApplied => {
                 if let Some(r) = e.removed_grant_id {
                     if e.grant_id != Some(r) {
@@ -467,50 +379,158 @@ impl<'h> Oracle<'h> {
                     find("liveness");
                 }
             }
-            Kind::EffectPerformed => {
-                let (Some(key), Some(op)) = (e.key, e.op_id) else {
-                    return;
-                };
-                let same =
-                    |p: &Event, kind| p.kind == kind && p.key == Some(key) && p.op_id == Some(op);
-                if self.ev[..i].iter().any(|p| same(p, Kind::EffectPerformed)) {
-                    find("duplicate_effect");
-                }
-                let sent = (0..i).rev().find(|&j| same(&self.ev[j], Kind::EffectSent));
-                if let Some(j) = sent {
-                    let s = &self.ev[j];
-                    if let Some(g) = self.acted_on(Some(s.node), key, s.grant_id, s.token, j) {
-                        if self.rank(g) < self.received_max(key, i) {
-                            find("superseded_effect");
-                        }
-                    }
-                }
-            }
-            Kind::RenewOk => {
-                let Some(g) = e.grant_id else { return };
-                let Some(x) = (0..i).rev().find(|&j| {
-                    self.ev[j].kind == Kind::LeaseExpired && self.ev[j].grant_id == Some(g)
-                }) else {
-                    return;
-                };
-                let Some(key) = self.grants.get(&g).map(|x| x.key).or(e.key) else {
-                    return;
-                };
-                let newest_issue = (0..i).rev().find(|&j| {
-                    let p = &self.ev[j];
-                    p.kind == Kind::GrantIssued
-                        && p.key == Some(key)
-                        && p.grant_id
-                            .and_then(|id| self.grants.get(&id))
-                            .is_some_and(|gr| gr.issue == j)
-                });
-                if let Some(j) = newest_issue {
-                    if self.ev[j].grant_id != Some(g) && j > x {
-                        find("expired_renewal");
-                    }
-                }
-            }
+            Kind::EffectPerformed => self.judge_effect(i, out),
+            Kind::RenewOk => self.judge_renewal(i, out),
             _ => {}
+        }
+    }
+
+    /// A write the resource accepted: stale, lost update, unissued token, two actives.
+    fn judge_write(&self, i: usize, out: &mut Vec<Finding>) {
+        let e = &self.ev[i];
+        let mut find = |kind| out.push(Finding { kind, seq: e.seq });
+        let (Some(op), Some(key)) = (e.op_id, e.key) else {
+            return;
+        };
+        let (generation, sender, token, read) = self.judged(i, op, key);
+        let before = self.accepted_before(e.node, key, i);
+        let current = before.last().and_then(|&j| self.ev[j].op_id).unwrap_or(0);
+        let newest = before
+            .iter()
+            .map(|&j| self.judged(j, self.ev[j].op_id.unwrap_or(0), key).0)
+            .max();
+        // If-Match only where grants carry no token (there a token is a fence).
+        let tokened = self
+            .grants
+            .values()
+            .any(|g| g.key == key && g.issue <= i && g.token.is_some());
+        let condition_held =
+            !tokened && token == Some(current) && read.is_some_and(|(v, _)| v == current);
+        // A redelivery absorbed by the document (current value is
+        // already this op's) changed nothing: its first acceptance was judged.
+        if newest.is_some_and(|n| generation < n) && !condition_held && current != op {
+            find("stale_write");
+        }
+        if current != op && read.is_some_and(|(v, _)| v != current) {
+            find("lost_update");
+        }
+        if let Some(t) = e.token {
+            let issued = |want: Option<u64>| {
+                self.grants.values().any(|g| {
+                    g.key == key
+                        && g.issue <= i
+                        && g.token.is_some()
+                        && want.is_none_or(|w| g.token == Some(w))
+                })
+            };
+            if issued(None) && !issued(Some(t)) {
+                find("unissued_token");
+            }
+        }
+        if let Some(x) = sender.filter(|_| self.send_of(i, op).is_some()) {
+            if self.newer_active(x, key, generation, i) {
+                find("two_actives");
+            }
+        }
+    }
+
+    /// A grant's first issue: its token in order.
+    fn judge_grant(&self, i: usize, out: &mut Vec<Finding>) {
+        let e = &self.ev[i];
+        let mut find = |kind| out.push(Finding { kind, seq: e.seq });
+        let (Some(key), Some(token), Some(id)) = (e.key, e.token, e.grant_id) else {
+            return;
+        };
+        let first_issues = |j: usize| {
+            let p = &self.ev[j];
+            p.kind == Kind::GrantIssued
+                && p.key == Some(key)
+                && p.token.is_some()
+                && p.grant_id.is_some_and(|pid| {
+                    !(0..j).any(|k| {
+                        let q = &self.ev[k];
+                        q.kind == Kind::GrantIssued
+                            && q.grant_id == Some(pid)
+                            && q.key.is_some()
+                            && q.token.is_some()
+                    })
+                })
+        };
+        if !first_issues(i) {
+            return;
+        }
+        let earlier: Vec<usize> = (0..i).filter(|&j| first_issues(j)).collect();
+        let ranked_by_token = {
+            let mut ids = self.grants.iter().filter(|(_, g)| g.key == key);
+            // all client-decided and tokened <=> ranks follow tokens
+            ids.all(|(&gid, g)| {
+                g.token.is_some()
+                    && self
+                        .ev
+                        .iter()
+                        .find(|r| is_receipt(r) && r.grant_id == Some(gid))
+                        .is_some_and(|r| r.node == g.issuer)
+            })
+        };
+        let _ = id;
+        if ranked_by_token {
+            let first_same = earlier.iter().find(|&&j| self.ev[j].token == Some(token));
+            if first_same.is_some_and(|&j| self.ev[j].node != e.node) {
+                find("token_order");
+            }
+        } else if earlier.iter().any(|&j| self.ev[j].token >= Some(token)) {
+            find("token_order");
+        }
+    }
+
+    /// An effect performed: twice, or under a superseded grant.
+    fn judge_effect(&self, i: usize, out: &mut Vec<Finding>) {
+        let e = &self.ev[i];
+        let mut find = |kind| out.push(Finding { kind, seq: e.seq });
+        let (Some(key), Some(op)) = (e.key, e.op_id) else {
+            return;
+        };
+        let same = |p: &Event, kind| p.kind == kind && p.key == Some(key) && p.op_id == Some(op);
+        if self.ev[..i].iter().any(|p| same(p, Kind::EffectPerformed)) {
+            find("duplicate_effect");
+        }
+        let sent = (0..i).rev().find(|&j| same(&self.ev[j], Kind::EffectSent));
+        if let Some(j) = sent {
+            let s = &self.ev[j];
+            if let Some(g) = self.acted_on(Some(s.node), key, s.grant_id, s.token, j) {
+                if self.rank(g) < self.received_max(key, i) {
+                    find("superseded_effect");
+                }
+            }
+        }
+    }
+
+    /// A renewal granted after its lease expired and another was issued.
+    fn judge_renewal(&self, i: usize, out: &mut Vec<Finding>) {
+        let e = &self.ev[i];
+        let mut find = |kind| out.push(Finding { kind, seq: e.seq });
+        let Some(g) = e.grant_id else { return };
+        let Some(x) = (0..i)
+            .rev()
+            .find(|&j| self.ev[j].kind == Kind::LeaseExpired && self.ev[j].grant_id == Some(g))
+        else {
+            return;
+        };
+        let Some(key) = self.grants.get(&g).map(|x| x.key).or(e.key) else {
+            return;
+        };
+        let newest_issue = (0..i).rev().find(|&j| {
+            let p = &self.ev[j];
+            p.kind == Kind::GrantIssued
+                && p.key == Some(key)
+                && p.grant_id
+                    .and_then(|id| self.grants.get(&id))
+                    .is_some_and(|gr| gr.issue == j)
+        });
+        if let Some(j) = newest_issue {
+            if self.ev[j].grant_id != Some(g) && j > x {
+                find("expired_renewal");
+            }
         }
     }
 

@@ -39,11 +39,10 @@
 //! the harness records each promotion. No token (`fence = true`: the
 //! storage is reserved with the promotion's epoch, SCSI-3 style).
 
-use crate::protocol::client::LockKind;
 use crate::protocol::coordinator::{CoordinatorConfig, ReleaseStyle, Replication};
 use crate::protocol::node::{Nanos, NodeId};
 use crate::protocol::resource::{FenceCheck, ResourceConfig};
-use crate::protocol::{Role, ServerConfig, SystemId};
+use crate::protocol::systems::SystemId;
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
 pub enum ProtocolKind {
@@ -543,22 +542,6 @@ impl ProtocolConfig {
             // consensus-generation with `fence = false`: a resource that
             // cannot check sequencers (what Chubby's lock-delay is for).
             self.kind.is_fenced() && self.fence
-        }
-    }
-
-    /// The node at coordinator address `first + index`.
-    pub fn server_role(&self, first: NodeId, index: u8) -> Role {
-        match self.kind.def().system {
-            Some(system) => Role::Server(ServerConfig::of(system, self, first, index)),
-            None => Role::Coordinator(self.coordinator(first, index)),
-        }
-    }
-
-    /// Who decides a worker holds the lock; `first` is `coord/0`'s id.
-    pub fn lock_kind(&self, first: NodeId) -> LockKind {
-        match self.kind.def().system {
-            Some(system) => LockKind::of(system, self, first),
-            None => LockKind::Lease,
         }
     }
 

@@ -58,6 +58,15 @@ impl Role {
     pub fn is_worker(&self) -> bool {
         matches!(self, Role::Worker(_))
     }
+
+    /// The node of protocol `p` at coordinator address `first + index`:
+    /// its system's server, or a lease coordinator replica.
+    pub fn server(p: &ProtocolConfig, first: NodeId, index: u8) -> Role {
+        match p.kind.def().system {
+            Some(system) => Role::Server(ServerConfig::of(system, p, first, index)),
+            None => Role::Coordinator(p.coordinator(first, index)),
+        }
+    }
 }
 
 /// Builds a fresh built-in node (first boot, or after a crash: the

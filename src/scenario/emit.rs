@@ -10,6 +10,7 @@
 
 use toml::{Table, Value};
 
+use crate::protocol::NodeId;
 use crate::sim::options::{Fault, Options, When};
 
 const MS: u64 = 1_000_000;
@@ -68,9 +69,7 @@ fn fault_table(o: &Options, f: &Fault) -> Table {
             t.insert("kind".into(), "partition".into());
             when(&mut t, w);
             t.insert("duration_ms".into(), ms(*duration_ns));
-            let side = |s: &Vec<crate::protocol::NodeId>| {
-                Value::Array(s.iter().map(|&n| name(o, n)).collect())
-            };
+            let side = |s: &Vec<NodeId>| Value::Array(s.iter().map(|&n| name(o, n)).collect());
             t.insert(
                 "groups".into(),
                 Value::Array(vec![side(side_a), side(side_b)]),
@@ -83,17 +82,11 @@ fn fault_table(o: &Options, f: &Fault) -> Table {
             nth,
             delay_ns,
         } => {
-            t.insert("kind".into(), "delay".into());
-            t.insert("from".into(), name(o, *from));
-            t.insert("to".into(), name(o, *to));
-            t.insert("nth".into(), Value::Integer(*nth as i64));
+            message_fault(&mut t, o, "delay", (*from, *to, *nth));
             t.insert("delay_ms".into(), ms(*delay_ns));
         }
         Fault::Drop { from, to, nth } => {
-            t.insert("kind".into(), "drop".into());
-            t.insert("from".into(), name(o, *from));
-            t.insert("to".into(), name(o, *to));
-            t.insert("nth".into(), Value::Integer(*nth as i64));
+            message_fault(&mut t, o, "drop", (*from, *to, *nth));
         }
         Fault::Duplicate {
             from,
@@ -101,10 +94,7 @@ fn fault_table(o: &Options, f: &Fault) -> Table {
             nth,
             delay_ns,
         } => {
-            t.insert("kind".into(), "duplicate".into());
-            t.insert("from".into(), name(o, *from));
-            t.insert("to".into(), name(o, *to));
-            t.insert("nth".into(), Value::Integer(*nth as i64));
+            message_fault(&mut t, o, "duplicate", (*from, *to, *nth));
             t.insert("delay_ms".into(), ms(*delay_ns));
         }
         Fault::ClockJump {
@@ -129,6 +119,15 @@ fn fault_table(o: &Options, f: &Fault) -> Table {
         }
     }
     t
+}
+
+/// A message fault's `kind`, `from`, `to` and `nth` (the link and which
+/// message on it).
+fn message_fault(t: &mut Table, o: &Options, kind: &str, (from, to, nth): (NodeId, NodeId, u32)) {
+    t.insert("kind".into(), kind.into());
+    t.insert("from".into(), name(o, from));
+    t.insert("to".into(), name(o, to));
+    t.insert("nth".into(), Value::Integer(nth as i64));
 }
 
 fn clock_table(c: &crate::sim::ClockSpec) -> Table {

@@ -11,7 +11,9 @@ use toml::Spanned;
 
 use super::expect::{CmpOp, Expectation, MetricAssertion};
 use super::limits::{Ms, FAULTS_MAX, JUMPS_MAX, NAME_MAX_CHARS, SEEDS_MAX};
-use super::schema::{FaultSection, ProtocolSection, RandomSection, ScenarioFile};
+use super::schema::{
+    FaultSection, ProtocolSection, RandomSection, ScenarioFile, WorkerSection, WorkloadSection,
+};
 use super::{Scenario, ScenarioError};
 use crate::check::{ViolationKind, METRIC_NAMES};
 use crate::history::Kind;
@@ -184,32 +186,7 @@ fn resolve_topology(
     if workers.len() > NODES_MAX {
         return Err(ctx.err(raw.workers.span(), WORKERS_MAX_TEXT));
     }
-    let mut seen = std::collections::BTreeSet::new();
-    for w in workers {
-        let name = w.name.get_ref();
-        let valid = !name.is_empty()
-            && name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-        if !valid {
-            return Err(ctx.err(
-                w.name.span(),
-                format!("worker name {name:?} must be non-empty letters, digits, '-' or '_'"),
-            ));
-        }
-        let full = format!("worker/{name}");
-        if !seen.insert(name.as_str()) {
-            return Err(ctx.err(w.name.span(), format!("duplicate worker name {name:?}")));
-        }
-        let ops = *w.ops.get_ref();
-        if ops == 0 || ops > OPS_PER_WORKER_MAX {
-            return Err(ctx.err(
-                w.ops.span(),
-                format!("ops must be from 1 to {OPS_PER_WORKER_MAX}"),
-            ));
-        }
-        ctx.names.push(full);
-    }
+    name_workers(ctx, workers)?;
     let coord = NodeId(ctx.names.len() as u16);
     for i in 0..protocol.replicas {
         ctx.names.push(format!("coord/{i}"));
@@ -241,29 +218,7 @@ fn resolve_topology(
     let mut nodes = Vec::with_capacity(ctx.names.len());
     for (i, w) in workers.iter().enumerate() {
         let (key, more_locks) = worker_locks[i];
-        let cfg = WorkerConfig {
-            id: NodeId(i as u16),
-            index: i as u16 + 1,
-            key,
-            coordinator: layout.worker_coordinator.unwrap_or(NodeId::COORD_GROUP),
-            resource,
-            start_ns: w.start_ms.ns(),
-            ops: *w.ops.get_ref(),
-            work_ns: w.work_ms.unwrap_or(wl.work_ms).ns(),
-            think_ns: w.think_ms.unwrap_or(wl.think_ms).ns(),
-            retry_ns: wl.retry_ms.get().max(1) * MS,
-            request_timeout_ns: wl.request_timeout_ms.get_ref().ns(),
-            max_retries: wl.max_retries,
-            // Derived from the protocol by `Options::set_protocol` below.
-            send_token: false,
-            token_on_reads: false,
-            check_lease_before_write: false,
-            renew_every_ns: None,
-            write_if_match: false,
-            lock: LockKind::Lease,
-            effect: layout.worker_effect,
-            more_locks,
-        };
+        let cfg = worker_config(i, w, wl, (key, more_locks), &layout, resource);
         nodes.push(NodeSpec {
             name: ctx.names[i].clone(),
             role: Role::Worker(cfg),
@@ -287,7 +242,7 @@ fn resolve_topology(
     for i in 0..protocol.replicas {
         nodes.push(NodeSpec {
             name: format!("coord/{i}"),
-            role: protocol.server_role(coord, i),
+            role: Role::server(protocol, coord, i),
             clock: ClockSpec::default(),
         });
     }
@@ -306,6 +261,72 @@ fn resolve_topology(
         });
     }
     Ok(Topology { nodes, keys, coord })
+}
+
+/// Checks each worker's name and ops and names its node `worker/<name>`.
+fn name_workers(ctx: &mut Ctx, workers: &[WorkerSection]) -> Result<(), ScenarioError> {
+    let mut seen = std::collections::BTreeSet::new();
+    for w in workers {
+        let name = w.name.get_ref();
+        let valid = !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !valid {
+            return Err(ctx.err(
+                w.name.span(),
+                format!("worker name {name:?} must be non-empty letters, digits, '-' or '_'"),
+            ));
+        }
+        let full = format!("worker/{name}");
+        if !seen.insert(name.as_str()) {
+            return Err(ctx.err(w.name.span(), format!("duplicate worker name {name:?}")));
+        }
+        let ops = *w.ops.get_ref();
+        if ops == 0 || ops > OPS_PER_WORKER_MAX {
+            return Err(ctx.err(
+                w.ops.span(),
+                format!("ops must be from 1 to {OPS_PER_WORKER_MAX}"),
+            ));
+        }
+        ctx.names.push(full);
+    }
+    Ok(())
+}
+
+/// Worker `i`'s configuration from its section and the workload's
+/// defaults; what the protocol decides is set by `Options::set_protocol`.
+fn worker_config(
+    i: usize,
+    w: &WorkerSection,
+    wl: &WorkloadSection,
+    (key, more_locks): (Key, MoreLocks),
+    layout: &alt_role::Layout,
+    resource: NodeId,
+) -> WorkerConfig {
+    WorkerConfig {
+        id: NodeId(i as u16),
+        index: i as u16 + 1,
+        key,
+        coordinator: layout.worker_coordinator.unwrap_or(NodeId::COORD_GROUP),
+        resource,
+        start_ns: w.start_ms.ns(),
+        ops: *w.ops.get_ref(),
+        work_ns: w.work_ms.unwrap_or(wl.work_ms).ns(),
+        think_ns: w.think_ms.unwrap_or(wl.think_ms).ns(),
+        retry_ns: wl.retry_ms.get().max(1) * MS,
+        request_timeout_ns: wl.request_timeout_ms.get_ref().ns(),
+        max_retries: wl.max_retries,
+        // Derived from the protocol by `Options::set_protocol` below.
+        send_token: false,
+        token_on_reads: false,
+        check_lease_before_write: false,
+        renew_every_ns: None,
+        write_if_match: false,
+        lock: LockKind::Lease,
+        effect: layout.worker_effect,
+        more_locks,
+    }
 }
 
 /// `[clock."<node>"]`: offset, drift and jumps of the named nodes' clocks.
@@ -366,7 +387,7 @@ fn resolve_network(ctx: &Ctx, raw: &ScenarioFile) -> Result<NetworkOptions, Scen
 /// and the alternatives' own nodes speak for one key.
 fn supports_multi_lock(p: &ProtocolConfig) -> bool {
     let l = alt_role::layout(p, NodeId(0), 1);
-    p.lock_kind(NodeId(0)) == LockKind::Lease
+    LockKind::for_protocol(p, NodeId(0)) == LockKind::Lease
         && l.extra.is_empty()
         && l.resource.is_none()
         && l.worker_effect.is_none()
@@ -387,30 +408,7 @@ fn resolve_locks(
     protocol: &ProtocolConfig,
 ) -> Result<Locks, ScenarioError> {
     let workers = raw.workers.get_ref();
-    let sorted = match &raw.workload.lock_order {
-        None => false,
-        Some(order) => {
-            let sorted = match order.get_ref().as_str() {
-                "as-listed" => false,
-                "sorted" => true,
-                other => {
-                    return Err(ctx.err(
-                        order.span(),
-                        format!(
-                            "unknown lock_order {other:?}; expected \"as-listed\" or \"sorted\""
-                        ),
-                    ))
-                }
-            };
-            if workers.iter().all(|w| w.locks.is_none()) {
-                return Err(ctx.err(
-                    order.span(),
-                    "lock_order applies to multi-lock workers; no [[worker]] lists `locks`",
-                ));
-            }
-            sorted
-        }
-    };
+    let sorted = lock_order_sorted(ctx, raw)?;
     let mut keys = vec![raw.workload.key.clone()];
     let mut out = Vec::with_capacity(workers.len());
     for w in workers {
@@ -450,24 +448,7 @@ fn resolve_locks(
                 ),
             ));
         }
-        let mut names: Vec<&Spanned<String>> = Vec::with_capacity(n);
-        for name in list.get_ref() {
-            let text = name.get_ref();
-            let valid = !text.is_empty()
-                && text
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "-_.:/".contains(c));
-            if !valid {
-                return Err(ctx.err(
-                    name.span(),
-                    format!("lock name {text:?} must be non-empty letters, digits, '-', '_', '.', ':' or '/'"),
-                ));
-            }
-            if names.iter().any(|seen| seen.get_ref() == text) {
-                return Err(ctx.err(name.span(), format!("lock {text:?} is listed twice")));
-            }
-            names.push(name);
-        }
+        let mut names = lock_names(ctx, list.get_ref())?;
         if sorted {
             names.sort_by(|a, b| a.get_ref().cmp(b.get_ref()));
         }
@@ -490,19 +471,64 @@ fn resolve_locks(
     })
 }
 
+/// Whether a multi-lock worker takes its locks sorted by name (`lock_order`).
+fn lock_order_sorted(ctx: &Ctx, raw: &ScenarioFile) -> Result<bool, ScenarioError> {
+    let workers = raw.workers.get_ref();
+    Ok(match &raw.workload.lock_order {
+        None => false,
+        Some(order) => {
+            let sorted = match order.get_ref().as_str() {
+                "as-listed" => false,
+                "sorted" => true,
+                other => {
+                    return Err(ctx.err(
+                        order.span(),
+                        format!(
+                            "unknown lock_order {other:?}; expected \"as-listed\" or \"sorted\""
+                        ),
+                    ))
+                }
+            };
+            if workers.iter().all(|w| w.locks.is_none()) {
+                return Err(ctx.err(
+                    order.span(),
+                    "lock_order applies to multi-lock workers; no [[worker]] lists `locks`",
+                ));
+            }
+            sorted
+        }
+    })
+}
+
+/// A worker's lock names, each valid and listed once, in the order given.
+fn lock_names<'a>(
+    ctx: &Ctx,
+    list: &'a [Spanned<String>],
+) -> Result<Vec<&'a Spanned<String>>, ScenarioError> {
+    let mut names: Vec<&Spanned<String>> = Vec::with_capacity(list.len());
+    for name in list {
+        let text = name.get_ref();
+        let valid = !text.is_empty()
+            && text
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.:/".contains(c));
+        if !valid {
+            return Err(ctx.err(
+                name.span(),
+                format!("lock name {text:?} must be non-empty letters, digits, '-', '_', '.', ':' or '/'"),
+            ));
+        }
+        if names.iter().any(|seen| seen.get_ref() == text) {
+            return Err(ctx.err(name.span(), format!("lock {text:?} is listed twice")));
+        }
+        names.push(name);
+    }
+    Ok(names)
+}
+
 fn resolve_protocol(ctx: &Ctx, raw: &ScenarioFile) -> Result<ProtocolConfig, ScenarioError> {
     let p = &raw.protocol;
-    let kind = ProtocolKind::from_id(p.kind.get_ref()).ok_or_else(|| {
-        let ids: Vec<&str> = ProtocolKind::ALL.iter().map(|k| k.id()).collect();
-        ctx.err(
-            p.kind.span(),
-            format!(
-                "unknown protocol {:?}; expected one of {}",
-                p.kind.get_ref(),
-                ids.join(", ")
-            ),
-        )
-    })?;
+    let kind = protocol_kind(ctx, p)?;
     let def = kind.def();
     for (flag, name) in [(&p.strict, "strict"), (&p.fence_reads, "fence_reads")] {
         if *flag.get_ref() && !def.accepts(name) {
@@ -520,37 +546,7 @@ fn resolve_protocol(ctx: &Ctx, raw: &ScenarioFile) -> Result<ProtocolConfig, Sce
     config.strict = *p.strict.get_ref();
     config.fence_reads = *p.fence_reads.get_ref();
     config.volatile_fence = *p.volatile_fence.get_ref();
-    if let Some(fence) = &p.fence {
-        if !def.accepts("fence") {
-            return Err(ctx.err(
-                fence.span(),
-                format!(
-                    "fence only applies to protocols whose lock service yields a token ({}, consensus-generation), not {}",
-                    native_token_ids(),
-                    kind.id()
-                ),
-            ));
-        }
-        config.fence = *fence.get_ref();
-    }
-    if let Some(herd) = &p.herd {
-        if !def.accepts("herd") {
-            return Err(ctx.err(herd.span(), "herd only applies to zk-sequential"));
-        }
-        config.herd = *herd.get_ref();
-    }
-    if let Some(delay) = &p.lock_delay_ms {
-        if !def.accepts("lock_delay_ms") {
-            return Err(ctx.err(
-                delay.span(),
-                format!(
-                    "lock_delay_ms only applies to protocols with a lease server, not {}",
-                    kind.id()
-                ),
-            ));
-        }
-        config.lock_delay_ns = delay.get_ref().ns();
-    }
+    resolve_lock_service(ctx, p, kind, &mut config)?;
     if config.volatile_fence && !def.accepts("volatile_fence") {
         return Err(ctx.err(
             p.volatile_fence.span(),
@@ -595,6 +591,64 @@ fn resolve_protocol(ctx: &Ctx, raw: &ScenarioFile) -> Result<ProtocolConfig, Sce
         config.check_to_write_ns = step.get_ref().ns();
     }
     Ok(config)
+}
+
+/// The protocol a `[protocol] kind` names.
+fn protocol_kind(ctx: &Ctx, p: &ProtocolSection) -> Result<ProtocolKind, ScenarioError> {
+    ProtocolKind::from_id(p.kind.get_ref()).ok_or_else(|| {
+        let ids: Vec<&str> = ProtocolKind::ALL.iter().map(|k| k.id()).collect();
+        ctx.err(
+            p.kind.span(),
+            format!(
+                "unknown protocol {:?}; expected one of {}",
+                p.kind.get_ref(),
+                ids.join(", ")
+            ),
+        )
+    })
+}
+
+/// The lock service's own options — `fence`, `herd`, `lock_delay_ms` —
+/// each refused where the protocol's service has no such thing.
+fn resolve_lock_service(
+    ctx: &Ctx,
+    p: &ProtocolSection,
+    kind: ProtocolKind,
+    config: &mut ProtocolConfig,
+) -> Result<(), ScenarioError> {
+    let def = kind.def();
+    if let Some(fence) = &p.fence {
+        if !def.accepts("fence") {
+            return Err(ctx.err(
+                fence.span(),
+                format!(
+                    "fence only applies to protocols whose lock service yields a token ({}, consensus-generation), not {}",
+                    native_token_ids(),
+                    kind.id()
+                ),
+            ));
+        }
+        config.fence = *fence.get_ref();
+    }
+    if let Some(herd) = &p.herd {
+        if !def.accepts("herd") {
+            return Err(ctx.err(herd.span(), "herd only applies to zk-sequential"));
+        }
+        config.herd = *herd.get_ref();
+    }
+    if let Some(delay) = &p.lock_delay_ms {
+        if !def.accepts("lock_delay_ms") {
+            return Err(ctx.err(
+                delay.span(),
+                format!(
+                    "lock_delay_ms only applies to protocols with a lease server, not {}",
+                    kind.id()
+                ),
+            ));
+        }
+        config.lock_delay_ns = delay.get_ref().ns();
+    }
+    Ok(())
 }
 
 /// Redlock's knobs: `masters`, `fsync`, `restart_delay_ms` (and not `replicas`).
@@ -670,9 +724,88 @@ fn resolve_fault(
     f: &Spanned<FaultSection>,
     protocol: &ProtocolConfig,
 ) -> Result<Fault, ScenarioError> {
-    let replicas = protocol.replicas;
     let s = f.get_ref();
     let kind = s.kind.get_ref().as_str();
+    fault_fields_apply(ctx, f, kind)?;
+    let need = |v: Option<Ms>, name: &str| {
+        v.ok_or_else(|| ctx.err(f.span(), format!("a {kind} fault needs `{name}`")))
+    };
+    let node = |v: &Option<Spanned<String>>, name: &str| match v {
+        Some(n) => ctx.node(n),
+        None => Err(ctx.err(f.span(), format!("a {kind} fault needs `{name}`"))),
+    };
+    let when = || resolve_when(ctx, f.span(), kind, s.at_ms, s.after.as_ref());
+    let nth = || match s.nth {
+        Some(0) => Err(ctx.err(f.span(), "nth counts from 1")),
+        Some(n) => Ok(n),
+        None => Err(ctx.err(
+            f.span(),
+            format!("a {kind} fault needs `nth` (1 = first message on that link)"),
+        )),
+    };
+    Ok(match kind {
+        "pause" => Fault::Pause {
+            node: node(&s.node, "node")?,
+            when: when()?,
+            duration_ns: need(s.duration_ms, "duration_ms")?.ns(),
+        },
+        "clock_jump" => Fault::ClockJump {
+            node: node(&s.node, "node")?,
+            when: when()?,
+            by_ns: s
+                .by_ms
+                .ok_or_else(|| ctx.err(f.span(), "a clock_jump fault needs `by_ms`"))?
+                .ns(),
+        },
+        "crash" => Fault::Crash {
+            node: node(&s.node, "node")?,
+            when: when()?,
+            restart_after_ns: s.restart_after_ms.map(Ms::ns),
+        },
+        "partition" => {
+            let (a, b) = partition_sides(ctx, f)?;
+            Fault::Partition {
+                when: when()?,
+                duration_ns: need(s.duration_ms, "duration_ms")?.ns(),
+                side_a: a,
+                side_b: b,
+                one_way: s.one_way.unwrap_or(false),
+            }
+        }
+        "delay" => Fault::Delay {
+            from: node(&s.from, "from")?,
+            to: node(&s.to, "to")?,
+            nth: nth()?,
+            delay_ns: need(s.delay_ms, "delay_ms")?.ns(),
+        },
+        "duplicate" => Fault::Duplicate {
+            from: node(&s.from, "from")?,
+            to: node(&s.to, "to")?,
+            nth: nth()?,
+            delay_ns: s.delay_ms.unwrap_or_default().ns(),
+        },
+        "failover" => {
+            failover_possible(ctx, f, protocol)?;
+            Fault::Failover {
+                when: when()?,
+                restart_after_ns: s.restart_after_ms.map(Ms::ns),
+            }
+        }
+        _ => Fault::Drop {
+            from: node(&s.from, "from")?,
+            to: node(&s.to, "to")?,
+            nth: nth()?,
+        },
+    })
+}
+
+/// Refuses a field the fault `kind` does not take (and an unknown kind).
+fn fault_fields_apply(
+    ctx: &Ctx,
+    f: &Spanned<FaultSection>,
+    kind: &str,
+) -> Result<(), ScenarioError> {
+    let s = f.get_ref();
     let allowed: &[&str] = match kind {
         "pause" => &["node", "at_ms", "after", "duration_ms"],
         "crash" => &["node", "at_ms", "after", "restart_after_ms"],
@@ -715,114 +848,65 @@ fn resolve_fault(
             ),
         ));
     }
-    let need = |v: Option<Ms>, name: &str| {
-        v.ok_or_else(|| ctx.err(f.span(), format!("a {kind} fault needs `{name}`")))
-    };
-    let node = |v: &Option<Spanned<String>>, name: &str| match v {
-        Some(n) => ctx.node(n),
-        None => Err(ctx.err(f.span(), format!("a {kind} fault needs `{name}`"))),
-    };
-    let when = || resolve_when(ctx, f.span(), kind, s.at_ms, s.after.as_ref());
-    let nth = || match s.nth {
-        Some(0) => Err(ctx.err(f.span(), "nth counts from 1")),
-        Some(n) => Ok(n),
-        None => Err(ctx.err(
+    Ok(())
+}
+
+/// A partition's two sides, non-empty and disjoint.
+fn partition_sides(
+    ctx: &Ctx,
+    f: &Spanned<FaultSection>,
+) -> Result<(Vec<NodeId>, Vec<NodeId>), ScenarioError> {
+    let s = f.get_ref();
+    let groups = s.groups.as_ref().ok_or_else(|| {
+        ctx.err(
             f.span(),
-            format!("a {kind} fault needs `nth` (1 = first message on that link)"),
-        )),
+            "a partition fault needs `groups = [[...], [...]]`",
+        )
+    })?;
+    if groups.get_ref().len() != 2 {
+        return Err(ctx.err(
+            groups.span(),
+            "groups must be exactly two lists of node names",
+        ));
+    }
+    let side = |names: &Vec<String>| {
+        names
+            .iter()
+            .map(|n| ctx.node(&Spanned::new(groups.span(), n.clone())))
+            .collect::<Result<Vec<_>, _>>()
     };
-    Ok(match kind {
-        "pause" => Fault::Pause {
-            node: node(&s.node, "node")?,
-            when: when()?,
-            duration_ns: need(s.duration_ms, "duration_ms")?.ns(),
-        },
-        "clock_jump" => Fault::ClockJump {
-            node: node(&s.node, "node")?,
-            when: when()?,
-            by_ns: s
-                .by_ms
-                .ok_or_else(|| ctx.err(f.span(), "a clock_jump fault needs `by_ms`"))?
-                .ns(),
-        },
-        "crash" => Fault::Crash {
-            node: node(&s.node, "node")?,
-            when: when()?,
-            restart_after_ns: s.restart_after_ms.map(Ms::ns),
-        },
-        "partition" => {
-            let groups = s.groups.as_ref().ok_or_else(|| {
-                ctx.err(
-                    f.span(),
-                    "a partition fault needs `groups = [[...], [...]]`",
-                )
-            })?;
-            if groups.get_ref().len() != 2 {
-                return Err(ctx.err(
-                    groups.span(),
-                    "groups must be exactly two lists of node names",
-                ));
-            }
-            let side = |names: &Vec<String>| {
-                names
-                    .iter()
-                    .map(|n| ctx.node(&Spanned::new(groups.span(), n.clone())))
-                    .collect::<Result<Vec<_>, _>>()
-            };
-            let (a, b) = (side(&groups.get_ref()[0])?, side(&groups.get_ref()[1])?);
-            if a.is_empty() || b.is_empty() || a.iter().any(|x| b.contains(x)) {
-                return Err(ctx.err(
-                    groups.span(),
-                    "partition groups must be non-empty and disjoint",
-                ));
-            }
-            Fault::Partition {
-                when: when()?,
-                duration_ns: need(s.duration_ms, "duration_ms")?.ns(),
-                side_a: a,
-                side_b: b,
-                one_way: s.one_way.unwrap_or(false),
-            }
-        }
-        "delay" => Fault::Delay {
-            from: node(&s.from, "from")?,
-            to: node(&s.to, "to")?,
-            nth: nth()?,
-            delay_ns: need(s.delay_ms, "delay_ms")?.ns(),
-        },
-        "duplicate" => Fault::Duplicate {
-            from: node(&s.from, "from")?,
-            to: node(&s.to, "to")?,
-            nth: nth()?,
-            delay_ns: s.delay_ms.unwrap_or_default().ns(),
-        },
-        "failover" => {
-            if protocol.kind.is_client_decided() {
-                return Err(ctx.err(
-                    f.span(),
-                    format!(
-                        "{} has no coordinator to fail over; crash its lock servers instead",
-                        protocol.kind.id()
-                    ),
-                ));
-            }
-            if replicas < 2 {
-                return Err(ctx.err(
-                    f.span(),
-                    "a failover needs a replica to promote: set [protocol] replicas >= 2",
-                ));
-            }
-            Fault::Failover {
-                when: when()?,
-                restart_after_ns: s.restart_after_ms.map(Ms::ns),
-            }
-        }
-        _ => Fault::Drop {
-            from: node(&s.from, "from")?,
-            to: node(&s.to, "to")?,
-            nth: nth()?,
-        },
-    })
+    let (a, b) = (side(&groups.get_ref()[0])?, side(&groups.get_ref()[1])?);
+    if a.is_empty() || b.is_empty() || a.iter().any(|x| b.contains(x)) {
+        return Err(ctx.err(
+            groups.span(),
+            "partition groups must be non-empty and disjoint",
+        ));
+    }
+    Ok((a, b))
+}
+
+/// A failover needs a coordinator with a replica to promote.
+fn failover_possible(
+    ctx: &Ctx,
+    f: &Spanned<FaultSection>,
+    protocol: &ProtocolConfig,
+) -> Result<(), ScenarioError> {
+    if protocol.kind.is_client_decided() {
+        return Err(ctx.err(
+            f.span(),
+            format!(
+                "{} has no coordinator to fail over; crash its lock servers instead",
+                protocol.kind.id()
+            ),
+        ));
+    }
+    if protocol.replicas < 2 {
+        return Err(ctx.err(
+            f.span(),
+            "a failover needs a replica to promote: set [protocol] replicas >= 2",
+        ));
+    }
+    Ok(())
 }
 
 fn resolve_when(

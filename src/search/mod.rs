@@ -374,17 +374,6 @@ pub fn search_shard(
         o.faults.extend(ps.iter().map(|p| p.fault(vocab)));
         o
     };
-    let ran = |position: u64, level: usize, ex: &Execution, ps: &[Placement]| Ran {
-        position,
-        level,
-        trace_hash: ex.trace_hash,
-        violations: ex.violations.clone(),
-        placements: if ex.violations.is_empty() {
-            Vec::new()
-        } else {
-            ps.to_vec()
-        },
-    };
     let root = runner(&base, cfg.seed)?;
     tick();
     let mut out = ShardRun {
@@ -394,7 +383,7 @@ pub fn search_shard(
         seed: cfg.seed,
         baseline_events: root.history.events.len(),
         total_runs: 1,
-        runs: vec![ran(1, 0, &root, &[])],
+        runs: vec![Ran::of(1, 0, &root, &[])],
     };
     let mut hashes = BTreeSet::from([root.trace_hash]);
     let mut frontier = vec![Frontier {
@@ -405,19 +394,7 @@ pub fn search_shard(
     }];
     for level in 1..=cfg.max_faults {
         let last = level == cfg.max_faults;
-        let jobs: Vec<(Vec<Placement>, usize)> = frontier
-            .iter()
-            .flat_map(|f| {
-                placements(vocab, &f.history, &f.sends, f.from)
-                    .into_iter()
-                    .filter(|(_, p)| !f.placements.contains(p))
-                    .map(|(i, p)| {
-                        let mut ps = f.placements.clone();
-                        ps.push(p);
-                        (ps, i)
-                    })
-            })
-            .collect();
+        let jobs = expand(vocab, &frontier);
         drop(frontier);
         let first_position = out.total_runs + 1;
         out.total_runs += jobs.len() as u64;
@@ -448,7 +425,7 @@ pub fn search_shard(
             let Some(result) = result else { continue };
             let ex = result?;
             out.runs
-                .push(ran(first_position + j as u64, level, &ex, &ps));
+                .push(Ran::of(first_position + j as u64, level, &ex, &ps));
             if !last && hashes.insert(ex.trace_hash) {
                 next.push(Frontier {
                     placements: ps,
@@ -461,6 +438,42 @@ pub fn search_shard(
         frontier = next;
     }
     Ok(out)
+}
+
+impl Ran {
+    /// Run number `position` at `level` (its placements kept only if it
+    /// found a violation).
+    fn of(position: u64, level: usize, ex: &Execution, ps: &[Placement]) -> Ran {
+        Ran {
+            position,
+            level,
+            trace_hash: ex.trace_hash,
+            violations: ex.violations.clone(),
+            placements: if ex.violations.is_empty() {
+                Vec::new()
+            } else {
+                ps.to_vec()
+            },
+        }
+    }
+}
+
+/// The next level's jobs: each frontier run with one more placement (one
+/// it does not have yet) after its own, with where that placement is.
+fn expand(vocab: &Options, frontier: &[Frontier]) -> Vec<(Vec<Placement>, usize)> {
+    frontier
+        .iter()
+        .flat_map(|f| {
+            placements(vocab, &f.history, &f.sends, f.from)
+                .into_iter()
+                .filter(|(_, p)| !f.placements.contains(p))
+                .map(|(i, p)| {
+                    let mut ps = f.placements.clone();
+                    ps.push(p);
+                    (ps, i)
+                })
+        })
+        .collect()
 }
 
 /// The search result of shards `0..N` of one search (any order): every
@@ -495,32 +508,7 @@ pub fn tally(scenario: &Scenario, shards: &[ShardRun]) -> Result<SearchResult, S
     }
     let indices: Vec<u64> = shards.iter().map(|s| s.index as u64).collect();
     crate::suite::shard::complete(&indices, first.count as u64)?;
-    let mut all: Vec<&Ran> = shards.iter().flat_map(|s| &s.runs).collect();
-    all.sort_by_key(|r| r.position);
-    let mut merged: Vec<&Ran> = Vec::with_capacity(all.len());
-    for r in all {
-        match merged.last() {
-            Some(prev) if prev.position == r.position => {
-                if prev.trace_hash != r.trace_hash {
-                    return Err(format!(
-                        "shards disagree on run {}: trace hash {:016x} vs {:016x} (not the same \
-                         scenario, binary or implementation)",
-                        r.position, prev.trace_hash, r.trace_hash
-                    ));
-                }
-            }
-            _ => merged.push(r),
-        }
-    }
-    if merged.len() as u64 != first.total_runs
-        || merged.iter().zip(1..).any(|(r, p)| r.position != p)
-    {
-        return Err(format!(
-            "the shards hold {} of the search's {} runs",
-            merged.len(),
-            first.total_runs
-        ));
-    }
+    let merged = merge_runs(shards, first.total_runs)?;
     let vocab = &scenario.options;
     let nodes = vocab.nodes.len();
     if let Some(r) = merged.iter().find(|r| {
@@ -569,4 +557,34 @@ pub fn tally(scenario: &Scenario, shards: &[ShardRun]) -> Result<SearchResult, S
     }
     result.distinct = hashes.len() as u64;
     Ok(result)
+}
+
+/// Every shard's runs in position order, each once (shards that both ran a
+/// position must agree on its trace), checked to be all `total_runs`.
+fn merge_runs(shards: &[ShardRun], total_runs: u64) -> Result<Vec<&Ran>, String> {
+    let mut all: Vec<&Ran> = shards.iter().flat_map(|s| &s.runs).collect();
+    all.sort_by_key(|r| r.position);
+    let mut merged: Vec<&Ran> = Vec::with_capacity(all.len());
+    for r in all {
+        match merged.last() {
+            Some(prev) if prev.position == r.position => {
+                if prev.trace_hash != r.trace_hash {
+                    return Err(format!(
+                        "shards disagree on run {}: trace hash {:016x} vs {:016x} (not the same \
+                         scenario, binary or implementation)",
+                        r.position, prev.trace_hash, r.trace_hash
+                    ));
+                }
+            }
+            _ => merged.push(r),
+        }
+    }
+    if merged.len() as u64 != total_runs || merged.iter().zip(1..).any(|(r, p)| r.position != p) {
+        return Err(format!(
+            "the shards hold {} of the search's {} runs",
+            merged.len(),
+            total_runs
+        ));
+    }
+    Ok(merged)
 }

@@ -390,22 +390,7 @@ pub fn shrink(
             terse: false,
         },
     );
-    let kind = match kind {
-        Some(k) if report.count(k) > 0 => k,
-        Some(wanted) => {
-            let found: Vec<&str> = report.kinds().map(|k| k.name()).collect();
-            return Err(ShrinkError::KindAbsent {
-                seed,
-                wanted,
-                found: if found.is_empty() {
-                    "no violation".into()
-                } else {
-                    found.join(", ")
-                },
-            });
-        }
-        None => default_kind(&scenario, &report).ok_or(ShrinkError::NotFailing { seed })?,
-    };
+    let kind = kind_to_keep(&scenario, &report, seed, kind)?;
     let scripted = scenario::emit::scripted(source, &scenario.options, &out.script, seed)
         .map_err(|e| ShrinkError::Scenario(format!("{file}: {e}")))?;
     let mut doc: Table =
@@ -463,5 +448,31 @@ pub fn shrink(
         latency_pinned: pinned,
         other_seeds_failing: (failing, CHECK_SEEDS),
         hit_budget: s.spent(),
+    })
+}
+
+/// The violation the shrink keeps: the one asked for (which the seed's
+/// run must show), else the scenario's default.
+fn kind_to_keep(
+    scenario: &Scenario,
+    report: &check::Report,
+    seed: u64,
+    kind: Option<ViolationKind>,
+) -> Result<ViolationKind, ShrinkError> {
+    Ok(match kind {
+        Some(k) if report.count(k) > 0 => k,
+        Some(wanted) => {
+            let found: Vec<&str> = report.kinds().map(|k| k.name()).collect();
+            return Err(ShrinkError::KindAbsent {
+                seed,
+                wanted,
+                found: if found.is_empty() {
+                    "no violation".into()
+                } else {
+                    found.join(", ")
+                },
+            });
+        }
+        None => default_kind(scenario, report).ok_or(ShrinkError::NotFailing { seed })?,
     })
 }

@@ -9,6 +9,7 @@ use std::fmt::{self, Write};
 
 use super::clock::ClockSpec;
 use crate::history::Kind;
+use crate::protocol::client::LockKind;
 use crate::protocol::{Nanos, NodeId, ProtocolConfig, Role};
 
 #[derive(Clone, PartialEq, Debug)]
@@ -238,11 +239,11 @@ impl Options {
                     w.check_lease_before_write = p.worker_checks_lease();
                     w.write_if_match = p.worker_writes_if_match();
                     w.renew_every_ns = p.renew_every_ns;
-                    w.lock = p.lock_kind(first);
+                    w.lock = LockKind::for_protocol(&p, first);
                     Role::Worker(w)
                 }
                 Role::Coordinator(_) | Role::Server(_) => {
-                    p.server_role(first, (i - first.0 as usize) as u8)
+                    Role::server(&p, first, (i - first.0 as usize) as u8)
                 }
                 Role::Resource(_) => Role::Resource(p.resource()),
                 Role::Alt(alt) => Role::Alt(alt.with_protocol(&p)),
@@ -308,57 +309,7 @@ impl fmt::Display for Options {
             );
         }
         for node in &self.nodes {
-            let role = match &node.role {
-                Role::Worker(w) => {
-                    let mut line = format!(
-                        "worker start {} ops {} work {} think {} retry {} timeout {} x{}",
-                        ms(w.start_ns),
-                        w.ops,
-                        ms(w.work_ns),
-                        ms(w.think_ns),
-                        ms(w.retry_ns),
-                        ms(w.request_timeout_ns),
-                        w.max_retries
-                    );
-                    if !w.more_locks.is_empty() {
-                        let names: Vec<&str> = w
-                            .locks()
-                            .map(|k| self.keys.get(k.0 as usize).map_or("?", String::as_str))
-                            .collect();
-                        let _ = write!(line, " locks {}", names.join(","));
-                    }
-                    line
-                }
-                Role::Coordinator(c) => {
-                    format!("coordinator release {:?} tokens {}", c.release, c.tokens)
-                }
-                Role::Resource(r) => {
-                    use crate::protocol::resource::FenceCheck;
-                    let check = match r.check {
-                        FenceCheck::None => "none".to_string(),
-                        FenceCheck::Cas {
-                            strict,
-                            fence_reads,
-                        } => {
-                            format!("atomic fence (strict={strict}, fence_reads={fence_reads})")
-                        }
-                        FenceCheck::CheckThenWrite { step_ns } => {
-                            format!("check, then write {} later", ms(step_ns))
-                        }
-                        FenceCheck::GenerationMatch => {
-                            "conditional write (generation match)".to_string()
-                        }
-                    };
-                    let fence = if r.volatile_fence {
-                        ", fence in memory only"
-                    } else {
-                        ""
-                    };
-                    format!("resource check {check}{fence}")
-                }
-                Role::Server(server) => format!("lock server {server:?}"),
-                Role::Alt(alt) => alt.describe(),
-            };
+            let role = self.describe_role(&node.role);
             let c = &node.clock;
             let clock = if *c == ClockSpec::default() {
                 String::new()
@@ -403,6 +354,63 @@ impl fmt::Display for Options {
             );
         }
         f.write_str(s.trim_end())
+    }
+}
+
+impl Options {
+    /// One node's role as its `node` line shows it.
+    fn describe_role(&self, role: &Role) -> String {
+        match role {
+            Role::Worker(w) => {
+                let mut line = format!(
+                    "worker start {} ops {} work {} think {} retry {} timeout {} x{}",
+                    ms(w.start_ns),
+                    w.ops,
+                    ms(w.work_ns),
+                    ms(w.think_ns),
+                    ms(w.retry_ns),
+                    ms(w.request_timeout_ns),
+                    w.max_retries
+                );
+                if !w.more_locks.is_empty() {
+                    let names: Vec<&str> = w
+                        .locks()
+                        .map(|k| self.keys.get(k.0 as usize).map_or("?", String::as_str))
+                        .collect();
+                    let _ = write!(line, " locks {}", names.join(","));
+                }
+                line
+            }
+            Role::Coordinator(c) => {
+                format!("coordinator release {:?} tokens {}", c.release, c.tokens)
+            }
+            Role::Resource(r) => {
+                use crate::protocol::resource::FenceCheck;
+                let check = match r.check {
+                    FenceCheck::None => "none".to_string(),
+                    FenceCheck::Cas {
+                        strict,
+                        fence_reads,
+                    } => {
+                        format!("atomic fence (strict={strict}, fence_reads={fence_reads})")
+                    }
+                    FenceCheck::CheckThenWrite { step_ns } => {
+                        format!("check, then write {} later", ms(step_ns))
+                    }
+                    FenceCheck::GenerationMatch => {
+                        "conditional write (generation match)".to_string()
+                    }
+                };
+                let fence = if r.volatile_fence {
+                    ", fence in memory only"
+                } else {
+                    ""
+                };
+                format!("resource check {check}{fence}")
+            }
+            Role::Server(server) => format!("lock server {server:?}"),
+            Role::Alt(alt) => alt.describe(),
+        }
     }
 }
 
@@ -462,33 +470,20 @@ pub fn describe_fault(o: &Options, f: &Fault) -> String {
             to,
             nth,
             delay_ns,
-        } => {
-            format!(
-                "delay message #{} {} -> {} by {}",
-                nth,
-                o.node_name(*from),
-                o.node_name(*to),
-                ms(*delay_ns)
-            )
-        }
-        Fault::Drop { from, to, nth } => {
-            format!(
-                "drop message #{} {} -> {}",
-                nth,
-                o.node_name(*from),
-                o.node_name(*to)
-            )
-        }
+        } => format!(
+            "delay {} by {}",
+            message_nth(o, *nth, *from, *to),
+            ms(*delay_ns)
+        ),
+        Fault::Drop { from, to, nth } => format!("drop {}", message_nth(o, *nth, *from, *to)),
         Fault::Duplicate {
             from,
             to,
             nth,
             delay_ns,
         } => format!(
-            "duplicate message #{} {} -> {} (copy {} later)",
-            nth,
-            o.node_name(*from),
-            o.node_name(*to),
+            "duplicate {} (copy {} later)",
+            message_nth(o, *nth, *from, *to),
             ms(*delay_ns)
         ),
         Fault::ClockJump { node, when, by_ns } => format!(
@@ -514,4 +509,13 @@ pub fn describe_fault(o: &Options, f: &Fault) -> String {
             ))
         ),
     }
+}
+
+/// `message #nth from -> to`: the message a message fault strikes.
+fn message_nth(o: &Options, nth: impl fmt::Display, from: NodeId, to: NodeId) -> String {
+    format!(
+        "message #{nth} {} -> {}",
+        o.node_name(from),
+        o.node_name(to)
+    )
 }

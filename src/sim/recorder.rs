@@ -23,8 +23,7 @@
 
 use crate::history::{Event, Kind, Outcome};
 use crate::lookup::{Lookup, LookupSet};
-use crate::protocol::msg::LockDomainEvent;
-use crate::protocol::systems::system_msg;
+use crate::protocol::msg::{system_msg, Key, LockDomainEvent, ReqId, Token};
 use crate::protocol::{Msg, NodeId, Observation};
 
 #[derive(Default)]
@@ -89,38 +88,9 @@ impl Recorder {
                 token,
                 ttl_ns,
                 ..
-            } => {
-                let expiry_ns = now.saturating_add(ttl_ns);
-                if self.expiry.get(&owner).is_none_or(|&e| e < expiry_ns) {
-                    self.expiry.insert(owner, expiry_ns);
-                }
-                let triple = (k.0, owner, token.map_or(0, |t| t.0));
-                if self.grants.contains_key(&triple) {
-                    return None;
-                }
-                self.next_grant += 1;
-                let id = self.next_grant;
-                self.grants.insert(triple, id);
-                self.owner_grant.insert(owner, id);
-                Some(ev(from, Kind::GrantIssued, |e| {
-                    e.key = key;
-                    e.grant_id = Some(id);
-                    e.token = token.map(|t| t.0);
-                }))
-            }
+            } => self.granted(now, from, (k, owner, token, ttl_ns)),
             Msg::Acquire { .. } => Some(ev(from, Kind::AcquireSent, |e| e.key = key)),
-            Msg::Renewed { owner, ttl_ns, .. } => {
-                let slack_ns = self
-                    .expiry
-                    .get(&owner)
-                    .map_or(0, |&e| e.saturating_sub(now));
-                self.expiry.insert(owner, now.saturating_add(ttl_ns));
-                Some(ev(from, Kind::RenewOk, |e| {
-                    e.key = key;
-                    e.grant_id = self.owner_grant.get(&owner).copied();
-                    e.value = Some(slack_ns);
-                }))
-            }
+            Msg::Renewed { owner, ttl_ns, .. } => self.renewed(now, from, key, owner, ttl_ns),
             Msg::RenewFailed { owner, .. } => Some(ev(from, Kind::RenewFailed, |e| {
                 e.key = key;
                 e.grant_id = self.owner_grant.get(&owner).copied();
@@ -150,36 +120,15 @@ impl Recorder {
                 e.token = token.map(|t| t.0);
                 e.value = Some(value.0);
             })),
-            Msg::WriteOk { op, .. } => {
-                let (token, value) = self.writes_in.get(&op.0).copied().unwrap_or((None, op.0));
-                Some(ev(from, Kind::WriteAccepted, |e| {
-                    e.key = key;
-                    e.op_id = Some(op.0);
-                    e.token = token;
-                    e.value = Some(value);
-                }))
-            }
+            Msg::WriteOk { op, .. } => self.write_answered(from, key, op.0, None),
             Msg::WriteRejected { op, fence, .. } => {
-                let (token, _) = self.writes_in.get(&op.0).copied().unwrap_or((None, op.0));
-                Some(ev(from, Kind::WriteRejected, |e| {
-                    e.key = key;
-                    e.op_id = Some(op.0);
-                    e.token = token;
-                    e.value = Some(fence.0);
-                }))
+                self.write_answered(from, key, op.0, Some(fence.0))
             }
             Msg::Release { owner, .. } => Some(ev(from, Kind::ReleaseSent, |e| {
                 e.key = key;
                 e.grant_id = self.owner_grant.get(&owner).copied();
             })),
-            Msg::Released { req, removed, .. } => {
-                let requester = self.releases_in.get(&(to.0, req)).copied();
-                Some(ev(from, Kind::ReleaseApplied, |e| {
-                    e.key = key;
-                    e.grant_id = requester.and_then(|o| self.owner_grant.get(&o).copied());
-                    e.removed_grant_id = removed.and_then(|o| self.owner_grant.get(&o).copied());
-                }))
-            }
+            Msg::Released { req, removed, .. } => self.released(from, to, key, req, removed),
             // Each system's own messages: its file declares the few that
             // are lock-domain events, the recorder reads that declaration.
             system_msg!() => self.system_sent(from, key, msg.lock_domain_event()?),
@@ -258,7 +207,6 @@ impl Recorder {
         msg: &Msg,
         reports_replies: bool,
     ) -> Option<Event> {
-        let key = Some(msg.key().0);
         match *msg {
             Msg::Granted {
                 key: k,
@@ -271,7 +219,7 @@ impl Recorder {
                     .get(&(k.0, owner, token.map_or(0, |t| t.0)))
                     .copied();
                 Some(ev(to, Kind::GrantReceived, |e| {
-                    e.key = key;
+                    e.key = Some(k.0);
                     e.grant_id = id;
                     e.token = token.map(|t| t.0);
                 }))
@@ -321,6 +269,95 @@ impl Recorder {
             // it draws from them (`Observation`), not each reply.
             system_msg!() => None,
         }
+    }
+
+    /// A grant sent: one record per (key, owner, token), the first time
+    /// (a re-sent grant repeats it); the owner's lease runs to `ttl_ns`.
+    fn granted(
+        &mut self,
+        now: u64,
+        from: NodeId,
+        (k, owner, token, ttl_ns): (Key, u64, Option<Token>, u64),
+    ) -> Option<Event> {
+        let key = Some(k.0);
+        let expiry_ns = now.saturating_add(ttl_ns);
+        if self.expiry.get(&owner).is_none_or(|&e| e < expiry_ns) {
+            self.expiry.insert(owner, expiry_ns);
+        }
+        let triple = (k.0, owner, token.map_or(0, |t| t.0));
+        if self.grants.contains_key(&triple) {
+            return None;
+        }
+        self.next_grant += 1;
+        let id = self.next_grant;
+        self.grants.insert(triple, id);
+        self.owner_grant.insert(owner, id);
+        Some(ev(from, Kind::GrantIssued, |e| {
+            e.key = key;
+            e.grant_id = Some(id);
+            e.token = token.map(|t| t.0);
+        }))
+    }
+
+    /// A renewal granted: its value is the slack the lease had left.
+    fn renewed(
+        &mut self,
+        now: u64,
+        from: NodeId,
+        key: Option<u16>,
+        owner: u64,
+        ttl_ns: u64,
+    ) -> Option<Event> {
+        let slack_ns = self
+            .expiry
+            .get(&owner)
+            .map_or(0, |&e| e.saturating_sub(now));
+        self.expiry.insert(owner, now.saturating_add(ttl_ns));
+        Some(ev(from, Kind::RenewOk, |e| {
+            e.key = key;
+            e.grant_id = self.owner_grant.get(&owner).copied();
+            e.value = Some(slack_ns);
+        }))
+    }
+
+    /// The resource's answer to write `op`: accepted (`fence` `None`; its
+    /// value the one the write carried in) or rejected under `fence`.
+    fn write_answered(
+        &self,
+        from: NodeId,
+        key: Option<u16>,
+        op: u64,
+        fence: Option<u64>,
+    ) -> Option<Event> {
+        let (token, value) = self.writes_in.get(&op).copied().unwrap_or((None, op));
+        let kind = match fence {
+            None => Kind::WriteAccepted,
+            Some(_) => Kind::WriteRejected,
+        };
+        Some(ev(from, kind, |e| {
+            e.key = key;
+            e.op_id = Some(op);
+            e.token = token;
+            e.value = Some(fence.unwrap_or(value));
+        }))
+    }
+
+    /// A release applied: the grant its requester held and the one whose
+    /// lease record it removed (not the same: an unsafe release).
+    fn released(
+        &self,
+        from: NodeId,
+        to: NodeId,
+        key: Option<u16>,
+        req: ReqId,
+        removed: Option<u64>,
+    ) -> Option<Event> {
+        let requester = self.releases_in.get(&(to.0, req)).copied();
+        Some(ev(from, Kind::ReleaseApplied, |e| {
+            e.key = key;
+            e.grant_id = requester.and_then(|o| self.owner_grant.get(&o).copied());
+            e.removed_grant_id = removed.and_then(|o| self.owner_grant.get(&o).copied());
+        }))
     }
 
     /// A system message that its declaration calls a lock-domain event.

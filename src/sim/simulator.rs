@@ -63,6 +63,9 @@ enum Ev {
 
 struct Slot {
     node: Option<Box<dyn Node>>,
+    /// The node's `records_own_replies`, asked once when it is built
+    /// rather than through the trait object on every delivery.
+    reports_replies: bool,
     up: bool,
     paused_until: Option<Nanos>,
     held: VecDeque<Ev>,
@@ -80,6 +83,7 @@ impl Slot {
     /// The slot of a node booting with `node`.
     fn new(node: Box<dyn Node>) -> Slot {
         Slot {
+            reports_replies: node.records_own_replies(),
             node: Some(node),
             up: true,
             paused_until: None,
@@ -471,10 +475,7 @@ impl<'o, 'f> Sim<'o, 'f> {
             return;
         }
         self.trace(to, What::Recv { from, msg }, None);
-        let reports_replies = self.slots[to.0 as usize]
-            .node
-            .as_ref()
-            .is_some_and(|n| n.records_own_replies());
+        let reports_replies = self.slots[to.0 as usize].reports_replies;
         if let Some(e) = self.recorder.on_deliver(from, to, &msg, reports_replies) {
             self.record(e);
         }
@@ -805,6 +806,7 @@ impl<'o, 'f> Sim<'o, 'f> {
         let fresh = (self.factory)(node, &role);
         let slot = &mut self.slots[node.0 as usize];
         assert!(!slot.up, "restarting a node that is up");
+        slot.reports_replies = fresh.records_own_replies();
         slot.node = Some(fresh);
         slot.up = true;
         slot.timer_gens.clear();

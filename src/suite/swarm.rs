@@ -36,7 +36,7 @@
 
 use crate::protocol::{NodeId, Role};
 use crate::sim::rng::Rng;
-use crate::sim::{CalmNetwork, Options};
+use crate::sim::{CalmNetwork, NetworkOptions, Options};
 
 /// The fault kinds, in draw order; bit `i` of a mix is `KINDS[i]`.
 pub const KINDS: [&str; 12] = [
@@ -212,12 +212,7 @@ pub fn configure(base: &Options, seed: u64) -> (Options, Mix) {
     let jump_back = rng.chance(0.5);
     // "one_way" only shapes a partition: alone it would test nothing.
     if mix & !(1 << ONE_WAY) == 0 && avail != 0 {
-        let choices = avail & !(1 << ONE_WAY);
-        let pick = rng.below(choices.count_ones() as u64) as usize;
-        let bit = (0..KINDS.len())
-            .filter(|i| choices & (1 << i) != 0)
-            .nth(pick)
-            .expect("pick < number of available kinds");
+        let bit = pick_kind(&mut rng, avail & !(1 << ONE_WAY));
         mix |= 1 << bit;
         factor[bit] = 1.0;
     }
@@ -255,15 +250,7 @@ pub fn configure(base: &Options, seed: u64) -> (Options, Mix) {
     r.crash_probability = crash_on
         .first()
         .map_or(0.0, |&i| rate(b.crash_probability, i));
-    r.crash_nodes = (0..base.nodes.len() as u16)
-        .map(NodeId)
-        .filter(|id| {
-            let role = &base.nodes[id.0 as usize].role;
-            (on(CRASH_WORKER) && is_worker_like(role))
-                || (on(CRASH_SERVER) && is_server(role))
-                || (on(CRASH_RESOURCE) && matches!(role, Role::Resource(_)))
-        })
-        .collect();
+    r.crash_nodes = crash_nodes(base, &on);
     (r.restart_min_ns, r.restart_max_ns) =
         range_or(b.restart_min_ns, b.restart_max_ns, (500 * MS, 3_000 * MS));
     r.partition_probability = rate(b.partition_probability, PARTITION);
@@ -278,23 +265,8 @@ pub fn configure(base: &Options, seed: u64) -> (Options, Mix) {
     if r.anchored_max == 0 {
         r.anchored_max = 2;
     }
-    let n = &mut o.network;
-    let bn = &base.network;
-    n.loss_probability = rate(bn.loss_probability, LOSS);
-    n.duplicate_probability = rate(bn.duplicate_probability, DUPLICATE);
-    n.delay_probability = rate(bn.delay_probability, DELAY);
-    if n.delay_max_ns == 0 {
-        n.delay_max_ns = 2 * ttl_ms * MS;
-    }
-    // The chaos ends with the fault window: after it, no rate above the
-    // scenario's own, so liveness is judged on a run that could recover.
-    let calm = CalmNetwork {
-        after_ns: o.random.window_ns,
-        loss_probability: n.loss_probability.min(bn.loss_probability),
-        delay_probability: n.delay_probability.min(bn.delay_probability),
-        duplicate_probability: n.duplicate_probability.min(bn.duplicate_probability),
-    };
-    n.calm = (calm.rates() != n.rates()).then_some(calm);
+    let window_ns = o.random.window_ns;
+    swarm_network(&mut o.network, &base.network, window_ns, ttl_ms, &rate);
     if on(CLOCK) {
         let ppm = (DEFAULT_RATES[CLOCK] * factor[CLOCK] * 1e6) as i64;
         let c = &mut o.nodes[clock_node].clock;
@@ -306,6 +278,55 @@ pub fn configure(base: &Options, seed: u64) -> (Options, Mix) {
         c.jumps.sort_unstable();
     }
     (o, mix)
+}
+
+/// The nodes the swarm may crash: those of every role whose crash kind is
+/// `on`.
+fn crash_nodes(base: &Options, on: &dyn Fn(usize) -> bool) -> Vec<NodeId> {
+    (0..base.nodes.len() as u16)
+        .map(NodeId)
+        .filter(|id| {
+            let role = &base.nodes[id.0 as usize].role;
+            (on(CRASH_WORKER) && is_worker_like(role))
+                || (on(CRASH_SERVER) && is_server(role))
+                || (on(CRASH_RESOURCE) && matches!(role, Role::Resource(_)))
+        })
+        .collect()
+}
+
+/// One of the kinds in `choices`, drawn evenly.
+fn pick_kind(rng: &mut Rng, choices: Mix) -> usize {
+    let pick = rng.below(choices.count_ones() as u64) as usize;
+    (0..KINDS.len())
+        .filter(|i| choices & (1 << i) != 0)
+        .nth(pick)
+        .expect("pick < number of available kinds")
+}
+
+/// The swarm's network rates (`rate`: a kind's rate, 0 when it is off),
+/// calmed to the scenario's own after the fault window (`window_ns`).
+fn swarm_network(
+    n: &mut NetworkOptions,
+    bn: &NetworkOptions,
+    window_ns: u64,
+    ttl_ms: u64,
+    rate: &dyn Fn(f64, usize) -> f64,
+) {
+    n.loss_probability = rate(bn.loss_probability, LOSS);
+    n.duplicate_probability = rate(bn.duplicate_probability, DUPLICATE);
+    n.delay_probability = rate(bn.delay_probability, DELAY);
+    if n.delay_max_ns == 0 {
+        n.delay_max_ns = 2 * ttl_ms * MS;
+    }
+    // The chaos ends with the fault window: after it, no rate above the
+    // scenario's own, so liveness is judged on a run that could recover.
+    let calm = CalmNetwork {
+        after_ns: window_ns,
+        loss_probability: n.loss_probability.min(bn.loss_probability),
+        delay_probability: n.delay_probability.min(bn.delay_probability),
+        duplicate_probability: n.duplicate_probability.min(bn.duplicate_probability),
+    };
+    n.calm = (calm.rates() != n.rates()).then_some(calm);
 }
 
 #[cfg(test)]

@@ -247,42 +247,7 @@ impl ProcessNode {
         // The step's first lines, shown if it floods.
         let mut sample: Vec<String> = Vec::new();
         for _ in 0..self.limits.lines_per_step_max {
-            let wait = deadline.saturating_duration_since(Instant::now());
-            let text = match self.lines.recv_timeout(wait) {
-                Ok(Line::Text(t)) => t,
-                Ok(Line::TooLong(n)) => {
-                    let n_line = self.stdout_lines + 1;
-                    self.fail(
-                        ImplErrorKind::Flooding,
-                        format!(
-                            "a line longer than {} bytes (read {n} without a newline)",
-                            self.limits.line_bytes_max
-                        ),
-                        Some((n_line, String::new())),
-                    )
-                }
-                Ok(Line::Eof) | Err(RecvTimeoutError::Disconnected) => {
-                    let status = self.exit_status();
-                    let before = if init_ok {
-                        "step_done"
-                    } else {
-                        "init_ok: it never completed the handshake"
-                    };
-                    self.fail(
-                        ImplErrorKind::Exited,
-                        format!("{status} before {before}"),
-                        None,
-                    )
-                }
-                Err(RecvTimeoutError::Timeout) => self.fail(
-                    ImplErrorKind::StepTimeout,
-                    format!(
-                        "no step_done within {} ms; the run is aborted, not judged",
-                        self.limits.step_timeout.as_millis()
-                    ),
-                    None,
-                ),
-            };
+            let text = self.next_line(deadline, init_ok);
             self.stdout_lines += 1;
             let n = self.stdout_lines;
             if sample.len() < FLOOD_SAMPLE_LINES {
@@ -348,6 +313,48 @@ impl ProcessNode {
             ),
             Some((last, String::new())),
         )
+    }
+
+    /// The implementation's next output line of this step; it failing to
+    /// write one — a line too long, an exit, no line by `deadline` — fails
+    /// the run (`init_ok`: whether the handshake completed).
+    fn next_line(&mut self, deadline: Instant, init_ok: bool) -> String {
+        let wait = deadline.saturating_duration_since(Instant::now());
+        match self.lines.recv_timeout(wait) {
+            Ok(Line::Text(t)) => t,
+            Ok(Line::TooLong(n)) => {
+                let n_line = self.stdout_lines + 1;
+                self.fail(
+                    ImplErrorKind::Flooding,
+                    format!(
+                        "a line longer than {} bytes (read {n} without a newline)",
+                        self.limits.line_bytes_max
+                    ),
+                    Some((n_line, String::new())),
+                )
+            }
+            Ok(Line::Eof) | Err(RecvTimeoutError::Disconnected) => {
+                let status = self.exit_status();
+                let before = if init_ok {
+                    "step_done"
+                } else {
+                    "init_ok: it never completed the handshake"
+                };
+                self.fail(
+                    ImplErrorKind::Exited,
+                    format!("{status} before {before}"),
+                    None,
+                )
+            }
+            Err(RecvTimeoutError::Timeout) => self.fail(
+                ImplErrorKind::StepTimeout,
+                format!(
+                    "no step_done within {} ms; the run is aborted, not judged",
+                    self.limits.step_timeout.as_millis()
+                ),
+                None,
+            ),
+        }
     }
 
     fn expect_current(&self, got: u64, expected: u64, what: &str, n: u64, text: &str) {

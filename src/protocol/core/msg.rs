@@ -62,7 +62,7 @@ pub fn next_req(req: ReqId) -> ReqId {
     (req & !REQ_COUNTER_MASK) | (req.wrapping_add(1) & REQ_COUNTER_MASK)
 }
 
-use crate::protocol::systems::base::LockSystem;
+use crate::protocol::systems::SystemWire;
 
 /// The simulator moves millions of messages: `Msg` stays a small `Copy`
 /// value (48 bytes when the systems' messages were split out of it).
@@ -156,7 +156,7 @@ macro_rules! declare_msg {
             nested {
                 $(
                     #[doc = concat!("The messages of `", stringify!($system), "`.")]
-                    $variant(<$system as LockSystem>::Msg),
+                    $variant(<$system as SystemWire>::Msg),
                 )*
             }
         }
@@ -164,6 +164,22 @@ macro_rules! declare_msg {
 }
 
 crate::protocol::systems::for_each_system!(declare_msg);
+
+/// The or-pattern of every system message (`Msg::Zk(_) | …`), so a match
+/// over the core stays exhaustive without an arm per system.
+macro_rules! system_msg {
+    () => {
+        $crate::protocol::systems::for_each_system!($crate::protocol::msg::system_pattern)
+    };
+}
+pub(crate) use system_msg;
+
+macro_rules! system_pattern {
+    ($( $variant:ident => $system:path ),* $(,)?) => {
+        $( $crate::protocol::msg::Msg::$variant(_) )|*
+    };
+}
+pub(crate) use system_pattern;
 
 /// How a report draws a message (its colour family).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

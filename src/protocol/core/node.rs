@@ -35,11 +35,12 @@ pub struct Clocks {
 }
 
 /// A persisted record's bytes, as [`Effect::Persist`] carries them: inline
-/// up to 16 bytes, on the heap beyond. A worker persists its op counter on
+/// up to 32 bytes, on the heap beyond. A worker persists its op counter on
 /// every acquire retry, and a `Vec` there was most of the allocations a
-/// simulated seed made. Build one with `Record::from_slice`, or `.into()`
+/// simulated seed made; a resource's one-key table (26 bytes) fits too.
+/// At 32 an `Effect` is no larger (its `Send` variant is the biggest). Build one with `Record::from_slice`, or `.into()`
 /// from a `Vec<u8>`; it derefs to `[u8]`.
-pub type Record = smallvec::SmallVec<[u8; 16]>;
+pub type Record = smallvec::SmallVec<[u8; 32]>;
 
 /// A timer name chosen by the node; setting a timer that is already set
 /// replaces it.

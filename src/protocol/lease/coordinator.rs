@@ -322,6 +322,21 @@ impl Coordinator {
             });
             return;
         }
+        self.issue_token(clocks, from, req, key, owner, fx);
+    }
+
+    /// The next fencing token for a grant of `key` to `owner`: made
+    /// durable (or not, per the replication) before the grant leaves, or
+    /// first proposed to the replicas under quorum replication.
+    fn issue_token(
+        &mut self,
+        clocks: Clocks,
+        from: NodeId,
+        req: u32,
+        key: Key,
+        owner: u64,
+        fx: &mut Vec<Effect>,
+    ) {
         let next = self.counter.checked_add(1).expect("token counter overflow");
         assert!(next > self.counter, "issued tokens must strictly grow");
         self.counter = next;

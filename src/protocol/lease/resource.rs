@@ -52,7 +52,7 @@
 use std::collections::BTreeMap;
 
 use crate::protocol::msg::{Key, Msg, OpId, Token};
-use crate::protocol::node::{Clocks, Durability, Effect, Input, Node, NodeId, TimerId};
+use crate::protocol::node::{Clocks, Durability, Effect, Input, Node, NodeId, Record, TimerId};
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum FenceCheck {
@@ -125,8 +125,8 @@ impl Resource {
 
     /// The rows (26 bytes each), then with `ordered_sessions` the session
     /// table (node u16, last request u32) and its length u16.
-    fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.rows.len() * 26);
+    fn encode(&self) -> Record {
+        let mut out = Record::with_capacity(self.rows.len() * 26);
         for (key, row) in &self.rows {
             out.extend_from_slice(&key.0.to_le_bytes());
             out.extend_from_slice(&row.value.to_le_bytes());
@@ -194,7 +194,7 @@ impl Resource {
     fn persist(&self, fx: &mut Vec<Effect>) {
         fx.push(Effect::Persist {
             durability: Durability::Synced,
-            record: self.encode().into(),
+            record: self.encode(),
         });
     }
 

@@ -521,19 +521,7 @@ impl Worker {
                     ..
                 },
             ) if self.answers(req) && owner == self.owners[self.cur] => {
-                self.settle(fx);
-                let grant = Grant {
-                    token,
-                    deadline_mono_ns: clocks.mono_ns.saturating_add(ttl_ns),
-                };
-                // One heartbeat timer renews every held lock; it starts with the first.
-                if let (0, Some(every)) = (self.cur, self.cfg.renew_every_ns) {
-                    fx.push(Effect::SetTimer {
-                        timer: RENEW,
-                        after_ns: every,
-                    });
-                }
-                self.granted(clocks, grant, fx);
+                self.lock_granted(clocks, token, ttl_ns, fx)
             }
             (_, Msg::Renewed { owner, ttl_ns, .. }) if self.held_by(owner).is_some() => {
                 if let Some(g) = self.held_by(owner).and_then(|i| self.grants[i].as_mut()) {
@@ -567,13 +555,7 @@ impl Worker {
                     token: Some(t),
                     ..
                 },
-            ) if self.held_by(owner).is_some() => {
-                if let Some(g) = self.held_by(owner).and_then(|i| self.grants[i].as_mut()) {
-                    if g.token.is_some_and(|held| t > held) {
-                        g.token = Some(t);
-                    }
-                }
-            }
+            ) if self.held_by(owner).is_some() => self.adopt_newer_token(owner, t),
             (Phase::Acquiring, Msg::Busy { req, .. }) if self.answers(req) => {
                 self.settle(fx);
                 self.phase = Phase::Backoff;
@@ -583,20 +565,7 @@ impl Worker {
                 });
             }
             (Phase::Reading, Msg::ReadOk { req, value, .. }) if self.answers(req) => {
-                self.settle(fx);
-                fx.push(Effect::Observe(Observation::ReplyUsed { reply: msg }));
-                self.read_values[self.cur] = Some(value);
-                if self.cur + 1 < self.n_locks {
-                    self.cur += 1;
-                    self.read(fx);
-                } else {
-                    self.cur = 0;
-                    self.phase = Phase::Working;
-                    fx.push(Effect::SetTimer {
-                        timer: STEP,
-                        after_ns: self.cfg.work_ns,
-                    });
-                }
+                self.read_answered(msg, value, fx)
             }
             (Phase::Reading, Msg::ReadRejected { req, .. }) if self.answers(req) => {
                 self.settle(fx);
@@ -604,21 +573,7 @@ impl Worker {
                 self.abandon(clocks, fx);
             }
             (Phase::Writing, Msg::WriteOk { req, .. }) if self.answers(req) => {
-                self.settle(fx);
-                fx.push(Effect::Observe(Observation::ReplyUsed { reply: msg }));
-                if self.cur + 1 < self.n_locks {
-                    self.cur += 1;
-                    self.write_or_give_up(clocks, fx);
-                    return;
-                }
-                match self.cfg.effect {
-                    Some(call) => {
-                        self.phase = Phase::Effecting;
-                        let msg = call.request(self.take_req(), self.cfg.key, self.op);
-                        self.request(call.sink, msg, fx);
-                    }
-                    None => self.finish_op(clocks, fx),
-                }
+                self.write_accepted(clocks, msg, fx)
             }
             (Phase::Effecting, Msg::EffectOk { req, .. }) if self.answers(req) => {
                 self.settle(fx);
@@ -635,6 +590,79 @@ impl Worker {
             }
             // Late or duplicate replies to requests we no longer wait for.
             _ => {}
+        }
+    }
+
+    /// The grant of the lock being acquired arrived: hold it until
+    /// `ttl_ns` from now on the worker's monotonic clock.
+    fn lock_granted(
+        &mut self,
+        clocks: Clocks,
+        token: Option<Token>,
+        ttl_ns: Nanos,
+        fx: &mut Vec<Effect>,
+    ) {
+        self.settle(fx);
+        let grant = Grant {
+            token,
+            deadline_mono_ns: clocks.mono_ns.saturating_add(ttl_ns),
+        };
+        // One heartbeat timer renews every held lock; it starts with the first.
+        if let (0, Some(every)) = (self.cur, self.cfg.renew_every_ns) {
+            fx.push(Effect::SetTimer {
+                timer: RENEW,
+                after_ns: every,
+            });
+        }
+        self.granted(clocks, grant, fx);
+    }
+
+    /// A newer grant for an acquisition held: its token replaces the held
+    /// one if it is higher (never an older one).
+    fn adopt_newer_token(&mut self, owner: u64, t: Token) {
+        if let Some(g) = self.held_by(owner).and_then(|i| self.grants[i].as_mut()) {
+            if g.token.is_some_and(|held| t > held) {
+                g.token = Some(t);
+            }
+        }
+    }
+
+    /// The read under the current lock answered `value`: read under the
+    /// next lock, or work once every lock's document is read.
+    fn read_answered(&mut self, reply: Msg, value: OpId, fx: &mut Vec<Effect>) {
+        self.settle(fx);
+        fx.push(Effect::Observe(Observation::ReplyUsed { reply }));
+        self.read_values[self.cur] = Some(value);
+        if self.cur + 1 < self.n_locks {
+            self.cur += 1;
+            self.read(fx);
+        } else {
+            self.cur = 0;
+            self.phase = Phase::Working;
+            fx.push(Effect::SetTimer {
+                timer: STEP,
+                after_ns: self.cfg.work_ns,
+            });
+        }
+    }
+
+    /// The write under the current lock was accepted: write under the
+    /// next lock, else perform the effect (if any) or finish the op.
+    fn write_accepted(&mut self, clocks: Clocks, reply: Msg, fx: &mut Vec<Effect>) {
+        self.settle(fx);
+        fx.push(Effect::Observe(Observation::ReplyUsed { reply }));
+        if self.cur + 1 < self.n_locks {
+            self.cur += 1;
+            self.write_or_give_up(clocks, fx);
+            return;
+        }
+        match self.cfg.effect {
+            Some(call) => {
+                self.phase = Phase::Effecting;
+                let msg = call.request(self.take_req(), self.cfg.key, self.op);
+                self.request(call.sink, msg, fx);
+            }
+            None => self.finish_op(clocks, fx),
         }
     }
 

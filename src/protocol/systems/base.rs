@@ -13,6 +13,7 @@ use std::hash::Hash;
 use crate::protocol::catalogue::ProtocolConfig;
 use crate::protocol::msg::{first_req, next_req, Key, Msg, ReqId, Token};
 use crate::protocol::node::{Clocks, Effect, Nanos, Node, NodeId, TimerId};
+use crate::protocol::systems::SystemWire;
 
 /// What a client-decided system's file provides, on one marker type that
 /// its line in the registry (`systems::for_each_system!`) names. The
@@ -20,12 +21,10 @@ use crate::protocol::node::{Clocks, Effect, Nanos, Node, NodeId, TimerId};
 /// and `LockClient` variants and their dispatch from it.
 ///
 /// Besides these, the types must have what the generated dispatch calls:
-/// `Msg` is a `system_msgs!` enum; `Client` has `acquire(clocks, owner, fx)`,
+/// its [`SystemWire::Msg`] is a `system_msgs!` enum; `Client` has `acquire(clocks, owner, fx)`,
 /// `release(clocks, fx)`, `on_message(clocks, msg, fx) -> LockEvent` and
 /// `on_timer(clocks, timer, fx) -> LockEvent`.
-pub trait LockSystem {
-    /// Its messages, declared with `system_msgs!` (`Msg::<Variant>`).
-    type Msg: Copy + Eq + Hash + Debug;
+pub trait LockSystem: SystemWire {
     /// The lock server's configuration, resolved from the protocol.
     type ServerConfig: Copy + Eq + Hash + Debug;
     /// The lock client's configuration, resolved from the protocol.

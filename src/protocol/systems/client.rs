@@ -88,3 +88,14 @@ macro_rules! declare_clients {
 }
 
 crate::protocol::systems::for_each_system!(declare_clients);
+
+impl LockKind {
+    /// Who decides a worker of protocol `p` holds the lock: its system's
+    /// client, or the lease coordinator's grant; `first` is `coord/0`'s id.
+    pub fn for_protocol(p: &ProtocolConfig, first: NodeId) -> LockKind {
+        match p.kind.def().system {
+            Some(system) => LockKind::of(system, p, first),
+            None => LockKind::Lease,
+        }
+    }
+}

@@ -34,6 +34,7 @@ use crate::protocol::systems::base::{
     ClientBase, LockEvent, LockSystem, Requests, Timeout, CLIENT_REQUEST, CLIENT_TIMER_A,
     CLIENT_TIMER_B,
 };
+use crate::protocol::systems::SystemWire;
 
 crate::protocol::msg::system_msgs! {
     /// The DynamoDB lock table's messages (`Msg::Dynamo`).
@@ -56,8 +57,11 @@ crate::protocol::msg::system_msgs! {
 /// DynamoDB in the registry (`Msg::Dynamo`): the lock table, the lock client.
 pub struct DynamoDb;
 
-impl LockSystem for DynamoDb {
+impl SystemWire for DynamoDb {
     type Msg = DdbMsg;
+}
+
+impl LockSystem for DynamoDb {
     type ServerConfig = ();
     type ClientConfig = DynamoClientConfig;
     type Client = DynamoClient;

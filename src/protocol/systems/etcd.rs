@@ -69,6 +69,7 @@ use crate::protocol::systems::base::{
     ClientBase, LockEvent, LockSystem, Requests, Timeout, CLIENT_REQUEST, CLIENT_TIMER_A,
     CLIENT_TIMER_B,
 };
+use crate::protocol::systems::SystemWire;
 
 crate::protocol::msg::system_msgs! {
     /// etcd's messages (`Msg::Etcd`). A lease id is the client's acquisition
@@ -110,8 +111,11 @@ crate::protocol::msg::system_msgs! {
 /// or without the re-check, by protocol).
 pub struct Etcd;
 
-impl LockSystem for Etcd {
+impl SystemWire for Etcd {
     type Msg = EtcdMsg;
+}
+
+impl LockSystem for Etcd {
     type ServerConfig = ();
     type ClientConfig = EtcdClientConfig;
     type Client = EtcdClient;

@@ -17,9 +17,11 @@ pub mod dynamodb;
 pub mod etcd;
 pub mod pg_advisory;
 pub mod redlock;
+pub mod server;
 pub mod zookeeper;
 
 pub use base::LockSystem;
+pub use server::ServerConfig;
 
 /// The registry: `Variant => marker type` per client-decided system. Calls
 /// the macro it is given with the lines, so each generated enum and match
@@ -37,59 +39,23 @@ macro_rules! for_each_system {
 }
 pub(crate) use for_each_system;
 
-/// The or-pattern of every system message (`Msg::Zk(_) | …`), so a match
-/// over the core stays exhaustive without an arm per system.
-macro_rules! system_msg {
-    () => {
-        $crate::protocol::systems::for_each_system!($crate::protocol::systems::system_pattern)
-    };
+/// What `Msg` needs of a registered system: the type of its messages
+/// (declared in its file with `system_msgs!`). Here, beside the registry
+/// and below `core/msg.rs`, so the message type names no file that
+/// speaks it; [`LockSystem`] builds on it.
+pub trait SystemWire {
+    /// Its messages, declared with `system_msgs!` (`Msg::<Variant>`).
+    type Msg: Copy + Eq + std::hash::Hash + std::fmt::Debug;
 }
-pub(crate) use system_msg;
 
-macro_rules! system_pattern {
-    ($( $variant:ident => $system:path ),* $(,)?) => {
-        $( $crate::protocol::msg::Msg::$variant(_) )|*
-    };
-}
-pub(crate) use system_pattern;
-
-macro_rules! declare_servers {
+macro_rules! declare_system_ids {
     ($( $variant:ident => $system:path ),* $(,)?) => {
         /// A client-decided system, as a catalogue row names it.
         #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
         pub enum SystemId {
             $( $variant, )*
         }
-
-        /// The real-system lock services, with their configuration.
-        #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-        pub enum ServerConfig {
-            $( $variant(<$system as LockSystem>::ServerConfig), )*
-        }
-
-        impl ServerConfig {
-            /// The server of `system` at coordinator address `first + index`.
-            pub fn of(
-                system: SystemId,
-                p: &$crate::protocol::ProtocolConfig,
-                first: $crate::protocol::NodeId,
-                index: u8,
-            ) -> ServerConfig {
-                match system {
-                    $( SystemId::$variant => ServerConfig::$variant(
-                        <$system as LockSystem>::server_config(p, first, index)
-                    ), )*
-                }
-            }
-
-            /// A fresh server node.
-            pub fn build(self) -> Box<dyn $crate::protocol::Node> {
-                match self {
-                    $( ServerConfig::$variant(cfg) => <$system as LockSystem>::server(cfg), )*
-                }
-            }
-        }
     };
 }
 
-for_each_system!(declare_servers);
+for_each_system!(declare_system_ids);

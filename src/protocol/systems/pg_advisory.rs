@@ -39,6 +39,7 @@ use crate::protocol::systems::base::{
     ClientBase, LockEvent, LockSystem, Requests, SessionCheck, Timeout, CLIENT_REQUEST,
     CLIENT_TIMER_A,
 };
+use crate::protocol::systems::SystemWire;
 
 crate::protocol::msg::system_msgs! {
     /// The PostgreSQL advisory-lock session's messages (`Msg::PgAdvisory`).
@@ -62,8 +63,11 @@ crate::protocol::msg::system_msgs! {
 /// PostgreSQL's advisory lock in the registry (`Msg::PgAdvisory`).
 pub struct PgAdvisory;
 
-impl LockSystem for PgAdvisory {
+impl SystemWire for PgAdvisory {
     type Msg = PgMsg;
+}
+
+impl LockSystem for PgAdvisory {
     type ServerConfig = PgServerConfig;
     type ClientConfig = PgClientConfig;
     type Client = PgClient;

@@ -54,6 +54,7 @@ use crate::protocol::node::{Clocks, Durability, Effect, Input, Nanos, Node, Node
 use crate::protocol::systems::base::{
     ClientBase, LockEvent, LockSystem, CLIENT_REQUEST, CLIENT_TIMER_A,
 };
+use crate::protocol::systems::SystemWire;
 
 crate::protocol::msg::system_msgs! {
     /// Redlock: client <-> each independent Redis master (`Msg::Redis`).
@@ -72,8 +73,11 @@ crate::protocol::msg::system_msgs! {
 /// Redlock in the registry (`Msg::Redis`): N masters, the Redlock client.
 pub struct Redlock;
 
-impl LockSystem for Redlock {
+impl SystemWire for Redlock {
     type Msg = RedisMsg;
+}
+
+impl LockSystem for Redlock {
     type ServerConfig = RedisMasterConfig;
     type ClientConfig = RedlockClientConfig;
     type Client = RedlockClient;

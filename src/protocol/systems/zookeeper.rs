@@ -54,6 +54,7 @@ use crate::protocol::systems::base::{
     ClientBase, LockEvent, LockSystem, Requests, SessionCheck, Timeout, CLIENT_REQUEST,
     CLIENT_TIMER_A,
 };
+use crate::protocol::systems::SystemWire;
 
 crate::protocol::msg::system_msgs! {
     /// ZooKeeper's messages (`Msg::Zk`). A session is the client's
@@ -86,8 +87,11 @@ crate::protocol::msg::system_msgs! {
 /// ZooKeeper in the registry (`Msg::Zk`): one server, the recipe's client.
 pub struct ZooKeeper;
 
-impl LockSystem for ZooKeeper {
+impl SystemWire for ZooKeeper {
     type Msg = ZkMsg;
+}
+
+impl LockSystem for ZooKeeper {
     type ServerConfig = ZkServerConfig;
     type ClientConfig = ZkClientConfig;
     type Client = ZkClient;
@@ -575,50 +579,14 @@ impl ZkServer {
             return;
         }
         let reply = match msg {
-            Msg::Zk(ZkMsg::Create { .. }) => {
-                let existing = self.sessions[&session].node;
-                let seq = match existing {
-                    Some((_, seq)) => seq,
-                    None => {
-                        let last = self.last_seq.entry(key).or_insert(0);
-                        *last += 1;
-                        let seq = *last;
-                        self.nodes.insert((key, seq), session);
-                        if let Some(s) = self.sessions.get_mut(&session) {
-                            s.node = Some((key, seq));
-                        }
-                        self.fire(key, seq, fx);
-                        seq
-                    }
-                };
-                Msg::Zk(ZkMsg::Created {
-                    req,
-                    key,
-                    session,
-                    seq,
-                })
-            }
+            Msg::Zk(ZkMsg::Create { .. }) => Msg::Zk(ZkMsg::Created {
+                req,
+                key,
+                session,
+                seq: self.create(key, session, fx),
+            }),
             Msg::Zk(ZkMsg::GetChildren { seq, watch, .. }) => {
-                let mut children = self.nodes.range((key, 1)..=(key, u64::MAX));
-                let lowest = children.clone().next().map_or(0, |(&(_, s), _)| s);
-                let pred = children
-                    .rfind(|(&(_, s), _)| s < seq)
-                    .map_or(0, |(&(_, s), _)| s);
-                if watch {
-                    self.watch(Watch {
-                        client: from,
-                        session,
-                        key,
-                        seq: 0,
-                    });
-                }
-                Msg::Zk(ZkMsg::Children {
-                    req,
-                    key,
-                    lowest,
-                    pred,
-                    mine: self.nodes.contains_key(&(key, seq)),
-                })
+                self.children(from, (req, key, session), seq, watch)
             }
             Msg::Zk(ZkMsg::Exists { seq, .. }) => {
                 let exists = self.nodes.contains_key(&(key, seq));
@@ -655,6 +623,55 @@ impl ZkServer {
             to: from,
             msg: reply,
         });
+    }
+
+    /// `session`'s ephemeral sequential node under `key`: its existing
+    /// one (a retried create), or the next in sequence, which fires the
+    /// watches on `key`.
+    fn create(&mut self, key: Key, session: u64, fx: &mut Vec<Effect>) -> u64 {
+        if let Some((_, seq)) = self.sessions[&session].node {
+            return seq;
+        }
+        let last = self.last_seq.entry(key).or_insert(0);
+        *last += 1;
+        let seq = *last;
+        self.nodes.insert((key, seq), session);
+        if let Some(s) = self.sessions.get_mut(&session) {
+            s.node = Some((key, seq));
+        }
+        self.fire(key, seq, fx);
+        seq
+    }
+
+    /// The children of `key` as node `seq` sees them (the lowest, its
+    /// predecessor, whether its own is there), watching `key` if asked.
+    fn children(
+        &mut self,
+        from: NodeId,
+        (req, key, session): (ReqId, Key, u64),
+        seq: u64,
+        watch: bool,
+    ) -> Msg {
+        let mut children = self.nodes.range((key, 1)..=(key, u64::MAX));
+        let lowest = children.clone().next().map_or(0, |(&(_, s), _)| s);
+        let pred = children
+            .rfind(|(&(_, s), _)| s < seq)
+            .map_or(0, |(&(_, s), _)| s);
+        if watch {
+            self.watch(Watch {
+                client: from,
+                session,
+                key,
+                seq: 0,
+            });
+        }
+        Msg::Zk(ZkMsg::Children {
+            req,
+            key,
+            lowest,
+            pred,
+            mine: self.nodes.contains_key(&(key, seq)),
+        })
     }
 }
 

@@ -1,0 +1,3 @@
+//! What the benches share with the examples that profile them.
+
+pub mod baseline;

@@ -1,0 +1,194 @@
+//! The model's vocabulary: an [`Action`] (one atomic step, all of its
+//! nondeterminism in its parameters), the [`Event`] it produced with its
+//! values, a write's [`Outcome`], and [`describe`], the one line a step
+//! reads as in a timeline. Below both the model (`lock_model.rs`, which
+//! labels its steps with it) and the replay (`counterexample.rs`, which
+//! records them), so neither imports the other to speak.
+
+use super::spec::Violation;
+use std::fmt::Write as _;
+
+/// One atomic step. Client indices are slots of the state the action applies to (with
+/// symmetry on, slots are re-sorted after each step; `counterexample::replay` maps them back to
+/// stable client ids).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// The coordinator grants the free lease to `client`. `quorum` is the bitmask of voters
+    /// that stored the new generation (consensus-generation), 0 for the other protocols.
+    Acquire { client: u8, quorum: u8 },
+    /// zk-sequential: `client` creates its ephemeral sequential node.
+    CreateNode { client: u8 },
+    /// The live lease ends (TTL elapsed, session expired); its holder is not told.
+    Expire,
+    /// `client` reads the resource's current value under its grant.
+    Read { client: u8 },
+    /// `client` sends its one write under its grant; it goes in flight.
+    SendWrite { client: u8 },
+    /// The resource processes the in-flight write of generation `gen` (fenced-check-then-write:
+    /// only the compare).
+    DeliverWrite { gen: u8 },
+    /// fenced-check-then-write: the resource writes the body of a write that passed its check.
+    CommitWrite { gen: u8 },
+    /// incr-beside-lease: the backup catches up with the primary's counter.
+    Replicate,
+    /// The coordinator fails over. consensus-generation: `uncommitted` voters first store the
+    /// crashed leader's unfinished generation, then the new leader reads majority `quorum`.
+    Failover { uncommitted: u8, quorum: u8 },
+}
+
+/// What a resource did with a write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    Accepted,
+    Rejected,
+    /// fenced-check-then-write: the compare passed; the body is written by a later commit.
+    CheckPassed,
+}
+
+/// An action with the values it produced, for timelines and scripted scenarios.
+/// `client` in write events is `UNKNOWN_CLIENT` from `step`; `counterexample::replay` fills it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Event {
+    Granted {
+        client: u8,
+        generation: u8,
+        token: u8,
+        quorum: u8,
+    },
+    NodeCreated {
+        client: u8,
+        seq: u8,
+    },
+    LeaseExpired {
+        client: u8,
+    },
+    /// `value` is the generation whose write produced the value read (0 = initial).
+    ValueRead {
+        client: u8,
+        generation: u8,
+        token: u8,
+        value: u8,
+        rejected: bool,
+    },
+    WriteSent {
+        client: u8,
+        generation: u8,
+        token: u8,
+        read_value: Option<u8>,
+    },
+    WriteDelivered {
+        client: u8,
+        generation: u8,
+        token: u8,
+        fence_before: u8,
+        outcome: Outcome,
+    },
+    WriteCommitted {
+        client: u8,
+        generation: u8,
+        token: u8,
+        fence_before: u8,
+    },
+    Replicated {
+        counter: u8,
+    },
+    FailedOver {
+        counter_before: u8,
+        counter_after: u8,
+        uncommitted: u8,
+        quorum: u8,
+    },
+}
+
+pub const UNKNOWN_CLIENT: u8 = u8::MAX;
+
+fn value_name(value: u8) -> String {
+    if value == 0 {
+        "the initial value".to_string()
+    } else {
+        format!("the value of generation {value}")
+    }
+}
+
+/// Token 0 is never issued by a token source; it marks a bare lease's grant.
+fn token_name(token: u8) -> String {
+    if token == 0 {
+        "no token".to_string()
+    } else {
+        format!("token {token}")
+    }
+}
+
+fn voters(mask: u8) -> String {
+    let names: Vec<String> = (0..8)
+        .filter(|i| mask & (1 << i) != 0)
+        .map(|i| format!("r{i}"))
+        .collect();
+    format!("{{{}}}", names.join(","))
+}
+
+/// One line for a step; `new_violations` marks the step that broke a property.
+pub fn describe(event: &Event, new_violations: u8) -> String {
+    let mut line = match *event {
+        Event::Granted { client, generation, token: 0, .. } => {
+            format!("client {client} acquires the lease (generation {generation}; no ordered token)")
+        }
+        Event::Granted { client, generation, token, quorum: 0 } => {
+            format!("client {client} is granted generation {generation} with token {token}")
+        }
+        Event::Granted { client, generation, token, quorum } => format!(
+            "client {client} is granted generation {generation} with token {token} (committed on voters {})",
+            voters(quorum)
+        ),
+        Event::NodeCreated { client, seq } => format!("client {client} creates sequential node {seq}"),
+        Event::LeaseExpired { client } => format!("client {client}'s lease expires; client {client} is not told"),
+        Event::ValueRead { client, generation, token, rejected: true, .. } => format!(
+            "resource rejects client {client}'s read (generation {generation}, token {token}): a newer token was seen; the grant is abandoned"
+        ),
+        Event::ValueRead { client, generation, value, .. } => {
+            format!("client {client} (generation {generation}) reads {}", value_name(value))
+        }
+        Event::WriteSent { client, generation, token, read_value } => {
+            let based = read_value.map(|v| format!(", computed from {}", value_name(v))).unwrap_or_default();
+            format!("client {client} sends its write (generation {generation}, {}{based}); it is in flight", token_name(token))
+        }
+        Event::WriteDelivered { client, generation, token, fence_before, outcome } => match outcome {
+            Outcome::Accepted if token == 0 => {
+                format!("resource accepts client {client}'s write of generation {generation} (it checks nothing)")
+            }
+            Outcome::Accepted => format!(
+                "resource accepts client {client}'s write of generation {generation} (token {token}, fence was {fence_before})"
+            ),
+            Outcome::Rejected => format!(
+                "resource rejects client {client}'s write of generation {generation} (token {token} < fence {fence_before})"
+            ),
+            Outcome::CheckPassed => format!(
+                "resource checks client {client}'s write of generation {generation}: token {token} >= fence {fence_before}, body not yet written"
+            ),
+        },
+        Event::WriteCommitted { client, generation, token, fence_before } => format!(
+            "resource writes client {client}'s checked write of generation {generation} and sets the fence to {token} (was {fence_before})"
+        ),
+        Event::Replicated { counter } => format!("backup replicates the counter (now {counter})"),
+        Event::FailedOver { counter_before, counter_after, quorum: 0, .. } => format!(
+            "primary fails over: the backup is promoted with counter {counter_after} (the primary had {counter_before}); the lease is lost with it"
+        ),
+        Event::FailedOver { counter_before, counter_after, uncommitted, quorum } => {
+            let partial = if uncommitted == 0 {
+                String::new()
+            } else {
+                format!("the old leader left generation {} uncommitted on {}; ", counter_before + 1, voters(uncommitted))
+            };
+            format!(
+                "leader fails over: {partial}the new leader reads majority {} and continues from generation {counter_after}",
+                voters(quorum)
+            )
+        }
+    };
+    for v in Violation::ALL {
+        if new_violations & v.bit() != 0 {
+            let _ = write!(line, "  <-- {} violated", v.name());
+        }
+    }
+    line
+}
