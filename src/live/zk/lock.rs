@@ -51,6 +51,9 @@ struct Fold<'a> {
     /// The holder: its sequence number and grant.
     holder: Option<(u64, u64)>,
     grants: u64,
+    /// The zxid of the transaction being applied: where the ensemble's
+    /// order stands when a holder's ownership ends.
+    zxid: i64,
     facts: Vec<LockFact>,
     problems: Vec<String>,
 }
@@ -80,6 +83,7 @@ impl Fold<'_> {
     }
 
     fn apply(&mut self, t: &Txn, op: &Op, live: bool, t_ns: u64) {
+        self.zxid = t.zxid;
         match op {
             Op::Create { path, ephemeral } => {
                 let Some(name) = self.child_of(path) else {
@@ -193,6 +197,8 @@ impl Fold<'_> {
     }
 
     fn ended(&mut self, grant: u64, t_ns: u64, gone: Option<Gone>) {
+        let value = self.zxid;
+        self.facts.push(LockFact::Position { value, t_ns });
         match gone {
             Some(Gone::DeletedBy(session)) => match self.sessions.worker_of.get(&session) {
                 Some(&by) => self.facts.push(LockFact::Released { grant, by, t_ns }),
@@ -238,6 +244,7 @@ pub fn lock_facts(
         children: BTreeMap::new(),
         holder: None,
         grants: 0,
+        zxid: 0,
         facts: Vec::new(),
         problems: Vec::new(),
     };
@@ -272,6 +279,7 @@ pub fn children_left(txns: &[&Txn], dir: &str) -> Vec<String> {
         children: BTreeMap::new(),
         holder: None,
         grants: 0,
+        zxid: 0,
         facts: Vec::new(),
         problems: Vec::new(),
     };
@@ -388,7 +396,22 @@ mod tests {
                 t_ns: 65753,
             },
         ];
+        let (ends, facts): (Vec<LockFact>, Vec<LockFact>) = facts
+            .into_iter()
+            .partition(|f| matches!(f, LockFact::Position { .. }));
         assert_eq!(facts, want);
+        // Each ownership ends at its end's zxid: after its own czxid, in order.
+        let ends: Vec<i64> = ends
+            .iter()
+            .map(|f| match f {
+                LockFact::Position { value, .. } => *value,
+                _ => unreachable!(),
+            })
+            .collect();
+        assert_eq!(ends.len(), 5, "{ends:?}");
+        let tokens = [5, 6, 10, 12, 18];
+        assert!(ends.iter().zip(tokens).all(|(e, t)| *e > t), "{ends:?}");
+        assert!(ends.windows(2).all(|w| w[0] < w[1]), "{ends:?}");
     }
 
     #[test]

@@ -467,6 +467,16 @@ fn ioredis_set_nx_with_a_token_drawn_after_the_grant_writes_stale_and_drawn_unde
 /// Runs `scenario` (of examples/live-clients/) with `cmd` as the program;
 /// returns the exit code and stderr.
 fn run_with(scenario: &str, cmd: &str, trials: u32) -> (Option<i32>, String, String) {
+    run_with_flags(scenario, cmd, trials, &[])
+}
+
+/// [`run_with`] with more flags of `fencesim live`.
+fn run_with_flags(
+    scenario: &str,
+    cmd: &str,
+    trials: u32,
+    flags: &[&str],
+) -> (Option<i32>, String, String) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let file = root
         .join("examples/live-clients")
@@ -476,6 +486,7 @@ fn run_with(scenario: &str, cmd: &str, trials: u32) -> (Option<i32>, String, Str
         .arg("live")
         .arg(&file)
         .args(["--trials", &trials.to_string(), "--worker-cmd", cmd])
+        .args(flags)
         .output()
         .unwrap();
     (
@@ -492,20 +503,84 @@ fn a_lock_the_servers_never_granted_is_cannot_judge_not_a_verdict() {
     if !live_servers_present(test) || !installed(test, "redis-py-lock") {
         return;
     }
-    // redis-py's Lock on another key: the programs lock, write and release,
-    // and the server never grants the key fencesim watches.
-    let (code, stdout, stderr) = run_with(
+    // redis-py's Lock on another key than the one named: the programs lock,
+    // write and release, and the server never grants the key named.
+    let (code, stdout, stderr) = run_with_flags(
         "gc-pause-redis-py-lock-plain",
         "FENCESIM_LOCK_KEY=elsewhere:doc python3 examples/live-clients/redis-py/worker.py plain",
         1,
+        &["--lock-key", "lock:doc"],
     );
     assert_eq!(code, Some(3), "{stdout}\n{stderr}");
     assert!(stderr.contains("cannot judge"), "{stderr}");
     assert!(
-        stderr.contains("never granted the lock key lock:doc"),
+        stderr.contains("never granted a lock on lock:doc"),
         "{stderr}"
     );
     assert!(!stdout.contains("stale_write"), "no verdict: {stdout}");
+}
+
+#[test]
+fn a_lock_on_a_key_of_the_programs_own_is_found_in_the_servers_account_and_judged() {
+    let _g = live_exclusive();
+    let test = "a_lock_on_a_key_of_the_programs_own_is_found";
+    if !live_servers_present(test) || !installed(test, "redis-py-lock") {
+        return;
+    }
+    // The same program, no key named: Redis's account finds the key the
+    // workers created conditionally, says so, and the pause is judged.
+    let (code, stdout, stderr) = run_with(
+        "gc-pause-redis-py-lock-plain",
+        "FENCESIM_LOCK_KEY=elsewhere:doc FENCESIM_TOKEN_KEY=elsewhere:fence python3 examples/live-clients/redis-py/worker.py plain",
+        1,
+    );
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("lock key elsewhere:doc (the first key a worker created conditionally, of any key); token key elsewhere:fence"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("stale_write"), "{stdout}");
+    // Named by a prefix: the same key.
+    let (code, stdout, stderr) = run_with_flags(
+        "gc-pause-redis-py-lock-plain",
+        "FENCESIM_LOCK_KEY=elsewhere:doc python3 examples/live-clients/redis-py/worker.py plain",
+        1,
+        &["--lock-key", "elsewhere:*"],
+    );
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("lock key elsewhere:doc"), "{stdout}");
+    assert!(stdout.contains("of a key matching elsewhere:*"), "{stdout}");
+}
+
+#[test]
+fn two_keys_passing_between_the_workers_are_cannot_judge_naming_both() {
+    let _g = live_exclusive();
+    let test = "two_keys_passing_between_the_workers";
+    if !live_servers_present(test) || !installed(test, "redis-py-lock") {
+        return;
+    }
+    // Both programs create `a:doc` conditionally (a short-lived SET NX of
+    // their own), then take their lock on `b:doc`: two keys passed between
+    // the workers, and which is the lock is not clear.
+    let cmd = "python3 -c \"import os,redis; r=redis.Redis.from_url(os.environ['FENCESIM_REDIS_URL']); r.set('a:doc', 1, nx=True, px=200)\" && FENCESIM_LOCK_KEY=b:doc python3 examples/live-clients/redis-py/worker.py plain";
+    let (code, stdout, stderr) = run_with("gc-pause-redis-py-lock-plain", cmd, 1);
+    assert_eq!(code, Some(3), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("which key is the lock is not clear"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("a:doc (by worker 0, worker 1)"), "{stderr}");
+    assert!(stderr.contains("b:doc (by worker 0, worker 1)"), "{stderr}");
+    assert!(stderr.contains("--lock-key"), "{stderr}");
+    // Named, it is judged.
+    let (code, stdout, stderr) = run_with_flags(
+        "gc-pause-redis-py-lock-plain",
+        cmd,
+        1,
+        &["--lock-key", "b:doc"],
+    );
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("stale_write"), "{stdout}");
 }
 
 #[test]
