@@ -578,6 +578,72 @@ mod tests {
         l
     }
 
+    fn finding(choice: &str, feed: &str) -> Ledger {
+        let choice = KeyChoice::parse(choice).unwrap();
+        let mut l = Ledger::finding(choice, b"", 0);
+        l.register("127.0.0.1:1001".into(), 0);
+        l.register("127.0.0.1:1002".into(), 1);
+        for line in feed.lines().map(str::trim).filter(|s| !s.is_empty()) {
+            l.feed(&parse(line).unwrap());
+        }
+        l
+    }
+
+    #[test]
+    fn the_lock_is_found_as_the_first_key_a_worker_creates_conditionally() {
+        // A's plain SET of a cache key and a GET are not the lock; A's SET NX
+        // of its own key is, and B's script sets it too; the counter A draws
+        // from is the token key.
+        let feed = r#"
+            1000.000000 [0 127.0.0.1:1001] "SET" "cache:x" "1"
+            1000.000100 [0 127.0.0.1:1001] "GET" "lock:invoice:42"
+            1000.000200 [0 127.0.0.1:1001] "SET" "lock:invoice:42" "a" "NX" "PX" "100"
+            1000.000300 [0 127.0.0.1:1001] "INCR" "fence:invoice:42"
+            1000.200000 [0 127.0.0.1:1002] "EVALSHA" "abc" "1" "lock:invoice:42" "b" "100"
+            1000.200040 [0 lua] "exists" "lock:invoice:42"
+            1000.200050 [0 lua] "set" "lock:invoice:42" "b" "PX" "100"
+            1000.200060 [0 127.0.0.1:1002] "INCR" "fence:invoice:42"
+        "#;
+        let l = finding("*", feed);
+        assert_eq!(l.lock_key(), Some(&b"lock:invoice:42"[..]));
+        assert_eq!(l.token_key(), Some(&b"fence:invoice:42"[..]));
+        assert_eq!(l.key_ambiguity(), None);
+        let granted: Vec<usize> = (l.facts().iter())
+            .filter_map(|f| match f {
+                Fact::Granted { worker, .. } => Some(*worker),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(granted, vec![0, 1]);
+        // Named by a prefix that does not match: nothing is the lock.
+        let none = finding("lock:order:*", feed);
+        assert_eq!(none.lock_key(), None);
+        assert!(none.facts().iter().all(|f| matches!(f, Fact::Token { .. })));
+    }
+
+    #[test]
+    fn two_keys_passing_between_workers_make_the_lock_unclear_and_are_named() {
+        let l = finding(
+            "*",
+            r#"
+            1000.000000 [0 127.0.0.1:1001] "SET" "a:doc" "a" "NX" "PX" "10"
+            1000.001000 [0 127.0.0.1:1002] "SET" "a:doc" "b" "NX" "PX" "10"
+            1000.002000 [0 127.0.0.1:1001] "SET" "b:doc" "a" "NX" "PX" "100"
+            1000.003000 [0 127.0.0.1:1002] "SET" "b:doc" "b" "NX" "PX" "100"
+            "#,
+        );
+        assert_eq!(l.lock_key(), Some(&b"a:doc"[..]));
+        let why = l.key_ambiguity().unwrap();
+        assert!(
+            why.contains("a:doc (by worker 0, worker 1); b:doc (by worker 0, worker 1)"),
+            "{why}"
+        );
+        // Named exactly, it is the lock.
+        let mut named = Ledger::new(b"b:doc", b"", 0);
+        named.register("127.0.0.1:1001".into(), 0);
+        assert_eq!(named.key_ambiguity(), None);
+    }
+
     #[test]
     fn a_script_that_takes_lock_and_token_together_is_a_grant_with_its_token() {
         let l = ledger(

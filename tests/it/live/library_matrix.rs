@@ -32,13 +32,13 @@ pub(super) fn installed(test: &str, scenario: &str) -> bool {
                 .err()
                 .map(|e| format!("{e:#}"))
         })
-    } else if scenario.contains("redis-py-lock") {
+    } else if scenario.contains("redis-py-lock") || scenario.contains("redis-py-invoice") {
         python_has(&["redis", "psycopg"])
     } else if scenario.contains("python-redis-lock") {
         python_has(&["redis_lock", "psycopg"])
     } else if scenario.contains("node-redlock") {
         npm_has(&root.join("examples/live-clients/node-redlock"))
-    } else if scenario.contains("node-etcd3") {
+    } else if scenario.contains("node-etcd3") || scenario.contains("etcd-mutex") {
         let etcd = fencesim::live::cluster::binaries_present(ClusterKind::Etcd).err();
         etcd.map(|e| format!("{e:#}"))
             .or_else(|| npm_has(&root.join("examples/live-clients/node-etcd3")))
@@ -305,6 +305,85 @@ fn python_redis_lock_plain_is_unsafe_and_its_history_matches_the_programs_accoun
 #[test]
 fn python_redis_lock_fenced_is_clean_and_its_history_matches_the_programs_account() {
     fenced_is_clean("gc-pause-python-redis-lock-fenced");
+}
+
+#[test]
+fn python_redis_lock_under_its_own_name_plain_is_unsafe_and_found_and_matches_its_account() {
+    own_keys_found(
+        "gc-pause-python-redis-lock-own-name-plain",
+        "lock key lock:invoice (the first key a worker created conditionally, of any key); token key fence:invoice",
+    );
+    plain_is_unsafe("gc-pause-python-redis-lock-own-name-plain");
+}
+
+#[test]
+fn python_redis_lock_under_its_own_name_fenced_is_clean_and_matches_its_account() {
+    fenced_is_clean("gc-pause-python-redis-lock-own-name-fenced");
+}
+
+#[test]
+fn a_hand_written_redis_py_lock_on_lock_invoice_42_plain_is_unsafe_and_matches_its_account() {
+    own_keys_found(
+        "gc-pause-redis-py-invoice-plain",
+        "lock key lock:invoice:42 (the first key a worker created conditionally, of a key matching lock:invoice:*); token key fence:invoice:42",
+    );
+    plain_is_unsafe("gc-pause-redis-py-invoice-plain");
+}
+
+#[test]
+fn a_hand_written_redis_py_lock_on_lock_invoice_42_fenced_is_clean_and_matches_its_account() {
+    fenced_is_clean("gc-pause-redis-py-invoice-fenced");
+}
+
+/// One trial of `scenario` prints the keys Redis's account found.
+fn own_keys_found(scenario: &str, found: &str) {
+    let _g = live_exclusive();
+    if !live_servers_present(scenario) || !installed(scenario, scenario) {
+        return;
+    }
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples/live-clients")
+        .join(format!("{scenario}.toml"));
+    let text = std::fs::read_to_string(file).unwrap();
+    let doc: toml::Value = toml::from_str(&text).unwrap();
+    let (code, stdout, stderr) = run_with(scenario, doc["worker_cmd"].as_str().unwrap(), 1);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains(found), "{found}:\n{stdout}");
+}
+
+#[test]
+fn etcd_mutex_fencing_with_the_revision_it_became_owner_at_plain_is_unsafe() {
+    plain_is_unsafe("gc-pause-etcd-mutex-revision-plain");
+}
+
+#[test]
+fn etcd_mutex_fencing_with_the_revision_it_became_owner_at_fenced_is_clean_not_unissued() {
+    let scenario = "gc-pause-etcd-mutex-revision-fenced";
+    fenced_is_clean(scenario);
+    // And the rule was put to the test: B fenced with a revision no grant
+    // carries (its predecessor's deletion, above its key's create revision).
+    let _g = live_exclusive();
+    if !live_servers_present(scenario) || !installed(scenario, scenario) {
+        return;
+    }
+    let (trials, side, stdout) = run_trials(scenario, 1);
+    let history = jsonl(&trials[0].1);
+    let grant_tokens: Vec<i64> = history
+        .iter()
+        .filter(|e| e["kind"] == "grant_issued")
+        .filter_map(|e| e["token"].as_i64())
+        .collect();
+    let beyond = history
+        .iter()
+        .filter(|e| e["kind"] == "write_accepted")
+        .filter_map(|e| e["token"].as_i64())
+        .any(|t| !grant_tokens.contains(&t));
+    assert!(
+        beyond,
+        "no write fenced beyond a grant's own token:\n{stdout}"
+    );
+    assert!(trials[0].0.starts_with("clean"), "{stdout}");
+    remove_run_dir(&side);
 }
 
 #[test]
