@@ -387,6 +387,16 @@ fn etcd_mutex_fencing_with_the_revision_it_became_owner_at_fenced_is_clean_not_u
 }
 
 #[test]
+fn a_single_ephemeral_znode_at_the_lock_path_plain_is_unsafe_and_matches_its_account() {
+    plain_is_unsafe("gc-pause-kazoo-single-plain");
+}
+
+#[test]
+fn a_single_ephemeral_znode_at_the_lock_path_fenced_is_clean_and_matches_its_account() {
+    fenced_is_clean("gc-pause-kazoo-single-fenced");
+}
+
+#[test]
 fn node_redlock_plain_is_unsafe_and_its_history_matches_the_programs_account() {
     plain_is_unsafe("gc-pause-node-redlock-plain");
 }
