@@ -43,3 +43,40 @@ pub(super) fn read(
     };
     Ok((choice, token))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    fn parse(lock: &str, keys: &str) -> Result<super::super::LiveScenario, String> {
+        let src = format!(
+            "schema_version = 1\nname = \"t\"\ntwin = \"../scenarios/article/gc-pause-stale-write.toml\"\n\
+             lock = \"{lock}\"\nwrite = \"plain\"\nttl_ms = 300\nworker_cmd = \"true\"\n{keys}\n\
+             [[worker]]\nname = \"A\"\n[[worker]]\nname = \"B\"\n[expect]\n"
+        );
+        super::super::parse(&src, Path::new("live/t.toml")).map_err(|e| format!("{e:#}"))
+    }
+
+    #[test]
+    fn a_lock_key_is_exact_a_prefix_or_a_glob_and_only_on_redis() {
+        let s = parse("redis-set-nx-cad", "lock_key = \"lock:invoice:*\"").unwrap();
+        let choice = s.lock_key.unwrap();
+        assert!(choice.matches(b"lock:invoice:42") && choice.exact().is_none());
+        let s = parse(
+            "redis-set-nx-cad",
+            "lock_key = \"lock:invoice:42\"\ntoken_key = \"f:42\"",
+        )
+        .unwrap();
+        assert_eq!(s.lock_key.unwrap().exact(), Some("lock:invoice:42"));
+        assert_eq!(s.token_key.as_deref(), Some("f:42"));
+        let bad = parse("redis-set-nx-cad", "lock_key = \"lock:[\"").unwrap_err();
+        assert!(
+            bad.contains("live/t.toml:8:") && bad.contains("is not a glob"),
+            "{bad}"
+        );
+        let etcd = parse("etcd-lock", "lock_key = \"x\"").unwrap_err();
+        assert!(etcd.contains("goes with a Redis lock"), "{etcd}");
+        let token = parse("redis-set-nx-cad", "token_key = \"f:*\"").unwrap_err();
+        assert!(token.contains("one exact key"), "{token}");
+    }
+}
