@@ -113,6 +113,12 @@ pub struct Generations {
     pub sends: Lookup<u64, Vec<WriteInfo>>,
     /// op id -> (value, read_ok seq) of its latest read so far.
     pub reads: Lookup<u64, (u64, u64)>,
+    /// The lock server's order, where the history records it
+    /// ([`Self::within_ownership`]): grant -> the `order` of its first end
+    /// (`None`: that end carries none), and key -> the highest position
+    /// the history records for it.
+    ends: Lookup<u64, Option<u64>>,
+    order_max: Lookup<u16, u64>,
     /// Scratch for [`Self::start`]: first issues in history order, and
     /// grant -> its index there / its first receiver.
     first: Vec<FirstIssue>,
@@ -166,6 +172,7 @@ impl Generations {
                 Kind::AcquireSent => {
                     self.asks.insert(e.node, ());
                 }
+                Kind::LeaseExpired | Kind::ReleaseApplied => self.ended(e),
                 _ => {}
             }
         }
@@ -183,6 +190,9 @@ impl Generations {
                 list.sort_by_key(|f| f.token);
             }
             for (rank, f) in list.iter().enumerate() {
+                if let (Some(t), Some(max)) = (f.token, self.order_max.get_mut(&key)) {
+                    *max = (*max).max(t);
+                }
                 self.later_grants += (rank > 0) as u64;
                 self.grants.insert(
                     f.id,
@@ -219,6 +229,8 @@ impl Generations {
             received_max,
             sends,
             reads,
+            ends,
+            order_max,
             first,
             first_index,
             receivers,
@@ -239,6 +251,8 @@ impl Generations {
         received_max.clear();
         sends.clear();
         reads.clear();
+        ends.clear();
+        order_max.clear();
         first.clear();
         first_index.clear();
         receivers.clear();
@@ -416,6 +430,42 @@ impl Generations {
     /// Whether any grant of `key` issued so far carries `token`.
     pub fn token_issued(&self, key: u16, token: u64) -> bool {
         self.by_token.contains_key(&(key, token))
+    }
+
+    /// A `lease_expired` or `release_applied` record: the first end of the
+    /// grant whose lease it ended, and where the server's order stood.
+    fn ended(&mut self, e: &Event) {
+        let grant = match e.kind {
+            Kind::ReleaseApplied => e.removed_grant_id.or(e.grant_id),
+            _ => e.grant_id,
+        };
+        let Some(g) = grant else { return };
+        self.ends.or_insert_with(g, || e.order);
+        if let (Some(key), Some(order)) = (e.key, e.order) {
+            let max = self.order_max.or_insert_with(key, || order);
+            *max = (*max).max(order);
+        }
+    }
+
+    /// Whether `token` is a position of the lock server's own order within
+    /// `grant`'s ownership of `key`: on a key whose history records that
+    /// order (an `order` on an end), at least the grant's own token (its
+    /// create revision, czxid, first counter value) and at most the `order`
+    /// its ownership ended at — or, for a grant the history never ends, the
+    /// highest position the history records for the key.
+    pub fn within_ownership(&self, key: u16, grant: Option<u64>, token: u64) -> bool {
+        let Some(info) = grant.and_then(|g| self.grants.get(&g).map(|i| (g, i))) else {
+            return false;
+        };
+        let (g, info) = info;
+        let (Some(start), Some(&max)) = (info.token, self.order_max.get(&key)) else {
+            return false;
+        };
+        let end = match self.ends.get(&g) {
+            Some(&end) => end,
+            None => Some(max),
+        };
+        info.key == key && end.is_some_and(|end| (start..=end).contains(&token))
     }
 
     /// Whether any grant of `key` issued so far carries a token.

@@ -26,7 +26,11 @@
 //!
 //! unissued_token: a write accepted with a token that no grant of its key
 //! issued so far carries, on a key whose grants carry tokens — a forged or
-//! guessed fence the resource let through.
+//! guessed fence the resource let through — unless the token is a position
+//! of the lock server's own order within the ownership of the grant the
+//! write acted on ([`Generations::within_ownership`]): a revision or zxid
+//! its holder read while it held the lock, a counter value drawn then. A
+//! counter drawn after the lease ended lies past its ownership's end.
 
 use super::generations::{Generations, WriteInfo};
 use super::{Found, Info, KindSet, ViolationKind};
@@ -237,7 +241,10 @@ fn check_unissued(
     out: &mut Found,
 ) {
     let Some(token) = e.token else { return };
-    if !gens.key_is_tokened(key) || gens.token_issued(key, token) {
+    if !gens.key_is_tokened(key)
+        || gens.token_issued(key, token)
+        || gens.within_ownership(key, write.grant_id, token)
+    {
         return;
     }
     let mut evidence = vec![write.sent_seq, e.seq];

@@ -14,6 +14,7 @@ use anyhow::{Context, Result};
 use super::flags::JobsFlag;
 use super::{check_writable_dir, check_writable_file};
 use super::{BadInput, EXIT_FAILED, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK};
+use crate::live::common::keys::KeyChoice;
 use crate::live::phases::{PhaseSummary, TrialPhasesLine};
 use crate::live::run::verdict::problems;
 use crate::live::run::{Progress, RunConfig, RunResult, ScenarioRun};
@@ -38,6 +39,15 @@ pub struct LiveArgs {
     /// (README "Validate your own client"). Overrides a scenario's `worker_cmd`.
     #[arg(long, value_name = "CMD")]
     pub worker_cmd: Option<String>,
+    /// The Redis key a --worker-cmd program locks: an exact key, a prefix
+    /// ending in `*` or a glob (default: the scenario's `lock_key`, else the
+    /// first key a worker creates conditionally, from Redis's own account).
+    #[arg(long, value_name = "KEY")]
+    pub lock_key: Option<String>,
+    /// The Redis key a --worker-cmd program counts its tokens on (default:
+    /// the scenario's `token_key`, else the first key a worker counts).
+    #[arg(long, value_name = "KEY")]
+    pub token_key: Option<String>,
     /// A trial that has not finished by then is ended: with --worker-cmd, reported as the program hanging (exit 3).
     /// A built-in worker's trial gets at least its scenario's longest fault plus 10 s.
     #[arg(long, value_name = "MS", default_value_t = 20_000)]
@@ -242,6 +252,10 @@ fn print_progress(p: Progress, cfg: &RunConfig, verbose: bool) {
             phases,
         } => {
             let zk = s.lock == LockKind::ZkLock;
+            // What the account found, once: the lock a program uses.
+            for note in r.notes.iter().filter(|_| k == 1) {
+                println!("  {note}");
+            }
             print!(
                 "{}",
                 report::live::trial_line(&report::live::TrialLine {
@@ -396,15 +410,51 @@ fn write_outputs(
 /// the run cannot give ([`crate::live::run::refusal`]).
 fn load_scenarios(args: &LiveArgs) -> Result<Vec<LiveScenario>> {
     let files = crate::scenario::collect(&args.paths).map_err(|e| BadInput(e.to_string()))?;
-    let scenarios = files
+    let mut scenarios = files
         .iter()
         .map(|p| scenario::load(p).map_err(|e| BadInput(format!("{e:#}"))))
         .collect::<Result<Vec<_>, _>>()?;
+    name_keys(&mut scenarios, args)?;
     let asked = (args.redis.is_some(), args.worker_cmd.as_deref());
     match crate::live::run::refusal(&scenarios, asked, crate::live::cluster::binaries_present) {
         Some(why) => Err(BadInput(why).into()),
         None => Ok(scenarios),
     }
+}
+
+/// `--lock-key` and `--token-key` over each scenario's own: Redis keys, so
+/// every scenario must lock on Redis.
+fn name_keys(scenarios: &mut [LiveScenario], args: &LiveArgs) -> Result<(), BadInput> {
+    let lock = match &args.lock_key {
+        Some(k) => Some(KeyChoice::parse(k).map_err(|why| BadInput(format!("--lock-key: {why}")))?),
+        None => None,
+    };
+    if let Some(t) = args
+        .token_key
+        .as_ref()
+        .filter(|t| t.is_empty() || t.contains(['*', '?', '[']))
+    {
+        return Err(BadInput(format!(
+            "--token-key {t:?}: expected one exact key (no `*`, `?`, `[`)"
+        )));
+    }
+    let flag = match (&args.lock_key, &args.token_key) {
+        (Some(_), _) => "--lock-key",
+        (None, Some(_)) => "--token-key",
+        (None, None) => return Ok(()),
+    };
+    for s in scenarios.iter_mut() {
+        if !matches!(s.lock, LockKind::RedisSetNxDel | LockKind::RedisSetNxCad) {
+            return Err(BadInput(format!(
+                "{flag} names a Redis key, and {} locks on {}",
+                s.path.display(),
+                s.lock.name()
+            )));
+        }
+        s.lock_key = lock.clone().or(s.lock_key.take());
+        s.token_key = args.token_key.clone().or(s.token_key.take());
+    }
+    Ok(())
 }
 
 /// The servers' line: where they listen, how long they took to start.

@@ -37,6 +37,8 @@ struct Record {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     removed_grant_id: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    order: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     detail: Option<String>,
 }
 
@@ -65,6 +67,7 @@ pub fn write(history: &History, out: &mut dyn Write) -> io::Result<()> {
             value: e.value,
             outcome: e.outcome.map(|o| o.name().to_string()),
             removed_grant_id: e.removed_grant_id,
+            order: e.order,
             detail: e.detail.clone(),
         };
         serde_json::to_writer(&mut *out, &record)?;
@@ -186,6 +189,7 @@ pub fn read(text: &str, file: &str) -> Result<History, ReadError> {
             value: record.value,
             outcome,
             removed_grant_id: record.removed_grant_id,
+            order: record.order,
             detail: record.detail,
         });
     }

@@ -58,12 +58,12 @@ kinds! {
     WriteRejected => "write_rejected": "the resource refused a write (value = fence at the time)",
     WriteAcked => "write_acked": "a worker received the write's answer (outcome ok|rejected)",
     ReleaseSent => "release_sent": "a worker asked to release the lease of grant_id",
-    ReleaseApplied => "release_applied": "coordinator processed a release for grant_id; removed_grant_id = whose lease it deleted",
+    ReleaseApplied => "release_applied": "coordinator processed a release for grant_id; removed_grant_id = whose lease it deleted; order = the server's order position then",
     RenewOk => "renew_ok": "coordinator extended grant_id's lease (value = slack in ns: time that was left before expiry)",
     RenewFailed => "renew_failed": "coordinator refused a renewal: the lease was gone",
     LeaseLost => "lease_lost": "a worker learned it lost its lease (failed renewal) and stopped its operation",
     Failover => "failover": "the coordinator primary crashed and a backup was promoted (node = the new primary)",
-    LeaseExpired => "lease_expired": "coordinator dropped grant_id's lease on its own clock",
+    LeaseExpired => "lease_expired": "coordinator dropped grant_id's lease on its own clock; order = the server's order position then",
     Pause => "pause": "node stops handling inputs (GC pause, SIGSTOP)",
     Resume => "resume": "paused node runs again; queued inputs follow",
     Crash => "crash": "node crashed: volatile state and buffered writes lost",
@@ -119,6 +119,10 @@ pub struct Event {
     pub value: Option<u64>,
     pub outcome: Option<Outcome>,
     pub removed_grant_id: Option<u64>,
+    /// On `lease_expired` / `release_applied`: the lock server's own order
+    /// (an etcd revision, a ZooKeeper zxid, the token counter's value) at
+    /// which the grant's ownership ended; `unissued_token` reads it.
+    pub order: Option<u64>,
     /// Free text for display only (partition sides); never read by the checker.
     pub detail: Option<String>,
 }
@@ -137,6 +141,7 @@ impl Event {
             value: None,
             outcome: None,
             removed_grant_id: None,
+            order: None,
             detail: None,
         }
     }
@@ -192,6 +197,7 @@ impl History {
         field("token", e.token);
         field("value", e.value);
         field("removed_grant", e.removed_grant_id);
+        field("order", e.order);
         if let Some(k) = e.key {
             let _ = write!(s, " key={}", self.key_name(k));
         }

@@ -34,6 +34,9 @@ pub struct TrialResult {
     pub history: History,
     /// One line per applied fault: what, when, how long the stop took to confirm.
     pub faults: Vec<String>,
+    /// What the lock server's account found rather than was told (a user's
+    /// program's lock key and token key), one line each.
+    pub notes: Vec<String>,
 }
 
 /// Where a harness record belongs: a worker (by index) or a Redis server
@@ -72,6 +75,7 @@ pub fn judge(
         report,
         history,
         faults,
+        notes: Vec::new(),
     })
 }
 
@@ -436,15 +440,20 @@ impl Builder {
             Record::ReleaseApplied {
                 grant,
                 removed,
+                order,
                 detail,
             } => {
                 s.kind = Kind::ReleaseApplied;
                 (s.grant_id, s.removed_grant_id) = (*grant, Some(*removed));
-                s.detail = Some(detail.clone());
+                (s.order, s.detail) = (*order, Some(detail.clone()));
             }
-            Record::LeaseExpired { grant, detail } => {
+            Record::LeaseExpired {
+                grant,
+                order,
+                detail,
+            } => {
                 s.kind = Kind::LeaseExpired;
-                s.grant_id = Some(*grant);
+                (s.grant_id, s.order) = (Some(*grant), *order);
                 s.detail = Some(detail.clone());
             }
             _ => return,

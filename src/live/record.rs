@@ -137,11 +137,16 @@ pub enum Record {
     ReleaseApplied {
         grant: Option<u64>,
         removed: u64,
+        /// Where the server's own order stood then (the history's `order`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        order: Option<u64>,
         detail: String,
     },
     /// `grant`'s lease ran out on the server.
     LeaseExpired {
         grant: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        order: Option<u64>,
         detail: String,
     },
 }

@@ -586,16 +586,16 @@ impl Servers {
     }
 
     /// The `n` independent Redis masters as `host:port`, the run's own
-    /// primary first; the others are started on first need. `keys` are
-    /// deleted on every one of them (a new trial's lock starts free).
-    pub fn ensure_masters(&mut self, n: u32, keys: &[String]) -> Result<Vec<String>> {
+    /// primary first; the others are started on first need. Each is
+    /// emptied (FLUSHDB: a new trial's lock starts free, whatever its key).
+    pub fn ensure_masters(&mut self, n: u32) -> Result<Vec<String>> {
         let Some(primary) = self.redis.as_ref() else {
             bail!("redis_masters needs the harness's own Redis, not --redis");
         };
         let mut masters = vec![format!("127.0.0.1:{}", primary.port)];
-        redis::cmd("DEL")
-            .arg(keys)
-            .query::<()>(&mut primary.connection()?)?;
+        // Every key: a program names its own (its lock, a library's signal
+        // list), and a trial must not meet the last one's.
+        redis::cmd("FLUSHDB").query::<()>(&mut primary.connection()?)?;
         while self.more_masters.len() + 1 < n as usize {
             let dir = self
                 .root
@@ -605,9 +605,7 @@ impl Servers {
                 .push(Redis::start(&dir, Duration::from_secs(15))?);
         }
         for r in self.more_masters.iter().take(n as usize - 1) {
-            redis::cmd("DEL")
-                .arg(keys)
-                .query::<()>(&mut r.connection()?)?;
+            redis::cmd("FLUSHDB").query::<()>(&mut r.connection()?)?;
             masters.push(format!("127.0.0.1:{}", r.port));
         }
         Ok(masters)

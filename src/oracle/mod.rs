@@ -319,6 +319,56 @@ impl<'h> Oracle<'h> {
         }
     }
 
+    /// The grant the write resource record `i` is judged as acting on.
+    fn judged_grant(&self, i: usize, op: u64, key: u16) -> Option<u64> {
+        match self.send_of(i, op) {
+            Some(j) => {
+                let s = &self.ev[j];
+                self.acted_on(Some(s.node), s.key.unwrap_or(key), s.grant_id, s.token, j)
+            }
+            None => self.acted_on(None, key, None, self.ev[i].token, i),
+        }
+    }
+
+    /// Whether `token`, on write resource record `i`, is a position of the
+    /// lock server's order within the ownership of the grant it acted on
+    /// (docs/history.md, `unissued_token`): from that grant's token to the
+    /// `order` on its first end — to the highest position the history
+    /// records for `key` if nothing ends it — on a key with an `order`.
+    fn owned_position(&self, i: usize, op: u64, key: u16, token: u64) -> bool {
+        let ends_of = |e: &Event| match e.kind {
+            Kind::LeaseExpired => e.grant_id,
+            Kind::ReleaseApplied => e.removed_grant_id.or(e.grant_id),
+            _ => None,
+        };
+        let orders: Vec<u64> = self
+            .ev
+            .iter()
+            .filter(|e| ends_of(e).is_some() && e.key == Some(key))
+            .filter_map(|e| e.order)
+            .collect();
+        let Some(g) = self.judged_grant(i, op, key) else {
+            return false;
+        };
+        let Some(grant) = self.grants.get(&g).filter(|gr| gr.key == key) else {
+            return false;
+        };
+        let (Some(start), false) = (grant.token, orders.is_empty()) else {
+            return false;
+        };
+        let end = match self.ev.iter().find(|e| ends_of(e) == Some(g)) {
+            Some(e) => e.order,
+            None => {
+                let tokens = self.grants.values().filter(|gr| gr.key == key);
+                orders
+                    .into_iter()
+                    .chain(tokens.filter_map(|gr| gr.token))
+                    .max()
+            }
+        };
+        end.is_some_and(|end| start <= token && token <= end)
+    }
+
     /// Highest generation received for `key` at or before record `i`.
     fn received_max(&self, key: u16, i: usize) -> u64 {
         (0..=i)
@@ -423,7 +473,7 @@ impl<'h> Oracle<'h> {
                         && want.is_none_or(|w| g.token == Some(w))
                 })
             };
-            if issued(None) && !issued(Some(t)) {
+            if issued(None) && !issued(Some(t)) && !self.owned_position(i, op, key, t) {
                 find("unissued_token");
             }
         }

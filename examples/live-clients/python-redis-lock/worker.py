@@ -7,6 +7,12 @@ to fencesim.
     python3 worker.py plain    # UPDATE ... WHERE id = $3: unsafe under a long pause
     python3 worker.py fenced   # ... AND fencing_token < $2, token INCRed after the grant
     python3 worker.py fenced-held  # the same UPDATE, token drawn only while the lock is ours
+    python3 worker.py plain --name invoice   # the program's own lock name (below)
+
+`--name NAME`: the lock's name as a team's code has it, whatever fencesim
+says — the library's key is then `lock:NAME` and the token counter
+`fence:NAME` (FENCESIM_LOCK_KEY and FENCESIM_TOKEN_KEY are not read): the
+keys fencesim finds in Redis's own account.
 
 python-redis-lock names its key `lock:` + name and its signal list
 `lock-signal:` + name. With fencesim's FENCESIM_LOCK_KEY=lock:doc the name is
@@ -49,8 +55,11 @@ import redis_lock
 
 env = os.environ.get
 MODE = sys.argv[1] if len(sys.argv) > 1 else "plain"
-if MODE not in ("plain", "fenced", "fenced-held"):
-    sys.exit(f"usage: {sys.argv[0]} plain|fenced|fenced-held")
+OWN_NAME = sys.argv[3] if len(sys.argv) == 4 and sys.argv[2] == "--name" else None
+if MODE not in ("plain", "fenced", "fenced-held") or len(sys.argv) not in (1, 2, 4) or (
+    len(sys.argv) == 4 and OWN_NAME is None
+):
+    sys.exit(f"usage: {sys.argv[0]} plain|fenced|fenced-held [--name NAME]")
 
 REDIS_URL = env("FENCESIM_REDIS_URL", "redis://127.0.0.1:6379/")
 PG_URL = env("FENCESIM_POSTGRES_URL", "postgresql://postgres@127.0.0.1/postgres")
@@ -65,7 +74,9 @@ WORK_MS = int(env("FENCESIM_WORK_MS", "0"))
 EXPIRE_S = max(1, math.ceil(TTL_MS / 1000))
 ACQUIRE_TIMEOUT_S = max(10.0, 20 * TTL_MS / 1000)
 
-if LOCK_KEY.startswith("lock:"):
+if OWN_NAME is not None:
+    LOCK_NAME, TOKEN_KEY = OWN_NAME, "fence:" + OWN_NAME
+elif LOCK_KEY.startswith("lock:"):
     LOCK_NAME = LOCK_KEY[len("lock:"):]
 else:
     LOCK_NAME = LOCK_KEY

@@ -18,7 +18,7 @@
 use std::collections::BTreeMap;
 
 use super::seen::Seen;
-use crate::live::common::fact::{tokens_of_grants, LockFact};
+use crate::live::common::fact::{end_positions, tokens_of_grants, LockFact};
 use crate::live::record::{Record, Stamped};
 
 pub(super) struct LockHistory {
@@ -98,6 +98,8 @@ impl LockHistory {
         tokens: &BTreeMap<u64, i64>,
     ) {
         let mut holder: BTreeMap<u64, usize> = BTreeMap::new();
+        let ends = end_positions(facts);
+        let order = |g: u64| ends.get(&g).and_then(|p| u64::try_from(*p).ok());
         let mut last_grant = 0;
         for f in facts {
             let (w, t_ns, record) = match *f {
@@ -125,6 +127,7 @@ impl LockHistory {
                     let record = Record::ReleaseApplied {
                         grant: self.held_by(by, t_ns).map(|(g, _)| g),
                         removed: grant,
+                        order: order(grant),
                         detail: format!("the key deleted by worker {by}'s command"),
                     };
                     (by, t_ns, record)
@@ -132,9 +135,14 @@ impl LockHistory {
                 LockFact::Expired { grant, t_ns } => {
                     let detail = "the lease ran out (the server's own account: Redis's feed replayed on its clock, or etcd's lessor)".to_string();
                     let w = holder.get(&grant).copied().unwrap_or(0);
-                    (w, t_ns, Record::LeaseExpired { grant, detail })
+                    let record = Record::LeaseExpired {
+                        grant,
+                        order: order(grant),
+                        detail,
+                    };
+                    (w, t_ns, record)
                 }
-                LockFact::Token { .. } => continue,
+                LockFact::Token { .. } | LockFact::Position { .. } => continue,
             };
             self.records.push((w, Stamped { t_ns, record }));
         }

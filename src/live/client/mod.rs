@@ -166,7 +166,7 @@ pub fn run(
     client_phases(&shared, phases, audit_at);
     let finished_ns = check_exits(cmd, &shared, &programs.procs)?;
     drop(programs);
-    let lock = judgeable(&shared)?;
+    let (lock, notes) = judgeable(&shared)?;
     let audit: Vec<(i64, i32, i64, i64)> = pg
         .query(
             "SELECT commit_seq, backend_pid, body, token FROM client_audit ORDER BY commit_seq",
@@ -187,7 +187,7 @@ pub fn run(
     };
     phases.enter(Phase::Check);
     // A user's program is told one document (the loader and `run` see to it).
-    judge(
+    let mut result = judge(
         &shared.names,
         &[],
         kind,
@@ -195,7 +195,9 @@ pub fn run(
         &shared.exec.harness(),
         &audit,
         shared.exec.lines(),
-    )
+    )?;
+    result.notes = notes;
+    Ok(result)
 }
 
 /// A user's program's run, after the fact: spawn lasts until the first
@@ -256,7 +258,7 @@ fn backend(s: &LiveScenario, servers: &mut Servers) -> Result<Backend> {
 /// notifications, a fault never struck (its anchor was never reached, or
 /// its program had exited), or the programs wrote while the server never
 /// granted the lock key (their lock is one fencesim cannot see).
-fn judgeable(shared: &Shared) -> Result<LockHistory> {
+fn judgeable(shared: &Shared) -> Result<(LockHistory, Vec<String>)> {
     let finished = shared.account.finish();
     let mut why = finished.problems;
     // The account's promise, held at the boundary: grants in turn, facts in time order.
@@ -278,7 +280,7 @@ fn judgeable(shared: &Shared) -> Result<LockHistory> {
     let granted = (finished.facts.iter()).any(|f| matches!(f, LockFact::Granted { .. }));
     if !granted && seen.iter().any(|(_, _, s)| matches!(s, Seen::WriteSent(_))) {
         why.push(format!(
-            "the programs wrote the document, but the server never granted the lock key {} \
+            "the programs wrote the document, but the server never granted a lock on {} \
              (a lock on another key or server is one fencesim cannot see)",
             String::from_utf8_lossy(&shared.lock_key)
         ));
@@ -286,7 +288,8 @@ fn judgeable(shared: &Shared) -> Result<LockHistory> {
     if !why.is_empty() {
         return Err(CannotJudge(why.join("; ")).into());
     }
-    Ok(LockHistory::new(shared.names.len(), &seen, &finished.facts))
+    let lock = LockHistory::new(shared.names.len(), &seen, &finished.facts);
+    Ok((lock, finished.notes))
 }
 
 /// The programs of one trial: each worker's process, the environment it

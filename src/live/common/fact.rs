@@ -37,6 +37,13 @@ pub enum LockFact {
         value: i64,
         t_ns: u64,
     },
+    /// The server's own order stood at `value` (an etcd revision, a
+    /// ZooKeeper zxid) when the fact after it happened: told just before a
+    /// release or an expiry, it is where the holder's ownership ended.
+    Position {
+        value: i64,
+        t_ns: u64,
+    },
 }
 
 /// The grants of `worker`, in the order they were made.
@@ -71,10 +78,33 @@ pub fn tokens_of_grants(facts: &[LockFact]) -> BTreeMap<u64, i64> {
                     tokens.entry(*g).or_insert(*value);
                 }
             }
-            LockFact::Renewed { .. } => {}
+            LockFact::Renewed { .. } | LockFact::Position { .. } => {}
         }
     }
     tokens
+}
+
+/// Where the server's own order stood at each grant's end (its release or
+/// expiry): the highest token counted or position told before it — a token
+/// counter's value, an etcd revision, a zxid. A grant ended before any is
+/// absent.
+pub fn end_positions(facts: &[LockFact]) -> BTreeMap<u64, i64> {
+    let mut at: Option<i64> = None;
+    let mut ends = BTreeMap::new();
+    for f in facts {
+        match f {
+            LockFact::Token { value, .. } | LockFact::Position { value, .. } => {
+                at = Some(at.map_or(*value, |a| a.max(*value)));
+            }
+            LockFact::Released { grant, .. } | LockFact::Expired { grant, .. } => {
+                if let Some(a) = at {
+                    ends.entry(*grant).or_insert(a);
+                }
+            }
+            LockFact::Granted { .. } | LockFact::Renewed { .. } => {}
+        }
+    }
+    ends
 }
 
 /// Why `facts` break the order every account promises, if they do: grants
@@ -90,7 +120,8 @@ pub fn disorder(facts: &[LockFact]) -> Option<String> {
             LockFact::Renewed { t_ns, .. }
             | LockFact::Released { t_ns, .. }
             | LockFact::Expired { t_ns, .. }
-            | LockFact::Token { t_ns, .. } => (*t_ns, None),
+            | LockFact::Token { t_ns, .. }
+            | LockFact::Position { t_ns, .. } => (*t_ns, None),
         };
         if t_ns < last_ns {
             return Some(format!(
@@ -122,5 +153,61 @@ mod tests {
         assert_eq!(disorder(&[granted(1, 5), granted(2, 5)]), None);
         assert!(disorder(&[granted(2, 5)]).is_some());
         assert!(disorder(&[granted(1, 5), LockFact::Expired { grant: 1, t_ns: 4 }]).is_some());
+    }
+
+    #[test]
+    fn a_grant_ends_where_the_servers_order_stood_then() {
+        let token = |worker, value, t_ns| LockFact::Token {
+            worker,
+            value,
+            t_ns,
+        };
+        // Redis: A counts 1; its lease runs out; B counts 2 and 3, releases.
+        let counter = [
+            LockFact::Granted {
+                grant: 1,
+                worker: 0,
+                t_ns: 1,
+            },
+            token(0, 1, 2),
+            LockFact::Expired { grant: 1, t_ns: 3 },
+            LockFact::Granted {
+                grant: 2,
+                worker: 1,
+                t_ns: 4,
+            },
+            token(1, 2, 5),
+            token(1, 3, 6),
+            LockFact::Released {
+                grant: 2,
+                by: 1,
+                t_ns: 7,
+            },
+        ];
+        let ends = end_positions(&counter);
+        assert_eq!(ends.get(&1), Some(&1));
+        assert_eq!(ends.get(&2), Some(&3));
+        // etcd: the deletion's revision, told before the end.
+        let etcd = [
+            LockFact::Granted {
+                grant: 1,
+                worker: 0,
+                t_ns: 1,
+            },
+            token(0, 5, 1),
+            LockFact::Position { value: 7, t_ns: 3 },
+            LockFact::Expired { grant: 1, t_ns: 3 },
+        ];
+        assert_eq!(end_positions(&etcd).get(&1), Some(&7));
+        // Ended before anything counted: no position.
+        let none = [
+            LockFact::Granted {
+                grant: 1,
+                worker: 0,
+                t_ns: 1,
+            },
+            LockFact::Expired { grant: 1, t_ns: 3 },
+        ];
+        assert!(end_positions(&none).is_empty());
     }
 }

@@ -1,5 +1,6 @@
 //! What the rooms of the live wing share, each once, below all of them:
-//! byte helpers ([`bytes`]: a search in a byte string, base64), the op-id
+//! byte helpers ([`bytes`]: a search in a byte string, base64), how a
+//! user's program's lock key is named or found ([`keys`]), the op-id
 //! rule ([`ops`]), the lock servers' common words ([`fact`]: a lock's facts
 //! on the one monotonic clock, whichever server told them) and what every
 //! lock server's room offers a user-program trial ([`server`]: its account
@@ -12,6 +13,7 @@
 
 pub(crate) mod bytes;
 pub(crate) mod fact;
+pub(crate) mod keys;
 pub(crate) mod member;
 pub(crate) mod ops;
 pub(crate) mod server;

@@ -21,6 +21,9 @@ pub(crate) struct Finished {
     pub(crate) facts: Vec<LockFact>,
     /// Why the account cannot be trusted (empty: it can).
     pub(crate) problems: Vec<String>,
+    /// What the account found rather than was told (the lock key a
+    /// program used, its token counter), as lines to print.
+    pub(crate) notes: Vec<String>,
 }
 
 /// The server's own account of the lock during one trial.
@@ -34,6 +37,9 @@ pub(crate) trait ServerAccount: Send + Sync {
     fn finish(&self) -> Finished;
 }
 
+/// A program's environment for its lock server, from its proxies' ports.
+pub(crate) type Env = Box<dyn Fn(&[u16]) -> Vec<(&'static str, String)> + Send + Sync>;
+
 /// One lock server's part of a user-program trial.
 pub(crate) struct Backend {
     /// The server's name in a message ("Redis", "etcd", "ZooKeeper").
@@ -45,7 +51,7 @@ pub(crate) struct Backend {
     pub wire: Wire,
     /// The program's environment for its lock server, from its proxies' ports
     /// (in `upstreams`' order).
-    pub env: fn(&[u16]) -> Vec<(&'static str, String)>,
+    pub env: Env,
     /// The bytes that name the lock (key, path or prefix) and its token
     /// counter (empty: none).
     pub keys: [String; 2],

@@ -478,6 +478,10 @@ fn fold(
             };
             if holder.as_ref().is_some_and(|(k, _)| *k == e.key) {
                 if let Some((_, Some(grant))) = holder.take() {
+                    facts.push(LockFact::Position {
+                        value: e.mod_rev as i64,
+                        t_ns: e.t_ns,
+                    });
                     match deleted_by(e, lease, sent) {
                         Ok(Some(by)) => facts.push(LockFact::Released {
                             grant,
@@ -528,7 +532,11 @@ impl ServerAccount for EtcdLockAccount {
 
     fn finish(&self) -> Finished {
         let (facts, problems) = EtcdLockAccount::finish(self);
-        Finished { facts, problems }
+        Finished {
+            facts,
+            problems,
+            notes: Vec::new(),
+        }
     }
 }
 
@@ -567,7 +575,7 @@ mod tests {
                 LockFact::Token { value, t_ns, .. } => Some(("token", value as u64, t_ns)),
                 LockFact::Expired { grant, t_ns } => Some(("expired", grant, t_ns)),
                 LockFact::Released { by, t_ns, .. } => Some(("released", by as u64, t_ns)),
-                LockFact::Renewed { .. } => None,
+                LockFact::Renewed { .. } | LockFact::Position { .. } => None,
             })
             .collect()
     }
@@ -650,6 +658,14 @@ mod tests {
         // Sent after etcd had deleted it: not a candidate, an expiry.
         let (facts, problems) = fold(&events, &leases, &[revoke(0, 7, 250, None)]);
         assert!(problems.is_empty());
-        assert!(matches!(facts[2], LockFact::Expired { .. }));
+        // Where etcd's order stood when the ownership ended: the deletion's revision.
+        assert_eq!(
+            facts[2],
+            LockFact::Position {
+                value: 11,
+                t_ns: 200
+            }
+        );
+        assert!(matches!(facts[3], LockFact::Expired { .. }));
     }
 }

@@ -46,7 +46,7 @@ pub(crate) fn backend(_s: &LiveScenario, servers: &mut Servers) -> Result<Backen
         upstreams,
         account: account.clone(),
         wire: observer::wire(account),
-        env: |ports| {
+        env: Box::new(|ports: &[u16]| {
             let urls: Vec<String> = ports
                 .iter()
                 .map(|p| format!("http://127.0.0.1:{p}"))
@@ -55,7 +55,7 @@ pub(crate) fn backend(_s: &LiveScenario, servers: &mut Servers) -> Result<Backen
                 ("FENCESIM_ETCD_ENDPOINTS", urls.join(",")),
                 ("FENCESIM_ETCD_LOCK", ETCD_LOCK_KEY.to_string()),
             ]
-        },
+        }),
         keys: [ETCD_LOCK_KEY.to_string(), String::new()],
     })
 }

@@ -12,7 +12,12 @@
 //! lease), is a lock request; after a response to a change under the
 //! prefix it waits for the watch to show that revision before the response
 //! goes on, so a fault anchored at the grant strikes before the program
-//! learns it holds the lock.
+//! learns it holds the lock. A read of the lock's keys (a `Range` naming
+//! the prefix: how etcd's Mutex recipe learns that its key became the
+//! lowest) waits likewise for the watch to reach the revision its response
+//! carries, so a grant the read reveals is in the account before the
+//! program sees it (else it is received at a later reply, after the
+//! program already wrote under it).
 //!
 //! The start gate holds a worker's first lease grant (or first request
 //! naming the lock, for a client that brings its own lease): an `etcd3`
@@ -33,12 +38,17 @@ use crate::live::locked;
 
 /// How long a response waits for the watch to show its revision.
 const WATCH_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a read's response waits for the watch to reach the store's
+/// revision it carries (which may be a change outside the lock's prefix,
+/// one the watch never shows: then it goes on, nothing lost).
+const READ_TIMEOUT: Duration = Duration::from_millis(200);
 
 const LEASE_GRANT: &str = "/etcdserverpb.Lease/LeaseGrant";
 const LEASE_REVOKE: &str = "/etcdserverpb.Lease/LeaseRevoke";
 const TXN: &str = "/etcdserverpb.KV/Txn";
 const PUT: &str = "/etcdserverpb.KV/Put";
 const DELETE_RANGE: &str = "/etcdserverpb.KV/DeleteRange";
+const RANGE: &str = "/etcdserverpb.KV/Range";
 const UNLOCK: &str = "/v3lockpb.Lock/Unlock";
 
 /// A stream of one connection: its method, whether it named the lock, and
@@ -190,6 +200,10 @@ impl Responses {
             if let Some(id) = varint_field(bytes, 2) {
                 self.account.lease_granted(self.worker, id);
             }
+        }
+        if let (RANGE, true, Some(r)) = (method.as_str(), names_lock, rev) {
+            // Not a problem when it times out: the revision may be outside the prefix.
+            let _ = self.account.wait_for(r, READ_TIMEOUT);
         }
         let mut problem = None;
         if let Some(h) = handle {

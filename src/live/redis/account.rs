@@ -20,6 +20,7 @@ use super::feed::{Clock, Feed};
 use super::ledger::{Fact, Ledger};
 use super::majority::combine;
 use crate::live::common::fact::grants_of_worker;
+use crate::live::common::keys::KeyChoice;
 use crate::live::common::server::{Finished, ServerAccount};
 use crate::live::locked;
 
@@ -30,6 +31,7 @@ const SYNC_TIMEOUT: Duration = Duration::from_secs(2);
 pub(crate) struct LockAccount {
     /// None once finished.
     feeds: Vec<Mutex<Option<Feed>>>,
+    lock: KeyChoice,
 }
 
 fn no_feed() -> anyhow::Error {
@@ -56,17 +58,34 @@ impl LockAccount {
     /// Opens a feed on each master (`host:port`), before any program runs.
     /// `own`: the harness owns the servers, so keyspace notifications may be
     /// switched on for the cross-check.
+    /// `lock`: the lock's key as named, or to be found; `token_key` (empty:
+    /// to be found) likewise.
     pub(crate) fn start(
         masters: &[String],
-        lock_key: &str,
+        lock: &KeyChoice,
         token_key: &str,
         own: bool,
     ) -> Result<LockAccount> {
         let feeds = masters
             .iter()
-            .map(|m| Feed::start(m, lock_key, token_key, own).map(|f| Mutex::new(Some(f))))
+            .map(|m| Feed::start(m, lock.clone(), token_key, own).map(|f| Mutex::new(Some(f))))
             .collect::<Result<Vec<_>>>()?;
-        Ok(LockAccount { feeds })
+        Ok(LockAccount {
+            feeds,
+            lock: lock.clone(),
+        })
+    }
+
+    /// How the lock's key is named.
+    pub(crate) fn choice(&self) -> &KeyChoice {
+        &self.lock
+    }
+
+    /// The lock's key as master `master`'s feed named or found it so far.
+    pub(crate) fn lock_key(&self, master: usize) -> Option<Vec<u8>> {
+        locked(&self.feeds[master])
+            .as_ref()
+            .and_then(|f| f.keys().0)
     }
 
     pub(crate) fn register(&self, master: usize, addr: String, worker: usize) {
@@ -75,10 +94,11 @@ impl LockAccount {
         }
     }
 
-    /// Master `master` answered a `SET NX` of the lock key from `addr`.
-    pub(crate) fn replied(&self, master: usize, addr: &str, took: Option<bool>) {
+    /// Master `master` answered a `SET NX` of `key` (the lock key, or one
+    /// that may be) from `addr`.
+    pub(crate) fn replied(&self, master: usize, addr: &str, key: &[u8], took: Option<bool>) {
         if let Some(f) = locked(&self.feeds[master]).as_ref() {
-            f.replied(addr, took);
+            f.replied(addr, key, took);
         }
     }
 }
@@ -110,7 +130,7 @@ impl ServerAccount for LockAccount {
 
     /// Closes every feed: the lock's facts, and every reason not to trust them.
     fn finish(&self) -> Finished {
-        let mut problems = Vec::new();
+        let (mut problems, mut notes) = (Vec::new(), Vec::new());
         let mut masters = Vec::new();
         let n = self.feeds.len();
         for (m, slot) in self.feeds.iter().enumerate() {
@@ -133,12 +153,37 @@ impl ServerAccount for LockAccount {
             };
             problems.extend(broken.map(|b| format!("{name}: {b}{close}")));
             problems.extend(ledger.problems().iter().map(|p| format!("{name}: {p}")));
+            problems.extend(ledger.key_ambiguity().map(|p| format!("{name}: {p}")));
+            if m == 0 {
+                notes.push(found(&ledger));
+            }
             masters.push(stamped(clock, ledger.facts()));
         }
         Finished {
             facts: combine(&masters),
             problems,
+            notes,
         }
+    }
+}
+
+/// The lock key the ledger was told or found, and the token key, as one line.
+fn found(ledger: &Ledger) -> String {
+    let key = |k: Option<&[u8]>| k.map(|k| String::from_utf8_lossy(k).into_owned());
+    let lock = match (ledger.choice(), key(ledger.lock_key())) {
+        (KeyChoice::Exact(k), _) => format!("lock key {k} (named)"),
+        (_, None) => format!(
+            "no key matching the lock's name ({}) was created conditionally by a worker",
+            ledger.choice().describe()
+        ),
+        (_, Some(k)) => format!(
+            "lock key {k} (the first key a worker created conditionally, of {})",
+            ledger.choice().describe()
+        ),
+    };
+    match key(ledger.token_key()) {
+        Some(t) => format!("{lock}; token key {t}"),
+        None => format!("{lock}; no token key counted"),
     }
 }
 

@@ -198,6 +198,7 @@ fn node_redlock_over_five_masters_is_one_lock_by_majority() {
             LockFact::Released { grant, by, .. } => format!("released {grant} by {}", ACTORS[*by]),
             LockFact::Expired { grant, .. } => format!("expired {grant}"),
             LockFact::Token { worker, value, .. } => format!("token {} {value}", ACTORS[*worker]),
+            LockFact::Position { value, .. } => format!("at {value}"),
         })
         .collect();
     assert_eq!(

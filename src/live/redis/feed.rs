@@ -22,6 +22,7 @@ use anyhow::{bail, Context, Result};
 
 use super::ledger::{Fact, Ledger, TOKEN_COUNTED};
 use super::monitor;
+use crate::live::common::keys::KeyChoice;
 use crate::live::monotonic_ns;
 
 struct State {
@@ -34,16 +35,20 @@ struct State {
     broken: Option<String>,
     /// Feed time of the harness's own last command (the end of the account).
     own_last_us: u64,
-    /// The lock key's keyspace notifications as Redis sent them.
-    notified: Vec<String>,
+    /// Every key's keyspace notifications as Redis sent them: (key, event).
+    notified: Vec<(Vec<u8>, String)>,
     /// The highest subscriber pong nonce received.
     ponged: u64,
     /// Worker connections as registered, to replay the feed again.
     clients: Vec<(String, usize)>,
-    /// Per worker connection, Redis's answer to each of its `SET NX` on
-    /// the lock key (None: an answer that says neither).
-    replies: BTreeMap<String, Vec<Option<bool>>>,
+    /// Per worker connection, Redis's answer to each of its `SET NX` of a
+    /// key that may be the lock, with the key (None: an answer that says
+    /// neither).
+    replies: BTreeMap<String, Vec<Answer>>,
 }
+
+/// Redis's answer to one `SET NX`: the key, and whether it took it.
+type Answer = (Vec<u8>, Option<bool>);
 
 /// Redis's wall-clock stamps (µs) on CLOCK_MONOTONIC, the clock every
 /// other record of a live trial is on: the same machine's two clocks, their
@@ -67,8 +72,6 @@ pub struct Feed {
     nonce: AtomicU64,
     /// The keyspace subscriber (None: not our server to configure).
     subscriber: Option<TcpStream>,
-    lock_key: String,
-    token_key: String,
     clock: Clock,
     reader: Option<std::thread::JoinHandle<()>>,
 }
@@ -113,11 +116,12 @@ fn read_reply(r: &mut BufReader<TcpStream>) -> Result<String> {
 
 impl Feed {
     /// Opens the feed on the Redis at `addr` (host:port) for a trial whose
-    /// lock and token keys are given; the ledger starts empty.
+    /// lock key is `lock` (named, or to be found) and whose token key is
+    /// given (empty: to be found); the ledger starts empty.
     /// With `keyspace`, the server (the harness's own: it is reconfigured)
-    /// also reports the lock key's keyspace notifications, which the
-    /// replay's prediction must match at [`Feed::finish`].
-    pub fn start(addr: &str, lock_key: &str, token_key: &str, keyspace: bool) -> Result<Feed> {
+    /// also reports every key's keyspace notifications, of which the lock
+    /// and token keys' must match the replay's prediction at [`Feed::finish`].
+    pub fn start(addr: &str, lock: KeyChoice, token_key: &str, keyspace: bool) -> Result<Feed> {
         let mut mon =
             TcpStream::connect(addr).with_context(|| format!("MONITOR connection to {addr}"))?;
         mon.set_nodelay(true)?;
@@ -134,7 +138,7 @@ impl Feed {
         let sync_addr = sync.local_addr()?.to_string();
         let state = Arc::new((
             Mutex::new(State {
-                ledger: Ledger::new(lock_key.as_bytes(), token_key.as_bytes(), 0),
+                ledger: Ledger::finding(lock, token_key.as_bytes(), 0),
                 synced: 0,
                 lines: Vec::new(),
                 broken: None,
@@ -158,19 +162,14 @@ impl Feed {
             let mut sub = TcpStream::connect(addr)
                 .with_context(|| format!("keyspace subscriber to {addr}"))?;
             sub.set_nodelay(true)?;
-            // The token key's counts on the same connection, in Redis's own
-            // order among the lock key's events: whether a token was drawn
-            // before or after the lease ran out in the same millisecond is
-            // then Redis's word, not a guess from the feed's stamps.
-            let channel = format!("__keyspace@0__:{lock_key}");
-            let token_channel = format!("__keyspace@0__:{token_key}");
-            sub.write_all(&resp_command(&[
-                b"SUBSCRIBE",
-                channel.as_bytes(),
-                token_channel.as_bytes(),
-            ]))?;
+            // Every key's, on one connection: the lock key may be found only
+            // as the trial runs, and the token key's counts come in Redis's
+            // own order among the lock key's events — whether a token was
+            // drawn before or after the lease ran out in the same
+            // millisecond is then Redis's word, not a guess from the stamps.
+            sub.write_all(&resp_command(&[b"PSUBSCRIBE", KEYSPACE.as_bytes()]))?;
             let (st, reader) = (state.clone(), sub.try_clone()?);
-            std::thread::spawn(move || read_notifications(reader, &st, token_channel));
+            std::thread::spawn(move || read_notifications(reader, &st));
             Some(sub)
         } else {
             None
@@ -186,8 +185,6 @@ impl Feed {
             monitor: mon,
             nonce: AtomicU64::new(0),
             subscriber,
-            lock_key: lock_key.to_string(),
-            token_key: token_key.to_string(),
             clock,
             reader: Some(reader),
         })
@@ -198,9 +195,20 @@ impl Feed {
     /// Redis answered a `SET NX` of the lock key from `addr` (the worker's
     /// connection as the feed names it): taken, refused, or None when the
     /// answer says neither (an error).
-    pub fn replied(&self, addr: &str, took: Option<bool>) {
+    pub fn replied(&self, addr: &str, key: &[u8], took: Option<bool>) {
         let mut st = lock(&self.state.0);
-        st.replies.entry(addr.to_string()).or_default().push(took);
+        let answers = st.replies.entry(addr.to_string()).or_default();
+        answers.push((key.to_vec(), took));
+    }
+
+    /// The lock key and token key as named or found so far.
+    pub fn keys(&self) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
+        self.with(|l| {
+            (
+                l.lock_key().map(<[u8]>::to_vec),
+                l.token_key().map(<[u8]>::to_vec),
+            )
+        })
     }
 
     pub fn register(&self, addr: String, worker: usize) {
@@ -256,16 +264,23 @@ impl Feed {
     /// ledger, the verbatim feed, and why the account cannot be trusted, if
     /// it cannot (a broken feed, a notification the replay did not predict).
     pub fn finish(mut self) -> (Ledger, Vec<String>, Option<String>) {
-        let touched = {
-            let mut c = lock(&self.sync_conn);
-            c.get_mut()
-                .write_all(&resp_command(&[b"EXISTS", self.lock_key.as_bytes()]))
-                .map_err(anyhow::Error::from)
-                .and_then(|()| read_reply(&mut c))
+        let (lock_key, token_key) = self.keys();
+        let (lock_key, token_key) = (lock_key.unwrap_or_default(), token_key.unwrap_or_default());
+        let touched = match lock_key.is_empty() {
+            true => Ok(String::new()),
+            false => {
+                let mut c = lock(&self.sync_conn);
+                c.get_mut()
+                    .write_all(&resp_command(&[b"EXISTS", &lock_key]))
+                    .map_err(anyhow::Error::from)
+                    .and_then(|()| read_reply(&mut c))
+            }
         };
         let synced = touched.and_then(|_| self.sync(Duration::from_secs(2)));
         let notified = match (&synced, self.subscriber.take()) {
-            (Ok(()), Some(sub)) => self.drain_notifications(sub).map(Some),
+            (Ok(()), Some(sub)) => self
+                .drain_notifications(sub)
+                .map(|all| Some(of_lock_and_token(&all, &lock_key, &token_key))),
             _ => Ok(None),
         };
         let _ = self.monitor.shutdown(Shutdown::Both);
@@ -280,12 +295,14 @@ impl Feed {
             // Also when the replay fits: in an expiry's millisecond another
             // choice may fit Redis's notifications as well, with other facts.
             if actual != ledger.notified() || ledger.borderline() > 0 {
+                let replies = replies_for(&st.replies, &lock_key);
                 let replay = Replay {
-                    keys: [self.lock_key.as_bytes(), self.token_key.as_bytes()],
+                    choice: ledger.choice().clone(),
+                    token_key: &token_key,
                     clients: &st.clients,
                     lines: &st.lines,
                     end_us: st.own_last_us,
-                    replies: &st.replies,
+                    replies: &replies,
                 };
                 match settle(&replay, actual, ledger.borderline()) {
                     Ok(settled) => ledger = settled,
@@ -316,7 +333,7 @@ impl Feed {
 
     /// Every notification Redis sent before now: a `PING` on the
     /// subscriber's own connection comes back after them.
-    fn drain_notifications(&self, mut sub: TcpStream) -> Result<Vec<String>> {
+    fn drain_notifications(&self, mut sub: TcpStream) -> Result<Vec<(Vec<u8>, String)>> {
         let n = self.nonce.fetch_add(1, Ordering::SeqCst) + 1;
         let nonce = format!("fencesim-sync-{n}");
         sub.write_all(&resp_command(&[b"PING", nonce.as_bytes()]))?;
@@ -337,9 +354,45 @@ impl Feed {
     }
 }
 
+/// The channel pattern of every key's keyspace notifications in db 0.
+const KEYSPACE: &str = "__keyspace@0__:*";
+
+/// The notifications the replay predicts, from every key's: the lock key's
+/// events, and each count of the token key (`incrby`/`decrby`: what INCR,
+/// INCRBY, DECR and DECRBY notify) as [`TOKEN_COUNTED`]; the token key's
+/// other events are not predicted and not kept.
+fn of_lock_and_token(all: &[(Vec<u8>, String)], lock_key: &[u8], token_key: &[u8]) -> Vec<String> {
+    all.iter()
+        .filter_map(|(key, event)| {
+            if !lock_key.is_empty() && key == lock_key {
+                Some(event.clone())
+            } else if !token_key.is_empty() && key == token_key {
+                matches!(event.as_str(), "incrby" | "decrby").then(|| TOKEN_COUNTED.to_string())
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+/// Each connection's answers to its `SET NX`s of `lock_key`.
+fn replies_for(
+    all: &BTreeMap<String, Vec<Answer>>,
+    lock_key: &[u8],
+) -> BTreeMap<String, Vec<Option<bool>>> {
+    all.iter()
+        .map(|(addr, answers)| {
+            let mine = answers.iter().filter(|(k, _)| k == lock_key);
+            (addr.clone(), mine.map(|(_, took)| *took).collect())
+        })
+        .collect()
+}
+
 /// A trial's feed, to be replayed again.
 struct Replay<'a> {
-    keys: [&'a [u8]; 2],
+    /// The lock key as named (a key found again the same way).
+    choice: KeyChoice,
+    token_key: &'a [u8],
     clients: &'a [(String, usize)],
     lines: &'a [String],
     end_us: u64,
@@ -365,7 +418,7 @@ fn settle(r: &Replay, actual: &[String], borderline: u64) -> Result<Ledger, Unse
     let mut fits = Vec::new();
     for mask in 0u32..(1 << k) {
         let flips = (0..k).map(|i| mask & (1 << i) != 0).collect();
-        let mut l = Ledger::new(r.keys[0], r.keys[1], 0)
+        let mut l = Ledger::finding(r.choice.clone(), r.token_key, 0)
             .flipping(flips)
             .with_replies(r.replies.clone());
         for (addr, w) in r.clients {
@@ -403,14 +456,8 @@ enum Unsettled {
     Disagree,
 }
 
-/// Collects the lock key's events and, as `token`, the token key's counts
-/// (`incrby`/`decrby`: what INCR, INCRBY, DECR and DECRBY notify); the
-/// token key's other events are not predicted and not kept.
-fn read_notifications(
-    from: TcpStream,
-    state: &Arc<(Mutex<State>, Condvar)>,
-    token_channel: String,
-) {
+/// Collects every key's events, in Redis's order.
+fn read_notifications(from: TcpStream, state: &Arc<(Mutex<State>, Condvar)>) {
     let (m, cv) = &**state;
     let mut frames = super::resp::FrameBuffer::default();
     let mut from = from;
@@ -426,15 +473,13 @@ fn read_notifications(
             let word = |k: usize| args.get(k).map(|a| String::from_utf8_lossy(a).into_owned());
             let mut st = lock(m);
             match word(0).as_deref() {
-                Some("message") => match (word(1), word(2)) {
-                    (Some(channel), Some(event)) if channel == token_channel => {
-                        if matches!(event.as_str(), "incrby" | "decrby") {
-                            st.notified.push(TOKEN_COUNTED.to_string());
-                        }
+                Some("pmessage") => {
+                    let prefix = &KEYSPACE.as_bytes()[..KEYSPACE.len() - 1];
+                    let key = args.get(2).and_then(|c| c.strip_prefix(prefix));
+                    if let (Some(key), Some(event)) = (key, word(3)) {
+                        st.notified.push((key.to_vec(), event));
                     }
-                    (_, Some(event)) => st.notified.push(event),
-                    _ => {}
-                },
+                }
                 Some("pong") => {
                     if let Some(n) =
                         word(1).and_then(|w| w.strip_prefix("fencesim-sync-")?.parse().ok())
@@ -556,7 +601,13 @@ mod tests {
     fn the_feed_attributes_scripts_transactions_and_pipelines_to_their_connections() {
         let Some((_root, r)) = redis() else { return };
         let addr = format!("127.0.0.1:{}", r.port);
-        let feed = Feed::start(&addr, "lock:doc", "fence:doc", true).unwrap();
+        let feed = Feed::start(
+            &addr,
+            KeyChoice::Exact("lock:doc".into()),
+            "fence:doc",
+            true,
+        )
+        .unwrap();
         let client = redis::Client::open(r.url()).unwrap();
         let (mut a, mut b) = (
             client.get_connection().unwrap(),
@@ -662,7 +713,8 @@ mod tests {
             .to_vec();
         let no_replies = BTreeMap::new();
         let mut replay = Replay {
-            keys: [b"lock:doc", b"fence:doc"],
+            choice: KeyChoice::Exact("lock:doc".into()),
+            token_key: b"fence:doc",
             clients: &clients,
             lines: &lines,
             end_us: 1_000_150_000,
@@ -700,7 +752,8 @@ mod tests {
             ("127.0.0.1:1002".to_string(), 1),
         ];
         let replay = Replay {
-            keys: [b"lock:doc", b"fence:doc"],
+            choice: KeyChoice::Exact("lock:doc".into()),
+            token_key: b"fence:doc",
             clients: &clients,
             lines: &lines,
             end_us: 1_000_150_000,
@@ -740,7 +793,8 @@ mod tests {
             ("127.0.0.1:1002".to_string(), 1),
         ];
         let replay = Replay {
-            keys: [b"lock:doc", b"fence:doc"],
+            choice: KeyChoice::Exact("lock:doc".into()),
+            token_key: b"fence:doc",
             clients: &clients,
             lines: &lines,
             end_us: 1_002_000_000,
@@ -777,7 +831,7 @@ mod tests {
         let Some((_root, r)) = redis() else { return };
         let feed = Feed::start(
             &format!("127.0.0.1:{}", r.port),
-            "lock:doc",
+            KeyChoice::Exact("lock:doc".into()),
             "fence:doc",
             true,
         )

@@ -116,6 +116,24 @@ pub fn names_key(args: &[Vec<u8>], key: &[u8]) -> bool {
     }
 }
 
+/// The key a command creates only if it is absent, if it is one: a `SET …
+/// NX` or `SETNX`, or — run by a script or inside a transaction, where the
+/// condition is the script's own `EXISTS`/`GET` or the `WATCH` before it —
+/// any `SET`, `SETEX` or `PSETEX` (node-redlock's lock script sets after
+/// its `exists`). What a lock is made of: the key the server's account
+/// takes for the lock when none is named.
+pub fn created_conditionally(args: &[Vec<u8>], scripted: bool) -> Option<&[u8]> {
+    let key = args.get(1)?;
+    let sets = matches!(lower(args.first()?).as_str(), "set" | "setex" | "psetex");
+    (takes_if_free(args) || (scripted && sets)).then_some(key.as_slice())
+}
+
+/// The key a command counts (`INCR`, `INCRBY`): a token counter's draw.
+pub fn counted(args: &[Vec<u8>]) -> Option<&[u8]> {
+    let counts = matches!(lower(args.first()?).as_str(), "incr" | "incrby");
+    counts.then(|| args.get(1).map(Vec::as_slice)).flatten()
+}
+
 /// The lock key's state at `now_ms`: Redis expires a key when now > when.
 pub fn alive(held: &Held, now_ms: u64) -> bool {
     held.expire_at_ms.is_none_or(|when| now_ms <= when)

@@ -15,11 +15,20 @@
 //! command the replay does not model, or a feed line it cannot read is a
 //! reason not to judge ([`Ledger::problems`]): the trial then ends as
 //! "cannot judge", never with a verdict built on a guess.
+//!
+//! **Which key is the lock** when the scenario names none exactly
+//! ([`KeyChoice`]): the first key a worker creates conditionally
+//! ([`keyspace::created_conditionally`]) among those the choice matches;
+//! the token counter, when not named, the first key a worker counts. Every
+//! conditional creation is kept ([`Candidates`]): a lock passes from one
+//! worker to another, and when another key did that and the chosen one did
+//! not, or several did, the account says so rather than judge the wrong key.
 
 use std::collections::BTreeMap;
 
 use super::keyspace::{self, Held, LockEffect, TokenEffect};
 use super::monitor::{Caller, MonitorLine};
+use crate::live::common::keys::{Candidates, KeyChoice};
 
 /// A grant's number: 1 for the first lock-key creation of the trial.
 pub type GrantNo = u64;
@@ -106,8 +115,13 @@ struct Live {
 /// The account of one trial on one Redis server.
 #[derive(Debug)]
 pub struct Ledger {
+    /// The lock's key (empty: not found yet) and how it is named.
     lock_key: Vec<u8>,
+    choice: KeyChoice,
+    /// The token counter's key (empty: not found yet, or none).
     token_key: Vec<u8>,
+    /// Keys workers created conditionally, and who.
+    candidates: Candidates,
     db: u32,
     /// Redis client address → worker.
     clients: BTreeMap<String, usize>,
@@ -152,9 +166,19 @@ pub const TOKEN_COUNTED: &str = "token";
 
 impl Ledger {
     pub fn new(lock_key: &[u8], token_key: &[u8], db: u32) -> Ledger {
+        let choice = KeyChoice::Exact(String::from_utf8_lossy(lock_key).into_owned());
+        Ledger::finding(choice, token_key, db)
+    }
+
+    /// A ledger whose lock key is `choice`'s: the key itself when exact,
+    /// else the first a worker creates conditionally that matches; the
+    /// token key `token_key`, or (empty) the first a worker counts.
+    pub fn finding(choice: KeyChoice, token_key: &[u8], db: u32) -> Ledger {
         Ledger {
-            lock_key: lock_key.to_vec(),
+            lock_key: choice.exact().unwrap_or_default().as_bytes().to_vec(),
+            choice,
             token_key: token_key.to_vec(),
+            candidates: Candidates::default(),
             db,
             clients: BTreeMap::new(),
             last_client: None,
@@ -270,10 +294,13 @@ impl Ledger {
             return;
         }
         let worker = self.clients.get(&client).copied();
-        let touches_lock = keyspace::names_key(&line.args, &self.lock_key)
-            || matches!(name.as_str(), "flushall" | "flushdb");
-        let touches_token = keyspace::names_key(&line.args, &self.token_key)
-            || matches!(name.as_str(), "flushall" | "flushdb");
+        if let Some(w) = worker {
+            self.find_keys(line, &client, w);
+        }
+        let names = |key: &[u8]| !key.is_empty() && keyspace::names_key(&line.args, key);
+        let touches_lock = names(&self.lock_key) || matches!(name.as_str(), "flushall" | "flushdb");
+        let touches_token =
+            names(&self.token_key) || matches!(name.as_str(), "flushall" | "flushdb");
         if touches_lock {
             self.lock_command(line, worker, &client, ref_us);
         }
@@ -297,6 +324,48 @@ impl Ledger {
                 Ok(TokenEffect::Changed(v)) => self.token = v,
                 Err(e) => self.problem(format!("cannot replay {}", e.0)),
             }
+        }
+    }
+
+    /// Keeps a conditional creation by worker `w` as a candidate, and takes
+    /// the lock and token keys when they are still to be found (module doc).
+    fn find_keys(&mut self, line: &MonitorLine, client: &str, w: usize) {
+        let scripted = line.caller == Caller::Lua || self.in_multi.contains_key(client);
+        let created = keyspace::created_conditionally(&line.args, scripted);
+        if let Some(key) = created.filter(|k| self.choice.matches(k)) {
+            self.candidates.created(key, w);
+            if self.lock_key.is_empty() {
+                self.lock_key = key.to_vec();
+            }
+        }
+        if let Some(key) = keyspace::counted(&line.args) {
+            if self.token_key.is_empty() && key != self.lock_key.as_slice() {
+                self.token_key = key.to_vec();
+            }
+        }
+    }
+
+    /// How the lock's key is named.
+    pub fn choice(&self) -> &KeyChoice {
+        &self.choice
+    }
+
+    /// The lock's key as named or found (None: not found).
+    pub fn lock_key(&self) -> Option<&[u8]> {
+        Some(self.lock_key.as_slice()).filter(|k| !k.is_empty())
+    }
+
+    /// The token counter's key as named or found (None: none).
+    pub fn token_key(&self) -> Option<&[u8]> {
+        Some(self.token_key.as_slice()).filter(|k| !k.is_empty())
+    }
+
+    /// Why the found lock key may not be the lock ([`Candidates::ambiguity`]);
+    /// a key named exactly is the lock.
+    pub fn key_ambiguity(&self) -> Option<String> {
+        match (&self.choice, self.lock_key()) {
+            (KeyChoice::Glob(_), Some(k)) => self.candidates.ambiguity(k),
+            _ => None,
         }
     }
 
@@ -507,6 +576,72 @@ mod tests {
             l.feed(&parse(line).unwrap());
         }
         l
+    }
+
+    fn finding(choice: &str, feed: &str) -> Ledger {
+        let choice = KeyChoice::parse(choice).unwrap();
+        let mut l = Ledger::finding(choice, b"", 0);
+        l.register("127.0.0.1:1001".into(), 0);
+        l.register("127.0.0.1:1002".into(), 1);
+        for line in feed.lines().map(str::trim).filter(|s| !s.is_empty()) {
+            l.feed(&parse(line).unwrap());
+        }
+        l
+    }
+
+    #[test]
+    fn the_lock_is_found_as_the_first_key_a_worker_creates_conditionally() {
+        // A's plain SET of a cache key and a GET are not the lock; A's SET NX
+        // of its own key is, and B's script sets it too; the counter A draws
+        // from is the token key.
+        let feed = r#"
+            1000.000000 [0 127.0.0.1:1001] "SET" "cache:x" "1"
+            1000.000100 [0 127.0.0.1:1001] "GET" "lock:invoice:42"
+            1000.000200 [0 127.0.0.1:1001] "SET" "lock:invoice:42" "a" "NX" "PX" "100"
+            1000.000300 [0 127.0.0.1:1001] "INCR" "fence:invoice:42"
+            1000.200000 [0 127.0.0.1:1002] "EVALSHA" "abc" "1" "lock:invoice:42" "b" "100"
+            1000.200040 [0 lua] "exists" "lock:invoice:42"
+            1000.200050 [0 lua] "set" "lock:invoice:42" "b" "PX" "100"
+            1000.200060 [0 127.0.0.1:1002] "INCR" "fence:invoice:42"
+        "#;
+        let l = finding("*", feed);
+        assert_eq!(l.lock_key(), Some(&b"lock:invoice:42"[..]));
+        assert_eq!(l.token_key(), Some(&b"fence:invoice:42"[..]));
+        assert_eq!(l.key_ambiguity(), None);
+        let granted: Vec<usize> = (l.facts().iter())
+            .filter_map(|f| match f {
+                Fact::Granted { worker, .. } => Some(*worker),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(granted, vec![0, 1]);
+        // Named by a prefix that does not match: nothing is the lock.
+        let none = finding("lock:order:*", feed);
+        assert_eq!(none.lock_key(), None);
+        assert!(none.facts().iter().all(|f| matches!(f, Fact::Token { .. })));
+    }
+
+    #[test]
+    fn two_keys_passing_between_workers_make_the_lock_unclear_and_are_named() {
+        let l = finding(
+            "*",
+            r#"
+            1000.000000 [0 127.0.0.1:1001] "SET" "a:doc" "a" "NX" "PX" "10"
+            1000.001000 [0 127.0.0.1:1002] "SET" "a:doc" "b" "NX" "PX" "10"
+            1000.002000 [0 127.0.0.1:1001] "SET" "b:doc" "a" "NX" "PX" "100"
+            1000.003000 [0 127.0.0.1:1002] "SET" "b:doc" "b" "NX" "PX" "100"
+            "#,
+        );
+        assert_eq!(l.lock_key(), Some(&b"a:doc"[..]));
+        let why = l.key_ambiguity().unwrap();
+        assert!(
+            why.contains("a:doc (by worker 0, worker 1); b:doc (by worker 0, worker 1)"),
+            "{why}"
+        );
+        // Named exactly, it is the lock.
+        let mut named = Ledger::new(b"b:doc", b"", 0);
+        named.register("127.0.0.1:1001".into(), 0);
+        assert_eq!(named.key_ambiguity(), None);
     }
 
     #[test]

@@ -28,6 +28,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 
+use super::common::keys::KeyChoice;
 use super::common::server::Backend;
 use super::scenario::LiveScenario;
 use super::servers::Servers;
@@ -35,21 +36,32 @@ use super::{LOCK_KEY, TOKEN_KEY};
 use account::LockAccount;
 
 /// The harness's own Redis masters for a user's program (one unless the
-/// scenario asks for a Redlock over N), each followed by its `MONITOR`
-/// feed before any program runs.
+/// scenario asks for a Redlock over N), emptied, each followed by its
+/// `MONITOR` feed before any program runs.
+///
+/// The lock's key is the scenario's `lock_key` when it names one exactly;
+/// otherwise the account finds it — the first key a worker creates
+/// conditionally among those the name (a prefix, a glob; none: any key)
+/// matches — and the token key likewise (ledger's module doc). A program
+/// is told `FENCESIM_LOCK_KEY` (the exact key named, else `lock:doc`) and
+/// `FENCESIM_TOKEN_KEY`; one written for fencesim uses them, and one that
+/// names its own keys is found all the same.
 pub(crate) fn backend(s: &LiveScenario, servers: &mut Servers) -> Result<Backend> {
-    // The harness's own Redis is the run's alone: a program sees the plain
-    // `lock:doc` (a library that prefixes its own key, as python-redis-lock
-    // does with `lock:`, could name no other).
-    let keys = [LOCK_KEY.to_string(), TOKEN_KEY.to_string()];
-    let upstreams = servers.ensure_masters(s.redis_masters, &keys)?;
-    let account = Arc::new(LockAccount::start(&upstreams, &keys[0], &keys[1], true)?);
+    let choice = s.lock_key.clone().unwrap_or_else(KeyChoice::any);
+    let told = [
+        choice.exact().unwrap_or(LOCK_KEY).to_string(),
+        s.token_key.clone().unwrap_or_else(|| TOKEN_KEY.to_string()),
+    ];
+    let upstreams = servers.ensure_masters(s.redis_masters)?;
+    let token = s.token_key.clone().unwrap_or_default();
+    let account = Arc::new(LockAccount::start(&upstreams, &choice, &token, true)?);
+    let env = told.clone();
     Ok(Backend {
         name: "Redis",
         upstreams,
         account: account.clone(),
-        wire: observer::wire(account, keys.clone()),
-        env: |ports| {
+        wire: observer::wire(account, token),
+        env: Box::new(move |ports: &[u16]| {
             let urls: Vec<String> = ports
                 .iter()
                 .map(|p| format!("redis://127.0.0.1:{p}/"))
@@ -57,10 +69,10 @@ pub(crate) fn backend(s: &LiveScenario, servers: &mut Servers) -> Result<Backend
             vec![
                 ("FENCESIM_REDIS_URL", urls[0].clone()),
                 ("FENCESIM_REDIS_URLS", urls.join(",")),
-                ("FENCESIM_LOCK_KEY", LOCK_KEY.to_string()),
-                ("FENCESIM_TOKEN_KEY", TOKEN_KEY.to_string()),
+                ("FENCESIM_LOCK_KEY", env[0].clone()),
+                ("FENCESIM_TOKEN_KEY", env[1].clone()),
             ]
-        },
-        keys,
+        }),
+        keys: [choice.describe(), told[1].clone()],
     })
 }

@@ -20,6 +20,7 @@ use crate::scenario::ScenarioError;
 
 mod choice;
 mod fault;
+mod keys;
 
 use super::fault::{Fault, Point, WorkerId};
 use choice::one_of;
@@ -50,6 +51,10 @@ struct RawFile {
     zk_watch: Option<Spanned<String>>,
     /// Independent Redis masters a user's program gets (Redlock over N).
     redis_masters: Option<Spanned<u32>>,
+    /// A user's program's lock key (exact, prefix `…*` or glob) and token
+    /// key, when the server's account is not to find them.
+    lock_key: Option<Spanned<String>>,
+    token_key: Option<Spanned<String>>,
     worker: Vec<RawWorker>,
     #[serde(default)]
     fault: Vec<fault::RawFault>,
@@ -133,6 +138,10 @@ pub struct LiveScenario {
     /// Independent Redis masters (1: the one Redis; N: a user's program
     /// gets N URLs and the lock is held on a majority of them).
     pub redis_masters: u32,
+    /// A user's program's lock key as named (None: the server's account
+    /// finds it), and its token key (None: likewise).
+    pub lock_key: Option<super::common::keys::KeyChoice>,
+    pub token_key: Option<String>,
     /// Empty: every trial must be clean.
     pub find: Vec<ViolationKind>,
     pub min_fence_rejected: u64,
@@ -206,6 +215,7 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
     let (lock, write) = recipe(&file, src, &raw)?;
     let zk_watch = zk_watch(&file, src, &raw, lock)?;
     let redis_masters = redis_masters(&file, src, &raw, lock)?;
+    let (lock_key, token_key) = keys::read(&file, src, (&raw.lock_key, &raw.token_key), lock)?;
     let workers: Vec<LiveWorker> = raw
         .worker
         .iter()
@@ -255,6 +265,8 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
         faults,
         zk_watch,
         redis_masters,
+        lock_key,
+        token_key,
         find,
         min_fence_rejected: raw.expect.min_fence_rejected,
         max_fence_rejected: raw.expect.max_fence_rejected.map(|m| *m.get_ref()),

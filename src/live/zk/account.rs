@@ -191,6 +191,10 @@ impl ServerAccount for ZkAccount {
         );
         let (facts, more) = self.facts(&st);
         problems.extend(more.into_iter().map(|p| format!("ZooKeeper: {p}")));
-        Finished { facts, problems }
+        Finished {
+            facts,
+            problems,
+            notes: Vec::new(),
+        }
     }
 }

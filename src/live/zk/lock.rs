@@ -14,6 +14,13 @@
 //! xid; the proxies also saw which sessions asked). Times are the leader's
 //! wall clock (ms) on CLOCK_MONOTONIC.
 //!
+//! A second recipe is judged the same way: **a single ephemeral znode at
+//! the lock's path itself** (the hand-rolled lock: create it ephemeral,
+//! retry while it exists). It is the one contender there can be (an
+//! ephemeral znode has no children), kept as sequence [`SINGLE`]: its
+//! creation is a grant to its session's worker with its czxid as the token,
+//! its deletion or its session's close the end, as for a child.
+//!
 //! What cannot be judged is said, never guessed: a child no worker's
 //! session created (the harness saw that session open on no worker's
 //! connection), a child that is not ephemeral and sequential, a holder's
@@ -51,9 +58,16 @@ struct Fold<'a> {
     /// The holder: its sequence number and grant.
     holder: Option<(u64, u64)>,
     grants: u64,
+    /// The zxid of the transaction being applied: where the ensemble's
+    /// order stands when a holder's ownership ends.
+    zxid: i64,
     facts: Vec<LockFact>,
     problems: Vec<String>,
 }
+
+/// Where the single ephemeral znode at the lock's path is kept among the
+/// children: below every sequential child's number (it has none).
+const SINGLE: u64 = 0;
 
 /// The sequence number of a child named by the recipe (`…<10 digits>`).
 fn sequence(name: &str) -> Option<u64> {
@@ -80,7 +94,32 @@ impl Fold<'_> {
     }
 
     fn apply(&mut self, t: &Txn, op: &Op, live: bool, t_ns: u64) {
+        self.zxid = t.zxid;
         match op {
+            Op::Create {
+                path,
+                ephemeral: true,
+            } if *path == self.dir => {
+                if live && !self.sessions.worker_of.contains_key(&t.session) {
+                    self.problems.push(format!(
+                        "{path} (zxid {:#x}) was created by session {:#x}, which no worker's connection opened",
+                        t.zxid, t.session
+                    ));
+                }
+                let single = Child {
+                    name: path.clone(),
+                    owner: t.session,
+                    czxid: t.zxid,
+                };
+                self.children.insert(SINGLE, single);
+                self.settle(live, t_ns, None);
+            }
+            Op::Delete { path } if *path == self.dir => {
+                let single = self.children.get(&SINGLE).is_some_and(|c| c.name == *path);
+                if single && self.children.remove(&SINGLE).is_some() {
+                    self.settle(live, t_ns, Some(Gone::DeletedBy(t.session)));
+                }
+            }
             Op::Create { path, ephemeral } => {
                 let Some(name) = self.child_of(path) else {
                     return;
@@ -193,6 +232,8 @@ impl Fold<'_> {
     }
 
     fn ended(&mut self, grant: u64, t_ns: u64, gone: Option<Gone>) {
+        let value = self.zxid;
+        self.facts.push(LockFact::Position { value, t_ns });
         match gone {
             Some(Gone::DeletedBy(session)) => match self.sessions.worker_of.get(&session) {
                 Some(&by) => self.facts.push(LockFact::Released { grant, by, t_ns }),
@@ -238,6 +279,7 @@ pub fn lock_facts(
         children: BTreeMap::new(),
         holder: None,
         grants: 0,
+        zxid: 0,
         facts: Vec::new(),
         problems: Vec::new(),
     };
@@ -272,6 +314,7 @@ pub fn children_left(txns: &[&Txn], dir: &str) -> Vec<String> {
         children: BTreeMap::new(),
         holder: None,
         grants: 0,
+        zxid: 0,
         facts: Vec::new(),
         problems: Vec::new(),
     };
@@ -388,7 +431,22 @@ mod tests {
                 t_ns: 65753,
             },
         ];
+        let (ends, facts): (Vec<LockFact>, Vec<LockFact>) = facts
+            .into_iter()
+            .partition(|f| matches!(f, LockFact::Position { .. }));
         assert_eq!(facts, want);
+        // Each ownership ends at its end's zxid: after its own czxid, in order.
+        let ends: Vec<i64> = ends
+            .iter()
+            .map(|f| match f {
+                LockFact::Position { value, .. } => *value,
+                _ => unreachable!(),
+            })
+            .collect();
+        assert_eq!(ends.len(), 5, "{ends:?}");
+        let tokens = [5, 6, 10, 12, 18];
+        assert!(ends.iter().zip(tokens).all(|(e, t)| *e > t), "{ends:?}");
+        assert!(ends.windows(2).all(|w| w[0] < w[1]), "{ends:?}");
     }
 
     #[test]
@@ -412,6 +470,79 @@ mod tests {
         assert!(!facts
             .iter()
             .any(|f| matches!(f, LockFact::Granted { worker: 1, .. })));
+    }
+
+    #[test]
+    fn a_single_ephemeral_znode_at_the_lock_path_is_granted_ended_and_granted_again() {
+        let txn = |session, cxid, zxid, op| Txn {
+            session,
+            cxid,
+            zxid,
+            time_ms: 1796323611000 + zxid,
+            op,
+        };
+        let create = |path: &str, ephemeral| Op::Create {
+            path: path.into(),
+            ephemeral,
+        };
+        let dir = "/fencesim/lock-doc";
+        let txns = [
+            txn(A, 1, 10, create("/fencesim", false)),
+            txn(A, 2, 11, create(dir, true)),
+            // B's attempts while A holds fail (error transactions).
+            txn(B, 1, 12, Op::Error),
+            // A's session expires (the server closes it, xid 0): B creates it.
+            txn(A, 0, 20, Op::CloseSession),
+            txn(B, 2, 21, create(dir, true)),
+            txn(B, 3, 25, Op::Delete { path: dir.into() }),
+        ];
+        let refs: Vec<&Txn> = txns.iter().collect();
+        let (facts, problems) = lock_facts(&refs, 0, dir, &sessions(&[]), ms);
+        assert_eq!(problems, Vec::<String>::new());
+        let want = vec![
+            LockFact::Granted {
+                grant: 1,
+                worker: 0,
+                t_ns: 11,
+            },
+            LockFact::Token {
+                worker: 0,
+                value: 11,
+                t_ns: 11,
+            },
+            LockFact::Position {
+                value: 20,
+                t_ns: 20,
+            },
+            LockFact::Expired { grant: 1, t_ns: 20 },
+            LockFact::Granted {
+                grant: 2,
+                worker: 1,
+                t_ns: 21,
+            },
+            LockFact::Token {
+                worker: 1,
+                value: 21,
+                t_ns: 21,
+            },
+            LockFact::Position {
+                value: 25,
+                t_ns: 25,
+            },
+            LockFact::Released {
+                grant: 2,
+                by: 1,
+                t_ns: 25,
+            },
+        ];
+        assert_eq!(facts, want);
+        assert_eq!(children_left(&refs[..2], dir), vec![dir.to_string()]);
+        assert!(children_left(&refs, dir).is_empty());
+        // A persistent znode at the path is no lock: kazoo's Lock's parent.
+        let parent = [txn(A, 1, 10, create(dir, false))];
+        let refs: Vec<&Txn> = parent.iter().collect();
+        let (facts, problems) = lock_facts(&refs, 0, dir, &sessions(&[]), ms);
+        assert!(facts.is_empty() && problems.is_empty());
     }
 
     #[test]

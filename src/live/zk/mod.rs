@@ -53,13 +53,13 @@ pub(crate) fn backend(_s: &LiveScenario, servers: &mut Servers) -> Result<Backen
         upstreams,
         account: account.clone(),
         wire: observer::wire(account, ZK_LOCK_PATH),
-        env: |ports| {
+        env: Box::new(|ports: &[u16]| {
             let hosts: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
             vec![
                 ("FENCESIM_ZK_HOSTS", hosts.join(",")),
                 ("FENCESIM_ZK_LOCK_PATH", ZK_LOCK_PATH.to_string()),
             ]
-        },
+        }),
         keys: [ZK_LOCK_PATH.to_string(), String::new()],
     })
 }

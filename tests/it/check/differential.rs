@@ -460,6 +460,12 @@ impl Gen {
     fn grant_token(&self, g: u64) -> Option<u64> {
         (self.token_salt != 0).then(|| (g * self.token_salt + g / 3) % 7)
     }
+    /// The server's order where `g`'s ownership ends (some salts only; some
+    /// grants' ends carry none): at or a little past its token.
+    fn end_order(&self, g: u64) -> Option<u64> {
+        let t = self.grant_token(g)?;
+        (self.token_salt % 3 != 0 && g % 4 != 3).then_some(t + g % 3)
+    }
 
     fn history(&self) -> History {
         let mut h = History {
@@ -570,6 +576,7 @@ impl Gen {
                 Step::Expire { g } => push(COORD, Kind::LeaseExpired, &|e| {
                     e.grant_id = Some(g);
                     e.key = Some(self.grant_key(g));
+                    e.order = self.end_order(g);
                 }),
                 Step::Renew { g } => push(COORD, Kind::RenewOk, &|e| {
                     e.grant_id = Some(g);
@@ -580,6 +587,7 @@ impl Gen {
                     e.grant_id = Some(g);
                     e.removed_grant_id = Some(removed);
                     e.key = Some(self.grant_key(g));
+                    e.order = self.end_order(removed);
                 }),
                 Step::ReleaseSent { w, g } => push(W0 + w, Kind::ReleaseSent, &|e| {
                     e.grant_id = Some(g);

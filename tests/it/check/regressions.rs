@@ -673,6 +673,83 @@ fn a_write_accepted_with_a_token_nobody_issued_is_an_unissued_token() {
     assert_eq!(only(&h.check(), ViolationKind::UnissuedToken), vec![forged]);
 }
 
+/// A holds grant 1 (token 5) until its lease ends at the server's position
+/// 7; B holds grant 2 (token 6, its create revision) from then on, and the
+/// history never ends B's ownership.
+fn b_holds_from_position_seven(h: &mut H) {
+    h.acquire(A);
+    h.issued(1, Some(5));
+    h.received(A, 1, Some(5));
+    h.acquire(B);
+    h.push(COORD, Kind::LeaseExpired, |e| {
+        e.grant_id = Some(1);
+        e.order = Some(7);
+    });
+    h.issued(2, Some(6));
+    h.received(B, 2, Some(6));
+}
+
+#[test]
+fn a_position_of_the_servers_order_within_the_holders_ownership_is_a_token_it_was_issued() {
+    // B fences with the revision at which it became the owner (7): between
+    // its create revision and the last position the history records.
+    let mut h = H::new();
+    b_holds_from_position_seven(&mut h);
+    h.sent(B, 2001, Some(7));
+    h.accepted(2001, Some(7));
+    assert!(h.check().is_clean());
+
+    // Its own create revision, as before.
+    let mut h = H::new();
+    b_holds_from_position_seven(&mut h);
+    h.sent(B, 2001, Some(6));
+    h.accepted(2001, Some(6));
+    assert!(h.check().is_clean());
+}
+
+#[test]
+fn a_position_outside_the_writers_own_ownership_is_an_unissued_token() {
+    // Below B's grant (4 < 6): a position from before B held the lock.
+    let mut h = H::new();
+    b_holds_from_position_seven(&mut h);
+    h.sent(B, 2001, Some(4));
+    let early = h.accepted(2001, Some(4));
+    assert_eq!(only(&h.check(), ViolationKind::UnissuedToken), vec![early]);
+
+    // Past every position the history records (B's ownership is open).
+    let mut h = H::new();
+    b_holds_from_position_seven(&mut h);
+    h.sent(B, 2001, Some(8));
+    let ahead = h.accepted(2001, Some(8));
+    assert_eq!(only(&h.check(), ViolationKind::UnissuedToken), vec![ahead]);
+
+    // A, woken after its lease ended at 7, draws 8 beside it: within B's
+    // ownership, not A's (the INCR-beside-a-lease catch).
+    let mut h = H::new();
+    b_holds_from_position_seven(&mut h);
+    h.push(COORD, Kind::RenewOk, |e| {
+        e.grant_id = Some(2);
+        e.value = Some(0);
+    });
+    h.sent(B, 2001, Some(6));
+    h.accepted(2001, Some(6));
+    h.push(COORD, Kind::ReleaseApplied, |e| {
+        e.grant_id = Some(2);
+        e.removed_grant_id = Some(2);
+        e.order = Some(9);
+    });
+    h.push(A, Kind::WriteSent, |e| {
+        e.op_id = Some(1001);
+        e.grant_id = Some(1);
+        e.token = Some(8);
+        e.value = Some(1001);
+    });
+    let beside = h.accepted(1001, Some(8));
+    let r = h.check();
+    assert_eq!(only(&r, ViolationKind::UnissuedToken), vec![beside]);
+    assert_eq!(r.count(ViolationKind::StaleWrite), 1);
+}
+
 #[test]
 fn the_new_kinds_are_listed_by_the_cli() {
     let out = common::fencesim(&["list"]);

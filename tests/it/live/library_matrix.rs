@@ -32,13 +32,13 @@ pub(super) fn installed(test: &str, scenario: &str) -> bool {
                 .err()
                 .map(|e| format!("{e:#}"))
         })
-    } else if scenario.contains("redis-py-lock") {
+    } else if scenario.contains("redis-py-lock") || scenario.contains("redis-py-invoice") {
         python_has(&["redis", "psycopg"])
     } else if scenario.contains("python-redis-lock") {
         python_has(&["redis_lock", "psycopg"])
     } else if scenario.contains("node-redlock") {
         npm_has(&root.join("examples/live-clients/node-redlock"))
-    } else if scenario.contains("node-etcd3") {
+    } else if scenario.contains("node-etcd3") || scenario.contains("etcd-mutex") {
         let etcd = fencesim::live::cluster::binaries_present(ClusterKind::Etcd).err();
         etcd.map(|e| format!("{e:#}"))
             .or_else(|| npm_has(&root.join("examples/live-clients/node-etcd3")))
@@ -308,6 +308,95 @@ fn python_redis_lock_fenced_is_clean_and_its_history_matches_the_programs_accoun
 }
 
 #[test]
+fn python_redis_lock_under_its_own_name_plain_is_unsafe_and_found_and_matches_its_account() {
+    own_keys_found(
+        "gc-pause-python-redis-lock-own-name-plain",
+        "lock key lock:invoice (the first key a worker created conditionally, of any key); token key fence:invoice",
+    );
+    plain_is_unsafe("gc-pause-python-redis-lock-own-name-plain");
+}
+
+#[test]
+fn python_redis_lock_under_its_own_name_fenced_is_clean_and_matches_its_account() {
+    fenced_is_clean("gc-pause-python-redis-lock-own-name-fenced");
+}
+
+#[test]
+fn a_hand_written_redis_py_lock_on_lock_invoice_42_plain_is_unsafe_and_matches_its_account() {
+    own_keys_found(
+        "gc-pause-redis-py-invoice-plain",
+        "lock key lock:invoice:42 (the first key a worker created conditionally, of a key matching lock:invoice:*); token key fence:invoice:42",
+    );
+    plain_is_unsafe("gc-pause-redis-py-invoice-plain");
+}
+
+#[test]
+fn a_hand_written_redis_py_lock_on_lock_invoice_42_fenced_is_clean_and_matches_its_account() {
+    fenced_is_clean("gc-pause-redis-py-invoice-fenced");
+}
+
+/// One trial of `scenario` prints the keys Redis's account found.
+fn own_keys_found(scenario: &str, found: &str) {
+    let _g = live_exclusive();
+    if !live_servers_present(scenario) || !installed(scenario, scenario) {
+        return;
+    }
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples/live-clients")
+        .join(format!("{scenario}.toml"));
+    let text = std::fs::read_to_string(file).unwrap();
+    let doc: toml::Value = toml::from_str(&text).unwrap();
+    let (code, stdout, stderr) = run_with(scenario, doc["worker_cmd"].as_str().unwrap(), 1);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains(found), "{found}:\n{stdout}");
+}
+
+#[test]
+fn etcd_mutex_fencing_with_the_revision_it_became_owner_at_plain_is_unsafe() {
+    plain_is_unsafe("gc-pause-etcd-mutex-revision-plain");
+}
+
+#[test]
+fn etcd_mutex_fencing_with_the_revision_it_became_owner_at_fenced_is_clean_not_unissued() {
+    let scenario = "gc-pause-etcd-mutex-revision-fenced";
+    fenced_is_clean(scenario);
+    // And the rule was put to the test: B fenced with a revision no grant
+    // carries (its predecessor's deletion, above its key's create revision).
+    let _g = live_exclusive();
+    if !live_servers_present(scenario) || !installed(scenario, scenario) {
+        return;
+    }
+    let (trials, side, stdout) = run_trials(scenario, 1);
+    let history = jsonl(&trials[0].1);
+    let grant_tokens: Vec<i64> = history
+        .iter()
+        .filter(|e| e["kind"] == "grant_issued")
+        .filter_map(|e| e["token"].as_i64())
+        .collect();
+    let beyond = history
+        .iter()
+        .filter(|e| e["kind"] == "write_accepted")
+        .filter_map(|e| e["token"].as_i64())
+        .any(|t| !grant_tokens.contains(&t));
+    assert!(
+        beyond,
+        "no write fenced beyond a grant's own token:\n{stdout}"
+    );
+    assert!(trials[0].0.starts_with("clean"), "{stdout}");
+    remove_run_dir(&side);
+}
+
+#[test]
+fn a_single_ephemeral_znode_at_the_lock_path_plain_is_unsafe_and_matches_its_account() {
+    plain_is_unsafe("gc-pause-kazoo-single-plain");
+}
+
+#[test]
+fn a_single_ephemeral_znode_at_the_lock_path_fenced_is_clean_and_matches_its_account() {
+    fenced_is_clean("gc-pause-kazoo-single-fenced");
+}
+
+#[test]
 fn node_redlock_plain_is_unsafe_and_its_history_matches_the_programs_account() {
     plain_is_unsafe("gc-pause-node-redlock-plain");
 }
@@ -467,6 +556,16 @@ fn ioredis_set_nx_with_a_token_drawn_after_the_grant_writes_stale_and_drawn_unde
 /// Runs `scenario` (of examples/live-clients/) with `cmd` as the program;
 /// returns the exit code and stderr.
 fn run_with(scenario: &str, cmd: &str, trials: u32) -> (Option<i32>, String, String) {
+    run_with_flags(scenario, cmd, trials, &[])
+}
+
+/// [`run_with`] with more flags of `fencesim live`.
+fn run_with_flags(
+    scenario: &str,
+    cmd: &str,
+    trials: u32,
+    flags: &[&str],
+) -> (Option<i32>, String, String) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let file = root
         .join("examples/live-clients")
@@ -476,6 +575,7 @@ fn run_with(scenario: &str, cmd: &str, trials: u32) -> (Option<i32>, String, Str
         .arg("live")
         .arg(&file)
         .args(["--trials", &trials.to_string(), "--worker-cmd", cmd])
+        .args(flags)
         .output()
         .unwrap();
     (
@@ -492,20 +592,84 @@ fn a_lock_the_servers_never_granted_is_cannot_judge_not_a_verdict() {
     if !live_servers_present(test) || !installed(test, "redis-py-lock") {
         return;
     }
-    // redis-py's Lock on another key: the programs lock, write and release,
-    // and the server never grants the key fencesim watches.
-    let (code, stdout, stderr) = run_with(
+    // redis-py's Lock on another key than the one named: the programs lock,
+    // write and release, and the server never grants the key named.
+    let (code, stdout, stderr) = run_with_flags(
         "gc-pause-redis-py-lock-plain",
         "FENCESIM_LOCK_KEY=elsewhere:doc python3 examples/live-clients/redis-py/worker.py plain",
         1,
+        &["--lock-key", "lock:doc"],
     );
     assert_eq!(code, Some(3), "{stdout}\n{stderr}");
     assert!(stderr.contains("cannot judge"), "{stderr}");
     assert!(
-        stderr.contains("never granted the lock key lock:doc"),
+        stderr.contains("never granted a lock on lock:doc"),
         "{stderr}"
     );
     assert!(!stdout.contains("stale_write"), "no verdict: {stdout}");
+}
+
+#[test]
+fn a_lock_on_a_key_of_the_programs_own_is_found_in_the_servers_account_and_judged() {
+    let _g = live_exclusive();
+    let test = "a_lock_on_a_key_of_the_programs_own_is_found";
+    if !live_servers_present(test) || !installed(test, "redis-py-lock") {
+        return;
+    }
+    // The same program, no key named: Redis's account finds the key the
+    // workers created conditionally, says so, and the pause is judged.
+    let (code, stdout, stderr) = run_with(
+        "gc-pause-redis-py-lock-plain",
+        "FENCESIM_LOCK_KEY=elsewhere:doc FENCESIM_TOKEN_KEY=elsewhere:fence python3 examples/live-clients/redis-py/worker.py plain",
+        1,
+    );
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("lock key elsewhere:doc (the first key a worker created conditionally, of any key); token key elsewhere:fence"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("stale_write"), "{stdout}");
+    // Named by a prefix: the same key.
+    let (code, stdout, stderr) = run_with_flags(
+        "gc-pause-redis-py-lock-plain",
+        "FENCESIM_LOCK_KEY=elsewhere:doc python3 examples/live-clients/redis-py/worker.py plain",
+        1,
+        &["--lock-key", "elsewhere:*"],
+    );
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("lock key elsewhere:doc"), "{stdout}");
+    assert!(stdout.contains("of a key matching elsewhere:*"), "{stdout}");
+}
+
+#[test]
+fn two_keys_passing_between_the_workers_are_cannot_judge_naming_both() {
+    let _g = live_exclusive();
+    let test = "two_keys_passing_between_the_workers";
+    if !live_servers_present(test) || !installed(test, "redis-py-lock") {
+        return;
+    }
+    // Both programs create `a:doc` conditionally (a short-lived SET NX of
+    // their own), then take their lock on `b:doc`: two keys passed between
+    // the workers, and which is the lock is not clear.
+    let cmd = "python3 -c \"import os,redis; r=redis.Redis.from_url(os.environ['FENCESIM_REDIS_URL']); r.set('a:doc', 1, nx=True, px=200)\" && FENCESIM_LOCK_KEY=b:doc python3 examples/live-clients/redis-py/worker.py plain";
+    let (code, stdout, stderr) = run_with("gc-pause-redis-py-lock-plain", cmd, 1);
+    assert_eq!(code, Some(3), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("which key is the lock is not clear"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("a:doc (by worker 0, worker 1)"), "{stderr}");
+    assert!(stderr.contains("b:doc (by worker 0, worker 1)"), "{stderr}");
+    assert!(stderr.contains("--lock-key"), "{stderr}");
+    // Named, it is judged.
+    let (code, stdout, stderr) = run_with_flags(
+        "gc-pause-redis-py-lock-plain",
+        cmd,
+        1,
+        &["--lock-key", "b:doc"],
+    );
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("stale_write"), "{stdout}");
 }
 
 #[test]
