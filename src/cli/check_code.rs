@@ -36,10 +36,10 @@ pub struct CodeArgs {
     #[arg(long, default_value_t = 2)]
     grants: usize,
     /// --code: messages a path may lose.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 0)]
     losses: u8,
     /// --code: messages a path may duplicate.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 0)]
     duplicates: u8,
     /// --code: crash-and-restarts a path may have (synced records survive).
     #[arg(long, default_value_t = 0)]
@@ -51,9 +51,9 @@ pub struct CodeArgs {
     #[arg(long, default_value_t = 4)]
     in_flight: usize,
     /// --code: no timer fires after this instant.
-    #[arg(long, default_value_t = 30)]
+    #[arg(long, default_value_t = 16)]
     horizon_ms: u64,
-    /// --code: unique states kept at most (the memory bound, ~2 GiB at the default).
+    /// --code: unique states kept at most (the memory bound: ~0.7 GiB at the default).
     #[arg(long, default_value_t = MAX_STATES_DEFAULT)]
     max_states: usize,
 }
@@ -120,9 +120,14 @@ pub fn cmd(a: &CodeArgs, id: &str) -> Result<ExitCode> {
     let verdict = match &out.counterexample {
         Some(c) => {
             println!(
-                "{id}: unsafe: {} in {} steps (shortest)",
+                "{id}: unsafe: {} in {} steps ({})",
                 c.finding.kind.name(),
-                c.steps.len()
+                c.steps.len(),
+                if c.shortest {
+                    "shortest"
+                } else {
+                    "the proof's path; the shortest search hit its state bound"
+                }
             );
             for (i, (action, at_ns)) in c.steps.iter().enumerate() {
                 println!(

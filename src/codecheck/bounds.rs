@@ -28,8 +28,15 @@ pub struct Bounds {
     pub timing: Timing,
 }
 
-/// The default state bound: well under 2 GiB at the measured sizes.
-pub const MAX_STATES_DEFAULT: usize = 2_000_000;
+/// The default state bound. The proof (DFS) keeps ~20 bytes per unique
+/// state (its fingerprint in the set, at the set's worst load just after
+/// it grew): 20 M states stay under ~0.7 GiB.
+pub const MAX_STATES_DEFAULT: usize = 20_000_000;
+
+/// The shortest-counterexample search (BFS) keeps a whole level's states,
+/// ~2.5 KB each for two workers: it stops at this many unique states
+/// (~1 GiB), whatever `max_states` says, and the DFS's path is reported.
+pub const BFS_STATES_MAX: usize = 400_000;
 
 impl Default for Bounds {
     fn default() -> Self {
@@ -37,13 +44,13 @@ impl Default for Bounds {
         Bounds {
             workers: 2,
             grants: 2,
-            losses: 1,
-            duplicates: 1,
+            losses: 0,
+            duplicates: 0,
             crashes: 0,
             pauses: 1,
             pause_ms: timing.lease_ttl_ms + 1,
             in_flight_max: 4,
-            horizon_ms: 3 * timing.lease_ttl_ms,
+            horizon_ms: 16,
             max_states: MAX_STATES_DEFAULT,
             timing,
         }

@@ -17,6 +17,7 @@ use std::collections::HashSet;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::time::{Duration, Instant};
 
+use super::bounds::BFS_STATES_MAX;
 use super::harness::{Action, Cut, Harness, Next};
 use super::judge::Finding;
 use super::state::State;
@@ -69,6 +70,8 @@ impl Hits {
 pub struct Counterexample {
     pub finding: Finding,
     pub steps: Vec<(Action, u64)>,
+    /// Found by the BFS (no shorter path exists); false: the DFS's path.
+    pub shortest: bool,
 }
 
 impl Outcome {
@@ -149,7 +152,7 @@ pub fn search<N: Node + Clone + Hash + Eq>(h: &Harness<N>) -> Outcome {
                 if !seen.insert(succ.fingerprint()) {
                     continue;
                 }
-                if parents.len() >= h.bounds.max_states {
+                if parents.len() >= h.bounds.max_states.min(BFS_STATES_MAX) {
                     out.hits.max_states = true;
                     break 'levels;
                 }
@@ -209,7 +212,11 @@ fn replay<N: Node + Clone + Hash + Eq>(
             Next::Cut(_) => unreachable!("a path the search took was cut on replay"),
         }
     }
-    Counterexample { finding, steps }
+    Counterexample {
+        finding,
+        steps,
+        shortest: true,
+    }
 }
 
 /// The proof search: an iterative DFS whose only memory per unique state
@@ -258,7 +265,9 @@ pub fn prove<N: Node + Clone + Hash + Eq>(h: &Harness<N>) -> Outcome {
                 let mut path: Vec<Action> = stack.iter().filter_map(|f| f.2).collect();
                 path.push(action);
                 out.max_depth = out.max_depth.max(path.len());
-                out.counterexample = Some(replay(h, finding, &path));
+                let mut c = replay(h, finding, &path);
+                c.shortest = false;
+                out.counterexample = Some(c);
                 break;
             }
             Next::State(succ, notes) => (succ, notes),
