@@ -5,7 +5,7 @@
 //! the violation is the off-by-one's, not the wrapper's.
 
 use fencesim::check::ViolationKind;
-use fencesim::codecheck::{builtin, check, Builtin, Harness, Topology};
+use fencesim::codecheck::{builtin, check, Action, Bounds, Builtin, Harness, Topology};
 use fencesim::protocol::resource::Resource;
 use fencesim::protocol::{Clocks, Effect, Input, Msg, Node, ProtocolKind, Role, Token};
 
@@ -111,6 +111,56 @@ fn harness(factory: fn(&Role) -> Patched) -> Harness<Patched> {
         factory,
         bounds,
     }
+}
+
+/// The real coordinator with its `Persist` effects dropped: a token
+/// counter that is never written down.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+struct Forgetful(Builtin);
+
+impl Node for Forgetful {
+    fn handle(&mut self, clocks: Clocks, input: Input<'_>, fx: &mut Vec<Effect>) {
+        let before = fx.len();
+        self.0.handle(clocks, input, fx);
+        if matches!(self.0, Builtin::Coordinator(_)) {
+            let mut i = before;
+            while i < fx.len() {
+                if matches!(fx[i], Effect::Persist { .. }) {
+                    fx.remove(i);
+                } else {
+                    i += 1;
+                }
+            }
+        }
+    }
+}
+
+fn unpersisted(role: &Role) -> Forgetful {
+    Forgetful(builtin(role))
+}
+
+#[test]
+fn a_coordinator_that_never_persists_its_token_counter_reissues_a_token_after_a_crash() {
+    let bounds = Bounds {
+        crashes: 1,
+        pauses: 0,
+        ..super::small()
+    };
+    let h = Harness {
+        topology: Topology::lease(ProtocolKind::FencedCas, bounds.workers, bounds.timing)
+            .expect("fenced-cas is supported"),
+        factory: unpersisted,
+        bounds,
+    };
+    let out = check(&h);
+    let c = out.counterexample.expect("the lost counter is found");
+    assert_eq!(c.finding.kind, ViolationKind::TokenOrder, "{c:?}");
+    assert!(
+        c.steps
+            .iter()
+            .any(|(a, _)| matches!(a, Action::Crash(n) if *n == h.topology.coord)),
+        "the coordinator crashed on the way: {c:?}"
+    );
 }
 
 #[test]
