@@ -37,7 +37,10 @@ pub enum Cut {
     Grants,
 }
 
-/// A successor: the next state, or the violation reached.
+/// A successor: the next state, or the violation reached. Moved once per
+/// transition and taken apart at once, so the size difference between the
+/// variants costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
 pub enum Next<N> {
     State(State<N>, Notes),
     /// The violation, what the step noted, and the instant it happened at.

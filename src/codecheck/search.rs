@@ -13,7 +13,7 @@
 //! workers are not interchangeable in the code's state without a remapping
 //! of those numbers, which is not implemented. No partial-order reduction.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::time::{Duration, Instant};
 
@@ -221,14 +221,22 @@ fn replay<N: Node + Clone + Hash + Eq>(
 
 /// The proof search: an iterative DFS whose only memory per unique state
 /// is its fingerprint (the stack holds the current path's states), so a
-/// proof costs ~16 bytes a state. It stops at the first violation, with
-/// that (not necessarily shortest) path; [`check`] then asks the BFS for
-/// a shortest one.
+/// proof costs ~20 bytes a state. It stops at the first violation, with
+/// that (not necessarily shortest) path; [`check`] then asks for a
+/// shortest one.
 pub fn prove<N: Node + Clone + Hash + Eq>(h: &Harness<N>) -> Outcome {
+    dfs(h, None)
+}
+
+/// DFS, optionally depth-limited. With a limit, a state is entered again
+/// when reached by a shorter path than before (the set keeps each
+/// fingerprint's shallowest depth), so a violation within the limit is
+/// found if one exists.
+fn dfs<N: Node + Clone + Hash + Eq>(h: &Harness<N>, limit: Option<usize>) -> Outcome {
     let started = Instant::now();
     let init = h.initial();
-    let mut seen: HashSet<u64, BuildHasherDefault<Identity>> = HashSet::default();
-    seen.insert(init.fingerprint());
+    let mut seen: HashMap<u64, u16, BuildHasherDefault<Identity>> = HashMap::default();
+    seen.insert(init.fingerprint(), 0);
     let mut out = Outcome {
         unique_states: 1,
         transitions: 0,
@@ -274,12 +282,20 @@ pub fn prove<N: Node + Clone + Hash + Eq>(h: &Harness<N>) -> Outcome {
         };
         out.write_accepted |= notes.write_accepted;
         out.stale_attempt |= notes.stale_attempt;
-        if !seen.insert(succ.fingerprint()) {
-            continue;
+        let depth = stack.len() as u16;
+        match seen.get_mut(&succ.fingerprint()) {
+            Some(d) if limit.is_none() || *d <= depth => continue,
+            Some(d) => *d = depth,
+            None => {
+                seen.insert(succ.fingerprint(), depth);
+            }
         }
         if seen.len() > h.bounds.max_states {
             out.hits.max_states = true;
             break;
+        }
+        if limit.is_some_and(|l| depth as usize >= l) {
+            continue; // at the limit: its successors would be deeper
         }
         let mut cut = None;
         let next_actions = h.actions(&succ, &mut cut);
@@ -294,18 +310,52 @@ pub fn prove<N: Node + Clone + Hash + Eq>(h: &Harness<N>) -> Outcome {
     out
 }
 
+/// A shortest counterexample when the BFS cannot hold its levels: the
+/// least depth limit under which the depth-limited DFS still finds a
+/// violation, by bisection between 1 and the length of a known path.
+fn shortest_by_bisection<N: Node + Clone + Hash + Eq>(
+    h: &Harness<N>,
+    known: Counterexample,
+) -> Option<Counterexample> {
+    let (mut lo, mut best) = (0, known);
+    while lo + 1 < best.steps.len() {
+        let mid = (lo + best.steps.len()) / 2;
+        let run = dfs(h, Some(mid));
+        if run.hits.max_states {
+            return None;
+        }
+        match run.counterexample {
+            Some(c) => best = c,
+            None => lo = mid,
+        }
+    }
+    best.shortest = true;
+    Some(best)
+}
+
 /// A proof by DFS; if it meets a violation, the BFS's shortest path to
-/// one (within the same state bound; the DFS's own path if the BFS
-/// cannot finish). Counts and bounds hit are the proof's.
+/// one: by BFS while its levels fit in [`BFS_STATES_MAX`] states, else by
+/// bisecting a depth-limited DFS (the proof's own path, marked not
+/// shortest, if that too hits the state bound). Counts and bounds hit are
+/// the proof's.
 pub fn check<N: Node + Clone + Hash + Eq>(h: &Harness<N>) -> Outcome {
     let mut proof = prove(h);
     if proof.counterexample.is_none() {
         return proof;
     }
-    let shortest = search(h);
-    if shortest.counterexample.is_some() {
-        proof.counterexample = shortest.counterexample;
-        proof.elapsed += shortest.elapsed;
+    let started = Instant::now();
+    let bfs = search(h);
+    match bfs.counterexample {
+        Some(c) => proof.counterexample = Some(c),
+        None => {
+            let known = proof
+                .counterexample
+                .take()
+                .expect("the proof met a violation");
+            let fallback = known.clone();
+            proof.counterexample = Some(shortest_by_bisection(h, known).unwrap_or(fallback));
+        }
     }
+    proof.elapsed += started.elapsed();
     proof
 }

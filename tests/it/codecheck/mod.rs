@@ -90,10 +90,14 @@ fn the_unfenced_plain_del_lease_is_found_unsafe_too() {
 }
 
 #[test]
-fn fenced_check_then_write_is_found_unsafe_by_the_code_level_search() {
+fn fenced_check_then_write_has_a_shortest_stale_write_of_twenty_steps() {
+    // Its BFS outgrows its level bound: the shortest path comes from
+    // bisecting the depth-limited DFS instead.
     let out = run(ProtocolKind::FencedCheckThenWrite, small());
     let c = out.counterexample.expect("the two-step fence is unsafe");
     assert_eq!(c.finding.kind, ViolationKind::StaleWrite, "{c:?}");
+    assert!(c.shortest, "{c:?}");
+    assert_eq!(c.steps.len(), 20, "{c:?}");
 }
 
 #[test]
