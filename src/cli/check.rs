@@ -55,13 +55,8 @@ pub fn cmd(a: CheckArgs) -> Result<ExitCode> {
         code,
     } = a;
     if let Some(id) = code.code.as_deref() {
-        if !paths.is_empty() || emit.is_some() || format == Format::Json {
-            return Err(BadInput(
-                "--code checks one protocol's node code: give no model specs, --emit-scenario or --format json with it".into(),
-            )
-            .into());
-        }
-        return super::check_code::cmd(&code, id);
+        let json = format == Format::Json;
+        return super::check_code::dispatch(&code, id, !paths.is_empty(), emit.is_some(), json);
     }
     let paths = paths.as_slice();
     let specs = load_specs(paths)?;

@@ -12,7 +12,6 @@ use anyhow::Result;
 use super::{BadInput, Verdict};
 use crate::codecheck::{self, Bounds, Timing, MAX_STATES_DEFAULT};
 use crate::protocol::ProtocolKind;
-use crate::report::model_check::{elapsed, grouped, si};
 
 #[derive(clap::ValueEnum, Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Expect {
@@ -88,7 +87,18 @@ impl CodeArgs {
     }
 }
 
-pub fn cmd(a: &CodeArgs, id: &str) -> Result<ExitCode> {
+/// `check --code`: refuses what does not go with it, then checks.
+pub fn dispatch(a: &CodeArgs, id: &str, specs: bool, emit: bool, json: bool) -> Result<ExitCode> {
+    if specs || emit || json {
+        return Err(BadInput(
+            "--code checks one protocol's node code: give no model specs, --emit-scenario or --format json with it".into(),
+        )
+        .into());
+    }
+    cmd(a, id)
+}
+
+fn cmd(a: &CodeArgs, id: &str) -> Result<ExitCode> {
     let Some(kind) = ProtocolKind::from_id(id) else {
         return Err(BadInput(format!(
             "--code {id:?}: unknown protocol; supported: {}",
@@ -98,57 +108,11 @@ pub fn cmd(a: &CodeArgs, id: &str) -> Result<ExitCode> {
     };
     let bounds = a.bounds()?;
     let (harness, out) = codecheck::check_protocol(kind, bounds).map_err(BadInput)?;
-    println!(
-        "fencesim {} — code-level check of {id} at {}",
-        env!("CARGO_PKG_VERSION"),
-        bounds.label()
-    );
-    let hits = out.hits.names();
-    println!(
-        "{id}: {} unique states, {} transitions, depth {}, {}/s, {}; bounds hit: {}",
-        grouped(out.unique_states),
-        grouped(out.transitions as usize),
-        out.max_depth,
-        si(out.states_per_sec()),
-        elapsed(out.elapsed),
-        if hits.is_empty() {
-            "none".to_string()
-        } else {
-            hits.join(", ")
-        }
-    );
+    print!("{}", crate::report::code_check::render(id, &harness, &out));
     let verdict = match &out.counterexample {
-        Some(c) => {
-            println!(
-                "{id}: unsafe: {} in {} steps ({})",
-                c.finding.kind.name(),
-                c.steps.len(),
-                if c.shortest {
-                    "shortest"
-                } else {
-                    "the proof's path; the shortest search hit its state bound"
-                }
-            );
-            for (i, (action, at_ns)) in c.steps.iter().enumerate() {
-                println!(
-                    "  {:>3}  t={:>3}ms  {}",
-                    i + 1,
-                    at_ns / 1_000_000,
-                    harness.describe(action)
-                );
-            }
-            println!("  violated: {}", c.finding.detail);
-            Some(Expect::Unsafe)
-        }
-        None if out.hits.max_states => {
-            println!("{id}: no verdict: the state bound stopped the search (raise --max-states)");
-            None
-        }
-        None => {
-            let vacuity = if out.vacuity_ok() { "ok" } else { "VACUOUS" };
-            println!("{id}: safe: proved at these bounds (vacuity {vacuity})");
-            out.vacuity_ok().then_some(Expect::Safe)
-        }
+        Some(_) => Some(Expect::Unsafe),
+        None if out.hits.max_states => None,
+        None => out.vacuity_ok().then_some(Expect::Safe),
     };
     Ok(Verdict::met_if(verdict == Some(a.expect)).into())
 }

@@ -263,7 +263,9 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
         }
         found
     }
+}
 
+impl<N> Harness<N> {
     /// The address's name as a scenario gives it.
     pub fn node_name(&self, node: NodeId) -> String {
         let t = &self.topology;
