@@ -11,6 +11,7 @@
 
 pub mod check;
 pub mod cli;
+pub mod codecheck;
 pub mod history;
 pub mod live;
 pub(crate) mod lookup;

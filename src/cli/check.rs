@@ -29,7 +29,7 @@ use crate::{report, scenario, suite};
 #[derive(clap::Args, Debug)]
 pub struct CheckArgs {
     /// Model spec files or directories of them (*.toml).
-    #[arg(required = true)]
+    #[arg(required_unless_present = "code")]
     paths: Vec<PathBuf>,
     /// Threads for the exhaustive proofs (default: all cores). Counterexample searches are
     /// single-threaded so that they are shortest and deterministic.
@@ -43,6 +43,8 @@ pub struct CheckArgs {
     /// Output format on stdout (json: schema `fencesim-check`, version 1).
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
+    #[command(flatten)]
+    code: super::check_code::CodeArgs,
 }
 
 pub fn cmd(a: CheckArgs) -> Result<ExitCode> {
@@ -51,7 +53,12 @@ pub fn cmd(a: CheckArgs) -> Result<ExitCode> {
         threads,
         emit_scenario: emit,
         format,
+        code,
     } = a;
+    if let Some(id) = code.code.as_deref() {
+        let json = format == Format::Json;
+        return super::check_code::dispatch(&code, id, !paths.is_empty(), emit.is_some(), json);
+    }
     let paths = paths.as_slice();
     let specs = load_specs(paths)?;
     for warning in specs.iter().filter_map(ModelSpec::size_warning) {

@@ -9,6 +9,7 @@ pub mod args;
 mod campaign;
 pub(crate) mod flags;
 // `fencesim check` (model checking); named apart from `crate::check`, the history checker.
+mod check_code;
 mod check_history;
 #[path = "check.rs"]
 mod check_models;

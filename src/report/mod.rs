@@ -6,7 +6,8 @@
 //! This is the one home for rendering: the suite's text, JSON (writer and
 //! reader of shard files), JUnit and Prometheus outputs, the trade-off
 //! table and charts, `validate`'s text (header, table, per-seed verdicts,
-//! store-claim violations), `check`'s counterexample steps, `live`'s trial
+//! store-claim violations), `check`'s counterexample steps (and `check
+//! --code`'s), `live`'s trial
 //! lines and live-vs-simulated table, `shrink`'s summary and `search`'s
 //! coverage and findings live here; `suite/`, `validate/`, `check/`,
 //! `model/`, `search/` and `live/` hand over data, and `cli/` prints what
@@ -16,6 +17,7 @@ pub(crate) mod axis;
 pub(crate) mod campaign;
 pub(crate) mod catalogue;
 pub(crate) mod chart;
+pub(crate) mod code_check;
 pub(crate) mod doc;
 pub(crate) mod html;
 pub(crate) mod json;

@@ -7,9 +7,23 @@
 use std::path::{Path, PathBuf};
 
 /// Bottom to top. A room may use any room before it in this list.
-const ORDER: [&str; 15] = [
-    "lookup", "protocol", "history", "sim", "check", "oracle", "scenario", "suite", "model",
-    "shrink", "search", "validate", "report", "live", "cli",
+const ORDER: [&str; 16] = [
+    "lookup",
+    "protocol",
+    "history",
+    "sim",
+    "check",
+    "oracle",
+    "scenario",
+    "suite",
+    "model",
+    "codecheck",
+    "shrink",
+    "search",
+    "validate",
+    "report",
+    "live",
+    "cli",
 ];
 
 fn rank(room: &str) -> Option<usize> {

@@ -8,6 +8,7 @@ mod architecture;
 
 mod check;
 mod cli;
+mod codecheck;
 mod live;
 mod model;
 mod protocol;

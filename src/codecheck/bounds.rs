@@ -1,0 +1,75 @@
+//! The bounds of a code-level search, each one a number the report states:
+//! workers and grants, the fault budget of a path (losses, duplications,
+//! crashes, pauses), how many messages may be in flight at once, how far
+//! true time may run, and how many unique states the search may keep (its
+//! memory bound). A path that would cross a bound is cut there and the
+//! report says which bound was hit: a proof holds only within them.
+
+use super::topology::Timing;
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Bounds {
+    pub workers: usize,
+    /// Distinct grants a path may issue (a successor issuing one more is cut).
+    pub grants: usize,
+    pub losses: u8,
+    pub duplicates: u8,
+    /// Crash-and-restart of any node (synced records survive).
+    pub crashes: u8,
+    /// Pauses of a worker: its timers fire `pause_ms` later.
+    pub pauses: u8,
+    pub pause_ms: u64,
+    pub in_flight_max: usize,
+    /// No timer fires after this instant of true time.
+    pub horizon_ms: u64,
+    /// Unique states kept at most (about 100 bytes each, plus the widest
+    /// BFS level's full states).
+    pub max_states: usize,
+    pub timing: Timing,
+}
+
+/// The default state bound. The proof (DFS) keeps ~20 bytes per unique
+/// state (its fingerprint in the set, at the set's worst load just after
+/// it grew): 20 M states stay under ~0.7 GiB.
+pub const MAX_STATES_DEFAULT: usize = 20_000_000;
+
+/// The shortest-counterexample search (BFS) keeps a whole level's states,
+/// ~2.5 KB each for two workers: it stops at this many unique states
+/// (~1 GiB), whatever `max_states` says, and the DFS's path is reported.
+pub const BFS_STATES_MAX: usize = 400_000;
+
+impl Default for Bounds {
+    fn default() -> Self {
+        let timing = Timing::default();
+        Bounds {
+            workers: 2,
+            grants: 2,
+            losses: 0,
+            duplicates: 0,
+            crashes: 0,
+            pauses: 1,
+            pause_ms: timing.lease_ttl_ms + 1,
+            in_flight_max: 4,
+            horizon_ms: 16,
+            max_states: MAX_STATES_DEFAULT,
+            timing,
+        }
+    }
+}
+
+impl Bounds {
+    /// `2w/2g/1l/1d/0c/1p` and the horizon, for one report line.
+    pub fn label(&self) -> String {
+        format!(
+            "{}w/{}g/{}loss/{}dup/{}crash/{}pause/{}inflight/{}ms",
+            self.workers,
+            self.grants,
+            self.losses,
+            self.duplicates,
+            self.crashes,
+            self.pauses,
+            self.in_flight_max,
+            self.horizon_ms
+        )
+    }
+}

@@ -1,0 +1,319 @@
+//! The harness around the real nodes: what the simulator's event loop does,
+//! as a nondeterministic transition relation. From a state, every enabled
+//! [`Action`] — deliver any message in flight, lose one, duplicate one, fire
+//! the earliest timer (time advances to its deadline; ties in any order),
+//! pause a worker, crash and restart a node — yields one successor, computed
+//! by handing the input to the node's own `handle` and applying its effects
+//! as the simulator does (sends to the group address go to the coordinator,
+//! a synced record survives a crash, a buffered one never is recovered).
+//! Messages take no time and may wait in flight arbitrarily long, so every
+//! delay and reordering is covered; time moves only to the next deadline
+//! a node's timer names. Clocks do not drift (not covered yet).
+
+use std::hash::Hash;
+
+use super::bounds::Bounds;
+use super::judge::{Finding, Judge, Notes};
+use super::state::{Budget, Packet, State};
+use super::topology::Topology;
+use crate::protocol::{Clocks, Durability, Effect, Input, Msg, Node, NodeId, Role, TimerId};
+
+/// One step of a path.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Action {
+    Deliver(Packet),
+    Lose(Packet),
+    Duplicate(Packet),
+    Fire { node: NodeId, timer: TimerId },
+    Pause(NodeId),
+    Crash(NodeId),
+}
+
+/// Why a successor was cut (not explored).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Cut {
+    Horizon,
+    InFlight,
+    Grants,
+}
+
+/// A successor: the next state, or the violation reached. Moved once per
+/// transition and taken apart at once, so the size difference between the
+/// variants costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
+pub enum Next<N> {
+    State(State<N>, Notes),
+    /// The violation, what the step noted, and the instant it happened at.
+    Violation(Finding, Notes, u64),
+    Cut(Cut),
+}
+
+/// The nodes' roles and factory, and the bounds.
+pub struct Harness<N> {
+    pub topology: Topology,
+    pub factory: fn(&Role) -> N,
+    pub bounds: Bounds,
+}
+
+impl<N: Node + Clone + Hash + Eq> Harness<N> {
+    /// Every node booted at time 0, the coordinator promoted.
+    pub fn initial(&self) -> State<N> {
+        let b = &self.bounds;
+        let n = self.topology.roles.len();
+        let mut s = State {
+            nodes: self.topology.roles.iter().map(self.factory).collect(),
+            synced: vec![None; n],
+            timers: Vec::new(),
+            in_flight: Vec::new(),
+            now_ns: 0,
+            budget: Budget {
+                losses: b.losses,
+                duplicates: b.duplicates,
+                crashes: b.crashes,
+                pauses: b.pauses,
+            },
+            judge: Judge::new(self.topology.workers),
+        };
+        let mut notes = Notes::default();
+        for i in 0..n {
+            let start = Input::Start { recovered: None };
+            self.handle(&mut s, NodeId(i as u16), start, &mut notes);
+        }
+        self.promote(&mut s, &mut notes);
+        s
+    }
+
+    fn promote(&self, s: &mut State<N>, notes: &mut Notes) -> Option<Finding> {
+        let coord = self.topology.coord;
+        let promote = Input::Message {
+            from: coord,
+            msg: Msg::Promote,
+        };
+        self.handle(s, coord, promote, notes)
+    }
+
+    /// Hands `input` to `node` at the current instant and applies its effects.
+    fn handle(
+        &self,
+        s: &mut State<N>,
+        node: NodeId,
+        input: Input<'_>,
+        notes: &mut Notes,
+    ) -> Option<Finding> {
+        let now = s.now_ns;
+        let clocks = Clocks {
+            wall_ns: now as i64,
+            mono_ns: now,
+        };
+        let mut fx = Vec::new();
+        s.nodes[node.0 as usize].handle(clocks, input, &mut fx);
+        let received = match input {
+            Input::Message { msg, .. } => Some(msg),
+            _ => None,
+        };
+        let mut finding = None;
+        for effect in fx {
+            match effect {
+                Effect::Send { to, msg } => {
+                    let to = if to == NodeId::COORD_GROUP {
+                        self.topology.coord
+                    } else {
+                        to
+                    };
+                    let found = s.judge.on_send(node, received.as_ref(), &msg, notes);
+                    finding = finding.or(found);
+                    s.send(Packet {
+                        from: node,
+                        to,
+                        msg,
+                    });
+                }
+                Effect::SetTimer { timer, after_ns } => {
+                    s.set_timer(node, timer, now.saturating_add(after_ns))
+                }
+                Effect::CancelTimer { timer } => s.cancel_timer(node, timer),
+                Effect::Persist {
+                    durability: Durability::Synced,
+                    record,
+                } => s.synced[node.0 as usize] = Some(record),
+                // Lost with any crash, and a restart reads only the synced record.
+                Effect::Persist {
+                    durability: Durability::Buffered,
+                    ..
+                } => {}
+                Effect::Observe(_) => {}
+            }
+        }
+        finding
+    }
+
+    /// The enabled actions, in a fixed order; `cuts` learns of the horizon.
+    pub fn actions(&self, s: &State<N>, cut: &mut Option<Cut>) -> Vec<Action> {
+        let mut out = Vec::new();
+        let mut previous: Option<&Packet> = None;
+        for p in &s.in_flight {
+            if previous == Some(p) {
+                continue; // copies of one message: one choice
+            }
+            previous = Some(p);
+            out.push(Action::Deliver(*p));
+            if s.budget.losses > 0 {
+                out.push(Action::Lose(*p));
+            }
+            if s.budget.duplicates > 0 {
+                out.push(Action::Duplicate(*p));
+            }
+        }
+        if let Some(first) = s.timers.first() {
+            if first.deadline_ns > self.bounds.horizon_ms * super::topology::MS {
+                *cut = Some(Cut::Horizon);
+            } else {
+                for t in s
+                    .timers
+                    .iter()
+                    .take_while(|t| t.deadline_ns == first.deadline_ns)
+                {
+                    out.push(Action::Fire {
+                        node: t.node,
+                        timer: t.timer,
+                    });
+                }
+            }
+        }
+        if s.budget.pauses > 0 {
+            for w in 0..self.topology.workers {
+                let w = NodeId(w as u16);
+                if s.timers.iter().any(|t| t.node == w) {
+                    out.push(Action::Pause(w));
+                }
+            }
+        }
+        if s.budget.crashes > 0 {
+            for i in 0..s.nodes.len() {
+                out.push(Action::Crash(NodeId(i as u16)));
+            }
+        }
+        out
+    }
+
+    /// The successor of `s` by `action`.
+    pub fn next(&self, s: &State<N>, action: Action) -> Next<N> {
+        let mut s = s.clone();
+        let mut notes = Notes::default();
+        let finding = match action {
+            Action::Deliver(p) => {
+                s.take(&p);
+                s.judge.on_deliver(p.to, &p.msg, &mut notes);
+                let input = Input::Message {
+                    from: p.from,
+                    msg: p.msg,
+                };
+                self.handle(&mut s, p.to, input, &mut notes)
+            }
+            Action::Lose(p) => {
+                s.take(&p);
+                s.budget.losses -= 1;
+                None
+            }
+            Action::Duplicate(p) => {
+                s.send(p);
+                s.budget.duplicates -= 1;
+                None
+            }
+            Action::Fire { node, timer } => {
+                let deadline = s.timers.iter().find(|t| t.node == node && t.timer == timer);
+                s.now_ns = deadline.map_or(s.now_ns, |t| t.deadline_ns);
+                s.cancel_timer(node, timer);
+                self.handle(&mut s, node, Input::Timer { timer }, &mut notes)
+            }
+            Action::Pause(node) => {
+                s.budget.pauses -= 1;
+                s.delay_timers(node, self.bounds.pause_ms * super::topology::MS);
+                None
+            }
+            Action::Crash(node) => self.crash(&mut s, node, &mut notes),
+        };
+        if s.in_flight.len() > self.bounds.in_flight_max {
+            return Next::Cut(Cut::InFlight);
+        }
+        if s.judge.grants() > self.bounds.grants {
+            return Next::Cut(Cut::Grants);
+        }
+        match finding {
+            Some(f) => Next::Violation(f, notes, s.now_ns),
+            None => Next::State(s, notes),
+        }
+    }
+
+    /// Crash and immediate restart: a fresh node from its role, booted
+    /// from its synced record; its timers die with it; messages in flight
+    /// to it reach the new incarnation.
+    fn crash(&self, s: &mut State<N>, node: NodeId, notes: &mut Notes) -> Option<Finding> {
+        s.budget.crashes -= 1;
+        let i = node.0 as usize;
+        s.nodes[i] = (self.factory)(&self.topology.roles[i]);
+        s.timers.retain(|t| t.node != node);
+        let record = s.synced[i].clone();
+        let start = Input::Start {
+            recovered: record.as_deref(),
+        };
+        let found = self.handle(s, node, start, notes);
+        if node == self.topology.coord {
+            return found.or(self.promote(s, notes));
+        }
+        found
+    }
+}
+
+impl<N> Harness<N> {
+    /// The address's name as a scenario gives it.
+    pub fn node_name(&self, node: NodeId) -> String {
+        let t = &self.topology;
+        if (node.0 as usize) < t.workers {
+            format!("worker/{}", node.0)
+        } else if node == t.coord {
+            "coord/0".into()
+        } else if node == t.resource {
+            "resource/0".into()
+        } else {
+            format!("node/{}", node.0)
+        }
+    }
+
+    /// One step as a counterexample line.
+    pub fn describe(&self, action: &Action) -> String {
+        let msg = |p: &Packet| {
+            let fields: Vec<String> = p
+                .msg
+                .shown()
+                .iter()
+                .filter(|f| !f.name.is_empty())
+                .filter_map(|f| f.value.map(|v| format!("{}={v}", f.name)))
+                .collect();
+            format!(
+                "{} {} -> {} ({})",
+                p.msg.name(),
+                self.node_name(p.from),
+                self.node_name(p.to),
+                fields.join(" ")
+            )
+        };
+        match action {
+            Action::Deliver(p) => format!("deliver {}", msg(p)),
+            Action::Lose(p) => format!("lose {}", msg(p)),
+            Action::Duplicate(p) => format!("duplicate {}", msg(p)),
+            Action::Fire { node, timer } => {
+                format!("timer {} fires at {}", timer.0, self.node_name(*node))
+            }
+            Action::Pause(node) => format!(
+                "{} pauses for {} ms (its timers fire later)",
+                self.node_name(*node),
+                self.bounds.pause_ms
+            ),
+            Action::Crash(node) => format!(
+                "{} crashes and restarts from its synced record",
+                self.node_name(*node)
+            ),
+        }
+    }
+}

@@ -1,0 +1,236 @@
+//! The properties, judged incrementally along a path with the history
+//! checker's definitions (`src/check/`), from the messages the real nodes
+//! send and receive — no history is built per state.
+//!
+//! - A **grant** is a distinct (owner nonce, token) the coordinator sends in
+//!   a `Granted` (a re-send of the same pair is the same grant, as the
+//!   recorder numbers them); its **generation** is its rank in issue order.
+//! - **The grant a write acted on**: by its token, the grant with that token
+//!   its sender received last (else the one issued last); without a token,
+//!   the grant the sender adopted last — a `Granted` delivered while its
+//!   acquire under that owner nonce was outstanding (`check::generations`,
+//!   rules 2 and 3, without the provisional case, which needs several locks).
+//! - `token_order`: a new grant whose token is ≤ an earlier grant's.
+//! - `stale_write`: the resource accepts (answers `WriteOk`) a write of
+//!   generation g after it accepted one of g′ > g, unless the current value
+//!   is already that op's (a redelivery the document absorbed).
+//! - `unissued_token`: an accepted write whose token no grant carried so far,
+//!   once grants carry tokens.
+//! - `unsafe_release`: a release on behalf of owner o removed another owner's
+//!   lease record.
+//!
+//! The judge's fields are part of the hashed state (its future verdicts
+//! depend on them); the vacuity witnesses are not (they are global facts
+//! about the search, reported beside the verdict).
+
+use crate::check::ViolationKind;
+use crate::protocol::{Msg, NodeId, Token};
+
+/// The judge's memory along one path (hashed with the nodes).
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Judge {
+    /// Grants in issue order: (owner nonce, token or 0). Generation = index + 1.
+    grants: Vec<(u64, u64)>,
+    /// Per worker: the owner nonce of the acquire it waits on.
+    pending: Vec<Option<u64>>,
+    /// Per worker: the generation it adopted last (0: none).
+    adopted: Vec<u32>,
+    /// (worker, token, generation): the grant of that token it received last.
+    received: Vec<(u16, u64, u32)>,
+    /// (op, generation, token or 0) of each op's latest write sent.
+    sends: Vec<(u64, u32, u64)>,
+    /// Highest generation the resource accepted a write of.
+    accepted_max: u32,
+    /// Op id of the current value (0: the initial one).
+    current_op: u64,
+}
+
+/// A property violated by one step.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Finding {
+    pub kind: ViolationKind,
+    pub detail: String,
+}
+
+/// What one step showed besides violations: the vacuity witnesses, and
+/// whether it issued a grant (for the grants bound).
+#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+pub struct Notes {
+    pub write_accepted: bool,
+    pub stale_attempt: bool,
+    pub new_grant: bool,
+}
+
+impl Judge {
+    pub fn new(workers: usize) -> Judge {
+        Judge {
+            grants: Vec::new(),
+            pending: vec![None; workers],
+            adopted: vec![0; workers],
+            received: Vec::new(),
+            sends: Vec::new(),
+            accepted_max: 0,
+            current_op: 0,
+        }
+    }
+
+    /// Grants issued so far.
+    pub fn grants(&self) -> usize {
+        self.grants.len()
+    }
+
+    fn worker(&self, node: NodeId) -> Option<usize> {
+        let i = node.0 as usize;
+        (i < self.pending.len()).then_some(i)
+    }
+
+    fn generation(&self, owner: u64, token: Option<Token>) -> u32 {
+        let pair = (owner, token.map_or(0, |t| t.0));
+        self.grants
+            .iter()
+            .position(|&g| g == pair)
+            .map_or(0, |i| i as u32 + 1)
+    }
+
+    fn tokened(&self) -> bool {
+        self.grants.iter().any(|&(_, t)| t != 0)
+    }
+
+    /// A message handed to the network by `from`, which was handling
+    /// `input` (the message it received, if the step was a delivery).
+    pub fn on_send(
+        &mut self,
+        from: NodeId,
+        input: Option<&Msg>,
+        msg: &Msg,
+        notes: &mut Notes,
+    ) -> Option<Finding> {
+        match *msg {
+            Msg::Granted { owner, token, .. } => self.on_grant(owner, token, notes),
+            Msg::Acquire { owner, .. } => {
+                if let Some(w) = self.worker(from) {
+                    self.pending[w] = Some(owner);
+                }
+                None
+            }
+            Msg::Write { op, token, .. } => {
+                let generation = self.write_generation(from, token);
+                let t = token.map_or(0, |t| t.0);
+                match self.sends.iter_mut().find(|s| s.0 == op.0) {
+                    Some(s) => *s = (op.0, generation, t),
+                    None => self.sends.push((op.0, generation, t)),
+                }
+                None
+            }
+            Msg::WriteOk { op, .. } => {
+                notes.write_accepted = true;
+                self.on_accepted(op.0)
+            }
+            Msg::Released {
+                removed: Some(removed),
+                ..
+            } => match input {
+                Some(&Msg::Release { owner, .. }) if owner != removed => Some(Finding {
+                    kind: ViolationKind::UnsafeRelease,
+                    detail: format!(
+                        "a release on behalf of owner {owner:#x} removed the lease of owner {removed:#x}"
+                    ),
+                }),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    fn on_grant(&mut self, owner: u64, token: Option<Token>, notes: &mut Notes) -> Option<Finding> {
+        if self.generation(owner, token) != 0 {
+            return None; // a re-send of a grant already issued
+        }
+        let max = self.grants.iter().map(|&(_, t)| t).max();
+        self.grants.push((owner, token.map_or(0, |t| t.0)));
+        notes.new_grant = true;
+        let generation = self.grants.len();
+        match (token, max) {
+            (Some(Token(t)), Some(max)) if self.grants.len() > 1 && t <= max => Some(Finding {
+                kind: ViolationKind::TokenOrder,
+                detail: format!(
+                    "grant {generation} carries token {t}, not above an earlier grant's token {max}"
+                ),
+            }),
+            _ => None,
+        }
+    }
+
+    fn write_generation(&self, from: NodeId, token: Option<Token>) -> u32 {
+        let w = self.worker(from);
+        if let Some(Token(t)) = token {
+            let received = self
+                .received
+                .iter()
+                .rev()
+                .find(|r| Some(r.0 as usize) == w && r.1 == t)
+                .map(|r| r.2);
+            let issued = self
+                .grants
+                .iter()
+                .rposition(|&(_, gt)| gt == t)
+                .map(|i| i as u32 + 1);
+            if let Some(g) = received.or(issued) {
+                return g;
+            }
+        }
+        w.map_or(0, |w| self.adopted[w])
+    }
+
+    fn on_accepted(&mut self, op: u64) -> Option<Finding> {
+        let (generation, token) = self
+            .sends
+            .iter()
+            .find(|s| s.0 == op)
+            .map_or((0, 0), |s| (s.1, s.2));
+        let mut finding = None;
+        if generation < self.accepted_max && self.current_op != op {
+            finding = Some(Finding {
+                kind: ViolationKind::StaleWrite,
+                detail: format!(
+                    "the resource accepted op {op} of generation {generation} after a write of generation {}",
+                    self.accepted_max
+                ),
+            });
+        } else if token != 0 && self.tokened() && !self.grants.iter().any(|&(_, t)| t == token) {
+            finding = Some(Finding {
+                kind: ViolationKind::UnissuedToken,
+                detail: format!(
+                    "the resource accepted op {op} with token {token}, which no grant carried"
+                ),
+            });
+        }
+        self.current_op = op;
+        self.accepted_max = self.accepted_max.max(generation);
+        finding
+    }
+
+    /// A message delivered to `to`.
+    pub fn on_deliver(&mut self, to: NodeId, msg: &Msg, notes: &mut Notes) {
+        match *msg {
+            Msg::Granted { owner, token, .. } => {
+                let Some(w) = self.worker(to) else { return };
+                let generation = self.generation(owner, token);
+                let t = token.map_or(0, |t| t.0);
+                self.received.retain(|r| !(r.0 as usize == w && r.1 == t));
+                self.received.push((w as u16, t, generation));
+                if self.pending[w] == Some(owner) {
+                    self.adopted[w] = generation;
+                    self.pending[w] = None;
+                }
+            }
+            Msg::Write { op, .. } => {
+                let generation = self.sends.iter().find(|s| s.0 == op.0).map_or(0, |s| s.1);
+                if (generation as usize) < self.grants.len() {
+                    notes.stale_attempt = true;
+                }
+            }
+            _ => {}
+        }
+    }
+}

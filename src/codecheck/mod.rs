@@ -1,0 +1,47 @@
+//! Code-level model checking: an exhaustive search over the *shipped*
+//! sans-IO nodes of a protocol (`src/protocol/`), not over an abstract model
+//! of them (`src/model/`). A state is the real node structs (hashed as they
+//! are), their synced records, their timers on one true-time line, the
+//! messages in flight and a fault budget; the transitions are what the
+//! simulator's event loop and its faults can do, each computed by the
+//! node's own `handle`. Properties are judged along each path with the
+//! history checker's definitions. Safe protocols are proved at stated
+//! bounds; unsafe ones get a shortest counterexample.
+//!
+//! - `topology`: the nodes at a scenario's addresses, built from a protocol.
+//! - `bounds`: every bound of a search (and the memory bound).
+//! - `state`: the hashed state.
+//! - `harness`: the transitions (deliver, lose, duplicate, timers, pause, crash).
+//! - `judge`: the properties, incrementally.
+//! - `search`: the BFS, proofs and shortest counterexamples.
+
+pub mod bounds;
+pub mod harness;
+pub mod judge;
+pub mod search;
+pub mod state;
+pub mod topology;
+
+pub use bounds::{Bounds, MAX_STATES_DEFAULT};
+pub use harness::{Action, Harness};
+pub use judge::Finding;
+pub use search::{check, prove, search, Counterexample, Hits, Outcome};
+pub use topology::{builtin, is_supported, supported, Builtin, Timing, Topology};
+
+use crate::protocol::ProtocolKind;
+
+/// Checks a catalogue protocol's built-in nodes within `bounds`; the
+/// harness comes back too, to describe the counterexample's steps.
+pub fn check_protocol(
+    kind: ProtocolKind,
+    bounds: Bounds,
+) -> Result<(Harness<Builtin>, Outcome), String> {
+    let topology = Topology::lease(kind, bounds.workers, bounds.timing)?;
+    let harness = Harness {
+        topology,
+        factory: builtin,
+        bounds,
+    };
+    let outcome = check(&harness);
+    Ok((harness, outcome))
+}

@@ -1,0 +1,112 @@
+//! One state of the code-level search: the real node structs, their synced
+//! records, the pending timers as absolute deadlines on one true-time line,
+//! the messages in flight (a multiset, kept sorted so that two orders of
+//! the same sends are one state), the current instant, the fault budget
+//! left, and the property judge's memory. Everything here is hashed: two
+//! paths that reach equal states are explored once.
+
+use std::hash::Hash;
+
+use super::judge::Judge;
+use crate::protocol::{Msg, NodeId, Record, TimerId};
+
+/// A message in flight.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct Packet {
+    pub from: NodeId,
+    pub to: NodeId,
+    pub msg: Msg,
+}
+
+impl Packet {
+    /// The multiset's order: by sender, receiver, then the message's tag and
+    /// trace words (equal keys may hold different messages; they then keep
+    /// their send order, which costs reduction, never soundness).
+    fn order_key(&self) -> (u16, u16, u8, [u64; 5]) {
+        (self.from.0, self.to.0, self.msg.tag(), self.msg.words())
+    }
+}
+
+/// A pending timer: fires at `deadline_ns` of true time.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct Timer {
+    pub deadline_ns: u64,
+    pub node: NodeId,
+    pub timer: TimerId,
+}
+
+/// The faults a path may still inject.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+pub struct Budget {
+    pub losses: u8,
+    pub duplicates: u8,
+    pub crashes: u8,
+    pub pauses: u8,
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct State<N> {
+    /// `nodes[i]` is `NodeId(i)`, as its code left it.
+    pub nodes: Vec<N>,
+    /// Each node's last synced record: what survives its crash.
+    pub synced: Vec<Option<Record>>,
+    /// Sorted by deadline, then node and timer id.
+    pub timers: Vec<Timer>,
+    /// Sorted by [`Packet::order_key`].
+    pub in_flight: Vec<Packet>,
+    pub now_ns: u64,
+    pub budget: Budget,
+    pub judge: Judge,
+}
+
+impl<N: Hash> State<N> {
+    /// The 64-bit fingerprint the visited set keeps (ahash with fixed keys:
+    /// the same on every run).
+    pub fn fingerprint(&self) -> u64 {
+        ahash::RandomState::with_seeds(0x5eed, 0xfe9c, 0xc0de, 0xc4ec).hash_one(self)
+    }
+}
+
+impl<N> State<N> {
+    pub fn send(&mut self, packet: Packet) {
+        let key = packet.order_key();
+        let at = self.in_flight.partition_point(|p| p.order_key() <= key);
+        self.in_flight.insert(at, packet);
+    }
+
+    /// Removes one copy of `packet`; false if none is in flight.
+    pub fn take(&mut self, packet: &Packet) -> bool {
+        match self.in_flight.iter().position(|p| p == packet) {
+            Some(i) => {
+                self.in_flight.remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub fn cancel_timer(&mut self, node: NodeId, timer: TimerId) {
+        self.timers
+            .retain(|t| !(t.node == node && t.timer == timer));
+    }
+
+    /// Sets (or replaces) `node`'s `timer` to fire at `deadline_ns`.
+    pub fn set_timer(&mut self, node: NodeId, timer: TimerId, deadline_ns: u64) {
+        self.cancel_timer(node, timer);
+        let t = Timer {
+            deadline_ns,
+            node,
+            timer,
+        };
+        let at = self.timers.partition_point(|x| *x <= t);
+        self.timers.insert(at, t);
+    }
+
+    /// Every timer of `node` fires `by_ns` later (the node was paused).
+    pub fn delay_timers(&mut self, node: NodeId, by_ns: u64) {
+        for t in self.timers.iter_mut().filter(|t| t.node == node) {
+            t.deadline_ns = t.deadline_ns.saturating_add(by_ns);
+        }
+        self.timers.sort();
+    }
+}

@@ -1,0 +1,169 @@
+//! The system a code-level check drives: the scenario's fixed addresses
+//! (workers `0..n`, the coordinator, the resource), the roles built from a
+//! catalogue protocol exactly as a scenario resolves them, and the timing
+//! the workers run with. [`Builtin`] is the built-in nodes as one hashable
+//! type; a test may put its own node type in their place through a
+//! factory (a deliberately broken copy of a node, say).
+
+use crate::protocol::coordinator::Coordinator;
+use crate::protocol::resource::Resource;
+use crate::protocol::worker::{MoreLocks, Worker, WorkerConfig};
+use crate::protocol::{
+    Clocks, Effect, Input, Key, Nanos, Node, NodeId, ProtocolConfig, ProtocolKind, Role,
+};
+
+/// Milliseconds in nanoseconds.
+pub const MS: Nanos = 1_000_000;
+
+/// The built-in nodes of a lease protocol, as one `Clone + Hash + Eq` type.
+/// A worker is boxed (616 bytes against the others' ~170): a state holds
+/// one slot per node.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Builtin {
+    Worker(Box<Worker>),
+    Coordinator(Coordinator),
+    Resource(Resource),
+}
+
+impl Node for Builtin {
+    fn handle(&mut self, clocks: Clocks, input: Input<'_>, effects: &mut Vec<Effect>) {
+        match self {
+            Builtin::Worker(n) => n.handle(clocks, input, effects),
+            Builtin::Coordinator(n) => n.handle(clocks, input, effects),
+            Builtin::Resource(n) => n.handle(clocks, input, effects),
+        }
+    }
+}
+
+/// Builds a fresh built-in node for `role` (first boot or a restart).
+pub fn builtin(role: &Role) -> Builtin {
+    match *role {
+        Role::Worker(cfg) => Builtin::Worker(Box::new(Worker::new(cfg))),
+        Role::Coordinator(cfg) => Builtin::Coordinator(Coordinator::new(cfg)),
+        Role::Resource(cfg) => Builtin::Resource(Resource::new(cfg)),
+        Role::Server(_) | Role::Alt(_) => {
+            unreachable!("Topology::lease admits lease-layout protocols only")
+        }
+    }
+}
+
+/// How the workers are timed (the scenario's `[workload]`, in ms).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Timing {
+    pub lease_ttl_ms: u64,
+    pub work_ms: u64,
+    pub think_ms: u64,
+    pub retry_ms: u64,
+    pub request_timeout_ms: u64,
+    pub max_retries: u32,
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        Timing {
+            lease_ttl_ms: 10,
+            work_ms: 2,
+            think_ms: 1,
+            retry_ms: 4,
+            request_timeout_ms: 6,
+            max_retries: 0,
+        }
+    }
+}
+
+/// Every node's role by address, and the addresses the harness needs.
+#[derive(Clone, Debug)]
+pub struct Topology {
+    pub protocol: ProtocolConfig,
+    /// `roles[i]` is node `NodeId(i)`'s.
+    pub roles: Vec<Role>,
+    pub workers: usize,
+    /// The coordinator primary (`coord/0`): the group address routes here
+    /// and it is promoted at boot and after a restart.
+    pub coord: NodeId,
+    pub resource: NodeId,
+}
+
+/// Whether `--code` can drive `kind`: a single lease coordinator and a
+/// resource, no replicas, no lock servers, no effect sink, no conditional
+/// write (those need harness parts this checker does not have yet).
+pub fn is_supported(kind: ProtocolKind) -> bool {
+    matches!(
+        kind,
+        ProtocolKind::TtlLeaseDel
+            | ProtocolKind::RedisSetNx
+            | ProtocolKind::CheckBeforeWrite
+            | ProtocolKind::FencedCas
+            | ProtocolKind::FencedCheckThenWrite
+    )
+}
+
+/// The protocols `--code` checks, in the catalogue's order.
+pub fn supported() -> Vec<&'static str> {
+    ProtocolKind::ALL
+        .iter()
+        .filter(|k| is_supported(**k))
+        .map(|k| k.id())
+        .collect()
+}
+
+impl Topology {
+    /// `workers` workers with one op each on key 0, `coord/0` and
+    /// `resource/0`, at the addresses a scenario gives them.
+    pub fn lease(kind: ProtocolKind, workers: usize, timing: Timing) -> Result<Topology, String> {
+        if !is_supported(kind) {
+            return Err(format!(
+                "protocol {:?} cannot be checked at the code level yet; supported: {}",
+                kind.id(),
+                supported().join(", ")
+            ));
+        }
+        let mut protocol = ProtocolConfig::new(kind, timing.lease_ttl_ms * MS);
+        protocol.replicas = 1;
+        let coord = NodeId(workers as u16);
+        let resource = NodeId(workers as u16 + 1);
+        let mut roles: Vec<Role> = (0..workers)
+            .map(|i| Role::Worker(worker_config(&protocol, i, coord, resource, timing)))
+            .collect();
+        roles.push(protocol.server_role(coord, 0));
+        roles.push(Role::Resource(protocol.resource()));
+        Ok(Topology {
+            protocol,
+            roles,
+            workers,
+            coord,
+            resource,
+        })
+    }
+}
+
+fn worker_config(
+    p: &ProtocolConfig,
+    i: usize,
+    coord: NodeId,
+    resource: NodeId,
+    t: Timing,
+) -> WorkerConfig {
+    WorkerConfig {
+        id: NodeId(i as u16),
+        index: i as u16 + 1,
+        key: Key(0),
+        coordinator: NodeId::COORD_GROUP,
+        resource,
+        start_ns: 0,
+        ops: 1,
+        work_ns: t.work_ms * MS,
+        think_ns: t.think_ms * MS,
+        retry_ns: t.retry_ms * MS,
+        request_timeout_ns: t.request_timeout_ms * MS,
+        max_retries: t.max_retries,
+        send_token: p.worker_sends_token(),
+        token_on_reads: p.worker_token_on_reads(),
+        check_lease_before_write: p.worker_checks_lease(),
+        renew_every_ns: p.renew_every_ns,
+        write_if_match: p.worker_writes_if_match(),
+        lock: p.lock_kind(coord),
+        effect: None,
+        more_locks: MoreLocks::NONE,
+    }
+}

@@ -1,0 +1,178 @@
+//! A deliberately broken copy of the shipped resource, checked by the same
+//! search: a wrapper `Node` around the real `Resource` whose fence
+//! comparison is weakened by one (`token + 1 >= fence` instead of
+//! `token >= fence`). The same wrapper without the weakening is proved, so
+//! the violation is the off-by-one's, not the wrapper's.
+
+use fencesim::check::ViolationKind;
+use fencesim::codecheck::{builtin, check, Action, Bounds, Builtin, Harness, Topology};
+use fencesim::protocol::resource::Resource;
+use fencesim::protocol::{Clocks, Effect, Input, Msg, Node, ProtocolKind, Role, Token};
+
+/// The real resource, plus the fence it has accepted as the wrapper saw it.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+struct OffByOne {
+    inner: Resource,
+    fence: u64,
+    weakened: bool,
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+enum Patched {
+    Builtin(Builtin),
+    Resource(OffByOne),
+}
+
+impl Node for Patched {
+    fn handle(&mut self, clocks: Clocks, input: Input<'_>, fx: &mut Vec<Effect>) {
+        let r = match self {
+            Patched::Builtin(n) => return n.handle(clocks, input, fx),
+            Patched::Resource(r) => r,
+        };
+        let input = match input {
+            // The weakened comparison: a token one below the fence passes,
+            // as if it were the fence itself (`t + 1 >= fence`).
+            Input::Message {
+                from,
+                msg:
+                    Msg::Write {
+                        req,
+                        key,
+                        op,
+                        token: Some(Token(t)),
+                        value,
+                    },
+            } if r.weakened && t + 1 == r.fence => Input::Message {
+                from,
+                msg: Msg::Write {
+                    req,
+                    key,
+                    op,
+                    token: Some(Token(r.fence)),
+                    value,
+                },
+            },
+            other => other,
+        };
+        let accepted = match input {
+            Input::Message {
+                msg:
+                    Msg::Write {
+                        token: Some(Token(t)),
+                        ..
+                    },
+                ..
+            } => Some(t),
+            _ => None,
+        };
+        let before = fx.len();
+        r.inner.handle(clocks, input, fx);
+        let ok = fx[before..].iter().any(|e| {
+            matches!(
+                e,
+                Effect::Send {
+                    msg: Msg::WriteOk { .. },
+                    ..
+                }
+            )
+        });
+        if let (true, Some(t)) = (ok, accepted) {
+            r.fence = r.fence.max(t);
+        }
+    }
+}
+
+fn weakened(role: &Role) -> Patched {
+    match *role {
+        Role::Resource(cfg) => Patched::Resource(OffByOne {
+            inner: Resource::new(cfg),
+            fence: 0,
+            weakened: true,
+        }),
+        _ => Patched::Builtin(builtin(role)),
+    }
+}
+
+fn faithful(role: &Role) -> Patched {
+    match weakened(role) {
+        Patched::Resource(r) => Patched::Resource(OffByOne {
+            weakened: false,
+            ..r
+        }),
+        other => other,
+    }
+}
+
+fn harness(factory: fn(&Role) -> Patched) -> Harness<Patched> {
+    let bounds = super::small();
+    Harness {
+        topology: Topology::lease(ProtocolKind::FencedCas, bounds.workers, bounds.timing)
+            .expect("fenced-cas is supported"),
+        factory,
+        bounds,
+    }
+}
+
+/// The real coordinator with its `Persist` effects dropped: a token
+/// counter that is never written down.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+struct Forgetful(Builtin);
+
+impl Node for Forgetful {
+    fn handle(&mut self, clocks: Clocks, input: Input<'_>, fx: &mut Vec<Effect>) {
+        let before = fx.len();
+        self.0.handle(clocks, input, fx);
+        if matches!(self.0, Builtin::Coordinator(_)) {
+            let mut i = before;
+            while i < fx.len() {
+                if matches!(fx[i], Effect::Persist { .. }) {
+                    fx.remove(i);
+                } else {
+                    i += 1;
+                }
+            }
+        }
+    }
+}
+
+fn unpersisted(role: &Role) -> Forgetful {
+    Forgetful(builtin(role))
+}
+
+#[test]
+fn a_coordinator_that_never_persists_its_token_counter_reissues_a_token_after_a_crash() {
+    let bounds = Bounds {
+        crashes: 1,
+        pauses: 0,
+        ..super::small()
+    };
+    let h = Harness {
+        topology: Topology::lease(ProtocolKind::FencedCas, bounds.workers, bounds.timing)
+            .expect("fenced-cas is supported"),
+        factory: unpersisted,
+        bounds,
+    };
+    let out = check(&h);
+    let c = out.counterexample.expect("the lost counter is found");
+    assert_eq!(c.finding.kind, ViolationKind::TokenOrder, "{c:?}");
+    assert!(
+        c.steps
+            .iter()
+            .any(|(a, _)| matches!(a, Action::Crash(n) if *n == h.topology.coord)),
+        "the coordinator crashed on the way: {c:?}"
+    );
+}
+
+#[test]
+fn a_resource_whose_fence_comparison_is_off_by_one_lets_a_stale_write_through() {
+    let out = check(&harness(weakened));
+    let c = out.counterexample.expect("the weakened fence is found");
+    assert_eq!(c.finding.kind, ViolationKind::StaleWrite, "{c:?}");
+    assert!(c.shortest, "{c:?}");
+}
+
+#[test]
+fn the_same_wrapper_without_the_weakening_is_proved() {
+    let out = check(&harness(faithful));
+    assert!(out.proved() && out.vacuity_ok(), "{out:?}");
+}

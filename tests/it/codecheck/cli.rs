@@ -1,0 +1,44 @@
+//! `fencesim check --code` as a user runs it: verdict lines and exit codes.
+
+use crate::common::{fencesim, stderr, stdout};
+
+#[test]
+fn a_safe_protocol_is_proved_and_exits_zero() {
+    let out = fencesim(&["check", "--code", "fenced-cas", "--pauses", "0"]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    assert!(
+        text.contains("fenced-cas: safe: proved at these bounds (vacuity ok)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("unique states") && text.contains("bounds hit:"),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_unsafe_protocol_prints_its_shortest_counterexample_and_exits_by_expectation() {
+    let out = fencesim(&["check", "--code", "redis-set-nx"]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "expected safe: {text}");
+    assert!(
+        text.contains("redis-set-nx: unsafe: stale_write in 16 steps (shortest)"),
+        "{text}"
+    );
+    let out = fencesim(&["check", "--code", "redis-set-nx", "--expect", "unsafe"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+}
+
+#[test]
+fn an_unknown_or_unsupported_protocol_is_bad_input() {
+    for id in ["no-such-protocol", "redlock"] {
+        let out = fencesim(&["check", "--code", id]);
+        assert_eq!(out.status.code(), Some(2), "{id}: {}", stdout(&out));
+        assert!(
+            stderr(&out).contains("fenced-cas"),
+            "{id}: {}",
+            stderr(&out)
+        );
+    }
+}
