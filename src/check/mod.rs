@@ -502,13 +502,7 @@ impl Checker {
                 pair.observe(history, e, gens, found);
             }
             if !found.list.is_empty() {
-                for v in found.list.drain(..) {
-                    let n = &mut report.counts[v.kind.index()];
-                    *n += 1;
-                    if *n as usize <= KEPT_PER_KIND {
-                        report.violations.push(v);
-                    }
-                }
+                keep_found(found, &mut report);
             }
         }
         let hz = &mut report.info.hazards;
@@ -521,6 +515,19 @@ impl Checker {
         overlap.finish(end_ns, &mut report.info);
         report.metrics = measured.finish(end_ns);
         report
+    }
+}
+
+/// Counts the violations one record found and keeps the first
+/// [`KEPT_PER_KIND`] of each kind in the report.
+#[inline]
+fn keep_found(found: &mut Found, report: &mut Report) {
+    for v in found.list.drain(..) {
+        let n = &mut report.counts[v.kind.index()];
+        *n += 1;
+        if *n as usize <= KEPT_PER_KIND {
+            report.violations.push(v);
+        }
     }
 }
 

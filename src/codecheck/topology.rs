@@ -5,6 +5,7 @@
 //! type; a test may put its own node type in their place through a
 //! factory (a deliberately broken copy of a node, say).
 
+use crate::protocol::client::LockKind;
 use crate::protocol::coordinator::Coordinator;
 use crate::protocol::resource::Resource;
 use crate::protocol::worker::{MoreLocks, Worker, WorkerConfig};
@@ -125,7 +126,7 @@ impl Topology {
         let mut roles: Vec<Role> = (0..workers)
             .map(|i| Role::Worker(worker_config(&protocol, i, coord, resource, timing)))
             .collect();
-        roles.push(protocol.server_role(coord, 0));
+        roles.push(Role::server(&protocol, coord, 0));
         roles.push(Role::Resource(protocol.resource()));
         Ok(Topology {
             protocol,
@@ -162,7 +163,7 @@ fn worker_config(
         check_lease_before_write: p.worker_checks_lease(),
         renew_every_ns: p.renew_every_ns,
         write_if_match: p.worker_writes_if_match(),
-        lock: p.lock_kind(coord),
+        lock: LockKind::for_protocol(p, coord),
         effect: None,
         more_locks: MoreLocks::NONE,
     }
