@@ -210,7 +210,7 @@ fn ctrl_c_stops_the_enumeration_with_the_coverage_so_far_in_its_reports() {
     }
     let _one = live_exclusive();
     let o = outputs();
-    // 666 placements at two faults: minutes of trials, stopped after a few.
+    // 351 placements at two faults: minutes of trials, stopped after a few.
     let args = ["search", "live/gc-pause-plain-update.toml", "--faults", "2"];
     let mut child = o
         .command(&args)
