@@ -10,11 +10,13 @@
 //!
 //! `cargo bench --bench campaign`
 
-use std::hint::black_box;
+#[path = "common/timing.rs"]
+mod timing;
+
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use criterion::{Criterion, Throughput};
 use fencesim::scenario::{self, Scenario};
@@ -95,12 +97,8 @@ fn run_sweep(pool: &rayon::ThreadPool, scenarios: &[Scenario], seeds: &[u64]) ->
     })
 }
 
-fn timed(name: &str, iters: u64, mut f: impl FnMut() -> u64) -> Duration {
-    let start = Instant::now();
-    for _ in 0..iters {
-        black_box(f());
-    }
-    let elapsed = start.elapsed();
+fn timed(name: &str, iters: u64, f: impl FnMut() -> u64) -> Duration {
+    let elapsed = timing::time_iters(iters, f);
     record(name, elapsed / iters.max(1) as u32);
     elapsed
 }

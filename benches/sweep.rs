@@ -8,15 +8,16 @@
 //!
 //! `cargo bench --bench sweep`
 
-use std::hint::black_box;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use criterion::{Criterion, Throughput};
 use fencesim::scenario::{self, Scenario};
 use fencesim::suite;
 
 mod common;
+#[path = "common/timing.rs"]
+mod timing;
 use common::baseline::baseline;
 
 const SEEDS: u64 = 200;
@@ -42,12 +43,8 @@ fn sweep(s: &Scenario) -> u64 {
     (0..SEEDS).map(|seed| suite::run_seed(s, seed).events).sum()
 }
 
-fn timed(which: usize, iters: u64, mut f: impl FnMut() -> u64) -> Duration {
-    let start = Instant::now();
-    for _ in 0..iters {
-        black_box(f());
-    }
-    let elapsed = start.elapsed();
+fn timed(which: usize, iters: u64, f: impl FnMut() -> u64) -> Duration {
+    let elapsed = timing::time_iters(iters, f);
     record(which, elapsed / iters.max(1) as u32);
     elapsed
 }
