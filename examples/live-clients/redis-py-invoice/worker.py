@@ -6,6 +6,8 @@ FENCESIM_TOKEN_KEY are not read). fencesim finds them in Redis's own account
 
     python3 worker.py plain    # UPDATE ... WHERE id = $3: unsafe under a long pause
     python3 worker.py fenced   # ... AND fencing_token < $2, token INCRed after the grant
+    python3 worker.py plain --per-document   # invoice N = FENCESIM_DOC_ID:
+                                             # lock:invoice:N, fence:invoice:N
 
 Per operation: `SET lock:invoice:42 <uuid> NX PX <ttl>` every 5 ms until it
 is taken (bounded), `INCR fence:invoice:42`, read the row, work
@@ -34,16 +36,18 @@ import redis
 
 env = os.environ.get
 MODE = sys.argv[1] if len(sys.argv) > 1 else "plain"
-if MODE not in ("plain", "fenced"):
-    sys.exit(f"usage: {sys.argv[0]} plain|fenced")
+PER_DOCUMENT = sys.argv[2:] == ["--per-document"]
+if MODE not in ("plain", "fenced") or (sys.argv[2:] and not PER_DOCUMENT):
+    sys.exit(f"usage: {sys.argv[0]} plain|fenced [--per-document]")
 
-INVOICE = 42
+DOC = int(env("FENCESIM_DOC_ID", "1"))
+# One invoice, or one lock per document: invoice N is document N's.
+INVOICE = DOC if PER_DOCUMENT else 42
 LOCK_KEY = f"lock:invoice:{INVOICE}"
 TOKEN_KEY = f"fence:invoice:{INVOICE}"
 REDIS_URL = env("FENCESIM_REDIS_URL", "redis://127.0.0.1:6379/")
 PG_URL = env("FENCESIM_POSTGRES_URL", "postgresql://postgres@127.0.0.1/postgres")
 ME = env("FENCESIM_WORKER_ID", "w")
-DOC = int(env("FENCESIM_DOC_ID", "1"))
 OPS = int(env("FENCESIM_OPS", "1"))
 TTL_MS = int(env("FENCESIM_TTL_MS", "1000"))
 WORK_MS = int(env("FENCESIM_WORK_MS", "0"))

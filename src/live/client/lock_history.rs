@@ -51,8 +51,14 @@ impl LockHistory {
     /// `n` workers; `seen` in the order the proxies saw it; `facts` the
     /// finished account. A grant is received at its worker's first lock
     /// reply at or after the server granted it (none: the worker never
-    /// learned of it).
-    pub(super) fn new(n: usize, seen: &[(usize, u64, Seen)], facts: &[LockFact]) -> LockHistory {
+    /// learned of it). `documents`: each worker's document (empty: all on
+    /// one), whose own token counter ends its grants.
+    pub(super) fn new(
+        n: usize,
+        seen: &[(usize, u64, Seen)],
+        facts: &[LockFact],
+        documents: &[u32],
+    ) -> LockHistory {
         let tokens = tokens_of_grants(facts);
         let issued: BTreeMap<u64, (usize, u64)> = facts
             .iter()
@@ -84,7 +90,9 @@ impl LockHistory {
                 h.records.push((*w, Stamped { t_ns: *t, record }));
             }
         }
-        h.server_records(&seen, facts, &tokens);
+        let document_of = |w: usize| documents.get(w).copied().unwrap_or(1);
+        let ends = end_positions(facts, &document_of);
+        h.server_records(&seen, facts, (&tokens, &ends));
         h.acquisitions(n, &seen);
         h
     }
@@ -95,10 +103,9 @@ impl LockHistory {
         &mut self,
         seen: &[(usize, u64, Seen)],
         facts: &[LockFact],
-        tokens: &BTreeMap<u64, i64>,
+        (tokens, ends): (&BTreeMap<u64, i64>, &BTreeMap<u64, i64>),
     ) {
         let mut holder: BTreeMap<u64, usize> = BTreeMap::new();
-        let ends = end_positions(facts);
         let order = |g: u64| ends.get(&g).and_then(|p| u64::try_from(*p).ok());
         let mut last_grant = 0;
         for f in facts {
@@ -280,7 +287,7 @@ mod tests {
                 t_ns: 71,
             },
         ];
-        let h = LockHistory::new(2, &seen, &facts);
+        let h = LockHistory::new(2, &seen, &facts, &[]);
         let mut kinds: Vec<(usize, String, u64)> = h
             .records()
             .iter()
@@ -317,7 +324,7 @@ mod tests {
             worker: 1,
             t_ns: 12,
         }];
-        let h = LockHistory::new(2, &seen, &facts);
+        let h = LockHistory::new(2, &seen, &facts, &[]);
         assert_eq!(h.grants(), 1);
         assert_eq!(h.held_by(1, 100), None);
         assert!(!h

@@ -79,7 +79,7 @@ use super::phases::{Phase, Phases};
 use super::proxy::Proxy;
 use super::scenario::LiveScenario;
 use super::servers::Servers;
-use super::{etcd, locked, monotonic_ns, redis, zk, ClusterKind, LockKind, DOC_ID};
+use super::{etcd, locked, monotonic_ns, redis, zk, ClusterKind, LockKind};
 
 /// The user's program misbehaved (exit code, signal, hang): exit 3, no verdict.
 #[derive(Debug, thiserror::Error)]
@@ -166,7 +166,7 @@ pub fn run(
     client_phases(&shared, phases, audit_at);
     let finished_ns = check_exits(cmd, &shared, &programs.procs)?;
     drop(programs);
-    let (lock, notes) = judgeable(&shared)?;
+    let (lock, notes) = judgeable(&shared, &documents(s))?;
     let audit: Vec<(i64, i32, i64, i64)> = pg
         .query(
             "SELECT commit_seq, backend_pid, body, token FROM client_audit ORDER BY commit_seq",
@@ -186,10 +186,10 @@ pub fn run(
         Some(_) => s.lock,
     };
     phases.enter(Phase::Check);
-    // A user's program is told one document (the loader and `run` see to it).
+    // Each worker's document is its own key in the history.
     let mut result = judge(
         &shared.names,
-        &[],
+        &documents(s),
         kind,
         &records,
         &shared.exec.harness(),
@@ -220,10 +220,16 @@ fn client_phases(shared: &Shared, phases: &mut Phases, audit_at: Instant) {
     phases.faults(window.into_iter().collect(), audit_at);
 }
 
-/// Why a user's program cannot be run under `s` — a worker on another
-/// document than 1 (a program is told one), a fault the client mode cannot
-/// apply (a failover, a crash of the harness's Redis, a cluster member's
-/// fault) — checked before any server starts.
+/// Each worker's document (`document = N`, 1 unless named).
+fn documents(s: &LiveScenario) -> Vec<u32> {
+    s.workers.iter().map(|w| w.document).collect()
+}
+
+/// Why a user's program cannot be run under `s` — workers on several
+/// documents with one exact key named for all of them, or on a lock that
+/// watches one key; a fault the client mode cannot apply (a failover, a
+/// crash of the harness's Redis, a cluster member's fault) — checked
+/// before any server starts.
 pub fn refusal(s: &LiveScenario) -> Option<String> {
     if s.lock == LockKind::None {
         return Some(format!(
@@ -233,15 +239,37 @@ pub fn refusal(s: &LiveScenario) -> Option<String> {
             s.path.display()
         ));
     }
-    if let Some(w) = s.workers.iter().find(|w| w.document != 1) {
-        return Some(format!(
-            "{}: worker {} is on document {}: a user's program (--worker-cmd) is told one document, 1",
-            s.path.display(),
-            w.name,
-            w.document
-        ));
+    if let Some(why) = several_documents(s) {
+        return Some(format!("{}: {why}", s.path.display()));
     }
     strike_order(s).err().map(|e| format!("{e:#}"))
+}
+
+/// Why workers on more than one document cannot be judged as `s` names
+/// their keys, if they cannot: each document's lock is found among its own
+/// workers' keys, so one exact lock or token key cannot be every
+/// document's, and the etcd and ZooKeeper accounts watch one lock.
+fn several_documents(s: &LiveScenario) -> Option<String> {
+    let w = s.workers.iter().find(|w| w.document != 1)?;
+    let on = format!("worker {} is on document {}", w.name, w.document);
+    if s.lock.cluster().is_some() {
+        return Some(format!(
+            "{on}: a user's program on several documents needs a Redis lock; {} watches one lock",
+            s.lock.name()
+        ));
+    }
+    if let Some(k) = s.lock_key.as_ref().and_then(|c| c.exact()) {
+        return Some(format!(
+            "{on}: the lock key {k} is named exactly, which is one document's; name the documents' keys \
+             by a prefix or a glob (`lock:invoice:*`), or not at all, and each document's is found"
+        ));
+    }
+    s.token_key.as_ref().map(|t| {
+        format!(
+            "{on}: the token key {t} is named, which is one document's; leave token_key out and each \
+             document's counter is found"
+        )
+    })
 }
 
 /// The scenario's lock server, its account started (each in its room).
@@ -258,7 +286,7 @@ fn backend(s: &LiveScenario, servers: &mut Servers) -> Result<Backend> {
 /// notifications, a fault never struck (its anchor was never reached, or
 /// its program had exited), or the programs wrote while the server never
 /// granted the lock key (their lock is one fencesim cannot see).
-fn judgeable(shared: &Shared) -> Result<(LockHistory, Vec<String>)> {
+fn judgeable(shared: &Shared, documents: &[u32]) -> Result<(LockHistory, Vec<String>)> {
     let finished = shared.account.finish();
     let mut why = finished.problems;
     // The account's promise, held at the boundary: grants in turn, facts in time order.
@@ -288,7 +316,7 @@ fn judgeable(shared: &Shared) -> Result<(LockHistory, Vec<String>)> {
     if !why.is_empty() {
         return Err(CannotJudge(why.join("; ")).into());
     }
-    let lock = LockHistory::new(shared.names.len(), &seen, &finished.facts);
+    let lock = LockHistory::new(shared.names.len(), &seen, &finished.facts, documents);
     Ok((lock, finished.notes))
 }
 
@@ -329,7 +357,7 @@ fn start_programs(
         let ports: Vec<u16> = lock_proxies.iter().map(|p| p.port).collect();
         let sh = shared.clone();
         let pg_proxy = Proxy::start_observed(pg_upstream, move |_| pg_observers(sh.clone(), i))?;
-        let mut env = (backend.env)(&ports);
+        let mut env = (backend.env)(i, &ports);
         env.extend([
             (
                 "FENCESIM_POSTGRES_URL",
@@ -339,7 +367,7 @@ fn start_programs(
                 ),
             ),
             ("FENCESIM_WORKER_ID", w.name.clone()),
-            ("FENCESIM_DOC_ID", DOC_ID.to_string()),
+            ("FENCESIM_DOC_ID", w.document.to_string()),
             ("FENCESIM_OPS", "1".to_string()),
             ("FENCESIM_TTL_MS", s.ttl_ms.to_string()),
             ("FENCESIM_WORK_MS", s.work_ms.to_string()),

@@ -88,20 +88,39 @@ pub fn tokens_of_grants(facts: &[LockFact]) -> BTreeMap<u64, i64> {
 /// expiry): the highest token counted or position told before it — a token
 /// counter's value, an etcd revision, a zxid. A grant ended before any is
 /// absent.
-pub fn end_positions(facts: &[LockFact]) -> BTreeMap<u64, i64> {
-    let mut at: Option<i64> = None;
+///
+/// `document_of` gives each worker's document: a token counter is its
+/// document's own (`fence:invoice:1` counts nothing of invoice 2's lock),
+/// so a grant's end takes only the counts of its own document's workers,
+/// while a position (etcd's revision, ZooKeeper's zxid) is the server's one
+/// order and stands for every document.
+pub fn end_positions(facts: &[LockFact], document_of: &dyn Fn(usize) -> u32) -> BTreeMap<u64, i64> {
+    let mut counted: BTreeMap<u32, i64> = BTreeMap::new();
+    let mut told: Option<i64> = None;
+    let mut holder: BTreeMap<u64, u32> = BTreeMap::new();
     let mut ends = BTreeMap::new();
     for f in facts {
         match f {
-            LockFact::Token { value, .. } | LockFact::Position { value, .. } => {
-                at = Some(at.map_or(*value, |a| a.max(*value)));
+            LockFact::Token { worker, value, .. } => {
+                let at = counted.entry(document_of(*worker)).or_insert(*value);
+                *at = (*at).max(*value);
+            }
+            LockFact::Position { value, .. } => told = Some(told.map_or(*value, |a| a.max(*value))),
+            LockFact::Granted { grant, worker, .. } => {
+                holder.insert(*grant, document_of(*worker));
             }
             LockFact::Released { grant, .. } | LockFact::Expired { grant, .. } => {
+                let doc = holder.get(grant).copied();
+                let count = doc.and_then(|d| counted.get(&d).copied());
+                let at = match (count, told) {
+                    (Some(c), Some(t)) => Some(c.max(t)),
+                    (c, t) => c.or(t),
+                };
                 if let Some(a) = at {
                     ends.entry(*grant).or_insert(a);
                 }
             }
-            LockFact::Granted { .. } | LockFact::Renewed { .. } => {}
+            LockFact::Renewed { .. } => {}
         }
     }
     ends
@@ -143,39 +162,38 @@ pub fn disorder(facts: &[LockFact]) -> Option<String> {
 mod tests {
     use super::*;
 
+    fn granted(grant: u64, worker: usize, t_ns: u64) -> LockFact {
+        LockFact::Granted {
+            grant,
+            worker,
+            t_ns,
+        }
+    }
+
+    fn token(worker: usize, value: i64, t_ns: u64) -> LockFact {
+        LockFact::Token {
+            worker,
+            value,
+            t_ns,
+        }
+    }
+
     #[test]
     fn grants_out_of_turn_and_facts_out_of_time_are_disorder() {
-        let granted = |grant, t_ns| LockFact::Granted {
-            grant,
-            worker: 0,
-            t_ns,
-        };
-        assert_eq!(disorder(&[granted(1, 5), granted(2, 5)]), None);
-        assert!(disorder(&[granted(2, 5)]).is_some());
-        assert!(disorder(&[granted(1, 5), LockFact::Expired { grant: 1, t_ns: 4 }]).is_some());
+        assert_eq!(disorder(&[granted(1, 0, 5), granted(2, 0, 5)]), None);
+        assert!(disorder(&[granted(2, 0, 5)]).is_some());
+        let expired = LockFact::Expired { grant: 1, t_ns: 4 };
+        assert!(disorder(&[granted(1, 0, 5), expired]).is_some());
     }
 
     #[test]
     fn a_grant_ends_where_the_servers_order_stood_then() {
-        let token = |worker, value, t_ns| LockFact::Token {
-            worker,
-            value,
-            t_ns,
-        };
         // Redis: A counts 1; its lease runs out; B counts 2 and 3, releases.
         let counter = [
-            LockFact::Granted {
-                grant: 1,
-                worker: 0,
-                t_ns: 1,
-            },
+            granted(1, 0, 1),
             token(0, 1, 2),
             LockFact::Expired { grant: 1, t_ns: 3 },
-            LockFact::Granted {
-                grant: 2,
-                worker: 1,
-                t_ns: 4,
-            },
+            granted(2, 1, 4),
             token(1, 2, 5),
             token(1, 3, 6),
             LockFact::Released {
@@ -184,30 +202,44 @@ mod tests {
                 t_ns: 7,
             },
         ];
-        let ends = end_positions(&counter);
+        let one = |_| 1;
+        let ends = end_positions(&counter, &one);
         assert_eq!(ends.get(&1), Some(&1));
         assert_eq!(ends.get(&2), Some(&3));
         // etcd: the deletion's revision, told before the end.
         let etcd = [
-            LockFact::Granted {
-                grant: 1,
-                worker: 0,
-                t_ns: 1,
-            },
+            granted(1, 0, 1),
             token(0, 5, 1),
             LockFact::Position { value: 7, t_ns: 3 },
             LockFact::Expired { grant: 1, t_ns: 3 },
         ];
-        assert_eq!(end_positions(&etcd).get(&1), Some(&7));
+        assert_eq!(end_positions(&etcd, &one).get(&1), Some(&7));
         // Ended before anything counted: no position.
-        let none = [
-            LockFact::Granted {
-                grant: 1,
-                worker: 0,
-                t_ns: 1,
+        let none = [granted(1, 0, 1), LockFact::Expired { grant: 1, t_ns: 3 }];
+        assert!(end_positions(&none, &one).is_empty());
+    }
+
+    #[test]
+    fn a_grant_ends_at_its_own_documents_counter_not_another_documents() {
+        // Worker 0 on document 1 counts 1; worker 1 on document 2 counts
+        // its own counter up to 7; worker 0's lease then runs out.
+        let facts = [
+            granted(1, 0, 1),
+            token(0, 1, 2),
+            granted(2, 1, 3),
+            token(1, 7, 4),
+            LockFact::Expired { grant: 1, t_ns: 5 },
+            LockFact::Released {
+                grant: 2,
+                by: 1,
+                t_ns: 6,
             },
-            LockFact::Expired { grant: 1, t_ns: 3 },
         ];
-        assert!(end_positions(&none).is_empty());
+        let by_worker = |w: usize| w as u32 + 1;
+        let ends = end_positions(&facts, &by_worker);
+        assert_eq!(ends.get(&1), Some(&1));
+        assert_eq!(ends.get(&2), Some(&7));
+        // Judged as one document, the other's count would stretch grant 1.
+        assert_eq!(end_positions(&facts, &|_| 1).get(&1), Some(&7));
     }
 }

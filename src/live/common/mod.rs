@@ -4,14 +4,15 @@
 //! rule ([`ops`]), the lock servers' common words ([`fact`]: a lock's facts
 //! on the one monotonic clock, whichever server told them) and what every
 //! lock server's room offers a user-program trial ([`server`]: its account
-//! and its connections' decoders, [`wire`]) and its cluster ([`member`]:
-//! how each member starts).
+//! and its connections' decoders, [`wire`]; one account per document,
+//! [`documents`]) and its cluster ([`member`]: how each member starts).
 //!
 //! Nothing here knows a particular server: the Redis, etcd and ZooKeeper
 //! rooms ([`super::redis`], [`super::etcd`], [`super::zk`]) import it, it
 //! imports none of them.
 
 pub(crate) mod bytes;
+pub(crate) mod documents;
 pub(crate) mod fact;
 pub(crate) mod keys;
 pub(crate) mod member;

@@ -37,8 +37,9 @@ pub(crate) trait ServerAccount: Send + Sync {
     fn finish(&self) -> Finished;
 }
 
-/// A program's environment for its lock server, from its proxies' ports.
-pub(crate) type Env = Box<dyn Fn(&[u16]) -> Vec<(&'static str, String)> + Send + Sync>;
+/// A worker's program's environment for its lock server, from its index
+/// and its proxies' ports.
+pub(crate) type Env = Box<dyn Fn(usize, &[u16]) -> Vec<(&'static str, String)> + Send + Sync>;
 
 /// One lock server's part of a user-program trial.
 pub(crate) struct Backend {
@@ -49,8 +50,8 @@ pub(crate) struct Backend {
     pub account: std::sync::Arc<dyn ServerAccount>,
     /// The decoders of each worker connection.
     pub wire: Wire,
-    /// The program's environment for its lock server, from its proxies' ports
-    /// (in `upstreams`' order).
+    /// The program's environment for its lock server, from the worker and
+    /// its proxies' ports (in `upstreams`' order).
     pub env: Env,
     /// The bytes that name the lock (key, path or prefix) and its token
     /// counter (empty: none).

@@ -46,7 +46,7 @@ pub(crate) fn backend(_s: &LiveScenario, servers: &mut Servers) -> Result<Backen
         upstreams,
         account: account.clone(),
         wire: observer::wire(account),
-        env: Box::new(|ports: &[u16]| {
+        env: Box::new(|_worker: usize, ports: &[u16]| {
             let urls: Vec<String> = ports
                 .iter()
                 .map(|p| format!("http://127.0.0.1:{p}"))

@@ -26,13 +26,14 @@ pub(crate) mod resp;
 
 use std::sync::Arc;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
+use super::common::documents::DocumentAccounts;
 use super::common::keys::KeyChoice;
-use super::common::server::Backend;
+use super::common::server::{Backend, ServerAccount};
 use super::scenario::LiveScenario;
 use super::servers::Servers;
-use super::{LOCK_KEY, TOKEN_KEY};
+use super::{lock_key, token_key, TOKEN_KEY};
 use account::LockAccount;
 
 /// The harness's own Redis masters for a user's program (one unless the
@@ -43,36 +44,73 @@ use account::LockAccount;
 /// otherwise the account finds it — the first key a worker creates
 /// conditionally among those the name (a prefix, a glob; none: any key)
 /// matches — and the token key likewise (ledger's module doc). A program
-/// is told `FENCESIM_LOCK_KEY` (the exact key named, else `lock:doc`) and
-/// `FENCESIM_TOKEN_KEY`; one written for fencesim uses them, and one that
-/// names its own keys is found all the same.
+/// is told `FENCESIM_LOCK_KEY` (the exact key named, else its document's
+/// `lock:doc`, `lock:doc2`, …) and `FENCESIM_TOKEN_KEY`; one written for
+/// fencesim uses them, and one that names its own keys is found all the
+/// same. Workers on several documents (`document = N`) get one account per
+/// document, each following its own workers
+/// ([`crate::live::common::documents`]), so each document's key is found
+/// and judged on its own.
 pub(crate) fn backend(s: &LiveScenario, servers: &mut Servers) -> Result<Backend> {
     let choice = s.lock_key.clone().unwrap_or_else(KeyChoice::any);
-    let told = [
-        choice.exact().unwrap_or(LOCK_KEY).to_string(),
-        s.token_key.clone().unwrap_or_else(|| TOKEN_KEY.to_string()),
-    ];
+    let documents: Vec<u32> = s.workers.iter().map(|w| w.document).collect();
+    let mut distinct = documents.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let told: Vec<[String; 2]> = documents
+        .iter()
+        .map(|&d| {
+            [
+                choice.exact().map_or_else(|| lock_key(d), str::to_string),
+                s.token_key.clone().unwrap_or_else(|| token_key(d)),
+            ]
+        })
+        .collect();
     let upstreams = servers.ensure_masters(s.redis_masters)?;
     let token = s.token_key.clone().unwrap_or_default();
-    let account = Arc::new(LockAccount::start(&upstreams, &choice, &token, true)?);
-    let env = told.clone();
+    let mut accounts: Vec<(u32, Arc<LockAccount>)> = Vec::new();
+    for &d in &distinct {
+        let account = LockAccount::start(&upstreams, &choice, &token, true)?;
+        accounts.push((d, Arc::new(account)));
+    }
+    let of_worker: Vec<Arc<LockAccount>> = documents
+        .iter()
+        .map(|d| {
+            accounts
+                .iter()
+                .find(|(x, _)| x == d)
+                .map(|(_, a)| a.clone())
+        })
+        .collect::<Option<_>>()
+        .context("every worker's document has an account")?;
+    let account: Arc<dyn ServerAccount> = match accounts.as_slice() {
+        [(_, one)] => one.clone(),
+        _ => Arc::new(DocumentAccounts::new(
+            accounts.into_iter().map(|(d, a)| (d, a as _)).collect(),
+            &documents,
+        )),
+    };
     Ok(Backend {
         name: "Redis",
         upstreams,
-        account: account.clone(),
-        wire: observer::wire(account, token),
-        env: Box::new(move |ports: &[u16]| {
+        account,
+        wire: observer::wire(of_worker, token),
+        env: Box::new(move |worker: usize, ports: &[u16]| {
             let urls: Vec<String> = ports
                 .iter()
                 .map(|p| format!("redis://127.0.0.1:{p}/"))
                 .collect();
+            let [lock, token] = told[worker].clone();
             vec![
                 ("FENCESIM_REDIS_URL", urls[0].clone()),
                 ("FENCESIM_REDIS_URLS", urls.join(",")),
-                ("FENCESIM_LOCK_KEY", env[0].clone()),
-                ("FENCESIM_TOKEN_KEY", env[1].clone()),
+                ("FENCESIM_LOCK_KEY", lock),
+                ("FENCESIM_TOKEN_KEY", token),
             ]
         }),
-        keys: [choice.describe(), told[1].clone()],
+        keys: [
+            choice.describe(),
+            s.token_key.clone().unwrap_or_else(|| TOKEN_KEY.to_string()),
+        ],
     })
 }

@@ -39,9 +39,11 @@ struct Pending {
 /// The decoders of every worker connection to a Redis master, each
 /// registered with the account of that master's feed (the address the
 /// server sees it come from is the worker's).
-/// `token_key`: the token counter's, when named (empty: any count may be).
-pub(super) fn wire(account: Arc<LockAccount>, token_key: String) -> Wire {
+/// `accounts`: each worker's (its document's); `token_key`: the token
+/// counter's, when named (empty: any count may be).
+pub(super) fn wire(accounts: Vec<Arc<LockAccount>>, token_key: String) -> Wire {
     Arc::new(move |worker, master, seen_as| {
+        let account = &accounts[worker];
         account.register(master, seen_as.to_string(), worker);
         let pending: Arc<Mutex<VecDeque<Pending>>> = Arc::default();
         let requests = Commands {

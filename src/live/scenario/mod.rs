@@ -276,11 +276,15 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
 }
 
 /// Workers spread over more than one document row (`document = N`): each
-/// document its own row, Redis lock key and token counter. The built-in
-/// worker on a Redis lock or on the database alone only: a user's program
-/// is told one document (its `FENCESIM_*` keys), and the etcd and ZooKeeper
-/// accounts watch one lock.
+/// document its own row, Redis lock key and token counter. On a Redis lock
+/// or on the database alone only (the etcd and ZooKeeper accounts watch
+/// one lock); a user's program on several documents has each document's
+/// keys found among its own workers', so they are not named exactly.
 fn documents(file: &str, src: &str, raw: &RawFile, lock: LockKind) -> Result<(), ScenarioError> {
+    let exact = |k: &Option<Spanned<String>>| {
+        k.as_ref()
+            .is_some_and(|k| !k.get_ref().contains(['*', '?', '[']))
+    };
     for w in &raw.worker {
         let Some(doc) = &w.document else {
             continue;
@@ -293,13 +297,13 @@ fn documents(file: &str, src: &str, raw: &RawFile, lock: LockKind) -> Result<(),
             )
         } else if n == 1 {
             continue;
-        } else if raw.worker_cmd.is_some() {
-            "a worker on another document than 1 needs the built-in worker: a user's program (worker_cmd) is told one document".to_string()
         } else if lock.cluster().is_some() {
             format!(
                 "a worker on another document than 1 needs a Redis lock or lock = \"none\"; {} watches one lock",
                 lock.name()
             )
+        } else if raw.worker_cmd.is_some() && (exact(&raw.lock_key) || raw.token_key.is_some()) {
+            "a user's program on several documents has each document's keys found: name the lock by a prefix or a glob (`lock:invoice:*`) and leave token_key out".to_string()
         } else {
             continue;
         };
@@ -508,8 +512,21 @@ mod tests {
         assert!(e.contains("from 1 to 4, not 0"), "{e}");
         let e = error(&file("redis-set-nx-cad", "", "5"));
         assert!(e.contains("from 1 to 4, not 5"), "{e}");
-        let e = error(&file("redis-set-nx-cad", "worker_cmd = \"true\"", "2"));
-        assert!(e.contains("needs the built-in worker"), "{e}");
+        // A user's program on two documents: each document's keys found.
+        let program = file("redis-set-nx-cad", "worker_cmd = \"true\"", "2");
+        assert!(parse(&program, Path::new("live/t.toml")).is_ok());
+        let prefix = "worker_cmd = \"true\"\nlock_key = \"lock:invoice:*\"";
+        assert!(parse(
+            &file("redis-set-nx-cad", prefix, "2"),
+            Path::new("live/t.toml")
+        )
+        .is_ok());
+        let exact = "worker_cmd = \"true\"\nlock_key = \"lock:invoice:1\"";
+        let e = error(&file("redis-set-nx-cad", exact, "2"));
+        assert!(e.contains("each document's keys found"), "{e}");
+        let token = "worker_cmd = \"true\"\ntoken_key = \"fence:1\"";
+        let e = error(&file("redis-set-nx-cad", token, "2"));
+        assert!(e.contains("leave token_key out"), "{e}");
         let e = error(&file("etcd-lock", "", "2"));
         assert!(e.contains("etcd-lock watches one lock"), "{e}");
         // Document 1 named outright is every scenario's document.

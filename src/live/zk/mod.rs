@@ -53,7 +53,7 @@ pub(crate) fn backend(_s: &LiveScenario, servers: &mut Servers) -> Result<Backen
         upstreams,
         account: account.clone(),
         wire: observer::wire(account, ZK_LOCK_PATH),
-        env: Box::new(|ports: &[u16]| {
+        env: Box::new(|_worker: usize, ports: &[u16]| {
             let hosts: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
             vec![
                 ("FENCESIM_ZK_HOSTS", hosts.join(",")),

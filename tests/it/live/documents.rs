@@ -97,7 +97,7 @@ fn a_stale_write_is_found_on_its_own_document_and_a_holder_nobody_superseded_is_
 }
 
 #[test]
-fn a_users_program_on_a_second_document_is_refused_before_any_server_starts() {
+fn a_users_program_on_two_documents_under_one_exact_lock_key_is_refused_before_any_server_starts() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("two-docs-client.toml");
     let twin =
@@ -111,10 +111,19 @@ fn a_users_program_on_a_second_document_is_refused_before_any_server_starts() {
         ),
     )
     .unwrap();
-    let (code, text) =
-        run_text(fencesim_command().args(["live", file.to_str().unwrap(), "--worker-cmd", "true"]));
+    // Each document's key is found among its own workers' keys: one key
+    // named exactly cannot be both documents' locks.
+    let (code, text) = run_text(fencesim_command().args([
+        "live",
+        file.to_str().unwrap(),
+        "--worker-cmd",
+        "true",
+        "--lock-key",
+        "lock:invoice:1",
+    ]));
     assert_eq!(code, 2, "{text}");
     assert!(text.contains("worker B is on document 2"), "{text}");
+    assert!(text.contains("lock:invoice:1 is named exactly"), "{text}");
     assert!(
         !text.contains("redis-server on"),
         "nothing may start: {text}"

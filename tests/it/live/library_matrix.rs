@@ -212,11 +212,26 @@ fn run_trials(scenario: &str, trials_wanted: u32) -> (Vec<(String, PathBuf)>, Pa
     (trials, side, stdout)
 }
 
-/// Every trial's decoded history matches both programs' side accounts.
+/// The scenario's worker names, in order.
+fn worker_names(scenario: &str) -> Vec<String> {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples/live-clients")
+        .join(format!("{scenario}.toml"));
+    let doc: toml::Value = toml::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    doc["worker"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Every trial's decoded history matches every program's side account.
 fn histories_match_side_accounts(scenario: &str, trials: &[(String, PathBuf)], side: &Path) {
+    let workers = worker_names(scenario);
     for (k, (_, file)) in trials.iter().enumerate() {
         let history = jsonl(file);
-        for worker in ["A", "B"] {
+        for worker in workers.iter().map(String::as_str) {
             let said = side_account(side, k as u32 + 1, worker);
             let decoded = decoded_account(&history, worker);
             assert!(
@@ -270,21 +285,26 @@ fn plain_is_unsafe(scenario: &str) {
 
 fn fenced_is_clean(scenario: &str) {
     run_matrix_row(scenario, |verdict, file, stdout| {
-        assert!(
-            verdict.starts_with("clean"),
-            "{scenario}: {verdict} ({})\n{stdout}",
-            file.display()
-        );
-        let refused = jsonl(file)
-            .iter()
-            .filter(|e| e["kind"] == "write_rejected")
-            .count();
+        let refused = clean_with_refusals(scenario, verdict, file, stdout);
         assert!(
             refused >= 1,
             "{scenario}: no late write refused in {}",
             file.display()
         );
     });
+}
+
+/// Asserts a trial's verdict is clean; its refused writes.
+fn clean_with_refusals(scenario: &str, verdict: &str, file: &Path, stdout: &str) -> usize {
+    assert!(
+        verdict.starts_with("clean"),
+        "{scenario}: {verdict} ({})\n{stdout}",
+        file.display()
+    );
+    jsonl(file)
+        .iter()
+        .filter(|e| e["kind"] == "write_rejected")
+        .count()
 }
 
 #[test]
@@ -333,6 +353,73 @@ fn a_hand_written_redis_py_lock_on_lock_invoice_42_plain_is_unsafe_and_matches_i
 #[test]
 fn a_hand_written_redis_py_lock_on_lock_invoice_42_fenced_is_clean_and_matches_its_account() {
     fenced_is_clean("gc-pause-redis-py-invoice-fenced");
+}
+
+/// Each grant's and write's history key, per worker: document 1's workers
+/// on `doc`, document 2's on `doc2`.
+fn keys_by_worker(file: &Path) -> BTreeMap<String, Vec<String>> {
+    let mut keys: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for e in jsonl(file) {
+        if e["kind"] == "grant_received" {
+            let node = e["node"].as_str().unwrap_or("").to_string();
+            keys.entry(node)
+                .or_default()
+                .push(e["key"].as_str().unwrap_or("").to_string());
+        }
+    }
+    keys
+}
+
+/// Runs a per-document row: each document's key found and printed, every
+/// grant on its worker's document, and `each` on every trial's verdict.
+fn per_document_row(scenario: &str, each: impl Fn(&str, &Path, &str)) {
+    run_matrix_row(scenario, |verdict, file, stdout| {
+        for doc in [1, 2] {
+            let found = format!(
+                "document {doc}: lock key lock:invoice:{doc} (the first key a worker created conditionally, of a key matching lock:invoice:*); token key fence:invoice:{doc}"
+            );
+            assert!(stdout.contains(&found), "{found}:\n{stdout}");
+        }
+        let keys = keys_by_worker(file);
+        for (worker, doc) in [("A", "doc"), ("B", "doc"), ("C", "doc2"), ("D", "doc2")] {
+            let mine = keys
+                .get(&format!("worker/{worker}"))
+                .cloned()
+                .unwrap_or_default();
+            assert!(
+                !mine.is_empty() && mine.iter().all(|k| k == doc),
+                "{scenario}: worker {worker}'s grants {mine:?}, not all on {doc} ({})",
+                file.display()
+            );
+        }
+        each(verdict, file, stdout);
+    });
+}
+
+#[test]
+fn a_program_locking_one_key_per_document_plain_is_unsafe_and_each_documents_key_is_found() {
+    let scenario = "gc-pause-redis-py-invoice-per-document-plain";
+    per_document_row(scenario, |verdict, file, stdout| {
+        assert!(
+            verdict.contains("stale_write"),
+            "{scenario}: {verdict} ({})\n{stdout}",
+            file.display()
+        );
+    });
+}
+
+#[test]
+fn a_program_locking_one_key_per_document_fenced_is_clean_with_the_late_write_refused() {
+    let scenario = "gc-pause-redis-py-invoice-per-document-fenced";
+    per_document_row(scenario, |verdict, file, stdout| {
+        let refused = clean_with_refusals(scenario, verdict, file, stdout);
+        assert_eq!(
+            refused,
+            1,
+            "{scenario}: A's late write alone is refused ({})",
+            file.display()
+        );
+    });
 }
 
 /// One trial of `scenario` prints the keys Redis's account found.
