@@ -99,6 +99,7 @@ impl Fold<'_> {
             Op::Create {
                 path,
                 ephemeral: true,
+                ..
             } if *path == self.dir => {
                 if live && !self.sessions.worker_of.contains_key(&t.session) {
                     self.problems.push(format!(
@@ -120,17 +121,16 @@ impl Fold<'_> {
                     self.settle(live, t_ns, Some(Gone::DeletedBy(t.session)));
                 }
             }
-            Op::Create { path, ephemeral } => {
+            Op::Create {
+                path,
+                ephemeral,
+                sequential,
+            } => {
                 let Some(name) = self.child_of(path) else {
                     return;
                 };
-                let Some(seq) = sequence(name) else {
-                    if live {
-                        self.problems.push(format!(
-                            "{path} (zxid {:#x}) is not a sequential child: not the lock recipe fencesim judges",
-                            t.zxid
-                        ));
-                    }
+                let Some(seq) = sequential.then(|| sequence(name)).flatten() else {
+                    self.lease(t, (path, name, *ephemeral), live, t_ns);
                     return;
                 };
                 if live && !ephemeral {
@@ -156,7 +156,12 @@ impl Fold<'_> {
                 self.settle(live, t_ns, None);
             }
             Op::Delete { path } => {
-                let Some(seq) = self.child_of(path).and_then(sequence) else {
+                let Some(name) = self.child_of(path) else {
+                    return;
+                };
+                let lease = self.children.get(&SINGLE).is_some_and(|c| c.name == name);
+                let seq = if lease { Some(SINGLE) } else { sequence(name) };
+                let Some(seq) = seq else {
                     return;
                 };
                 if self.children.remove(&seq).is_some() {
@@ -189,6 +194,51 @@ impl Fold<'_> {
                 }
             }
         }
+    }
+
+    /// A child that is not sequential: a semaphore's lease (kazoo's
+    /// `Semaphore`, Curator's `InterProcessSemaphoreV2`: an ephemeral
+    /// child named by its holder, made while the recipe's own lock beside
+    /// the path is held). With one lease it is a lock: the one contender,
+    /// kept as [`SINGLE`] like the znode at the path. Anything else — a
+    /// persistent child, a second lease while one is held (more than one
+    /// lease is no lock), a lease beside sequential children — is said.
+    fn lease(
+        &mut self,
+        t: &Txn,
+        (path, name, ephemeral): (&str, &str, bool),
+        live: bool,
+        t_ns: u64,
+    ) {
+        let why = if !ephemeral {
+            Some("is neither sequential nor ephemeral: not a lock recipe fencesim judges")
+        } else if self.children.contains_key(&SINGLE) {
+            Some("is a second lease while one is held: a semaphore of more than one lease is no lock")
+        } else if !self.children.is_empty() {
+            Some("is a lease beside sequential children: two recipes on one path")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            if live {
+                self.problems
+                    .push(format!("{path} (zxid {:#x}) {why}", t.zxid));
+            }
+            return;
+        }
+        if live && !self.sessions.worker_of.contains_key(&t.session) {
+            self.problems.push(format!(
+                "{path} (zxid {:#x}) was created by session {:#x}, which no worker's connection opened",
+                t.zxid, t.session
+            ));
+        }
+        let lease = Child {
+            name: name.to_string(),
+            owner: t.session,
+            czxid: t.zxid,
+        };
+        self.children.insert(SINGLE, lease);
+        self.settle(live, t_ns, None);
     }
 
     /// After a change: the holder's end and the new holder's grant, if the lowest child changed.
@@ -473,6 +523,75 @@ mod tests {
     }
 
     #[test]
+    fn a_semaphores_one_lease_is_the_lock_and_a_second_lease_is_said() {
+        let txn = |session, zxid, op| Txn {
+            session,
+            cxid: 1,
+            zxid,
+            time_ms: 1796323611000 + zxid,
+            op,
+        };
+        let lease = |name: &str| Op::Create {
+            path: format!("/fencesim/lock-doc/{name}"),
+            ephemeral: true,
+            sequential: false,
+        };
+        let dir = "/fencesim/lock-doc";
+        // kazoo's Semaphore: A's lease (a hex id, ten digits at its end
+        // by chance), deleted; B's lease; B's session expires.
+        let a = "9f0c1e2d3b4a5c6d7e8f901234567890";
+        let txns = [
+            txn(A, 10, lease(a)),
+            txn(
+                A,
+                11,
+                Op::Delete {
+                    path: format!("{dir}/{a}"),
+                },
+            ),
+            txn(B, 12, lease("b1")),
+            Txn {
+                cxid: 0,
+                ..txn(B, 13, Op::CloseSession)
+            },
+        ];
+        let refs: Vec<&Txn> = txns.iter().collect();
+        let (facts, problems) = lock_facts(&refs, 0, dir, &sessions(&[]), ms);
+        assert_eq!(problems, Vec::<String>::new());
+        let shape: Vec<(&str, u64)> = facts
+            .iter()
+            .filter_map(|f| match f {
+                LockFact::Granted { grant, .. } => Some(("granted", *grant)),
+                LockFact::Released { grant, .. } => Some(("released", *grant)),
+                LockFact::Expired { grant, .. } => Some(("expired", *grant)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            shape,
+            [
+                ("granted", 1),
+                ("released", 1),
+                ("granted", 2),
+                ("expired", 2)
+            ]
+        );
+        assert!(facts.contains(&LockFact::Token {
+            worker: 1,
+            value: 12,
+            t_ns: ms(1796323611012),
+        }));
+        // Two leases at once: a semaphore of more than one lease is no lock.
+        let two = [txn(A, 10, lease("a")), txn(B, 11, lease("b"))];
+        let refs: Vec<&Txn> = two.iter().collect();
+        let (_, problems) = lock_facts(&refs, 0, dir, &sessions(&[]), ms);
+        assert!(
+            problems.iter().any(|p| p.contains("more than one lease")),
+            "{problems:?}"
+        );
+    }
+
+    #[test]
     fn a_single_ephemeral_znode_at_the_lock_path_is_granted_ended_and_granted_again() {
         let txn = |session, cxid, zxid, op| Txn {
             session,
@@ -484,6 +603,7 @@ mod tests {
         let create = |path: &str, ephemeral| Op::Create {
             path: path.into(),
             ephemeral,
+            sequential: false,
         };
         let dir = "/fencesim/lock-doc";
         let txns = [

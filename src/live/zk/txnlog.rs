@@ -33,9 +33,14 @@ const MAX_RECORD_BYTES: i32 = 16 << 20;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Op {
     /// create (1), create2 (15), createContainer (19), createTTL (21): the
-    /// znode's full path (a sequential one with its suffix) and whether it
-    /// is ephemeral (owned by the transaction's session).
-    Create { path: String, ephemeral: bool },
+    /// znode's full path (a sequential one with its suffix), whether it is
+    /// ephemeral (owned by the transaction's session) and whether it is
+    /// sequential (its suffix is the server's: [`sequential`]).
+    Create {
+        path: String,
+        ephemeral: bool,
+        sequential: bool,
+    },
     /// delete (2), deleteContainer (20).
     Delete { path: String },
     /// createSession (-10).
@@ -133,6 +138,25 @@ impl<'a> Jute<'a> {
     }
 }
 
+/// Whether a created znode's name is sequential: the server appended the
+/// parent's child version before the create as ten digits, and the
+/// transaction carries that version after it (`parentCVersion`, one more).
+/// A name that merely ends in ten digits (a lease named by a random hex
+/// id) is not, unless the version says so; without the version (a record
+/// that lacks it) the ten digits are taken at their word.
+pub fn sequential(path: &str, parent_cversion: Option<i32>) -> bool {
+    let Some(digits) = path.get(path.len().saturating_sub(10)..) else {
+        return false;
+    };
+    if path.len() < 10 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return false;
+    }
+    match parent_cversion {
+        Some(v) => digits.parse::<i64>().ok() == Some(i64::from(v) - 1),
+        None => true,
+    }
+}
+
 /// A transaction's body of type `kind`.
 fn op(kind: i32, body: &[u8]) -> Result<Op> {
     let mut j = Jute::new(body);
@@ -148,7 +172,13 @@ fn op(kind: i32, body: &[u8]) -> Result<Op> {
             }
             // CreateContainerTxn and CreateTTLTxn have no ephemeral flag.
             let ephemeral = matches!(kind, 1 | 15) && j.boolean()?;
-            Op::Create { path, ephemeral }
+            let parent_cversion = j.int().ok();
+            let sequential = sequential(&path, parent_cversion);
+            Op::Create {
+                path,
+                ephemeral,
+                sequential,
+            }
         }
         2 | 20 => Op::Delete { path: j.string()? },
         5 | 7 | 13 => Op::Touch { path: j.string()? },
@@ -332,6 +362,14 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_name_is_sequential_when_its_digits_are_the_parents_version_before_it() {
+        assert!(sequential("/l/x__lock__0000000004", Some(5)));
+        assert!(!sequential("/l/9f0c1e2d3b4a5c6d7e8f901234567890", Some(3)));
+        assert!(!sequential("/l/lease", Some(1)));
+        assert!(sequential("/l/x0000000004", None));
+    }
+
+    #[test]
     fn the_captured_log_reads_as_the_server_wrote_it() {
         let txns = capture();
         assert_eq!(txns.len(), 19);
@@ -343,7 +381,8 @@ pub(crate) mod tests {
             a.op,
             Op::Create {
                 path: format!("{lock}6f58b3de18e54f2eb0742ca4bc79292e__lock__0000000000"),
-                ephemeral: true
+                ephemeral: true,
+                sequential: true
             }
         );
         assert_eq!(a.session, 0x100000d87e10000);
@@ -353,7 +392,8 @@ pub(crate) mod tests {
             txns[3].op,
             Op::Create {
                 path: "/fencesim/lock-doc".into(),
-                ephemeral: false
+                ephemeral: false,
+                sequential: false
             }
         );
         assert!(matches!(&txns[6].op, Op::Delete { path } if path.ends_with("__lock__0000000000")));
@@ -372,11 +412,13 @@ pub(crate) mod tests {
             Op::Multi(vec![
                 Op::Create {
                     path: format!("{lock}e__lock__0000000004"),
-                    ephemeral: true
+                    ephemeral: true,
+                    sequential: true
                 },
                 Op::Create {
                     path: "/fencesim/other".into(),
-                    ephemeral: false
+                    ephemeral: false,
+                    sequential: false
                 },
             ])
         );

@@ -34,6 +34,8 @@ pub(super) fn installed(test: &str, scenario: &str) -> bool {
         })
     } else if scenario.contains("redis-py-lock") || scenario.contains("redis-py-invoice") {
         python_has(&["redis", "psycopg"])
+    } else if scenario.contains("pottery") {
+        python_has(&["pottery", "psycopg"])
     } else if scenario.contains("python-redis-lock") {
         python_has(&["redis_lock", "psycopg"])
     } else if scenario.contains("node-redlock") {
@@ -355,6 +357,20 @@ fn a_hand_written_redis_py_lock_on_lock_invoice_42_fenced_is_clean_and_matches_i
     fenced_is_clean("gc-pause-redis-py-invoice-fenced");
 }
 
+#[test]
+fn pottery_redlock_naming_its_own_key_plain_is_unsafe_and_found_and_matches_its_account() {
+    own_keys_found(
+        "gc-pause-pottery-plain",
+        "lock key redlock:invoice (the first key a worker created conditionally, of any key); token key fence:invoice",
+    );
+    plain_is_unsafe("gc-pause-pottery-plain");
+}
+
+#[test]
+fn pottery_redlock_naming_its_own_key_fenced_is_clean_and_matches_its_account() {
+    fenced_is_clean("gc-pause-pottery-fenced");
+}
+
 /// Each grant's and write's history key, per worker: document 1's workers
 /// on `doc`, document 2's on `doc2`.
 fn keys_by_worker(file: &Path) -> BTreeMap<String, Vec<String>> {
@@ -481,6 +497,16 @@ fn a_single_ephemeral_znode_at_the_lock_path_plain_is_unsafe_and_matches_its_acc
 #[test]
 fn a_single_ephemeral_znode_at_the_lock_path_fenced_is_clean_and_matches_its_account() {
     fenced_is_clean("gc-pause-kazoo-single-fenced");
+}
+
+#[test]
+fn a_kazoo_semaphore_with_one_lease_plain_is_unsafe_and_matches_its_account() {
+    plain_is_unsafe("gc-pause-kazoo-semaphore-plain");
+}
+
+#[test]
+fn a_kazoo_semaphore_with_one_lease_fenced_is_clean_and_matches_its_account() {
+    fenced_is_clean("gc-pause-kazoo-semaphore-fenced");
 }
 
 #[test]
