@@ -27,11 +27,21 @@
 //!   second delivery; messages still in flight at the end are dropped.
 //!
 //! These are difference constraints, solved as longest paths (Bellman–Ford,
-//! as the model emitter's `solve_times`) for K = 1, 2, 5, 10, … until one
-//! has a schedule. A path with no schedule, or a step the simulator has no
-//! scripted form for, is an error naming the step — never approximated.
-//! The emitted file is then run by the caller: the simulator must find the
-//! same violation on every seed.
+//! shared with the model emitter) for K = 1, 2, 5, 10, … until one has a
+//! schedule. Two things the search does that the simulator cannot:
+//!
+//! - handle a message at exactly a pending timer's deadline before the
+//!   timer (messages take no time in the search). Each such *tie* is tried
+//!   both ways — the timer still pending, or fired just before — fewest
+//!   timers fired first, and the caller's `accept` (a simulator run) picks
+//!   the first schedule that reproduces the violation;
+//! - fire one node's timers with the same deadline in any order (the
+//!   simulator fires them in arming order). When the path has no schedule,
+//!   the same-length paths one or two adjacent swaps away are tried; each
+//!   is replayed through the harness and must end in the same violation.
+//!
+//! A path with no schedule, or a step the simulator has no scripted form
+//! for, is an error naming the step — never approximated.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
