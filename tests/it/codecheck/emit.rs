@@ -76,3 +76,28 @@ fn check_code_emit_scenario_writes_a_file_that_fencesim_run_reproduces() {
     let run = fencesim(&["run", file.to_str().expect("utf-8")]);
     assert_eq!(run.status.code(), Some(0), "{}", stdout(&run));
 }
+
+#[test]
+fn a_counterexample_through_a_coordinator_crash_is_scripted_as_a_crash_fault_and_replays() {
+    // Without pauses and with one crash, redis-set-nx's shortest path
+    // restarts the coordinator (it forgets the lease) and grants again.
+    let bounds = Bounds {
+        pauses: 0,
+        crashes: 1,
+        ..small()
+    };
+    let (h, out) = check_protocol(ProtocolKind::RedisSetNx, bounds).expect("supported");
+    let c = out.counterexample.expect("unsafe");
+    let text = to_scenario(&h, &c, &mut |t| replays(t, 2)).expect("scripted");
+    assert!(
+        text.contains("kind = \"crash\"\nnode = \"coord/0\"")
+            && text.contains("restart_after_ms = 0"),
+        "{text}"
+    );
+    let s = fencesim::scenario::parse(&text, "emitted").expect("valid scenario");
+    let r = fencesim::suite::run_scenario(&s, s.seeds.clone(), 2);
+    assert_eq!(
+        r.agg.failing_seeds[c.finding.kind as usize], r.agg.seeds,
+        "{text}"
+    );
+}
