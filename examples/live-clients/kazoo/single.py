@@ -26,7 +26,13 @@ import time
 
 import psycopg
 from kazoo.client import KazooClient
-from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
+from kazoo.exceptions import (
+    ConnectionLoss,
+    KazooException,
+    NodeExistsError,
+    NoNodeError,
+    SessionExpiredError,
+)
 
 env = os.environ.get
 MODE = sys.argv[1] if len(sys.argv) > 1 else "plain"
@@ -111,6 +117,11 @@ def main():
                 deleted = True
             except NoNodeError:
                 pass
+            except (ConnectionLoss, SessionExpiredError) as e:
+                # Woken from a pause longer than its session: the
+                # connection is being re-established or the session is
+                # gone, and the znode with it. Nothing left to release.
+                print(f"{ME}: release: {e!r}", file=sys.stderr)
         account(event="released", op=op, deleted=deleted)
     pg.close()
     try:
