@@ -8,7 +8,7 @@
 //! created with that lease is that worker's), and which response carried
 //! the revision of a change that may have deleted the lock's key (a
 //! revoke, a delete, a transaction, an unlock). A request naming the lock
-//! key, or revoking a lease (the `etcd3` package releases by revoking its
+//! key (when it is to be found: any request on the keys), or revoking a lease (the `etcd3` package releases by revoking its
 //! lease), is a lock request; after a response to a change under the
 //! prefix it waits for the watch to show that revision before the response
 //! goes on, so a fault anchored at the grant strikes before the program
@@ -50,6 +50,11 @@ const PUT: &str = "/etcdserverpb.KV/Put";
 const DELETE_RANGE: &str = "/etcdserverpb.KV/DeleteRange";
 const RANGE: &str = "/etcdserverpb.KV/Range";
 const UNLOCK: &str = "/v3lockpb.Lock/Unlock";
+const LOCK: &str = "/v3lockpb.Lock/Lock";
+
+/// The requests that may be the lock's when it is to be found: any on the
+/// keys (which keys is the account's to find).
+const ON_THE_KEYS: [&str; 5] = [RANGE, TXN, PUT, DELETE_RANGE, LOCK];
 
 /// A stream of one connection: its method, whether it named the lock, and
 /// the account's handle of its request when it may delete the lock's key.
@@ -126,7 +131,10 @@ impl Calls {
             Some(s) => s.method.clone(),
             None => return,
         };
-        let names_lock = contains(bytes, self.account.prefix());
+        let names_lock = match self.account.named() {
+            Some(prefix) => contains(bytes, prefix),
+            None => ON_THE_KEYS.contains(&method.as_str()),
+        };
         let what = match method.as_str() {
             LEASE_REVOKE => Some(Mutation::Revoke(varint_field(bytes, 1).unwrap_or(0))),
             TXN | PUT | DELETE_RANGE if names_lock => Some(Mutation::Write),
