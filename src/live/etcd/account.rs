@@ -245,7 +245,7 @@ impl EtcdLockAccount {
         let (key, end) = range(prefix.as_bytes());
         let all = json!({"key": base64(&key), "range_end": base64(&end)});
         etcd.call("/v3/kv/deleterange", &all)?;
-        let v = etcd.call("/v3/kv/range", &json!({"key": base64(prefix.as_bytes())}))?;
+        let v = etcd.call("/v3/kv/range", &json!({"key": base64(&key)}))?;
         let rev = v
             .get("header")
             .and_then(|h| int(h, "revision"))
