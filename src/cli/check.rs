@@ -18,8 +18,8 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 
 use super::flags::{jobs, Format};
-use super::interrupt;
 use super::Verdict;
+use super::{check_code, interrupt};
 use super::{BadInput, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
 use crate::model::to_scenario::{file_name, scripted_path, to_scenario, violation_kind};
 use crate::model::{self, CheckOptions, CheckReport, Counterexample, ModelSpec, Phase, Stats};
@@ -37,14 +37,14 @@ pub struct CheckArgs {
     threads: Option<usize>,
     /// Write every counterexample as a fully scripted simulator scenario and run it: a
     /// `.toml` path for a single counterexample, else a directory (created) that receives
-    /// `<model>-<violation>.toml` files.
+    /// `<model>-<violation>.toml` files (with --code: `code-<protocol>-<violation>.toml`).
     #[arg(long, value_name = "PATH")]
     emit_scenario: Option<PathBuf>,
     /// Output format on stdout (json: schema `fencesim-check`, version 1).
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
     #[command(flatten)]
-    code: super::check_code::CodeArgs,
+    code: check_code::CodeArgs,
 }
 
 pub fn cmd(a: CheckArgs) -> Result<ExitCode> {
@@ -55,16 +55,16 @@ pub fn cmd(a: CheckArgs) -> Result<ExitCode> {
         format,
         code,
     } = a;
+    let threads = jobs(threads);
     if let Some(id) = code.code.as_deref() {
-        let json = format == Format::Json;
-        return super::check_code::dispatch(&code, id, !paths.is_empty(), emit.is_some(), json);
+        let (specs, json) = (!paths.is_empty(), format == Format::Json);
+        return check_code::dispatch(&code, id, specs, emit.as_deref(), json, threads);
     }
     let paths = paths.as_slice();
     let specs = load_specs(paths)?;
     for warning in specs.iter().filter_map(ModelSpec::size_warning) {
         eprintln!("warning: {warning}");
     }
-    let threads = jobs(threads);
     if format == Format::Json {
         if emit.is_some() {
             return Err(BadInput(
@@ -239,16 +239,26 @@ fn emit_and_replay(
             return Ok(false);
         }
     };
-    std::fs::write(file, &text).with_context(|| format!("writing {}", file.display()))?;
     if scripted_path(spec, c).is_ok_and(|p| p.actions() != c.actions()) {
         println!("\n  (the scenario checks the writes in commit order, as the simulator's resource does; the model reaches the same violation on that path — see the file's header)");
     }
+    replay_emitted(&text, file, violation_kind(c.violation), threads)
+}
+
+/// Writes an emitted scenario to `file`, runs all its seeds, and shows seed 0's lanes
+/// timeline. Returns whether the simulator found `kind` as the scenario expects.
+pub(super) fn replay_emitted(
+    text: &str,
+    file: &Path,
+    kind: crate::check::ViolationKind,
+    threads: usize,
+) -> Result<bool> {
+    std::fs::write(file, text).with_context(|| format!("writing {}", file.display()))?;
     let shown = file.display().to_string();
-    let s = scenario::parse(&text, &shown).map_err(|e| {
+    let s = scenario::parse(text, &shown).map_err(|e| {
         anyhow::anyhow!("implementation error: the emitted scenario is invalid: {e}")
     })?;
     let result = suite::run_scenario(&s, s.seeds.clone(), threads);
-    let kind = violation_kind(c.violation);
     println!(
         "\n  scripted scenario written to {shown}; the simulator finds {kind} in {}/{} seeds: {}",
         result.agg.failing_seeds[kind as usize],

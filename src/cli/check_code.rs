@@ -3,14 +3,20 @@
 //! verdict (proved at the bounds with unique states, depth and the bounds
 //! hit, or a shortest counterexample step by step) and exits as `check`
 //! does: 0 the verdict is the expected one (`--expect`, default safe),
-//! 1 it is not (or the state bound stopped the search), 2 bad input.
+//! 1 it is not (or the state bound stopped the search), 2 bad input. With
+//! `--emit-scenario`, a counterexample is also written as a scripted
+//! scenario and run: exit 0 needs the simulator to find the same violation.
 
+use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use super::{BadInput, Verdict};
-use crate::codecheck::{self, Bounds, Timing, MAX_STATES_DEFAULT};
+use crate::codecheck::to_scenario::{file_name, replays, to_scenario};
+use crate::codecheck::{
+    self, Bounds, Builtin, Counterexample, Harness, Timing, MAX_STATES_DEFAULT,
+};
 use crate::protocol::ProtocolKind;
 
 #[derive(clap::ValueEnum, Clone, Copy, PartialEq, Eq, Debug)]
@@ -88,17 +94,25 @@ impl CodeArgs {
 }
 
 /// `check --code`: refuses what does not go with it, then checks.
-pub fn dispatch(a: &CodeArgs, id: &str, specs: bool, emit: bool, json: bool) -> Result<ExitCode> {
-    if specs || emit || json {
+pub fn dispatch(
+    a: &CodeArgs,
+    id: &str,
+    specs: bool,
+    emit: Option<&Path>,
+    json: bool,
+    threads: usize,
+) -> Result<ExitCode> {
+    if specs || json {
         return Err(BadInput(
-            "--code checks one protocol's node code: give no model specs, --emit-scenario or --format json with it".into(),
+            "--code checks one protocol's node code: give no model specs or --format json with it"
+                .into(),
         )
         .into());
     }
-    cmd(a, id)
+    cmd(a, id, emit, threads)
 }
 
-fn cmd(a: &CodeArgs, id: &str) -> Result<ExitCode> {
+fn cmd(a: &CodeArgs, id: &str, emit: Option<&Path>, threads: usize) -> Result<ExitCode> {
     let Some(kind) = ProtocolKind::from_id(id) else {
         return Err(BadInput(format!(
             "--code {id:?}: unknown protocol; supported: {}",
@@ -114,5 +128,35 @@ fn cmd(a: &CodeArgs, id: &str) -> Result<ExitCode> {
         None if out.hits.max_states => None,
         None => out.vacuity_ok().then_some(Expect::Safe),
     };
-    Ok(Verdict::met_if(verdict == Some(a.expect)).into())
+    let mut met = verdict == Some(a.expect);
+    if let (Some(path), Some(c)) = (emit, &out.counterexample) {
+        met &= emit_and_replay(&harness, kind, c, path, threads)?;
+    }
+    Ok(Verdict::met_if(met).into())
+}
+
+/// Writes the counterexample as a scripted scenario (`PATH` if it names a
+/// `.toml` file, else `PATH/code-<protocol>-<violation>.toml`) and runs it:
+/// true if the simulator finds the same violation on every seed.
+fn emit_and_replay(
+    h: &Harness<Builtin>,
+    kind: ProtocolKind,
+    c: &Counterexample,
+    path: &Path,
+    threads: usize,
+) -> Result<bool> {
+    let text = match to_scenario(h, c, &mut |text| replays(text, threads)) {
+        Ok(text) => text,
+        Err(why) => {
+            println!("  cannot script this counterexample for the simulator: {why}");
+            return Ok(false);
+        }
+    };
+    let file = if path.extension().is_some_and(|e| e == "toml") {
+        path.to_path_buf()
+    } else {
+        std::fs::create_dir_all(path).with_context(|| format!("creating {}", path.display()))?;
+        path.join(file_name(kind, c))
+    };
+    super::check_models::replay_emitted(&text, &file, c.finding.kind, threads)
 }

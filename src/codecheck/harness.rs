@@ -29,6 +29,25 @@ pub enum Action {
     Crash(NodeId),
 }
 
+/// What a node's effects did to the state, in order: logged only when a
+/// caller asks (`next_logged`), for rebuilding a path elsewhere — the
+/// scenario emitter needs which step armed each timer and sent each
+/// message, which the states alone do not tell (a timer re-armed to the
+/// same deadline looks unchanged).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Did {
+    Sent(Packet),
+    SetTimer {
+        node: NodeId,
+        timer: TimerId,
+        after_ns: u64,
+    },
+    CancelTimer {
+        node: NodeId,
+        timer: TimerId,
+    },
+}
+
 /// Why a successor was cut (not explored).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Cut {
@@ -58,6 +77,11 @@ pub struct Harness<N> {
 impl<N: Node + Clone + Hash + Eq> Harness<N> {
     /// Every node booted at time 0, the coordinator promoted.
     pub fn initial(&self) -> State<N> {
+        self.initial_logged(None)
+    }
+
+    /// [`Harness::initial`], logging what the boot did into `log`.
+    pub fn initial_logged(&self, mut log: Option<&mut Vec<Did>>) -> State<N> {
         let b = &self.bounds;
         let n = self.topology.roles.len();
         let mut s = State {
@@ -77,19 +101,25 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
         let mut notes = Notes::default();
         for i in 0..n {
             let start = Input::Start { recovered: None };
-            self.handle(&mut s, NodeId(i as u16), start, &mut notes);
+            let log = log.as_deref_mut();
+            self.handle(&mut s, NodeId(i as u16), start, &mut notes, log);
         }
-        self.promote(&mut s, &mut notes);
+        self.promote(&mut s, &mut notes, log);
         s
     }
 
-    fn promote(&self, s: &mut State<N>, notes: &mut Notes) -> Option<Finding> {
+    fn promote(
+        &self,
+        s: &mut State<N>,
+        notes: &mut Notes,
+        log: Option<&mut Vec<Did>>,
+    ) -> Option<Finding> {
         let coord = self.topology.coord;
         let promote = Input::Message {
             from: coord,
             msg: Msg::Promote,
         };
-        self.handle(s, coord, promote, notes)
+        self.handle(s, coord, promote, notes, log)
     }
 
     /// Hands `input` to `node` at the current instant and applies its effects.
@@ -99,6 +129,7 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
         node: NodeId,
         input: Input<'_>,
         notes: &mut Notes,
+        mut log: Option<&mut Vec<Did>>,
     ) -> Option<Finding> {
         let now = s.now_ns;
         let clocks = Clocks {
@@ -113,13 +144,12 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
         };
         let mut finding = None;
         for effect in fx {
+            if let Some(log) = log.as_deref_mut() {
+                log.extend(did(node, &effect, self.topology.coord));
+            }
             match effect {
                 Effect::Send { to, msg } => {
-                    let to = if to == NodeId::COORD_GROUP {
-                        self.topology.coord
-                    } else {
-                        to
-                    };
+                    let to = route(to, self.topology.coord);
                     let found = s.judge.on_send(node, received.as_ref(), &msg, notes);
                     finding = finding.or(found);
                     s.send(Packet {
@@ -198,6 +228,16 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
 
     /// The successor of `s` by `action`.
     pub fn next(&self, s: &State<N>, action: Action) -> Next<N> {
+        self.next_logged(s, action, None)
+    }
+
+    /// [`Harness::next`], logging what the step did into `log`.
+    pub fn next_logged(
+        &self,
+        s: &State<N>,
+        action: Action,
+        mut log: Option<&mut Vec<Did>>,
+    ) -> Next<N> {
         let mut s = s.clone();
         let mut notes = Notes::default();
         let finding = match action {
@@ -208,7 +248,7 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
                     from: p.from,
                     msg: p.msg,
                 };
-                self.handle(&mut s, p.to, input, &mut notes)
+                self.handle(&mut s, p.to, input, &mut notes, log.as_deref_mut())
             }
             Action::Lose(p) => {
                 s.take(&p);
@@ -224,14 +264,15 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
                 let deadline = s.timers.iter().find(|t| t.node == node && t.timer == timer);
                 s.now_ns = deadline.map_or(s.now_ns, |t| t.deadline_ns);
                 s.cancel_timer(node, timer);
-                self.handle(&mut s, node, Input::Timer { timer }, &mut notes)
+                let input = Input::Timer { timer };
+                self.handle(&mut s, node, input, &mut notes, log.as_deref_mut())
             }
             Action::Pause(node) => {
                 s.budget.pauses -= 1;
                 s.delay_timers(node, self.bounds.pause_ms * super::topology::MS);
                 None
             }
-            Action::Crash(node) => self.crash(&mut s, node, &mut notes),
+            Action::Crash(node) => self.crash(&mut s, node, &mut notes, log),
         };
         if s.in_flight.len() > self.bounds.in_flight_max {
             return Next::Cut(Cut::InFlight);
@@ -248,7 +289,13 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
     /// Crash and immediate restart: a fresh node from its role, booted
     /// from its synced record; its timers die with it; messages in flight
     /// to it reach the new incarnation.
-    fn crash(&self, s: &mut State<N>, node: NodeId, notes: &mut Notes) -> Option<Finding> {
+    fn crash(
+        &self,
+        s: &mut State<N>,
+        node: NodeId,
+        notes: &mut Notes,
+        mut log: Option<&mut Vec<Did>>,
+    ) -> Option<Finding> {
         s.budget.crashes -= 1;
         let i = node.0 as usize;
         s.nodes[i] = (self.factory)(&self.topology.roles[i]);
@@ -257,11 +304,38 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
         let start = Input::Start {
             recovered: record.as_deref(),
         };
-        let found = self.handle(s, node, start, notes);
+        let found = self.handle(s, node, start, notes, log.as_deref_mut());
         if node == self.topology.coord {
-            return found.or(self.promote(s, notes));
+            return found.or(self.promote(s, notes, log));
         }
         found
+    }
+}
+
+/// Sends to the group address go to the coordinator (`coord/0`).
+fn route(to: NodeId, coord: NodeId) -> NodeId {
+    if to == NodeId::COORD_GROUP {
+        coord
+    } else {
+        to
+    }
+}
+
+/// What `effect` of `node` does to the state, if anything the log keeps.
+fn did(node: NodeId, effect: &Effect, coord: NodeId) -> Option<Did> {
+    match *effect {
+        Effect::Send { to, msg } => Some(Did::Sent(Packet {
+            from: node,
+            to: route(to, coord),
+            msg,
+        })),
+        Effect::SetTimer { timer, after_ns } => Some(Did::SetTimer {
+            node,
+            timer,
+            after_ns,
+        }),
+        Effect::CancelTimer { timer } => Some(Did::CancelTimer { node, timer }),
+        Effect::Persist { .. } | Effect::Observe(_) => None,
     }
 }
 

@@ -14,12 +14,14 @@
 //! - `harness`: the transitions (deliver, lose, duplicate, timers, pause, crash).
 //! - `judge`: the properties, incrementally.
 //! - `search`: the BFS, proofs and shortest counterexamples.
+//! - `to_scenario`: a counterexample as a scripted simulator scenario.
 
 pub mod bounds;
 pub mod harness;
 pub mod judge;
 pub mod search;
 pub mod state;
+pub mod to_scenario;
 pub mod topology;
 
 pub use bounds::{Bounds, MAX_STATES_DEFAULT};

@@ -21,7 +21,9 @@ use anyhow::{bail, Context, Result};
 
 use super::cluster::Cluster;
 use super::fault::executor::{crash_line, replicate_then_cut, FaultExecutor, MemberSlowdown};
-use super::fault::{Action, Fault, MemberSel, NetMessage, Point, Target, Trigger, WorkerId};
+use super::fault::{
+    Action, Fault, MemberSel, NetMessage, PauseEnd, Point, Target, Trigger, WorkerId,
+};
 use super::history::{judge, TrialResult};
 use super::phases::{Phase, Phases};
 use super::process::{die_with_parent, kill, Victim};
@@ -514,11 +516,17 @@ struct Trial<'a> {
     records: Vec<(usize, Stamped)>,
     later: Vec<(Instant, Later)>,
     /// (start_ms, worker) of the workers not yet told to start, in order.
-    to_start: std::iter::Peekable<std::vec::IntoIter<(u64, usize)>>,
+    to_start: Vec<(u64, usize)>,
+    /// Per worker: its lock was granted, or its output closed — what a
+    /// worker with `start_after` waits for before it starts.
+    granted_or_gone: Vec<bool>,
     /// When a fault was in force: each strike or undo for as long as the
     /// executor took, each durational fault until its scheduled end
     /// ([`Phases::faults`]; measurement only).
     fault_windows: Vec<(Instant, Instant)>,
+    /// Paused workers whose pause ends when another worker's operation
+    /// ends (`until = "other_op_done"`), not only at its `duration_ms`.
+    until_other_op_done: Vec<usize>,
     /// Workers whose output is still open.
     open: usize,
     /// When the last open output closed (None while one is open).
@@ -565,8 +573,10 @@ impl<'a> Trial<'a> {
             exec,
             records: Vec::new(),
             later,
-            to_start: to_start.into_iter().peekable(),
+            to_start,
+            granted_or_gone: vec![false; s.workers.len()],
             fault_windows: Vec::new(),
+            until_other_op_done: Vec::new(),
             t0,
             deadline,
             timeout,
@@ -598,7 +608,10 @@ impl<'a> Trial<'a> {
             let wake = self.next_wake(now);
             match self.rx.recv_timeout(wake.saturating_duration_since(now)) {
                 Ok(Msg::Line(i, line)) => self.on_line(i, &line)?,
-                Ok(Msg::Eof(_)) => self.open -= 1,
+                Ok(Msg::Eof(i)) => {
+                    self.open -= 1;
+                    self.granted_or_gone[i] = true;
+                }
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => self.open = 0,
             }
@@ -617,7 +630,7 @@ impl<'a> Trial<'a> {
     /// trial's time goes"). Only when every entry left is such an end: a
     /// worker's restart or a fault still to strike keeps the timetable.
     fn end_faults_early(&mut self) {
-        if self.to_start.peek().is_some() || !self.later.iter().all(|(_, w)| w.is_an_end()) {
+        if !self.to_start.is_empty() || !self.later.iter().all(|(_, w)| w.is_an_end()) {
             return;
         }
         let now = Instant::now();
@@ -634,23 +647,28 @@ impl<'a> Trial<'a> {
         }
     }
 
-    /// Tells the workers whose start time has come to start.
+    /// Tells the workers whose start time has come, and whose
+    /// `start_after` worker holds the lock (or is gone), to start.
     fn start_due(&mut self, now: Instant) -> Result<()> {
-        while let Some(&(ms, i)) = self.to_start.peek() {
-            if self.t0 + Duration::from_millis(ms) > now {
-                break;
-            }
+        let (t0, s, gate) = (self.t0, self.s, &self.granted_or_gone);
+        let ready = |&(ms, i): &(u64, usize)| {
+            t0 + Duration::from_millis(ms) <= now
+                && s.workers[i].start_after_grant_of.is_none_or(|j| gate[j])
+        };
+        let (due, waiting): (Vec<_>, Vec<_>) = self.to_start.iter().partition(|e| ready(e));
+        self.to_start = waiting;
+        for (_, i) in due {
             self.procs[i].send("start")?;
-            self.to_start.next();
         }
         Ok(())
     }
 
     /// When to look again: the next start or timetable entry, at least
-    /// every 50 ms to notice Ctrl-C.
+    /// every 50 ms to notice Ctrl-C. A start that waits for a grant is
+    /// looked at again when a line arrives.
     fn next_wake(&mut self, now: Instant) -> Instant {
         let mut next = self.deadline.min(now + Duration::from_millis(50));
-        if let Some(&(ms, _)) = self.to_start.peek() {
+        if let Some(&(ms, _)) = self.to_start.first() {
             next = next.min(self.t0 + Duration::from_millis(ms));
         }
         for (at, _) in &self.later {
@@ -725,8 +743,45 @@ impl<'a> Trial<'a> {
                 self.exec.since_start_ms()
             ));
         }
+        if matches!(stamped.record, Record::GrantReceived { .. }) {
+            self.granted_or_gone[i] = true;
+        }
+        if matches!(
+            stamped.record,
+            Record::ReleaseDone { .. } | Record::OpAbandoned { .. } | Record::WorkloadDone
+        ) {
+            self.end_pauses_at_op_end(i);
+        }
         self.records.push((i, stamped));
         Ok(())
+    }
+
+    /// Worker `i`'s operation ended (its release answered, the op given
+    /// up, its workload done): the pauses of other workers that last until
+    /// then end now — their `resume` moves up from the end of their
+    /// `duration_ms`.
+    fn end_pauses_at_op_end(&mut self, i: usize) {
+        let (ending, waiting): (Vec<usize>, Vec<usize>) =
+            self.until_other_op_done.iter().partition(|&&p| p != i);
+        self.until_other_op_done = waiting;
+        let now = Instant::now();
+        for p in ending {
+            let Some(entry) = self.later.iter_mut().find(|(_, w)| *w == Later::Resume(p)) else {
+                continue;
+            };
+            let scheduled = entry.0;
+            entry.0 = scheduled.min(now);
+            // The pause's fault window ends now too, not at its longest.
+            for w in self.fault_windows.iter_mut().filter(|w| w.1 == scheduled) {
+                w.1 = now;
+            }
+            self.exec.note(format!(
+                "worker/{}'s pause ends at {:.1} ms: worker/{}'s operation ended",
+                self.procs[p].name,
+                self.exec.since_start_ms(),
+                self.procs[i].name
+            ));
+        }
     }
 
     /// Worker `i` stopped right after `step`: its faults strike
@@ -797,13 +852,18 @@ impl<'a> Trial<'a> {
             }
             Action::SlowMember { .. } => self.slow_member(k, &format!(" {after}"))?,
             Action::Crash { .. } => self.crash(k, &format!(" {after}"))?,
-            Action::Pause { duration_ms, .. } => {
+            Action::Pause {
+                duration_ms, until, ..
+            } => {
                 let (name, victim) = (self.procs[i].name.clone(), self.procs[i].victim());
                 let at = format!("after {}", step.name());
                 self.exec
                     .pause_worker(k, i, &name, victim, &at, duration_ms)?;
                 let end = Instant::now() + Duration::from_millis(duration_ms);
                 self.later.push((end, Later::Resume(i)));
+                if until == PauseEnd::OtherOpDone {
+                    self.until_other_op_done.push(i);
+                }
             }
             // The built-in worker's network faults are its proxy's.
             Action::Net { .. } => {}

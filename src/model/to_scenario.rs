@@ -396,7 +396,8 @@ fn worker_name(index: usize) -> String {
     char::from(b'A' + index as u8).to_string()
 }
 
-fn quote(s: &str) -> String {
+/// `s` as a TOML string.
+pub fn quote(s: &str) -> String {
     toml::Value::String(s.to_string()).to_string()
 }
 
@@ -435,22 +436,9 @@ fn solve_times(n: usize, grants: &[Grant]) -> Result<(Vec<u64>, u64), String> {
     for &d in &pending {
         edges.push((n - 1, d, 2 * slot - delay));
     }
-    let mut t = vec![slot; n];
-    for round in 0..=n {
-        let mut changed = false;
-        for &(from, to, w) in &edges {
-            if t[to] < t[from] + w {
-                t[to] = t[from] + w;
-                changed = true;
-            }
-        }
-        if !changed {
-            break;
-        }
-        if round == n {
-            return Err("no schedule: the checked writes commit in an order a constant check-to-write delay cannot produce".into());
-        }
-    }
+    let t = longest_paths(n, &edges, slot).ok_or(
+        "no schedule: the checked writes commit in an order a constant check-to-write delay cannot produce",
+    )?;
     for &(d, c) in &committed {
         assert_eq!(
             t[c] - t[d],
@@ -459,6 +447,26 @@ fn solve_times(n: usize, grants: &[Grant]) -> Result<(Vec<u64>, u64), String> {
         );
     }
     Ok((t.into_iter().map(|x| x as u64).collect(), delay as u64))
+}
+
+/// Longest paths over difference constraints `(from, to, w)`, meaning
+/// `t[to] >= t[from] + w`, with every `t` at least `floor` (Bellman–Ford);
+/// None when a positive cycle means no schedule exists.
+pub fn longest_paths(n: usize, edges: &[(usize, usize, i64)], floor: i64) -> Option<Vec<i64>> {
+    let mut t = vec![floor; n];
+    for _ in 0..=n {
+        let mut changed = false;
+        for &(from, to, w) in edges {
+            if t[to] < t[from] + w {
+                t[to] = t[from] + w;
+                changed = true;
+            }
+        }
+        if !changed {
+            return Some(t);
+        }
+    }
+    None
 }
 
 /// The path the scenario scripts: the counterexample itself, or, for fenced-check-then-write,

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use super::seen::Seen;
 use crate::live::common::server::ServerAccount;
 use crate::live::fault::executor::FaultExecutor;
-use crate::live::fault::{Action, Fault, NetMessage, Point, Trigger, WorkerId};
+use crate::live::fault::{Action, Fault, NetMessage, PauseEnd, Point, Trigger, WorkerId};
 use crate::live::process::Victim;
 use crate::live::proxy::ProxyMode;
 use crate::live::scenario::LiveScenario;
@@ -232,8 +232,18 @@ impl Shared {
                 let at_write = f.program_point() == Some(Point::FenceChecked);
                 at_write.then_some(0)
             }
-            Action::Pause { duration_ms, .. } => {
-                self.pause(k, worker, at, duration_ms);
+            Action::Pause {
+                duration_ms, until, ..
+            } => {
+                // A program's operations are not seen ending as they
+                // happen: its pause lasts its `duration_ms`, and says so.
+                let at = match until {
+                    PauseEnd::Elapsed => at.to_string(),
+                    PauseEnd::OtherOpDone => {
+                        format!("{at} (a program's pause is not ended by `until`)")
+                    }
+                };
+                self.pause(k, worker, &at, duration_ms);
                 None
             }
             // Refused for a program (plan::strike_order).

@@ -210,12 +210,34 @@ pub enum Trigger {
     AtMs(u64),
 }
 
+/// What ends a worker's pause before its `duration_ms` is up.
+///
+/// A fixed pause holds only as long as the machine is quick enough for
+/// the other worker to act inside it; anchoring its end on the event the
+/// scenario is about (the other worker took the lock, wrote and let go)
+/// keeps the verdict whatever the load, and `duration_ms` stays its
+/// longest.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PauseEnd {
+    /// Only `duration_ms` ends it.
+    #[default]
+    Elapsed,
+    /// Another worker's operation ended — its release was answered, it
+    /// gave the operation up, or it finished its workload: the pause ends
+    /// then (`until = "other_op_done"`; the built-in worker's trials).
+    OtherOpDone,
+}
+
 /// What a fault does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Action {
     /// SIGSTOP of the worker (its process, or its program's process
-    /// group) for `duration_ms`.
-    Pause { worker: WorkerId, duration_ms: u64 },
+    /// group) for `duration_ms`, or until `until` comes first.
+    Pause {
+        worker: WorkerId,
+        duration_ms: u64,
+        until: PauseEnd,
+    },
     /// SIGKILL of the target, started again `restart_after_ms` later
     /// (None: it stays down).
     Crash {
@@ -485,6 +507,7 @@ mod tests {
             action: Action::Pause {
                 worker: WorkerId(worker),
                 duration_ms: 10,
+                until: PauseEnd::Elapsed,
             },
         }
     }

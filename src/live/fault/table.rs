@@ -3,7 +3,7 @@
 //! its schedule, read back by the one loader), and as a report says it.
 //! Worker names come from the scenario: a fault holds only their indices.
 
-use super::{Action, Fault, NetMessage, Point, Target, Trigger, WorkerId};
+use super::{Action, Fault, NetMessage, PauseEnd, Point, Target, Trigger, WorkerId};
 use crate::live::proxy::ProxyMode;
 
 impl Fault {
@@ -83,9 +83,15 @@ impl Fault {
             Trigger::Passing => {}
         }
         match self.action {
-            Action::Pause { duration_ms, .. } | Action::Partition { duration_ms, .. } => {
-                put("duration_ms", ms(duration_ms))
+            Action::Pause {
+                duration_ms, until, ..
+            } => {
+                put("duration_ms", ms(duration_ms));
+                if until == PauseEnd::OtherOpDone {
+                    put("until", "other_op_done".into());
+                }
             }
+            Action::Partition { duration_ms, .. } => put("duration_ms", ms(duration_ms)),
             Action::Crash {
                 restart_after_ms, ..
             } => {
@@ -146,8 +152,15 @@ impl Fault {
             })
         };
         match self.action {
+            Action::Pause {
+                duration_ms,
+                until: PauseEnd::Elapsed,
+                ..
+            } => format!("pause {node} {when} for {duration_ms} ms"),
             Action::Pause { duration_ms, .. } => {
-                format!("pause {node} {when} for {duration_ms} ms")
+                format!(
+                    "pause {node} {when} until another worker's write (at most {duration_ms} ms)"
+                )
             }
             Action::Crash {
                 target: Target::Member(_),

@@ -17,7 +17,7 @@ use toml::Spanned;
 use super::choice::one_of;
 use crate::live::cluster::MEMBERS;
 use crate::live::fault::{
-    conflict, Action, Fault, MemberSel, NetMessage, Point, Target, Trigger, WorkerId,
+    conflict, Action, Fault, MemberSel, NetMessage, PauseEnd, Point, Target, Trigger, WorkerId,
 };
 use crate::live::proxy::ProxyMode;
 use crate::live::LockKind;
@@ -40,6 +40,9 @@ pub(super) struct RawFault {
     /// ("update"); cut: or its connection to the lock's cluster ("lock").
     message: Option<Spanned<String>>,
     duration_ms: Option<Spanned<u64>>,
+    /// pause of a built-in worker: what ends it before `duration_ms`
+    /// ("other_op_done": another worker's operation ended).
+    until: Option<Spanned<String>>,
     /// delay of a member's links: by how many ms every message is held.
     by_ms: Option<u64>,
     /// delay of a member's links: for how long (ms).
@@ -286,6 +289,12 @@ impl Read<'_> {
                 "a crash lasts until `restart_after_ms` (or for good) and a failover is at once: no `duration_ms`",
             ));
         }
+        if let (Some(u), false) = (&f.until, worker_pause) {
+            return Err(cx.err(
+                u.span(),
+                "`until` belongs to a worker's pause (node = \"worker/A\"): what ends it before its `duration_ms`",
+            ));
+        }
         if (f.by_ms.is_some() || f.for_ms.is_some()) && !self.member_delay() {
             return Err(cx.err(
                 f.kind.span(),
@@ -335,6 +344,27 @@ impl Read<'_> {
             )),
             _ => Ok(trigger),
         }
+    }
+
+    /// A worker pause's `until`: only the built-in worker's trial watches
+    /// the other workers' operations end as they happen.
+    fn pause_end(&self, cx: &Context) -> Result<PauseEnd, ScenarioError> {
+        let Some(u) = &self.f.until else {
+            return Ok(PauseEnd::Elapsed);
+        };
+        if u.get_ref() != "other_op_done" {
+            return Err(cx.err(
+                u.span(),
+                format!(
+                    "unknown `until` {:?}: expected \"other_op_done\"",
+                    u.get_ref()
+                ),
+            ));
+        }
+        // A user's program's pause lasts its `duration_ms`: the harness
+        // does not see a program's operation end as it happens (its trial
+        // line says so), so a bundled file runs unchanged with a program.
+        Ok(PauseEnd::OtherOpDone)
     }
 
     /// A `duration_ms` that must be given.
@@ -399,11 +429,13 @@ impl Read<'_> {
                 let trigger = self.trigger(cx, "a pause")?;
                 let worker = self.worker(cx)?;
                 let duration_ms = self.duration(cx)?;
+                let until = self.pause_end(cx)?;
                 (
                     trigger,
                     Action::Pause {
                         worker,
                         duration_ms,
+                        until,
                     },
                 )
             }
@@ -411,11 +443,13 @@ impl Read<'_> {
                 let worker = self.worker(cx)?;
                 let trigger = self.own_point(cx, worker)?;
                 let duration_ms = self.duration(cx)?;
+                let until = self.pause_end(cx)?;
                 (
                     trigger,
                     Action::Pause {
                         worker,
                         duration_ms,
+                        until,
                     },
                 )
             }

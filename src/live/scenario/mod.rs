@@ -87,6 +87,9 @@ struct RawWorker {
     ops: u32,
     /// The document row it locks and writes (1 unless named).
     document: Option<Spanned<u32>>,
+    /// Start only once another worker holds the lock
+    /// (`"worker/A:lock_granted"`), and not before `start_ms`.
+    start_after: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -114,6 +117,10 @@ pub struct LiveWorker {
     /// The document row it locks (its own lock key and token counter) and
     /// writes: 1..=[`super::DOCUMENTS_MAX`].
     pub document: u32,
+    /// The worker (index) whose grant it waits for before it starts
+    /// (`start_after = "worker/A:lock_granted"`): the order of the grants
+    /// is then the scenario's, however slowly the first request is served.
+    pub start_after_grant_of: Option<usize>,
 }
 
 #[derive(Clone, Debug)]
@@ -200,6 +207,35 @@ impl LiveScenario {
     }
 }
 
+/// Worker `i`'s `start_after`: the index of the worker whose grant it
+/// waits for. Only the built-in worker's grants are seen as they happen.
+fn start_after(
+    file: &str,
+    src: &str,
+    raw: &RawFile,
+    i: usize,
+) -> Result<Option<usize>, ScenarioError> {
+    let Some(after) = &raw.worker[i].start_after else {
+        return Ok(None);
+    };
+    // A user's program starts at its `start_ms` (its trial's start gate
+    // orders the first requests): `start_after` is the built-in worker's,
+    // read here so that a bundled file runs unchanged with a program.
+    let err = |msg: String| ScenarioError::at(file, src, after.span(), msg);
+    let other = after
+        .get_ref()
+        .strip_prefix("worker/")
+        .and_then(|a| a.strip_suffix(":lock_granted"));
+    let j = other.and_then(|name| raw.worker.iter().position(|w| w.name == name));
+    match j {
+        Some(j) if j != i => Ok(Some(j)),
+        _ => Err(err(format!(
+            "expected `start_after = \"worker/W:lock_granted\"` naming another worker of this file, got {:?}",
+            after.get_ref()
+        ))),
+    }
+}
+
 /// Reads a live scenario file: its recipe, workers, faults ([`fault`]),
 /// expectation and twin, every mistake located in the file.
 pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
@@ -219,13 +255,17 @@ pub fn parse(src: &str, path: &Path) -> Result<LiveScenario, ScenarioError> {
     let workers: Vec<LiveWorker> = raw
         .worker
         .iter()
-        .map(|w| LiveWorker {
-            name: w.name.clone(),
-            start_ms: w.start_ms,
-            ops: w.ops,
-            document: w.document.as_ref().map_or(1, |d| *d.get_ref()),
+        .enumerate()
+        .map(|(i, w)| {
+            Ok(LiveWorker {
+                name: w.name.clone(),
+                start_ms: w.start_ms,
+                ops: w.ops,
+                document: w.document.as_ref().map_or(1, |d| *d.get_ref()),
+                start_after_grant_of: start_after(&file, src, &raw, i)?,
+            })
         })
-        .collect();
+        .collect::<Result<_, ScenarioError>>()?;
     documents(&file, src, &raw, lock)?;
     // `lock_granted` and `write_acked` are seen by the proxy, so only a
     // user's program (`worker_cmd`) can be stopped there.
@@ -586,5 +626,83 @@ mod tests {
             let e = error(&with_fault("plain", fault));
             assert!(e.contains(at) && e.contains(why), "{fault}: {e}");
         }
+    }
+
+    #[test]
+    fn a_worker_may_start_after_another_is_granted_and_a_bad_start_after_is_located() {
+        let src = |after: &str| {
+            file("redis-set-nx-cad", "", "1").replace(
+                "document = 1",
+                &format!("document = 1\nstart_after = \"{after}\""),
+            )
+        };
+        let s = parse(&src("worker/A:lock_granted"), Path::new("live/t.toml"));
+        let gates = s.map(|s| {
+            s.workers
+                .iter()
+                .map(|w| w.start_after_grant_of)
+                .collect::<Vec<_>>()
+        });
+        assert_eq!(gates.ok(), Some(vec![None, Some(0)]));
+        for bad in [
+            "worker/B:lock_granted",
+            "worker/C:lock_granted",
+            "worker/A:read_ok",
+        ] {
+            let e = error(&src(bad));
+            assert!(e.contains("live/t.toml:13:15"), "{bad}: {e}");
+            assert!(
+                e.contains("naming another worker of this file"),
+                "{bad}: {e}"
+            );
+        }
+        // A program's file reads it too (a bundled file runs with a program).
+        let program = src("worker/A:lock_granted").replace(
+            "schema_version = 1",
+            "schema_version = 1\nworker_cmd = \"true\"",
+        );
+        assert!(parse(&program, Path::new("live/t.toml")).is_ok());
+    }
+
+    #[test]
+    fn a_pause_until_another_workers_op_ends_is_read_and_misplaced_untils_are_refused() {
+        let pause =
+            "kind = \"pause\"\nnode = \"worker/A\"\nafter = \"read_ok\"\nduration_ms = 2000";
+        let anchored = format!("{pause}\nuntil = \"other_op_done\"");
+        let s = parse(&with_fault("plain", &anchored), Path::new("live/t.toml"));
+        let until = s.map(|s| s.faults[0].action);
+        assert!(
+            matches!(
+                until,
+                Ok(crate::live::fault::Action::Pause {
+                    duration_ms: 2000,
+                    until: crate::live::fault::PauseEnd::OtherOpDone,
+                    ..
+                })
+            ),
+            "{until:?}"
+        );
+        let cases = [
+            (
+                format!("{pause}\nuntil = \"b_granted\""),
+                "live/t.toml:19:9",
+                "expected \"other_op_done\"",
+            ),
+            (
+                "kind = \"crash\"\nnode = \"worker/A\"\nafter = \"read_ok\"\nuntil = \"other_op_done\"".to_string(),
+                "live/t.toml:18:9",
+                "`until` belongs to a worker's pause",
+            ),
+        ];
+        for (fault, at, why) in cases {
+            let e = error(&with_fault("plain", &fault));
+            assert!(e.contains(at) && e.contains(why), "{fault}: {e}");
+        }
+        let program = with_fault("plain", &anchored).replace(
+            "schema_version = 1",
+            "schema_version = 1\nworker_cmd = \"true\"",
+        );
+        // A program's file reads it too: its pause lasts its `duration_ms`.
+        assert!(parse(&program, Path::new("live/t.toml")).is_ok());
     }
 }

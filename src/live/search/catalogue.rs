@@ -25,7 +25,9 @@ use anyhow::{Context, Result};
 
 use crate::check::ViolationKind;
 use crate::history::History;
-use crate::live::fault::{Action, Fault, MemberSel, NetMessage, Point, Target, Trigger, WorkerId};
+use crate::live::fault::{
+    Action, Fault, MemberSel, NetMessage, PauseEnd, Point, Target, Trigger, WorkerId,
+};
 use crate::live::proxy::ProxyMode;
 use crate::live::scenario::LiveScenario;
 use crate::live::WriteKind;
@@ -52,6 +54,7 @@ pub fn catalogue(s: &LiveScenario, client: bool) -> Vec<Fault> {
                 let action = Action::Pause {
                     worker,
                     duration_ms,
+                    until: PauseEnd::Elapsed,
                 };
                 out.push(Fault { trigger, action });
             }
@@ -253,6 +256,7 @@ fn timed_fault(s: &LiveScenario, rng: &mut crate::sim::rng::Rng, client: bool) -
         0 => Action::Pause {
             worker,
             duration_ms: ttl_ms * (1 + rng.below(3)),
+            until: PauseEnd::Elapsed,
         },
         1 => {
             let message = NetMessage::ALL[rng.below(NetMessage::ALL.len() as u64) as usize];
@@ -467,6 +471,7 @@ mod tests {
             action: Action::Pause {
                 worker: WorkerId(0),
                 duration_ms: 100,
+                until: PauseEnd::Elapsed,
             },
         };
         let two = [at(Point::ReadOk), at(Point::WriteSent)];

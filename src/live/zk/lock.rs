@@ -93,6 +93,17 @@ impl Fold<'_> {
             .filter(|n| !n.is_empty() && !n.contains('/'))
     }
 
+    /// A lock node must be created by a session a worker's connection
+    /// opened: one nobody's connection opened cannot be attributed.
+    fn check_creator(&mut self, t: &Txn, path: &str, live: bool) {
+        if live && !self.sessions.worker_of.contains_key(&t.session) {
+            self.problems.push(format!(
+                "{path} (zxid {:#x}) was created by session {:#x}, which no worker's connection opened",
+                t.zxid, t.session
+            ));
+        }
+    }
+
     fn apply(&mut self, t: &Txn, op: &Op, live: bool, t_ns: u64) {
         self.zxid = t.zxid;
         match op {
@@ -125,12 +136,7 @@ impl Fold<'_> {
                         t.zxid
                     ));
                 }
-                if live && !self.sessions.worker_of.contains_key(&t.session) {
-                    self.problems.push(format!(
-                        "{path} (zxid {:#x}) was created by session {:#x}, which no worker's connection opened",
-                        t.zxid, t.session
-                    ));
-                }
+                self.check_creator(t, path, live);
                 self.children.insert(
                     seq,
                     Child {
@@ -185,12 +191,7 @@ impl Fold<'_> {
     /// The one contender, kept as [`SINGLE`]: the single ephemeral znode
     /// at the lock's path (`name` is `path`), or a semaphore's one lease.
     fn single(&mut self, t: &Txn, (path, name): (&str, &str), live: bool, t_ns: u64) {
-        if live && !self.sessions.worker_of.contains_key(&t.session) {
-            self.problems.push(format!(
-                "{path} (zxid {:#x}) was created by session {:#x}, which no worker's connection opened",
-                t.zxid, t.session
-            ));
-        }
+        self.check_creator(t, path, live);
         let single = Child {
             name: name.to_string(),
             owner: t.session,

@@ -5,6 +5,7 @@
 
 mod broken;
 mod cli;
+mod emit;
 
 use fencesim::check::ViolationKind;
 use fencesim::codecheck::{check_protocol, Action, Bounds, Outcome};

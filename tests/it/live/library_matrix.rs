@@ -23,6 +23,10 @@ use crate::common::{live_exclusive, live_servers_present, skip};
 
 const TRIALS: u32 = 5;
 
+/// Trials side by side (`live --jobs`): each job its own servers and
+/// clusters, so a row's five trials take two or three trials' time.
+const MATRIX_JOBS: &str = "3";
+
 /// What one library needs to run: an interpreter module, an npm directory, a binary.
 pub(super) fn installed(test: &str, scenario: &str) -> bool {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -186,6 +190,8 @@ fn run_trials(scenario: &str, trials_wanted: u32) -> (Vec<(String, PathBuf)>, Pa
         .args([
             "--trials",
             &trials_wanted.to_string(),
+            "--jobs",
+            MATRIX_JOBS,
             "--out",
             dir.to_str().unwrap(),
         ])

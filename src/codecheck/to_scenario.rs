@@ -1,0 +1,741 @@
+//! From a code-level counterexample to a fully scripted simulator scenario
+//! (`fencesim check --code P --emit-scenario DIR`): the same nodes, the
+//! same inputs in the same order, on the simulator's clock.
+//!
+//! The search's time moves only when a timer fires and messages take no
+//! time; the simulator's messages take a latency and its timers fire
+//! `after_ns` after they are armed. The path is replayed through the
+//! harness with its effects logged (which step sent each message, armed
+//! each timer), and every step gets an instant τ in whole ms of simulator
+//! time such that the simulator does the same things in the same order:
+//!
+//! - the timing is scaled by K (lease TTL, work, think, retry, request
+//!   timeout, check-to-write all × K), and step i lands in
+//!   `[K·t_i, K·t_i + K − 1]` of its search instant t_i, so every strict
+//!   comparison the nodes make between clock readings comes out the same;
+//! - steps are strictly ordered (`τ_i ≥ τ_{i−1} + 1`); latency is 1 ms and a
+//!   delivery at step d of a message sent at step s is a `delay` fault of
+//!   `τ_d − τ_s − 1` ms on its link's `nth` message;
+//! - a timer armed at step s with `after` fires at `τ_s + K·after`; one
+//!   still pending at a later step (cancelled, re-armed, its node crashed,
+//!   or the path's end) is due after that step;
+//! - a pause is a `pause` fault that ends exactly when the worker's first
+//!   timer fires after it (the simulator holds the timer until then); no
+//!   message may reach the paused worker before that (refused if one does);
+//! - a crash is a `crash` fault with `restart_after_ms = 0`; a lost message a
+//!   `drop`; a duplicated one a `duplicate` fault whose copy lands at the
+//!   second delivery; messages still in flight at the end are dropped.
+//!
+//! These are difference constraints, solved as longest paths (Bellman–Ford,
+//! shared with the model emitter) for K = 1, 2, 5, 10, … until one has a
+//! schedule. Two things the search does that the simulator cannot:
+//!
+//! - handle a message at exactly a pending timer's deadline before the
+//!   timer (messages take no time in the search). Each such *tie* is tried
+//!   both ways — the timer still pending, or fired just before — fewest
+//!   timers fired first, and the caller's `accept` (a simulator run) picks
+//!   the first schedule that reproduces the violation;
+//! - fire one node's timers with the same deadline in any order (the
+//!   simulator fires them in arming order). When the path has no schedule,
+//!   the same-length paths one or two adjacent swaps away are tried; each
+//!   is replayed through the harness and must end in the same violation.
+//!
+//! A path with no schedule, or a step the simulator has no scripted form
+//! for, is an error naming the step — never approximated.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::hash::Hash;
+
+use super::harness::{Action, Did, Harness, Next};
+use super::search::Counterexample;
+use super::state::Packet;
+use super::topology::MS;
+use crate::model::to_scenario::{longest_paths, quote, EMITTED_SEEDS};
+use crate::protocol::{Node, NodeId, ProtocolKind, TimerId};
+
+/// The scenario file name: `code-<protocol>-<violation>.toml`.
+pub fn file_name(protocol: ProtocolKind, c: &Counterexample) -> String {
+    format!(
+        "code-{}-{}.toml",
+        protocol.id(),
+        c.finding.kind.to_string().replace('_', "-")
+    )
+}
+
+/// `τ_to ≥ τ_from + ms + K·scaled_ms`.
+#[derive(Clone, Copy, Debug)]
+struct Edge {
+    from: usize,
+    to: usize,
+    ms: i64,
+    scaled_ms: i64,
+    /// A tie (see [`Walk::pending_at`]): which one, and whether this edge
+    /// is its "still pending" side (else its "fired first" side).
+    tie: Option<(usize, bool)>,
+}
+
+/// A message copy in flight: its sender's step and its link number.
+#[derive(Clone, Copy, Debug)]
+struct Flight {
+    packet: Packet,
+    sent: usize,
+    nth: u32,
+    /// A duplicate's copy: the step its original was delivered at.
+    copy_of: Option<Option<usize>>,
+    has_copy: bool,
+}
+
+/// A timer armed at step `set`, firing `after_ms` later.
+#[derive(Clone, Copy, Debug)]
+struct Armed {
+    set: usize,
+    after_ms: i64,
+    /// A worker's first step, armed at boot for `start_ns` (0 in the
+    /// search): the scenario's `start_ms` puts it anywhere in instant 0.
+    start: bool,
+}
+
+/// When a worker's first step fires in the simulator.
+#[derive(Clone, Copy, Debug)]
+enum Start {
+    /// At this step.
+    At(usize),
+    /// After this step (it did not fire within the path).
+    After(usize),
+}
+
+/// A worker's pause: from step `at` to the step its first timer fires.
+#[derive(Clone, Copy, Debug)]
+struct Pause {
+    node: NodeId,
+    at: usize,
+    resume: Option<usize>,
+    /// The node crashed before its timer fired (the crash ends the pause).
+    crashed: bool,
+}
+
+/// A scripted fault, its times still as step indices.
+#[derive(Clone, Copy, Debug)]
+enum Scripted {
+    Delay {
+        p: Packet,
+        nth: u32,
+        sent: usize,
+        at: usize,
+    },
+    Drop {
+        p: Packet,
+        nth: u32,
+    },
+    Duplicate {
+        p: Packet,
+        nth: u32,
+        first: usize,
+        second: usize,
+    },
+    Crash {
+        node: NodeId,
+        at: usize,
+    },
+}
+
+/// The path's constraints, built step by step.
+#[derive(Default)]
+struct Walk {
+    edges: Vec<Edge>,
+    /// Per step: its search instant in ms.
+    instants_ms: Vec<i64>,
+    flights: Vec<Flight>,
+    links: BTreeMap<(NodeId, NodeId), u32>,
+    timers: BTreeMap<(NodeId, TimerId), Armed>,
+    starts: BTreeMap<NodeId, Start>,
+    /// Each node's latest step (0: the boot).
+    last: BTreeMap<NodeId, usize>,
+    workers: usize,
+    pauses: Vec<Pause>,
+    faults: Vec<Scripted>,
+    ties: usize,
+}
+
+impl Walk {
+    fn edge(&mut self, from: usize, to: usize, ms: i64, scaled_ms: i64) {
+        self.edges.push(Edge {
+            from,
+            to,
+            ms,
+            scaled_ms,
+            tie: None,
+        });
+    }
+
+    /// A timer (`node`'s) still pending at step `at` is due after it.
+    fn pending_at(&mut self, node: NodeId, t: Armed, at: usize) {
+        if t.start {
+            self.starts.insert(node, Start::After(at));
+            return;
+        }
+        // τ_set + K·after ≥ τ_at + 1
+        self.edge(at, t.set, 1, -t.after_ms);
+        if self.instants_ms[t.set] + t.after_ms == self.instants_ms[at] {
+            // Due at the very instant of step `at`: the search may handle
+            // `at` first (messages take no time), the simulator cannot
+            // also compare clocks as the search did (`now >= deadline`).
+            // Either side may be the one the code needs: a tie.
+            let tie = self.ties;
+            self.ties += 1;
+            if let Some(e) = self.edges.last_mut() {
+                e.tie = Some((tie, true));
+            }
+            // Or it fires first: τ_at ≥ τ_set + K·after + 1.
+            self.edge(t.set, at, 1, t.after_ms);
+            if let Some(e) = self.edges.last_mut() {
+                e.tie = Some((tie, false));
+            }
+        }
+    }
+
+    fn paused(&self, node: NodeId) -> Option<usize> {
+        self.pauses
+            .iter()
+            .position(|p| p.node == node && p.resume.is_none())
+    }
+
+    /// What step `i` logged: sends get their link numbers, timers their arming step.
+    fn apply_log(&mut self, i: usize, log: &[Did]) -> Result<(), String> {
+        for d in log {
+            match *d {
+                Did::Sent(packet) => {
+                    let nth = self.links.entry((packet.from, packet.to)).or_insert(0);
+                    *nth += 1;
+                    let nth = *nth;
+                    self.flights.push(Flight {
+                        packet,
+                        sent: i,
+                        nth,
+                        copy_of: None,
+                        has_copy: false,
+                    });
+                }
+                Did::SetTimer {
+                    node,
+                    timer,
+                    after_ns,
+                } => {
+                    if after_ns % MS != 0 {
+                        return Err(format!(
+                            "step {i}: a timer of {after_ns} ns is not whole milliseconds"
+                        ));
+                    }
+                    if let Some(old) = self.timers.remove(&(node, timer)) {
+                        self.pending_at(node, old, i);
+                    }
+                    let armed = Armed {
+                        set: i,
+                        after_ms: (after_ns / MS) as i64,
+                        start: i == 0 && after_ns == 0 && (node.0 as usize) < self.workers,
+                    };
+                    self.timers.insert((node, timer), armed);
+                }
+                Did::CancelTimer { node, timer } => {
+                    if let Some(old) = self.timers.remove(&(node, timer)) {
+                        self.pending_at(node, old, i);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The first copy in flight equal to `p` (copies of one message are
+    /// interchangeable: the earliest sent is taken).
+    fn take(&mut self, p: &Packet, i: usize) -> Result<Flight, String> {
+        let at = self
+            .flights
+            .iter()
+            .position(|f| f.packet == *p)
+            .ok_or_else(|| format!("step {i}: no such message in flight"))?;
+        Ok(self.flights.remove(at))
+    }
+
+    fn deliver(&mut self, p: &Packet, i: usize) -> Result<(), String> {
+        if self.paused(p.to).is_some() {
+            return Err(format!(
+                "step {i}: a message reaches a paused worker (the simulator holds it until the pause ends)"
+            ));
+        }
+        let f = self.take(p, i)?;
+        match f.copy_of {
+            Some(Some(first)) => self.faults.push(Scripted::Duplicate {
+                p: *p,
+                nth: f.nth,
+                first,
+                second: i,
+            }),
+            Some(None) => {
+                return Err(format!(
+                    "step {i}: a duplicate arrives before its original (the simulator's copy lands after it)"
+                ))
+            }
+            None => {
+                self.edge(f.sent, i, 1, 0);
+                self.faults.push(Scripted::Delay {
+                    p: *p,
+                    nth: f.nth,
+                    sent: f.sent,
+                    at: i,
+                });
+                if f.has_copy {
+                    for c in self.flights.iter_mut() {
+                        if c.copy_of == Some(None) && c.packet == *p && c.nth == f.nth {
+                            c.copy_of = Some(Some(i));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn fire(&mut self, node: NodeId, timer: TimerId, i: usize) -> Result<(), String> {
+        let t = self
+            .timers
+            .remove(&(node, timer))
+            .ok_or_else(|| format!("step {i}: timer {} is not armed", timer.0))?;
+        match self.paused(node) {
+            _ if t.start => {
+                self.starts.insert(node, Start::At(i));
+            }
+            Some(k) => {
+                // The pause ends here: the timer, due within it, was held.
+                let at = self.pauses[k].at;
+                self.pauses[k].resume = Some(i);
+                self.edge(t.set, i, 0, t.after_ms); // due by the resume
+                self.edge(at, t.set, 1, -t.after_ms); // due after the pause began
+            }
+            None => {
+                self.edge(t.set, i, 0, t.after_ms);
+                self.edge(i, t.set, 0, -t.after_ms);
+            }
+        }
+        Ok(())
+    }
+
+    fn step(&mut self, action: Action, i: usize) -> Result<(), String> {
+        let node = match action {
+            Action::Deliver(p) => Some(p.to),
+            Action::Fire { node, .. } | Action::Pause(node) | Action::Crash(node) => Some(node),
+            Action::Lose(_) | Action::Duplicate(_) => None,
+        };
+        if let Some(node) = node {
+            // Each node's steps in path order; different nodes' steps are
+            // independent unless a message links them.
+            let previous = self.last.insert(node, i).unwrap_or(0);
+            self.edge(previous, i, 1, 0);
+        }
+        match action {
+            Action::Deliver(p) => self.deliver(&p, i)?,
+            Action::Lose(p) => {
+                let f = self.take(&p, i)?;
+                if f.copy_of.is_some() || f.has_copy {
+                    return Err(format!(
+                        "step {i}: losing a duplicated message is not scripted yet"
+                    ));
+                }
+                self.faults.push(Scripted::Drop { p, nth: f.nth });
+            }
+            Action::Duplicate(p) => {
+                let at = self
+                    .flights
+                    .iter()
+                    .position(|f| f.packet == p && f.copy_of.is_none() && !f.has_copy)
+                    .ok_or_else(|| {
+                        format!("step {i}: a second duplicate of one message is not scripted yet")
+                    })?;
+                self.flights[at].has_copy = true;
+                let copy = Flight {
+                    copy_of: Some(None),
+                    has_copy: false,
+                    ..self.flights[at]
+                };
+                self.flights.push(copy);
+            }
+            Action::Fire { node, timer } => self.fire(node, timer, i)?,
+            Action::Pause(node) => {
+                if self.paused(node).is_some() {
+                    return Err(format!(
+                        "step {i}: a second pause before the first one's timer fires"
+                    ));
+                }
+                self.pauses.push(Pause {
+                    node,
+                    at: i,
+                    resume: None,
+                    crashed: false,
+                });
+            }
+            Action::Crash(node) => {
+                let dead: Vec<(NodeId, TimerId)> = self
+                    .timers
+                    .keys()
+                    .filter(|k| k.0 == node)
+                    .copied()
+                    .collect();
+                for k in dead {
+                    let t = self.timers.remove(&k).expect("listed");
+                    self.pending_at(node, t, i);
+                }
+                if let Some(k) = self.paused(node) {
+                    self.pauses[k].resume = Some(i); // a crash ends a pause
+                    self.pauses[k].crashed = true;
+                }
+                self.faults.push(Scripted::Crash { node, at: i });
+            }
+        }
+        Ok(())
+    }
+
+    /// Timers still armed at their node's last step are due after it,
+    /// unless the node is paused to the end; messages still in flight are
+    /// dropped.
+    fn finish(&mut self) {
+        let armed: Vec<((NodeId, TimerId), Armed)> =
+            self.timers.iter().map(|(k, t)| (*k, *t)).collect();
+        for ((node, _), t) in armed {
+            if self.paused(node).is_none() {
+                let last = self.last.get(&node).copied().unwrap_or(0);
+                self.pending_at(node, t, last);
+            }
+        }
+        for f in std::mem::take(&mut self.flights) {
+            if f.copy_of.is_none() {
+                self.faults.push(Scripted::Drop {
+                    p: f.packet,
+                    nth: f.nth,
+                });
+            }
+        }
+    }
+
+    /// Step times in ms at scale `k`, or None when no schedule exists;
+    /// bit i of `fired` set: tie i's timer fires first.
+    fn solve(&self, k: i64, fired: u64) -> Option<Vec<i64>> {
+        let n = self.instants_ms.len();
+        let mut edges: Vec<(usize, usize, i64)> = self
+            .edges
+            .iter()
+            .filter(|e| match e.tie {
+                Some((i, pending)) => (fired >> i & 1 == 0) == pending,
+                None => true,
+            })
+            .map(|e| (e.from, e.to, e.ms + k * e.scaled_ms))
+            .collect();
+        for i in 1..n {
+            // Within its instant's window [K·t, K·t + K − 1].
+            edges.push((0, i, k * self.instants_ms[i]));
+            edges.push((i, 0, -(k * self.instants_ms[i] + k - 1)));
+        }
+        longest_paths(n, &edges, 0).filter(|t| t[0] == 0)
+    }
+}
+
+/// The scales tried, smallest first.
+const SCALES: [i64; 10] = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000];
+
+/// Ties tried every way up to this many; beyond, only "all pending"
+/// and "all fired first".
+const TIES_MAX: usize = 10;
+
+/// Writes counterexample `c` of harness `h` (a catalogue protocol's
+/// built-in nodes) as scenario TOML (schema_version 1): the first schedule
+/// `accept` takes (the caller runs it in the simulator), trying the ties'
+/// sides with the fewest timers fired first before the others.
+///
+/// If the path itself has none, the same-length paths one or two swaps of
+/// adjacent steps away are tried (replayed through the harness, each must
+/// end in the same violation): the search fires timers with one deadline
+/// in any order, the simulator in the order they were armed, so the
+/// shortest path may need its deliveries in the other order.
+pub fn to_scenario<N: Node + Clone + Hash + Eq>(
+    h: &Harness<N>,
+    c: &Counterexample,
+    accept: &mut dyn FnMut(&str) -> bool,
+) -> Result<String, String> {
+    let first = schedule(h, c, accept);
+    if first.is_ok() {
+        return first;
+    }
+    let n = c.steps.len();
+    let swapped = |a: usize, b: Option<usize>| {
+        let mut alt = c.clone();
+        alt.steps.swap(a, a + 1);
+        if let Some(b) = b {
+            alt.steps.swap(b, b + 1);
+        }
+        alt
+    };
+    let singles = (0..n.saturating_sub(1)).map(|a| (a, None));
+    let pairs = (0..n.saturating_sub(1))
+        .flat_map(|a| (a + 2..n.saturating_sub(1)).map(move |b| (a, Some(b))));
+    for (a, b) in singles.chain(pairs) {
+        if let Ok(text) = schedule(h, &swapped(a, b), accept) {
+            let note = match b {
+                Some(b) => format!("steps {}/{} and {}/{}", a + 1, a + 2, b + 1, b + 2),
+                None => format!("steps {}/{}", a + 1, a + 2),
+            };
+            return Ok(format!(
+                "# The search's shortest path with {note} swapped (the same length and violation):\n# the simulator fires timers with one deadline in the order they were armed.\n{text}"
+            ));
+        }
+    }
+    first
+}
+
+/// [`to_scenario`] for the path as it is.
+fn schedule<N: Node + Clone + Hash + Eq>(
+    h: &Harness<N>,
+    c: &Counterexample,
+    accept: &mut dyn FnMut(&str) -> bool,
+) -> Result<String, String> {
+    let walk = walk(h, c)?;
+    let mut choices: Vec<u64> = if walk.ties <= TIES_MAX {
+        (0..1u64 << walk.ties).collect()
+    } else {
+        vec![0, u64::MAX]
+    };
+    choices.sort_by_key(|f| f.count_ones());
+    let mut tried = 0;
+    for fired in choices {
+        let Some((k, times)) = SCALES
+            .iter()
+            .find_map(|&k| walk.solve(k, fired).map(|t| (k, t)))
+        else {
+            continue;
+        };
+        tried += 1;
+        let text = render(h, c, &walk, &times, k);
+        if accept(&text) {
+            return Ok(text);
+        }
+    }
+    Err(format!(
+        "none of the {tried} schedules found (of {} ties between a timer and a step at its deadline) replays to {} in the simulator",
+        walk.ties, c.finding.kind
+    ))
+}
+
+fn render<N>(h: &Harness<N>, c: &Counterexample, walk: &Walk, times: &[i64], k: i64) -> String {
+    let mut out = String::new();
+    write_header(&mut out, h, c, walk, times, k);
+    write_workers(&mut out, h, walk, times);
+    write_faults(&mut out, h, walk, times);
+    let kind = c.finding.kind;
+    let _ = writeln!(
+        out,
+        "\n[expect]\nmust_find = [{{ kind = {}, min_failing_seeds = {EMITTED_SEEDS} }}]",
+        quote(&kind.to_string())
+    );
+    // Messages the path never delivers are dropped, so some workers never
+    // finish (liveness); lost updates are not what the code judge judges.
+    let _ = writeln!(out, "allow = [\"lost_update\", \"liveness\"]");
+    out
+}
+
+/// Replays the path with its effects logged, into constraints.
+fn walk<N: Node + Clone + Hash + Eq>(h: &Harness<N>, c: &Counterexample) -> Result<Walk, String> {
+    let mut w = Walk {
+        workers: h.topology.workers,
+        ..Walk::default()
+    };
+    let mut log = Vec::new();
+    let mut s = h.initial_logged(Some(&mut log));
+    w.instants_ms.push(0);
+    w.apply_log(0, &log)?;
+    for (i, &(action, _)) in c.steps.iter().enumerate() {
+        let i = i + 1;
+        if !h.actions(&s, &mut None).contains(&action) {
+            return Err(format!("step {i}: {} is not enabled", h.describe(&action)));
+        }
+        log.clear();
+        let next = h.next_logged(&s, action, Some(&mut log));
+        let now_ns = match next {
+            Next::State(next, _) if i < c.steps.len() => {
+                let now = next.now_ns;
+                s = next;
+                now
+            }
+            Next::Violation(f, _, now) if i == c.steps.len() && f.kind == c.finding.kind => now,
+            _ => {
+                return Err(format!(
+                    "step {i}: the path does not end in its violation here"
+                ))
+            }
+        };
+        w.instants_ms.push((now_ns / MS) as i64);
+        w.step(action, i)?;
+        w.apply_log(i, &log)?;
+    }
+    w.finish();
+    Ok(w)
+}
+
+fn node_name<N>(h: &Harness<N>, node: NodeId) -> String {
+    if (node.0 as usize) < h.topology.workers {
+        format!("worker/{}", worker_name(node.0 as usize))
+    } else {
+        h.node_name(node)
+    }
+}
+
+fn worker_name(i: usize) -> String {
+    char::from(b'A' + i as u8).to_string()
+}
+
+/// The scenario's settings: the harness's topology and timing, scaled by `k`.
+fn write_header<N>(
+    out: &mut String,
+    h: &Harness<N>,
+    c: &Counterexample,
+    walk: &Walk,
+    times: &[i64],
+    k: i64,
+) {
+    let p = &h.topology.protocol;
+    let t = h.bounds.timing;
+    let k = k as u64;
+    let kind = c.finding.kind;
+    let end = *times.last().unwrap_or(&0) as u64;
+    let _ = writeln!(
+        out,
+        "# Scripted by `fencesim check --code {} --emit-scenario` from the {}-step {kind} counterexample",
+        p.kind.id(),
+        c.steps.len()
+    );
+    let _ = writeln!(
+        out,
+        "# of the code-level search. Timing × {k}; step i at τ ms (solved in src/codecheck/to_scenario.rs):"
+    );
+    for (i, (a, _)) in c.steps.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "#   {:>6} ms  {:>2}. (search {} ms) {}",
+            times[i + 1],
+            i + 1,
+            walk.instants_ms[i + 1],
+            h.describe(a)
+        );
+    }
+    let _ = writeln!(out, "schema_version = 1");
+    let _ = writeln!(
+        out,
+        "name = {}",
+        quote(&format!("code-{}-{kind}", p.kind.id()))
+    );
+    let _ = writeln!(
+        out,
+        "description = {}",
+        quote(&format!(
+            "Code-level counterexample of {} ({kind}), replayed by the simulator: every delivery, timer, pause and crash scripted.",
+            p.kind.id()
+        ))
+    );
+    let _ = writeln!(out, "seeds = {EMITTED_SEEDS}");
+    let _ = writeln!(
+        out,
+        "max_time_ms = {}",
+        end + k * (h.bounds.horizon_ms + h.bounds.pause_ms)
+    );
+    let _ = writeln!(out, "\n[protocol]\nkind = {}", quote(p.kind.id()));
+    if p.kind == ProtocolKind::FencedCheckThenWrite {
+        let _ = writeln!(out, "check_to_write_ms = {}", k * p.check_to_write_ns / MS);
+    }
+    let _ = writeln!(out, "\n[lease]\nttl_ms = {}", k * t.lease_ttl_ms);
+    let _ = writeln!(
+        out,
+        "\n[workload]\nwork_ms = {}\nthink_ms = {}\nretry_ms = {}\nrequest_timeout_ms = {}\nmax_retries = {}",
+        k * t.work_ms,
+        k * t.think_ms,
+        k * t.retry_ms,
+        k * t.request_timeout_ms,
+        t.max_retries
+    );
+    let _ = writeln!(out, "\n[network]\nlatency_min_ms = 1\nlatency_max_ms = 1");
+}
+
+/// One `[[worker]]` each, starting when its first step fires in the path.
+fn write_workers<N>(out: &mut String, h: &Harness<N>, w: &Walk, times: &[i64]) {
+    for i in 0..h.topology.workers {
+        let start_ms = match w.starts.get(&NodeId(i as u16)) {
+            Some(Start::At(step)) => times[*step],
+            Some(Start::After(step)) => times[*step] + 1,
+            None => 0,
+        };
+        let _ = writeln!(
+            out,
+            "\n[[worker]]\nname = {}\nstart_ms = {start_ms}\nops = 1",
+            quote(&worker_name(i))
+        );
+    }
+}
+
+/// One `[[fault]]` per scripted fault and pause, at the solved times.
+fn write_faults<N>(out: &mut String, h: &Harness<N>, w: &Walk, times: &[i64]) {
+    let link = |p: &Packet, nth: u32| {
+        format!(
+            "from = {}\nto = {}\nnth = {nth}",
+            quote(&node_name(h, p.from)),
+            quote(&node_name(h, p.to))
+        )
+    };
+    let end = *times.last().unwrap_or(&0);
+    for f in &w.faults {
+        let text = match *f {
+            Scripted::Delay { p, nth, sent, at } => {
+                let delay = times[at] - times[sent] - 1;
+                if delay == 0 {
+                    continue;
+                }
+                format!("kind = \"delay\"\n{}\ndelay_ms = {delay}", link(&p, nth))
+            }
+            Scripted::Drop { p, nth } => format!("kind = \"drop\"\n{}", link(&p, nth)),
+            Scripted::Duplicate {
+                p,
+                nth,
+                first,
+                second,
+            } => format!(
+                "kind = \"duplicate\"\n{}\ndelay_ms = {}",
+                link(&p, nth),
+                times[second] - times[first]
+            ),
+            Scripted::Crash { node, at } => format!(
+                "kind = \"crash\"\nnode = {}\nat_ms = {}\nrestart_after_ms = 0",
+                quote(&node_name(h, node)),
+                times[at]
+            ),
+        };
+        let _ = writeln!(out, "\n[[fault]]\n{text}");
+    }
+    for p in &w.pauses {
+        // A pause its node's crash ends outlasts the crash.
+        let until = p
+            .resume
+            .map_or(end + 1, |r| times[r] + i64::from(p.crashed));
+        let _ = writeln!(
+            out,
+            "\n[[fault]]\nkind = \"pause\"\nnode = {}\nat_ms = {}\nduration_ms = {}",
+            quote(&node_name(h, p.node)),
+            times[p.at],
+            (until - times[p.at]).max(1)
+        );
+    }
+}
+
+/// Whether the simulator reproduces an emitted scenario: it parses and
+/// every seed meets its `[expect]` (the violation on all of them).
+pub fn replays(text: &str, threads: usize) -> bool {
+    match crate::scenario::parse(text, "emitted") {
+        Ok(s) => crate::suite::run_scenario(&s, s.seeds.clone(), threads).met(),
+        Err(_) => false,
+    }
+}
