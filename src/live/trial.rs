@@ -757,12 +757,15 @@ impl<'a> Trial<'a> {
     }
 
     /// Worker `i`'s operation ended (its release answered, the op given
-    /// up, its workload done): the pauses of other workers that last until
-    /// then end now — their `resume` moves up from the end of their
+    /// up, its workload done): the pauses of other workers on its document
+    /// that last until then end now — their `resume` moves up from the end of their
     /// `duration_ms`.
     fn end_pauses_at_op_end(&mut self, i: usize) {
-        let (ending, waiting): (Vec<usize>, Vec<usize>) =
-            self.until_other_op_done.iter().partition(|&&p| p != i);
+        // A worker on another document takes another lock: its operation
+        // ending says nothing about the paused worker's.
+        let doc = self.s.workers[i].document;
+        let (ending, waiting): (Vec<usize>, Vec<usize>) = (self.until_other_op_done.iter())
+            .partition(|&&p| p != i && self.s.workers[p].document == doc);
         self.until_other_op_done = waiting;
         let now = Instant::now();
         for p in ending {

@@ -105,9 +105,16 @@ def main():
         account(event="write", op=op, token=token, rows=rows)
         # Still ours only in the session that made it (an expired session
         # took the lease with it; kazoo's release then deletes nothing).
-        now = zk.client_id
-        deleted = bool(now is not None and now[0] == session and zk.exists(sem.create_path))
-        sem.release()
+        try:
+            now = zk.client_id
+            deleted = bool(now is not None and now[0] == session and zk.exists(sem.create_path))
+            sem.release()
+        except KazooException as e:
+            # Woken from a pause longer than its session (seen on a loaded
+            # machine): the connection is being re-established or the
+            # session is gone, and the lease with it. Nothing left to release.
+            print(f"{ME}: release: {e!r}", file=sys.stderr)
+            deleted = False
         account(event="released", op=op, deleted=deleted)
     pg.close()
     try:

@@ -426,9 +426,13 @@ fn supervise(
         }
         fire_timed(shared, &timed, &programs.procs, now);
         restart_due(s, cmd, shared, programs, now)?;
-        for p in &mut programs.procs {
+        for (i, p) in programs.procs.iter_mut().enumerate() {
             if p.done.is_none() {
                 p.done = p.child.try_wait()?;
+                let ok = p.done.is_some_and(|st| st.success());
+                if ok && !locked(&shared.killed)[i] {
+                    locked(&shared.finished)[i] = true;
+                }
             }
         }
         std::thread::sleep(Duration::from_millis(2));

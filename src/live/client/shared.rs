@@ -22,6 +22,11 @@ use crate::live::{locked, monotonic_ns};
 pub(super) struct Shared {
     pub(super) names: Vec<String>,
     pub(super) start_ms: Vec<u64>,
+    /// Each worker's document (`document = N`).
+    pub(super) documents: Vec<u32>,
+    /// The worker whose grant each worker's first acquisition waits for
+    /// (`start_after = "worker/A:lock_granted"`).
+    pub(super) start_after: Vec<Option<usize>>,
     pub(super) seen: Mutex<Vec<(usize, u64, Seen)>>,
     /// Process group of each worker (0 until spawned).
     pub(super) pgids: Mutex<Vec<u32>>,
@@ -34,6 +39,9 @@ pub(super) struct Shared {
     pub(super) exec: FaultExecutor,
     /// Whether each worker's current process was killed by a crash fault.
     pub(super) killed: Mutex<Vec<bool>>,
+    /// Whether each worker's program has exited on its own, successfully:
+    /// its workload is done (what ends a pause `until = "other_op_done"`).
+    pub(super) finished: Mutex<Vec<bool>>,
     /// Restarts due: (worker, when).
     pub(super) restarts: Mutex<Vec<(usize, Instant)>>,
     /// The trial's start: the first acquisition let through.
@@ -67,12 +75,15 @@ impl Shared {
         Shared {
             names: s.workers.iter().map(|w| w.name.clone()).collect(),
             start_ms: s.workers.iter().map(|w| w.start_ms).collect(),
+            documents: s.workers.iter().map(|w| w.document).collect(),
+            start_after: s.workers.iter().map(|w| w.start_after_grant_of).collect(),
             seen: Mutex::default(),
             pgids: Mutex::new(vec![0; n]),
             faults: s.faults.clone(),
             order,
             exec: FaultExecutor::new(s.faults.len()),
             killed: Mutex::new(vec![false; n]),
+            finished: Mutex::new(vec![false; n]),
             restarts: Mutex::default(),
             started: Mutex::default(),
             first_acquire: Mutex::new(vec![None; n]),
@@ -235,15 +246,7 @@ impl Shared {
             Action::Pause {
                 duration_ms, until, ..
             } => {
-                // A program's operations are not seen ending as they
-                // happen: its pause lasts its `duration_ms`, and says so.
-                let at = match until {
-                    PauseEnd::Elapsed => at.to_string(),
-                    PauseEnd::OtherOpDone => {
-                        format!("{at} (a program's pause is not ended by `until`)")
-                    }
-                };
-                self.pause(k, worker, &at, duration_ms);
+                self.pause(k, worker, at, duration_ms, until);
                 None
             }
             // Refused for a program (plan::strike_order).
@@ -254,8 +257,12 @@ impl Shared {
         }
     }
 
-    /// SIGSTOP of the worker's process group for `duration_ms`, then SIGCONT.
-    fn pause(&self, k: usize, worker: usize, at: &str, duration_ms: u64) {
+    /// SIGSTOP of the worker's process group for `duration_ms`, then
+    /// SIGCONT — sooner with `until = "other_op_done"`, as soon as another
+    /// worker's program has finished its workload (exited on its own,
+    /// successfully). A program's single operations are not seen ending as
+    /// they happen; its exit is, and comes after its release.
+    fn pause(&self, k: usize, worker: usize, at: &str, duration_ms: u64, until: PauseEnd) {
         let pgid = locked(&self.pgids)[worker];
         if pgid == 0 || self.ended() {
             return;
@@ -266,12 +273,46 @@ impl Shared {
         let _ = self
             .exec
             .pause_worker(k, worker, name, Victim::Group(pgid), at, duration_ms);
-        std::thread::sleep(Duration::from_millis(duration_ms));
+        let end = Instant::now() + Duration::from_millis(duration_ms);
+        loop {
+            let now = Instant::now();
+            if now >= end || self.ended() {
+                break;
+            }
+            if until == PauseEnd::OtherOpDone {
+                if let Some(other) = self.other_finished(worker) {
+                    self.exec.note(format!(
+                        "worker/{name}'s pause ends at {:.1} ms: worker/{}'s program finished",
+                        self.since_start_ms(),
+                        self.names[other]
+                    ));
+                    break;
+                }
+            }
+            std::thread::sleep((end - now).min(Duration::from_millis(2)));
+        }
         // Not if a crash killed it meanwhile (its group id may be reused).
         let same = locked(&self.pgids)[worker] == pgid && !locked(&self.killed)[worker];
         if same && !self.ended() {
             self.exec.resume_worker(worker, Victim::Group(pgid));
         }
+    }
+
+    /// Whether the worker `worker` starts after (if any) has been seen to
+    /// learn of a grant, or its program has finished or was killed.
+    fn start_after_granted(&self, worker: usize) -> bool {
+        let Some(j) = self.start_after[worker] else {
+            return true;
+        };
+        locked(&self.grants_learned)[j] > 0 || locked(&self.finished)[j] || locked(&self.killed)[j]
+    }
+
+    /// Another worker than `worker`, on its document, whose program has
+    /// finished, if any (a worker on another document takes another lock).
+    fn other_finished(&self, worker: usize) -> Option<usize> {
+        let finished = locked(&self.finished);
+        let doc = self.documents[worker];
+        (0..finished.len()).find(|&i| i != worker && finished[i] && self.documents[i] == doc)
     }
 
     /// SIGKILL of the worker's process group (stopped or not), recorded as
@@ -332,7 +373,9 @@ impl Shared {
     /// Lets a worker's first acquisition through only once every program
     /// is up and asking (start-up times vary by hundreds of ms), and after
     /// every worker that starts before it had its first one through,
-    /// `start_ms` earlier.
+    /// `start_ms` earlier — and, with `start_after`, once the account shows
+    /// that worker a grant (or its program is gone): over five Redlock
+    /// masters a first request let through first is not granted first.
     pub(super) fn in_start_order(&self, worker: usize) {
         if locked(&self.first_acquire)[worker].is_some() {
             return;
@@ -353,6 +396,7 @@ impl Shared {
                         })
                     })
             };
+            let ready = ready && self.start_after_granted(worker);
             if ready || now > give_up || self.ended.load(std::sync::atomic::Ordering::SeqCst) {
                 break;
             }

@@ -208,7 +208,9 @@ impl LiveScenario {
 }
 
 /// Worker `i`'s `start_after`: the index of the worker whose grant it
-/// waits for. Only the built-in worker's grants are seen as they happen.
+/// waits for — the built-in worker's `grant_received`, or for a user's
+/// program the grant the servers' account shows it (its first acquisition
+/// waits at the proxy until then).
 fn start_after(
     file: &str,
     src: &str,
@@ -218,9 +220,6 @@ fn start_after(
     let Some(after) = &raw.worker[i].start_after else {
         return Ok(None);
     };
-    // A user's program starts at its `start_ms` (its trial's start gate
-    // orders the first requests): `start_after` is the built-in worker's,
-    // read here so that a bundled file runs unchanged with a program.
     let err = |msg: String| ScenarioError::at(file, src, after.span(), msg);
     let other = after
         .get_ref()

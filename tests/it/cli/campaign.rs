@@ -219,13 +219,16 @@ fn a_killed_or_interrupted_campaign_resumes_from_its_checkpoint_into_the_whole_r
     let _heavy = crate::common::heavy();
     let dir = tempfile::tempdir().unwrap();
     rare_scenario(dir.path());
+    // Long enough that the first checkpoint (2 s in) comes well before the
+    // end at the fastest rate seen (50 000 seeds/s at two jobs: 100 000
+    // seeds once ended before the signal came).
     let args = |out: &str| -> Vec<String> {
         [
             "rare.toml",
             "--campaign-seed",
             "5",
             "--budget-seeds",
-            "100000",
+            "300000",
             "--jobs",
             "2",
             "--out",
@@ -244,7 +247,7 @@ fn a_killed_or_interrupted_campaign_resumes_from_its_checkpoint_into_the_whole_r
         let checkpoint = json(&file);
         assert_eq!(checkpoint["complete"], false);
         let done = checkpoint["seeds"].as_u64().unwrap();
-        assert!(0 < done && done < 100_000, "{done}");
+        assert!(0 < done && done < 300_000, "{done}");
         if code.is_some() {
             assert!(
                 text(&stopped.stdout).contains("STOPPED after"),

@@ -12,24 +12,116 @@ use fencesim::sim::RandomFaults;
 
 const MS: u64 = 1_000_000;
 
-/// Live runs take it exclusively; tests that keep every core busy for a
-/// long time (the madsim build, the chaos and differential sweeps) take it
-/// shared. Test binaries used to run one after another, so a live run
-/// never met those; in one binary the gate keeps it that way, while light
-/// tests still run beside anything.
-static MACHINE: std::sync::RwLock<()> = std::sync::RwLock::new(());
+/// What runs on the machine now. Live runs start their own servers on
+/// their own ports and directories, so a few can share the machine (as
+/// `fencesim live --jobs` does); a live test that judges every process on
+/// the machine (its leftover checks look for any PostgreSQL backend it did
+/// not start) runs alone; tests that keep every core busy for a long time
+/// (the madsim build, the chaos and differential sweeps) never run beside a
+/// live run, whose timings (leases, session timeouts) suffer on a loaded
+/// machine. A waiting exclusive or heavy test holds new live runs back, so
+/// neither waits for the whole live suite.
+#[derive(Default)]
+struct Machine {
+    live: usize,
+    exclusive: bool,
+    heavy: usize,
+    waiting_alone: usize,
+    waiting_heavy: usize,
+}
 
-/// One live run on the machine at a time, and no heavy test beside it: a
-/// live run's leftover checks judge every server process on the machine,
-/// and its timings (leases, session timeouts) suffer on a loaded machine.
-pub fn live_exclusive() -> std::sync::RwLockWriteGuard<'static, ()> {
-    MACHINE.write().unwrap_or_else(|e| e.into_inner())
+/// Live runs at once (each its own servers): they mostly wait.
+const LIVE_AT_ONCE: usize = 2;
+
+static MACHINE: std::sync::Mutex<Machine> = std::sync::Mutex::new(Machine {
+    live: 0,
+    exclusive: false,
+    heavy: 0,
+    waiting_alone: 0,
+    waiting_heavy: 0,
+});
+static TURN: std::sync::Condvar = std::sync::Condvar::new();
+
+/// A place on the machine, given back on drop.
+pub struct Gate(Place);
+
+#[derive(Clone, Copy, PartialEq)]
+enum Place {
+    Live,
+    Alone,
+    Heavy,
+}
+
+fn machine() -> std::sync::MutexGuard<'static, Machine> {
+    MACHINE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn take(place: Place) -> Gate {
+    let mut m = machine();
+    match place {
+        Place::Alone => m.waiting_alone += 1,
+        Place::Heavy => m.waiting_heavy += 1,
+        Place::Live => {}
+    }
+    loop {
+        let free = match place {
+            Place::Live => {
+                !m.exclusive
+                    && m.heavy == 0
+                    && m.waiting_alone == 0
+                    && m.waiting_heavy == 0
+                    && m.live < LIVE_AT_ONCE
+            }
+            Place::Alone => !m.exclusive && m.heavy == 0 && m.live == 0,
+            Place::Heavy => !m.exclusive && m.live == 0 && m.waiting_alone == 0,
+        };
+        if free {
+            break;
+        }
+        m = TURN.wait(m).unwrap_or_else(|e| e.into_inner());
+    }
+    match place {
+        Place::Live => m.live += 1,
+        Place::Alone => {
+            m.waiting_alone -= 1;
+            m.exclusive = true;
+        }
+        Place::Heavy => {
+            m.waiting_heavy -= 1;
+            m.heavy += 1;
+        }
+    }
+    Gate(place)
+}
+
+impl Drop for Gate {
+    fn drop(&mut self) {
+        let mut m = machine();
+        match self.0 {
+            Place::Live => m.live -= 1,
+            Place::Alone => m.exclusive = false,
+            Place::Heavy => m.heavy -= 1,
+        }
+        TURN.notify_all();
+    }
+}
+
+/// A live run beside at most one other (each its own servers, ports and
+/// directories), never beside a heavy test.
+pub fn live_shared() -> Gate {
+    take(Place::Live)
+}
+
+/// A live run alone on the machine: for a test whose checks judge every
+/// process on the machine, or kill a process found by its command line.
+pub fn live_exclusive() -> Gate {
+    take(Place::Alone)
 }
 
 /// A test that saturates the cores: it may run beside other heavy tests,
 /// never beside a live run.
-pub fn heavy() -> std::sync::RwLockReadGuard<'static, ()> {
-    MACHINE.read().unwrap_or_else(|e| e.into_inner())
+pub fn heavy() -> Gate {
+    take(Place::Heavy)
 }
 
 /// A live test cannot run here (a server, interpreter or library is

@@ -7,7 +7,7 @@
 //! without them each prints one loud line saying what it skipped and why
 //! (`.ci/run` installs the Debian packages so CI always runs them).
 
-use crate::common::{live_exclusive, live_servers_present};
+use crate::common::{live_exclusive, live_servers_present, live_shared};
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -579,7 +579,7 @@ fn a_users_servers_given_as_urls_keep_nothing_of_the_run_and_server_faults_are_r
     if !live_servers_present("a user's servers given as URLs") {
         return;
     }
-    let _serial = live_exclusive();
+    let _serial = live_shared();
     use fencesim::live::servers::{Postgres, Redis, TempRoot};
     // Stand-ins for the user's servers (never the system ones on 6379/5432).
     let root = TempRoot::new().unwrap();

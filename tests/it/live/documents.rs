@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use crate::common::{fencesim, fencesim_command, live_exclusive, live_servers_present, run_text};
+use crate::common::{fencesim, fencesim_command, live_servers_present, live_shared, run_text};
 
 fn events(file: &Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(file)
@@ -19,7 +19,7 @@ fn events(file: &Path) -> Vec<serde_json::Value> {
 
 #[test]
 fn a_stale_write_is_found_on_its_own_document_and_a_holder_nobody_superseded_is_clean() {
-    let _g = live_exclusive();
+    let _g = live_shared();
     if !live_servers_present("two documents") {
         return;
     }

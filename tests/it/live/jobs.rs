@@ -5,7 +5,7 @@
 //! servers and clusters are gone afterwards.
 
 use super::cluster_kit::{assert_nothing_left, present, run_roots, started_pids};
-use crate::common::live_exclusive;
+use crate::common::live_shared;
 use fencesim::live::cluster::ClusterKind;
 use std::process::Command;
 
@@ -15,7 +15,7 @@ fn a_run_of_three_jobs_prints_its_trials_in_the_runs_order_meets_every_verdict_a
     if !present(ClusterKind::Etcd, "live --jobs") || !present(ClusterKind::Zk, "live --jobs") {
         return;
     }
-    let _serial = live_exclusive();
+    let _serial = live_shared();
     let out = tempfile::tempdir().unwrap();
     // Longest first, the jobs take the cluster trials before the Redis
     // ones: the order they finish in is not the run's.

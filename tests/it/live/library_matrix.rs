@@ -19,7 +19,7 @@ use std::process::Command;
 use fencesim::live::cluster::ClusterKind;
 use serde_json::Value;
 
-use crate::common::{live_exclusive, live_servers_present, skip};
+use crate::common::{live_servers_present, live_shared, skip};
 
 const TRIALS: u32 = 5;
 
@@ -263,7 +263,7 @@ fn remove_run_dir(side: &Path) {
 /// trial's verdict and history to `each`, and every history to the
 /// programs' side accounts.
 fn run_matrix_row(scenario: &str, each: impl Fn(&str, &Path, &str)) {
-    let _g = live_exclusive();
+    let _g = live_shared();
     if !live_servers_present(scenario) || !installed(scenario, scenario) {
         return;
     }
@@ -440,7 +440,7 @@ fn a_program_locking_one_key_per_document_fenced_is_clean_with_the_late_write_re
 
 /// One trial of `scenario` prints the keys Redis's account found.
 fn own_keys_found(scenario: &str, found: &str) {
-    let _g = live_exclusive();
+    let _g = live_shared();
     if !live_servers_present(scenario) || !installed(scenario, scenario) {
         return;
     }
@@ -465,7 +465,7 @@ fn etcd_mutex_fencing_with_the_revision_it_became_owner_at_fenced_is_clean_not_u
     fenced_is_clean(scenario);
     // And the rule was put to the test: B fenced with a revision no grant
     // carries (its predecessor's deletion, above its key's create revision).
-    let _g = live_exclusive();
+    let _g = live_shared();
     if !live_servers_present(scenario) || !installed(scenario, scenario) {
         return;
     }
@@ -581,7 +581,7 @@ const PAIR_TRIALS: u32 = 3;
 /// clean. (No side-account comparison: the held program's lost first
 /// grant is one the servers saw and the program, by design, never used.)
 fn token_after_grant_pair(lib: &str) {
-    let _g = live_exclusive();
+    let _g = live_shared();
     let beside = format!("token-after-grant-{lib}-fenced");
     if !live_servers_present(&beside) || !installed(&beside, &beside) {
         return;
@@ -612,7 +612,7 @@ fn token_after_grant_pair(lib: &str) {
 /// under a newer token. The commit is the second write's, not the dead one's.
 #[test]
 fn a_program_killed_before_its_commit_is_clean_and_its_rolled_back_update_is_not_the_commit() {
-    let _g = live_exclusive();
+    let _g = live_shared();
     let scenario = "crash-before-commit-redis-py-lock-held-fenced";
     if !live_servers_present(scenario) || !installed(scenario, scenario) {
         return;
@@ -683,11 +683,17 @@ fn run_with_flags(
     let file = root
         .join("examples/live-clients")
         .join(format!("{scenario}.toml"));
+    // Its own history directory (under target/live, as the default): two
+    // live tests may run at once, on the same scenario.
+    static RUN: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let k = RUN.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let dir = root.join(format!("target/live/matrix-{scenario}-{k}"));
     let out = Command::new(env!("CARGO_BIN_EXE_fencesim"))
         .current_dir(root)
         .arg("live")
         .arg(&file)
         .args(["--trials", &trials.to_string(), "--worker-cmd", cmd])
+        .args(["--out", dir.to_str().expect("utf-8")])
         .args(flags)
         .output()
         .unwrap();
@@ -700,7 +706,7 @@ fn run_with_flags(
 
 #[test]
 fn a_lock_the_servers_never_granted_is_cannot_judge_not_a_verdict() {
-    let _g = live_exclusive();
+    let _g = live_shared();
     let test = "a_lock_the_servers_never_granted_is_cannot_judge";
     if !live_servers_present(test) || !installed(test, "redis-py-lock") {
         return;
@@ -724,7 +730,7 @@ fn a_lock_the_servers_never_granted_is_cannot_judge_not_a_verdict() {
 
 #[test]
 fn a_lock_on_a_key_of_the_programs_own_is_found_in_the_servers_account_and_judged() {
-    let _g = live_exclusive();
+    let _g = live_shared();
     let test = "a_lock_on_a_key_of_the_programs_own_is_found";
     if !live_servers_present(test) || !installed(test, "redis-py-lock") {
         return;
@@ -756,7 +762,7 @@ fn a_lock_on_a_key_of_the_programs_own_is_found_in_the_servers_account_and_judge
 
 #[test]
 fn two_keys_passing_between_the_workers_are_cannot_judge_naming_both() {
-    let _g = live_exclusive();
+    let _g = live_shared();
     let test = "two_keys_passing_between_the_workers";
     if !live_servers_present(test) || !installed(test, "redis-py-lock") {
         return;
@@ -787,7 +793,7 @@ fn two_keys_passing_between_the_workers_are_cannot_judge_naming_both() {
 
 #[test]
 fn a_fault_that_never_struck_is_cannot_judge_not_a_clean_trial() {
-    let _g = live_exclusive();
+    let _g = live_shared();
     let test = "a_fault_that_never_struck_is_cannot_judge";
     if !live_servers_present(test) || !installed(test, "redis-py-lock") {
         return;
@@ -808,7 +814,7 @@ fn a_fault_that_never_struck_is_cannot_judge_not_a_clean_trial() {
 
 #[test]
 fn a_zk_lock_taken_by_a_session_no_worker_opened_is_cannot_judge() {
-    let _g = live_exclusive();
+    let _g = live_shared();
     let test = "a_zk_lock_taken_by_a_session_no_worker_opened_is_cannot_judge";
     if !live_servers_present(test) || !installed(test, "kazoo") {
         return;
@@ -852,7 +858,7 @@ fn a_zk_lock_taken_by_a_session_no_worker_opened_is_cannot_judge() {
 
 #[test]
 fn an_etcd_lock_key_no_workers_connection_created_is_cannot_judge() {
-    let _g = live_exclusive();
+    let _g = live_shared();
     let test = "an_etcd_lock_key_no_workers_connection_created_is_cannot_judge";
     if !live_servers_present(test) || !installed(test, "node-etcd3") {
         return;

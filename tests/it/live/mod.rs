@@ -1,8 +1,10 @@
 //! `fencesim live` on real servers (Redis, PostgreSQL, etcd, ZooKeeper)
 //! and a user's own client program. These tests hold
-//! `common::live_exclusive()`: one live run on the machine at a time, and no
-//! heavy test beside it — but `docs`, which holds the live reference pages
-//! to the code and starts no server.
+//! `common::live_shared()`: at most two live runs on the machine at a time
+//! (each its own servers, ports and directories), and no heavy test beside
+//! them; the few whose checks judge every process on the machine hold
+//! `common::live_exclusive()` — and `docs`, which holds the live reference
+//! pages to the code and starts no server, holds neither.
 
 mod article;
 mod cluster_kit;

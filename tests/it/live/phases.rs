@@ -2,7 +2,7 @@
 //! went, phase by phase, and the phases add up to the trial's wall time
 //! (docs/live-running.md, "Where a live trial's time goes").
 
-use crate::common::{live_exclusive, live_servers_present};
+use crate::common::{live_servers_present, live_shared};
 use std::process::Command;
 
 const PHASES: [&str; 10] = [
@@ -30,7 +30,7 @@ fn verbose_prints_every_phase_and_they_add_up_to_the_trial() {
     if !live_servers_present("live --verbose phase breakdown") {
         return;
     }
-    let _serial = live_exclusive();
+    let _serial = live_shared();
     let out_dir = std::env::temp_dir().join(format!("fencesim-live-phases-{}", std::process::id()));
     let out = Command::new(env!("CARGO_BIN_EXE_fencesim"))
         .current_dir(env!("CARGO_MANIFEST_DIR"))

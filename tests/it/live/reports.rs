@@ -1,8 +1,8 @@
 //! `fencesim live --json/--junit/--report`: the files a CI job publishes
 //! from a live run, as it publishes a sweep's. The run with real servers
-//! holds `live_exclusive()`; refusing an unwritable output needs none.
+//! holds `live_shared()`; refusing an unwritable output needs none.
 
-use crate::common::{live_exclusive, live_servers_present};
+use crate::common::{live_servers_present, live_shared};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -31,7 +31,7 @@ fn run_writing_reports(test: &str, args: &[&str]) -> Option<Reports> {
     if !live_servers_present(test) {
         return None;
     }
-    let _serial = live_exclusive();
+    let _serial = live_shared();
     let dir = tempfile::tempdir().unwrap();
     let (json, junit, report) = (
         dir.path().join("report.json"),
@@ -247,7 +247,7 @@ fn a_users_program_that_fails_leaves_reports_naming_the_trial_that_could_not_be_
     if !live_servers_present(test) {
         return;
     }
-    let _serial = live_exclusive();
+    let _serial = live_shared();
     let dir = tempfile::tempdir().unwrap();
     let (json, junit) = (dir.path().join("l.json"), dir.path().join("j.xml"));
     let o = fencesim()
@@ -288,7 +288,7 @@ fn ctrl_c_stops_a_live_run_with_the_finished_trials_in_its_reports() {
     if !live_servers_present(test) {
         return;
     }
-    let _serial = live_exclusive();
+    let _serial = live_shared();
     let dir = tempfile::tempdir().unwrap();
     let (json, junit, report) = (
         dir.path().join("l.json"),
@@ -378,7 +378,7 @@ fn a_cluster_that_cannot_start_is_retried_once_then_not_judged_with_exit_3_while
     if !live_servers_present(test) {
         return;
     }
-    let _serial = live_exclusive();
+    let _serial = live_shared();
     // Every etcd member is `false`: it exits at once, so no cluster ever
     // serves. One job (the cluster starts at its trial) and two (a job
     // starts its home cluster before its first trial).
@@ -441,7 +441,7 @@ fn repeat_runs_the_suite_n_times_and_counts_per_scenario_the_runs_that_met() {
     if !live_servers_present(test) {
         return;
     }
-    let _serial = live_exclusive();
+    let _serial = live_shared();
     let dir = tempfile::tempdir().unwrap();
     // A cheap scenario that meets and one that cannot be judged (its
     // cluster never starts): the worst run's exit, 3.

@@ -10,7 +10,7 @@
 
 use std::path::Path;
 
-use crate::common::{fencesim_command, live_exclusive, live_servers_present, root, run_text};
+use crate::common::{fencesim_command, live_servers_present, live_shared, root, run_text};
 
 fn scratch(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!(
@@ -44,7 +44,7 @@ fn search_finds_the_paused_plain_update_stale_and_its_written_scenario_reproduce
     if !live_servers_present("live search, plain") {
         return;
     }
-    let _one = live_exclusive();
+    let _one = live_shared();
     let out = scratch("plain");
     let (code, text) = search_one_fault("gc-pause-plain-update.toml", &out);
     assert_eq!(code, 1, "a violation is exit 1:\n{text}");
@@ -82,7 +82,7 @@ fn search_over_every_single_fault_finds_no_stale_write_through_the_fence() {
     if !live_servers_present("live search, fenced") {
         return;
     }
-    let _one = live_exclusive();
+    let _one = live_shared();
     let out = scratch("fenced");
     let (code, text) = search_one_fault("gc-pause-fenced-update.toml", &out);
     assert!(code == 0 || code == 1, "a verdict, not an error:\n{text}");
@@ -99,7 +99,7 @@ fn the_nemesis_prints_its_schedule_and_the_failing_one_reruns_as_a_scenario() {
     if !live_servers_present("live search, nemesis") {
         return;
     }
-    let _one = live_exclusive();
+    let _one = live_shared();
     let out = scratch("chaos");
     let file = root().join("live/gc-pause-plain-update.toml");
     let args = |seed: &str| -> Vec<String> {
@@ -176,7 +176,7 @@ fn search_with_a_users_program_finds_the_token_drawn_after_the_grant_unsafe_behi
     {
         return;
     }
-    let _one = live_exclusive();
+    let _one = live_shared();
     let out = scratch("user");
     let file = root().join("examples/live-clients/gc-pause-rust-fenced.toml");
     let (code, text) = search(&[
@@ -217,7 +217,7 @@ fn search_with_a_users_program_finds_the_token_drawn_after_the_grant_unsafe_behi
 /// rerun per finding: what is asserted is which kinds were found at all,
 /// not whether a lost update reproduces.)
 fn held_token_search_is_clean(file: &str, scratch_name: &str) {
-    let _one = live_exclusive();
+    let _one = live_shared();
     let out = scratch(scratch_name);
     let file = root().join("examples/live-clients").join(file);
     let (code, text) = search(&[

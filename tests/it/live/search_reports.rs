@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use crate::common::{fencesim_command, live_exclusive, live_servers_present, run_text};
+use crate::common::{fencesim_command, live_servers_present, live_shared, run_text};
 
 /// A run's three reports and its scratch directory (kept until dropped).
 struct Outputs {
@@ -80,7 +80,7 @@ fn a_nemesis_that_breaks_the_scenario_writes_json_junit_and_the_failing_trials_t
     if !live_servers_present("live chaos reports") {
         return;
     }
-    let _one = live_exclusive();
+    let _one = live_shared();
     for case in BREAKING {
         let o = outputs();
         let args = [
@@ -170,7 +170,7 @@ fn ctrl_c_stops_the_nemesis_with_its_reports_written() {
     if !live_servers_present("live chaos interrupted") {
         return;
     }
-    let _one = live_exclusive();
+    let _one = live_shared();
     let o = outputs();
     // Seed 1's first violation that reproduces comes late (trial 20 on an
     // idle machine): the run is stopped well before.
@@ -215,7 +215,7 @@ fn ctrl_c_stops_the_enumeration_with_the_coverage_so_far_in_its_reports() {
     if !live_servers_present("live search interrupted") {
         return;
     }
-    let _one = live_exclusive();
+    let _one = live_shared();
     let o = outputs();
     // 351 placements at two faults: minutes of trials, stopped after a few.
     let args = ["search", "live/gc-pause-plain-update.toml", "--faults", "2"];
@@ -258,7 +258,7 @@ fn the_enumerations_report_draws_a_rerun_of_each_findings_written_file() {
     if !live_servers_present("live search report timeline") {
         return;
     }
-    let _one = live_exclusive();
+    let _one = live_shared();
     let o = outputs();
     let args = ["search", "live/gc-pause-plain-update.toml", "--faults", "1"];
     let (code, text) = run_text(&mut o.command(&args));

@@ -14,7 +14,7 @@
 //! ones the example built beside the binary (`cargo test --release` builds
 //! it); without them a test prints one loud line saying what it skipped and why.
 
-use crate::common::{live_exclusive, live_servers_present};
+use crate::common::{live_exclusive, live_servers_present, live_shared};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -148,7 +148,7 @@ fn live_count(stdout: &str, scenario: &str, row: &str) -> (u32, u32) {
 
 #[test]
 fn redis_py_lock_with_plain_update_is_found_unsafe_and_its_history_rechecks() {
-    let _g = live_exclusive();
+    let _g = live_shared();
     let test = "redis_py_lock_with_plain_update_is_found_unsafe";
     if !live_servers_present(test) || !python_clients_present(test) {
         return;
@@ -197,7 +197,7 @@ fn redis_py_lock_with_plain_update_is_found_unsafe_and_its_history_rechecks() {
 
 #[test]
 fn redis_py_lock_with_fenced_update_is_clean_in_every_trial_with_its_late_write_refused() {
-    let _g = live_exclusive();
+    let _g = live_shared();
     let test = "redis_py_lock_with_fenced_update_is_clean";
     if !live_servers_present(test) || !python_clients_present(test) {
         return;
@@ -217,7 +217,7 @@ fn redis_py_lock_with_fenced_update_is_clean_in_every_trial_with_its_late_write_
 
 #[test]
 fn rust_client_is_clean_fenced_and_found_unsafe_with_a_plain_update() {
-    let _g = live_exclusive();
+    let _g = live_shared();
     let test = "rust_client_is_clean_fenced_and_found_unsafe_with_a_plain_update";
     if !live_servers_present(test) || !rust_example_present(test) {
         return;
@@ -245,7 +245,7 @@ fn rust_client_is_clean_fenced_and_found_unsafe_with_a_plain_update() {
 
 #[test]
 fn a_link_stalled_at_a_time_lands_a_plain_update_late_and_a_fenced_one_is_refused() {
-    let _g = live_exclusive();
+    let _g = live_shared();
     let test = "a_link_stalled_at_a_time_lands_a_plain_update_late_and_a_fenced_one_is_refused";
     if !live_servers_present(test) || !rust_example_present(test) {
         return;
@@ -312,7 +312,7 @@ fn a_link_stalled_at_a_time_lands_a_plain_update_late_and_a_fenced_one_is_refuse
 
 #[test]
 fn postgresqls_answers_held_or_lost_are_judged_from_what_the_server_did() {
-    let _g = live_exclusive();
+    let _g = live_shared();
     let test = "postgresqls_answers_held_or_lost_are_judged_from_what_the_server_did";
     if !live_servers_present(test) || !rust_example_present(test) {
         return;
@@ -384,7 +384,7 @@ fn postgresqls_answers_held_or_lost_are_judged_from_what_the_server_did() {
 #[test]
 fn a_token_drawn_after_the_grant_lets_a_paused_holder_write_stale_and_one_drawn_under_the_lock_does_not(
 ) {
-    let _g = live_exclusive();
+    let _g = live_shared();
     let test = "a_token_drawn_after_the_grant_lets_a_paused_holder_write_stale";
     if !live_servers_present(test) || !rust_example_present(test) {
         return;
@@ -548,8 +548,8 @@ fn user_programs_are_crashed_restarted_and_lose_their_update_to_drop_and_cut_wit
 }
 
 /// A program that does nothing of the protocol: the faults never strike.
-fn misbehaving(cmd: &str, extra: &[&str]) -> (Output, String, String) {
-    let dir = scratch("misbehaving");
+fn misbehaving(name: &str, cmd: &str, extra: &[&str]) -> (Output, String, String) {
+    let dir = scratch(name);
     let mut args = vec![
         "live/gc-pause-plain-update.toml",
         "--trials",
@@ -567,11 +567,11 @@ fn misbehaving(cmd: &str, extra: &[&str]) -> (Output, String, String) {
 
 #[test]
 fn crashing_program_is_reported_with_exit_3_not_a_verdict() {
-    let _g = live_exclusive();
+    let _g = live_shared();
     if !live_servers_present("crashing_program_is_reported_with_exit_3") {
         return;
     }
-    let (out, stdout, stderr) = misbehaving("echo connecting >&2; exit 7", &[]);
+    let (out, stdout, stderr) = misbehaving("crashing", "echo connecting >&2; exit 7", &[]);
     assert_eq!(out.status.code(), Some(3), "{stdout}\n{stderr}");
     assert!(stderr.contains("exited with code 7"), "{stderr}");
     assert!(stderr.contains("not the protocol"), "{stderr}");
@@ -590,14 +590,14 @@ fn crashing_program_is_reported_with_exit_3_not_a_verdict() {
 
 #[test]
 fn hanging_program_is_reported_with_exit_3_and_nothing_it_started_survives() {
-    let _g = live_exclusive();
+    let _g = live_shared();
     if !live_servers_present("hanging_program_is_reported_with_exit_3") {
         return;
     }
     let marker = format!("{}", 900_000 + std::process::id() % 90_000);
     // A background child in the group and a daemon that leaves it.
     let cmd = format!("sleep {marker} & setsid sleep {marker} & sleep {marker}");
-    let (out, stdout, stderr) = misbehaving(&cmd, &["--timeout-ms", "3000"]);
+    let (out, stdout, stderr) = misbehaving("hanging", &cmd, &["--timeout-ms", "3000"]);
     assert_eq!(out.status.code(), Some(3), "{stdout}\n{stderr}");
     assert!(stderr.contains("did not finish within 3000 ms"), "{stderr}");
     std::thread::sleep(std::time::Duration::from_millis(300));
