@@ -79,12 +79,34 @@ impl Judge {
         self.grants.len()
     }
 
+    /// Grants in issue order, as (owner nonce, token or 0): generation =
+    /// index + 1 (read by the refinement mapping).
+    pub fn issued(&self) -> &[(u64, u64)] {
+        &self.grants
+    }
+
+    /// The generation and token (or 0) of op `op`'s latest write sent.
+    pub fn write_of(&self, op: u64) -> Option<(u32, u64)> {
+        self.sends.iter().find(|s| s.0 == op).map(|s| (s.1, s.2))
+    }
+
+    /// Whether some write was sent under generation `generation`.
+    pub fn wrote_under(&self, generation: u32) -> bool {
+        self.sends.iter().any(|s| s.1 == generation)
+    }
+
+    /// The highest generation the resource accepted a write of (0: none).
+    pub fn accepted_max(&self) -> u32 {
+        self.accepted_max
+    }
+
     fn worker(&self, node: NodeId) -> Option<usize> {
         let i = node.0 as usize;
         (i < self.pending.len()).then_some(i)
     }
 
-    fn generation(&self, owner: u64, token: Option<Token>) -> u32 {
+    /// The generation of grant (owner, token); 0 if it was never issued.
+    pub fn generation(&self, owner: u64, token: Option<Token>) -> u32 {
         let pair = (owner, token.map_or(0, |t| t.0));
         self.grants
             .iter()
