@@ -22,6 +22,7 @@ use super::judge::Finding;
 use super::search::{explore, timed, Observer, Outcome};
 use super::state::State;
 use super::topology::{Builtin, Topology, MS};
+use crate::model::action::UNKNOWN_CLIENT;
 use crate::model::state::{State as Model, NO_HOLDER};
 use crate::model::Action as ModelAction;
 use crate::protocol::{Node, ProtocolKind};
@@ -188,7 +189,7 @@ impl<N: Inspect> Observer<N> for Checker<'_> {
         match self.check(from, to, finding) {
             Ok(()) => true,
             Err(d) => {
-                self.divergence = Some(d);
+                self.divergence = Some(*d);
                 false
             }
         }
@@ -201,11 +202,10 @@ impl Checker<'_> {
         from: &State<N>,
         to: &State<N>,
         finding: Option<&Finding>,
-    ) -> Result<(), Divergence> {
+    ) -> Result<(), Box<Divergence>> {
         let map = |s: &State<N>, now_ns: u64, finding, part: &str, before: Option<Model>| {
-            self.abstraction
-                .map(s, now_ns, finding)
-                .map_err(|why| Divergence {
+            self.abstraction.map(s, now_ns, finding).map_err(|why| {
+                Box::new(Divergence {
                     path: Vec::new(),
                     part: part.to_string(),
                     from: before,
@@ -213,6 +213,7 @@ impl Checker<'_> {
                     unmapped: Some(why),
                     expected: None,
                 })
+            })
         };
         let mut a = map(from, from.now_ns, None, "the state before the step", None)?;
         let mut moved = false;
@@ -231,7 +232,7 @@ impl Checker<'_> {
     }
 
     /// Ok(false): a stutter; Ok(true): one model action; Err: neither.
-    fn pair(&mut self, a: &Model, b: &Model, part: &str) -> Result<bool, Divergence> {
+    fn pair(&mut self, a: &Model, b: &Model, part: &str) -> Result<bool, Box<Divergence>> {
         let abs = self.abstraction;
         let target = abs.project(b);
         if abs.project(a) == target {
@@ -246,37 +247,49 @@ impl Checker<'_> {
                 return Ok(true);
             }
         }
-        Err(Divergence {
+        Err(Box::new(Divergence {
             path: Vec::new(),
             part: part.to_string(),
             from: Some(*a),
             to: Some(*b),
             unmapped: None,
             expected: Some(closest(abs, a, &target, &actions)),
-        })
+        }))
     }
 }
 
-/// The model's step from `a` (or its stutter) nearest to `target`.
+/// The model's step from `a` nearest to `target` (the first of the
+/// nearest, in the model's action order), or its stutter if that is
+/// strictly nearer (a rejected write changes what the projection hides
+/// only, and ties with the stutter: the action is named).
 fn closest(abs: &Abstraction, a: &Model, target: &Model, actions: &[ModelAction]) -> Expected {
     let mut best = Expected {
         step: "no change (stutter)".into(),
         differences: differences(&abs.project(a), target),
     };
+    let mut nearest: Option<Expected> = None;
     for &action in actions {
         let Some(next) = abs.model.next_state(a, action) else {
             continue;
         };
-        let diff = differences(&abs.project(&next), target);
-        if diff.len() < best.differences.len() {
-            best = Expected {
-                step: abs
-                    .model
-                    .format_step(a, action)
-                    .unwrap_or_else(|| format!("{action:?}")),
-                differences: diff,
-            };
+        let differences = differences(&abs.project(&next), target);
+        if nearest
+            .as_ref()
+            .is_none_or(|n| differences.len() < n.differences.len())
+        {
+            // A write's model event does not know its client: "the write".
+            let step = abs
+                .model
+                .format_step(a, action)
+                .map(|line| line.replace(&format!("client {UNKNOWN_CLIENT}'s write"), "the write"));
+            nearest = Some(Expected {
+                step: step.unwrap_or_else(|| format!("{action:?}")),
+                differences,
+            });
         }
+    }
+    if let Some(n) = nearest.filter(|n| n.differences.len() <= best.differences.len()) {
+        best = n;
     }
     best
 }

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use super::model_check::{elapsed, grouped, si};
 use crate::codecheck::refine::{summary, Divergence, Refinement, ACTIONS};
-use crate::codecheck::{Harness, Outcome};
+use crate::codecheck::{Action, Harness, Outcome};
 use crate::protocol::Node;
 
 /// The whole report for protocol `id`.
@@ -48,15 +48,7 @@ pub fn render<N: Node>(id: &str, h: &Harness<N>, out: &Outcome) -> String {
                 c.finding.kind.name(),
                 c.steps.len()
             );
-            for (i, (action, at_ns)) in c.steps.iter().enumerate() {
-                let _ = writeln!(
-                    text,
-                    "  {:>3}  t={:>3}ms  {}",
-                    i + 1,
-                    at_ns / 1_000_000,
-                    h.describe(action)
-                );
-            }
+            numbered_steps(&mut text, h, &c.steps);
             let _ = writeln!(text, "  violated: {}", c.finding.detail);
         }
         None if out.hits.max_states => {
@@ -145,15 +137,7 @@ fn divergence<N: Node>(text: &mut String, id: &str, h: &Harness<N>, d: &Divergen
         d.path.len(),
         d.part
     );
-    for (i, (action, at_ns)) in d.path.iter().enumerate() {
-        let _ = writeln!(
-            text,
-            "  {:>3}  t={:>3}ms  {}",
-            i + 1,
-            at_ns / 1_000_000,
-            h.describe(action)
-        );
-    }
+    numbered_steps(text, h, &d.path);
     if let Some(from) = &d.from {
         let _ = writeln!(text, "  model state before: {}", summary(from));
     }
@@ -171,5 +155,18 @@ fn divergence<N: Node>(text: &mut String, id: &str, h: &Harness<N>, d: &Divergen
         for diff in &e.differences {
             let _ = writeln!(text, "    {diff}");
         }
+    }
+}
+
+/// A path, one numbered line per step with its instant.
+fn numbered_steps<N: Node>(text: &mut String, h: &Harness<N>, steps: &[(Action, u64)]) {
+    for (i, (action, at_ns)) in steps.iter().enumerate() {
+        let _ = writeln!(
+            text,
+            "  {:>3}  t={:>3}ms  {}",
+            i + 1,
+            at_ns / 1_000_000,
+            h.describe(action)
+        );
     }
 }
