@@ -96,6 +96,7 @@ impl CodeArgs {
             horizon_ms: self.horizon_ms,
             max_states: self.max_states,
             timing,
+            write_history: false,
         })
     }
 }

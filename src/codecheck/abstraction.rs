@@ -19,10 +19,12 @@
 //!   expiry is expired even before the server drops it): the slot of its
 //!   grant, or an idle slot once that grant's write was sent (the model
 //!   forgets a client's grant at `SendWrite`, not its lease);
-//! - `writes`: each `Write` in flight to the resource (copies of one op are
-//!   one write) and, for check-then-write, each write the resource checked
-//!   and has not yet written (`stage` checked), with the generation the
-//!   judge gave the op and the token it carries;
+//! - `writes`: each write sent that the resource was not handed yet — in
+//!   flight, or lost (a write that never arrives, which the model allows;
+//!   the judge's history variable of handed writes tells the two apart
+//!   from a handled one) — and, for check-then-write, each write the
+//!   resource checked and has not yet written (`stage` checked), with the
+//!   generation the judge gave the op and the token it carries;
 //! - `fence`: the resource row's fence; `value`: the generation of the op
 //!   whose value the row holds; `accepted_gen_max`: the judge's highest
 //!   generation accepted;
@@ -48,7 +50,7 @@ use crate::model::state::{
 use crate::model::{Bounds as ModelBounds, LockModel, Protocol};
 use crate::protocol::coordinator::Coordinator;
 use crate::protocol::resource::Resource;
-use crate::protocol::{Key, Msg, NodeId, OpId, ProtocolKind, Token};
+use crate::protocol::{Key, NodeId, OpId, ProtocolKind, Token};
 
 /// What the mapping reads of a node: the lease server and the resource
 /// are the nodes whose structs hold model state (a worker's is all in the
@@ -141,9 +143,9 @@ impl Abstraction {
         let kind = topology.protocol.kind;
         let of = model_of(kind)?;
         let id = kind.id();
-        if bounds.losses > 0 || bounds.duplicates > 0 || bounds.timing.max_retries > 0 {
+        if bounds.duplicates > 0 || bounds.timing.max_retries > 0 {
             return Err(format!(
-                "{id}: no refinement with losses, duplicates or retransmissions: the models deliver each write exactly once, so a write lost in flight or applied twice has no abstract step (mapping it would need a history of the writes the resource handled, not implemented)"
+                "{id}: no refinement with duplicates or retransmissions: the models hand each write to the resource once, so a write applied twice has no model step"
             ));
         }
         if bounds.crashes > 0 && of.protocol == Protocol::FencedCheckThenWrite {
@@ -257,16 +259,17 @@ impl Abstraction {
         }
     }
 
-    /// The writes in flight to the resource and the ones it checked.
+    /// The writes sent that the resource was not handed (in flight, or
+    /// lost: a write that never arrives, which the model allows) and the
+    /// ones it checked.
     fn map_writes<N>(&self, s: &State<N>, r: &Resource, a: &mut Model) -> Result<(), String> {
-        let mut ops: Vec<(u64, Option<Token>, u8)> = Vec::new();
-        for p in s.in_flight.iter().filter(|p| p.to == self.resource) {
-            if let Msg::Write { op, token, .. } = p.msg {
-                if !ops.iter().any(|o| o.0 == op.0) {
-                    ops.push((op.0, token, STAGE_IN_FLIGHT));
-                }
-            }
-        }
+        let unhanded = s
+            .judge
+            .unhanded()
+            .ok_or("the state keeps no write history (Bounds::write_history)")?;
+        let mut ops: Vec<(u64, Option<Token>, u8)> = unhanded
+            .map(|(op, _, token)| (op, (token != 0).then_some(Token(token)), STAGE_IN_FLIGHT))
+            .collect();
         ops.extend(
             r.checked_writes()
                 .map(|(op, t)| (op.0, Some(t), STAGE_CHECKED)),

@@ -98,7 +98,7 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
                 crashes: b.crashes,
                 pauses: b.pauses,
             },
-            judge: Judge::new(self.topology.workers),
+            judge: Judge::new(self.topology.workers, b.write_history),
         };
         let mut notes = Notes::default();
         for i in 0..n {

@@ -107,7 +107,18 @@ pub struct Expected {
 
 /// Checks every transition of `h`'s search against its protocol's model;
 /// Err: the mapping would not be exact at these bounds (refused).
+///
+/// The search runs with the write history kept (`Bounds::write_history`):
+/// the same states as the proof's unless messages are lost.
 pub fn refine<N: Node + Clone + Hash + Eq + Inspect>(h: &Harness<N>) -> Result<Refinement, String> {
+    let h = &Harness {
+        topology: h.topology.clone(),
+        factory: h.factory,
+        bounds: Bounds {
+            write_history: true,
+            ..h.bounds
+        },
+    };
     let abstraction = Abstraction::new(&h.topology, &h.bounds)?;
     let mut checker = Checker {
         abstraction: &abstraction,

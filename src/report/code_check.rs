@@ -108,7 +108,7 @@ pub fn render_refinement<N: Node>(id: &str, h: &Harness<N>, r: &Refinement) -> S
     if let Some(c) = &out.counterexample {
         let _ = writeln!(
             text,
-            "{id}: the search met {} (a violation the model reaches too: its state is terminal, the search went on past it)",
+            "{id}: the search met {} (a violating state is terminal; the search went on past it)",
             c.finding.kind.name()
         );
     }

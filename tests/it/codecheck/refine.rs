@@ -52,7 +52,10 @@ fn every_protocol_the_code_checker_drives_refines_its_model_at_small_bounds() {
 
 #[test]
 fn the_refinement_check_sees_every_transition_the_proof_explores() {
-    let bounds = super::small();
+    let bounds = Bounds {
+        pauses: 0,
+        ..super::small()
+    };
     let (h, r) = refine_protocol(ProtocolKind::FencedCas, bounds).expect("mapped");
     let proof = prove(&h);
     assert!(passes(&r), "{:?}", r.divergence);
@@ -74,6 +77,26 @@ fn a_coordinator_crash_maps_to_the_lease_expiring_and_the_counter_survives_it() 
     };
     let (_, r) = refine_protocol(ProtocolKind::FencedCas, bounds).expect("mapped");
     assert!(passes(&r), "{:?}", r.divergence);
+}
+
+#[test]
+fn a_write_lost_in_flight_maps_to_a_write_that_never_arrives() {
+    let bounds = Bounds {
+        losses: 1,
+        pauses: 0,
+        ..super::small()
+    };
+    let (h, r) = refine_protocol(ProtocolKind::FencedCas, bounds).expect("mapped");
+    assert!(passes(&r), "{:?}", r.divergence);
+    // The history of handed writes splits a lost write from a handled one:
+    // more states than the proof's, whose transitions are all among them.
+    let proof = prove(&h);
+    assert!(
+        r.outcome.unique_states > proof.unique_states,
+        "{} vs {}",
+        r.outcome.unique_states,
+        proof.unique_states
+    );
 }
 
 #[test]
@@ -108,7 +131,9 @@ fn a_resource_whose_fence_is_off_by_one_diverges_where_it_accepts_a_write_below_
 
 #[test]
 fn the_same_wrapper_without_the_weakening_refines_the_model() {
-    let r = refine(&harness(faithful)).expect("mapped");
+    let mut h = harness(faithful);
+    h.bounds.pauses = 0;
+    let r = refine(&h).expect("mapped");
     assert!(passes(&r), "{:?}", r.divergence);
 }
 
@@ -139,13 +164,13 @@ fn a_coordinator_that_forgets_its_counter_diverges_where_it_reissues_a_token() {
 
 #[test]
 fn bounds_the_mapping_is_not_exact_at_are_refused_with_the_reason() {
-    let lossy = Bounds {
-        losses: 1,
+    let duplicating = Bounds {
+        duplicates: 1,
         ..super::small()
     };
-    let err = refused(ProtocolKind::FencedCas, lossy);
+    let err = refused(ProtocolKind::FencedCas, duplicating);
     assert!(
-        err.contains("fenced-cas") && err.contains("losses"),
+        err.contains("fenced-cas") && err.contains("duplicates"),
         "{err}"
     );
     let crashing = Bounds {
