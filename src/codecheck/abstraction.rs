@@ -138,14 +138,24 @@ const KEY: Key = Key(0);
 
 impl Abstraction {
     /// The mapping for `topology` within `bounds`, or why the mapping
-    /// would not be exact there (refused, never approximated).
+    /// would not be exact there (refused, never approximated). A second
+    /// copy of a write is a stutter only under an atomic fence (rejected
+    /// below it, or accepted again at its own token, the value already its
+    /// own), so copies are mapped for fenced-cas only.
     pub fn new(topology: &Topology, bounds: &Bounds) -> Result<Abstraction, String> {
         let kind = topology.protocol.kind;
         let of = model_of(kind)?;
         let id = kind.id();
-        if bounds.duplicates > 0 || bounds.timing.max_retries > 0 {
+        let copies = bounds.duplicates > 0 || bounds.timing.max_retries > 0;
+        if copies && of.protocol != Protocol::FencedCas {
             return Err(format!(
-                "{id}: no refinement with duplicates or retransmissions: the models hand each write to the resource once, so a write applied twice has no model step"
+                "{id}: no refinement with duplicates or retransmissions: the {} model hands each write to the resource once, and a second copy has no model step ({})",
+                of.protocol.id(),
+                if of.protocol == Protocol::NoFence {
+                    "an unfenced resource applies it again, so the value goes back"
+                } else {
+                    "the resource checks it again and commits it twice"
+                }
             ));
         }
         if bounds.crashes > 0 && of.protocol == Protocol::FencedCheckThenWrite {

@@ -67,7 +67,7 @@ fn refine_prints_the_counts_and_exits_zero_without_a_divergence_and_two_when_ref
     let out = fencesim(&[
         "check",
         "--code",
-        "fenced-cas",
+        "redis-set-nx",
         "--refine",
         "--duplicates",
         "1",

@@ -168,9 +168,9 @@ fn bounds_the_mapping_is_not_exact_at_are_refused_with_the_reason() {
         duplicates: 1,
         ..super::small()
     };
-    let err = refused(ProtocolKind::FencedCas, duplicating);
+    let err = refused(ProtocolKind::RedisSetNx, duplicating);
     assert!(
-        err.contains("fenced-cas") && err.contains("duplicates"),
+        err.contains("redis-set-nx") && err.contains("the value goes back"),
         "{err}"
     );
     let crashing = Bounds {
