@@ -28,8 +28,8 @@ pub struct Bounds {
     pub timing: Timing,
     /// Keep the refinement check's history variable in the state: which
     /// ops' writes the resource was handed (see `Judge`). A function of
-    /// the rest of the state unless messages are lost, so without losses
-    /// it splits no state; `refine` turns it on.
+    /// the rest of the state unless messages are lost or duplicated, so
+    /// without those it splits no state; `refine` turns it on.
     pub write_history: bool,
 }
 
