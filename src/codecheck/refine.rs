@@ -8,8 +8,9 @@
 //! source to the mapped target. A step that fires a timer is checked as
 //! two: time advancing to the deadline (a lease may run out: the model's
 //! `Expire`), then the node's handling at that instant. The first step the
-//! model does not allow stops the search and is reported with the search's
-//! path to it and the model step closest to what the code did.
+//! model does not allow stops the search and is reported with a path to it
+//! (a level-by-level search then finds a shortest one, bounded as the BFS
+//! is) and the model step closest to what the code did.
 
 use std::hash::Hash;
 
@@ -19,7 +20,7 @@ use super::abstraction::{Abstraction, Inspect, ModelOf};
 use super::bounds::Bounds;
 use super::harness::{Action, Harness};
 use super::judge::Finding;
-use super::search::{explore, timed, Observer, Outcome};
+use super::search::{explore, explore_shortest, timed, Observer, Outcome};
 use super::state::State;
 use super::topology::{Builtin, Topology, MS};
 use crate::model::action::UNKNOWN_CLIENT;
@@ -86,6 +87,8 @@ impl Counts {
 pub struct Divergence {
     /// The search's path to the step, the step last, with each instant.
     pub path: Vec<(Action, u64)>,
+    /// The path is a shortest one (the BFS's); false: the DFS's.
+    pub shortest: bool,
     /// Which part of the step: `the step`, or the time advance before it.
     pub part: String,
     /// The model states before and after (None where the state has none).
@@ -137,6 +140,9 @@ pub fn refine<N: Node + Clone + Hash + Eq + Inspect>(h: &Harness<N>) -> Result<R
     let mut divergence = checker.divergence;
     if let (Some(d), Some(path)) = (divergence.as_mut(), stopped) {
         d.path = timed(h, &path);
+        if let Some(shortest) = shortest_divergence(h, &abstraction) {
+            *d = shortest;
+        }
     }
     Ok(Refinement {
         of: abstraction.of,
@@ -144,6 +150,25 @@ pub fn refine<N: Node + Clone + Hash + Eq + Inspect>(h: &Harness<N>) -> Result<R
         counts: checker.counts,
         divergence,
     })
+}
+
+/// The first divergence in breadth-first order, with a shortest path to
+/// it; None if the BFS's state bound stops it first (the DFS's path
+/// stands then).
+fn shortest_divergence<N: Node + Clone + Hash + Eq + Inspect>(
+    h: &Harness<N>,
+    abstraction: &Abstraction,
+) -> Option<Divergence> {
+    let mut checker = Checker {
+        abstraction,
+        counts: Counts::default(),
+        divergence: None,
+    };
+    let (_, stopped) = explore_shortest(h, &mut checker);
+    let mut d = checker.divergence?;
+    d.path = timed(h, &stopped?);
+    d.shortest = true;
+    Some(d)
 }
 
 /// The initial state must map to the model's (no grant, no lease, no write).
@@ -159,6 +184,7 @@ fn initial_divergence<N: Inspect>(
     };
     Some(Divergence {
         path: Vec::new(),
+        shortest: false,
         part: "the initial state (the model's is empty)".into(),
         from: Some(initial),
         to,
@@ -218,6 +244,7 @@ impl Checker<'_> {
             self.abstraction.map(s, now_ns, finding).map_err(|why| {
                 Box::new(Divergence {
                     path: Vec::new(),
+                    shortest: false,
                     part: part.to_string(),
                     from: before,
                     to: None,
@@ -260,6 +287,7 @@ impl Checker<'_> {
         }
         Err(Box::new(Divergence {
             path: Vec::new(),
+            shortest: false,
             part: part.to_string(),
             from: Some(*a),
             to: Some(*b),

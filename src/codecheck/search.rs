@@ -108,6 +108,25 @@ impl Hasher for Identity {
 
 /// Runs the BFS to a violation, exhaustion or the state bound.
 pub fn search<N: Node + Clone + Hash + Eq>(h: &Harness<N>) -> Outcome {
+    bfs(h, None).0
+}
+
+/// [`explore`] level by level: the first transition the observer stops
+/// at is at minimal depth, and its path (parent links) is a shortest one.
+/// Bounded by [`BFS_STATES_MAX`] unique states, as the BFS is.
+pub fn explore_shortest<N: Node + Clone + Hash + Eq>(
+    h: &Harness<N>,
+    observer: &mut dyn Observer<N>,
+) -> (Outcome, Option<Vec<Action>>) {
+    bfs(h, Some(observer))
+}
+
+/// The BFS; with an observer, every transition is shown to it and a
+/// violation does not stop the search (see [`explore`]).
+fn bfs<N: Node + Clone + Hash + Eq>(
+    h: &Harness<N>,
+    mut observer: Option<&mut dyn Observer<N>>,
+) -> (Outcome, Option<Vec<Action>>) {
     let started = Instant::now();
     let init = h.initial();
     let mut seen: HashSet<u64, BuildHasherDefault<Identity>> = HashSet::default();
@@ -116,13 +135,21 @@ pub fn search<N: Node + Clone + Hash + Eq>(h: &Harness<N>) -> Outcome {
     let mut parents: Vec<(u32, Option<Action>)> = vec![(0, None)];
     let mut level: Vec<(u32, State<N>)> = vec![(0, init)];
     let mut out = Outcome::unexplored();
+    let mut stopped = None;
     'levels: while !level.is_empty() {
         let mut next_level = Vec::new();
         for (id, s) in &level {
             let mut cut = None;
             for action in h.actions(s, &mut cut) {
                 out.transitions += 1;
-                let (succ, notes) = match h.next(s, action) {
+                let next = h.next(s, action);
+                if observe(observer.as_deref_mut(), s, action, &next) {
+                    let mut path = path_to(&parents, *id);
+                    path.push(action);
+                    stopped = Some(path);
+                    break 'levels;
+                }
+                let (succ, notes) = match next {
                     Next::Cut(c) => {
                         record_cut(&mut out.hits, c);
                         continue;
@@ -132,8 +159,13 @@ pub fn search<N: Node + Clone + Hash + Eq>(h: &Harness<N>) -> Outcome {
                         out.stale_attempt |= notes.stale_attempt;
                         let mut path = path_to(&parents, *id);
                         path.push(action);
-                        out.counterexample = Some(replay(h, finding, &path));
                         out.max_depth = out.max_depth.max(path.len());
+                        if out.counterexample.is_none() {
+                            out.counterexample = Some(replay(h, finding, &path));
+                        }
+                        if observer.is_some() {
+                            continue; // exploring: a violating state is terminal
+                        }
                         break 'levels;
                     }
                     Next::State(succ, notes) => (succ, notes),
@@ -162,7 +194,23 @@ pub fn search<N: Node + Clone + Hash + Eq>(h: &Harness<N>) -> Outcome {
     }
     out.unique_states = parents.len();
     out.elapsed = started.elapsed();
-    out
+    (out, stopped)
+}
+
+/// Shows a transition to the observer, if any: true if it stops there.
+fn observe<N>(
+    observer: Option<&mut (dyn Observer<N> + '_)>,
+    from: &State<N>,
+    action: Action,
+    next: &Next<N>,
+) -> bool {
+    let Some(o) = observer else { return false };
+    let go_on = match next {
+        Next::State(to, _) => o.step(from, action, to, None),
+        Next::Violation(f, _, to) => o.step(from, action, to, Some(f)),
+        Next::Cut(_) => true,
+    };
+    !go_on
 }
 
 fn record_cut(hits: &mut Hits, cut: Cut) {
@@ -290,16 +338,9 @@ fn dfs<N: Node + Clone + Hash + Eq>(
         };
         out.transitions += 1;
         let next = h.next(s, action);
-        if let Some(o) = observer.as_deref_mut() {
-            let go_on = match &next {
-                Next::State(to, _) => o.step(s, action, to, None),
-                Next::Violation(f, _, to) => o.step(s, action, to, Some(f)),
-                Next::Cut(_) => true,
-            };
-            if !go_on {
-                stopped = Some(path_through(&stack, action));
-                break;
-            }
+        if observe(observer.as_deref_mut(), s, action, &next) {
+            stopped = Some(path_through(&stack, action));
+            break;
         }
         let (succ, notes) = match next {
             Next::Cut(c) => {

@@ -133,9 +133,14 @@ pub fn render_refinement<N: Node>(id: &str, h: &Harness<N>, r: &Refinement) -> S
 fn divergence<N: Node>(text: &mut String, id: &str, h: &Harness<N>, d: &Divergence) {
     let _ = writeln!(
         text,
-        "{id}: DIVERGENCE at step {} ({}): the model does not allow it",
+        "{id}: DIVERGENCE at step {} ({}): the model does not allow it ({})",
         d.path.len(),
-        d.part
+        d.part,
+        if d.shortest {
+            "a shortest path"
+        } else {
+            "the DFS's path; the shortest search hit its state bound"
+        }
     );
     numbered_steps(text, h, &d.path);
     if let Some(from) = &d.from {

@@ -113,6 +113,8 @@ fn a_resource_whose_fence_is_off_by_one_diverges_where_it_accepts_a_write_below_
     let d = r
         .divergence
         .expect("the weakened fence diverges from the model");
+    assert!(d.shortest, "the BFS found it: {:?}", d.path);
+    assert_eq!(d.path.len(), 16, "{:?}", d.path);
     let (last, _) = d.path.last().expect("a path to the step");
     assert!(
         matches!(last, Action::Deliver(p) if matches!(p.msg, Msg::Write { .. })),
@@ -144,6 +146,8 @@ fn a_coordinator_that_forgets_its_counter_diverges_where_it_reissues_a_token() {
     let d = r
         .divergence
         .expect("the reissued token diverges from the model");
+    assert!(d.shortest, "the BFS found it: {:?}", d.path);
+    assert_eq!(d.path.len(), 5, "grant, crash, grant again: {:?}", d.path);
     let coord = h.topology.coord;
     assert!(
         d.path.iter().any(|(a, _)| *a == Action::Crash(coord)),
