@@ -6,6 +6,10 @@
 //! 1 it is not (or the state bound stopped the search), 2 bad input. With
 //! `--emit-scenario`, a counterexample is also written as a scripted
 //! scenario and run: exit 0 needs the simulator to find the same violation.
+//! With `--refine`, the refinement check instead: every step of the whole
+//! space against the protocol's abstract model; exit 0 needs no divergence
+//! and the space exhausted (bounds the mapping is not exact at are refused,
+//! exit 2).
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -61,6 +65,9 @@ pub struct CodeArgs {
     /// --code: unique states kept at most (the memory bound: ~0.7 GiB at the default).
     #[arg(long, default_value_t = MAX_STATES_DEFAULT)]
     max_states: usize,
+    /// --code: check every explored step against the protocol's abstract model (refinement).
+    #[arg(long)]
+    refine: bool,
 }
 
 impl CodeArgs {
@@ -89,6 +96,7 @@ impl CodeArgs {
             horizon_ms: self.horizon_ms,
             max_states: self.max_states,
             timing,
+            write_history: false,
         })
     }
 }
@@ -121,6 +129,19 @@ fn cmd(a: &CodeArgs, id: &str, emit: Option<&Path>, threads: usize) -> Result<Ex
         .into());
     };
     let bounds = a.bounds()?;
+    if a.refine {
+        if emit.is_some() {
+            return Err(
+                BadInput("--refine writes no scenario: give no --emit-scenario".into()).into(),
+            );
+        }
+        let (harness, r) = codecheck::refine_protocol(kind, bounds).map_err(BadInput)?;
+        print!(
+            "{}",
+            crate::report::code_check::render_refinement(id, &harness, &r)
+        );
+        return Ok(Verdict::met_if(r.passed()).into());
+    }
     let (harness, out) = codecheck::check_protocol(kind, bounds).map_err(BadInput)?;
     print!("{}", crate::report::code_check::render(id, &harness, &out));
     let verdict = match &out.counterexample {

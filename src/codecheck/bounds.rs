@@ -26,6 +26,11 @@ pub struct Bounds {
     /// BFS level's full states).
     pub max_states: usize,
     pub timing: Timing,
+    /// Keep the refinement check's history variable in the state: which
+    /// ops' writes the resource was handed (see `Judge`). A function of
+    /// the rest of the state unless messages are lost or duplicated, so
+    /// without those it splits no state; `refine` turns it on.
+    pub write_history: bool,
 }
 
 /// The default state bound. The proof (DFS) keeps ~20 bytes per unique
@@ -53,6 +58,7 @@ impl Default for Bounds {
             horizon_ms: 16,
             max_states: MAX_STATES_DEFAULT,
             timing,
+            write_history: false,
         }
     }
 }

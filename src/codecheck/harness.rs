@@ -62,8 +62,10 @@ pub enum Cut {
 #[allow(clippy::large_enum_variant)]
 pub enum Next<N> {
     State(State<N>, Notes),
-    /// The violation, what the step noted, and the instant it happened at.
-    Violation(Finding, Notes, u64),
+    /// The violation, what the step noted, and the state it left (a
+    /// terminal state: the search goes no further; its `now_ns` is the
+    /// instant the violation happened at).
+    Violation(Finding, Notes, State<N>),
     Cut(Cut),
 }
 
@@ -96,7 +98,7 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
                 crashes: b.crashes,
                 pauses: b.pauses,
             },
-            judge: Judge::new(self.topology.workers),
+            judge: Judge::new(self.topology.workers, b.write_history),
         };
         let mut notes = Notes::default();
         for i in 0..n {
@@ -281,7 +283,7 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
             return Next::Cut(Cut::Grants);
         }
         match finding {
-            Some(f) => Next::Violation(f, notes, s.now_ns),
+            Some(f) => Next::Violation(f, notes, s),
             None => Next::State(s, notes),
         }
     }

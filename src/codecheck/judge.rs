@@ -43,6 +43,11 @@ pub struct Judge {
     accepted_max: u32,
     /// Op id of the current value (0: the initial one).
     current_op: u64,
+    /// The refinement check's history variable (`Bounds::write_history`;
+    /// None: not kept): the ops whose write the resource was handed,
+    /// sorted. It tells a write lost in flight from one the resource
+    /// handled, which nothing else in the state does.
+    handed: Option<Vec<u64>>,
 }
 
 /// A property violated by one step.
@@ -62,7 +67,7 @@ pub struct Notes {
 }
 
 impl Judge {
-    pub fn new(workers: usize) -> Judge {
+    pub fn new(workers: usize, write_history: bool) -> Judge {
         Judge {
             grants: Vec::new(),
             pending: vec![None; workers],
@@ -71,6 +76,7 @@ impl Judge {
             sends: Vec::new(),
             accepted_max: 0,
             current_op: 0,
+            handed: write_history.then(Vec::new),
         }
     }
 
@@ -79,12 +85,46 @@ impl Judge {
         self.grants.len()
     }
 
+    /// Grants in issue order, as (owner nonce, token or 0): generation =
+    /// index + 1 (read by the refinement mapping).
+    pub fn issued(&self) -> &[(u64, u64)] {
+        &self.grants
+    }
+
+    /// The generation and token (or 0) of op `op`'s latest write sent.
+    pub fn write_of(&self, op: u64) -> Option<(u32, u64)> {
+        self.sends.iter().find(|s| s.0 == op).map(|s| (s.1, s.2))
+    }
+
+    /// The writes sent that the resource was not handed yet, as (op,
+    /// generation, token or 0); None when the history is not kept.
+    pub fn unhanded(&self) -> Option<impl Iterator<Item = (u64, u32, u64)> + '_> {
+        let handed = self.handed.as_ref()?;
+        Some(
+            self.sends
+                .iter()
+                .filter(move |s| handed.binary_search(&s.0).is_err())
+                .copied(),
+        )
+    }
+
+    /// Whether some write was sent under generation `generation`.
+    pub fn wrote_under(&self, generation: u32) -> bool {
+        self.sends.iter().any(|s| s.1 == generation)
+    }
+
+    /// The highest generation the resource accepted a write of (0: none).
+    pub fn accepted_max(&self) -> u32 {
+        self.accepted_max
+    }
+
     fn worker(&self, node: NodeId) -> Option<usize> {
         let i = node.0 as usize;
         (i < self.pending.len()).then_some(i)
     }
 
-    fn generation(&self, owner: u64, token: Option<Token>) -> u32 {
+    /// The generation of grant (owner, token); 0 if it was never issued.
+    pub fn generation(&self, owner: u64, token: Option<Token>) -> u32 {
         let pair = (owner, token.map_or(0, |t| t.0));
         self.grants
             .iter()
@@ -225,6 +265,11 @@ impl Judge {
                 }
             }
             Msg::Write { op, .. } => {
+                if let Some(handed) = self.handed.as_mut() {
+                    if let Err(at) = handed.binary_search(&op.0) {
+                        handed.insert(at, op.0);
+                    }
+                }
                 let generation = self.sends.iter().find(|s| s.0 == op.0).map_or(0, |s| s.1);
                 if (generation as usize) < self.grants.len() {
                     notes.stale_attempt = true;

@@ -15,19 +15,26 @@
 //! - `judge`: the properties, incrementally.
 //! - `search`: the BFS, proofs and shortest counterexamples.
 //! - `to_scenario`: a counterexample as a scripted simulator scenario.
+//! - `abstraction`: the refinement mapping, a code-level state as a state
+//!   of the protocol's atomic-step model (`src/model/`).
+//! - `refine`: the refinement check, every explored step against the model.
 
+pub mod abstraction;
 pub mod bounds;
 pub mod harness;
 pub mod judge;
+pub mod refine;
 pub mod search;
 pub mod state;
 pub mod to_scenario;
 pub mod topology;
 
+pub use abstraction::{model_of, Abstraction, Inspect, ModelOf};
 pub use bounds::{Bounds, MAX_STATES_DEFAULT};
 pub use harness::{Action, Harness};
 pub use judge::Finding;
-pub use search::{check, prove, search, Counterexample, Hits, Outcome};
+pub use refine::{refine, refine_protocol, Divergence, Refinement};
+pub use search::{check, explore, prove, search, Counterexample, Hits, Observer, Outcome};
 pub use topology::{builtin, is_supported, supported, Builtin, Timing, Topology};
 
 use crate::protocol::ProtocolKind;

@@ -108,6 +108,25 @@ impl Hasher for Identity {
 
 /// Runs the BFS to a violation, exhaustion or the state bound.
 pub fn search<N: Node + Clone + Hash + Eq>(h: &Harness<N>) -> Outcome {
+    bfs(h, None).0
+}
+
+/// [`explore`] level by level: the first transition the observer stops
+/// at is at minimal depth, and its path (parent links) is a shortest one.
+/// Bounded by [`BFS_STATES_MAX`] unique states, as the BFS is.
+pub fn explore_shortest<N: Node + Clone + Hash + Eq>(
+    h: &Harness<N>,
+    observer: &mut dyn Observer<N>,
+) -> (Outcome, Option<Vec<Action>>) {
+    bfs(h, Some(observer))
+}
+
+/// The BFS; with an observer, every transition is shown to it and a
+/// violation does not stop the search (see [`explore`]).
+fn bfs<N: Node + Clone + Hash + Eq>(
+    h: &Harness<N>,
+    mut observer: Option<&mut dyn Observer<N>>,
+) -> (Outcome, Option<Vec<Action>>) {
     let started = Instant::now();
     let init = h.initial();
     let mut seen: HashSet<u64, BuildHasherDefault<Identity>> = HashSet::default();
@@ -115,23 +134,22 @@ pub fn search<N: Node + Clone + Hash + Eq>(h: &Harness<N>) -> Outcome {
     // parents[i]: (parent index, action) of unique state i; state 0 is the root.
     let mut parents: Vec<(u32, Option<Action>)> = vec![(0, None)];
     let mut level: Vec<(u32, State<N>)> = vec![(0, init)];
-    let mut out = Outcome {
-        unique_states: 1,
-        transitions: 0,
-        max_depth: 0,
-        hits: Hits::default(),
-        write_accepted: false,
-        stale_attempt: false,
-        counterexample: None,
-        elapsed: Duration::ZERO,
-    };
+    let mut out = Outcome::unexplored();
+    let mut stopped = None;
     'levels: while !level.is_empty() {
         let mut next_level = Vec::new();
         for (id, s) in &level {
             let mut cut = None;
             for action in h.actions(s, &mut cut) {
                 out.transitions += 1;
-                let (succ, notes) = match h.next(s, action) {
+                let next = h.next(s, action);
+                if observe(observer.as_deref_mut(), s, action, &next) {
+                    let mut path = path_to(&parents, *id);
+                    path.push(action);
+                    stopped = Some(path);
+                    break 'levels;
+                }
+                let (succ, notes) = match next {
                     Next::Cut(c) => {
                         record_cut(&mut out.hits, c);
                         continue;
@@ -141,8 +159,13 @@ pub fn search<N: Node + Clone + Hash + Eq>(h: &Harness<N>) -> Outcome {
                         out.stale_attempt |= notes.stale_attempt;
                         let mut path = path_to(&parents, *id);
                         path.push(action);
-                        out.counterexample = Some(replay(h, finding, &path));
                         out.max_depth = out.max_depth.max(path.len());
+                        if out.counterexample.is_none() {
+                            out.counterexample = Some(replay(h, finding, &path));
+                        }
+                        if observer.is_some() {
+                            continue; // exploring: a violating state is terminal
+                        }
                         break 'levels;
                     }
                     Next::State(succ, notes) => (succ, notes),
@@ -171,7 +194,23 @@ pub fn search<N: Node + Clone + Hash + Eq>(h: &Harness<N>) -> Outcome {
     }
     out.unique_states = parents.len();
     out.elapsed = started.elapsed();
-    out
+    (out, stopped)
+}
+
+/// Shows a transition to the observer, if any: true if it stops there.
+fn observe<N>(
+    observer: Option<&mut (dyn Observer<N> + '_)>,
+    from: &State<N>,
+    action: Action,
+    next: &Next<N>,
+) -> bool {
+    let Some(o) = observer else { return false };
+    let go_on = match next {
+        Next::State(to, _) => o.step(from, action, to, None),
+        Next::Violation(f, _, to) => o.step(from, action, to, Some(f)),
+        Next::Cut(_) => true,
+    };
+    !go_on
 }
 
 fn record_cut(hits: &mut Hits, cut: Cut) {
@@ -200,6 +239,16 @@ fn replay<N: Node + Clone + Hash + Eq>(
     finding: Finding,
     path: &[Action],
 ) -> Counterexample {
+    Counterexample {
+        finding,
+        steps: timed(h, path),
+        shortest: true,
+    }
+}
+
+/// Each action of a path the search took, with the instant it ran at
+/// (replayed from the initial state; the transitions are deterministic).
+pub fn timed<N: Node + Clone + Hash + Eq>(h: &Harness<N>, path: &[Action]) -> Vec<(Action, u64)> {
     let mut s = h.initial();
     let mut steps = Vec::with_capacity(path.len());
     for &action in path {
@@ -208,15 +257,11 @@ fn replay<N: Node + Clone + Hash + Eq>(
                 s = next;
                 steps.push((action, s.now_ns));
             }
-            Next::Violation(_, _, now_ns) => steps.push((action, now_ns)),
+            Next::Violation(_, _, end) => steps.push((action, end.now_ns)),
             Next::Cut(_) => unreachable!("a path the search took was cut on replay"),
         }
     }
-    Counterexample {
-        finding,
-        steps,
-        shortest: true,
-    }
+    steps
 }
 
 /// The proof search: an iterative DFS whose only memory per unique state
@@ -225,44 +270,79 @@ fn replay<N: Node + Clone + Hash + Eq>(
 /// that (not necessarily shortest) path; [`check`] then asks for a
 /// shortest one.
 pub fn prove<N: Node + Clone + Hash + Eq>(h: &Harness<N>) -> Outcome {
-    dfs(h, None)
+    dfs(h, None, None).0
+}
+
+/// Sees every transition a search generates (the refinement check's hook).
+pub trait Observer<N> {
+    /// The step from `from` by `action` to `to`; with `finding`, `to` is
+    /// the violating state the step left (terminal). False stops the search.
+    fn step(
+        &mut self,
+        from: &State<N>,
+        action: Action,
+        to: &State<N>,
+        finding: Option<&Finding>,
+    ) -> bool;
+}
+
+/// The whole space within the bounds, every transition shown to
+/// `observer`: the proof's DFS, except that a violating state is terminal
+/// and the search goes on past it (its first violation, with the DFS's
+/// path, is the outcome's counterexample). Stops where the observer says
+/// so, returning the path to (and including) that transition.
+pub fn explore<N: Node + Clone + Hash + Eq>(
+    h: &Harness<N>,
+    observer: &mut dyn Observer<N>,
+) -> (Outcome, Option<Vec<Action>>) {
+    dfs(h, None, Some(observer))
+}
+
+/// One frame of the DFS's path: a state, the actions left to try from it,
+/// and the action that led to it.
+type Frame<N> = (State<N>, std::vec::IntoIter<Action>, Option<Action>);
+
+/// The actions from the root through the top frame, then `last`.
+fn path_through<N>(stack: &[Frame<N>], last: Action) -> Vec<Action> {
+    let mut path: Vec<Action> = stack.iter().filter_map(|f| f.2).collect();
+    path.push(last);
+    path
 }
 
 /// DFS, optionally depth-limited. With a limit, a state is entered again
 /// when reached by a shorter path than before (the set keeps each
 /// fingerprint's shallowest depth), so a violation within the limit is
-/// found if one exists.
-fn dfs<N: Node + Clone + Hash + Eq>(h: &Harness<N>, limit: Option<usize>) -> Outcome {
+/// found if one exists. With an observer, every transition is shown to it
+/// and a violation does not stop the search (see [`explore`]).
+fn dfs<N: Node + Clone + Hash + Eq>(
+    h: &Harness<N>,
+    limit: Option<usize>,
+    mut observer: Option<&mut dyn Observer<N>>,
+) -> (Outcome, Option<Vec<Action>>) {
     let started = Instant::now();
     let init = h.initial();
     let mut seen: HashMap<u64, u16, BuildHasherDefault<Identity>> = HashMap::default();
     seen.insert(init.fingerprint(), 0);
-    let mut out = Outcome {
-        unique_states: 1,
-        transitions: 0,
-        max_depth: 0,
-        hits: Hits::default(),
-        write_accepted: false,
-        stale_attempt: false,
-        counterexample: None,
-        elapsed: Duration::ZERO,
-    };
+    let mut out = Outcome::unexplored();
     let mut cut = None;
     let first = h.actions(&init, &mut cut);
-    // The path: each state with the actions left to try from it, and the
-    // action that led to it.
-    let mut stack: Vec<(State<N>, std::vec::IntoIter<Action>, Option<Action>)> =
-        vec![(init, first.into_iter(), None)];
+    let mut stack: Vec<Frame<N>> = vec![(init, first.into_iter(), None)];
     if let Some(c) = cut {
         record_cut(&mut out.hits, c);
     }
+    let mut stopped = None;
     while let Some((s, actions, _)) = stack.last_mut() {
         let Some(action) = actions.next() else {
             stack.pop();
             continue;
         };
         out.transitions += 1;
-        let (succ, notes) = match h.next(s, action) {
+        let next = h.next(s, action);
+        if observe(observer.as_deref_mut(), s, action, &next) {
+            stopped = Some(path_through(&stack, action));
+            break;
+        }
+        let (succ, notes) = match next {
             Next::Cut(c) => {
                 record_cut(&mut out.hits, c);
                 continue;
@@ -270,12 +350,16 @@ fn dfs<N: Node + Clone + Hash + Eq>(h: &Harness<N>, limit: Option<usize>) -> Out
             Next::Violation(finding, notes, _) => {
                 out.write_accepted |= notes.write_accepted;
                 out.stale_attempt |= notes.stale_attempt;
-                let mut path: Vec<Action> = stack.iter().filter_map(|f| f.2).collect();
-                path.push(action);
+                let path = path_through(&stack, action);
                 out.max_depth = out.max_depth.max(path.len());
-                let mut c = replay(h, finding, &path);
-                c.shortest = false;
-                out.counterexample = Some(c);
+                if out.counterexample.is_none() {
+                    let mut c = replay(h, finding, &path);
+                    c.shortest = false;
+                    out.counterexample = Some(c);
+                }
+                if observer.is_some() {
+                    continue; // exploring: a violating state is terminal
+                }
                 break;
             }
             Next::State(succ, notes) => (succ, notes),
@@ -307,7 +391,23 @@ fn dfs<N: Node + Clone + Hash + Eq>(h: &Harness<N>, limit: Option<usize>) -> Out
     }
     out.unique_states = seen.len();
     out.elapsed = started.elapsed();
-    out
+    (out, stopped)
+}
+
+impl Outcome {
+    /// An outcome before its search: one state, nothing seen.
+    pub fn unexplored() -> Outcome {
+        Outcome {
+            unique_states: 1,
+            transitions: 0,
+            max_depth: 0,
+            hits: Hits::default(),
+            write_accepted: false,
+            stale_attempt: false,
+            counterexample: None,
+            elapsed: Duration::ZERO,
+        }
+    }
 }
 
 /// A shortest counterexample when the BFS cannot hold its levels: the
@@ -320,7 +420,7 @@ fn shortest_by_bisection<N: Node + Clone + Hash + Eq>(
     let (mut lo, mut best) = (0, known);
     while lo + 1 < best.steps.len() {
         let mid = (lo + best.steps.len()) / 2;
-        let run = dfs(h, Some(mid));
+        let run = dfs(h, Some(mid), None).0;
         if run.hits.max_states {
             return None;
         }

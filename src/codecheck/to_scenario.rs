@@ -564,7 +564,9 @@ fn walk<N: Node + Clone + Hash + Eq>(h: &Harness<N>, c: &Counterexample) -> Resu
                 s = next;
                 now
             }
-            Next::Violation(f, _, now) if i == c.steps.len() && f.kind == c.finding.kind => now,
+            Next::Violation(f, _, end) if i == c.steps.len() && f.kind == c.finding.kind => {
+                end.now_ns
+            }
             _ => {
                 return Err(format!(
                     "step {i}: the path does not end in its violation here"

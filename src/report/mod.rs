@@ -17,7 +17,7 @@ pub(crate) mod axis;
 pub(crate) mod campaign;
 pub(crate) mod catalogue;
 pub(crate) mod chart;
-pub(crate) mod code_check;
+pub mod code_check;
 pub(crate) mod doc;
 pub(crate) mod html;
 pub(crate) mod json;

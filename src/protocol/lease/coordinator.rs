@@ -105,11 +105,12 @@ impl CoordinatorConfig {
     }
 }
 
+/// A lease record as the server stores it.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-struct Lease {
-    owner: u64,
-    token: Option<Token>,
-    expires_wall_ns: i64,
+pub struct Lease {
+    pub owner: u64,
+    pub token: Option<Token>,
+    pub expires_wall_ns: i64,
 }
 
 /// An acquire waiting for its generation to reach a majority.
@@ -161,6 +162,12 @@ impl Coordinator {
             proposal: None,
             replicate_pending: false,
         }
+    }
+
+    /// The lease record of `key`, expired or not (a getter for checkers:
+    /// the code-level refinement check reads who holds the lease).
+    pub fn lease(&self, key: Key) -> Option<&Lease> {
+        self.leases.get(&key)
     }
 
     fn expiry_timer(key: Key) -> TimerId {

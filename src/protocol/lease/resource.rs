@@ -123,6 +123,20 @@ impl Resource {
         }
     }
 
+    /// `key`'s current value (the op id that wrote it; `OpId::INITIAL` if
+    /// none) and its fence (the greater of the write and read fences): a
+    /// getter for checkers.
+    pub fn row(&self, key: Key) -> (OpId, Token) {
+        let row = self.rows.get(&key).copied().unwrap_or_default();
+        (OpId(row.value), Self::fence(&row))
+    }
+
+    /// Check-then-write: the writes that passed the check and wait for
+    /// their second step, as (op, token).
+    pub fn checked_writes(&self) -> impl Iterator<Item = (OpId, Token)> + '_ {
+        self.pending.iter().map(|p| (p.op, Token(p.token)))
+    }
+
     /// The rows (26 bytes each), then with `ordered_sessions` the session
     /// table (node u16, last request u32) and its length u16.
     fn encode(&self) -> Record {

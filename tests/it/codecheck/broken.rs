@@ -2,23 +2,25 @@
 //! search: a wrapper `Node` around the real `Resource` whose fence
 //! comparison is weakened by one (`token + 1 >= fence` instead of
 //! `token >= fence`). The same wrapper without the weakening is proved, so
-//! the violation is the off-by-one's, not the wrapper's.
+//! the violation is the off-by-one's, not the wrapper's. The wrappers show
+//! the real nodes inside them to the refinement check (`refine.rs`).
 
 use fencesim::check::ViolationKind;
-use fencesim::codecheck::{builtin, check, Action, Bounds, Builtin, Harness, Topology};
+use fencesim::codecheck::{builtin, check, Action, Bounds, Builtin, Harness, Inspect, Topology};
+use fencesim::protocol::coordinator::Coordinator;
 use fencesim::protocol::resource::Resource;
 use fencesim::protocol::{Clocks, Effect, Input, Msg, Node, ProtocolKind, Role, Token};
 
 /// The real resource, plus the fence it has accepted as the wrapper saw it.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
-struct OffByOne {
+pub struct OffByOne {
     inner: Resource,
     fence: u64,
     weakened: bool,
 }
 
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
-enum Patched {
+pub enum Patched {
     Builtin(Builtin),
     Resource(OffByOne),
 }
@@ -82,7 +84,22 @@ impl Node for Patched {
     }
 }
 
-fn weakened(role: &Role) -> Patched {
+impl Inspect for Patched {
+    fn coordinator(&self) -> Option<&Coordinator> {
+        match self {
+            Patched::Builtin(n) => n.coordinator(),
+            Patched::Resource(_) => None,
+        }
+    }
+    fn resource(&self) -> Option<&Resource> {
+        match self {
+            Patched::Builtin(n) => n.resource(),
+            Patched::Resource(r) => Some(&r.inner),
+        }
+    }
+}
+
+pub fn weakened(role: &Role) -> Patched {
     match *role {
         Role::Resource(cfg) => Patched::Resource(OffByOne {
             inner: Resource::new(cfg),
@@ -93,7 +110,7 @@ fn weakened(role: &Role) -> Patched {
     }
 }
 
-fn faithful(role: &Role) -> Patched {
+pub fn faithful(role: &Role) -> Patched {
     match weakened(role) {
         Patched::Resource(r) => Patched::Resource(OffByOne {
             weakened: false,
@@ -103,7 +120,7 @@ fn faithful(role: &Role) -> Patched {
     }
 }
 
-fn harness(factory: fn(&Role) -> Patched) -> Harness<Patched> {
+pub fn harness(factory: fn(&Role) -> Patched) -> Harness<Patched> {
     let bounds = super::small();
     Harness {
         topology: Topology::lease(ProtocolKind::FencedCas, bounds.workers, bounds.timing)
@@ -116,7 +133,16 @@ fn harness(factory: fn(&Role) -> Patched) -> Harness<Patched> {
 /// The real coordinator with its `Persist` effects dropped: a token
 /// counter that is never written down.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
-struct Forgetful(Builtin);
+pub struct Forgetful(Builtin);
+
+impl Inspect for Forgetful {
+    fn coordinator(&self) -> Option<&Coordinator> {
+        self.0.coordinator()
+    }
+    fn resource(&self) -> Option<&Resource> {
+        self.0.resource()
+    }
+}
 
 impl Node for Forgetful {
     fn handle(&mut self, clocks: Clocks, input: Input<'_>, fx: &mut Vec<Effect>) {
@@ -139,19 +165,24 @@ fn unpersisted(role: &Role) -> Forgetful {
     Forgetful(builtin(role))
 }
 
-#[test]
-fn a_coordinator_that_never_persists_its_token_counter_reissues_a_token_after_a_crash() {
+/// fenced-cas with the forgetful coordinator, one crash, no pause.
+pub fn forgetful() -> Harness<Forgetful> {
     let bounds = Bounds {
         crashes: 1,
         pauses: 0,
         ..super::small()
     };
-    let h = Harness {
+    Harness {
         topology: Topology::lease(ProtocolKind::FencedCas, bounds.workers, bounds.timing)
             .expect("fenced-cas is supported"),
         factory: unpersisted,
         bounds,
-    };
+    }
+}
+
+#[test]
+fn a_coordinator_that_never_persists_its_token_counter_reissues_a_token_after_a_crash() {
+    let h = forgetful();
     let out = check(&h);
     let c = out.counterexample.expect("the lost counter is found");
     assert_eq!(c.finding.kind, ViolationKind::TokenOrder, "{c:?}");

@@ -42,3 +42,40 @@ fn an_unknown_or_unsupported_protocol_is_bad_input() {
         );
     }
 }
+
+#[test]
+fn refine_prints_the_counts_and_exits_zero_without_a_divergence_and_two_when_refused() {
+    let out = fencesim(&[
+        "check",
+        "--code",
+        "check-before-write",
+        "--refine",
+        "--pauses",
+        "0",
+    ]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    for line in [
+        "against the no-fence model (models/no-fence.toml)",
+        "check-before-write: no model of its own in models/",
+        "states checked",
+        "0 divergences",
+        "check-before-write: refines its model",
+    ] {
+        assert!(text.contains(line), "{line:?} in {text}");
+    }
+    let out = fencesim(&[
+        "check",
+        "--code",
+        "redis-set-nx",
+        "--refine",
+        "--duplicates",
+        "1",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("no refinement with duplicates"),
+        "{}",
+        stderr(&out)
+    );
+}

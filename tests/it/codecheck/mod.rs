@@ -1,11 +1,13 @@
 //! The code-level checker (`src/codecheck/`): the shipped nodes of a safe
 //! protocol are proved at small bounds, its unsafe twins are found with
 //! shortest counterexamples, a deliberately broken copy of the resource is
-//! found by the same search, and `fencesim check --code` exits as `check`.
+//! found by the same search, `fencesim check --code` exits as `check`, and
+//! every explored step of the code refines the protocol's abstract model.
 
 mod broken;
 mod cli;
 mod emit;
+mod refine;
 
 use fencesim::check::ViolationKind;
 use fencesim::codecheck::{check_protocol, Action, Bounds, Outcome};

@@ -1,0 +1,338 @@
+//! The refinement mapping: a state of the code-level search read as a
+//! state of the protocol's atomic-step model (`src/model/`), so that the
+//! refinement check (`refine.rs`) can ask whether the model allows each
+//! step the shipped code takes. The model's state is one key's lease, the
+//! grants and their tokens, the writes in flight and the fenced resource;
+//! each of its fields is read from the node structs, the messages in
+//! flight, the instant, or the judge's history of the path:
+//!
+//! - `grants`, `token_max`: the grants the coordinator sent, in issue
+//!   order (the judge's list: the model counts grants, the code does not);
+//! - `clients`: one slot per grant under which no write was sent yet
+//!   (gen = its generation, token = its token or 0). A grant its worker
+//!   never adopts (the `Granted` lost or late) keeps its slot: a model
+//!   client may hold a grant and never write. The model's client slots are
+//!   interchangeable (symmetry on), and there are as many as the grants
+//!   bound, so every grant can have one;
+//! - `holder`: the coordinator's lease record for key 0 while the instant
+//!   is before its expiry on the server's wall clock (a record past its
+//!   expiry is expired even before the server drops it): the slot of its
+//!   grant, or an idle slot once that grant's write was sent (the model
+//!   forgets a client's grant at `SendWrite`, not its lease);
+//! - `writes`: each write sent that the resource was not handed yet — in
+//!   flight, or lost (a write that never arrives, which the model allows;
+//!   the judge's history variable of handed writes tells the two apart
+//!   from a handled one) — and, for check-then-write, each write the
+//!   resource checked and has not yet written (`stage` checked), with the
+//!   generation the judge gave the op and the token it carries;
+//! - `fence`: the resource row's fence; `value`: the generation of the op
+//!   whose value the row holds; `accepted_gen_max`: the judge's highest
+//!   generation accepted;
+//! - `violations`: `token_order` and `stale_write` when the step into the
+//!   state found one (the code's judge against the model's own bits);
+//!   `unsafe_release` and `unissued_token` are not model properties;
+//! - not compared ([`Abstraction::project`]): the vacuity witness
+//!   `stale_attempt_seen` (a fact about the search, outside the code's
+//!   state too), and, under an atomic fence, writes whose token is below
+//!   the fence: they can only be rejected, which changes nothing — the
+//!   model's own exact reduction (`forget_dead_data`).
+
+use super::bounds::Bounds;
+use super::judge::Finding;
+use super::state::State;
+use super::topology::{Builtin, Topology};
+use crate::check::ViolationKind;
+use crate::model::spec::Violation;
+use crate::model::state::{
+    Client, State as Model, Write, CLIENTS_CAP, GRANTS_CAP, NO_HOLDER, STAGE_CHECKED,
+    STAGE_IN_FLIGHT,
+};
+use crate::model::{Bounds as ModelBounds, LockModel, Protocol};
+use crate::protocol::coordinator::Coordinator;
+use crate::protocol::resource::Resource;
+use crate::protocol::{Key, NodeId, OpId, ProtocolKind, Token};
+
+/// What the mapping reads of a node: the lease server and the resource
+/// are the nodes whose structs hold model state (a worker's is all in the
+/// messages it sends). A test's wrapper node exposes the real one inside.
+pub trait Inspect {
+    fn coordinator(&self) -> Option<&Coordinator>;
+    fn resource(&self) -> Option<&Resource>;
+}
+
+impl Inspect for Builtin {
+    fn coordinator(&self) -> Option<&Coordinator> {
+        match self {
+            Builtin::Coordinator(c) => Some(c),
+            _ => None,
+        }
+    }
+    fn resource(&self) -> Option<&Resource> {
+        match self {
+            Builtin::Resource(r) => Some(r),
+            _ => None,
+        }
+    }
+}
+
+/// The abstract model a code-checked protocol refines.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct ModelOf {
+    pub protocol: Protocol,
+    /// The bundled spec of that model.
+    pub spec: &'static str,
+    /// Why this model, where the protocol has none of its own.
+    pub note: Option<&'static str>,
+}
+
+/// The model of each protocol `--code` drives: the models' own
+/// `simulator_protocol` link, read backwards, and the verdict-agreement
+/// table's `no-fence` → `ttl-lease-del`.
+pub fn model_of(kind: ProtocolKind) -> Result<ModelOf, String> {
+    let of = |protocol, spec, note| {
+        Ok(ModelOf {
+            protocol,
+            spec,
+            note,
+        })
+    };
+    match kind {
+        ProtocolKind::FencedCas => of(Protocol::FencedCas, "models/fenced-cas.toml", None),
+        ProtocolKind::FencedCheckThenWrite => of(
+            Protocol::FencedCheckThenWrite,
+            "models/fenced-check-then-write.toml",
+            None,
+        ),
+        ProtocolKind::RedisSetNx => of(Protocol::NoFence, "models/no-fence.toml", None),
+        ProtocolKind::TtlLeaseDel => of(
+            Protocol::NoFence,
+            "models/no-fence.toml",
+            Some("a plain DEL ends whichever lease is live: the model's Expire (unsafe_release is not a model property)"),
+        ),
+        ProtocolKind::CheckBeforeWrite => of(
+            Protocol::NoFence,
+            "models/no-fence.toml",
+            Some("no model of its own in models/; checked against no-fence (the same lease, release, no token, no fence: the worker's lease check only removes behaviours)"),
+        ),
+        other => Err(format!(
+            "protocol {:?} has no abstract model the code checker can map to",
+            other.id()
+        )),
+    }
+}
+
+/// The mapping from one harness's states into its protocol's model.
+#[derive(Clone, Debug)]
+pub struct Abstraction {
+    pub model: LockModel,
+    pub of: ModelOf,
+    slots: usize,
+    coord: NodeId,
+    resource: NodeId,
+    /// Writes below the fence are not compared (atomic fence only).
+    doomed_hidden: bool,
+}
+
+/// The one key the harness's workers lock and write.
+const KEY: Key = Key(0);
+
+impl Abstraction {
+    /// The mapping for `topology` within `bounds`, or why the mapping
+    /// would not be exact there (refused, never approximated). A second
+    /// copy of a write is a stutter only under an atomic fence (rejected
+    /// below it, or accepted again at its own token, the value already its
+    /// own), so copies are mapped for fenced-cas only.
+    pub fn new(topology: &Topology, bounds: &Bounds) -> Result<Abstraction, String> {
+        let kind = topology.protocol.kind;
+        let of = model_of(kind)?;
+        let id = kind.id();
+        let copies = bounds.duplicates > 0 || bounds.timing.max_retries > 0;
+        if copies && of.protocol != Protocol::FencedCas {
+            return Err(format!(
+                "{id}: no refinement with duplicates or retransmissions: the {} model hands each write to the resource once, and a second copy has no model step ({})",
+                of.protocol.id(),
+                if of.protocol == Protocol::NoFence {
+                    "an unfenced resource applies it again, so the value goes back"
+                } else {
+                    "the resource checks it again and commits it twice"
+                }
+            ));
+        }
+        if bounds.crashes > 0 && of.protocol == Protocol::FencedCheckThenWrite {
+            return Err(format!(
+                "{id}: no refinement with crashes: a restarted resource forgets the writes it checked but has not written, and the model has no step that drops a checked write"
+            ));
+        }
+        if bounds.grants == 0 || bounds.grants > CLIENTS_CAP {
+            return Err(format!(
+                "{id}: --grants {} is outside 1..={CLIENTS_CAP}: each grant takes one of the model's client slots",
+                bounds.grants
+            ));
+        }
+        let model = LockModel::new(ModelBounds {
+            protocol: of.protocol,
+            clients: bounds.grants as u8,
+            grants_max: bounds.grants as u8,
+            failovers_max: 0,
+            replicas: 1,
+            reads: false,
+            fence_reads: false,
+            symmetry: true,
+        });
+        Ok(Abstraction {
+            model,
+            of,
+            slots: bounds.grants,
+            coord: topology.coord,
+            resource: topology.resource,
+            doomed_hidden: of.protocol.resource_fences()
+                && of.protocol != Protocol::FencedCheckThenWrite,
+        })
+    }
+
+    /// The model state of `s` at instant `now_ns` (a step that advances
+    /// time is mapped before and after the advance); `finding`: the
+    /// violation the step into `s` found. Err: `s` has no model state (a
+    /// write under no grant, a token past the model's range, …).
+    pub fn map<N: Inspect>(
+        &self,
+        s: &State<N>,
+        now_ns: u64,
+        finding: Option<&Finding>,
+    ) -> Result<Model, String> {
+        let coord = s.nodes[self.coord.0 as usize]
+            .coordinator()
+            .ok_or("the node at coord/0 shows no lease coordinator")?;
+        let resource = s.nodes[self.resource.0 as usize]
+            .resource()
+            .ok_or("the node at resource/0 shows no resource")?;
+        let judge = &s.judge;
+        let mut a = Model::initial();
+        let issued = judge.issued();
+        a.grants = small(issued.len() as u64, "grants issued")?;
+        a.token_max = small(issued.iter().map(|g| g.1).max().unwrap_or(0), "a token")?;
+        let holder = coord
+            .lease(KEY)
+            .filter(|l| (now_ns as i64) < l.expires_wall_ns)
+            .map(|l| judge.generation(l.owner, l.token));
+        if holder == Some(0) {
+            return Err("the live lease is no grant the coordinator sent".into());
+        }
+        let mut slot = 0;
+        for (i, &(_, token)) in issued.iter().enumerate() {
+            let generation = i as u32 + 1;
+            if judge.wrote_under(generation) {
+                continue;
+            }
+            if holder == Some(generation) {
+                a.holder = slot as u8;
+            }
+            a.clients[self.slot(slot)?] = Client {
+                gen: small(generation as u64, "a generation")?,
+                token: small(token, "a token")?,
+                read: 0,
+                node: 0,
+            };
+            slot += 1;
+        }
+        if holder.is_some() && a.holder == NO_HOLDER {
+            a.holder = self.slot(slot)? as u8; // its write went: an idle slot holds
+        }
+        self.map_writes(s, resource, &mut a)?;
+        let (value, fence) = resource.row(KEY);
+        a.fence = small(fence.0, "the fence")?;
+        a.value = match value {
+            OpId::INITIAL => 0,
+            op => judge.write_of(op.0).map(|w| w.0 as u8).ok_or(format!(
+                "the resource holds op {}, which no worker sent",
+                op.0
+            ))?,
+        };
+        a.accepted_gen_max = small(judge.accepted_max() as u64, "a generation")?;
+        a.violations = match finding.map(|f| f.kind) {
+            Some(ViolationKind::TokenOrder) => Violation::TokenOrder.bit(),
+            Some(ViolationKind::StaleWrite) => Violation::StaleWrite.bit(),
+            _ => 0,
+        };
+        a.canonicalize(self.slots);
+        Ok(a)
+    }
+
+    fn slot(&self, i: usize) -> Result<usize, String> {
+        if i < self.slots {
+            Ok(i)
+        } else {
+            Err(format!(
+                "more grants are pending than the model's {} client slots",
+                self.slots
+            ))
+        }
+    }
+
+    /// The writes sent that the resource was not handed (in flight, or
+    /// lost: a write that never arrives, which the model allows) and the
+    /// ones it checked.
+    fn map_writes<N>(&self, s: &State<N>, r: &Resource, a: &mut Model) -> Result<(), String> {
+        let unhanded = s
+            .judge
+            .unhanded()
+            .ok_or("the state keeps no write history (Bounds::write_history)")?;
+        let mut ops: Vec<(u64, Option<Token>, u8)> = unhanded
+            .map(|(op, _, token)| (op, (token != 0).then_some(Token(token)), STAGE_IN_FLIGHT))
+            .collect();
+        ops.extend(
+            r.checked_writes()
+                .map(|(op, t)| (op.0, Some(t), STAGE_CHECKED)),
+        );
+        let mut writes = Vec::with_capacity(ops.len());
+        for (op, token, stage) in ops {
+            let (generation, _) = s
+                .judge
+                .write_of(op)
+                .filter(|w| w.0 != 0)
+                .ok_or(format!("op {op}'s write was sent under no grant"))?;
+            let gen = small(generation as u64, "a generation")?;
+            if writes.iter().any(|w: &Write| w.gen == gen) {
+                return Err(format!(
+                    "two writes of generation {gen}: the model sends one write per grant"
+                ));
+            }
+            let token = small(token.map_or(0, |t| t.0), "a token")?;
+            writes.push(Write {
+                gen,
+                token,
+                read: 0,
+                stage,
+            });
+        }
+        if writes.len() > GRANTS_CAP {
+            return Err(format!("more than {GRANTS_CAP} writes in flight"));
+        }
+        writes.sort_by_key(|w| w.gen);
+        a.writes[..writes.len()].copy_from_slice(&writes);
+        Ok(())
+    }
+
+    /// What the check compares of a model state: without the vacuity
+    /// witness, and without writes below an atomic fence (see the module
+    /// doc).
+    pub fn project(&self, a: &Model) -> Model {
+        let mut p = *a;
+        p.stale_attempt_seen = false;
+        if self.doomed_hidden {
+            let fence = p.fence;
+            for w in p.writes.iter_mut() {
+                if w.gen != 0 && w.stage == STAGE_IN_FLIGHT && w.token < fence {
+                    *w = Write::default();
+                }
+            }
+            p.sort_writes();
+        }
+        p
+    }
+}
+
+/// `n` as the model's byte, or why it does not fit.
+fn small(n: u64, what: &str) -> Result<u8, String> {
+    u8::try_from(n).map_err(|_| format!("{what} ({n}) is past the model's range (255)"))
+}

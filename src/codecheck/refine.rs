@@ -1,0 +1,433 @@
+//! The refinement check: the models and the code cannot drift. Every
+//! transition the code-level search generates — the whole space within the
+//! bounds, violating states terminal but the search going on past them —
+//! is mapped into the protocol's atomic-step model (`abstraction.rs`), and
+//! the model must allow it: either the model state does not change (a
+//! stutter: a read, an acquire answered `Busy`, a timer that re-arms) or
+//! one action of the model's transition relation leads from the mapped
+//! source to the mapped target. A step that fires a timer is checked as
+//! two: time advancing to the deadline (a lease may run out: the model's
+//! `Expire`), then the node's handling at that instant. The first step the
+//! model does not allow stops the search and is reported with a path to it
+//! (a level-by-level search then finds a shortest one, bounded as the BFS
+//! is) and the model step closest to what the code did.
+
+use std::hash::Hash;
+
+use stateright::Model as _;
+
+use super::abstraction::{Abstraction, Inspect, ModelOf};
+use super::bounds::Bounds;
+use super::harness::{Action, Harness};
+use super::judge::Finding;
+use super::search::{explore, explore_shortest, timed, Observer, Outcome};
+use super::state::State;
+use super::topology::{Builtin, Topology, MS};
+use crate::model::action::UNKNOWN_CLIENT;
+use crate::model::state::{State as Model, NO_HOLDER};
+use crate::model::Action as ModelAction;
+use crate::protocol::{Node, ProtocolKind};
+
+/// What a refinement check found.
+#[derive(Clone, Debug)]
+pub struct Refinement {
+    pub of: ModelOf,
+    /// The exploration: unique states (each one mapped), transitions,
+    /// bounds hit, and the first violation met (not a divergence).
+    pub outcome: Outcome,
+    pub counts: Counts,
+    pub divergence: Option<Divergence>,
+}
+
+impl Refinement {
+    /// No divergence, and the whole space within the bounds was checked.
+    pub fn passed(&self) -> bool {
+        self.divergence.is_none() && !self.outcome.hits.max_states
+    }
+}
+
+/// The model's actions the steps were matched to, in [`Counts::by_action`].
+pub const ACTIONS: [&str; 6] = [
+    "acquire",
+    "expire",
+    "send_write",
+    "deliver_write",
+    "commit_write",
+    "other",
+];
+
+/// Steps checked, and what each was.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+pub struct Counts {
+    /// Transitions checked (cut ones are not transitions).
+    pub steps: u64,
+    /// Steps that left the model state as it was.
+    pub stutters: u64,
+    /// Model actions matched, by [`ACTIONS`] (a timer step may match two:
+    /// the expiry its time advance causes, then its own).
+    pub by_action: [u64; 6],
+}
+
+impl Counts {
+    fn note(&mut self, action: ModelAction) {
+        let i = match action {
+            ModelAction::Acquire { .. } => 0,
+            ModelAction::Expire => 1,
+            ModelAction::SendWrite { .. } => 2,
+            ModelAction::DeliverWrite { .. } => 3,
+            ModelAction::CommitWrite { .. } => 4,
+            _ => 5,
+        };
+        self.by_action[i] += 1;
+    }
+}
+
+/// A step of the code the model does not allow.
+#[derive(Clone, Debug)]
+pub struct Divergence {
+    /// The search's path to the step, the step last, with each instant.
+    pub path: Vec<(Action, u64)>,
+    /// The path is a shortest one (the BFS's); false: the DFS's.
+    pub shortest: bool,
+    /// Which part of the step: `the step`, or the time advance before it.
+    pub part: String,
+    /// The model states before and after (None where the state has none).
+    pub from: Option<Model>,
+    pub to: Option<Model>,
+    /// Why a state has no model state, if that is the divergence.
+    pub unmapped: Option<String>,
+    pub expected: Option<Expected>,
+}
+
+/// The model step closest to the code's (fewest differing fields).
+#[derive(Clone, Debug)]
+pub struct Expected {
+    /// As the model's counterexamples word it, or `no change (stutter)`.
+    pub step: String,
+    /// `field: model …, code …`, one per field that differs.
+    pub differences: Vec<String>,
+}
+
+/// Checks every transition of `h`'s search against its protocol's model;
+/// Err: the mapping would not be exact at these bounds (refused).
+///
+/// The search runs with the write history kept (`Bounds::write_history`):
+/// the same states as the proof's unless messages are lost.
+pub fn refine<N: Node + Clone + Hash + Eq + Inspect>(h: &Harness<N>) -> Result<Refinement, String> {
+    let h = &Harness {
+        topology: h.topology.clone(),
+        factory: h.factory,
+        bounds: Bounds {
+            write_history: true,
+            ..h.bounds
+        },
+    };
+    let abstraction = Abstraction::new(&h.topology, &h.bounds)?;
+    let mut checker = Checker {
+        abstraction: &abstraction,
+        counts: Counts::default(),
+        divergence: None,
+    };
+    if let Some(d) = initial_divergence(&abstraction, &h.initial()) {
+        return Ok(Refinement {
+            of: abstraction.of,
+            outcome: Outcome::unexplored(),
+            counts: Counts::default(),
+            divergence: Some(d),
+        });
+    }
+    let (outcome, stopped) = explore(h, &mut checker);
+    let mut divergence = checker.divergence;
+    if let (Some(d), Some(path)) = (divergence.as_mut(), stopped) {
+        d.path = timed(h, &path);
+        if let Some(shortest) = shortest_divergence(h, &abstraction) {
+            *d = shortest;
+        }
+    }
+    Ok(Refinement {
+        of: abstraction.of,
+        outcome,
+        counts: checker.counts,
+        divergence,
+    })
+}
+
+/// The first divergence in breadth-first order, with a shortest path to
+/// it; None if the BFS's state bound stops it first (the DFS's path
+/// stands then).
+fn shortest_divergence<N: Node + Clone + Hash + Eq + Inspect>(
+    h: &Harness<N>,
+    abstraction: &Abstraction,
+) -> Option<Divergence> {
+    let mut checker = Checker {
+        abstraction,
+        counts: Counts::default(),
+        divergence: None,
+    };
+    let (_, stopped) = explore_shortest(h, &mut checker);
+    let mut d = checker.divergence?;
+    d.path = timed(h, &stopped?);
+    d.shortest = true;
+    Some(d)
+}
+
+/// The initial state must map to the model's (no grant, no lease, no write).
+fn initial_divergence<N: Inspect>(
+    abstraction: &Abstraction,
+    init: &State<N>,
+) -> Option<Divergence> {
+    let initial = Model::initial();
+    let (to, unmapped) = match abstraction.map(init, init.now_ns, None) {
+        Ok(a) if abstraction.project(&a) == abstraction.project(&initial) => return None,
+        Ok(a) => (Some(a), None),
+        Err(why) => (None, Some(why)),
+    };
+    Some(Divergence {
+        path: Vec::new(),
+        shortest: false,
+        part: "the initial state (the model's is empty)".into(),
+        from: Some(initial),
+        to,
+        unmapped,
+        expected: None,
+    })
+}
+
+/// [`refine`] for a catalogue protocol's built-in nodes.
+pub fn refine_protocol(
+    kind: ProtocolKind,
+    bounds: Bounds,
+) -> Result<(Harness<Builtin>, Refinement), String> {
+    let harness = Harness {
+        topology: Topology::lease(kind, bounds.workers, bounds.timing)?,
+        factory: super::topology::builtin,
+        bounds,
+    };
+    let refinement = refine(&harness)?;
+    Ok((harness, refinement))
+}
+
+/// The search's observer: maps both ends of each step and matches them.
+struct Checker<'a> {
+    abstraction: &'a Abstraction,
+    counts: Counts,
+    divergence: Option<Divergence>,
+}
+
+impl<N: Inspect> Observer<N> for Checker<'_> {
+    fn step(
+        &mut self,
+        from: &State<N>,
+        _action: Action,
+        to: &State<N>,
+        finding: Option<&Finding>,
+    ) -> bool {
+        self.counts.steps += 1;
+        match self.check(from, to, finding) {
+            Ok(()) => true,
+            Err(d) => {
+                self.divergence = Some(*d);
+                false
+            }
+        }
+    }
+}
+
+impl Checker<'_> {
+    fn check<N: Inspect>(
+        &mut self,
+        from: &State<N>,
+        to: &State<N>,
+        finding: Option<&Finding>,
+    ) -> Result<(), Box<Divergence>> {
+        let map = |s: &State<N>, now_ns: u64, finding, part: &str, before: Option<Model>| {
+            self.abstraction.map(s, now_ns, finding).map_err(|why| {
+                Box::new(Divergence {
+                    path: Vec::new(),
+                    shortest: false,
+                    part: part.to_string(),
+                    from: before,
+                    to: None,
+                    unmapped: Some(why),
+                    expected: None,
+                })
+            })
+        };
+        let mut a = map(from, from.now_ns, None, "the state before the step", None)?;
+        let mut moved = false;
+        if to.now_ns > from.now_ns {
+            let part = format!("time advancing to {} ms, before the step", to.now_ns / MS);
+            let mid = map(from, to.now_ns, None, &part, Some(a))?;
+            moved |= self.pair(&a, &mid, &part)?;
+            a = mid;
+        }
+        let b = map(to, to.now_ns, finding, "the step", Some(a))?;
+        moved |= self.pair(&a, &b, "the step")?;
+        if !moved {
+            self.counts.stutters += 1;
+        }
+        Ok(())
+    }
+
+    /// Ok(false): a stutter; Ok(true): one model action; Err: neither.
+    fn pair(&mut self, a: &Model, b: &Model, part: &str) -> Result<bool, Box<Divergence>> {
+        let abs = self.abstraction;
+        let target = abs.project(b);
+        if abs.project(a) == target {
+            return Ok(false);
+        }
+        let mut actions = Vec::new();
+        abs.model.actions(a, &mut actions);
+        for &action in &actions {
+            let next = abs.model.next_state(a, action);
+            if next.is_some_and(|n| abs.project(&n) == target) {
+                self.counts.note(action);
+                return Ok(true);
+            }
+        }
+        Err(Box::new(Divergence {
+            path: Vec::new(),
+            shortest: false,
+            part: part.to_string(),
+            from: Some(*a),
+            to: Some(*b),
+            unmapped: None,
+            expected: Some(closest(abs, a, &target, &actions)),
+        }))
+    }
+}
+
+/// The model's step from `a` nearest to `target` (the first of the
+/// nearest, in the model's action order), or its stutter if that is
+/// strictly nearer (a rejected write changes what the projection hides
+/// only, and ties with the stutter: the action is named).
+fn closest(abs: &Abstraction, a: &Model, target: &Model, actions: &[ModelAction]) -> Expected {
+    let mut best = Expected {
+        step: "no change (stutter)".into(),
+        differences: differences(&abs.project(a), target),
+    };
+    let mut nearest: Option<Expected> = None;
+    for &action in actions {
+        let Some(next) = abs.model.next_state(a, action) else {
+            continue;
+        };
+        let differences = differences(&abs.project(&next), target);
+        if nearest
+            .as_ref()
+            .is_none_or(|n| differences.len() < n.differences.len())
+        {
+            // A write's model event does not know its client: "the write".
+            let step = abs
+                .model
+                .format_step(a, action)
+                .map(|line| line.replace(&format!("client {UNKNOWN_CLIENT}'s write"), "the write"));
+            nearest = Some(Expected {
+                step: step.unwrap_or_else(|| format!("{action:?}")),
+                differences,
+            });
+        }
+    }
+    if let Some(n) = nearest.filter(|n| n.differences.len() <= best.differences.len()) {
+        best = n;
+    }
+    best
+}
+
+/// `field: model …, code …` for each field of the two states that differs.
+fn differences(model: &Model, code: &Model) -> Vec<String> {
+    let fields: [(&str, String, String); 9] = [
+        ("grants", show_clients(model), show_clients(code)),
+        ("holder", show_holder(model), show_holder(code)),
+        ("writes", show_writes(model), show_writes(code)),
+        (
+            "grants issued",
+            model.grants.to_string(),
+            code.grants.to_string(),
+        ),
+        (
+            "token_max",
+            model.token_max.to_string(),
+            code.token_max.to_string(),
+        ),
+        ("fence", model.fence.to_string(), code.fence.to_string()),
+        (
+            "value (generation)",
+            model.value.to_string(),
+            code.value.to_string(),
+        ),
+        (
+            "accepted_gen_max",
+            model.accepted_gen_max.to_string(),
+            code.accepted_gen_max.to_string(),
+        ),
+        ("violations", show_violations(model), show_violations(code)),
+    ];
+    fields
+        .into_iter()
+        .filter(|(_, m, c)| m != c)
+        .map(|(name, m, c)| format!("{name}: model {m}, code {c}"))
+        .collect()
+}
+
+/// A model state in one line: grants pending a write, the holder, the
+/// writes, the resource.
+pub fn summary(a: &Model) -> String {
+    format!(
+        "{} grants issued (token max {}), pending {}, holder {}, writes {}, fence {}, value of generation {}, accepted up to generation {}, violations {}",
+        a.grants,
+        a.token_max,
+        show_clients(a),
+        show_holder(a),
+        show_writes(a),
+        a.fence,
+        a.value,
+        a.accepted_gen_max,
+        show_violations(a)
+    )
+}
+
+fn show_clients(a: &Model) -> String {
+    let pending: Vec<String> = a
+        .clients
+        .iter()
+        .filter(|c| !c.is_idle())
+        .map(|c| format!("g{}/t{}", c.gen, c.token))
+        .collect();
+    format!("[{}]", pending.join(" "))
+}
+
+fn show_holder(a: &Model) -> String {
+    match a.clients.get(a.holder as usize) {
+        _ if a.holder == NO_HOLDER => "none".into(),
+        Some(c) if !c.is_idle() => format!("g{}", c.gen),
+        _ => "a client whose write went".into(),
+    }
+}
+
+fn show_writes(a: &Model) -> String {
+    let writes: Vec<String> = a
+        .writes_in_flight()
+        .map(|w| {
+            let stage = if w.stage == crate::model::state::STAGE_CHECKED {
+                " checked"
+            } else {
+                ""
+            };
+            format!("g{}/t{}{stage}", w.gen, w.token)
+        })
+        .collect();
+    format!("[{}]", writes.join(" "))
+}
+
+fn show_violations(a: &Model) -> String {
+    let names: Vec<&str> = crate::model::Violation::ALL
+        .into_iter()
+        .filter(|v| a.violations & v.bit() != 0)
+        .map(|v| v.name())
+        .collect();
+    if names.is_empty() {
+        "none".into()
+    } else {
+        names.join(" ")
+    }
+}

@@ -1,0 +1,200 @@
+//! The refinement check (`fencesim check --code P --refine`): every step
+//! the code-level search explores, mapped into the protocol's abstract
+//! model, is a stutter or one model action. Every protocol the code checker
+//! drives passes at small bounds; deliberately broken copies of the code
+//! (`broken.rs`'s wrappers) diverge, at the step that breaks the model,
+//! and the report names it; bounds the mapping is not exact at are refused.
+
+use super::broken::{faithful, forgetful, harness, weakened};
+use fencesim::codecheck::{
+    model_of, prove, refine, refine_protocol, supported, Action, Bounds, Refinement,
+};
+use fencesim::model::to_scenario::simulator_protocol;
+use fencesim::protocol::{Msg, ProtocolKind};
+use fencesim::report::code_check::render_refinement;
+
+fn refused(kind: ProtocolKind, bounds: Bounds) -> String {
+    match refine_protocol(kind, bounds) {
+        Ok(_) => panic!("{}: mapped at {}", kind.id(), bounds.label()),
+        Err(why) => why,
+    }
+}
+
+fn passes(r: &Refinement) -> bool {
+    r.passed() && r.counts.steps > 0
+}
+
+#[test]
+fn every_protocol_the_code_checker_drives_refines_its_model_at_small_bounds() {
+    for id in supported() {
+        let kind = ProtocolKind::from_id(id).expect("a catalogue id");
+        let (_, r) = refine_protocol(kind, super::small()).expect("mapped at these bounds");
+        assert!(passes(&r), "{id}: {:?}", r.divergence);
+        let [acquire, expire, send, deliver, ..] = r.counts.by_action;
+        assert!(
+            acquire > 0 && expire > 0 && send > 0 && deliver > 0,
+            "{id}: the model's actions were all matched somewhere: {:?}",
+            r.counts
+        );
+        assert!(
+            r.counts.stutters < r.counts.steps,
+            "{id}: not every step was a stutter: {:?}",
+            r.counts
+        );
+        if kind == ProtocolKind::RedisSetNx {
+            // Its stale write is the no-fence model's: the code's judge and
+            // the model's own stale_write bit agree on that step.
+            let c = r.outcome.counterexample.expect("the search met it");
+            assert_eq!(c.finding.kind.name(), "stale_write");
+        }
+    }
+}
+
+#[test]
+fn the_refinement_check_sees_every_transition_the_proof_explores() {
+    let bounds = Bounds {
+        pauses: 0,
+        ..super::small()
+    };
+    let (h, r) = refine_protocol(ProtocolKind::FencedCas, bounds).expect("mapped");
+    let proof = prove(&h);
+    assert!(passes(&r), "{:?}", r.divergence);
+    assert_eq!(r.outcome.unique_states, proof.unique_states);
+    assert_eq!(r.outcome.transitions, proof.transitions);
+    assert!(
+        r.counts.steps <= r.outcome.transitions,
+        "cut steps are not steps"
+    );
+}
+
+#[test]
+fn a_coordinator_crash_maps_to_the_lease_expiring_and_the_counter_survives_it() {
+    let bounds = Bounds {
+        crashes: 1,
+        pauses: 0,
+        horizon_ms: 14,
+        ..super::small()
+    };
+    let (_, r) = refine_protocol(ProtocolKind::FencedCas, bounds).expect("mapped");
+    assert!(passes(&r), "{:?}", r.divergence);
+}
+
+#[test]
+fn a_write_lost_in_flight_maps_to_a_write_that_never_arrives() {
+    let bounds = Bounds {
+        losses: 1,
+        pauses: 0,
+        ..super::small()
+    };
+    let (h, r) = refine_protocol(ProtocolKind::FencedCas, bounds).expect("mapped");
+    assert!(passes(&r), "{:?}", r.divergence);
+    // The history of handed writes splits a lost write from a handled one:
+    // more states than the proof's, whose transitions are all among them.
+    let proof = prove(&h);
+    assert!(
+        r.outcome.unique_states > proof.unique_states,
+        "{} vs {}",
+        r.outcome.unique_states,
+        proof.unique_states
+    );
+}
+
+#[test]
+fn a_resource_whose_fence_is_off_by_one_diverges_where_it_accepts_a_write_below_the_fence() {
+    let h = harness(weakened);
+    let r = refine(&h).expect("mapped");
+    let text = render_refinement("fenced-cas", &h, &r);
+    assert!(
+        text.contains("fenced-cas: DIVERGENCE at step")
+            && text.contains("1 divergences")
+            && text.contains("expected (the closest model step): resource rejects"),
+        "{text}"
+    );
+    let d = r
+        .divergence
+        .expect("the weakened fence diverges from the model");
+    assert!(d.shortest, "the BFS found it: {:?}", d.path);
+    assert_eq!(d.path.len(), 16, "{:?}", d.path);
+    let (last, _) = d.path.last().expect("a path to the step");
+    assert!(
+        matches!(last, Action::Deliver(p) if matches!(p.msg, Msg::Write { .. })),
+        "the step delivers the stale write: {last:?}"
+    );
+    let expected = d.expected.expect("the closest model step");
+    assert!(
+        expected.step.contains("rejects"),
+        "the model rejects that write: {expected:?}"
+    );
+    assert!(
+        expected.differences.iter().any(|f| f.starts_with("value")),
+        "{expected:?}"
+    );
+}
+
+#[test]
+fn the_same_wrapper_without_the_weakening_refines_the_model() {
+    let mut h = harness(faithful);
+    h.bounds.pauses = 0;
+    let r = refine(&h).expect("mapped");
+    assert!(passes(&r), "{:?}", r.divergence);
+}
+
+#[test]
+fn a_coordinator_that_forgets_its_counter_diverges_where_it_reissues_a_token() {
+    let h = forgetful();
+    let r = refine(&h).expect("mapped");
+    let d = r
+        .divergence
+        .expect("the reissued token diverges from the model");
+    assert!(d.shortest, "the BFS found it: {:?}", d.path);
+    assert_eq!(d.path.len(), 5, "grant, crash, grant again: {:?}", d.path);
+    let coord = h.topology.coord;
+    assert!(
+        d.path.iter().any(|(a, _)| *a == Action::Crash(coord)),
+        "the coordinator crashed on the way: {:?}",
+        d.path
+    );
+    let (last, _) = d.path.last().expect("a path");
+    assert!(
+        matches!(last, Action::Deliver(p) if p.to == coord && matches!(p.msg, Msg::Acquire { .. })),
+        "the step is the grant after the restart: {last:?}"
+    );
+    let expected = d.expected.expect("the closest model step");
+    assert!(
+        expected.step.contains("with token 2"),
+        "the model grants the next token: {expected:?}"
+    );
+}
+
+#[test]
+fn bounds_the_mapping_is_not_exact_at_are_refused_with_the_reason() {
+    let duplicating = Bounds {
+        duplicates: 1,
+        ..super::small()
+    };
+    let err = refused(ProtocolKind::RedisSetNx, duplicating);
+    assert!(
+        err.contains("redis-set-nx") && err.contains("the value goes back"),
+        "{err}"
+    );
+    let crashing = Bounds {
+        crashes: 1,
+        ..super::small()
+    };
+    let err = refused(ProtocolKind::FencedCheckThenWrite, crashing);
+    assert!(err.contains("checked"), "{err}");
+}
+
+#[test]
+fn each_driven_protocol_maps_to_the_model_the_models_name_for_it_or_says_why() {
+    for id in supported() {
+        let kind = ProtocolKind::from_id(id).expect("a catalogue id");
+        let of = model_of(kind).expect("every driven protocol has a model");
+        assert!(
+            simulator_protocol(of.protocol) == Some(kind) || of.note.is_some(),
+            "{id}: {of:?}"
+        );
+    }
+    let cbw = model_of(ProtocolKind::CheckBeforeWrite).expect("mapped");
+    assert!(cbw.note.is_some_and(|n| n.contains("no model of its own")));
+}
