@@ -27,6 +27,9 @@
 //!
 //! `cargo bench --bench codecheck -- --warm-up-time 1 --measurement-time 5`
 
+#[path = "common/rounds.rs"]
+mod rounds;
+
 use criterion::{criterion_group, Criterion, Throughput};
 use fencesim::codecheck::{self, Bounds};
 use fencesim::model::{check, parse, CheckOptions};
@@ -352,10 +355,13 @@ fn run_actor() -> Run {
     }
 }
 
+/// One of the three searches.
+type Search = fn() -> Run;
+
 fn searches(c: &mut Criterion) {
     let mut group = c.benchmark_group("fenced-cas searches");
     group.sample_size(10);
-    let cases: [(&str, fn() -> Run); 3] = [
+    let cases: [(&str, Search); 3] = [
         ("code (src/codecheck) 2w/2g/1pause", run_code),
         ("stateright actor (shipped nodes) 2w/2g", run_actor),
         ("abstract (src/model) 5c/8g", run_abstract),
@@ -434,9 +440,6 @@ fn main() {
     }
     benches();
     Criterion::default().configure_from_args().final_summary();
-    let rounds = std::env::var("FENCESIM_BENCH_ROUNDS")
-        .ok()
-        .map(|r| r.parse().expect("FENCESIM_BENCH_ROUNDS is a count"))
-        .unwrap_or(3);
+    let rounds = rounds::rounds();
     alternating_rounds(rounds);
 }
