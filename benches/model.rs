@@ -19,6 +19,9 @@
 //! `cargo bench --bench model` (about 4 minutes on 2 cores);
 //! `cargo bench --bench model -- stateright` runs only the second case.
 
+#[path = "common/rounds.rs"]
+mod rounds;
+
 use criterion::{criterion_group, Criterion, Throughput};
 use fencesim::model::{check, parse, prove, Bounds, CheckOptions, LockModel, ModelSpec, Protocol};
 use stateright::{Checker, Model, Property};
@@ -303,10 +306,7 @@ criterion_group!(benches, consensus_generation, fenced_cas_vs_stateright);
 fn main() {
     benches();
     Criterion::default().configure_from_args().final_summary();
-    let rounds = std::env::var("FENCESIM_BENCH_ROUNDS")
-        .ok()
-        .map(|r| r.parse().expect("FENCESIM_BENCH_ROUNDS is a count"))
-        .unwrap_or(3);
+    let rounds = rounds::rounds();
     let filtered_out = std::env::args()
         .skip(1)
         .any(|a| !a.starts_with('-') && !"fenced-cas vs stateright".contains(a.as_str()));
