@@ -39,9 +39,11 @@ pub struct LiveArgs {
     /// (README "Validate your own client"). Overrides a scenario's `worker_cmd`.
     #[arg(long, value_name = "CMD")]
     pub worker_cmd: Option<String>,
-    /// The Redis key a --worker-cmd program locks: an exact key, a prefix
-    /// ending in `*` or a glob (default: the scenario's `lock_key`, else the
-    /// first key a worker creates conditionally, from Redis's own account).
+    /// The lock a --worker-cmd program uses — a Redis key, an etcd key or
+    /// key prefix, a ZooKeeper znode: an exact name, a prefix ending in `*`
+    /// or a glob (default: the scenario's `lock_key`, else found in the
+    /// server's own account: the key created conditionally, or the parent of
+    /// the ephemeral znodes, that passed from one worker to another).
     #[arg(long, value_name = "KEY")]
     pub lock_key: Option<String>,
     /// The Redis key a --worker-cmd program counts its tokens on (default:
@@ -422,8 +424,8 @@ fn load_scenarios(args: &LiveArgs) -> Result<Vec<LiveScenario>> {
     }
 }
 
-/// `--lock-key` and `--token-key` over each scenario's own: Redis keys, so
-/// every scenario must lock on Redis.
+/// `--lock-key` and `--token-key` over each scenario's own: the lock on
+/// Redis, etcd or ZooKeeper, the token key on Redis only.
 fn name_keys(scenarios: &mut [LiveScenario], args: &LiveArgs) -> Result<(), BadInput> {
     let lock = match &args.lock_key {
         Some(k) => Some(KeyChoice::parse(k).map_err(|why| BadInput(format!("--lock-key: {why}")))?),
@@ -444,9 +446,16 @@ fn name_keys(scenarios: &mut [LiveScenario], args: &LiveArgs) -> Result<(), BadI
         (None, None) => return Ok(()),
     };
     for s in scenarios.iter_mut() {
-        if !matches!(s.lock, LockKind::RedisSetNxDel | LockKind::RedisSetNxCad) {
+        let redis = matches!(s.lock, LockKind::RedisSetNxDel | LockKind::RedisSetNxCad);
+        let cluster = s.lock.cluster().is_some() && args.token_key.is_none();
+        if !redis && !cluster {
             return Err(BadInput(format!(
-                "{flag} names a Redis key, and {} locks on {}",
+                "{flag} names a {}, and {} locks on {}",
+                if args.token_key.is_some() {
+                    "Redis key"
+                } else {
+                    "lock server's key"
+                },
                 s.path.display(),
                 s.lock.name()
             )));

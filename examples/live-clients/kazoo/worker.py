@@ -7,6 +7,11 @@ program reports nothing to fencesim.
 
     python3 worker.py plain    # UPDATE ... WHERE id = $3: unsafe under a long pause
     python3 worker.py fenced   # ... AND fencing_token < $2: the late write is refused
+    python3 worker.py plain --path /app/locks/invoice   # the program's own lock path
+
+`--path PATH`: the lock's znode as a team's code has it, whatever fencesim's
+FENCESIM_ZK_LOCK_PATH says (the ensemble's account finds it: the parent of the
+ephemeral sequential znodes the workers create).
 
 Per operation: take the lock (kazoo's `Lock.acquire`), take the fencing token
 as the czxid of the lock's own znode (`zk.exists(path + "/" + lock.node)`: the
@@ -40,11 +45,14 @@ from kazoo.exceptions import KazooException
 
 env = os.environ.get
 MODE = sys.argv[1] if len(sys.argv) > 1 else "plain"
-if MODE not in ("plain", "fenced"):
-    sys.exit(f"usage: {sys.argv[0]} plain|fenced")
+OWN_PATH = sys.argv[3] if len(sys.argv) == 4 and sys.argv[2] == "--path" else None
+if MODE not in ("plain", "fenced") or len(sys.argv) not in (1, 2, 4) or (
+    len(sys.argv) == 4 and OWN_PATH is None
+):
+    sys.exit(f"usage: {sys.argv[0]} plain|fenced [--path PATH]")
 
 ZK_HOSTS = env("FENCESIM_ZK_HOSTS", "127.0.0.1:2181")
-LOCK_PATH = env("FENCESIM_ZK_LOCK_PATH", "/fencesim/lock-doc")
+LOCK_PATH = OWN_PATH or env("FENCESIM_ZK_LOCK_PATH", "/fencesim/lock-doc")
 PG_URL = env("FENCESIM_POSTGRES_URL", "postgresql://postgres@127.0.0.1/postgres")
 ME = env("FENCESIM_WORKER_ID", "w")
 DOC = int(env("FENCESIM_DOC_ID", "1"))

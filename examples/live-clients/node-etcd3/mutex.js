@@ -5,6 +5,11 @@
 //
 //     node mutex.js plain    # UPDATE ... WHERE id = $3: unsafe under a long pause
 //     node mutex.js fenced   # ... AND fencing_token < $2, the token below
+//     node mutex.js plain --prefix app/locks/invoice   # the program's own prefix
+//
+// `--prefix P`: the lock's prefix as a team's code has it, whatever
+// fencesim's FENCESIM_ETCD_LOCK says (etcd's account finds it: the prefix of
+// the keys the workers create with their leases).
 //
 // Per operation: grant a lease (kept alive by etcd3 every TTL/3), put
 // `<FENCESIM_ETCD_LOCK>/<lease hex>` with it, then poll (every 10 ms) the
@@ -31,15 +36,17 @@ const { Client } = require('pg');
 
 const env = (name, dflt) => (process.env[name] === undefined ? dflt : process.env[name]);
 const MODE = process.argv[2] || 'plain';
-if (MODE !== 'plain' && MODE !== 'fenced') {
-  console.error('usage: node mutex.js plain|fenced');
+const OWN_PREFIX = process.argv[3] === '--prefix' ? process.argv[4] : undefined;
+const argsOk = process.argv.length === 3 || (process.argv.length === 5 && OWN_PREFIX);
+if ((MODE !== 'plain' && MODE !== 'fenced') || !argsOk) {
+  console.error('usage: node mutex.js plain|fenced [--prefix PREFIX]');
   process.exit(2);
 }
 const HOSTS = env('FENCESIM_ETCD_ENDPOINTS', 'http://127.0.0.1:2379')
   .split(',')
   .map((u) => u.trim())
   .filter((u) => u.length > 0);
-const PREFIX = env('FENCESIM_ETCD_LOCK', 'fencesim/lock/doc') + '/';
+const PREFIX = (OWN_PREFIX || env('FENCESIM_ETCD_LOCK', 'fencesim/lock/doc')) + '/';
 const PG_URL = env('FENCESIM_POSTGRES_URL', 'postgresql://postgres@127.0.0.1/postgres');
 const ME = env('FENCESIM_WORKER_ID', 'w');
 const DOC = parseInt(env('FENCESIM_DOC_ID', '1'), 10);

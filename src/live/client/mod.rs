@@ -56,6 +56,7 @@ use anyhow::{bail, Context, Result};
 mod conversation;
 mod env;
 mod lock_history;
+mod members;
 mod observe;
 mod plan;
 mod program;
@@ -66,6 +67,7 @@ pub use env::PROGRAM_ENV;
 
 use conversation::to_records;
 use lock_history::LockHistory;
+use members::MemberFaults;
 use observe::{lock_observers, pg_observers};
 use plan::strike_order;
 use program::{describe, spawn, UserProc};
@@ -160,7 +162,20 @@ pub fn run(
     ));
     phases.enter(Phase::Spawn);
     let mut programs = start_programs(s, cmd, servers, &shared, &backend, &pg_upstream, trial)?;
-    supervise(s, cmd, &shared, &mut programs, deadline, timeout)?;
+    // A member's faults are undone (restarted, continued, healed) however
+    // the programs ended.
+    let mut members = MemberFaults::new(&shared);
+    let supervised = supervise(
+        s,
+        cmd,
+        &shared,
+        &mut programs,
+        (deadline, timeout),
+        (servers, &mut members),
+    );
+    let undone = members.finish(&shared, servers);
+    supervised?;
+    undone?;
     let audit_at = Instant::now();
     phases.mark(audit_at, Phase::Audit);
     client_phases(&shared, phases, audit_at);
@@ -228,7 +243,8 @@ fn documents(s: &LiveScenario) -> Vec<u32> {
 /// Why a user's program cannot be run under `s` — workers on several
 /// documents with one exact key named for all of them, or on a lock that
 /// watches one key; a fault the client mode cannot apply (a failover, a
-/// crash of the harness's Redis, a cluster member's fault) — checked
+/// crash of the harness's Redis, a cluster member's fault after a
+/// worker's step) — checked
 /// before any server starts.
 pub fn refusal(s: &LiveScenario) -> Option<String> {
     if s.lock == LockKind::None {
@@ -383,19 +399,23 @@ fn start_programs(
 }
 
 /// Until every program has exited and no restart is due: the
-/// time-triggered faults fire and crashed programs are restarted here (the
-/// anchored faults fire in the proxies' threads).
+/// time-triggered faults fire (a member's through `members`) and crashed
+/// programs are restarted here (the anchored faults fire in the proxies'
+/// threads).
 fn supervise(
     s: &LiveScenario,
     cmd: &str,
     shared: &Shared,
     programs: &mut Programs,
-    deadline: Instant,
-    timeout: Duration,
+    (deadline, timeout): (Instant, Duration),
+    (servers, members): (&mut Servers, &mut MemberFaults),
 ) -> Result<()> {
     // A stall's time is kept by the proxies its messages pass.
     let timed: Vec<usize> = (shared.order.iter().copied())
-        .filter(|&k| shared.faults[k].at_ms().is_some() && !shared.faults[k].is_stall())
+        .filter(|&k| {
+            let f = &shared.faults[k];
+            f.at_ms().is_some() && !f.is_stall() && !f.on_member()
+        })
         .collect();
     while programs.procs.iter().any(|p| p.done.is_none()) || !locked(&shared.restarts).is_empty() {
         if super::interrupted() {
@@ -425,6 +445,7 @@ fn supervise(
             .into());
         }
         fire_timed(shared, &timed, &programs.procs, now);
+        members.tick(shared, servers, s.ttl_ms, now)?;
         restart_due(s, cmd, shared, programs, now)?;
         for (i, p) in programs.procs.iter_mut().enumerate() {
             if p.done.is_none() {

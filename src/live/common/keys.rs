@@ -83,17 +83,20 @@ impl Candidates {
         self.created.entry(key.to_vec()).or_default().insert(worker);
     }
 
+    /// The keys more than one worker created: a lock passes between workers.
+    fn passed(&self) -> Vec<&Vec<u8>> {
+        self.created
+            .iter()
+            .filter(|(_, workers)| workers.len() > 1)
+            .map(|(k, _)| k)
+            .collect()
+    }
+
     /// Why `chosen` cannot be taken for the lock, if it cannot: the lock is
     /// the key that passed from one worker to another, so when another key
     /// did and `chosen` did not, or several did, the choice is not clear.
     pub fn ambiguity(&self, chosen: &[u8]) -> Option<String> {
-        let passed: Vec<&Vec<u8>> = self
-            .created
-            .iter()
-            .filter(|(_, workers)| workers.len() > 1)
-            .map(|(k, _)| k)
-            .collect();
-        let clear = match passed.as_slice() {
+        let clear = match self.passed().as_slice() {
             [] => true,
             [one] => one.as_slice() == chosen,
             _ => false,
@@ -101,6 +104,30 @@ impl Candidates {
         if clear {
             return None;
         }
+        Some(self.listing())
+    }
+
+    /// The lock among the candidates, for a server whose account is read
+    /// whole (etcd's watch, ZooKeeper's logs): the one that passed between
+    /// workers; of several, the one fencesim told the programs (`told`: the
+    /// names it stands for) if it is one of them; none passed (one worker
+    /// so far), the told one if created, else the first created (`first`).
+    /// Err: the choice is not clear, with the candidates named.
+    pub fn choose(&self, first: Option<&[u8]>, told: &[&[u8]]) -> Result<Option<Vec<u8>>, String> {
+        let is_told = |k: &[u8]| told.contains(&k);
+        let created_told = self.created.keys().find(|k| is_told(k));
+        match self.passed().as_slice() {
+            [] => Ok(created_told.cloned().or(first.map(<[u8]>::to_vec))),
+            [one] => Ok(Some(one.to_vec())),
+            several => match several.iter().find(|k| is_told(k)) {
+                Some(k) => Ok(Some(k.to_vec())),
+                None => Err(self.listing()),
+            },
+        }
+    }
+
+    /// Every candidate with who created it, and how to name the lock.
+    fn listing(&self) -> String {
         let names: Vec<String> = self
             .created
             .iter()
@@ -109,10 +136,10 @@ impl Candidates {
                 format!("{} (by {})", String::from_utf8_lossy(k), who.join(", "))
             })
             .collect();
-        Some(format!(
+        format!(
             "which key is the lock is not clear: the workers created several keys conditionally — {} — name the lock with `lock_key` in the scenario or --lock-key (an exact key, a prefix ending in `*`, or a glob)",
             names.join("; ")
-        ))
+        )
     }
 }
 
@@ -149,5 +176,31 @@ mod tests {
         let mut one = Candidates::default();
         one.created(b"lock:a", 0);
         assert_eq!(one.ambiguity(b"lock:a"), None);
+    }
+
+    #[test]
+    fn of_several_locks_passed_between_workers_the_told_one_is_chosen_else_none() {
+        let told: &[&[u8]] = &[b"told"];
+        let mut c = Candidates::default();
+        assert_eq!(c.choose(None, told), Ok(None));
+        c.created(b"mine", 0);
+        assert_eq!(c.choose(Some(b"mine"), told), Ok(Some(b"mine".to_vec())));
+        c.created(b"other", 0);
+        c.created(b"other", 1);
+        assert_eq!(c.choose(Some(b"mine"), told), Ok(Some(b"other".to_vec())));
+        c.created(b"mine", 1);
+        let why = c.choose(Some(b"mine"), told).unwrap_err();
+        assert!(why.contains("mine (by worker 0, worker 1)"), "{why}");
+        c.created(b"told", 0);
+        c.created(b"told", 1);
+        assert_eq!(c.choose(Some(b"mine"), told), Ok(Some(b"told".to_vec())));
+        // One worker so far: the told one, though created after another.
+        let mut one = Candidates::default();
+        one.created(b"helper", 0);
+        one.created(b"told", 0);
+        assert_eq!(
+            one.choose(Some(b"helper"), told),
+            Ok(Some(b"told".to_vec()))
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! etcd's own account of a lock during one trial of a user's program: the
-//! harness's watch on the lock's key prefix from the trial's start
-//! revision, folded into the lock's facts ([`LockFact`]).
+//! harness's watch on the lock's key prefix (every key, when the lock is
+//! to be found: [`super::found`]) from the trial's start revision, folded
+//! into the lock's facts ([`LockFact`]).
 //!
 //! etcd keeps every change as a numbered revision, and a watch from a past
 //! revision replays each one (key, create and mod revision, lease), so what
@@ -38,9 +39,11 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
+use super::found::{lock_key, under, Created};
 use super::gateway::{int, Etcd};
 use crate::live::common::bytes::{base64, unbase64};
 use crate::live::common::fact::{disorder, grants_of_worker, LockFact};
+use crate::live::common::keys::KeyChoice;
 use crate::live::common::server::{Finished, ServerAccount};
 use crate::live::{locked, monotonic_ns};
 
@@ -63,8 +66,11 @@ pub struct KeyEvent {
 pub enum Mutation {
     /// A revoke of this lease.
     Revoke(u64),
-    /// A DeleteRange, Txn or Put naming the lock, an Unlock.
-    Write,
+    /// A DeleteRange, Txn or Put naming the lock, an Unlock; `deletes`:
+    /// it may delete a key (a DeleteRange, an Unlock, a Txn with a delete
+    /// among its operations, or one that does not parse) — a Put, or a Txn
+    /// of compares, puts and ranges, never deletes the lock's key.
+    Write { deletes: bool },
 }
 
 /// A worker's request seen by its proxy, and what its response said.
@@ -92,11 +98,25 @@ struct State {
 
 /// The account of one trial.
 pub struct EtcdLockAccount {
+    /// The prefix watched: the lock's as named, or empty (every key).
     prefix: Vec<u8>,
+    /// The lock as named, or how to find it.
+    choice: KeyChoice,
+    /// The key fencesim gave the programs.
+    told: Vec<u8>,
     endpoint: String,
     start_rev: u64,
     state: Arc<Mutex<State>>,
     stop: Arc<AtomicBool>,
+}
+
+/// The watched range: `prefix` and every key after it, or (empty) every key.
+fn range(prefix: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    if prefix.is_empty() {
+        // etcd: key and range_end both \0 is every key.
+        return (vec![0], vec![0]);
+    }
+    (prefix.to_vec(), range_end(prefix))
 }
 
 /// The smallest key after every key starting with `prefix`.
@@ -125,8 +145,9 @@ impl Watch {
         let mut stream =
             TcpStream::connect(host).with_context(|| format!("the account's watch on {host}"))?;
         stream.set_read_timeout(Some(Duration::from_millis(100)))?;
+        let (key, end) = range(prefix);
         let body = json!({"create_request": {
-            "key": base64(prefix), "range_end": base64(&range_end(prefix)),
+            "key": base64(&key), "range_end": base64(&end),
             "start_revision": start_rev.to_string()}})
         .to_string();
         write!(
@@ -217,12 +238,17 @@ fn key_events(v: &Value, t_ns: u64) -> Result<Vec<KeyEvent>> {
 }
 
 impl EtcdLockAccount {
-    /// Frees the lock (every key under `prefix` deleted) and starts the live
-    /// watch from the next revision, before any program runs.
-    pub fn start(endpoints: &[String], prefix: &str) -> Result<EtcdLockAccount> {
+    /// Frees the lock (every key under its prefix deleted; to be found:
+    /// every key of the run's cluster) and starts the live watch from the
+    /// next revision, before any program runs. `told`: the key fencesim
+    /// gives the programs.
+    pub fn start(endpoints: &[String], choice: &KeyChoice, told: &str) -> Result<EtcdLockAccount> {
         let mut etcd = Etcd::new(endpoints.to_vec(), Duration::from_secs(5))?;
-        etcd.delete_prefix(prefix)?;
-        let v = etcd.call("/v3/kv/range", &json!({"key": base64(prefix.as_bytes())}))?;
+        let prefix = choice.exact().unwrap_or_default();
+        let (key, end) = range(prefix.as_bytes());
+        let all = json!({"key": base64(&key), "range_end": base64(&end)});
+        etcd.call("/v3/kv/deleterange", &all)?;
+        let v = etcd.call("/v3/kv/range", &json!({"key": base64(&key)}))?;
         let rev = v
             .get("header")
             .and_then(|h| int(h, "revision"))
@@ -230,6 +256,8 @@ impl EtcdLockAccount {
         let endpoint = endpoints[etcd.current()].clone();
         let account = EtcdLockAccount {
             prefix: prefix.as_bytes().to_vec(),
+            choice: choice.clone(),
+            told: told.as_bytes().to_vec(),
             endpoint,
             start_rev: rev + 1,
             state: Arc::default(),
@@ -261,9 +289,9 @@ impl EtcdLockAccount {
         Ok(account)
     }
 
-    /// The lock's key prefix.
-    pub fn prefix(&self) -> &[u8] {
-        &self.prefix
+    /// The lock's key prefix when it is named exactly (None: to be found).
+    pub fn named(&self) -> Option<&[u8]> {
+        Some(self.prefix.as_slice()).filter(|p| !p.is_empty())
     }
 
     /// `worker`'s connection was granted lease `id`.
@@ -319,10 +347,49 @@ impl EtcdLockAccount {
     /// not to trust them.
     pub fn facts(&self) -> (Vec<LockFact>, Vec<String>) {
         let s = locked(&self.state);
-        let (facts, problems) = fold(&s.events, &s.leases, &s.sent);
+        let events = match self.lock(&s) {
+            Ok(Some(lock)) if self.named().is_none() => (s.events.iter())
+                .filter(|e| under(&lock, &e.key))
+                .cloned()
+                .collect(),
+            Ok(Some(_)) => s.events.clone(),
+            Ok(None) => return (Vec::new(), Vec::new()),
+            Err(why) => return (Vec::new(), vec![why]),
+        };
+        let (facts, problems) = fold(&events, &s.leases, &s.sent);
         // The watch's events arrive in revision order, stamped as they do.
         debug_assert!(disorder(&facts).is_none(), "{:?}", disorder(&facts));
         (facts, problems)
+    }
+
+    /// The lock as named or found so far (Err: not clear, why).
+    fn lock(&self, s: &State) -> std::result::Result<Option<Vec<u8>>, String> {
+        let created = (s.events.iter())
+            .filter(|e| !e.deleted && e.create_rev == e.mod_rev)
+            .map(|e| Created {
+                key: &e.key,
+                lease: e.lease,
+                owner: owner(e, &s.leases, &s.sent).ok(),
+            });
+        lock_key(created, &self.choice, &self.told)
+    }
+
+    /// What the lock is, as one line: named, found, or not found.
+    fn found(&self) -> String {
+        let lock = self.lock(&locked(&self.state));
+        match (self.choice.exact(), lock) {
+            (Some(k), _) => format!("lock key {k} (named; its keys under it too)"),
+            (None, Ok(Some(k))) => format!(
+                "lock key {} (the key, or the prefix of the keys, workers created with their leases, of {})",
+                String::from_utf8_lossy(&k),
+                self.choice.describe()
+            ),
+            (None, Ok(None)) => format!(
+                "no key matching the lock's name ({}) was created by a worker",
+                self.choice.describe()
+            ),
+            (None, Err(_)) => "the lock's key is not clear (below)".to_string(),
+        }
     }
 
     /// Closes the account: replays the trial's revisions on a second watch
@@ -402,7 +469,9 @@ fn owner(
     }
     let by: Vec<usize> = sent
         .iter()
-        .filter(|s| s.what == Mutation::Write && s.outcome == Some(Some(e.create_rev)))
+        .filter(|s| {
+            matches!(s.what, Mutation::Write { .. }) && s.outcome == Some(Some(e.create_rev))
+        })
         .map(|s| s.worker)
         .collect();
     match by.as_slice() {
@@ -424,7 +493,7 @@ fn deleted_by(
 ) -> std::result::Result<Option<usize>, String> {
     let could = |s: &&Sent| match s.what {
         Mutation::Revoke(l) => l == lease && lease != 0,
-        Mutation::Write => true,
+        Mutation::Write { deletes } => deletes,
     };
     let mut by: Vec<usize> = sent
         .iter()
@@ -437,17 +506,17 @@ fn deleted_by(
     match by.as_slice() {
         [w] => Ok(Some(*w)),
         [] => {
-            let unanswered: Vec<usize> = sent
+            let unanswered: Vec<(usize, Mutation)> = sent
                 .iter()
                 .filter(could)
                 .filter(|s| s.outcome.is_none() && s.sent_ns < e.t_ns)
-                .map(|s| s.worker)
+                .map(|s| (s.worker, s.what))
                 .collect();
             if unanswered.is_empty() {
                 Ok(None)
             } else {
                 Err(format!(
-                    "the lock key {key} was deleted at revision {} while worker(s) {unanswered:?} had a request that may have deleted it unanswered (its response lost): released or expired cannot be told",
+                    "the lock key {key} was deleted at revision {} while worker(s) (index, request) {unanswered:?} had a request that may have deleted it unanswered (its response lost): released or expired cannot be told",
                     e.mod_rev
                 ))
             }
@@ -535,7 +604,7 @@ impl ServerAccount for EtcdLockAccount {
         Finished {
             facts,
             problems,
-            notes: Vec::new(),
+            notes: vec![self.found()],
         }
     }
 }

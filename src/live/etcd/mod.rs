@@ -9,9 +9,10 @@
 //! A user's program gets the harness's three-member cluster, one proxy per
 //! member for each worker (so a member's faults still apply to the
 //! program's connections), and its environment (`FENCESIM_ETCD_ENDPOINTS`,
-//! `FENCESIM_ETCD_LOCK`).
+//! `FENCESIM_ETCD_LOCK`: a key it may use, or lock on its own).
 
 pub(crate) mod account;
+pub(crate) mod found;
 pub(crate) mod gateway;
 pub(crate) mod grpc;
 pub(crate) mod lane;
@@ -23,6 +24,7 @@ use std::sync::Arc;
 use anyhow::Result;
 
 use super::cluster::ClusterKind;
+use super::common::keys::KeyChoice;
 use super::common::server::Backend;
 use super::scenario::LiveScenario;
 use super::servers::Servers;
@@ -33,10 +35,12 @@ use account::EtcdLockAccount;
 pub(crate) const ETCD_LOCK_KEY: &str = "fencesim/lock/doc";
 
 /// The run's etcd cluster for a user's program, its lock freed and its
-/// account started.
-pub(crate) fn backend(_s: &LiveScenario, servers: &mut Servers) -> Result<Backend> {
+/// account started: the lock is the scenario's `lock_key` when it names
+/// one exactly (a prefix watched), else found in etcd's account ([`found`]).
+pub(crate) fn backend(s: &LiveScenario, servers: &mut Servers) -> Result<Backend> {
     let endpoints = servers.ensure_cluster(ClusterKind::Etcd)?.endpoints();
-    let account = Arc::new(EtcdLockAccount::start(&endpoints, ETCD_LOCK_KEY)?);
+    let choice = s.lock_key.clone().unwrap_or_else(KeyChoice::any);
+    let account = Arc::new(EtcdLockAccount::start(&endpoints, &choice, ETCD_LOCK_KEY)?);
     let upstreams = endpoints
         .iter()
         .map(|e| e.trim_start_matches("http://").to_string())
@@ -56,6 +60,11 @@ pub(crate) fn backend(_s: &LiveScenario, servers: &mut Servers) -> Result<Backen
                 ("FENCESIM_ETCD_LOCK", ETCD_LOCK_KEY.to_string()),
             ]
         }),
-        keys: [ETCD_LOCK_KEY.to_string(), String::new()],
+        keys: [
+            choice
+                .exact()
+                .map_or_else(|| choice.describe(), str::to_string),
+            String::new(),
+        ],
     })
 }

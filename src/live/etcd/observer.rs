@@ -8,7 +8,7 @@
 //! created with that lease is that worker's), and which response carried
 //! the revision of a change that may have deleted the lock's key (a
 //! revoke, a delete, a transaction, an unlock). A request naming the lock
-//! key, or revoking a lease (the `etcd3` package releases by revoking its
+//! key (when it is to be found: any request on the keys), or revoking a lease (the `etcd3` package releases by revoking its
 //! lease), is a lock request; after a response to a change under the
 //! prefix it waits for the watch to show that revision before the response
 //! goes on, so a fault anchored at the grant strikes before the program
@@ -31,7 +31,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::account::{EtcdLockAccount, Mutation};
-use super::grpc::{etcd_revision, varint_field, H2Decoder, H2Event};
+use super::grpc::{etcd_revision, fields, varint_field, Field, H2Decoder, H2Event};
 use crate::live::common::bytes::contains;
 use crate::live::common::wire::{Conversation, Reply, Request, Side, Wire};
 use crate::live::locked;
@@ -50,6 +50,11 @@ const PUT: &str = "/etcdserverpb.KV/Put";
 const DELETE_RANGE: &str = "/etcdserverpb.KV/DeleteRange";
 const RANGE: &str = "/etcdserverpb.KV/Range";
 const UNLOCK: &str = "/v3lockpb.Lock/Unlock";
+const LOCK: &str = "/v3lockpb.Lock/Lock";
+
+/// The requests that may be the lock's when it is to be found: any on the
+/// keys (which keys is the account's to find).
+const ON_THE_KEYS: [&str; 5] = [RANGE, TXN, PUT, DELETE_RANGE, LOCK];
 
 /// A stream of one connection: its method, whether it named the lock, and
 /// the account's handle of its request when it may delete the lock's key.
@@ -126,11 +131,18 @@ impl Calls {
             Some(s) => s.method.clone(),
             None => return,
         };
-        let names_lock = contains(bytes, self.account.prefix());
+        let names_lock = match self.account.named() {
+            Some(prefix) => contains(bytes, prefix),
+            None => ON_THE_KEYS.contains(&method.as_str()),
+        };
         let what = match method.as_str() {
             LEASE_REVOKE => Some(Mutation::Revoke(varint_field(bytes, 1).unwrap_or(0))),
-            TXN | PUT | DELETE_RANGE if names_lock => Some(Mutation::Write),
-            UNLOCK => Some(Mutation::Write),
+            PUT if names_lock => Some(Mutation::Write { deletes: false }),
+            TXN if names_lock => Some(Mutation::Write {
+                deletes: txn_may_delete(bytes, 0),
+            }),
+            DELETE_RANGE if names_lock => Some(Mutation::Write { deletes: true }),
+            UNLOCK => Some(Mutation::Write { deletes: true }),
             _ => None,
         };
         let lock = names_lock || what.is_some();
@@ -144,6 +156,33 @@ impl Calls {
             s.handle = s.handle.or(handle);
         }
     }
+}
+
+/// Whether a `TxnRequest` may delete a key: a `RequestOp` of its success
+/// (field 2) or failure (field 3) branch is a delete (`request_delete_range`,
+/// field 3) or a nested Txn (field 4) that may. What does not parse, or
+/// nests deeper than etcd allows, is taken to delete: unanswered, it makes
+/// a key's deletion unplaceable ("cannot judge") rather than an expiry.
+fn txn_may_delete(txn: &[u8], depth: u32) -> bool {
+    const DELETE_RANGE_OP: u64 = 3;
+    const TXN_OP: u64 = 4;
+    if depth > 8 {
+        return true;
+    }
+    let Some(txn_fields) = fields(txn) else {
+        return true;
+    };
+    txn_fields.iter().any(|(n, v)| match (n, v) {
+        (2 | 3, Field::Bytes(op)) => match fields(op) {
+            Some(op_fields) => op_fields.iter().any(|(k, v)| match (k, v) {
+                (&DELETE_RANGE_OP, _) => true,
+                (&TXN_OP, Field::Bytes(inner)) => txn_may_delete(inner, depth + 1),
+                _ => false,
+            }),
+            None => true,
+        },
+        _ => false,
+    })
 }
 
 /// etcd's responses to them.
@@ -228,5 +267,48 @@ impl Responses {
             touches_lock: names_lock,
             problem,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::txn_may_delete;
+
+    /// A length-delimited protobuf field (field numbers and lengths < 128).
+    fn field(number: u8, body: &[u8]) -> Vec<u8> {
+        let mut out = vec![number << 3 | 2, body.len() as u8];
+        out.extend_from_slice(body);
+        out
+    }
+
+    fn op(kind: u8, body: &[u8]) -> Vec<u8> {
+        field(kind, body)
+    }
+
+    #[test]
+    fn a_create_if_absent_txn_of_a_compare_and_a_put_never_deletes() {
+        let put = op(2, &field(1, b"lock/doc"));
+        let txn = [field(1, &field(3, b"lock/doc")), field(2, &put)].concat();
+        assert!(!txn_may_delete(&txn, 0));
+        // A read in the failure branch (the holder's key) deletes nothing.
+        let range = op(1, &field(1, b"lock/doc"));
+        let txn = [txn, field(3, &range)].concat();
+        assert!(!txn_may_delete(&txn, 0));
+    }
+
+    #[test]
+    fn a_txn_with_a_delete_in_either_branch_or_nested_may_delete() {
+        let delete = op(3, &field(1, b"lock/doc"));
+        assert!(txn_may_delete(&field(2, &delete), 0));
+        assert!(txn_may_delete(&field(3, &delete), 0));
+        let nested = op(4, &field(2, &delete));
+        assert!(txn_may_delete(&field(2, &nested), 0));
+        let nested_put = op(4, &field(2, &op(2, &field(1, b"k"))));
+        assert!(!txn_may_delete(&field(2, &nested_put), 0));
+    }
+
+    #[test]
+    fn a_txn_that_does_not_parse_is_taken_to_delete() {
+        assert!(txn_may_delete(&[0x12, 0x40, 0x01], 0));
     }
 }

@@ -1,6 +1,7 @@
-//! A live scenario's `lock_key` and `token_key`: the Redis keys a user's
-//! program locks and counts its tokens on, when they are not found in the
-//! server's account ([`crate::live::common::keys`]) — an exact key, a
+//! A live scenario's `lock_key` and `token_key`: the key (Redis), key
+//! prefix (etcd) or znode (ZooKeeper) a user's program locks, and the
+//! Redis key it counts its tokens on, when they are not found in the
+//! server's account ([`crate::live::common::keys`]) — an exact name, a
 //! prefix ending in `*` or a glob for the lock, an exact key for the token.
 
 use toml::Spanned;
@@ -18,13 +19,15 @@ pub(super) fn read(
     lock: LockKind,
 ) -> Result<(Option<KeyChoice>, Option<String>), ScenarioError> {
     let redis = matches!(lock, LockKind::RedisSetNxDel | LockKind::RedisSetNxCad);
-    for (field, named) in [("lock_key", lock_key), ("token_key", token_key)] {
-        if let (Some(n), false) = (named, redis) {
-            let msg = format!(
-                "{field} names a Redis key: it goes with a Redis lock (redis-set-nx-del or redis-set-nx-cad)"
-            );
-            return Err(ScenarioError::at(file, src, n.span(), msg));
-        }
+    if let (Some(n), false) = (lock_key, redis || lock.cluster().is_some()) {
+        let msg =
+            "lock_key names the lock's key or znode: it goes with a Redis, etcd or ZooKeeper lock"
+                .to_string();
+        return Err(ScenarioError::at(file, src, n.span(), msg));
+    }
+    if let (Some(n), false) = (token_key, redis) {
+        let msg = "token_key names a Redis key: it goes with a Redis lock (redis-set-nx-del or redis-set-nx-cad)".to_string();
+        return Err(ScenarioError::at(file, src, n.span(), msg));
     }
     let choice =
         match lock_key {
@@ -58,7 +61,7 @@ mod tests {
     }
 
     #[test]
-    fn a_lock_key_is_exact_a_prefix_or_a_glob_and_only_on_redis() {
+    fn a_lock_key_is_exact_a_prefix_or_a_glob_and_a_token_key_only_on_redis() {
         let s = parse("redis-set-nx-cad", "lock_key = \"lock:invoice:*\"").unwrap();
         let choice = s.lock_key.unwrap();
         assert!(choice.matches(b"lock:invoice:42") && choice.exact().is_none());
@@ -74,8 +77,10 @@ mod tests {
             bad.contains("live/t.toml:8:") && bad.contains("is not a glob"),
             "{bad}"
         );
-        let etcd = parse("etcd-lock", "lock_key = \"x\"").unwrap_err();
-        assert!(etcd.contains("goes with a Redis lock"), "{etcd}");
+        let etcd = parse("etcd-lock", "lock_key = \"app/locks/*\"").unwrap();
+        assert!(etcd.lock_key.unwrap().matches(b"app/locks/invoice"));
+        let token = parse("etcd-lock", "token_key = \"x\"").unwrap_err();
+        assert!(token.contains("goes with a Redis lock"), "{token}");
         let token = parse("redis-set-nx-cad", "token_key = \"f:*\"").unwrap_err();
         assert!(token.contains("one exact key"), "{token}");
     }

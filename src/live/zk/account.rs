@@ -3,7 +3,8 @@
 //! counts once it is in the logs of a majority of the members (a leader cut
 //! off or killed may have logged proposals the ensemble never committed),
 //! and the committed ones are folded into the lock's facts
-//! ([`super::lock`]) on CLOCK_MONOTONIC.
+//! ([`super::lock`]) on CLOCK_MONOTONIC, under the lock's znode as named
+//! or found in them ([`super::found`]).
 
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -11,9 +12,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Result};
 
+use super::found::{ephemerals_left, lock_dir};
 use super::lock::{children_left, lock_facts, Sessions};
 use super::txnlog::{committed, MemberLog};
 use crate::live::common::fact::{grants_of_worker, LockFact};
+use crate::live::common::keys::KeyChoice;
 use crate::live::common::server::{Finished, ServerAccount};
 use crate::live::{locked, monotonic_ns};
 
@@ -52,7 +55,10 @@ impl State {
 
 /// The ensemble's own account of the lock: its members' transaction logs.
 pub(crate) struct ZkAccount {
-    dir: String,
+    /// The lock's znode as named, or how to find it.
+    choice: KeyChoice,
+    /// The path fencesim gave the programs.
+    told: String,
     /// The last zxid committed before the trial (its facts come after).
     start_zxid: i64,
     /// Realtime minus monotonic (ns), sampled once.
@@ -63,8 +69,9 @@ pub(crate) struct ZkAccount {
 
 impl ZkAccount {
     /// Reads the members' logs (`dataDir/version-2` each) up to now; waits
-    /// for a previous trial's lock children to go first.
-    pub(super) fn start(dirs: Vec<PathBuf>, dir: &str) -> Result<ZkAccount> {
+    /// for a previous trial's lock children (the lock to be found: its
+    /// ephemeral znodes) to go first.
+    pub(super) fn start(dirs: Vec<PathBuf>, choice: &KeyChoice, told: &str) -> Result<ZkAccount> {
         let wall_ns = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as i128);
@@ -84,13 +91,18 @@ impl ZkAccount {
                     state.unreadable.join("; ")
                 );
             }
-            let left = children_left(&committed(&state.members), dir);
+            let txns = committed(&state.members);
+            let left = match choice.exact() {
+                Some(dir) => children_left(&txns, dir),
+                None => ephemerals_left(&txns),
+            };
             if left.is_empty() {
                 break;
             }
             if Instant::now() > give_up {
                 bail!(
-                    "{dir} still has children {} s after the trial was to start: {}",
+                    "{} still has children {} s after the trial was to start: {}",
+                    choice.exact().unwrap_or("the ensemble"),
                     LEFTOVER_TIMEOUT.as_secs(),
                     left.join(", ")
                 );
@@ -98,7 +110,8 @@ impl ZkAccount {
             std::thread::sleep(Duration::from_millis(50));
         }
         Ok(ZkAccount {
-            dir: dir.to_string(),
+            choice: choice.clone(),
+            told: told.to_string(),
             start_zxid: state.committed_zxid(),
             wall_minus_mono_ns,
             state: Mutex::new(state),
@@ -106,16 +119,49 @@ impl ZkAccount {
         })
     }
 
+    /// The lock's znode as named or found so far (Err: not clear, why).
+    fn dir(&self, state: &State) -> Result<Option<String>, String> {
+        let txns = committed(&state.members);
+        lock_dir(
+            &txns,
+            self.start_zxid,
+            &state.sessions,
+            &self.choice,
+            &self.told,
+        )
+    }
+
     /// The lock's facts from the committed transactions so far.
     fn facts(&self, state: &State) -> (Vec<LockFact>, Vec<String>) {
         let offset = self.wall_minus_mono_ns;
+        let dir = match self.dir(state) {
+            Ok(Some(dir)) => dir,
+            Ok(None) => return (Vec::new(), Vec::new()),
+            Err(why) => return (Vec::new(), vec![why]),
+        };
         lock_facts(
             &committed(&state.members),
             self.start_zxid,
-            &self.dir,
+            &dir,
             &state.sessions,
             |ms| (i128::from(ms) * 1_000_000 - offset).max(0) as u64,
         )
+    }
+
+    /// The lock's znode as one line: named, found, or not found.
+    fn found(&self, state: &State) -> String {
+        match (self.choice.exact(), self.dir(state)) {
+            (Some(dir), _) => format!("lock znode {dir} (named)"),
+            (None, Ok(Some(dir))) => format!(
+                "lock znode {dir} (the parent of the ephemeral znodes the workers created, of {})",
+                self.choice.describe()
+            ),
+            (None, Ok(None)) => format!(
+                "no ephemeral znode matching the lock's name ({}) was created by a worker",
+                self.choice.describe()
+            ),
+            (None, Err(_)) => "the lock's znode is not clear (below)".to_string(),
+        }
     }
 
     /// Reads the logs until the majority's reach `zxid`; false when they did not in time.
@@ -194,7 +240,7 @@ impl ServerAccount for ZkAccount {
         Finished {
             facts,
             problems,
-            notes: Vec::new(),
+            notes: vec![self.found(&st)],
         }
     }
 }

@@ -111,16 +111,7 @@ impl Fold<'_> {
                 path,
                 ephemeral: true,
                 ..
-            } if *path == self.dir => {
-                self.check_creator(t, path, live);
-                let single = Child {
-                    name: path.clone(),
-                    owner: t.session,
-                    czxid: t.zxid,
-                };
-                self.children.insert(SINGLE, single);
-                self.settle(live, t_ns, None);
-            }
+            } if *path == self.dir => self.single(t, (path, path), live, t_ns),
             Op::Delete { path } if *path == self.dir => {
                 let single = self.children.get(&SINGLE).is_some_and(|c| c.name == *path);
                 if single && self.children.remove(&SINGLE).is_some() {
@@ -197,6 +188,19 @@ impl Fold<'_> {
         }
     }
 
+    /// The one contender, kept as [`SINGLE`]: the single ephemeral znode
+    /// at the lock's path (`name` is `path`), or a semaphore's one lease.
+    fn single(&mut self, t: &Txn, (path, name): (&str, &str), live: bool, t_ns: u64) {
+        self.check_creator(t, path, live);
+        let single = Child {
+            name: name.to_string(),
+            owner: t.session,
+            czxid: t.zxid,
+        };
+        self.children.insert(SINGLE, single);
+        self.settle(live, t_ns, None);
+    }
+
     /// A child that is not sequential: a semaphore's lease (kazoo's
     /// `Semaphore`, Curator's `InterProcessSemaphoreV2`: an ephemeral
     /// child named by its holder, made while the recipe's own lock beside
@@ -227,19 +231,7 @@ impl Fold<'_> {
             }
             return;
         }
-        if live && !self.sessions.worker_of.contains_key(&t.session) {
-            self.problems.push(format!(
-                "{path} (zxid {:#x}) was created by session {:#x}, which no worker's connection opened",
-                t.zxid, t.session
-            ));
-        }
-        let lease = Child {
-            name: name.to_string(),
-            owner: t.session,
-            czxid: t.zxid,
-        };
-        self.children.insert(SINGLE, lease);
-        self.settle(live, t_ns, None);
+        self.single(t, (path, name), live, t_ns);
     }
 
     /// After a change: the holder's end and the new holder's grant, if the lowest child changed.

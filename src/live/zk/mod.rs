@@ -9,10 +9,11 @@
 //! A user's program gets the harness's three members, each behind one
 //! proxy per worker (so a member's faults still apply and every connection
 //! is the worker's), and its environment (`FENCESIM_ZK_HOSTS`,
-//! `FENCESIM_ZK_LOCK_PATH`).
+//! `FENCESIM_ZK_LOCK_PATH`: a path it may use, or lock on its own).
 
 pub(crate) mod account;
 pub(crate) mod ensemble;
+pub(crate) mod found;
 pub(crate) mod lane;
 pub(crate) mod lock;
 pub(crate) mod members;
@@ -25,6 +26,7 @@ use std::sync::Arc;
 use anyhow::Result;
 
 use super::cluster::{ClusterKind, MEMBERS};
+use super::common::keys::KeyChoice;
 use super::common::server::Backend;
 use super::scenario::LiveScenario;
 use super::servers::Servers;
@@ -33,8 +35,10 @@ use account::ZkAccount;
 /// The lock's znode the programs are told to use (the cluster is the run's own).
 pub(crate) const ZK_LOCK_PATH: &str = "/fencesim/lock-doc";
 
-/// The harness's ZooKeeper ensemble for a user's program.
-pub(crate) fn backend(_s: &LiveScenario, servers: &mut Servers) -> Result<Backend> {
+/// The harness's ZooKeeper ensemble for a user's program; its lock's
+/// znode is the scenario's `lock_key` when it names one exactly, else
+/// found in the ensemble's account ([`found`]).
+pub(crate) fn backend(s: &LiveScenario, servers: &mut Servers) -> Result<Backend> {
     let upstreams = servers.ensure_cluster(ClusterKind::Zk)?.endpoints();
     // Where cluster.rs puts each member's dataDir (the run's directory).
     let dirs: Vec<PathBuf> = (0..MEMBERS)
@@ -47,12 +51,13 @@ pub(crate) fn backend(_s: &LiveScenario, servers: &mut Servers) -> Result<Backen
                 .join("version-2")
         })
         .collect();
-    let account = Arc::new(ZkAccount::start(dirs, ZK_LOCK_PATH)?);
+    let choice = s.lock_key.clone().unwrap_or_else(KeyChoice::any);
+    let account = Arc::new(ZkAccount::start(dirs, &choice, ZK_LOCK_PATH)?);
     Ok(Backend {
         name: "ZooKeeper",
         upstreams,
         account: account.clone(),
-        wire: observer::wire(account, ZK_LOCK_PATH),
+        wire: observer::wire(account, choice.exact()),
         env: Box::new(|_worker: usize, ports: &[u16]| {
             let hosts: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
             vec![
@@ -60,6 +65,11 @@ pub(crate) fn backend(_s: &LiveScenario, servers: &mut Servers) -> Result<Backen
                 ("FENCESIM_ZK_LOCK_PATH", ZK_LOCK_PATH.to_string()),
             ]
         }),
-        keys: [ZK_LOCK_PATH.to_string(), String::new()],
+        keys: [
+            choice
+                .exact()
+                .map_or_else(|| choice.describe(), str::to_string),
+            String::new(),
+        ],
     })
 }

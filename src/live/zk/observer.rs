@@ -5,7 +5,7 @@
 //! reconnect to another member shows the same id again); then each reply's
 //! header (xid, zxid, error). Client to server, after the `ConnectRequest`,
 //! each request's header (xid, type) and body: one whose body names the
-//! lock's znode is a lock request (the first waits at the start gate), its
+//! lock's znode (when it is to be found: any request on a path) is a lock request (the first waits at the start gate), its
 //! reply one after which the account is asked — once the majority's logs
 //! reach the reply's zxid — whether the worker now holds the lock; a
 //! worker's `closeSession` request is noted, to tell its release from the
@@ -22,6 +22,11 @@ use crate::live::locked;
 
 /// The largest jute frame a proxy decodes (ZooKeeper's jute.maxbuffer is 1 MiB).
 const MAX_FRAME_BYTES: usize = 16 << 20;
+
+/// The request types that name a znode (create, delete, exists, getData,
+/// setData, getACL, setACL, getChildren, getChildren2, check, multi,
+/// create2, createContainer, createTTL, multiRead).
+const ON_A_PATH: [i32; 15] = [1, 2, 3, 4, 5, 6, 7, 8, 12, 13, 14, 15, 19, 21, 22];
 
 /// Splits a stream into jute frames (a 4-byte big-endian length, then the record).
 #[derive(Default)]
@@ -66,8 +71,8 @@ impl Frames {
 }
 
 /// The decoders of every worker connection to a member (module doc).
-pub(super) fn wire(account: Arc<ZkAccount>, path: &str) -> Wire {
-    let path = path.as_bytes().to_vec();
+pub(super) fn wire(account: Arc<ZkAccount>, path: Option<&str>) -> Wire {
+    let path = path.map(|p| p.as_bytes().to_vec());
     Arc::new(move |worker, member, _| {
         // The connection's session (from its ConnectResponse) and, per
         // request xid not yet answered, whether it named the lock.
@@ -98,8 +103,8 @@ pub(super) fn wire(account: Arc<ZkAccount>, path: &str) -> Wire {
 /// The worker's requests.
 struct Requests {
     account: Arc<ZkAccount>,
-    /// The lock's znode.
-    path: Vec<u8>,
+    /// The lock's znode; None: to be found, any request on a path may be the lock's.
+    path: Option<Vec<u8>>,
     frames: Frames,
     /// Past its ConnectRequest.
     connected: bool,
@@ -123,7 +128,10 @@ impl Side<Request> for Requests {
                     self.account.close_sent(s);
                 }
             }
-            let names_lock = contains(frame.get(8..).unwrap_or_default(), &self.path);
+            let names_lock = match &self.path {
+                Some(p) => contains(frame.get(8..).unwrap_or_default(), p),
+                None => ON_A_PATH.contains(&kind),
+            };
             each(Request {
                 note: names_lock,
                 gate: names_lock,

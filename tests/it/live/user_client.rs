@@ -606,16 +606,20 @@ fn hanging_program_is_reported_with_exit_3_and_nothing_it_started_survives() {
 }
 
 #[test]
-fn a_user_program_under_a_cluster_members_fault_is_refused_before_any_server_starts() {
+fn a_user_program_under_a_cluster_members_fault_after_a_workers_step_is_refused_before_any_server_starts(
+) {
+    // A member's fault at a time is fired for a program; one after a
+    // worker's step is not anchored to its conversation yet.
     let (out, stdout, stderr) = live(&[
-        "live/zk-leader-killed-during-grant.toml",
+        "live/zk-partitioned-leader-fenced.toml",
         "--worker-cmd",
         "true",
     ]);
     assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
     assert!(
-        stderr.contains("zk-leader-killed-during-grant.toml")
-            && stderr.contains("faults of a cluster member"),
+        stderr.contains("zk-partitioned-leader-fenced.toml")
+            && stderr.contains("a cluster member's fault")
+            && stderr.contains("give it an at_ms"),
         "{stderr}"
     );
     assert!(
