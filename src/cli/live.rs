@@ -258,6 +258,10 @@ fn print_progress(p: Progress, cfg: &RunConfig, verbose: bool) {
             for note in r.notes.iter().filter(|_| k == 1) {
                 println!("  {note}");
             }
+            // What happened to the account in this trial alone.
+            for note in &r.trial_notes {
+                println!("  trial {k}: {note}");
+            }
             print!(
                 "{}",
                 report::live::trial_line(&report::live::TrialLine {

@@ -35,8 +35,11 @@ pub struct TrialResult {
     /// One line per applied fault: what, when, how long the stop took to confirm.
     pub faults: Vec<String>,
     /// What the lock server's account found rather than was told (a user's
-    /// program's lock key and token key), one line each.
+    /// program's lock key and token key), one line each: the same in every
+    /// trial of a scenario.
     pub notes: Vec<String>,
+    /// What happened to the lock server's account in this trial alone.
+    pub trial_notes: Vec<String>,
 }
 
 /// Where a harness record belongs: a worker (by index) or a Redis server
@@ -76,6 +79,7 @@ pub fn judge(
         history,
         faults,
         notes: Vec::new(),
+        trial_notes: Vec::new(),
     })
 }
 

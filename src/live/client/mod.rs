@@ -181,7 +181,7 @@ pub fn run(
     client_phases(&shared, phases, audit_at);
     let finished_ns = check_exits(cmd, &shared, &programs.procs)?;
     drop(programs);
-    let (lock, notes) = judgeable(&shared, &documents(s))?;
+    let (lock, (notes, trial_notes)) = judgeable(&shared, &documents(s))?;
     let audit: Vec<(i64, i32, i64, i64)> = pg
         .query(
             "SELECT commit_seq, backend_pid, body, token FROM client_audit ORDER BY commit_seq",
@@ -212,6 +212,7 @@ pub fn run(
         shared.exec.lines(),
     )?;
     result.notes = notes;
+    result.trial_notes = trial_notes;
     Ok(result)
 }
 
@@ -297,12 +298,16 @@ fn backend(s: &LiveScenario, servers: &mut Servers) -> Result<Backend> {
     }
 }
 
+/// What an account noted: once per run (the lock found), this trial's alone.
+type Notes = (Vec<String>, Vec<String>);
+
 /// The lock's history from the servers' account, or why the trial cannot
 /// be judged: the account broke or disagrees with the server's keyspace
 /// notifications, a fault never struck (its anchor was never reached, or
 /// its program had exited), or the programs wrote while the server never
 /// granted the lock key (their lock is one fencesim cannot see).
-fn judgeable(shared: &Shared, documents: &[u32]) -> Result<(LockHistory, Vec<String>)> {
+/// Its notes: the run's (the lock found), this trial's.
+fn judgeable(shared: &Shared, documents: &[u32]) -> Result<(LockHistory, Notes)> {
     let finished = shared.account.finish();
     let mut why = finished.problems;
     // The account's promise, held at the boundary: grants in turn, facts in time order.
@@ -333,7 +338,7 @@ fn judgeable(shared: &Shared, documents: &[u32]) -> Result<(LockHistory, Vec<Str
         return Err(CannotJudge(why.join("; ")).into());
     }
     let lock = LockHistory::new(shared.names.len(), &seen, &finished.facts, documents);
-    Ok((lock, finished.notes))
+    Ok((lock, (finished.notes, finished.this_trial)))
 }
 
 /// The programs of one trial: each worker's process, the environment it

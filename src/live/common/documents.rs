@@ -73,11 +73,12 @@ impl ServerAccount for DocumentAccounts {
 /// anew in that order; problems and notes prefixed with their document.
 pub(crate) fn merge(parts: Vec<(u32, Finished)>) -> Finished {
     let mut tagged: Vec<(u64, usize, LockFact)> = Vec::new();
-    let (mut problems, mut notes) = (Vec::new(), Vec::new());
+    let (mut problems, mut notes, mut this_trial) = (Vec::new(), Vec::new(), Vec::new());
     for (k, (doc, f)) in parts.into_iter().enumerate() {
         tagged.extend(f.facts.into_iter().map(|x| (t_ns(&x), k, x)));
         problems.extend(f.problems.iter().map(|p| format!("document {doc}: {p}")));
         notes.extend(f.notes.iter().map(|n| format!("document {doc}: {n}")));
+        this_trial.extend(f.this_trial.iter().map(|n| format!("document {doc}: {n}")));
     }
     tagged.sort_by_key(|(t, _, _)| *t);
     let mut renumbered: BTreeMap<(usize, u64), u64> = BTreeMap::new();
@@ -105,6 +106,7 @@ pub(crate) fn merge(parts: Vec<(u32, Finished)>) -> Finished {
         facts,
         problems,
         notes,
+        this_trial,
     }
 }
 
@@ -129,6 +131,7 @@ mod tests {
             facts,
             problems: Vec::new(),
             notes: vec![note.to_string()],
+            this_trial: Vec::new(),
         }
     }
 

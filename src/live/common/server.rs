@@ -22,8 +22,12 @@ pub(crate) struct Finished {
     /// Why the account cannot be trusted (empty: it can).
     pub(crate) problems: Vec<String>,
     /// What the account found rather than was told (the lock key a
-    /// program used, its token counter), as lines to print.
+    /// program used, its token counter), as lines to print: the same in
+    /// every trial, so printed with the first.
     pub(crate) notes: Vec<String>,
+    /// What happened to the account in this trial alone (its etcd watch
+    /// moved to another member), printed under the trial's line.
+    pub(crate) this_trial: Vec<String>,
 }
 
 /// The server's own account of the lock during one trial.

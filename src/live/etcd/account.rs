@@ -91,6 +91,11 @@ struct State {
     /// The watch's last event revision.
     seen_rev: u64,
     broken: Option<String>,
+    /// The watch's moves to another member, and the changes of the lock
+    /// that happened while it had none (stamped late: they cannot be placed
+    /// in time, so the trial cannot be judged).
+    moves: Vec<String>,
+    untimed: Vec<String>,
     /// Lease id ⇒ the worker whose connection was granted it.
     leases: BTreeMap<u64, usize>,
     sent: Vec<Sent>,
@@ -104,7 +109,9 @@ pub struct EtcdLockAccount {
     choice: KeyChoice,
     /// The key fencesim gave the programs.
     told: Vec<u8>,
-    endpoint: String,
+    /// Every member's endpoint; the watch starts on `endpoints[first]`.
+    endpoints: Vec<String>,
+    first: usize,
     start_rev: u64,
     state: Arc<Mutex<State>>,
     stop: Arc<AtomicBool>,
@@ -237,6 +244,113 @@ fn key_events(v: &Value, t_ns: u64) -> Result<Vec<KeyEvent>> {
         .collect()
 }
 
+/// How long the watch looks for another member after its own broke.
+const MOVE_WITHIN: Duration = Duration::from_secs(10);
+
+/// The live watch's thread: reads the lock's changes and, when its member
+/// dies (a member's fault), moves to another member from the revision after
+/// the last one it saw. A change made while it had no member arrives late,
+/// stamped when it arrives: it is found by the new member's current
+/// revision (read before the new watch opens) and named, and the trial is
+/// not judged. With no change in the gap the account is whole and timed.
+struct Follow {
+    endpoints: Vec<String>,
+    on: usize,
+    prefix: Vec<u8>,
+    start_rev: u64,
+    state: Arc<Mutex<State>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Follow {
+    fn run(mut self, mut watch: Watch) {
+        // Changes up to this revision happened while the watch had no member.
+        let mut gap: Option<(u64, u64, String)> = None;
+        while !self.stop.load(Ordering::SeqCst) {
+            let got = watch
+                .next()
+                .and_then(|m| m.map(|v| key_events(&v, monotonic_ns())).transpose());
+            match got {
+                Ok(None) => {}
+                Ok(Some(events)) => {
+                    let mut s = locked(&self.state);
+                    if let Some(last) = events.last() {
+                        s.seen_rev = last.mod_rev;
+                    }
+                    if let Some((from, until, why)) = &gap {
+                        for e in events
+                            .iter()
+                            .filter(|e| e.mod_rev > *from && e.mod_rev <= *until)
+                        {
+                            s.untimed.push(format!(
+                                "the change of {} at revision {} came while the account's watch had no member ({why}): it cannot be placed in time",
+                                String::from_utf8_lossy(&e.key),
+                                e.mod_rev
+                            ));
+                        }
+                    }
+                    s.events.extend(events);
+                }
+                Err(e) => {
+                    let broke = format!("{e:#}");
+                    let broke_ns = monotonic_ns();
+                    match self.move_on() {
+                        Ok((next, until)) => {
+                            let from = locked(&self.state).seen_rev.max(self.start_rev - 1);
+                            let why = format!(
+                                "the account's watch on {} broke ({broke}); it moved to {} after {} ms",
+                                self.endpoints[self.on],
+                                self.endpoints[next.1],
+                                (monotonic_ns() - broke_ns) / 1_000_000
+                            );
+                            locked(&self.state).moves.push(why.clone());
+                            gap = Some((from, until, why));
+                            self.on = next.1;
+                            watch = next.0;
+                        }
+                        Err(e) => {
+                            locked(&self.state).broken =
+                                Some(format!("{broke}; no other member took the watch: {e:#}"));
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// A watch on another member from the revision after the last one seen,
+    /// and that member's current revision before it opened.
+    fn move_on(&self) -> Result<((Watch, usize), u64)> {
+        let give_up = Instant::now() + MOVE_WITHIN;
+        let mut last = None;
+        while Instant::now() < give_up && !self.stop.load(Ordering::SeqCst) {
+            for k in 1..=self.endpoints.len() {
+                let i = (self.on + k) % self.endpoints.len();
+                match self.open_on(i) {
+                    Ok(got) => return Ok(got),
+                    Err(e) => last = Some(e),
+                }
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Err(last.unwrap_or_else(|| anyhow::anyhow!("the run ended first")))
+    }
+
+    fn open_on(&self, i: usize) -> Result<((Watch, usize), u64)> {
+        let mut etcd = Etcd::new(vec![self.endpoints[i].clone()], Duration::from_secs(1))?;
+        let (key, _) = range(&self.prefix);
+        let v = etcd.call("/v3/kv/range", &json!({"key": base64(&key)}))?;
+        let now = v
+            .get("header")
+            .and_then(|h| int(h, "revision"))
+            .context("a range without its header's revision")?;
+        let from = locked(&self.state).seen_rev.max(self.start_rev - 1) + 1;
+        let watch = Watch::open(&self.endpoints[i], &self.prefix, from)?;
+        Ok(((watch, i), now))
+    }
+}
+
 impl EtcdLockAccount {
     /// Frees the lock (every key under its prefix deleted; to be found:
     /// every key of the run's cluster) and starts the live watch from the
@@ -253,39 +367,30 @@ impl EtcdLockAccount {
             .get("header")
             .and_then(|h| int(h, "revision"))
             .context("a range without its header's revision")?;
-        let endpoint = endpoints[etcd.current()].clone();
         let account = EtcdLockAccount {
             prefix: prefix.as_bytes().to_vec(),
             choice: choice.clone(),
             told: told.as_bytes().to_vec(),
-            endpoint,
+            endpoints: endpoints.to_vec(),
+            first: etcd.current(),
             start_rev: rev + 1,
             state: Arc::default(),
             stop: Arc::default(),
         };
-        let mut watch = Watch::open(&account.endpoint, &account.prefix, account.start_rev)?;
-        let (state, stop) = (account.state.clone(), account.stop.clone());
-        std::thread::spawn(move || {
-            while !stop.load(Ordering::SeqCst) {
-                let got = watch
-                    .next()
-                    .and_then(|m| m.map(|v| key_events(&v, monotonic_ns())).transpose());
-                match got {
-                    Ok(None) => {}
-                    Ok(Some(events)) => {
-                        let mut s = locked(&state);
-                        if let Some(last) = events.last() {
-                            s.seen_rev = last.mod_rev;
-                        }
-                        s.events.extend(events);
-                    }
-                    Err(e) => {
-                        locked(&state).broken = Some(format!("{e:#}"));
-                        return;
-                    }
-                }
-            }
-        });
+        let watch = Watch::open(
+            &endpoints[account.first],
+            &account.prefix,
+            account.start_rev,
+        )?;
+        let follow = Follow {
+            endpoints: account.endpoints.clone(),
+            on: account.first,
+            prefix: account.prefix.clone(),
+            start_rev: account.start_rev,
+            state: account.state.clone(),
+            stop: account.stop.clone(),
+        };
+        std::thread::spawn(move || follow.run(watch));
         Ok(account)
     }
 
@@ -417,8 +522,12 @@ impl EtcdLockAccount {
             Err(e) => problems.push(format!("replaying the trial's revisions: {e:#}")),
         }
         self.stop.store(true, Ordering::SeqCst);
-        if let Some(b) = &locked(&self.state).broken {
-            problems.push(format!("etcd's watch broke: {b}"));
+        {
+            let s = locked(&self.state);
+            if let Some(b) = &s.broken {
+                problems.push(format!("etcd's watch broke: {b}"));
+            }
+            problems.extend(s.untimed.iter().cloned());
         }
         let (facts, more) = self.facts();
         problems.extend(more);
@@ -428,7 +537,20 @@ impl EtcdLockAccount {
     /// Every change since the trial's start revision, on a fresh watch:
     /// read until it has been quiet for a while.
     fn replay(&self) -> Result<Vec<KeyEvent>> {
-        let mut watch = Watch::open(&self.endpoint, &self.prefix, self.start_rev)?;
+        // On the first member that answers, from the watch's first one.
+        let n = self.endpoints.len();
+        let mut opened = Err(anyhow::anyhow!("no etcd member"));
+        for k in 0..n {
+            opened = Watch::open(
+                &self.endpoints[(self.first + k) % n],
+                &self.prefix,
+                self.start_rev,
+            );
+            if opened.is_ok() {
+                break;
+            }
+        }
+        let mut watch = opened?;
         let mut events = Vec::new();
         let mut quiet_since = Instant::now();
         let give_up = Instant::now() + Duration::from_secs(5);
@@ -605,6 +727,7 @@ impl ServerAccount for EtcdLockAccount {
             facts,
             problems,
             notes: vec![self.found()],
+            this_trial: locked(&self.state).moves.clone(),
         }
     }
 }

@@ -163,6 +163,7 @@ impl ServerAccount for LockAccount {
             facts: combine(&masters),
             problems,
             notes,
+            this_trial: Vec::new(),
         }
     }
 }

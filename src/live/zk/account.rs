@@ -241,6 +241,7 @@ impl ServerAccount for ZkAccount {
             facts,
             problems,
             notes: vec![self.found(&st)],
+            this_trial: Vec::new(),
         }
     }
 }

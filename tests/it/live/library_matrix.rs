@@ -932,8 +932,9 @@ fn an_etcd_lock_key_no_workers_connection_created_is_cannot_judge() {
 /// A cluster member's fault at a time, with a user's program: each of
 /// MEMBER_TRIALS trials says the fault struck (`struck` in its fault lines),
 /// is clean (with A's late write refused when `refusal`), and its
-/// programs' grants and writes are the account's.
-fn member_fault_row(scenario: &str, struck: &str, refusal: bool) {
+/// programs' grants and writes are the account's; each trial's output
+/// also says `every_trial` when given.
+fn member_fault_row(scenario: &str, struck: &str, refusal: bool, every_trial: Option<&str>) {
     const MEMBER_TRIALS: u32 = 3;
     let _g = live_shared();
     if !live_servers_present(scenario) || !installed(scenario, scenario) {
@@ -945,6 +946,13 @@ fn member_fault_row(scenario: &str, struck: &str, refusal: bool) {
         MEMBER_TRIALS as usize,
         "{struck}:\n{stdout}"
     );
+    if let Some(said) = every_trial {
+        assert_eq!(
+            stdout.matches(said).count(),
+            MEMBER_TRIALS as usize,
+            "{said}:\n{stdout}"
+        );
+    }
     for (verdict, file) in &trials {
         let refused = clean_with_refusals(scenario, verdict, file, &stdout);
         assert!(
@@ -978,15 +986,18 @@ fn member_fault_row(scenario: &str, struck: &str, refusal: bool) {
 }
 
 #[test]
-fn an_etcd_program_with_a_member_killed_is_judged_from_the_account_and_clean_fenced() {
+fn an_etcd_program_with_the_watched_member_killed_is_judged_from_the_account_whose_watch_moves_and_clean_fenced(
+) {
     member_fault_row(
         "member-killed-node-etcd3-fenced",
-        "crash (SIGKILL) member/2",
+        "crash (SIGKILL) member/0",
         true,
+        // Member 0 is the one the account watches: its watch moves.
+        Some("the account's watch on"),
     );
 }
 
 #[test]
 fn a_kazoo_program_with_its_leader_paused_is_judged_from_the_account_and_clean_fenced() {
-    member_fault_row("leader-paused-kazoo-fenced", "SIGSTOPped", true);
+    member_fault_row("leader-paused-kazoo-fenced", "SIGSTOPped", true, None);
 }
