@@ -4,8 +4,13 @@
 //! the earliest timer (time advances to its deadline; ties in any order),
 //! pause a worker, crash and restart a node — yields one successor, computed
 //! by handing the input to the node's own `handle` and applying its effects
-//! as the simulator does (sends to the group address go to the coordinator,
-//! a synced record survives a crash, a buffered one never is recovered).
+//! as the simulator does (sends to the group address go to the coordinator
+//! primary, a synced record survives a crash, a buffered one never is
+//! recovered). A replicated coordinator may also fail over, as the
+//! simulator's `failover` fault does it: the primary crashes and stays
+//! down, the next live replica (in `coord/<i>` order) is told `Promote`;
+//! whatever the replicas do then (replication timers, quorum rounds) is
+//! their own code's.
 //! Messages take no time and may wait in flight arbitrarily long, so every
 //! delay and reordering is covered; time moves only to the next deadline
 //! a node's timer names. Clocks do not drift (not covered yet).
@@ -24,9 +29,18 @@ pub enum Action {
     Deliver(Packet),
     Lose(Packet),
     Duplicate(Packet),
-    Fire { node: NodeId, timer: TimerId },
+    Fire {
+        node: NodeId,
+        timer: TimerId,
+    },
     Pause(NodeId),
     Crash(NodeId),
+    /// The coordinator primary `from` crashes for good and `to` (the next
+    /// live replica) is promoted.
+    Failover {
+        from: NodeId,
+        to: NodeId,
+    },
 }
 
 /// What a node's effects did to the state, in order: logged only when a
@@ -36,7 +50,12 @@ pub enum Action {
 /// same deadline looks unchanged).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Did {
-    Sent(Packet),
+    /// `group`: sent to the coordinator group's address, routed to the
+    /// primary of that moment (a failover changes where such a send goes).
+    Sent {
+        packet: Packet,
+        group: bool,
+    },
     SetTimer {
         node: NodeId,
         timer: TimerId,
@@ -97,7 +116,10 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
                 duplicates: b.duplicates,
                 crashes: b.crashes,
                 pauses: b.pauses,
+                failovers: b.failovers,
             },
+            primary: self.topology.coord,
+            down: 0,
             judge: Judge::new(self.topology.workers, b.write_history),
         };
         let mut notes = Notes::default();
@@ -116,12 +138,12 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
         notes: &mut Notes,
         log: Option<&mut Vec<Did>>,
     ) -> Option<Finding> {
-        let coord = self.topology.coord;
+        let primary = s.primary;
         let promote = Input::Message {
-            from: coord,
+            from: primary,
             msg: Msg::Promote,
         };
-        self.handle(s, coord, promote, notes, log)
+        self.handle(s, primary, promote, notes, log)
     }
 
     /// Hands `input` to `node` at the current instant and applies its effects.
@@ -145,15 +167,21 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
             _ => None,
         };
         let mut finding = None;
+        let primary = s.primary;
         for effect in fx {
             if let Some(log) = log.as_deref_mut() {
-                log.extend(did(node, &effect, self.topology.coord));
+                log.extend(did(node, &effect, primary));
             }
             match effect {
                 Effect::Send { to, msg } => {
-                    let to = route(to, self.topology.coord);
+                    let to = route(to, primary);
                     let found = s.judge.on_send(node, received.as_ref(), &msg, notes);
                     finding = finding.or(found);
+                    if s.is_down(to) {
+                        // Dropped on arrival by the simulator; it can do
+                        // nothing else, so it is dropped at once here.
+                        continue;
+                    }
                     s.send(Packet {
                         from: node,
                         to,
@@ -222,10 +250,32 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
         }
         if s.budget.crashes > 0 {
             for i in 0..s.nodes.len() {
-                out.push(Action::Crash(NodeId(i as u16)));
+                let node = NodeId(i as u16);
+                if !s.is_down(node) {
+                    out.push(Action::Crash(node));
+                }
+            }
+        }
+        if s.budget.failovers > 0 {
+            if let Some(to) = self.next_replica(s) {
+                out.push(Action::Failover {
+                    from: s.primary,
+                    to,
+                });
             }
         }
         out
+    }
+
+    /// The replica a failover promotes: the next live one after the
+    /// primary in `coord/<i>` order, as the simulator picks it.
+    fn next_replica(&self, s: &State<N>) -> Option<NodeId> {
+        let t = &self.topology;
+        let first = t.coord.0 as usize;
+        let at = s.primary.0 as usize - first;
+        (1..t.replicas)
+            .map(|k| NodeId((first + (at + k) % t.replicas) as u16))
+            .find(|&r| !s.is_down(r))
     }
 
     /// The successor of `s` by `action`.
@@ -275,6 +325,7 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
                 None
             }
             Action::Crash(node) => self.crash(&mut s, node, &mut notes, log),
+            Action::Failover { from, to } => self.failover(&mut s, from, to, &mut notes, log),
         };
         if s.in_flight.len() > self.bounds.in_flight_max {
             return Next::Cut(Cut::InFlight);
@@ -307,30 +358,56 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
             recovered: record.as_deref(),
         };
         let found = self.handle(s, node, start, notes, log.as_deref_mut());
-        if node == self.topology.coord {
+        if node == s.primary {
             return found.or(self.promote(s, notes, log));
         }
         found
     }
+
+    /// The primary `from` crashes and stays down; `to` is promoted. A down
+    /// node is never started again, so its struct and record are reset
+    /// to one canonical value (nothing can read them: states that differ
+    /// only there are one), its timers die and messages to it are dropped.
+    fn failover(
+        &self,
+        s: &mut State<N>,
+        from: NodeId,
+        to: NodeId,
+        notes: &mut Notes,
+        log: Option<&mut Vec<Did>>,
+    ) -> Option<Finding> {
+        s.budget.failovers -= 1;
+        let i = from.0 as usize;
+        s.down |= 1 << from.0;
+        s.nodes[i] = (self.factory)(&self.topology.roles[i]);
+        s.synced[i] = None;
+        s.timers.retain(|t| t.node != from);
+        s.in_flight.retain(|p| p.to != from);
+        s.primary = to;
+        self.promote(s, notes, log)
+    }
 }
 
-/// Sends to the group address go to the coordinator (`coord/0`).
-fn route(to: NodeId, coord: NodeId) -> NodeId {
+/// Sends to the group address go to the coordinator primary.
+fn route(to: NodeId, primary: NodeId) -> NodeId {
     if to == NodeId::COORD_GROUP {
-        coord
+        primary
     } else {
         to
     }
 }
 
 /// What `effect` of `node` does to the state, if anything the log keeps.
-fn did(node: NodeId, effect: &Effect, coord: NodeId) -> Option<Did> {
+fn did(node: NodeId, effect: &Effect, primary: NodeId) -> Option<Did> {
     match *effect {
-        Effect::Send { to, msg } => Some(Did::Sent(Packet {
-            from: node,
-            to: route(to, coord),
-            msg,
-        })),
+        Effect::Send { to, msg } => Some(Did::Sent {
+            packet: Packet {
+                from: node,
+                to: route(to, primary),
+                msg,
+            },
+            group: to == NodeId::COORD_GROUP,
+        }),
         Effect::SetTimer { timer, after_ns } => Some(Did::SetTimer {
             node,
             timer,
@@ -345,10 +422,11 @@ impl<N> Harness<N> {
     /// The address's name as a scenario gives it.
     pub fn node_name(&self, node: NodeId) -> String {
         let t = &self.topology;
+        let replica = (node.0 as usize).wrapping_sub(t.coord.0 as usize);
         if (node.0 as usize) < t.workers {
             format!("worker/{}", node.0)
-        } else if node == t.coord {
-            "coord/0".into()
+        } else if replica < t.replicas {
+            format!("coord/{replica}")
         } else if node == t.resource {
             "resource/0".into()
         } else {
@@ -389,6 +467,11 @@ impl<N> Harness<N> {
             Action::Crash(node) => format!(
                 "{} crashes and restarts from its synced record",
                 self.node_name(*node)
+            ),
+            Action::Failover { from, to } => format!(
+                "failover: {} crashes (stays down), {} is promoted",
+                self.node_name(*from),
+                self.node_name(*to)
             ),
         }
     }
