@@ -61,6 +61,10 @@ pub struct CodeArgs {
     /// replica is promoted); default 1 for incr-beside-lease and consensus-generation, else 0.
     #[arg(long)]
     failovers: Option<u8>,
+    /// --code: rejoins of a failed-over primary (it restarts as a replica from its synced
+    /// record: a failover's restart_after_ms); at most --failovers.
+    #[arg(long, default_value_t = 0)]
+    rejoins: u8,
     /// --code: messages in flight at once.
     #[arg(long, default_value_t = 4)]
     in_flight: usize,
@@ -104,6 +108,14 @@ impl CodeArgs {
             ))
             .into());
         }
+        if self.rejoins > failovers {
+            return Err(BadInput(format!(
+                "--rejoins {}: only a failed-over primary rejoins, and a path has {failovers} failover{}",
+                self.rejoins,
+                if failovers == 1 { "" } else { "s" }
+            ))
+            .into());
+        }
         let timing = Timing::default();
         Ok(Bounds {
             workers: self.workers,
@@ -114,6 +126,7 @@ impl CodeArgs {
             pauses: self.pauses.unwrap_or(defaults.pauses),
             pause_ms: timing.lease_ttl_ms + 1,
             failovers,
+            rejoins: self.rejoins,
             in_flight_max: self.in_flight,
             horizon_ms: self.horizon_ms.unwrap_or(defaults.horizon_ms),
             max_states: self.max_states,

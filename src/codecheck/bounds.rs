@@ -25,6 +25,10 @@ pub struct Bounds {
     /// simulator's `failover` fault does. Only for protocols whose
     /// coordinator has replicas ([`Bounds::for_protocol`] gives them 1).
     pub failovers: u8,
+    /// A failed-over primary restarts as a replica from its synced record
+    /// (the simulator's failover with `restart_after_ms`), at most this
+    /// many times a path; 0: it stays down.
+    pub rejoins: u8,
     pub in_flight_max: usize,
     /// No timer fires after this instant of true time.
     pub horizon_ms: u64,
@@ -61,6 +65,7 @@ impl Default for Bounds {
             pauses: 1,
             pause_ms: timing.lease_ttl_ms + 1,
             failovers: 0,
+            rejoins: 0,
             in_flight_max: 4,
             horizon_ms: 16,
             max_states: MAX_STATES_DEFAULT,
@@ -95,11 +100,13 @@ impl Bounds {
     /// `2w/2g/0loss/0dup/0crash/1pause` (and `/1failover` if any), the
     /// in-flight bound and the horizon, for one report line.
     pub fn label(&self) -> String {
-        let failovers = if self.failovers > 0 {
-            format!("/{}failover", self.failovers)
-        } else {
-            String::new()
-        };
+        let mut failovers = String::new();
+        if self.failovers > 0 {
+            failovers = format!("/{}failover", self.failovers);
+        }
+        if self.rejoins > 0 {
+            failovers += &format!("/{}rejoin", self.rejoins);
+        }
         format!(
             "{}w/{}g/{}loss/{}dup/{}crash/{}pause{failovers}/{}inflight/{}ms",
             self.workers,

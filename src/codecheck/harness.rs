@@ -7,8 +7,10 @@
 //! as the simulator does (sends to the group address go to the coordinator
 //! primary, a synced record survives a crash, a buffered one never is
 //! recovered). A replicated coordinator may also fail over, as the
-//! simulator's `failover` fault does it: the primary crashes and stays
-//! down, the next live replica (in `coord/<i>` order) is told `Promote`;
+//! simulator's `failover` fault does it: the primary crashes (and stays
+//! down, or rejoins later as a replica from its synced record: the fault's
+//! `restart_after_ms`), the next live replica (in `coord/<i>` order) is
+//! told `Promote`;
 //! whatever the replicas do then (replication timers, quorum rounds) is
 //! their own code's.
 //! Messages take no time and may wait in flight arbitrarily long, so every
@@ -35,12 +37,14 @@ pub enum Action {
     },
     Pause(NodeId),
     Crash(NodeId),
-    /// The coordinator primary `from` crashes for good and `to` (the next
-    /// live replica) is promoted.
+    /// The coordinator primary `from` crashes and `to` (the next live
+    /// replica) is promoted.
     Failover {
         from: NodeId,
         to: NodeId,
     },
+    /// A failed-over primary restarts as a replica from its synced record.
+    Rejoin(NodeId),
 }
 
 /// What a node's effects did to the state, in order: logged only when a
@@ -117,6 +121,7 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
                 crashes: b.crashes,
                 pauses: b.pauses,
                 failovers: b.failovers,
+                rejoins: b.rejoins,
             },
             primary: self.topology.coord,
             down: 0,
@@ -177,7 +182,7 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
                     let to = route(to, primary);
                     let found = s.judge.on_send(node, received.as_ref(), &msg, notes);
                     finding = finding.or(found);
-                    if s.is_down(to) {
+                    if s.is_gone(to) {
                         // Dropped on arrival by the simulator; it can do
                         // nothing else, so it is dropped at once here.
                         continue;
@@ -264,6 +269,14 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
                 });
             }
         }
+        if s.budget.rejoins > 0 {
+            for i in 0..s.nodes.len() {
+                let node = NodeId(i as u16);
+                if s.is_down(node) {
+                    out.push(Action::Rejoin(node));
+                }
+            }
+        }
         out
     }
 
@@ -293,6 +306,10 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
         let mut s = s.clone();
         let mut notes = Notes::default();
         let finding = match action {
+            Action::Deliver(p) if s.is_down(p.to) => {
+                s.take(&p); // arrives while its node is down: dropped
+                None
+            }
             Action::Deliver(p) => {
                 s.take(&p);
                 s.judge.on_deliver(p.to, &p.msg, &mut notes);
@@ -326,6 +343,13 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
             }
             Action::Crash(node) => self.crash(&mut s, node, &mut notes, log),
             Action::Failover { from, to } => self.failover(&mut s, from, to, &mut notes, log),
+            // A down node restarts from its synced record as a replica (the
+            // primary is another node now: it is not promoted).
+            Action::Rejoin(node) => {
+                s.budget.rejoins -= 1;
+                s.down &= !(1 << node.0);
+                self.boot(&mut s, node, &mut notes, log)
+            }
         };
         if s.in_flight.len() > self.bounds.in_flight_max {
             return Next::Cut(Cut::InFlight);
@@ -350,24 +374,19 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
         mut log: Option<&mut Vec<Did>>,
     ) -> Option<Finding> {
         s.budget.crashes -= 1;
-        let i = node.0 as usize;
-        s.nodes[i] = (self.factory)(&self.topology.roles[i]);
         s.timers.retain(|t| t.node != node);
-        let record = s.synced[i].clone();
-        let start = Input::Start {
-            recovered: record.as_deref(),
-        };
-        let found = self.handle(s, node, start, notes, log.as_deref_mut());
+        let found = self.boot(s, node, notes, log.as_deref_mut());
         if node == s.primary {
             return found.or(self.promote(s, notes, log));
         }
         found
     }
 
-    /// The primary `from` crashes and stays down; `to` is promoted. A down
-    /// node is never started again, so its struct and record are reset
-    /// to one canonical value (nothing can read them: states that differ
-    /// only there are one), its timers die and messages to it are dropped.
+    /// The primary `from` crashes; `to` is promoted. A down node's struct
+    /// is never read again (a rejoin builds a fresh one), so it is reset to
+    /// one canonical value; its timers die. With no rejoin left it is down
+    /// for good: its record is reset too and messages to it are dropped
+    /// (states that differ only there are one).
     fn failover(
         &self,
         s: &mut State<N>,
@@ -380,11 +399,30 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
         let i = from.0 as usize;
         s.down |= 1 << from.0;
         s.nodes[i] = (self.factory)(&self.topology.roles[i]);
-        s.synced[i] = None;
         s.timers.retain(|t| t.node != from);
-        s.in_flight.retain(|p| p.to != from);
+        if s.is_gone(from) {
+            s.synced[i] = None;
+            s.in_flight.retain(|p| p.to != from);
+        }
         s.primary = to;
         self.promote(s, notes, log)
+    }
+
+    /// A fresh node from `node`'s role, booted from its synced record.
+    fn boot(
+        &self,
+        s: &mut State<N>,
+        node: NodeId,
+        notes: &mut Notes,
+        log: Option<&mut Vec<Did>>,
+    ) -> Option<Finding> {
+        let i = node.0 as usize;
+        s.nodes[i] = (self.factory)(&self.topology.roles[i]);
+        let record = s.synced[i].clone();
+        let start = Input::Start {
+            recovered: record.as_deref(),
+        };
+        self.handle(s, node, start, notes, log)
     }
 }
 
@@ -469,9 +507,13 @@ impl<N> Harness<N> {
                 self.node_name(*node)
             ),
             Action::Failover { from, to } => format!(
-                "failover: {} crashes (stays down), {} is promoted",
+                "failover: {} crashes, {} is promoted",
                 self.node_name(*from),
                 self.node_name(*to)
+            ),
+            Action::Rejoin(node) => format!(
+                "{} rejoins as a replica from its synced record",
+                self.node_name(*node)
             ),
         }
     }

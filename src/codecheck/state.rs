@@ -44,6 +44,7 @@ pub struct Budget {
     pub crashes: u8,
     pub pauses: u8,
     pub failovers: u8,
+    pub rejoins: u8,
 }
 
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
@@ -60,7 +61,7 @@ pub struct State<N> {
     pub budget: Budget,
     /// Where sends to the coordinator group go (`coord/0` until a failover).
     pub primary: NodeId,
-    /// Bit i: `NodeId(i)` is down (a failed-over primary; it never restarts).
+    /// Bit i: `NodeId(i)` is down (a failed-over primary, until it rejoins).
     pub down: u32,
     pub judge: Judge,
 }
@@ -76,6 +77,11 @@ impl<N: Hash> State<N> {
 impl<N> State<N> {
     pub fn is_down(&self, node: NodeId) -> bool {
         node.0 < 32 && self.down >> node.0 & 1 == 1
+    }
+
+    /// Down for good: no rejoin is left in the budget.
+    pub fn is_gone(&self, node: NodeId) -> bool {
+        self.is_down(node) && self.budget.rejoins == 0
     }
 
     pub fn send(&mut self, packet: Packet) {

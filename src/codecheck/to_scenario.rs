@@ -23,10 +23,12 @@
 //!   timer fires after it (the simulator holds the timer until then); no
 //!   message may reach the paused worker before that (refused if one does);
 //! - a crash is a `crash` fault with `restart_after_ms = 0`; a failover a
-//!   `failover` fault without a restart (the old primary's timers die with
-//!   it, the promoted replica's `Promote` is the same step), and each send
-//!   to the coordinator group's address stays on its side of it (it goes
-//!   to the primary of its moment); a lost message a
+//!   `failover` fault (the old primary's timers die with it, the promoted
+//!   replica's `Promote` is the same step; its `restart_after_ms` the
+//!   rejoin's step, if any, and a message that reaches the old primary
+//!   while it is down a `drop`), and each send to the coordinator group's
+//!   address stays on its side of it (it goes to the primary of its
+//!   moment); a lost message a
 //!   `drop`; a duplicated one a `duplicate` fault whose copy lands at the
 //!   second delivery; messages still in flight at the end are dropped.
 //!
@@ -144,6 +146,8 @@ enum Scripted {
     },
     Failover {
         at: usize,
+        /// The step its old primary rejoins at, if it does.
+        rejoin: Option<usize>,
     },
 }
 
@@ -169,6 +173,8 @@ struct Walk {
     /// moment).
     group_sends: Vec<usize>,
     failovers: Vec<usize>,
+    /// Each down node's failover, as its index in `faults`.
+    down: BTreeMap<NodeId, usize>,
 }
 
 impl Walk {
@@ -275,6 +281,17 @@ impl Walk {
     }
 
     fn deliver(&mut self, p: &Packet, i: usize) -> Result<(), String> {
+        if self.down.contains_key(&p.to) {
+            // Arrives while its node is down: the simulator drops it.
+            let f = self.take(p, i)?;
+            if f.copy_of.is_some() || f.has_copy {
+                return Err(format!(
+                    "step {i}: a duplicated message reaching a down node is not scripted yet"
+                ));
+            }
+            self.faults.push(Scripted::Drop { p: *p, nth: f.nth });
+            return Ok(());
+        }
         if self.paused(p.to).is_some() {
             return Err(format!(
                 "step {i}: a message reaches a paused worker (the simulator holds it until the pause ends)"
@@ -340,9 +357,10 @@ impl Walk {
     fn step(&mut self, action: Action, i: usize) -> Result<(), String> {
         let (node, also) = match action {
             Action::Deliver(p) => (Some(p.to), None),
-            Action::Fire { node, .. } | Action::Pause(node) | Action::Crash(node) => {
-                (Some(node), None)
-            }
+            Action::Fire { node, .. }
+            | Action::Pause(node)
+            | Action::Crash(node)
+            | Action::Rejoin(node) => (Some(node), None),
             // The old primary's last step and the promoted replica's first.
             Action::Failover { from, to } => (Some(from), Some(to)),
             Action::Lose(_) | Action::Duplicate(_) => (None, None),
@@ -405,7 +423,20 @@ impl Walk {
             Action::Failover { from, .. } => {
                 self.timers_die(from, i);
                 self.failovers.push(i);
-                self.faults.push(Scripted::Failover { at: i });
+                self.down.insert(from, self.faults.len());
+                self.faults.push(Scripted::Failover {
+                    at: i,
+                    rejoin: None,
+                });
+            }
+            Action::Rejoin(node) => {
+                let k = self
+                    .down
+                    .remove(&node)
+                    .ok_or_else(|| format!("step {i}: a rejoin of a node that is up"))?;
+                if let Scripted::Failover { rejoin, .. } = &mut self.faults[k] {
+                    *rejoin = Some(i);
+                }
             }
         }
         Ok(())
@@ -764,8 +795,11 @@ fn write_faults<N>(out: &mut String, h: &Harness<N>, w: &Walk, times: &[i64]) {
                 quote(&node_name(h, node)),
                 times[at]
             ),
-            Scripted::Failover { at } => {
-                format!("kind = \"failover\"\nat_ms = {}", times[at])
+            Scripted::Failover { at, rejoin } => {
+                let restart = rejoin.map_or(String::new(), |r| {
+                    format!("\nrestart_after_ms = {}", times[r] - times[at])
+                });
+                format!("kind = \"failover\"\nat_ms = {}{restart}", times[at])
             }
         };
         let _ = writeln!(out, "\n[[fault]]\n{text}");

@@ -9,9 +9,11 @@
 //! bounds.
 
 use fencesim::check::ViolationKind;
+use fencesim::codecheck::search::timed;
 use fencesim::codecheck::to_scenario::{replays, to_scenario};
 use fencesim::codecheck::{
-    builtin, check, check_protocol, Action, Bounds, Builtin, Harness, Outcome, Topology,
+    builtin, check, check_protocol, Action, Bounds, Builtin, Counterexample, Harness, Outcome,
+    Topology,
 };
 use fencesim::protocol::coordinator::{Coordinator, Replication};
 use fencesim::protocol::{Clocks, Effect, Input, Msg, Node, NodeId, ProtocolKind, Role};
@@ -95,6 +97,19 @@ fn replicated_coordinators_meet_their_expected_verdicts_at_stated_bounds() {
                 states_min: 1_000_000,
             },
         ),
+        // The old primary may rejoin as a replica with what it accepted
+        // (10x the states at one horizon: 3 ms here, 5 ms in the docs).
+        (
+            ProtocolKind::ConsensusGeneration,
+            Bounds {
+                rejoins: 1,
+                horizon_ms: 3,
+                ..quorum_bounds()
+            },
+            Expected::Proved {
+                states_min: 1_000_000,
+            },
+        ),
     ];
     for (kind, bounds, expected) in cases {
         let (_, out) = check_protocol(kind, bounds).expect("supported");
@@ -119,11 +134,27 @@ fn incr_beside_lease_loses_its_token_to_the_failover_and_replays_as_a_failover_f
         "{c:?}"
     );
     let text = to_scenario(&h, &c, &mut |t| replays(t, 2)).expect("scripted");
-    assert!(
-        text.contains("kind = \"failover\"") && text.contains("replicas = 2"),
-        "{text}"
-    );
-    let s = fencesim::scenario::parse(&text, "emitted").expect("valid scenario");
+    assert!(text.contains("replicas = 2"), "{text}");
+    // B starts (its acquire goes to the group address) after the failover,
+    // so the simulator routes it to coord/1 as the search did.
+    let after = |prefix: &str| -> i64 {
+        let at = text
+            .find(prefix)
+            .unwrap_or_else(|| panic!("{prefix:?} in {text}"));
+        let rest = &text[at + prefix.len()..];
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        digits.parse().expect("a number")
+    };
+    let failover_ms = after("kind = \"failover\"\nat_ms = ");
+    let b_start_ms = after("name = \"B\"\nstart_ms = ");
+    assert!(b_start_ms > failover_ms, "{text}");
+    token_order_on_every_seed(&text);
+}
+
+/// The simulator runs the emitted scenario: token_order on every seed,
+/// and its expectations met.
+fn token_order_on_every_seed(text: &str) {
+    let s = fencesim::scenario::parse(text, "emitted").expect("valid scenario");
     let r = fencesim::suite::run_scenario(&s, s.seeds.clone(), 2);
     assert_eq!(
         r.agg.failing_seeds[ViolationKind::TokenOrder as usize],
@@ -205,6 +236,9 @@ fn failovers_are_refused_without_replicas_and_refinement_is_refused_with_the_rea
     let out = fencesim(&["check", "--code", "fenced-cas", "--failovers", "1"]);
     assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
     assert!(stderr(&out).contains("--failovers 1"), "{}", stderr(&out));
+    let out = fencesim(&["check", "--code", "incr-beside-lease", "--rejoins", "2"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    assert!(stderr(&out).contains("--rejoins 2"), "{}", stderr(&out));
     let out = fencesim(&[
         "check",
         "--code",
@@ -238,4 +272,34 @@ fn check_code_proves_consensus_generation_with_a_failover_at_a_short_horizon() {
     ] {
         assert!(text.contains(line), "{line:?} in {text}");
     }
+}
+
+#[test]
+fn a_failed_over_primary_that_rejoins_is_scripted_as_the_failovers_restart_and_replays() {
+    // The shortest path with the old primary rejoining right after the
+    // failover: the same violation, and the scenario's failover restarts it.
+    let bounds = Bounds {
+        rejoins: 1,
+        pauses: 0,
+        ..with_failover()
+    };
+    let (h, out) = check_protocol(ProtocolKind::IncrBesideLease, bounds).expect("supported");
+    let c = out.counterexample.expect("unsafe");
+    let mut path: Vec<Action> = c.steps.iter().map(|(a, _)| *a).collect();
+    let at = path
+        .iter()
+        .position(|a| matches!(a, Action::Failover { .. }))
+        .expect("a failover");
+    path.insert(at + 1, Action::Rejoin(h.topology.coord));
+    let rejoined = Counterexample {
+        finding: c.finding.clone(),
+        steps: timed(&h, &path),
+        shortest: false,
+    };
+    let text = to_scenario(&h, &rejoined, &mut |t| replays(t, 2)).expect("scripted");
+    assert!(
+        text.contains("kind = \"failover\"") && text.contains("restart_after_ms = "),
+        "{text}"
+    );
+    token_order_on_every_seed(&text);
 }
