@@ -53,15 +53,24 @@ pub struct CodeArgs {
     /// --code: crash-and-restarts a path may have (synced records survive).
     #[arg(long, default_value_t = 0)]
     crashes: u8,
-    /// --code: worker pauses a path may have (lease TTL + 1 ms each).
-    #[arg(long, default_value_t = 1)]
-    pauses: u8,
+    /// --code: worker pauses a path may have (lease TTL + 1 ms each); default 1 (0 for
+    /// consensus-generation, whose quorum rounds multiply the space).
+    #[arg(long)]
+    pauses: Option<u8>,
+    /// --code: failovers of a replicated coordinator (the primary crashes for good, the next
+    /// replica is promoted); default 1 for incr-beside-lease and consensus-generation, else 0.
+    #[arg(long)]
+    failovers: Option<u8>,
+    /// --code: rejoins of a failed-over primary (it restarts as a replica from its synced
+    /// record: a failover's restart_after_ms); at most --failovers.
+    #[arg(long, default_value_t = 0)]
+    rejoins: u8,
     /// --code: messages in flight at once.
     #[arg(long, default_value_t = 4)]
     in_flight: usize,
-    /// --code: no timer fires after this instant.
-    #[arg(long, default_value_t = 16)]
-    horizon_ms: u64,
+    /// --code: no timer fires after this instant; default 16 (8 for consensus-generation).
+    #[arg(long)]
+    horizon_ms: Option<u64>,
     /// --code: unique states kept at most (the memory bound: ~0.7 GiB at the default).
     #[arg(long, default_value_t = MAX_STATES_DEFAULT)]
     max_states: usize,
@@ -71,7 +80,7 @@ pub struct CodeArgs {
 }
 
 impl CodeArgs {
-    fn bounds(&self) -> Result<Bounds> {
+    fn bounds(&self, kind: ProtocolKind) -> Result<Bounds> {
         if !(1..=3).contains(&self.workers) {
             return Err(BadInput(format!("--workers {} must be from 1 to 3", self.workers)).into());
         }
@@ -83,6 +92,30 @@ impl CodeArgs {
             ))
             .into());
         }
+        let defaults = Bounds::for_protocol(kind);
+        let failovers = self.failovers.unwrap_or(defaults.failovers);
+        let replicas = if codecheck::is_replicated(kind) {
+            kind.default_replicas()
+        } else {
+            1
+        };
+        if failovers >= replicas {
+            return Err(BadInput(format!(
+                "--failovers {failovers}: {} has {replicas} coordinator replica{} (a failover needs a live replica to promote: at most {})",
+                kind.id(),
+                if replicas == 1 { "" } else { "s" },
+                replicas - 1
+            ))
+            .into());
+        }
+        if self.rejoins > failovers {
+            return Err(BadInput(format!(
+                "--rejoins {}: only a failed-over primary rejoins, and a path has {failovers} failover{}",
+                self.rejoins,
+                if failovers == 1 { "" } else { "s" }
+            ))
+            .into());
+        }
         let timing = Timing::default();
         Ok(Bounds {
             workers: self.workers,
@@ -90,10 +123,12 @@ impl CodeArgs {
             losses: self.losses,
             duplicates: self.duplicates,
             crashes: self.crashes,
-            pauses: self.pauses,
+            pauses: self.pauses.unwrap_or(defaults.pauses),
             pause_ms: timing.lease_ttl_ms + 1,
+            failovers,
+            rejoins: self.rejoins,
             in_flight_max: self.in_flight,
-            horizon_ms: self.horizon_ms,
+            horizon_ms: self.horizon_ms.unwrap_or(defaults.horizon_ms),
             max_states: self.max_states,
             timing,
             write_history: false,
@@ -128,7 +163,7 @@ fn cmd(a: &CodeArgs, id: &str, emit: Option<&Path>, threads: usize) -> Result<Ex
         ))
         .into());
     };
-    let bounds = a.bounds()?;
+    let bounds = a.bounds(kind)?;
     if a.refine {
         if emit.is_some() {
             return Err(

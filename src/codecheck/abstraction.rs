@@ -114,6 +114,14 @@ pub fn model_of(kind: ProtocolKind) -> Result<ModelOf, String> {
             "models/no-fence.toml",
             Some("no model of its own in models/; checked against no-fence (the same lease, release, no token, no fence: the worker's lease check only removes behaviours)"),
         ),
+        ProtocolKind::IncrBesideLease => Err(
+            "incr-beside-lease: no refinement mapping: the code's primary ships its lease table with the counter after the lag, so a promoted replica can hold a lease the old primary had since released or let expire; the model's Replicate copies the counter alone and its Failover always forgets the holder (and is disabled when no INCR is lost), so such a failover has no model step"
+                .into(),
+        ),
+        ProtocolKind::ConsensusGeneration => Err(
+            "consensus-generation: no refinement mapping: the model commits a generation on a majority and grants it in one step, with tokens counter + 1; the code collects acceptances one message at a time and gives a proposal up (QUORUM_RETRY, a refusal) after it raised some replicas' generations, so the next grant's token skips a number, and its new primary learns the highest generation reply by reply while the old primary's proposals are still in flight: a generation accepted without a grant outside a failover has no model step"
+                .into(),
+        ),
         other => Err(format!(
             "protocol {:?} has no abstract model the code checker can map to",
             other.id()

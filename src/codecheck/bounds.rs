@@ -1,11 +1,12 @@
 //! The bounds of a code-level search, each one a number the report states:
 //! workers and grants, the fault budget of a path (losses, duplications,
-//! crashes, pauses), how many messages may be in flight at once, how far
+//! crashes, pauses, failovers of a replicated coordinator), how many messages may be in flight at once, how far
 //! true time may run, and how many unique states the search may keep (its
 //! memory bound). A path that would cross a bound is cut there and the
 //! report says which bound was hit: a proof holds only within them.
 
-use super::topology::Timing;
+use super::topology::{is_replicated, Timing};
+use crate::protocol::ProtocolKind;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Bounds {
@@ -19,6 +20,15 @@ pub struct Bounds {
     /// Pauses of a worker: its timers fire `pause_ms` later.
     pub pauses: u8,
     pub pause_ms: u64,
+    /// Failovers of a replicated coordinator: the primary crashes (and
+    /// stays down) and the next live replica is promoted, as the
+    /// simulator's `failover` fault does. Only for protocols whose
+    /// coordinator has replicas ([`Bounds::for_protocol`] gives them 1).
+    pub failovers: u8,
+    /// A failed-over primary restarts as a replica from its synced record
+    /// (the simulator's failover with `restart_after_ms`), at most this
+    /// many times a path; 0: it stays down.
+    pub rejoins: u8,
     pub in_flight_max: usize,
     /// No timer fires after this instant of true time.
     pub horizon_ms: u64,
@@ -54,6 +64,8 @@ impl Default for Bounds {
             crashes: 0,
             pauses: 1,
             pause_ms: timing.lease_ttl_ms + 1,
+            failovers: 0,
+            rejoins: 0,
             in_flight_max: 4,
             horizon_ms: 16,
             max_states: MAX_STATES_DEFAULT,
@@ -64,10 +76,39 @@ impl Default for Bounds {
 }
 
 impl Bounds {
-    /// `2w/2g/1l/1d/0c/1p` and the horizon, for one report line.
+    /// The defaults for `kind`: one failover where its coordinator is a
+    /// replica group (incr-beside-lease, consensus-generation), none else;
+    /// consensus-generation's quorum rounds (a query and a proposal to two
+    /// replicas, each answered) double its space with every millisecond of
+    /// horizon, so it is proved without a pause and to 8 ms (a failover
+    /// needs no lease to run out: the new primary has no lease table).
+    pub fn for_protocol(kind: ProtocolKind) -> Bounds {
+        let base = Bounds {
+            failovers: u8::from(is_replicated(kind)),
+            ..Bounds::default()
+        };
+        match kind {
+            ProtocolKind::ConsensusGeneration => Bounds {
+                pauses: 0,
+                horizon_ms: 8,
+                ..base
+            },
+            _ => base,
+        }
+    }
+
+    /// `2w/2g/0loss/0dup/0crash/1pause` (and `/1failover` if any), the
+    /// in-flight bound and the horizon, for one report line.
     pub fn label(&self) -> String {
+        let mut failovers = String::new();
+        if self.failovers > 0 {
+            failovers = format!("/{}failover", self.failovers);
+        }
+        if self.rejoins > 0 {
+            failovers += &format!("/{}rejoin", self.rejoins);
+        }
         format!(
-            "{}w/{}g/{}loss/{}dup/{}crash/{}pause/{}inflight/{}ms",
+            "{}w/{}g/{}loss/{}dup/{}crash/{}pause{failovers}/{}inflight/{}ms",
             self.workers,
             self.grants,
             self.losses,

@@ -4,8 +4,15 @@
 //! the earliest timer (time advances to its deadline; ties in any order),
 //! pause a worker, crash and restart a node — yields one successor, computed
 //! by handing the input to the node's own `handle` and applying its effects
-//! as the simulator does (sends to the group address go to the coordinator,
-//! a synced record survives a crash, a buffered one never is recovered).
+//! as the simulator does (sends to the group address go to the coordinator
+//! primary, a synced record survives a crash, a buffered one never is
+//! recovered). A replicated coordinator may also fail over, as the
+//! simulator's `failover` fault does it: the primary crashes (and stays
+//! down, or rejoins later as a replica from its synced record: the fault's
+//! `restart_after_ms`), the next live replica (in `coord/<i>` order) is
+//! told `Promote`;
+//! whatever the replicas do then (replication timers, quorum rounds) is
+//! their own code's.
 //! Messages take no time and may wait in flight arbitrarily long, so every
 //! delay and reordering is covered; time moves only to the next deadline
 //! a node's timer names. Clocks do not drift (not covered yet).
@@ -24,9 +31,20 @@ pub enum Action {
     Deliver(Packet),
     Lose(Packet),
     Duplicate(Packet),
-    Fire { node: NodeId, timer: TimerId },
+    Fire {
+        node: NodeId,
+        timer: TimerId,
+    },
     Pause(NodeId),
     Crash(NodeId),
+    /// The coordinator primary `from` crashes and `to` (the next live
+    /// replica) is promoted.
+    Failover {
+        from: NodeId,
+        to: NodeId,
+    },
+    /// A failed-over primary restarts as a replica from its synced record.
+    Rejoin(NodeId),
 }
 
 /// What a node's effects did to the state, in order: logged only when a
@@ -36,7 +54,12 @@ pub enum Action {
 /// same deadline looks unchanged).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Did {
-    Sent(Packet),
+    /// `group`: sent to the coordinator group's address, routed to the
+    /// primary of that moment (a failover changes where such a send goes).
+    Sent {
+        packet: Packet,
+        group: bool,
+    },
     SetTimer {
         node: NodeId,
         timer: TimerId,
@@ -97,7 +120,11 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
                 duplicates: b.duplicates,
                 crashes: b.crashes,
                 pauses: b.pauses,
+                failovers: b.failovers,
+                rejoins: b.rejoins,
             },
+            primary: self.topology.coord,
+            down: 0,
             judge: Judge::new(self.topology.workers, b.write_history),
         };
         let mut notes = Notes::default();
@@ -116,12 +143,12 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
         notes: &mut Notes,
         log: Option<&mut Vec<Did>>,
     ) -> Option<Finding> {
-        let coord = self.topology.coord;
+        let primary = s.primary;
         let promote = Input::Message {
-            from: coord,
+            from: primary,
             msg: Msg::Promote,
         };
-        self.handle(s, coord, promote, notes, log)
+        self.handle(s, primary, promote, notes, log)
     }
 
     /// Hands `input` to `node` at the current instant and applies its effects.
@@ -145,15 +172,21 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
             _ => None,
         };
         let mut finding = None;
+        let primary = s.primary;
         for effect in fx {
             if let Some(log) = log.as_deref_mut() {
-                log.extend(did(node, &effect, self.topology.coord));
+                log.extend(did(node, &effect, primary));
             }
             match effect {
                 Effect::Send { to, msg } => {
-                    let to = route(to, self.topology.coord);
+                    let to = route(to, primary);
                     let found = s.judge.on_send(node, received.as_ref(), &msg, notes);
                     finding = finding.or(found);
+                    if s.is_gone(to) {
+                        // Dropped on arrival by the simulator; it can do
+                        // nothing else, so it is dropped at once here.
+                        continue;
+                    }
                     s.send(Packet {
                         from: node,
                         to,
@@ -222,10 +255,40 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
         }
         if s.budget.crashes > 0 {
             for i in 0..s.nodes.len() {
-                out.push(Action::Crash(NodeId(i as u16)));
+                let node = NodeId(i as u16);
+                if !s.is_down(node) {
+                    out.push(Action::Crash(node));
+                }
+            }
+        }
+        if s.budget.failovers > 0 {
+            if let Some(to) = self.next_replica(s) {
+                out.push(Action::Failover {
+                    from: s.primary,
+                    to,
+                });
+            }
+        }
+        if s.budget.rejoins > 0 {
+            for i in 0..s.nodes.len() {
+                let node = NodeId(i as u16);
+                if s.is_down(node) {
+                    out.push(Action::Rejoin(node));
+                }
             }
         }
         out
+    }
+
+    /// The replica a failover promotes: the next live one after the
+    /// primary in `coord/<i>` order, as the simulator picks it.
+    fn next_replica(&self, s: &State<N>) -> Option<NodeId> {
+        let t = &self.topology;
+        let first = t.coord.0 as usize;
+        let at = s.primary.0 as usize - first;
+        (1..t.replicas)
+            .map(|k| NodeId((first + (at + k) % t.replicas) as u16))
+            .find(|&r| !s.is_down(r))
     }
 
     /// The successor of `s` by `action`.
@@ -243,6 +306,10 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
         let mut s = s.clone();
         let mut notes = Notes::default();
         let finding = match action {
+            Action::Deliver(p) if s.is_down(p.to) => {
+                s.take(&p); // arrives while its node is down: dropped
+                None
+            }
             Action::Deliver(p) => {
                 s.take(&p);
                 s.judge.on_deliver(p.to, &p.msg, &mut notes);
@@ -275,6 +342,14 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
                 None
             }
             Action::Crash(node) => self.crash(&mut s, node, &mut notes, log),
+            Action::Failover { from, to } => self.failover(&mut s, from, to, &mut notes, log),
+            // A down node restarts from its synced record as a replica (the
+            // primary is another node now: it is not promoted).
+            Action::Rejoin(node) => {
+                s.budget.rejoins -= 1;
+                s.down &= !(1 << node.0);
+                self.boot(&mut s, node, &mut notes, log)
+            }
         };
         if s.in_flight.len() > self.bounds.in_flight_max {
             return Next::Cut(Cut::InFlight);
@@ -299,38 +374,78 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
         mut log: Option<&mut Vec<Did>>,
     ) -> Option<Finding> {
         s.budget.crashes -= 1;
-        let i = node.0 as usize;
-        s.nodes[i] = (self.factory)(&self.topology.roles[i]);
         s.timers.retain(|t| t.node != node);
-        let record = s.synced[i].clone();
-        let start = Input::Start {
-            recovered: record.as_deref(),
-        };
-        let found = self.handle(s, node, start, notes, log.as_deref_mut());
-        if node == self.topology.coord {
+        let found = self.boot(s, node, notes, log.as_deref_mut());
+        if node == s.primary {
             return found.or(self.promote(s, notes, log));
         }
         found
     }
+
+    /// The primary `from` crashes; `to` is promoted. A down node's struct
+    /// is never read again (a rejoin builds a fresh one), so it is reset to
+    /// one canonical value; its timers die. With no rejoin left it is down
+    /// for good: its record is reset too and messages to it are dropped
+    /// (states that differ only there are one).
+    fn failover(
+        &self,
+        s: &mut State<N>,
+        from: NodeId,
+        to: NodeId,
+        notes: &mut Notes,
+        log: Option<&mut Vec<Did>>,
+    ) -> Option<Finding> {
+        s.budget.failovers -= 1;
+        let i = from.0 as usize;
+        s.down |= 1 << from.0;
+        s.nodes[i] = (self.factory)(&self.topology.roles[i]);
+        s.timers.retain(|t| t.node != from);
+        if s.is_gone(from) {
+            s.synced[i] = None;
+            s.in_flight.retain(|p| p.to != from);
+        }
+        s.primary = to;
+        self.promote(s, notes, log)
+    }
+
+    /// A fresh node from `node`'s role, booted from its synced record.
+    fn boot(
+        &self,
+        s: &mut State<N>,
+        node: NodeId,
+        notes: &mut Notes,
+        log: Option<&mut Vec<Did>>,
+    ) -> Option<Finding> {
+        let i = node.0 as usize;
+        s.nodes[i] = (self.factory)(&self.topology.roles[i]);
+        let record = s.synced[i].clone();
+        let start = Input::Start {
+            recovered: record.as_deref(),
+        };
+        self.handle(s, node, start, notes, log)
+    }
 }
 
-/// Sends to the group address go to the coordinator (`coord/0`).
-fn route(to: NodeId, coord: NodeId) -> NodeId {
+/// Sends to the group address go to the coordinator primary.
+fn route(to: NodeId, primary: NodeId) -> NodeId {
     if to == NodeId::COORD_GROUP {
-        coord
+        primary
     } else {
         to
     }
 }
 
 /// What `effect` of `node` does to the state, if anything the log keeps.
-fn did(node: NodeId, effect: &Effect, coord: NodeId) -> Option<Did> {
+fn did(node: NodeId, effect: &Effect, primary: NodeId) -> Option<Did> {
     match *effect {
-        Effect::Send { to, msg } => Some(Did::Sent(Packet {
-            from: node,
-            to: route(to, coord),
-            msg,
-        })),
+        Effect::Send { to, msg } => Some(Did::Sent {
+            packet: Packet {
+                from: node,
+                to: route(to, primary),
+                msg,
+            },
+            group: to == NodeId::COORD_GROUP,
+        }),
         Effect::SetTimer { timer, after_ns } => Some(Did::SetTimer {
             node,
             timer,
@@ -345,10 +460,11 @@ impl<N> Harness<N> {
     /// The address's name as a scenario gives it.
     pub fn node_name(&self, node: NodeId) -> String {
         let t = &self.topology;
+        let replica = (node.0 as usize).wrapping_sub(t.coord.0 as usize);
         if (node.0 as usize) < t.workers {
             format!("worker/{}", node.0)
-        } else if node == t.coord {
-            "coord/0".into()
+        } else if replica < t.replicas {
+            format!("coord/{replica}")
         } else if node == t.resource {
             "resource/0".into()
         } else {
@@ -388,6 +504,15 @@ impl<N> Harness<N> {
             ),
             Action::Crash(node) => format!(
                 "{} crashes and restarts from its synced record",
+                self.node_name(*node)
+            ),
+            Action::Failover { from, to } => format!(
+                "failover: {} crashes, {} is promoted",
+                self.node_name(*from),
+                self.node_name(*to)
+            ),
+            Action::Rejoin(node) => format!(
+                "{} rejoins as a replica from its synced record",
                 self.node_name(*node)
             ),
         }

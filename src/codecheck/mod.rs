@@ -11,7 +11,8 @@
 //! - `topology`: the nodes at a scenario's addresses, built from a protocol.
 //! - `bounds`: every bound of a search (and the memory bound).
 //! - `state`: the hashed state.
-//! - `harness`: the transitions (deliver, lose, duplicate, timers, pause, crash).
+//! - `harness`: the transitions (deliver, lose, duplicate, timers, pause,
+//!   crash, failover of a replicated coordinator).
 //! - `judge`: the properties, incrementally.
 //! - `search`: the BFS, proofs and shortest counterexamples.
 //! - `to_scenario`: a counterexample as a scripted simulator scenario.
@@ -35,7 +36,7 @@ pub use harness::{Action, Harness};
 pub use judge::Finding;
 pub use refine::{refine, refine_protocol, Divergence, Refinement};
 pub use search::{check, explore, prove, search, Counterexample, Hits, Observer, Outcome};
-pub use topology::{builtin, is_supported, supported, Builtin, Timing, Topology};
+pub use topology::{builtin, is_replicated, is_supported, supported, Builtin, Timing, Topology};
 
 use crate::protocol::ProtocolKind;
 

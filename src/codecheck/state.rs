@@ -2,7 +2,8 @@
 //! records, the pending timers as absolute deadlines on one true-time line,
 //! the messages in flight (a multiset, kept sorted so that two orders of
 //! the same sends are one state), the current instant, the fault budget
-//! left, and the property judge's memory. Everything here is hashed: two
+//! left, where the coordinator group's address routes (the primary) and
+//! which nodes a failover left down, and the property judge's memory. Everything here is hashed: two
 //! paths that reach equal states are explored once.
 
 use std::hash::Hash;
@@ -42,6 +43,8 @@ pub struct Budget {
     pub duplicates: u8,
     pub crashes: u8,
     pub pauses: u8,
+    pub failovers: u8,
+    pub rejoins: u8,
 }
 
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
@@ -56,6 +59,10 @@ pub struct State<N> {
     pub in_flight: Vec<Packet>,
     pub now_ns: u64,
     pub budget: Budget,
+    /// Where sends to the coordinator group go (`coord/0` until a failover).
+    pub primary: NodeId,
+    /// Bit i: `NodeId(i)` is down (a failed-over primary, until it rejoins).
+    pub down: u32,
     pub judge: Judge,
 }
 
@@ -68,6 +75,15 @@ impl<N: Hash> State<N> {
 }
 
 impl<N> State<N> {
+    pub fn is_down(&self, node: NodeId) -> bool {
+        node.0 < 32 && self.down >> node.0 & 1 == 1
+    }
+
+    /// Down for good: no rejoin is left in the budget.
+    pub fn is_gone(&self, node: NodeId) -> bool {
+        self.is_down(node) && self.budget.rejoins == 0
+    }
+
     pub fn send(&mut self, packet: Packet) {
         let key = packet.order_key();
         let at = self.in_flight.partition_point(|p| p.order_key() <= key);

@@ -22,7 +22,13 @@
 //! - a pause is a `pause` fault that ends exactly when the worker's first
 //!   timer fires after it (the simulator holds the timer until then); no
 //!   message may reach the paused worker before that (refused if one does);
-//! - a crash is a `crash` fault with `restart_after_ms = 0`; a lost message a
+//! - a crash is a `crash` fault with `restart_after_ms = 0`; a failover a
+//!   `failover` fault (the old primary's timers die with it, the promoted
+//!   replica's `Promote` is the same step; its `restart_after_ms` the
+//!   rejoin's step, if any, and a message that reaches the old primary
+//!   while it is down a `drop`), and each send to the coordinator group's
+//!   address stays on its side of it (it goes to the primary of its
+//!   moment); a lost message a
 //!   `drop`; a duplicated one a `duplicate` fault whose copy lands at the
 //!   second delivery; messages still in flight at the end are dropped.
 //!
@@ -138,6 +144,11 @@ enum Scripted {
         node: NodeId,
         at: usize,
     },
+    Failover {
+        at: usize,
+        /// The step its old primary rejoins at, if it does.
+        rejoin: Option<usize>,
+    },
 }
 
 /// The path's constraints, built step by step.
@@ -156,6 +167,14 @@ struct Walk {
     pauses: Vec<Pause>,
     faults: Vec<Scripted>,
     ties: usize,
+    /// Steps that sent to the coordinator group's address, and the
+    /// failover steps: each such send is on the same side of each failover
+    /// in the simulator as in the path (it routes to the primary of its
+    /// moment).
+    group_sends: Vec<usize>,
+    failovers: Vec<usize>,
+    /// Each down node's failover, as its index in `faults`.
+    down: BTreeMap<NodeId, usize>,
 }
 
 impl Walk {
@@ -205,7 +224,10 @@ impl Walk {
     fn apply_log(&mut self, i: usize, log: &[Did]) -> Result<(), String> {
         for d in log {
             match *d {
-                Did::Sent(packet) => {
+                Did::Sent { packet, group } => {
+                    if group {
+                        self.group_sends.push(i);
+                    }
                     let nth = self.links.entry((packet.from, packet.to)).or_insert(0);
                     *nth += 1;
                     let nth = *nth;
@@ -259,6 +281,17 @@ impl Walk {
     }
 
     fn deliver(&mut self, p: &Packet, i: usize) -> Result<(), String> {
+        if self.down.contains_key(&p.to) {
+            // Arrives while its node is down: the simulator drops it.
+            let f = self.take(p, i)?;
+            if f.copy_of.is_some() || f.has_copy {
+                return Err(format!(
+                    "step {i}: a duplicated message reaching a down node is not scripted yet"
+                ));
+            }
+            self.faults.push(Scripted::Drop { p: *p, nth: f.nth });
+            return Ok(());
+        }
         if self.paused(p.to).is_some() {
             return Err(format!(
                 "step {i}: a message reaches a paused worker (the simulator holds it until the pause ends)"
@@ -322,12 +355,17 @@ impl Walk {
     }
 
     fn step(&mut self, action: Action, i: usize) -> Result<(), String> {
-        let node = match action {
-            Action::Deliver(p) => Some(p.to),
-            Action::Fire { node, .. } | Action::Pause(node) | Action::Crash(node) => Some(node),
-            Action::Lose(_) | Action::Duplicate(_) => None,
+        let (node, also) = match action {
+            Action::Deliver(p) => (Some(p.to), None),
+            Action::Fire { node, .. }
+            | Action::Pause(node)
+            | Action::Crash(node)
+            | Action::Rejoin(node) => (Some(node), None),
+            // The old primary's last step and the promoted replica's first.
+            Action::Failover { from, to } => (Some(from), Some(to)),
+            Action::Lose(_) | Action::Duplicate(_) => (None, None),
         };
-        if let Some(node) = node {
+        for node in node.into_iter().chain(also) {
             // Each node's steps in path order; different nodes' steps are
             // independent unless a message links them.
             let previous = self.last.insert(node, i).unwrap_or(0);
@@ -375,30 +413,64 @@ impl Walk {
                 });
             }
             Action::Crash(node) => {
-                let dead: Vec<(NodeId, TimerId)> = self
-                    .timers
-                    .keys()
-                    .filter(|k| k.0 == node)
-                    .copied()
-                    .collect();
-                for k in dead {
-                    let t = self.timers.remove(&k).expect("listed");
-                    self.pending_at(node, t, i);
-                }
+                self.timers_die(node, i);
                 if let Some(k) = self.paused(node) {
                     self.pauses[k].resume = Some(i); // a crash ends a pause
                     self.pauses[k].crashed = true;
                 }
                 self.faults.push(Scripted::Crash { node, at: i });
             }
+            Action::Failover { from, .. } => {
+                self.timers_die(from, i);
+                self.failovers.push(i);
+                self.down.insert(from, self.faults.len());
+                self.faults.push(Scripted::Failover {
+                    at: i,
+                    rejoin: None,
+                });
+            }
+            Action::Rejoin(node) => {
+                let k = self
+                    .down
+                    .remove(&node)
+                    .ok_or_else(|| format!("step {i}: a rejoin of a node that is up"))?;
+                if let Scripted::Failover { rejoin, .. } = &mut self.faults[k] {
+                    *rejoin = Some(i);
+                }
+            }
         }
         Ok(())
     }
 
-    /// Timers still armed at their node's last step are due after it,
+    /// `node` crashed at step `i`: its timers are due after the crash
+    /// (they never fire).
+    fn timers_die(&mut self, node: NodeId, i: usize) {
+        let dead: Vec<(NodeId, TimerId)> = self
+            .timers
+            .keys()
+            .filter(|k| k.0 == node)
+            .copied()
+            .collect();
+        for k in dead {
+            let t = self.timers.remove(&k).expect("listed");
+            self.pending_at(node, t, i);
+        }
+    }
+
+    /// Sends to the group address fall on their side of each failover;
+    /// timers still armed at their node's last step are due after it,
     /// unless the node is paused to the end; messages still in flight are
     /// dropped.
     fn finish(&mut self) {
+        for f in self.failovers.clone() {
+            for s in self.group_sends.clone() {
+                if s < f {
+                    self.edge(s, f, 1, 0);
+                } else if s > f {
+                    self.edge(f, s, 1, 0);
+                }
+            }
+        }
         let armed: Vec<((NodeId, TimerId), Armed)> =
             self.timers.iter().map(|(k, t)| (*k, *t)).collect();
         for ((node, _), t) in armed {
@@ -637,7 +709,7 @@ fn write_header<N>(
         out,
         "description = {}",
         quote(&format!(
-            "Code-level counterexample of {} ({kind}), replayed by the simulator: every delivery, timer, pause and crash scripted.",
+            "Code-level counterexample of {} ({kind}), replayed by the simulator: every delivery, timer, pause, crash and failover scripted.",
             p.kind.id()
         ))
     );
@@ -648,6 +720,14 @@ fn write_header<N>(
         end + k * (h.bounds.horizon_ms + h.bounds.pause_ms)
     );
     let _ = writeln!(out, "\n[protocol]\nkind = {}", quote(p.kind.id()));
+    if h.topology.replicas > 1 {
+        let _ = writeln!(
+            out,
+            "replicas = {}\nreplication_lag_ms = {}",
+            h.topology.replicas,
+            k * t.replication_lag_ms
+        );
+    }
     if p.kind == ProtocolKind::FencedCheckThenWrite {
         let _ = writeln!(out, "check_to_write_ms = {}", k * p.check_to_write_ns / MS);
     }
@@ -715,6 +795,12 @@ fn write_faults<N>(out: &mut String, h: &Harness<N>, w: &Walk, times: &[i64]) {
                 quote(&node_name(h, node)),
                 times[at]
             ),
+            Scripted::Failover { at, rejoin } => {
+                let restart = rejoin.map_or(String::new(), |r| {
+                    format!("\nrestart_after_ms = {}", times[r] - times[at])
+                });
+                format!("kind = \"failover\"\nat_ms = {}{restart}", times[at])
+            }
         };
         let _ = writeln!(out, "\n[[fault]]\n{text}");
     }

@@ -1,7 +1,8 @@
 //! The system a code-level check drives: the scenario's fixed addresses
-//! (workers `0..n`, the coordinator, the resource), the roles built from a
-//! catalogue protocol exactly as a scenario resolves them, and the timing
-//! the workers run with. [`Builtin`] is the built-in nodes as one hashable
+//! (workers `0..n`, the coordinator replicas `coord/0..r`, the resource),
+//! the roles built from a catalogue protocol exactly as a scenario resolves
+//! them, and the timing the nodes run with (the replication lag too: a
+//! replicated coordinator's timers must fall inside the search's horizon). [`Builtin`] is the built-in nodes as one hashable
 //! type; a test may put its own node type in their place through a
 //! factory (a deliberately broken copy of a node, say).
 
@@ -57,6 +58,9 @@ pub struct Timing {
     pub retry_ms: u64,
     pub request_timeout_ms: u64,
     pub max_retries: u32,
+    /// Async replication (incr-beside-lease): the primary ships its state
+    /// this long after it changes.
+    pub replication_lag_ms: u64,
 }
 
 impl Default for Timing {
@@ -68,6 +72,7 @@ impl Default for Timing {
             retry_ms: 4,
             request_timeout_ms: 6,
             max_retries: 0,
+            replication_lag_ms: 3,
         }
     }
 }
@@ -79,15 +84,18 @@ pub struct Topology {
     /// `roles[i]` is node `NodeId(i)`'s.
     pub roles: Vec<Role>,
     pub workers: usize,
-    /// The coordinator primary (`coord/0`): the group address routes here
-    /// and it is promoted at boot and after a restart.
+    /// The first coordinator replica (`coord/0`): the primary at boot,
+    /// where the group address routes until a failover.
     pub coord: NodeId,
+    /// Coordinator replicas, `coord .. coord + replicas` (1: no failover).
+    pub replicas: usize,
     pub resource: NodeId,
 }
 
-/// Whether `--code` can drive `kind`: a single lease coordinator and a
-/// resource, no replicas, no lock servers, no effect sink, no conditional
-/// write (those need harness parts this checker does not have yet).
+/// Whether `--code` can drive `kind`: lease coordinators (one, or a
+/// replica group that fails over) and a resource; no lock servers, no
+/// effect sink, no conditional write (those need harness parts this
+/// checker does not have yet).
 pub fn is_supported(kind: ProtocolKind) -> bool {
     matches!(
         kind,
@@ -96,7 +104,15 @@ pub fn is_supported(kind: ProtocolKind) -> bool {
             | ProtocolKind::CheckBeforeWrite
             | ProtocolKind::FencedCas
             | ProtocolKind::FencedCheckThenWrite
+            | ProtocolKind::IncrBesideLease
+            | ProtocolKind::ConsensusGeneration
     )
+}
+
+/// Whether `kind`'s coordinator is a replica group (its catalogue default
+/// has replicas), so that a failover is a fault the harness may inject.
+pub fn is_replicated(kind: ProtocolKind) -> bool {
+    is_supported(kind) && kind.default_replicas() > 1
 }
 
 /// The protocols `--code` checks, in the catalogue's order.
@@ -109,8 +125,10 @@ pub fn supported() -> Vec<&'static str> {
 }
 
 impl Topology {
-    /// `workers` workers with one op each on key 0, `coord/0` and
-    /// `resource/0`, at the addresses a scenario gives them.
+    /// `workers` workers with one op each on key 0, the coordinator
+    /// replicas `coord/0..` (the catalogue's default count: 1, or 2 for
+    /// incr-beside-lease, 3 for consensus-generation) and `resource/0`, at
+    /// the addresses a scenario gives them.
     pub fn lease(kind: ProtocolKind, workers: usize, timing: Timing) -> Result<Topology, String> {
         if !is_supported(kind) {
             return Err(format!(
@@ -120,19 +138,33 @@ impl Topology {
             ));
         }
         let mut protocol = ProtocolConfig::new(kind, timing.lease_ttl_ms * MS);
-        protocol.replicas = 1;
+        protocol.replicas = if is_replicated(kind) {
+            kind.default_replicas()
+        } else {
+            1
+        };
+        protocol.replication_lag_ns = timing.replication_lag_ms * MS;
+        let replicas = protocol.replicas as usize;
+        if workers + replicas + 1 > 32 {
+            return Err(format!(
+                "{workers} workers: a state marks down nodes in 32 bits"
+            ));
+        }
         let coord = NodeId(workers as u16);
-        let resource = NodeId(workers as u16 + 1);
+        let resource = NodeId((workers + replicas) as u16);
         let mut roles: Vec<Role> = (0..workers)
             .map(|i| Role::Worker(worker_config(&protocol, i, coord, resource, timing)))
             .collect();
-        roles.push(Role::server(&protocol, coord, 0));
+        for i in 0..protocol.replicas {
+            roles.push(Role::server(&protocol, coord, i));
+        }
         roles.push(Role::Resource(protocol.resource()));
         Ok(Topology {
             protocol,
             roles,
             workers,
             coord,
+            replicas,
             resource,
         })
     }

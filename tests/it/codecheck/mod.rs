@@ -8,6 +8,7 @@ mod broken;
 mod cli;
 mod emit;
 mod refine;
+mod replicated;
 
 use fencesim::check::ViolationKind;
 use fencesim::codecheck::{check_protocol, Action, Bounds, Outcome};
