@@ -53,11 +53,15 @@ pub struct ProxyLog {
     pub events: Vec<(u64, String)>,
     /// When the mode first fired (its window starts there); shared by every connection.
     first_ns: Option<u64>,
+    /// When a hold ended (its length, or released early: [`Proxy::release_hold`]).
+    pub hold_ended_ns: Option<u64>,
 }
 
 pub struct Proxy {
     pub port: u16,
     stop: Arc<AtomicBool>,
+    /// Set: a hold in progress (or still to come) ends at once ([`HoldRelease`]).
+    release: Arc<AtomicBool>,
     pub log: Arc<Mutex<ProxyLog>>,
     /// Every socket it opened, so a cut can close them all.
     streams: Arc<Mutex<Vec<TcpStream>>>,
@@ -72,9 +76,11 @@ impl Proxy {
         let port = listener.local_addr()?.port();
         listener.set_nonblocking(true)?;
         let stop = Arc::new(AtomicBool::new(false));
+        let release = Arc::new(AtomicBool::new(false));
         let log = Arc::new(Mutex::new(ProxyLog::default()));
         let streams = Arc::new(Mutex::new(Vec::new()));
         let (stop2, log2, streams2) = (stop.clone(), log.clone(), streams.clone());
+        let release2 = release.clone();
         let upstream = upstream.to_string();
         std::thread::spawn(move || {
             while !stop2.load(Ordering::SeqCst) {
@@ -88,7 +94,7 @@ impl Proxy {
                                 all.push(c);
                                 all.push(s);
                             }
-                            pipe(client, server, hold, log2.clone());
+                            pipe(client, server, hold, (log2.clone(), release2.clone()));
                         }
                     }
                     Err(_) => std::thread::sleep(Duration::from_millis(2)),
@@ -98,9 +104,16 @@ impl Proxy {
         Ok(Proxy {
             port,
             stop,
+            release,
             log,
             streams,
         })
+    }
+
+    /// What ends its hold early: a hold anchored on another worker's
+    /// operation ending (`until = "other_op_done"`).
+    pub fn hold_release(&self) -> HoldRelease {
+        HoldRelease(self.release.clone())
     }
 
     /// Cuts the link: every connection closed, new ones refused.
@@ -114,6 +127,17 @@ impl Proxy {
     }
 }
 
+/// Ends a proxy's hold now, or lets the held message through at once if it
+/// has not come yet.
+#[derive(Clone)]
+pub struct HoldRelease(Arc<AtomicBool>);
+
+impl HoldRelease {
+    pub fn release(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
 impl Drop for Proxy {
     fn drop(&mut self) {
         self.cut();
@@ -124,7 +148,7 @@ fn pipe(
     client: TcpStream,
     server: TcpStream,
     hold: Option<(&'static str, ProxyMode)>,
-    log: Arc<Mutex<ProxyLog>>,
+    (log, release): (Arc<Mutex<ProxyLog>>, Arc<AtomicBool>),
 ) {
     let (c2, s2) = match (client.try_clone(), server.try_clone()) {
         (Ok(c), Ok(s)) => (c, s),
@@ -142,7 +166,9 @@ fn pipe(
     std::thread::spawn(move || {
         let (mut from, mut to) = (client, server);
         let _ = match hold {
-            Some((pattern, mode)) => forward_messages(&mut from, &mut to, pattern, mode, &log),
+            Some((pattern, mode)) => {
+                forward_messages(&mut from, &mut to, (pattern, mode), &log, &release)
+            }
             None => std::io::copy(&mut from, &mut to).map(|_| ()),
         };
         let _ = to.shutdown(Shutdown::Both);
@@ -156,9 +182,9 @@ fn pipe(
 fn forward_messages(
     from: &mut TcpStream,
     to: &mut TcpStream,
-    pattern: &str,
-    mode: ProxyMode,
+    (pattern, mode): (&str, ProxyMode),
     log: &Mutex<ProxyLog>,
+    release: &AtomicBool,
 ) -> std::io::Result<()> {
     let mut framer = FrontendFramer::default();
     let mut buf = vec![0u8; 64 * 1024];
@@ -191,7 +217,13 @@ fn forward_messages(
                     ProxyMode::Hold { ms } if first == now => {
                         l.events.push((now, format!("held for {ms} ms")));
                         drop(l);
-                        std::thread::sleep(Duration::from_millis(ms));
+                        let end = now + ms * 1_000_000;
+                        while !release.load(Ordering::SeqCst) && super::monotonic_ns() < end {
+                            std::thread::sleep(Duration::from_millis(1));
+                        }
+                        if let Ok(mut l) = log.lock() {
+                            l.hold_ended_ns = Some(super::monotonic_ns());
+                        }
                     }
                     ProxyMode::Drop { ms } if now < first + ms * 1_000_000 => {
                         l.events.push((now, format!("dropped (window {ms} ms)")));
@@ -283,6 +315,8 @@ impl Proxy {
         Ok(Proxy {
             port,
             stop,
+            // An observed program's faults are its observers' own.
+            release: Arc::new(AtomicBool::new(false)),
             log: Arc::new(Mutex::new(ProxyLog::default())),
             streams,
         })
@@ -310,4 +344,48 @@ fn copy_observed(mut from: TcpStream, mut to: TcpStream, mut observer: Observer)
     }
     let _ = to.shutdown(Shutdown::Both);
     let _ = from.shutdown(Shutdown::Both);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A PostgreSQL startup message (protocol 3.0, no parameters) and a
+    /// simple Query naming `sql`, as a client sends them.
+    fn startup_and_query(sql: &str) -> Vec<u8> {
+        let mut out = 8u32.to_be_bytes().to_vec();
+        out.extend(196_608u32.to_be_bytes());
+        out.push(b'Q');
+        out.extend((4 + sql.len() as u32 + 1).to_be_bytes());
+        out.extend(sql.as_bytes());
+        out.push(0);
+        out
+    }
+
+    #[test]
+    fn a_released_hold_lets_the_held_update_through_before_its_length() {
+        let server = TcpListener::bind("127.0.0.1:0").unwrap();
+        let upstream = format!("127.0.0.1:{}", server.local_addr().unwrap().port());
+        let hold = ProxyMode::Hold { ms: 60_000 };
+        let proxy = Proxy::start(&upstream, Some(("UPDATE documents", hold))).unwrap();
+        let mut client = TcpStream::connect(("127.0.0.1", proxy.port)).unwrap();
+        let (mut seen, _) = server.accept().unwrap();
+        let sent = startup_and_query("UPDATE documents SET body = 1");
+        client.write_all(&sent).unwrap();
+        // The startup message passes; the UPDATE is held.
+        let mut got = vec![0u8; 8];
+        seen.read_exact(&mut got).unwrap();
+        seen.set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        let mut first = [0u8; 1];
+        assert!(seen.read(&mut first).is_err(), "the UPDATE is held");
+        proxy.hold_release().release();
+        // Let through at once, not after its 60 s: the read below would time out.
+        seen.set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        let mut rest = vec![0u8; sent.len() - 8];
+        seen.read_exact(&mut rest).unwrap();
+        assert_eq!(rest, sent[8..]);
+        assert!(proxy.log.lock().unwrap().hold_ended_ns.is_some());
+    }
 }

@@ -27,7 +27,7 @@ use super::fault::{
 use super::history::{judge, TrialResult};
 use super::phases::{Phase, Phases};
 use super::process::{die_with_parent, kill, Victim};
-use super::proxy::{Proxy, ProxyMode};
+use super::proxy::{HoldRelease, Proxy, ProxyMode};
 use super::record::{Line, Record, Stamped};
 use super::scenario::LiveScenario;
 use super::servers::Servers;
@@ -234,6 +234,10 @@ pub fn run(
     phases.enter(Phase::Spawn);
     let (procs, deadline) = start_workers(&spawner, &rx, timeout)?;
     let mut t = Trial::new(s, servers, spawner, procs, rx, deadline, timeout);
+    t.holds_until_other_op_done = (proxies.iter())
+        .filter(|p| p.until == PauseEnd::OtherOpDone)
+        .map(|p| (p.worker, p.proxy.hold_release()))
+        .collect();
     phases.mark(t.t0, Phase::Run);
     t.run_to_end()?;
     t.reap()?;
@@ -315,13 +319,19 @@ fn wire<'a>(
     let mut conns = Vec::new();
     for (i, w) in s.workers.iter().enumerate() {
         let mut conn = servers.pg.conn_string(None);
-        if let Some(mode) = update_fault(s, WorkerId(i)) {
+        if let Some((mode, until)) = update_fault(s, WorkerId(i)) {
             let upstream = servers.pg.tcp.clone().context(
                 "a network fault needs PostgreSQL over TCP (the URL names only a Unix socket)",
             )?;
             let proxy = Proxy::start(&upstream, Some(("UPDATE documents", mode)))?;
             conn = servers.pg.conn_string(Some(proxy.port));
-            proxies.push((w.name.clone(), mode, proxy));
+            proxies.push(ProxyFault {
+                name: w.name.clone(),
+                worker: i,
+                mode,
+                until,
+                proxy,
+            });
         }
         conns.push(conn);
     }
@@ -443,62 +453,87 @@ fn timetable(faults: &[Fault], t0: Instant) -> Vec<(Instant, Later)> {
 /// The built-in worker's network fault: on its UPDATE, the one message
 /// its PostgreSQL proxy acts on (the loader lets a reply's fault through
 /// only for a user's program, and one fault per message).
-fn update_fault(s: &LiveScenario, worker: WorkerId) -> Option<ProxyMode> {
+fn update_fault(s: &LiveScenario, worker: WorkerId) -> Option<(ProxyMode, PauseEnd)> {
     s.faults.iter().find_map(|f| match f.action {
         Action::Net {
             worker: w,
             message,
             mode,
+            until,
         } if w == worker => {
             assert_eq!(
                 message,
                 NetMessage::Update,
                 "a reply's fault needs a program"
             );
-            Some(mode)
+            Some((mode, until))
         }
         _ => None,
     })
 }
 
 /// A worker's PostgreSQL proxy and the fault it applies.
-type ProxyFault = (String, ProxyMode, Proxy);
+struct ProxyFault {
+    name: String,
+    worker: usize,
+    mode: ProxyMode,
+    until: PauseEnd,
+    proxy: Proxy,
+}
 
 /// Each proxy's fault as a window: from the first UPDATE it acted on, for
 /// its hold's or drop window's length (a cut is an instant).
 fn proxy_windows(proxies: &[ProxyFault]) -> Vec<(Instant, Instant)> {
     let (now, now_ns) = (Instant::now(), super::monotonic_ns());
     let mut out = Vec::new();
-    for (_, mode, proxy) in proxies {
-        let first_ns = match super::locked(&proxy.log).events.first() {
-            Some((ns, _)) => *ns,
-            None => continue,
+    for ProxyFault { mode, proxy, .. } in proxies {
+        let (first_ns, ended_ns) = {
+            let log = super::locked(&proxy.log);
+            match log.events.first() {
+                Some((ns, _)) => (*ns, log.hold_ended_ns),
+                None => continue,
+            }
         };
         // Instant and CLOCK_MONOTONIC are one clock on Linux: `now` less the age.
         let Some(from) = now.checked_sub(Duration::from_nanos(now_ns.saturating_sub(first_ns)))
         else {
             continue;
         };
-        let ms = match *mode {
-            ProxyMode::Hold { ms } | ProxyMode::Drop { ms } => ms,
-            ProxyMode::Cut => 0,
+        let ns = match (*mode, ended_ns) {
+            // A hold released early (or late: the proxy's thread starved).
+            (ProxyMode::Hold { .. }, Some(end)) => end.saturating_sub(first_ns),
+            (ProxyMode::Hold { ms } | ProxyMode::Drop { ms }, _) => ms * 1_000_000,
+            (ProxyMode::Cut, _) => 0,
         };
-        out.push((from, from + Duration::from_millis(ms)));
+        out.push((from, from + Duration::from_nanos(ns)));
     }
     out
 }
 
 /// What each proxy did to its worker's UPDATE, as fault lines.
 fn proxy_lines(exec: &FaultExecutor, proxies: &[ProxyFault], t0_ns: u64) -> Result<()> {
-    for (name, _, proxy) in proxies {
+    for ProxyFault {
+        name, until, proxy, ..
+    } in proxies
+    {
         let log = proxy
             .log
             .lock()
             .map_err(|_| anyhow::anyhow!("proxy log poisoned"))?;
         for (at, what) in &log.events {
+            let what = match until {
+                PauseEnd::OtherOpDone => what.replacen("held for", "held for at most", 1),
+                PauseEnd::Elapsed => what.clone(),
+            };
             exec.note(format!(
                 "proxy: worker/{name}'s UPDATE {what} at {:.1} ms",
                 (at.saturating_sub(t0_ns)) as f64 / 1e6
+            ));
+        }
+        if let (PauseEnd::OtherOpDone, Some(end)) = (until, log.hold_ended_ns) {
+            exec.note(format!(
+                "proxy: worker/{name}'s UPDATE let through at {:.1} ms",
+                (end.saturating_sub(t0_ns)) as f64 / 1e6
             ));
         }
     }
@@ -527,6 +562,9 @@ struct Trial<'a> {
     /// Paused workers whose pause ends when another worker's operation
     /// ends (`until = "other_op_done"`), not only at its `duration_ms`.
     until_other_op_done: Vec<usize>,
+    /// Workers whose held UPDATE (their proxy's hold) ends when another
+    /// worker's operation ends, not only at its `duration_ms`.
+    holds_until_other_op_done: Vec<(usize, HoldRelease)>,
     /// Workers whose output is still open.
     open: usize,
     /// When the last open output closed (None while one is open).
@@ -577,6 +615,7 @@ impl<'a> Trial<'a> {
             granted_or_gone: vec![false; s.workers.len()],
             fault_windows: Vec::new(),
             until_other_op_done: Vec::new(),
+            holds_until_other_op_done: Vec::new(),
             t0,
             deadline,
             timeout,
@@ -767,6 +806,14 @@ impl<'a> Trial<'a> {
         let (ending, waiting): (Vec<usize>, Vec<usize>) = (self.until_other_op_done.iter())
             .partition(|&&p| p != i && self.s.workers[p].document == doc);
         self.until_other_op_done = waiting;
+        let workers = &self.s.workers;
+        self.holds_until_other_op_done.retain(|(p, release)| {
+            let ends = *p != i && workers[*p].document == doc;
+            if ends {
+                release.release();
+            }
+            !ends
+        });
         let now = Instant::now();
         for p in ending {
             let Some(entry) = self.later.iter_mut().find(|(_, w)| *w == Later::Resume(p)) else {

@@ -247,11 +247,14 @@ pub enum Action {
     /// The Redis primary SIGKILLed and its replica, whose replication link
     /// was cut before the trial, promoted.
     Failover,
-    /// A TCP proxy holds, drops or cuts one of the worker's messages.
+    /// A TCP proxy holds, drops or cuts one of the worker's messages; a
+    /// hold ends at its length or, with `until`, when another worker's
+    /// operation ends, whichever comes first (the built-in worker's trials).
     Net {
         worker: WorkerId,
         message: NetMessage,
         mode: ProxyMode,
+        until: PauseEnd,
     },
     /// The member cut off from the others (both ways; its clients stay
     /// connected) for `duration_ms`.

@@ -100,10 +100,18 @@ impl Fault {
                 }
             }
             Action::Failover => {}
-            Action::Net { message, mode, .. } => {
+            Action::Net {
+                message,
+                mode,
+                until,
+                ..
+            } => {
                 put("message", message.name().into());
                 if let ProxyMode::Hold { ms: d } | ProxyMode::Drop { ms: d } = mode {
                     put("duration_ms", ms(d));
+                }
+                if until == PauseEnd::OtherOpDone {
+                    put("until", "other_op_done".into());
                 }
             }
             Action::SlowMember {
@@ -174,6 +182,15 @@ impl Fault {
                 restart_after_ms, ..
             } => format!("crash {node} {when}, {}", restart(restart_after_ms)),
             Action::Failover => format!("failover {when}"),
+            Action::Net {
+                message,
+                mode,
+                until: PauseEnd::OtherOpDone,
+                ..
+            } => format!(
+                "{} until another worker's operation ends",
+                net_label(&node, message, mode, self.at_ms()).replacen(" for ", " for at most ", 1)
+            ),
             Action::Net { message, mode, .. } => net_label(&node, message, mode, self.at_ms()),
             Action::Partition { duration_ms, .. } => {
                 format!("partition {node} {when} ({duration_ms} ms)")

@@ -289,10 +289,11 @@ impl Read<'_> {
                 "a crash lasts until `restart_after_ms` (or for good) and a failover is at once: no `duration_ms`",
             ));
         }
-        if let (Some(u), false) = (&f.until, worker_pause) {
+        let worker_delay = kind == K::Delay && f.message.is_some() && !self.member_delay();
+        if let (Some(u), false) = (&f.until, worker_pause || worker_delay) {
             return Err(cx.err(
                 u.span(),
-                "`until` belongs to a worker's pause (node = \"worker/A\"): what ends it before its `duration_ms`",
+                "`until` belongs to a worker's pause or the delay of a worker's message (node = \"worker/A\"): what ends it before its `duration_ms`",
             ));
         }
         if (f.by_ms.is_some() || f.for_ms.is_some()) && !self.member_delay() {
@@ -346,7 +347,7 @@ impl Read<'_> {
         }
     }
 
-    /// A worker pause's `until`: only the built-in worker's trial watches
+    /// A worker pause's or held message's `until`: only the built-in worker's trial watches
     /// the other workers' operations end as they happen.
     fn pause_end(&self, cx: &Context) -> Result<PauseEnd, ScenarioError> {
         let Some(u) = &self.f.until else {
@@ -601,6 +602,7 @@ impl Read<'_> {
                 worker,
                 message,
                 mode,
+                until: self.pause_end(cx)?,
             },
         ))
     }

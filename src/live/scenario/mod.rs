@@ -704,4 +704,27 @@ mod tests {
         // A program's file reads it too: its pause lasts its `duration_ms`.
         assert!(parse(&program, Path::new("live/t.toml")).is_ok());
     }
+
+    #[test]
+    fn a_held_update_until_another_workers_op_ends_is_read_and_a_dropped_one_is_refused() {
+        let delay = "kind = \"delay\"\nnode = \"worker/A\"\nmessage = \"update\"\nduration_ms = 5000\nuntil = \"other_op_done\"";
+        let s = parse(&with_fault("fenced", delay), Path::new("live/t.toml"));
+        let action = s.map(|s| s.faults[0].action);
+        assert!(
+            matches!(
+                action,
+                Ok(crate::live::fault::Action::Net {
+                    mode: crate::live::proxy::ProxyMode::Hold { ms: 5000 },
+                    until: crate::live::fault::PauseEnd::OtherOpDone,
+                    ..
+                })
+            ),
+            "{action:?}"
+        );
+        let e = error(&with_fault("fenced", &delay.replace("delay", "drop")));
+        assert!(
+            e.contains("live/t.toml:19:9") && e.contains("the delay of a worker's message"),
+            "{e}"
+        );
+    }
 }

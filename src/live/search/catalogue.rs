@@ -131,6 +131,7 @@ fn network_faults(s: &LiveScenario, client: bool, ttl_ms: u64) -> Vec<Fault> {
                     worker,
                     message,
                     mode,
+                    until: PauseEnd::Elapsed,
                 };
                 out.push(Fault {
                     trigger: Trigger::Passing,
@@ -265,6 +266,7 @@ fn timed_fault(s: &LiveScenario, rng: &mut crate::sim::rng::Rng, client: bool) -
                 worker,
                 message,
                 mode: ProxyMode::Hold { ms },
+                until: PauseEnd::Elapsed,
             }
         }
         _ => Action::Crash {

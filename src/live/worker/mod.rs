@@ -20,6 +20,12 @@
 //! answer (a dropped or cut connection) is the machine's business: its
 //! request timer fires and it retransmits, and the driver then opens a
 //! fresh lane (a new connection) rather than queue behind the stuck one.
+//! The fresh PostgreSQL connections are made at set-up, one per retry the
+//! machine may send (a client's pool of idle connections): a new backend
+//! costs a fork and an authentication, which on a loaded machine took
+//! longer than the request timeout, so every retransmission was still
+//! connecting when the next timer fired and the retried write never left
+//! (the scenario is about the retransmission, not about connecting).
 //!
 //! Where the resource's semantics live in PostgreSQL, not in the worker:
 //! `check-then-update` is the resource's non-atomic check (a `SELECT` of the
@@ -65,6 +71,9 @@ use crate::protocol::worker::{MoreLocks, Worker, WorkerConfig};
 const COORD: NodeId = NodeId(1000);
 const RESOURCE: NodeId = NodeId(1001);
 
+/// How often the machine retransmits an unanswered request.
+const MAX_RETRIES: u32 = 3;
+
 /// The machine's configuration for a live worker: one op at a time on one
 /// key, the token sent with reads and writes (the SQL decides whether the
 /// fence is checked), no renewal, no client-side lease check.
@@ -81,7 +90,7 @@ fn machine_config(args: &WorkerArgs) -> WorkerConfig {
         think_ns: 0,
         retry_ns: args.retry_ms * 1_000_000,
         request_timeout_ns: args.request_timeout_ms * 1_000_000,
-        max_retries: 3,
+        max_retries: MAX_RETRIES,
         send_token: true,
         token_on_reads: true,
         check_lease_before_write: false,
@@ -128,6 +137,9 @@ pub fn run(args: &WorkerArgs) -> Result<()> {
     // Connections are made before `ready`: set-up is not part of the trial.
     let coord_conn = Conn::lock(&setup, true)?;
     let pg_conn = Conn::pg(&setup, true)?;
+    let spare_pg = (0..MAX_RETRIES)
+        .map(|_| Conn::pg(&setup, true))
+        .collect::<Result<Vec<_>>>()?;
     let recovered = match &args.state_file {
         Some(p) if p.exists() => {
             let bytes = std::fs::read(p).with_context(|| format!("reading {}", p.display()))?;
@@ -153,6 +165,7 @@ pub fn run(args: &WorkerArgs) -> Result<()> {
         reply_tx,
         timers: BTreeMap::new(),
         op: 0,
+        spare_pg,
     };
     d.open_lane(COORD, coord_conn);
     d.open_lane(RESOURCE, pg_conn);
@@ -242,6 +255,8 @@ struct Driver<'a> {
     /// Each timer's deadline (monotonic ns).
     timers: BTreeMap<TimerId, u64>,
     op: u64,
+    /// PostgreSQL connections made at set-up for retransmissions' fresh lanes.
+    spare_pg: Vec<Conn>,
 }
 
 impl Driver<'_> {
@@ -297,9 +312,10 @@ impl Driver<'_> {
             .get_mut(&to)
             .context("message to an unknown node")?;
         if lane.busy {
-            let conn = match to == COORD {
-                true => Conn::lock(&self.setup, false)?,
-                false => Conn::pg(&self.setup, false)?,
+            let conn = match (to == COORD, self.spare_pg.pop()) {
+                (true, _) => Conn::lock(&self.setup, false)?,
+                (false, Some(spare)) => spare,
+                (false, None) => Conn::pg(&self.setup, false)?,
             };
             self.open_lane(to, conn);
         }

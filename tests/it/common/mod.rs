@@ -166,10 +166,21 @@ pub fn bin() -> &'static Path {
 
 /// The binary as a `Command`, run from the repository root without
 /// backtraces: for runs that need more than [`fencesim`] (path arguments,
-/// an environment, piped output, a child to signal).
+/// an environment, piped output, a child to signal). The child dies with
+/// the test's thread (PR_SET_PDEATHSIG): a test binary killed mid-run
+/// (a CI timeout, Ctrl-C) leaves no `fencesim search` or `live` behind,
+/// and those take their servers with them.
 pub fn fencesim_command() -> Command {
+    use std::os::unix::process::CommandExt;
     let mut cmd = Command::new(bin());
     cmd.current_dir(root()).env("RUST_BACKTRACE", "0");
+    // SAFETY: prctl is async-signal-safe; nothing else runs in the child before exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
     cmd
 }
 

@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn fencesim() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_fencesim"))
+    crate::common::fencesim_command()
 }
 
 /// Every process on the machine: (pid, ppid, uid, cmdline).

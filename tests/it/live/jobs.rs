@@ -7,7 +7,6 @@
 use super::cluster_kit::{assert_nothing_left, present, run_roots, started_pids};
 use crate::common::live_shared;
 use fencesim::live::cluster::ClusterKind;
-use std::process::Command;
 
 #[test]
 fn a_run_of_three_jobs_prints_its_trials_in_the_runs_order_meets_every_verdict_and_leaves_nothing()
@@ -29,7 +28,7 @@ fn a_run_of_three_jobs_prints_its_trials_in_the_runs_order_meets_every_verdict_a
         .iter()
         .map(|n| format!("live/{}.toml", n.trim_start_matches("live-")))
         .collect();
-    let o = Command::new(env!("CARGO_BIN_EXE_fencesim"))
+    let o = crate::common::fencesim_command()
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .arg("live")
         .args(&files)

@@ -179,7 +179,7 @@ fn run_trials(scenario: &str, trials_wanted: u32) -> (Vec<(String, PathBuf)>, Pa
     let _ = std::fs::remove_dir_all(&dir);
     let side = dir.join("side");
     std::fs::create_dir_all(&side).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_fencesim"))
+    let out = crate::common::fencesim_command()
         .current_dir(root)
         .arg("live")
         .arg(&file)
@@ -740,7 +740,7 @@ fn run_with_flags(
     static RUN: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let k = RUN.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     let dir = root.join(format!("target/live/matrix-{scenario}-{k}"));
-    let out = Command::new(env!("CARGO_BIN_EXE_fencesim"))
+    let out = crate::common::fencesim_command()
         .current_dir(root)
         .arg("live")
         .arg(&file)

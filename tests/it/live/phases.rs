@@ -3,7 +3,6 @@
 //! (docs/live-running.md, "Where a live trial's time goes").
 
 use crate::common::{live_servers_present, live_shared};
-use std::process::Command;
 
 const PHASES: [&str; 10] = [
     "start", "reset", "spawn", "run", "fault", "settle", "tail", "audit", "check", "other",
@@ -32,7 +31,7 @@ fn verbose_prints_every_phase_and_they_add_up_to_the_trial() {
     }
     let _serial = live_shared();
     let out_dir = std::env::temp_dir().join(format!("fencesim-live-phases-{}", std::process::id()));
-    let out = Command::new(env!("CARGO_BIN_EXE_fencesim"))
+    let out = crate::common::fencesim_command()
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .args(["live", "live/gc-pause-fenced-update.toml", "--trials", "1"])
         .arg("--verbose")
@@ -111,7 +110,7 @@ fn verbose_prints_every_phase_and_they_add_up_to_the_trial() {
 
 #[test]
 fn live_help_names_every_phase_verbose_prints() {
-    let o = Command::new(env!("CARGO_BIN_EXE_fencesim"))
+    let o = crate::common::fencesim_command()
         .args(["live", "--help"])
         .output()
         .unwrap();

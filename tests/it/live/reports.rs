@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn fencesim() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_fencesim"))
+    crate::common::fencesim_command()
 }
 
 fn root() -> &'static Path {

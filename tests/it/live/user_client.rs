@@ -36,7 +36,7 @@ fn python_clients_present(test: &str) -> bool {
 /// (`target/release/examples/live_client_rust`), built by `cargo test --release`
 /// next to the fencesim binary under test.
 pub(super) fn rust_example_present(test: &str) -> bool {
-    let built = Path::new(env!("CARGO_BIN_EXE_fencesim"))
+    let built = crate::common::bin()
         .parent()
         .map(|d| d.join("examples/live_client_rust"));
     let named =
@@ -73,7 +73,7 @@ fn rechecks_agree(stdout: &str, scenario: &str) {
     let trials = trials_of(stdout, scenario);
     assert!(!trials.is_empty(), "no trials of {scenario} in:\n{stdout}");
     for (verdict, file) in trials {
-        let out = Command::new(env!("CARGO_BIN_EXE_fencesim"))
+        let out = crate::common::fencesim_command()
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .arg("check-history")
             .arg(&file)
@@ -112,7 +112,7 @@ fn clean_with_late_write_refused(stdout: &str, scenario: &str, n: u32) {
 }
 
 fn live(args: &[&str]) -> (Output, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_fencesim"))
+    let out = crate::common::fencesim_command()
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .arg("live")
         .args(args)
@@ -181,7 +181,7 @@ fn redis_py_lock_with_plain_update_is_found_unsafe_and_its_history_rechecks() {
             history.display()
         );
     }
-    let recheck = Command::new(env!("CARGO_BIN_EXE_fencesim"))
+    let recheck = crate::common::fencesim_command()
         .args(["check-history", history.to_str().unwrap()])
         .output()
         .unwrap();
@@ -431,7 +431,7 @@ fn a_token_drawn_after_the_grant_lets_a_paused_holder_write_stale_and_one_drawn_
 
 /// `check-history`'s info line of a history file (writes_accepted=…).
 fn info_of(file: &Path) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_fencesim"))
+    let out = crate::common::fencesim_command()
         .arg("check-history")
         .arg(file)
         .output()

@@ -27,7 +27,7 @@ pub fn present(kind: ClusterKind, test: &str) -> bool {
 }
 
 pub fn fencesim() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_fencesim"))
+    crate::common::fencesim_command()
 }
 
 /// The pids in `(pid N)` and `(pids [a, b, c])` of the run's start-up lines.
