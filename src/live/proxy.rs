@@ -110,8 +110,8 @@ impl Proxy {
         })
     }
 
-    /// What ends its hold early: a hold anchored on another worker's
-    /// operation ending (`until = "other_op_done"`).
+    /// What ends its hold or drop window early: anchored on another
+    /// worker's operation ending (`until = "other_op_done"`).
     pub fn hold_release(&self) -> HoldRelease {
         HoldRelease(self.release.clone())
     }
@@ -127,8 +127,8 @@ impl Proxy {
     }
 }
 
-/// Ends a proxy's hold now, or lets the held message through at once if it
-/// has not come yet.
+/// Ends a proxy's hold now (or lets the held message through at once if it
+/// has not come yet), or its drop window.
 #[derive(Clone)]
 pub struct HoldRelease(Arc<AtomicBool>);
 
@@ -225,7 +225,9 @@ fn forward_messages(
                             l.hold_ended_ns = Some(super::monotonic_ns());
                         }
                     }
-                    ProxyMode::Drop { ms } if now < first + ms * 1_000_000 => {
+                    ProxyMode::Drop { ms }
+                        if now < first + ms * 1_000_000 && !release.load(Ordering::SeqCst) =>
+                    {
                         l.events.push((now, format!("dropped (window {ms} ms)")));
                         dropping_batch = kind == b'P';
                         continue;

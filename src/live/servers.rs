@@ -368,6 +368,18 @@ CREATE TRIGGER audit_write AFTER UPDATE ON documents FOR EACH ROW EXECUTE FUNCTI
 INSERT INTO documents SELECT id, 0, 0 FROM generate_series(1, 4) AS id;
 ";
 
+/// The `application_name` of a built-in worker's PostgreSQL connections in
+/// `schema` (a run's job has its own schema), which is how the harness
+/// finds them once the trial's workers are gone ([`Servers::end_worker_backends`]).
+pub fn worker_backend_name(schema: &str) -> String {
+    let mut name = format!("fencesim-worker {schema}");
+    // PostgreSQL keeps 63 bytes of it; the harness must ask for what it keeps.
+    while name.len() > 63 {
+        name.pop();
+    }
+    name
+}
+
 /// Servers the user already runs (`--redis URL`, `--postgres URL`); each
 /// one given replaces the harness's own instance of that server.
 #[derive(Clone, Debug, Default)]
@@ -732,6 +744,38 @@ impl Servers {
     /// Whether the harness owns the Redis it talks to (server faults allowed).
     pub fn own_redis(&self) -> bool {
         self.redis.is_some()
+    }
+
+    /// Ends every PostgreSQL backend the trial's built-in workers left,
+    /// and waits until they are gone. A worker exits once its answer has
+    /// come, but a retransmission of the same write may still be on its
+    /// way or queued in a starved server: executed later, it would land
+    /// in the *next* trial's fresh table (seen: a retried `UPDATE` of B's,
+    /// sent on a second connection, committed after the reset and was
+    /// read by the next trial's A). The trial ends with its workers; what
+    /// they left in flight is cancelled here, before the audit is read.
+    pub fn end_worker_backends(&self) -> Result<()> {
+        let name = worker_backend_name(&self.schema);
+        let mut c = self.pg_admin()?;
+        let left = |c: &mut postgres::Client| -> Result<i64> {
+            Ok(c.query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
+                &[&name],
+            )?
+            .get(0))
+        };
+        let start = Instant::now();
+        while left(&mut c)? > 0 {
+            c.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1",
+                &[&name],
+            )?;
+            if start.elapsed() > Duration::from_secs(10) {
+                bail!("PostgreSQL backends of the trial's workers ({name:?}) still there 10 s after they were ended");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Ok(())
     }
 
     /// Fresh state for a trial: the run's keys gone, the schema's tables recreated.

@@ -250,6 +250,7 @@ pub fn run(
         ..
     } = t;
     drop(procs);
+    servers.end_worker_backends()?;
     let audit_at = Instant::now();
     phases.mark(audit_at, Phase::Audit);
     fault_windows.extend(proxy_windows(&proxies));

@@ -289,11 +289,12 @@ impl Read<'_> {
                 "a crash lasts until `restart_after_ms` (or for good) and a failover is at once: no `duration_ms`",
             ));
         }
-        let worker_delay = kind == K::Delay && f.message.is_some() && !self.member_delay();
-        if let (Some(u), false) = (&f.until, worker_pause || worker_delay) {
+        let held_or_dropped =
+            matches!(kind, K::Delay | K::Drop) && f.message.is_some() && !self.member_delay();
+        if let (Some(u), false) = (&f.until, worker_pause || held_or_dropped) {
             return Err(cx.err(
                 u.span(),
-                "`until` belongs to a worker's pause or the delay of a worker's message (node = \"worker/A\"): what ends it before its `duration_ms`",
+                "`until` belongs to a worker's pause or the delay or drop of a worker's message (node = \"worker/A\"): what ends it before its `duration_ms`",
             ));
         }
         if (f.by_ms.is_some() || f.for_ms.is_some()) && !self.member_delay() {

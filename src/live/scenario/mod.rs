@@ -706,7 +706,7 @@ mod tests {
     }
 
     #[test]
-    fn a_held_update_until_another_workers_op_ends_is_read_and_a_dropped_one_is_refused() {
+    fn a_held_or_dropped_update_until_another_workers_op_ends_is_read_and_a_cut_one_is_refused() {
         let delay = "kind = \"delay\"\nnode = \"worker/A\"\nmessage = \"update\"\nduration_ms = 5000\nuntil = \"other_op_done\"";
         let s = parse(&with_fault("fenced", delay), Path::new("live/t.toml"));
         let action = s.map(|s| s.faults[0].action);
@@ -721,9 +721,27 @@ mod tests {
             ),
             "{action:?}"
         );
-        let e = error(&with_fault("fenced", &delay.replace("delay", "drop")));
+        let dropped = parse(
+            &with_fault("fenced", &delay.replace("delay", "drop")),
+            Path::new("live/t.toml"),
+        );
         assert!(
-            e.contains("live/t.toml:19:9") && e.contains("the delay of a worker's message"),
+            matches!(
+                dropped.map(|s| s.faults[0].action),
+                Ok(crate::live::fault::Action::Net {
+                    mode: crate::live::proxy::ProxyMode::Drop { ms: 5000 },
+                    until: crate::live::fault::PauseEnd::OtherOpDone,
+                    ..
+                })
+            ),
+            "a drop window may end when another worker's operation does"
+        );
+        let cut = delay
+            .replace("delay", "cut")
+            .replace("duration_ms = 5000\n", "");
+        let e = error(&with_fault("fenced", &cut));
+        assert!(
+            e.contains("live/t.toml:18:9") && e.contains("the delay or drop of a worker's message"),
             "{e}"
         );
     }

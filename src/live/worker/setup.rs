@@ -40,7 +40,13 @@ impl Setup {
     }
 
     pub(super) fn connect_pg(&self) -> Result<postgres::Client> {
-        let mut pg = postgres::Client::connect(&self.args.postgres, postgres::NoTls)
+        let mut config: postgres::Config = (self.args.postgres.parse())
+            .with_context(|| format!("PostgreSQL connection string {:?}", self.args.postgres))?;
+        // The harness ends this trial's backends by this name when its workers are gone.
+        let schema = self.args.schema.as_deref().unwrap_or("public");
+        config.application_name(&crate::live::servers::worker_backend_name(schema));
+        let mut pg = config
+            .connect(postgres::NoTls)
             .context("connecting to PostgreSQL")?;
         if let Some(schema) = &self.args.schema {
             pg.batch_execute(&format!("SET search_path TO \"{schema}\""))?;
