@@ -17,5 +17,6 @@ mod phases;
 mod reports;
 mod search;
 mod search_reports;
+mod trial_end;
 mod user_client;
 mod zk;
