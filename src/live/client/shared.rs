@@ -210,15 +210,25 @@ impl Shared {
         match f.action {
             // A stalled link holds what passes in its window (Shared::stall).
             Action::Net { .. } if f.is_stall() => None,
-            Action::Net { message, mode, .. } => {
+            Action::Net {
+                message,
+                mode,
+                until,
+                ..
+            } => {
                 self.exec.strikes(k);
                 let m = message.label();
                 match mode {
                     ProxyMode::Hold { ms } => {
                         self.exec.note(format!(
-                            "proxy held worker/{name}'s {m} for {ms} ms at {at_ms:.1} ms"
+                            "proxy held worker/{name}'s {m} for {}{ms} ms at {at_ms:.1} ms",
+                            if until == PauseEnd::OtherOpDone {
+                                "at most "
+                            } else {
+                                ""
+                            }
                         ));
-                        std::thread::sleep(Duration::from_millis(ms));
+                        self.hold(worker, ms, until);
                         None
                     }
                     ProxyMode::Drop { ms } => {
@@ -254,6 +264,31 @@ impl Shared {
             | Action::Partition { .. }
             | Action::SlowMember { .. }
             | Action::CutLock { .. } => None,
+        }
+    }
+
+    /// Holds worker `worker`'s message (the proxy's thread waits here) for
+    /// `ms` — less with `until = "other_op_done"`: until another worker's
+    /// program has finished, as a pause is anchored.
+    fn hold(&self, worker: usize, ms: u64, until: PauseEnd) {
+        let end = Instant::now() + Duration::from_millis(ms);
+        loop {
+            let now = Instant::now();
+            if now >= end || self.ended() {
+                return;
+            }
+            if until == PauseEnd::OtherOpDone {
+                if let Some(other) = self.other_finished(worker) {
+                    self.exec.note(format!(
+                        "proxy let worker/{}'s held message through at {:.1} ms: worker/{}'s program finished",
+                        self.names[worker],
+                        self.since_start_ms(),
+                        self.names[other]
+                    ));
+                    return;
+                }
+            }
+            std::thread::sleep((end - now).min(Duration::from_millis(2)));
         }
     }
 
