@@ -19,7 +19,7 @@ use anyhow::{Context, Result};
 use super::{BadInput, Verdict};
 use crate::codecheck::to_scenario::{file_name, replays, to_scenario};
 use crate::codecheck::{
-    self, Bounds, Builtin, Counterexample, Harness, Timing, MAX_STATES_DEFAULT,
+    self, Bounds, Builtin, Counterexample, Harness, Options, MAX_STATES_DEFAULT,
 };
 use crate::protocol::ProtocolKind;
 
@@ -65,10 +65,11 @@ pub struct CodeArgs {
     /// record: a failover's restart_after_ms); at most --failovers.
     #[arg(long, default_value_t = 0)]
     rejoins: u8,
-    /// --code: messages in flight at once.
-    #[arg(long, default_value_t = 4)]
-    in_flight: usize,
-    /// --code: no timer fires after this instant; default 16 (8 for consensus-generation).
+    /// --code: messages in flight at once; default 4 (2 for lock servers).
+    #[arg(long)]
+    in_flight: Option<usize>,
+    /// --code: no timer fires after this instant; default 16 (8 for consensus-generation, 12
+    /// for lock servers).
     #[arg(long)]
     horizon_ms: Option<u64>,
     /// --code: unique states kept at most (the memory bound: ~0.7 GiB at the default).
@@ -77,6 +78,10 @@ pub struct CodeArgs {
     /// --code: check every explored step against the protocol's abstract model (refinement).
     #[arg(long)]
     refine: bool,
+    /// --code: the protocol's `fence` option (writes carry the lock's token and the
+    /// resource checks it); default the catalogue's.
+    #[arg(long, value_name = "BOOL")]
+    fence: Option<bool>,
 }
 
 impl CodeArgs {
@@ -116,7 +121,7 @@ impl CodeArgs {
             ))
             .into());
         }
-        let timing = Timing::default();
+        let timing = defaults.timing;
         Ok(Bounds {
             workers: self.workers,
             grants: self.grants,
@@ -127,7 +132,7 @@ impl CodeArgs {
             pause_ms: timing.lease_ttl_ms + 1,
             failovers,
             rejoins: self.rejoins,
-            in_flight_max: self.in_flight,
+            in_flight_max: self.in_flight.unwrap_or(defaults.in_flight_max),
             horizon_ms: self.horizon_ms.unwrap_or(defaults.horizon_ms),
             max_states: self.max_states,
             timing,
@@ -165,6 +170,12 @@ fn cmd(a: &CodeArgs, id: &str, emit: Option<&Path>, threads: usize) -> Result<Ex
     };
     let bounds = a.bounds(kind)?;
     if a.refine {
+        if a.fence.is_some() {
+            return Err(BadInput(
+                "--refine checks the catalogue's protocol: give no --fence with it".into(),
+            )
+            .into());
+        }
         if emit.is_some() {
             return Err(
                 BadInput("--refine writes no scenario: give no --emit-scenario".into()).into(),
@@ -177,8 +188,16 @@ fn cmd(a: &CodeArgs, id: &str, emit: Option<&Path>, threads: usize) -> Result<Ex
         );
         return Ok(Verdict::met_if(r.passed()).into());
     }
-    let (harness, out) = codecheck::check_protocol(kind, bounds).map_err(BadInput)?;
-    print!("{}", crate::report::code_check::render(id, &harness, &out));
+    let options = Options { fence: a.fence };
+    let (harness, out) = codecheck::check_protocol_with(kind, options, bounds).map_err(BadInput)?;
+    let shown = match a.fence {
+        Some(fence) => format!("{id} (fence = {fence})"),
+        None => id.to_string(),
+    };
+    print!(
+        "{}",
+        crate::report::code_check::render(&shown, &harness, &out)
+    );
     let verdict = match &out.counterexample {
         Some(_) => Some(Expect::Unsafe),
         None if out.hits.max_states => None,

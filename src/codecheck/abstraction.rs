@@ -122,6 +122,14 @@ pub fn model_of(kind: ProtocolKind) -> Result<ModelOf, String> {
             "consensus-generation: no refinement mapping: the model commits a generation on a majority and grants it in one step, with tokens counter + 1; the code collects acceptances one message at a time and gives a proposal up (QUORUM_RETRY, a refusal) after it raised some replicas' generations, so the next grant's token skips a number, and its new primary learns the highest generation reply by reply while the old primary's proposals are still in flight: a generation accepted without a grant outside a failover has no model step"
                 .into(),
         ),
+        ProtocolKind::ZkSequential => Err(
+            "zk-sequential: no refinement mapping: its clients decide they hold the lock, and models/zk-sequential.toml has the recipe's sequential nodes, but nothing maps the code's state into it — the server's znodes, sessions and one-shot watches, and each client's phase, predecessor and decision age — so the check is refused rather than run against a guess"
+                .into(),
+        ),
+        kind if super::topology::is_lock_server(kind) => Err(format!(
+            "{}: no abstract model to refine against: its lock clients decide they hold the lock from what the servers said (revisions, watches, leases, sessions, several masters); models/ has no model of that system",
+            kind.id()
+        )),
         other => Err(format!(
             "protocol {:?} has no abstract model the code checker can map to",
             other.id()

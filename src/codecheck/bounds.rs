@@ -5,7 +5,7 @@
 //! memory bound). A path that would cross a bound is cut there and the
 //! report says which bound was hit: a proof holds only within them.
 
-use super::topology::{is_replicated, Timing};
+use super::topology::{is_lock_server, is_replicated, Timing};
 use crate::protocol::ProtocolKind;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -81,16 +81,28 @@ impl Bounds {
     /// consensus-generation's quorum rounds (a query and a proposal to two
     /// replicas, each answered) double its space with every millisecond of
     /// horizon, so it is proved without a pause and to 8 ms (a failover
-    /// needs no lease to run out: the new primary has no lease table).
+    /// needs no lease to run out: the new primary has no lease table). A
+    /// lock server's protocol runs with a 9 ms TTL ([`Timing::for_protocol`])
+    /// to 12 ms, enough for a paused holder's lease to run out and the next
+    /// holder to write (its clients' keep-alives, pings and re-reads
+    /// multiply the space: 2 messages in flight, not 4).
     pub fn for_protocol(kind: ProtocolKind) -> Bounds {
+        let timing = Timing::for_protocol(kind);
         let base = Bounds {
             failovers: u8::from(is_replicated(kind)),
+            pause_ms: timing.lease_ttl_ms + 1,
+            timing,
             ..Bounds::default()
         };
         match kind {
             ProtocolKind::ConsensusGeneration => Bounds {
                 pauses: 0,
                 horizon_ms: 8,
+                ..base
+            },
+            _ if is_lock_server(kind) => Bounds {
+                in_flight_max: 2,
+                horizon_ms: 12,
                 ..base
             },
             _ => base,

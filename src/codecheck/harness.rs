@@ -13,6 +13,10 @@
 //! told `Promote`;
 //! whatever the replicas do then (replication timers, quorum rounds) is
 //! their own code's.
+//! Lock servers (ZooKeeper, etcd) are nodes like the others; the
+//! orchestrator's `Promote` goes to a lease coordinator only, and a
+//! worker's `Observation::Acquired` (its lock client decided it holds the
+//! lock) is handed to the judge as the grant.
 //! Messages take no time and may wait in flight arbitrarily long, so every
 //! delay and reordering is covered; time moves only to the next deadline
 //! a node's timer names. Clocks do not drift (not covered yet).
@@ -23,7 +27,9 @@ use super::bounds::Bounds;
 use super::judge::{Finding, Judge, Notes};
 use super::state::{Budget, Packet, State};
 use super::topology::Topology;
-use crate::protocol::{Clocks, Durability, Effect, Input, Msg, Node, NodeId, Role, TimerId};
+use crate::protocol::{
+    Clocks, Durability, Effect, Input, Msg, Node, NodeId, Observation, Role, TimerId,
+};
 
 /// One step of a path.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -137,6 +143,8 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
         s
     }
 
+    /// The orchestrator's `Promote` to the primary, if it is a lease
+    /// coordinator (as the simulator's: a lock server is not promoted).
     fn promote(
         &self,
         s: &mut State<N>,
@@ -144,6 +152,12 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
         log: Option<&mut Vec<Did>>,
     ) -> Option<Finding> {
         let primary = s.primary;
+        if !matches!(
+            self.topology.roles[primary.0 as usize],
+            Role::Coordinator(_)
+        ) {
+            return None;
+        }
         let promote = Input::Message {
             from: primary,
             msg: Msg::Promote,
@@ -206,6 +220,12 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
                     durability: Durability::Buffered,
                     ..
                 } => {}
+                // A lock client's decision that it holds the lock: the
+                // grant, as the simulator's recorder takes it.
+                Effect::Observe(Observation::Acquired { owner, token, .. }) => {
+                    let found = s.judge.on_decided(node, owner, token, notes);
+                    finding = finding.or(found);
+                }
                 Effect::Observe(_) => {}
             }
         }

@@ -5,6 +5,17 @@
 //! - A **grant** is a distinct (owner nonce, token) the coordinator sends in
 //!   a `Granted` (a re-send of the same pair is the same grant, as the
 //!   recorder numbers them); its **generation** is its rank in issue order.
+//! - In the lock-server layout no server issues the lock: a grant is a
+//!   worker's own *decision* that it holds it — the `Observation::Acquired`
+//!   its lock client's verdict makes the worker emit, with the token it
+//!   carries — each decision a new grant, issued and received (adopted) by
+//!   that worker at that step, exactly as the simulator's recorder records
+//!   it (`sim::recorder`, `on_observe`). When every grant is such a
+//!   decision and carries a token, grants rank by (token, issue order)
+//!   instead (`check::generations`: a client acting late on an older znode
+//!   or revision stays old), and `token_order` is a decision carrying a
+//!   token another worker's decision already carried
+//!   (`check::token_order`: two clients holding under one fence).
 //! - **The grant a write acted on**: by its token, the grant with that token
 //!   its sender received last (else the one issued last); without a token,
 //!   the grant the sender adopted last — a `Granted` delivered while its
@@ -31,6 +42,9 @@ use crate::protocol::{Msg, NodeId, Token};
 pub struct Judge {
     /// Grants in issue order: (owner nonce, token or 0). Generation = index + 1.
     grants: Vec<(u64, u64)>,
+    /// Lock-server layout: per grant, the worker that decided it (parallel
+    /// to `grants`); empty while every grant is a coordinator's.
+    deciders: Vec<u16>,
     /// Per worker: the owner nonce of the acquire it waits on.
     pending: Vec<Option<u64>>,
     /// Per worker: the generation it adopted last (0: none).
@@ -70,6 +84,7 @@ impl Judge {
     pub fn new(workers: usize, write_history: bool) -> Judge {
         Judge {
             grants: Vec::new(),
+            deciders: Vec::new(),
             pending: vec![None; workers],
             adopted: vec![0; workers],
             received: Vec::new(),
@@ -136,6 +151,53 @@ impl Judge {
         self.grants.iter().any(|&(_, t)| t != 0)
     }
 
+    /// Whether grants rank by token: every one a client's decision, with a
+    /// token (`check::generations`, `ranked_by_token`).
+    fn ranked_by_token(&self) -> bool {
+        !self.grants.is_empty()
+            && self.deciders.len() == self.grants.len()
+            && self.grants.iter().all(|&(_, t)| t != 0)
+    }
+
+    /// What orders generation `generation` (0: none) against the others:
+    /// its issue order, or (token, issue order) when grants rank by token.
+    fn rank(&self, generation: u32) -> (u64, u32) {
+        match generation {
+            0 => (0, 0),
+            g if self.ranked_by_token() => (self.grants[g as usize - 1].1, g),
+            g => (0, g),
+        }
+    }
+
+    /// The highest-ranked generation issued so far (0: none).
+    fn top(&self) -> u32 {
+        (1..=self.grants.len() as u32)
+            .max_by_key(|&g| self.rank(g))
+            .unwrap_or(0)
+    }
+
+    /// Worker `from`'s lock client decided it holds the lock under
+    /// acquisition `owner` with `token`: a new grant, adopted by `from` at
+    /// once (see the module doc).
+    pub fn on_decided(
+        &mut self,
+        from: NodeId,
+        owner: u64,
+        token: Option<Token>,
+        notes: &mut Notes,
+    ) -> Option<Finding> {
+        let finding = self.issue(owner, token, Some(from), notes);
+        let generation = self.grants.len() as u32;
+        if let Some(w) = self.worker(from) {
+            let t = token.map_or(0, |t| t.0);
+            self.received.retain(|r| !(r.0 as usize == w && r.1 == t));
+            self.received.push((w as u16, t, generation));
+            self.adopted[w] = generation;
+            self.pending[w] = None;
+        }
+        finding
+    }
+
     /// A message handed to the network by `from`, which was handling
     /// `input` (the message it received, if the step was a delivery).
     pub fn on_send(
@@ -186,12 +248,44 @@ impl Judge {
         if self.generation(owner, token) != 0 {
             return None; // a re-send of a grant already issued
         }
+        self.issue(owner, token, None, notes)
+    }
+
+    /// A new grant (`decider`: the worker whose decision it is), judged:
+    /// ranked by token, its token must be no other worker's earlier
+    /// decision's; else it must be above every earlier grant's.
+    fn issue(
+        &mut self,
+        owner: u64,
+        token: Option<Token>,
+        decider: Option<NodeId>,
+        notes: &mut Notes,
+    ) -> Option<Finding> {
+        let t = token.map_or(0, |t| t.0);
         let max = self.grants.iter().map(|&(_, t)| t).max();
-        self.grants.push((owner, token.map_or(0, |t| t.0)));
+        let shared = self
+            .grants
+            .iter()
+            .zip(&self.deciders)
+            .find(|&(&(_, gt), &by)| t != 0 && gt == t && Some(NodeId(by)) != decider)
+            .map(|(_, &by)| by);
+        self.grants.push((owner, t));
+        if let Some(d) = decider {
+            self.deciders.push(d.0);
+        }
         notes.new_grant = true;
         let generation = self.grants.len();
+        if self.ranked_by_token() {
+            return shared.map(|by| Finding {
+                kind: ViolationKind::TokenOrder,
+                detail: format!(
+                    "worker {} decided it holds grant {generation} with token {t}, which worker {by} already held",
+                    decider.map_or(0, |d| d.0)
+                ),
+            });
+        }
         match (token, max) {
-            (Some(Token(t)), Some(max)) if self.grants.len() > 1 && t <= max => Some(Finding {
+            (Some(Token(t)), Some(max)) if t <= max => Some(Finding {
                 kind: ViolationKind::TokenOrder,
                 detail: format!(
                     "grant {generation} carries token {t}, not above an earlier grant's token {max}"
@@ -229,7 +323,7 @@ impl Judge {
             .find(|s| s.0 == op)
             .map_or((0, 0), |s| (s.1, s.2));
         let mut finding = None;
-        if generation < self.accepted_max && self.current_op != op {
+        if self.rank(generation) < self.rank(self.accepted_max) && self.current_op != op {
             finding = Some(Finding {
                 kind: ViolationKind::StaleWrite,
                 detail: format!(
@@ -246,7 +340,9 @@ impl Judge {
             });
         }
         self.current_op = op;
-        self.accepted_max = self.accepted_max.max(generation);
+        if self.rank(generation) > self.rank(self.accepted_max) {
+            self.accepted_max = generation;
+        }
         finding
     }
 
@@ -271,7 +367,7 @@ impl Judge {
                     }
                 }
                 let generation = self.sends.iter().find(|s| s.0 == op.0).map_or(0, |s| s.1);
-                if (generation as usize) < self.grants.len() {
+                if self.rank(generation) < self.rank(self.top()) {
                     notes.stale_attempt = true;
                 }
             }

@@ -8,7 +8,8 @@
 //! history checker's definitions. Safe protocols are proved at stated
 //! bounds; unsafe ones get a shortest counterexample.
 //!
-//! - `topology`: the nodes at a scenario's addresses, built from a protocol.
+//! - `topology`: the nodes at a scenario's addresses, built from a protocol
+//!   (a lease coordinator, or lock servers whose clients decide).
 //! - `bounds`: every bound of a search (and the memory bound).
 //! - `state`: the hashed state.
 //! - `harness`: the transitions (deliver, lose, duplicate, timers, pause,
@@ -36,7 +37,10 @@ pub use harness::{Action, Harness};
 pub use judge::Finding;
 pub use refine::{refine, refine_protocol, Divergence, Refinement};
 pub use search::{check, explore, prove, search, Counterexample, Hits, Observer, Outcome};
-pub use topology::{builtin, is_replicated, is_supported, supported, Builtin, Timing, Topology};
+pub use topology::{
+    builtin, is_lock_server, is_replicated, is_supported, supported, Builtin, Options, Timing,
+    Topology,
+};
 
 use crate::protocol::ProtocolKind;
 
@@ -46,7 +50,17 @@ pub fn check_protocol(
     kind: ProtocolKind,
     bounds: Bounds,
 ) -> Result<(Harness<Builtin>, Outcome), String> {
-    let topology = Topology::lease(kind, bounds.workers, bounds.timing)?;
+    check_protocol_with(kind, Options::default(), bounds)
+}
+
+/// [`check_protocol`] with protocol options set against the catalogue's
+/// defaults (`fence = false`, say).
+pub fn check_protocol_with(
+    kind: ProtocolKind,
+    options: Options,
+    bounds: Bounds,
+) -> Result<(Harness<Builtin>, Outcome), String> {
+    let topology = Topology::new(kind, options, bounds.workers, bounds.timing)?;
     let harness = Harness {
         topology,
         factory: builtin,

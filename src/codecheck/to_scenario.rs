@@ -56,7 +56,7 @@ use std::hash::Hash;
 use super::harness::{Action, Did, Harness, Next};
 use super::search::Counterexample;
 use super::state::Packet;
-use super::topology::MS;
+use super::topology::{is_lock_server, MS};
 use crate::model::to_scenario::{longest_paths, quote, EMITTED_SEEDS};
 use crate::protocol::{Node, NodeId, ProtocolKind, TimerId};
 
@@ -720,13 +720,18 @@ fn write_header<N>(
         end + k * (h.bounds.horizon_ms + h.bounds.pause_ms)
     );
     let _ = writeln!(out, "\n[protocol]\nkind = {}", quote(p.kind.id()));
-    if h.topology.replicas > 1 {
+    if h.topology.replicas > 1 && is_lock_server(p.kind) {
+        let _ = writeln!(out, "masters = {}", h.topology.replicas);
+    } else if h.topology.replicas > 1 {
         let _ = writeln!(
             out,
             "replicas = {}\nreplication_lag_ms = {}",
             h.topology.replicas,
             k * t.replication_lag_ms
         );
+    }
+    if p.fence != p.kind.def().fence_default {
+        let _ = writeln!(out, "fence = {}", p.fence);
     }
     if p.kind == ProtocolKind::FencedCheckThenWrite {
         let _ = writeln!(out, "check_to_write_ms = {}", k * p.check_to_write_ns / MS);

@@ -1,30 +1,37 @@
 //! The system a code-level check drives: the scenario's fixed addresses
-//! (workers `0..n`, the coordinator replicas `coord/0..r`, the resource),
-//! the roles built from a catalogue protocol exactly as a scenario resolves
-//! them, and the timing the nodes run with (the replication lag too: a
-//! replicated coordinator's timers must fall inside the search's horizon). [`Builtin`] is the built-in nodes as one hashable
-//! type; a test may put its own node type in their place through a
-//! factory (a deliberately broken copy of a node, say).
+//! (workers `0..n`, the coordinator replicas or lock servers `coord/0..r`,
+//! the resource), the roles built from a catalogue protocol exactly as a
+//! scenario resolves them, and the timing the nodes run with (the
+//! replication lag too: a replicated coordinator's timers must fall inside
+//! the search's horizon). Two layouts: a lease coordinator (one, or a
+//! replica group that fails over), and lock servers (ZooKeeper, etcd, …)
+//! whose clients, inside the workers, decide they hold the lock.
+//! [`Builtin`] is the built-in nodes as one hashable type; a test may put
+//! its own node type in their place through a factory (a deliberately
+//! broken copy of a node, say).
 
 use crate::protocol::client::LockKind;
 use crate::protocol::coordinator::Coordinator;
 use crate::protocol::resource::Resource;
 use crate::protocol::worker::{MoreLocks, Worker, WorkerConfig};
 use crate::protocol::{
-    Clocks, Effect, Input, Key, Nanos, Node, NodeId, ProtocolConfig, ProtocolKind, Role,
+    Clocks, Effect, Input, Key, Nanos, Node, NodeId, NodeLayout, ProtocolConfig, ProtocolKind,
+    Role, Server,
 };
 
 /// Milliseconds in nanoseconds.
 pub const MS: Nanos = 1_000_000;
 
-/// The built-in nodes of a lease protocol, as one `Clone + Hash + Eq` type.
-/// A worker is boxed (616 bytes against the others' ~170): a state holds
-/// one slot per node.
+/// The built-in nodes of a lease or lock-server protocol, as one
+/// `Clone + Hash + Eq` type. A worker is boxed (616 bytes against the
+/// others' ~170), and so is a lock server (its maps and watches): a state
+/// holds one slot per node.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum Builtin {
     Worker(Box<Worker>),
     Coordinator(Coordinator),
     Resource(Resource),
+    Server(Box<Server>),
 }
 
 impl Node for Builtin {
@@ -33,6 +40,7 @@ impl Node for Builtin {
             Builtin::Worker(n) => n.handle(clocks, input, effects),
             Builtin::Coordinator(n) => n.handle(clocks, input, effects),
             Builtin::Resource(n) => n.handle(clocks, input, effects),
+            Builtin::Server(n) => n.handle(clocks, input, effects),
         }
     }
 }
@@ -43,8 +51,9 @@ pub fn builtin(role: &Role) -> Builtin {
         Role::Worker(cfg) => Builtin::Worker(Box::new(Worker::new(cfg))),
         Role::Coordinator(cfg) => Builtin::Coordinator(Coordinator::new(cfg)),
         Role::Resource(cfg) => Builtin::Resource(Resource::new(cfg)),
-        Role::Server(_) | Role::Alt(_) => {
-            unreachable!("Topology::lease admits lease-layout protocols only")
+        Role::Server(cfg) => Builtin::Server(Box::new(cfg.server())),
+        Role::Alt(_) => {
+            unreachable!("Topology::new admits lease and lock-server protocols only")
         }
     }
 }
@@ -61,6 +70,23 @@ pub struct Timing {
     /// Async replication (incr-beside-lease): the primary ships its state
     /// this long after it changes.
     pub replication_lag_ms: u64,
+}
+
+impl Timing {
+    /// The timing `kind` is checked with: the default, except that a lock
+    /// server's lease or session TTL is 9 ms — the clients ping or keep
+    /// alive every third of it (ZooKeeper also ages its answers by two
+    /// thirds), and a scripted scenario needs those periods in whole ms.
+    pub fn for_protocol(kind: ProtocolKind) -> Timing {
+        if is_lock_server(kind) {
+            Timing {
+                lease_ttl_ms: 9,
+                ..Timing::default()
+            }
+        } else {
+            Timing::default()
+        }
+    }
 }
 
 impl Default for Timing {
@@ -84,18 +110,28 @@ pub struct Topology {
     /// `roles[i]` is node `NodeId(i)`'s.
     pub roles: Vec<Role>,
     pub workers: usize,
-    /// The first coordinator replica (`coord/0`): the primary at boot,
-    /// where the group address routes until a failover.
+    /// The first coordinator replica or lock server (`coord/0`): the
+    /// primary at boot, where the group address routes until a failover.
     pub coord: NodeId,
-    /// Coordinator replicas, `coord .. coord + replicas` (1: no failover).
+    /// Coordinator replicas or lock servers, `coord .. coord + replicas`.
     pub replicas: usize,
     pub resource: NodeId,
 }
 
+/// The protocol options a check may set against the catalogue's defaults
+/// (the scenario's `[protocol]` keys of the same names).
+#[derive(Clone, Copy, PartialEq, Eq, Default, Debug)]
+pub struct Options {
+    /// `fence`: whether writes carry the lock's token and the resource
+    /// checks it (`None`: the catalogue default).
+    pub fence: Option<bool>,
+}
+
 /// Whether `--code` can drive `kind`: lease coordinators (one, or a
-/// replica group that fails over) and a resource; no lock servers, no
-/// effect sink, no conditional write (those need harness parts this
-/// checker does not have yet).
+/// replica group that fails over) and a resource, or the lock servers the
+/// clients decide with (see [`is_lock_server`]); no effect sink, no
+/// conditional write (those need harness parts this checker does not have
+/// yet).
 pub fn is_supported(kind: ProtocolKind) -> bool {
     matches!(
         kind,
@@ -106,13 +142,23 @@ pub fn is_supported(kind: ProtocolKind) -> bool {
             | ProtocolKind::FencedCheckThenWrite
             | ProtocolKind::IncrBesideLease
             | ProtocolKind::ConsensusGeneration
+            | ProtocolKind::ZkSequential
+            | ProtocolKind::EtcdMutex
+            | ProtocolKind::EtcdMutexNoRecheck
     )
+}
+
+/// Whether `kind` runs lock servers at `coord/<i>`, whose clients in the
+/// workers decide they hold the lock (`Observation::Acquired`, which the
+/// judge takes as the grant, as the simulator's recorder does).
+pub fn is_lock_server(kind: ProtocolKind) -> bool {
+    kind.def().layout == NodeLayout::LockServers
 }
 
 /// Whether `kind`'s coordinator is a replica group (its catalogue default
 /// has replicas), so that a failover is a fault the harness may inject.
 pub fn is_replicated(kind: ProtocolKind) -> bool {
-    is_supported(kind) && kind.default_replicas() > 1
+    is_supported(kind) && !is_lock_server(kind) && kind.default_replicas() > 1
 }
 
 /// The protocols `--code` checks, in the catalogue's order.
@@ -125,11 +171,21 @@ pub fn supported() -> Vec<&'static str> {
 }
 
 impl Topology {
-    /// `workers` workers with one op each on key 0, the coordinator
-    /// replicas `coord/0..` (the catalogue's default count: 1, or 2 for
-    /// incr-beside-lease, 3 for consensus-generation) and `resource/0`, at
-    /// the addresses a scenario gives them.
+    /// [`Topology::new`] with the catalogue's options.
     pub fn lease(kind: ProtocolKind, workers: usize, timing: Timing) -> Result<Topology, String> {
+        Topology::new(kind, Options::default(), workers, timing)
+    }
+
+    /// `workers` workers with one op each on key 0, the coordinator
+    /// replicas or lock servers `coord/0..` (the catalogue's default count:
+    /// 1, or 2 for incr-beside-lease, 3 for consensus-generation) and
+    /// `resource/0`, at the addresses a scenario gives them.
+    pub fn new(
+        kind: ProtocolKind,
+        options: Options,
+        workers: usize,
+        timing: Timing,
+    ) -> Result<Topology, String> {
         if !is_supported(kind) {
             return Err(format!(
                 "protocol {:?} cannot be checked at the code level yet; supported: {}",
@@ -138,7 +194,13 @@ impl Topology {
             ));
         }
         let mut protocol = ProtocolConfig::new(kind, timing.lease_ttl_ms * MS);
-        protocol.replicas = if is_replicated(kind) {
+        if let Some(fence) = options.fence {
+            if !kind.def().accepts("fence") {
+                return Err(format!("protocol {:?} has no `fence` option", kind.id()));
+            }
+            protocol.fence = fence;
+        }
+        protocol.replicas = if is_replicated(kind) || is_lock_server(kind) {
             kind.default_replicas()
         } else {
             1

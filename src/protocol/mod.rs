@@ -35,7 +35,7 @@ pub use node::{
     TimerId,
 };
 
-pub use systems::{ServerConfig, SystemId};
+pub use systems::{Server, ServerConfig, SystemId};
 
 use coordinator::{Coordinator, CoordinatorConfig};
 use resource::{Resource, ResourceConfig};

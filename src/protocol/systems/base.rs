@@ -34,8 +34,12 @@ pub trait LockSystem: SystemWire {
 
     /// The server at coordinator address `first + index` (`coord/<index>`).
     fn server_config(p: &ProtocolConfig, first: NodeId, index: u8) -> Self::ServerConfig;
+    /// The lock server, as plain data (the code-level checker clones and
+    /// hashes it with the rest of a state).
+    type Server: Node + Clone + Eq + Hash + Debug;
+
     /// A fresh server (first boot, or after a crash).
-    fn server(cfg: Self::ServerConfig) -> Box<dyn Node>;
+    fn server(cfg: Self::ServerConfig) -> Self::Server;
     /// The client of a worker; `first` is `coord/0`'s id.
     fn client_config(p: &ProtocolConfig, first: NodeId) -> Self::ClientConfig;
     fn client(cfg: Self::ClientConfig, base: ClientBase) -> Self::Client;

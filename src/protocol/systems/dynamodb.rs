@@ -63,13 +63,14 @@ impl SystemWire for DynamoDb {
 
 impl LockSystem for DynamoDb {
     type ServerConfig = ();
+    type Server = LockTable;
     type ClientConfig = DynamoClientConfig;
     type Client = DynamoClient;
 
     fn server_config(_p: &ProtocolConfig, _first: NodeId, _index: u8) {}
 
-    fn server(_cfg: ()) -> Box<dyn Node> {
-        Box::new(LockTable::new())
+    fn server(_cfg: ()) -> LockTable {
+        LockTable::new()
     }
 
     fn client_config(p: &ProtocolConfig, _first: NodeId) -> DynamoClientConfig {

@@ -117,13 +117,14 @@ impl SystemWire for Etcd {
 
 impl LockSystem for Etcd {
     type ServerConfig = ();
+    type Server = EtcdServer;
     type ClientConfig = EtcdClientConfig;
     type Client = EtcdClient;
 
     fn server_config(_p: &ProtocolConfig, _first: NodeId, _index: u8) {}
 
-    fn server(_cfg: ()) -> Box<dyn Node> {
-        Box::new(EtcdServer::new())
+    fn server(_cfg: ()) -> EtcdServer {
+        EtcdServer::new()
     }
 
     fn client_config(p: &ProtocolConfig, _first: NodeId) -> EtcdClientConfig {

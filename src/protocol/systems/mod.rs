@@ -21,7 +21,7 @@ pub mod server;
 pub mod zookeeper;
 
 pub use base::LockSystem;
-pub use server::ServerConfig;
+pub use server::{Server, ServerConfig};
 
 /// The registry: `Variant => marker type` per client-decided system. Calls
 /// the macro it is given with the lines, so each generated enum and match

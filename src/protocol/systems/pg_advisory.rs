@@ -69,6 +69,7 @@ impl SystemWire for PgAdvisory {
 
 impl LockSystem for PgAdvisory {
     type ServerConfig = PgServerConfig;
+    type Server = PgServer;
     type ClientConfig = PgClientConfig;
     type Client = PgClient;
 
@@ -79,8 +80,8 @@ impl LockSystem for PgAdvisory {
         }
     }
 
-    fn server(cfg: PgServerConfig) -> Box<dyn Node> {
-        Box::new(PgServer::new(cfg))
+    fn server(cfg: PgServerConfig) -> PgServer {
+        PgServer::new(cfg)
     }
 
     fn client_config(p: &ProtocolConfig, _first: NodeId) -> PgClientConfig {

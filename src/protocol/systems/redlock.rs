@@ -79,6 +79,7 @@ impl SystemWire for Redlock {
 
 impl LockSystem for Redlock {
     type ServerConfig = RedisMasterConfig;
+    type Server = RedisMaster;
     type ClientConfig = RedlockClientConfig;
     type Client = RedlockClient;
 
@@ -89,8 +90,8 @@ impl LockSystem for Redlock {
         }
     }
 
-    fn server(cfg: RedisMasterConfig) -> Box<dyn Node> {
-        Box::new(RedisMaster::new(cfg))
+    fn server(cfg: RedisMasterConfig) -> RedisMaster {
+        RedisMaster::new(cfg)
     }
 
     fn client_config(p: &ProtocolConfig, first: NodeId) -> RedlockClientConfig {

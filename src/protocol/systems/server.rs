@@ -1,10 +1,12 @@
 //! The lock servers of the registered systems as one type: `ServerConfig`,
 //! one variant per registry line (`for_each_system!`), resolved from a
-//! protocol and built into a fresh node. The worker side's twin is
-//! `client.rs` (`LockKind`, `LockClient`).
+//! protocol and built into a fresh node — a [`Server`], one
+//! `Clone + Hash + Eq` type over every system's server (the code-level
+//! checker keeps it in its hashed states), or boxed for the simulator. The
+//! worker side's twin is `client.rs` (`LockKind`, `LockClient`).
 
 use crate::protocol::catalogue::ProtocolConfig;
-use crate::protocol::node::{Node, NodeId};
+use crate::protocol::node::{Clocks, Effect, Input, Node, NodeId};
 use crate::protocol::systems::{LockSystem, SystemId};
 
 macro_rules! declare_servers {
@@ -27,8 +29,33 @@ macro_rules! declare_servers {
 
             /// A fresh server node.
             pub fn build(self) -> Box<dyn Node> {
+                Box::new(self.server())
+            }
+
+            /// A fresh server, as plain data.
+            pub fn server(self) -> Server {
                 match self {
-                    $( ServerConfig::$variant(cfg) => <$system as LockSystem>::server(cfg), )*
+                    $( ServerConfig::$variant(cfg) => Server::$variant(<$system as LockSystem>::server(cfg)), )*
+                }
+            }
+        }
+
+        /// A lock server of any registered system.
+        #[derive(Clone, PartialEq, Eq, Hash, Debug)]
+        pub enum Server {
+            $( $variant(<$system as LockSystem>::Server), )*
+        }
+
+        impl Node for Server {
+            fn handle(&mut self, clocks: Clocks, input: Input<'_>, effects: &mut Vec<Effect>) {
+                match self {
+                    $( Server::$variant(n) => n.handle(clocks, input, effects), )*
+                }
+            }
+
+            fn records_own_replies(&self) -> bool {
+                match self {
+                    $( Server::$variant(n) => n.records_own_replies(), )*
                 }
             }
         }

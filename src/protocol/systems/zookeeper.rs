@@ -93,6 +93,7 @@ impl SystemWire for ZooKeeper {
 
 impl LockSystem for ZooKeeper {
     type ServerConfig = ZkServerConfig;
+    type Server = ZkServer;
     type ClientConfig = ZkClientConfig;
     type Client = ZkClient;
 
@@ -102,8 +103,8 @@ impl LockSystem for ZooKeeper {
         }
     }
 
-    fn server(cfg: ZkServerConfig) -> Box<dyn Node> {
-        Box::new(ZkServer::new(cfg))
+    fn server(cfg: ZkServerConfig) -> ZkServer {
+        ZkServer::new(cfg)
     }
 
     fn client_config(p: &ProtocolConfig, _first: NodeId) -> ZkClientConfig {

@@ -7,6 +7,7 @@
 mod broken;
 mod cli;
 mod emit;
+mod lock_server;
 mod refine;
 mod replicated;
 
@@ -119,11 +120,11 @@ fn a_search_stopped_by_its_state_bound_proves_nothing() {
 
 #[test]
 fn protocols_the_harness_cannot_drive_are_refused_by_name() {
-    let err = check_protocol(ProtocolKind::ZkSequential, small())
+    let err = check_protocol(ProtocolKind::ObjectStoreCas, small())
         .err()
         .expect("refused");
     assert!(
-        err.contains("zk-sequential") && err.contains("fenced-cas"),
+        err.contains("object-store-cas") && err.contains("fenced-cas"),
         "{err}"
     );
 }

@@ -7,7 +7,8 @@
 
 use super::broken::{faithful, forgetful, harness, weakened};
 use fencesim::codecheck::{
-    is_replicated, model_of, prove, refine, refine_protocol, supported, Action, Bounds, Refinement,
+    is_lock_server, is_replicated, model_of, prove, refine, refine_protocol, supported, Action,
+    Bounds, Refinement,
 };
 use fencesim::model::to_scenario::simulator_protocol;
 use fencesim::protocol::{Msg, ProtocolKind};
@@ -26,10 +27,11 @@ fn passes(r: &Refinement) -> bool {
 
 #[test]
 fn every_protocol_the_code_checker_drives_refines_its_model_at_small_bounds() {
-    // Replicated coordinators have no mapping (refused with the reason, below).
+    // Replicated coordinators and lock servers have no mapping (refused
+    // with the reason, below).
     for id in supported() {
         let kind = ProtocolKind::from_id(id).expect("a catalogue id");
-        if is_replicated(kind) {
+        if is_replicated(kind) || is_lock_server(kind) {
             continue;
         }
         let (_, r) = refine_protocol(kind, super::small()).expect("mapped at these bounds");
@@ -200,6 +202,16 @@ fn each_driven_protocol_maps_to_the_model_the_models_name_for_it_or_says_why() {
                     && why.contains("no model step"),
                 "{why}"
             );
+            continue;
+        }
+        if is_lock_server(kind) {
+            let why = model_of(kind).expect_err("no mapping for a lock server's protocol");
+            assert!(
+                why.starts_with(&format!("{id}: no ")) && why.contains("decide"),
+                "{why}"
+            );
+            let refused = refine_protocol(kind, Bounds::for_protocol(kind)).err();
+            assert_eq!(refused.as_ref(), Some(&why), "{id}");
             continue;
         }
         let of = model_of(kind).expect("every unreplicated driven protocol has a model");
