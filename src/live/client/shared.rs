@@ -271,21 +271,29 @@ impl Shared {
     /// `ms` — less with `until = "other_op_done"`: until another worker's
     /// program has finished, as a pause is anchored.
     fn hold(&self, worker: usize, ms: u64, until: PauseEnd) {
+        if let Some(other) = self.wait_unless_other_finished(worker, ms, until) {
+            self.exec.note(format!(
+                "proxy let worker/{}'s held message through at {:.1} ms: worker/{}'s program finished",
+                self.names[worker],
+                self.since_start_ms(),
+                self.names[other]
+            ));
+        }
+    }
+
+    /// Waits `ms`, or until the trial ends, or — with `until =
+    /// "other_op_done"` — until another worker's program on `worker`'s
+    /// document has finished: that worker, if the wait ended so.
+    fn wait_unless_other_finished(&self, worker: usize, ms: u64, until: PauseEnd) -> Option<usize> {
         let end = Instant::now() + Duration::from_millis(ms);
         loop {
             let now = Instant::now();
             if now >= end || self.ended() {
-                return;
+                return None;
             }
             if until == PauseEnd::OtherOpDone {
                 if let Some(other) = self.other_finished(worker) {
-                    self.exec.note(format!(
-                        "proxy let worker/{}'s held message through at {:.1} ms: worker/{}'s program finished",
-                        self.names[worker],
-                        self.since_start_ms(),
-                        self.names[other]
-                    ));
-                    return;
+                    return Some(other);
                 }
             }
             std::thread::sleep((end - now).min(Duration::from_millis(2)));
@@ -308,23 +316,12 @@ impl Shared {
         let _ = self
             .exec
             .pause_worker(k, worker, name, Victim::Group(pgid), at, duration_ms);
-        let end = Instant::now() + Duration::from_millis(duration_ms);
-        loop {
-            let now = Instant::now();
-            if now >= end || self.ended() {
-                break;
-            }
-            if until == PauseEnd::OtherOpDone {
-                if let Some(other) = self.other_finished(worker) {
-                    self.exec.note(format!(
-                        "worker/{name}'s pause ends at {:.1} ms: worker/{}'s program finished",
-                        self.since_start_ms(),
-                        self.names[other]
-                    ));
-                    break;
-                }
-            }
-            std::thread::sleep((end - now).min(Duration::from_millis(2)));
+        if let Some(other) = self.wait_unless_other_finished(worker, duration_ms, until) {
+            self.exec.note(format!(
+                "worker/{name}'s pause ends at {:.1} ms: worker/{}'s program finished",
+                self.since_start_ms(),
+                self.names[other]
+            ));
         }
         // Not if a crash killed it meanwhile (its group id may be reused).
         let same = locked(&self.pgids)[worker] == pgid && !locked(&self.killed)[worker];
