@@ -85,6 +85,16 @@ pub struct CodeArgs {
     /// --code redlock: independent Redis masters (the protocol's `masters`); default 3.
     #[arg(long, value_name = "N")]
     masters: Option<u8>,
+    /// --code redlock: the masters' `fsync` policy (always: every write synced before the
+    /// reply; never, the default: a restarted master has forgotten its keys).
+    #[arg(long, value_enum)]
+    fsync: Option<Fsync>,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Fsync {
+    Always,
+    Never,
 }
 
 impl CodeArgs {
@@ -173,9 +183,9 @@ fn cmd(a: &CodeArgs, id: &str, emit: Option<&Path>, threads: usize) -> Result<Ex
     };
     let bounds = a.bounds(kind)?;
     if a.refine {
-        if a.fence.is_some() || a.masters.is_some() {
+        if a.fence.is_some() || a.masters.is_some() || a.fsync.is_some() {
             return Err(BadInput(
-                "--refine checks the catalogue's protocol: give no --fence or --masters with it"
+                "--refine checks the catalogue's protocol: give no --fence, --masters or --fsync with it"
                     .into(),
             )
             .into());
@@ -195,6 +205,7 @@ fn cmd(a: &CodeArgs, id: &str, emit: Option<&Path>, threads: usize) -> Result<Ex
     let options = Options {
         fence: a.fence,
         masters: a.masters,
+        fsync_always: a.fsync.map(|f| f == Fsync::Always),
     };
     let (harness, out) = codecheck::check_protocol_with(kind, options, bounds).map_err(BadInput)?;
     let mut set = Vec::new();
@@ -203,6 +214,9 @@ fn cmd(a: &CodeArgs, id: &str, emit: Option<&Path>, threads: usize) -> Result<Ex
     }
     if kind.def().accepts("masters") {
         set.push(format!("masters = {}", harness.topology.replicas));
+    }
+    if a.fsync == Some(Fsync::Always) {
+        set.push("fsync = always".into());
     }
     let shown = match set.is_empty() {
         true => id.to_string(),

@@ -723,6 +723,9 @@ fn write_header<N>(
     if p.kind.def().accepts("masters") {
         // Always: the scenario's default is the catalogue's five.
         let _ = writeln!(out, "masters = {}", h.topology.replicas);
+        if p.fsync_always {
+            let _ = writeln!(out, "fsync = \"always\"");
+        }
     } else if h.topology.replicas > 1 && !is_lock_server(p.kind) {
         let _ = writeln!(
             out,

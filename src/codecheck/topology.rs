@@ -133,6 +133,10 @@ pub struct Options {
     /// `masters`: Redlock's independent Redis masters (`None`:
     /// [`MASTERS_DEFAULT`], not the catalogue's five).
     pub masters: Option<u8>,
+    /// `fsync`: whether Redlock's masters sync every write before the
+    /// reply (`appendfsync always`; `None`: the catalogue's `never`, so a
+    /// restarted master has forgotten its keys).
+    pub fsync_always: Option<bool>,
 }
 
 /// Redlock's masters in a code-level check: three, the fewest whose
@@ -235,6 +239,12 @@ impl Topology {
             }
         } else if options.masters.is_some() {
             return Err(format!("protocol {:?} has no `masters` option", kind.id()));
+        }
+        if let Some(always) = options.fsync_always {
+            if !kind.def().accepts("fsync") {
+                return Err(format!("protocol {:?} has no `fsync` option", kind.id()));
+            }
+            protocol.fsync_always = always;
         }
         protocol.replication_lag_ns = timing.replication_lag_ms * MS;
         let replicas = protocol.replicas as usize;

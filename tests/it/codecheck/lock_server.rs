@@ -9,14 +9,16 @@
 //! proved, and the same search with `fence = false` finds the stale write
 //! the fence stops; Redlock, which has no fence, is proved only while its
 //! keys live on a majority (a master that answers every `SET` OK breaks
-//! that at the same bounds) and found unsafe after. The shortest
+//! that at the same bounds; so does a master restarted without fsync,
+//! where `fsync = "always"` is proved) and found unsafe after. The shortest
 //! counterexamples of etcd, DynamoDB and PostgreSQL replay in the simulator
 //! on every seed; Redlock's cannot be scripted, and the refusal says why.
 
 use fencesim::check::ViolationKind;
 use fencesim::codecheck::to_scenario::{replays, to_scenario};
 use fencesim::codecheck::{
-    builtin, check, check_protocol_with, Bounds, Builtin, Harness, Options, Outcome, Topology,
+    builtin, check, check_protocol_with, Action, Bounds, Builtin, Harness, Options, Outcome,
+    Topology,
 };
 use fencesim::protocol::redlock::RedisMsg;
 use fencesim::protocol::{Clocks, Effect, Input, Msg, Node, ProtocolKind, Role};
@@ -213,6 +215,50 @@ fn redlock_is_proved_while_its_keys_live_and_a_master_answering_every_set_ok_is_
     assert!(c.steps.iter().all(|&(_, at)| at <= 2_000_000), "{c:?}");
 }
 
+/// Kleppmann's second failure (the simulator's redlock-restart-no-fsync):
+/// no pause, one crash-and-restart of any node, to 4 ms — before any key
+/// expires, so a second majority can only come from a master that
+/// restarted without its key.
+fn redlock_restart() -> Bounds {
+    Bounds {
+        pauses: 0,
+        crashes: 1,
+        ..redlock_before_expiry()
+    }
+}
+
+#[test]
+fn redlock_with_fsync_always_keeps_one_majority_through_a_master_restart() {
+    let synced = Options {
+        fsync_always: Some(true),
+        ..Options::default()
+    };
+    let (_, out) =
+        check_protocol_with(ProtocolKind::Redlock, synced, redlock_restart()).expect("supported");
+    assert!(out.proved() && out.write_accepted, "{out:?}");
+    assert!(out.unique_states > 100_000, "{out:?}");
+}
+
+#[test]
+fn a_redlock_master_restarting_without_fsync_gives_a_second_majority_and_a_stale_write() {
+    // The masters' default, fsync = "never": the restarted master forgot
+    // the first holder's key and says OK to the other client's SET.
+    let (h, out) =
+        check_protocol_with(ProtocolKind::Redlock, Options::default(), redlock_restart())
+            .expect("supported");
+    let c = out.counterexample.expect("unsafe without fsync");
+    assert_eq!(c.finding.kind, ViolationKind::StaleWrite, "{c:?}");
+    assert!(c.shortest, "{c:?}");
+    assert_eq!(c.steps.len(), 23, "{c:?}");
+    let masters = h.topology.coord.0..h.topology.coord.0 + 3;
+    assert!(
+        c.steps
+            .iter()
+            .any(|(a, _)| matches!(a, Action::Crash(n) if masters.contains(&n.0))),
+        "{c:?}"
+    );
+}
+
 #[test]
 fn redlock_without_a_fence_is_found_unsafe_after_its_keys_expire_and_not_scripted() {
     // 3 in flight and 14 ms: B's attempts at 0, 4 and 8 ms are refused
@@ -253,6 +299,7 @@ fn check_code_takes_the_fence_option_and_refuses_it_with_refine() {
         &["check", "--code", "redlock", "--masters", "0"][..],
         &["check", "--code", "redlock", "--masters", "16"],
         &["check", "--code", "etcd-mutex", "--masters", "3"],
+        &["check", "--code", "etcd-mutex", "--fsync", "always"],
         &["check", "--code", "redlock", "--refine", "--masters", "3"],
     ] {
         let out = fencesim(refused);
