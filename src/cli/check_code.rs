@@ -89,6 +89,10 @@ pub struct CodeArgs {
     /// reply; never, the default: a restarted master has forgotten its keys).
     #[arg(long, value_enum)]
     fsync: Option<Fsync>,
+    /// --code redlock: a restarted master answers nothing for this long (antirez's fix:
+    /// at least the TTL); default 0.
+    #[arg(long, value_name = "MS")]
+    restart_delay_ms: Option<u64>,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, PartialEq, Eq, Debug)]
@@ -183,9 +187,13 @@ fn cmd(a: &CodeArgs, id: &str, emit: Option<&Path>, threads: usize) -> Result<Ex
     };
     let bounds = a.bounds(kind)?;
     if a.refine {
-        if a.fence.is_some() || a.masters.is_some() || a.fsync.is_some() {
+        if a.fence.is_some()
+            || a.masters.is_some()
+            || a.fsync.is_some()
+            || a.restart_delay_ms.is_some()
+        {
             return Err(BadInput(
-                "--refine checks the catalogue's protocol: give no --fence, --masters or --fsync with it"
+                "--refine checks the catalogue's protocol: give no --fence or Redlock option with it"
                     .into(),
             )
             .into());
@@ -206,6 +214,7 @@ fn cmd(a: &CodeArgs, id: &str, emit: Option<&Path>, threads: usize) -> Result<Ex
         fence: a.fence,
         masters: a.masters,
         fsync_always: a.fsync.map(|f| f == Fsync::Always),
+        restart_delay_ms: a.restart_delay_ms,
     };
     let (harness, out) = codecheck::check_protocol_with(kind, options, bounds).map_err(BadInput)?;
     let mut set = Vec::new();
@@ -217,6 +226,9 @@ fn cmd(a: &CodeArgs, id: &str, emit: Option<&Path>, threads: usize) -> Result<Ex
     }
     if a.fsync == Some(Fsync::Always) {
         set.push("fsync = always".into());
+    }
+    if let Some(ms) = a.restart_delay_ms.filter(|&ms| ms > 0) {
+        set.push(format!("restart_delay_ms = {ms}"));
     }
     let shown = match set.is_empty() {
         true => id.to_string(),

@@ -726,6 +726,10 @@ fn write_header<N>(
         if p.fsync_always {
             let _ = writeln!(out, "fsync = \"always\"");
         }
+        if p.restart_delay_ns > 0 {
+            // A duration the master compares clock readings against: scaled.
+            let _ = writeln!(out, "restart_delay_ms = {}", k * p.restart_delay_ns / MS);
+        }
     } else if h.topology.replicas > 1 && !is_lock_server(p.kind) {
         let _ = writeln!(
             out,

@@ -137,6 +137,9 @@ pub struct Options {
     /// reply (`appendfsync always`; `None`: the catalogue's `never`, so a
     /// restarted master has forgotten its keys).
     pub fsync_always: Option<bool>,
+    /// `restart_delay_ms`: a restarted Redlock master answers nothing for
+    /// this long (antirez's answer to the restart; `None`: 0).
+    pub restart_delay_ms: Option<u64>,
 }
 
 /// Redlock's masters in a code-level check: three, the fewest whose
@@ -245,6 +248,15 @@ impl Topology {
                 return Err(format!("protocol {:?} has no `fsync` option", kind.id()));
             }
             protocol.fsync_always = always;
+        }
+        if let Some(delay_ms) = options.restart_delay_ms {
+            if !kind.def().accepts("restart_delay_ms") {
+                return Err(format!(
+                    "protocol {:?} has no `restart_delay_ms` option",
+                    kind.id()
+                ));
+            }
+            protocol.restart_delay_ns = delay_ms.saturating_mul(MS);
         }
         protocol.replication_lag_ns = timing.replication_lag_ms * MS;
         let replicas = protocol.replicas as usize;

@@ -240,6 +240,20 @@ fn redlock_with_fsync_always_keeps_one_majority_through_a_master_restart() {
 }
 
 #[test]
+fn redlock_with_a_restart_delay_of_one_ttl_keeps_one_majority_through_a_master_restart() {
+    // antirez's answer: the master restarted without its key (fsync =
+    // "never") answers nothing for a TTL, by which time every key it forgot
+    // has expired on the others.
+    let delayed = Options {
+        restart_delay_ms: Some(9),
+        ..Options::default()
+    };
+    let (_, out) =
+        check_protocol_with(ProtocolKind::Redlock, delayed, redlock_restart()).expect("supported");
+    assert!(out.proved() && out.write_accepted, "{out:?}");
+}
+
+#[test]
 fn a_redlock_master_restarting_without_fsync_gives_a_second_majority_and_a_stale_write() {
     // The masters' default, fsync = "never": the restarted master forgot
     // the first holder's key and says OK to the other client's SET.
