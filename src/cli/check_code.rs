@@ -65,7 +65,7 @@ pub struct CodeArgs {
     /// record: a failover's restart_after_ms); at most --failovers.
     #[arg(long, default_value_t = 0)]
     rejoins: u8,
-    /// --code: messages in flight at once; default 4 (2 for lock servers).
+    /// --code: messages in flight at once; default 4 (2 for lock servers but redlock).
     #[arg(long)]
     in_flight: Option<usize>,
     /// --code: no timer fires after this instant; default 16 (8 for consensus-generation, 12
@@ -82,6 +82,23 @@ pub struct CodeArgs {
     /// resource checks it); default the catalogue's.
     #[arg(long, value_name = "BOOL")]
     fence: Option<bool>,
+    /// --code redlock: independent Redis masters (the protocol's `masters`); default 3.
+    #[arg(long, value_name = "N")]
+    masters: Option<u8>,
+    /// --code redlock: the masters' `fsync` policy (always: every write synced before the
+    /// reply; never, the default: a restarted master has forgotten its keys).
+    #[arg(long, value_enum)]
+    fsync: Option<Fsync>,
+    /// --code redlock: a restarted master answers nothing for this long (antirez's fix:
+    /// at least the TTL); default 0.
+    #[arg(long, value_name = "MS")]
+    restart_delay_ms: Option<u64>,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Fsync {
+    Always,
+    Never,
 }
 
 impl CodeArgs {
@@ -170,9 +187,14 @@ fn cmd(a: &CodeArgs, id: &str, emit: Option<&Path>, threads: usize) -> Result<Ex
     };
     let bounds = a.bounds(kind)?;
     if a.refine {
-        if a.fence.is_some() {
+        if a.fence.is_some()
+            || a.masters.is_some()
+            || a.fsync.is_some()
+            || a.restart_delay_ms.is_some()
+        {
             return Err(BadInput(
-                "--refine checks the catalogue's protocol: give no --fence with it".into(),
+                "--refine checks the catalogue's protocol: give no --fence or Redlock option with it"
+                    .into(),
             )
             .into());
         }
@@ -188,11 +210,29 @@ fn cmd(a: &CodeArgs, id: &str, emit: Option<&Path>, threads: usize) -> Result<Ex
         );
         return Ok(Verdict::met_if(r.passed()).into());
     }
-    let options = Options { fence: a.fence };
+    let options = Options {
+        fence: a.fence,
+        masters: a.masters,
+        fsync_always: a.fsync.map(|f| f == Fsync::Always),
+        restart_delay_ms: a.restart_delay_ms,
+    };
     let (harness, out) = codecheck::check_protocol_with(kind, options, bounds).map_err(BadInput)?;
-    let shown = match a.fence {
-        Some(fence) => format!("{id} (fence = {fence})"),
-        None => id.to_string(),
+    let mut set = Vec::new();
+    if let Some(fence) = a.fence {
+        set.push(format!("fence = {fence}"));
+    }
+    if kind.def().accepts("masters") {
+        set.push(format!("masters = {}", harness.topology.replicas));
+    }
+    if a.fsync == Some(Fsync::Always) {
+        set.push("fsync = always".into());
+    }
+    if let Some(ms) = a.restart_delay_ms.filter(|&ms| ms > 0) {
+        set.push(format!("restart_delay_ms = {ms}"));
+    }
+    let shown = match set.is_empty() {
+        true => id.to_string(),
+        false => format!("{id} ({})", set.join(", ")),
     };
     print!(
         "{}",

@@ -85,7 +85,14 @@ impl Bounds {
     /// lock server's protocol runs with a 9 ms TTL ([`Timing::for_protocol`])
     /// to 12 ms, enough for a paused holder's lease to run out and the next
     /// holder to write (its clients' keep-alives, pings and re-reads
-    /// multiply the space: 2 messages in flight, not 4).
+    /// multiply the space: 2 messages in flight, not 4). DynamoDB's lease
+    /// is 10 ms (its 3/10 heartbeat in whole ms), paused 11 ms: a waiter
+    /// takes over after one lease of no change, at 10 ms, and writes at
+    /// 12. Redlock sends every `SET` and unlock to each of its three
+    /// masters ([`super::topology::MASTERS_DEFAULT`]) at once: 4 in flight,
+    /// the fewest at which two clients' attempts overlap (one client's
+    /// last `SET` still in flight when the other's three go out), so split
+    /// votes are in the space.
     pub fn for_protocol(kind: ProtocolKind) -> Bounds {
         let timing = Timing::for_protocol(kind);
         let base = Bounds {
@@ -98,6 +105,11 @@ impl Bounds {
             ProtocolKind::ConsensusGeneration => Bounds {
                 pauses: 0,
                 horizon_ms: 8,
+                ..base
+            },
+            ProtocolKind::Redlock => Bounds {
+                in_flight_max: 4,
+                horizon_ms: 12,
                 ..base
             },
             _ if is_lock_server(kind) => Bounds {

@@ -13,7 +13,8 @@
 //! told `Promote`;
 //! whatever the replicas do then (replication timers, quorum rounds) is
 //! their own code's.
-//! Lock servers (ZooKeeper, etcd) are nodes like the others; the
+//! Lock servers (ZooKeeper, etcd, DynamoDB's table, PostgreSQL, Redlock's
+//! masters) are nodes like the others; the
 //! orchestrator's `Promote` goes to a lease coordinator only, and a
 //! worker's `Observation::Acquired` (its lock client decided it holds the
 //! lock) is handed to the judge as the grant.

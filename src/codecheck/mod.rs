@@ -39,7 +39,7 @@ pub use refine::{refine, refine_protocol, Divergence, Refinement};
 pub use search::{check, explore, prove, search, Counterexample, Hits, Observer, Outcome};
 pub use topology::{
     builtin, is_lock_server, is_replicated, is_supported, supported, Builtin, Options, Timing,
-    Topology,
+    Topology, MASTERS_DEFAULT,
 };
 
 use crate::protocol::ProtocolKind;

@@ -720,9 +720,17 @@ fn write_header<N>(
         end + k * (h.bounds.horizon_ms + h.bounds.pause_ms)
     );
     let _ = writeln!(out, "\n[protocol]\nkind = {}", quote(p.kind.id()));
-    if h.topology.replicas > 1 && is_lock_server(p.kind) {
+    if p.kind.def().accepts("masters") {
+        // Always: the scenario's default is the catalogue's five.
         let _ = writeln!(out, "masters = {}", h.topology.replicas);
-    } else if h.topology.replicas > 1 {
+        if p.fsync_always {
+            let _ = writeln!(out, "fsync = \"always\"");
+        }
+        if p.restart_delay_ns > 0 {
+            // A duration the master compares clock readings against: scaled.
+            let _ = writeln!(out, "restart_delay_ms = {}", k * p.restart_delay_ns / MS);
+        }
+    } else if h.topology.replicas > 1 && !is_lock_server(p.kind) {
         let _ = writeln!(
             out,
             "replicas = {}\nreplication_lag_ms = {}",

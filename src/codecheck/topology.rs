@@ -4,8 +4,9 @@
 //! scenario resolves them, and the timing the nodes run with (the
 //! replication lag too: a replicated coordinator's timers must fall inside
 //! the search's horizon). Two layouts: a lease coordinator (one, or a
-//! replica group that fails over), and lock servers (ZooKeeper, etcd, …)
-//! whose clients, inside the workers, decide they hold the lock.
+//! replica group that fails over), and lock servers (ZooKeeper, etcd,
+//! Redlock's Redis masters, DynamoDB's lock table, PostgreSQL) whose
+//! clients, inside the workers, decide they hold the lock.
 //! [`Builtin`] is the built-in nodes as one hashable type; a test may put
 //! its own node type in their place through a factory (a deliberately
 //! broken copy of a node, say).
@@ -13,6 +14,7 @@
 use crate::protocol::client::LockKind;
 use crate::protocol::coordinator::Coordinator;
 use crate::protocol::resource::Resource;
+use crate::protocol::systems::redlock::MASTERS_MAX;
 use crate::protocol::worker::{MoreLocks, Worker, WorkerConfig};
 use crate::protocol::{
     Clocks, Effect, Input, Key, Nanos, Node, NodeId, NodeLayout, ProtocolConfig, ProtocolKind,
@@ -76,15 +78,18 @@ impl Timing {
     /// The timing `kind` is checked with: the default, except that a lock
     /// server's lease or session TTL is 9 ms — the clients ping or keep
     /// alive every third of it (ZooKeeper also ages its answers by two
-    /// thirds), and a scripted scenario needs those periods in whole ms.
+    /// thirds), and a scripted scenario needs those periods in whole ms —
+    /// and DynamoDB's lease is 10 ms: its client heartbeats every 3/10 of
+    /// the lease (the library's 3 s against 10 s), whole at 10 ms only.
     pub fn for_protocol(kind: ProtocolKind) -> Timing {
-        if is_lock_server(kind) {
-            Timing {
-                lease_ttl_ms: 9,
-                ..Timing::default()
-            }
-        } else {
-            Timing::default()
+        let lease_ttl_ms = match kind {
+            ProtocolKind::DynamodbHeartbeat => 10,
+            _ if is_lock_server(kind) => 9,
+            _ => return Timing::default(),
+        };
+        Timing {
+            lease_ttl_ms,
+            ..Timing::default()
         }
     }
 }
@@ -125,7 +130,25 @@ pub struct Options {
     /// `fence`: whether writes carry the lock's token and the resource
     /// checks it (`None`: the catalogue default).
     pub fence: Option<bool>,
+    /// `masters`: Redlock's independent Redis masters (`None`:
+    /// [`MASTERS_DEFAULT`], not the catalogue's five).
+    pub masters: Option<u8>,
+    /// `fsync`: whether Redlock's masters sync every write before the
+    /// reply (`appendfsync always`; `None`: the catalogue's `never`, so a
+    /// restarted master has forgotten its keys).
+    pub fsync_always: Option<bool>,
+    /// `restart_delay_ms`: a restarted Redlock master answers nothing for
+    /// this long (antirez's answer to the restart; `None`: 0).
+    pub restart_delay_ms: Option<u64>,
 }
+
+/// Redlock's masters in a code-level check: three, the fewest whose
+/// majority (two) is not all of them, so a client can hold the lock with
+/// one master refusing or silent. The catalogue's five multiply the space
+/// (each acquisition is a `SET` to every master, answered one by one in
+/// any order): their stale write needs 6 messages in flight, where the
+/// search does not finish within 20,000,000 states.
+pub const MASTERS_DEFAULT: u8 = 3;
 
 /// Whether `--code` can drive `kind`: lease coordinators (one, or a
 /// replica group that fails over) and a resource, or the lock servers the
@@ -145,6 +168,9 @@ pub fn is_supported(kind: ProtocolKind) -> bool {
             | ProtocolKind::ZkSequential
             | ProtocolKind::EtcdMutex
             | ProtocolKind::EtcdMutexNoRecheck
+            | ProtocolKind::Redlock
+            | ProtocolKind::DynamodbHeartbeat
+            | ProtocolKind::PgAdvisoryLock
     )
 }
 
@@ -178,7 +204,8 @@ impl Topology {
 
     /// `workers` workers with one op each on key 0, the coordinator
     /// replicas or lock servers `coord/0..` (the catalogue's default count:
-    /// 1, or 2 for incr-beside-lease, 3 for consensus-generation) and
+    /// 1, or 2 for incr-beside-lease, 3 for consensus-generation; Redlock's
+    /// masters as `options` say, [`MASTERS_DEFAULT`] if they do not) and
     /// `resource/0`, at the addresses a scenario gives them.
     pub fn new(
         kind: ProtocolKind,
@@ -205,6 +232,32 @@ impl Topology {
         } else {
             1
         };
+        if kind.def().accepts("masters") {
+            protocol.replicas = options.masters.unwrap_or(MASTERS_DEFAULT);
+            if !(1..=MASTERS_MAX).contains(&protocol.replicas) {
+                return Err(format!(
+                    "{} takes masters from 1 to {MASTERS_MAX}",
+                    kind.id()
+                ));
+            }
+        } else if options.masters.is_some() {
+            return Err(format!("protocol {:?} has no `masters` option", kind.id()));
+        }
+        if let Some(always) = options.fsync_always {
+            if !kind.def().accepts("fsync") {
+                return Err(format!("protocol {:?} has no `fsync` option", kind.id()));
+            }
+            protocol.fsync_always = always;
+        }
+        if let Some(delay_ms) = options.restart_delay_ms {
+            if !kind.def().accepts("restart_delay_ms") {
+                return Err(format!(
+                    "protocol {:?} has no `restart_delay_ms` option",
+                    kind.id()
+                ));
+            }
+            protocol.restart_delay_ns = delay_ms.saturating_mul(MS);
+        }
         protocol.replication_lag_ns = timing.replication_lag_ms * MS;
         let replicas = protocol.replicas as usize;
         if workers + replicas + 1 > 32 {

@@ -1,17 +1,27 @@
 //! Lock servers at the code level: zk-sequential's ZooKeeper server and
 //! recipe client, etcd's server and Mutex client (with and without the
-//! re-check of etcd PR #11408), their shipped nodes driven through every
-//! interleaving within the bounds. No server issues these locks: a grant
-//! is a worker's own decision that it holds the lock (its
-//! `Observation::Acquired`, as the simulator's recorder takes it), ranked
-//! by its token. Each fenced protocol is proved, and the same search with
-//! `fence = false` finds the stale write the fence stops; etcd's shortest
-//! counterexample replays in the simulator on every seed.
+//! re-check of etcd PR #11408), DynamoDB's lock table and lock client,
+//! PostgreSQL's advisory-lock sessions and Redlock's Redis masters, their
+//! shipped nodes driven through every interleaving within the bounds. No
+//! server issues these locks: a grant is a worker's own decision that it
+//! holds the lock (its `Observation::Acquired`, as the simulator's
+//! recorder takes it), ranked by its token. Each fenced protocol is
+//! proved, and the same search with `fence = false` finds the stale write
+//! the fence stops; Redlock, which has no fence, is proved only while its
+//! keys live on a majority (a master that answers every `SET` OK breaks
+//! that at the same bounds; so does a master restarted without fsync,
+//! where `fsync = "always"` is proved) and found unsafe after. The shortest
+//! counterexamples of etcd, DynamoDB and PostgreSQL replay in the simulator
+//! on every seed; Redlock's cannot be scripted, and the refusal says why.
 
 use fencesim::check::ViolationKind;
 use fencesim::codecheck::to_scenario::{replays, to_scenario};
-use fencesim::codecheck::{check_protocol_with, Bounds, Options, Outcome};
-use fencesim::protocol::ProtocolKind;
+use fencesim::codecheck::{
+    builtin, check, check_protocol_with, Action, Bounds, Builtin, Harness, Options, Outcome,
+    Topology,
+};
+use fencesim::protocol::redlock::RedisMsg;
+use fencesim::protocol::{Clocks, Effect, Input, Msg, Node, ProtocolKind, Role};
 
 use crate::common::{fencesim, stdout};
 
@@ -25,19 +35,28 @@ fn bounds(kind: ProtocolKind) -> Bounds {
 }
 
 fn run(kind: ProtocolKind, fence: Option<bool>, bounds: Bounds) -> Outcome {
-    check_protocol_with(kind, Options { fence }, bounds)
-        .expect("a supported protocol")
-        .1
+    check_protocol_with(
+        kind,
+        Options {
+            fence,
+            ..Options::default()
+        },
+        bounds,
+    )
+    .expect("a supported protocol")
+    .1
 }
 
-/// Proved with the fence, found without it, by the same search: the
+/// Proved with the fence (`fence = true`: the default of etcd and
+/// ZooKeeper, an option of DynamoDB and PostgreSQL), found without it, by
+/// the same search: the
 /// shortest stale write, `steps` long.
 fn proved_with_the_fence_and_found_without(
     kind: ProtocolKind,
     bounds: Bounds,
     steps: usize,
 ) -> Outcome {
-    let fenced = run(kind, None, bounds);
+    let fenced = run(kind, Some(true), bounds);
     assert!(
         fenced.proved() && fenced.vacuity_ok(),
         "{}: {fenced:?}",
@@ -77,27 +96,203 @@ fn zk_sequential_is_proved_with_its_sequence_number_fence_and_found_without() {
 }
 
 #[test]
-fn the_unfenced_etcd_mutex_counterexample_replays_in_the_simulator_on_every_seed() {
+fn the_unfenced_etcd_dynamodb_and_postgresql_counterexamples_replay_in_the_simulator_on_every_seed()
+{
     // zk-sequential's shortest path is not scripted yet: its paused
     // worker's ping timer, held by the simulator's pause, fires at the
     // pause's end, where the search delays it by the pause.
-    let kind = ProtocolKind::EtcdMutexNoRecheck;
-    let (h, out) =
-        check_protocol_with(kind, Options { fence: Some(false) }, bounds(kind)).expect("supported");
-    let c = out.counterexample.expect("unsafe");
-    let text = to_scenario(&h, &c, &mut |t| replays(t, 2))
-        .unwrap_or_else(|e| panic!("{}: {e}", kind.id()));
-    assert!(text.contains("fence = false"), "{text}");
-    let s = fencesim::scenario::parse(&text, "emitted").expect("valid scenario");
-    let r = fencesim::suite::run_scenario(&s, s.seeds.clone(), 2);
-    assert_eq!(
-        r.agg.failing_seeds[c.finding.kind as usize],
-        r.agg.seeds,
-        "{}: {} on every seed\n{text}",
-        kind.id(),
-        c.finding.kind
+    for kind in [
+        ProtocolKind::EtcdMutexNoRecheck,
+        ProtocolKind::DynamodbHeartbeat,
+        ProtocolKind::PgAdvisoryLock,
+    ] {
+        let unfenced = Options {
+            fence: Some(false),
+            ..Options::default()
+        };
+        let (h, out) = check_protocol_with(kind, unfenced, bounds(kind)).expect("supported");
+        let c = out.counterexample.expect("unsafe");
+        let text = to_scenario(&h, &c, &mut |t| replays(t, 2))
+            .unwrap_or_else(|e| panic!("{}: {e}", kind.id()));
+        // The catalogue's default is written only where it differs.
+        let fence_line = kind.def().fence_default.then_some("fence = false");
+        assert!(fence_line.is_none_or(|l| text.contains(l)), "{text}");
+        let s = fencesim::scenario::parse(&text, "emitted").expect("valid scenario");
+        let r = fencesim::suite::run_scenario(&s, s.seeds.clone(), 2);
+        assert_eq!(
+            r.agg.failing_seeds[c.finding.kind as usize],
+            r.agg.seeds,
+            "{}: {} on every seed\n{text}",
+            kind.id(),
+            c.finding.kind
+        );
+        assert_eq!(r.agg.seeds, 20, "{text}");
+    }
+}
+
+#[test]
+fn dynamodb_heartbeat_is_proved_with_the_owner_change_counter_and_found_without_it() {
+    // A's heartbeat stops with its pause; B's reread after one lease of
+    // no change takes the lock over while A's write is in flight.
+    let kind = ProtocolKind::DynamodbHeartbeat;
+    let b = bounds(kind);
+    assert_eq!((b.timing.lease_ttl_ms, b.pause_ms), (10, 11), "{b:?}");
+    let out = proved_with_the_fence_and_found_without(kind, b, 22);
+    assert!(out.unique_states > 100_000 && out.hits.horizon, "{out:?}");
+}
+
+#[test]
+fn pg_advisory_lock_is_proved_with_the_nextval_token_and_found_without_it() {
+    // A's keepalives stop with its pause; the server ends its session at
+    // the timeout and B's next try-lock wins while A's write is in flight.
+    // 11 ms: B's write goes out at 11 (half the space of the default 12).
+    let kind = ProtocolKind::PgAdvisoryLock;
+    let b = Bounds {
+        horizon_ms: 11,
+        ..bounds(kind)
+    };
+    let out = proved_with_the_fence_and_found_without(kind, b, 19);
+    assert!(out.unique_states > 150_000, "{out:?}");
+}
+
+/// The built-in nodes, except that every Redis master answers each `SET
+/// NX` OK, held key or not (as if it dropped `NX`): the refusal a majority
+/// rests on is gone.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+struct EveryoneOk(Builtin);
+
+impl Node for EveryoneOk {
+    fn handle(&mut self, clocks: Clocks, input: Input<'_>, fx: &mut Vec<Effect>) {
+        let before = fx.len();
+        self.0.handle(clocks, input, fx);
+        if !matches!(self.0, Builtin::Server(_)) {
+            return;
+        }
+        for effect in &mut fx[before..] {
+            if let Effect::Send {
+                msg: Msg::Redis(RedisMsg::SetNxResult { ok, .. }),
+                ..
+            } = effect
+            {
+                *ok = true;
+            }
+        }
+    }
+}
+
+fn everyone_ok(role: &Role) -> EveryoneOk {
+    EveryoneOk(builtin(role))
+}
+
+/// Redlock at its code-level defaults (3 masters, 4 in flight) to 4 ms:
+/// before any key expires (9 ms), with both clients' `SET`s overlapping.
+fn redlock_before_expiry() -> Bounds {
+    Bounds {
+        horizon_ms: 4,
+        ..bounds(ProtocolKind::Redlock)
+    }
+}
+
+#[test]
+fn redlock_is_proved_while_its_keys_live_and_a_master_answering_every_set_ok_is_found() {
+    let kind = ProtocolKind::Redlock;
+    let b = redlock_before_expiry();
+    let (h, real) = check_protocol_with(kind, Options::default(), b).expect("supported");
+    assert_eq!(h.topology.replicas, 3, "three masters by default");
+    assert!(real.proved() && real.write_accepted, "{real:?}");
+    assert!(
+        real.unique_states > 10_000 && real.hits.in_flight,
+        "{real:?}"
     );
-    assert_eq!(r.agg.seeds, 20, "{text}");
+    let broken = Harness {
+        topology: Topology::new(kind, Options::default(), b.workers, b.timing).expect("supported"),
+        factory: everyone_ok,
+        bounds: b,
+    };
+    let out = check(&broken);
+    let c = out.counterexample.expect("two majorities at once");
+    assert_eq!(c.finding.kind, ViolationKind::StaleWrite, "{c:?}");
+    assert!(c.steps.iter().all(|&(_, at)| at <= 2_000_000), "{c:?}");
+}
+
+/// Kleppmann's second failure (the simulator's redlock-restart-no-fsync):
+/// no pause, one crash-and-restart of any node, to 4 ms — before any key
+/// expires, so a second majority can only come from a master that
+/// restarted without its key.
+fn redlock_restart() -> Bounds {
+    Bounds {
+        pauses: 0,
+        crashes: 1,
+        ..redlock_before_expiry()
+    }
+}
+
+#[test]
+fn redlock_with_fsync_always_keeps_one_majority_through_a_master_restart() {
+    let synced = Options {
+        fsync_always: Some(true),
+        ..Options::default()
+    };
+    let (_, out) =
+        check_protocol_with(ProtocolKind::Redlock, synced, redlock_restart()).expect("supported");
+    assert!(out.proved() && out.write_accepted, "{out:?}");
+    assert!(out.unique_states > 100_000, "{out:?}");
+}
+
+#[test]
+fn redlock_with_a_restart_delay_of_one_ttl_keeps_one_majority_through_a_master_restart() {
+    // antirez's answer: the master restarted without its key (fsync =
+    // "never") answers nothing for a TTL, by which time every key it forgot
+    // has expired on the others.
+    let delayed = Options {
+        restart_delay_ms: Some(9),
+        ..Options::default()
+    };
+    let (_, out) =
+        check_protocol_with(ProtocolKind::Redlock, delayed, redlock_restart()).expect("supported");
+    assert!(out.proved() && out.write_accepted, "{out:?}");
+}
+
+#[test]
+fn a_redlock_master_restarting_without_fsync_gives_a_second_majority_and_a_stale_write() {
+    // The masters' default, fsync = "never": the restarted master forgot
+    // the first holder's key and says OK to the other client's SET.
+    let (h, out) =
+        check_protocol_with(ProtocolKind::Redlock, Options::default(), redlock_restart())
+            .expect("supported");
+    let c = out.counterexample.expect("unsafe without fsync");
+    assert_eq!(c.finding.kind, ViolationKind::StaleWrite, "{c:?}");
+    assert!(c.shortest, "{c:?}");
+    assert_eq!(c.steps.len(), 23, "{c:?}");
+    let masters = h.topology.coord.0..h.topology.coord.0 + 3;
+    assert!(
+        c.steps
+            .iter()
+            .any(|(a, _)| matches!(a, Action::Crash(n) if masters.contains(&n.0))),
+        "{c:?}"
+    );
+}
+
+#[test]
+fn redlock_without_a_fence_is_found_unsafe_after_its_keys_expire_and_not_scripted() {
+    // 3 in flight and 14 ms: B's attempts at 0, 4 and 8 ms are refused
+    // one after the other, the one at 12 ms wins; the default 4 in flight
+    // and 12 ms find a 25-step path (slower: docs/model-checking.md).
+    let kind = ProtocolKind::Redlock;
+    let b = Bounds {
+        in_flight_max: 3,
+        horizon_ms: 14,
+        ..bounds(kind)
+    };
+    let (h, out) = check_protocol_with(kind, Options::default(), b).expect("supported");
+    let c = out.counterexample.expect("no fence: unsafe");
+    assert_eq!(c.finding.kind, ViolationKind::StaleWrite, "{c:?}");
+    assert!(c.shortest, "{c:?}");
+    assert_eq!(c.steps.len(), 49, "{c:?}");
+    // The validity timer (TTL - elapsed - 1 % - 2 ms) is no whole number
+    // of ms, and its 2 ms would not scale with the script's timing.
+    let err = to_scenario(&h, &c, &mut |_| true).expect_err("not scriptable");
+    assert!(err.contains("not whole milliseconds"), "{err}");
 }
 
 #[test]
@@ -114,6 +309,16 @@ fn check_code_takes_the_fence_option_and_refuses_it_with_refine() {
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(text.contains("unsafe: stale_write"), "{text}");
+    for refused in [
+        &["check", "--code", "redlock", "--masters", "0"][..],
+        &["check", "--code", "redlock", "--masters", "16"],
+        &["check", "--code", "etcd-mutex", "--masters", "3"],
+        &["check", "--code", "etcd-mutex", "--fsync", "always"],
+        &["check", "--code", "redlock", "--refine", "--masters", "3"],
+    ] {
+        let out = fencesim(refused);
+        assert_eq!(out.status.code(), Some(2), "{refused:?}: {}", stdout(&out));
+    }
     let refine = fencesim(&["check", "--code", "etcd-mutex", "--refine"]);
     assert_eq!(refine.status.code(), Some(2), "{}", stdout(&refine));
     let fenced_refine = fencesim(&[
