@@ -136,9 +136,14 @@ fn cluster_execute(req: Req, mut call: impl FnMut(bool) -> Result<Option<u64>>) 
                 ttl_ns: u64::MAX / 4,
             }),
             Ok(None) => Some(Msg::Busy { req: id, key }),
+            // The client gave up (its sessions kept expiring through an
+            // election): it holds nothing, so it is busy, retried after
+            // `retry_ms` as a lock client's loop would — not left to the
+            // request timeout, which a scenario may set long for another
+            // reason (a held UPDATE that must not be retransmitted).
             Err(e) => {
                 io_error(req.op, format!("{e:#}"));
-                None
+                Some(Msg::Busy { req: id, key })
             }
         },
         Msg::Release {
@@ -203,4 +208,43 @@ pub(super) fn spawn_lane(
         }
     });
     Lane { tx, busy: false }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::msg::Key;
+
+    fn acquire() -> Req {
+        Req {
+            msg: Msg::Acquire {
+                req: 7,
+                key: Key(0),
+                owner: 1,
+            },
+            op: 1001,
+        }
+    }
+
+    #[test]
+    fn a_cluster_acquire_the_client_gave_up_is_busy_not_a_lost_reply() {
+        let reply = cluster_execute(acquire(), |_| anyhow::bail!("session expired"));
+        assert!(matches!(reply, Some(Msg::Busy { req: 7, .. })), "{reply:?}");
+    }
+
+    #[test]
+    fn a_cluster_acquire_that_holds_the_lock_is_granted_with_its_token() {
+        let reply = cluster_execute(acquire(), |_| Ok(Some(42)));
+        assert!(
+            matches!(
+                reply,
+                Some(Msg::Granted {
+                    req: 7,
+                    token: Some(Token(42)),
+                    ..
+                })
+            ),
+            "{reply:?}"
+        );
+    }
 }

@@ -82,7 +82,8 @@ impl ZkLane {
     /// A session that expired while waiting (its client could not reach a
     /// serving member in time: a leader election) is replaced by a new one
     /// and the recipe starts over, for up to 12 s — the recipe's "re-check
-    /// on session events".
+    /// on session events". After that the worker is told the lock is busy
+    /// and asks again after its `retry_ms`.
     pub fn acquire(&mut self, op: u64) -> Result<u64> {
         emit(Record::AcquireSent { op: Some(op) });
         let deadline = std::time::Instant::now() + Duration::from_secs(12);
