@@ -7,12 +7,44 @@
 //! purpose, and each of their files needs these few calls. Kept below all
 //! of them, it is what lets them not import one another.
 
+use std::ffi::OsStr;
 use std::os::unix::process::CommandExt;
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// Children die with the harness: PR_SET_PDEATHSIG fires when the spawning
-/// thread exits, so callers spawn from the main thread only.
+/// util-linux's `setpriv`, which sets the parent-death signal and execs the
+/// program (same pid, same process group; the setting survives `execve`).
+const SETPRIV: &str = "/usr/bin/setpriv";
+
+/// A command for `program` whose process dies with the harness (what each
+/// trial spawns: the built-in workers and a user's programs):
+/// PR_SET_PDEATHSIG (SIGKILL) fires when the spawning thread exits, so
+/// callers spawn from the main thread only.
+///
+/// Why through `setpriv` and not a `pre_exec` closure: a closure makes std
+/// fork the harness, and a fork of a many-threaded process with a large
+/// heap copies its page tables and leaves every page copy-on-write, so the
+/// harness then faults on each page it writes — a live search spawning
+/// several programs a trial spent most of its CPU in the kernel that way
+/// (docs/live-search.md, "Speed"). Without a closure std spawns with
+/// `posix_spawn` (a vfork), which copies nothing. Where `setpriv` is
+/// missing, the closure is the fallback.
+pub fn command(program: impl AsRef<OsStr>) -> Command {
+    if Path::new(SETPRIV).exists() {
+        let mut cmd = Command::new(SETPRIV);
+        cmd.args(["--pdeathsig", "KILL", "--"]).arg(program);
+        cmd
+    } else {
+        let mut cmd = Command::new(program);
+        die_with_parent(&mut cmd);
+        cmd
+    }
+}
+
+/// The same for a command already built (a server, spawned once a job or
+/// a restart, where a fork costs little): by a `pre_exec` closure, so a
+/// program that does not exist is refused by `spawn` itself.
 pub fn die_with_parent(cmd: &mut Command) {
     // SAFETY: prctl is async-signal-safe; nothing else runs in the child before exec.
     unsafe {
@@ -82,4 +114,51 @@ pub fn stop_confirmed(victim: Victim) -> Result<Duration, Duration> {
         std::thread::yield_now();
     }
     Err(start.elapsed())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::process::ExitStatusExt;
+
+    use super::*;
+
+    /// The parent-death signal is the spawning thread's: a program started
+    /// by `command` from a thread that then ends is killed with it.
+    #[test]
+    fn a_program_dies_with_the_thread_that_spawned_it() {
+        // The thread outlives the signal's setting: `setpriv` sets it and
+        // then execs the program, and a parent gone before that sends none.
+        let spawned = std::thread::spawn(|| {
+            let child = command("sleep").arg("30").spawn()?;
+            let comm = format!("/proc/{}/comm", child.id());
+            while std::fs::read_to_string(&comm).is_ok_and(|c| c.trim() != "sleep") {
+                std::thread::yield_now();
+            }
+            std::io::Result::Ok(child)
+        });
+        let mut child = (spawned.join())
+            .expect("the spawning thread ends")
+            .expect("sleep starts");
+        let status = child.wait().expect("sleep is waited for");
+        assert_eq!(status.signal(), Some(libc::SIGKILL), "{status:?}");
+    }
+
+    /// The same through a process group (a user's program), as the
+    /// program's spawn sets it: the group is the program's own pid.
+    #[test]
+    fn a_program_in_its_own_group_keeps_its_pid_as_the_group() {
+        let mut cmd = command("sleep");
+        cmd.arg("30").process_group(0);
+        let mut child = cmd.spawn().expect("sleep starts");
+        let pid = child.id();
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let pgrp = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(2))
+            .and_then(|g| g.parse::<u32>().ok());
+        kill_group(pid, libc::SIGKILL);
+        let status = child.wait().expect("sleep is waited for");
+        assert_eq!(pgrp, Some(pid));
+        assert_eq!(status.signal(), Some(libc::SIGKILL), "{status:?}");
+    }
 }

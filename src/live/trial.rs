@@ -13,7 +13,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -26,7 +26,7 @@ use super::fault::{
 };
 use super::history::{judge, TrialResult};
 use super::phases::{Phase, Phases};
-use super::process::{die_with_parent, kill, Victim};
+use super::process::{self, kill, Victim};
 use super::proxy::{HoldRelease, Proxy, ProxyMode};
 use super::record::{Line, Record, Stamped};
 use super::scenario::LiveScenario;
@@ -152,7 +152,7 @@ impl Spawner<'_> {
     /// Starts worker `i`; must run on the main thread (parent-death signal).
     fn spawn(&self, i: usize) -> Result<WorkerProc> {
         let (s, w) = (self.s, &self.s.workers[i]);
-        let mut cmd = Command::new(self.exe);
+        let mut cmd = process::command(self.exe);
         cmd.arg("live-worker")
             .args(["--name", &w.name])
             .args(["--redis", &self.redis_urls])
@@ -187,7 +187,6 @@ impl Spawner<'_> {
         if s.lock == super::LockKind::ZkLock {
             cmd.args(["--zk-watch", s.zk_watch.name()]);
         }
-        die_with_parent(&mut cmd);
         let mut child = cmd
             .spawn()
             .with_context(|| format!("starting worker {}", w.name))?;

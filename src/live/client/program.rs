@@ -3,13 +3,13 @@
 //! report, and its group ended by the validate mode's reaper on drop.
 
 use std::io::Read;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result};
 
 use crate::live::locked;
-use crate::live::process::{die_with_parent, kill_group};
+use crate::live::process::{self, kill_group};
 use crate::validate::reaper;
 
 /// A running user program: its group is ended (reaper) on drop.
@@ -50,7 +50,7 @@ impl UserProc {
 /// its environment; its output is kept for a failure's report.
 pub(super) fn spawn(cmd: &str, name: &str, env: &[(&'static str, String)]) -> Result<UserProc> {
     let tag = reaper::new_tag();
-    let mut c = Command::new("sh");
+    let mut c = process::command("sh");
     c.arg("-c")
         .arg(cmd)
         .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
@@ -59,7 +59,6 @@ pub(super) fn spawn(cmd: &str, name: &str, env: &[(&'static str, String)]) -> Re
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     std::os::unix::process::CommandExt::process_group(&mut c, 0);
-    die_with_parent(&mut c);
     let mut child = c
         .spawn()
         .with_context(|| format!("starting worker {name} as `sh -c {cmd}`"))?;

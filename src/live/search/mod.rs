@@ -119,7 +119,32 @@ pub type Rerun = (u32, TrialResult);
 
 /// What one placement's trial gave: its violation kinds and history's
 /// shape, or why it was not judged; and when it finished (s since the start).
-type Outcome = (Result<TrialOutcome>, f64);
+type Outcome = (Result<Kept>, f64);
+
+/// What the fold keeps of a judged trial, reduced in the trial's job: the
+/// jobs take the longest trials first and the fold takes them in placement
+/// order, so most results wait, and a whole history each (hundreds of KB)
+/// grew the harness by ~40 MB a minute in a K = 2 search — memory, and a
+/// costlier spawn for every program after (docs/live-search.md, "Speed").
+enum Kept {
+    Judged {
+        shape: String,
+        kinds: Vec<ViolationKind>,
+    },
+    NotJudged(String),
+}
+
+impl Kept {
+    fn of(outcome: TrialOutcome) -> Kept {
+        match outcome {
+            TrialOutcome::Judged(r) => Kept::Judged {
+                shape: shape(&r.history),
+                kinds: r.report.kinds().collect(),
+            },
+            TrialOutcome::NotJudged(why) => Kept::NotJudged(why),
+        }
+    }
+}
 
 /// The harness's own servers for the reruns (announced); the caller
 /// cleans them up.
@@ -171,7 +196,7 @@ pub fn explore(
             },
             servers,
         );
-        (r, started.elapsed().as_secs_f64())
+        (r.map(Kept::of), started.elapsed().as_secs_f64())
     };
     let panicked = || -> Outcome { (Err(anyhow::anyhow!("a search job panicked")), 0.0) };
     let start = |home: u8| {
@@ -237,21 +262,21 @@ fn fold(
         let judged = match r {
             // Ctrl-C cut this trial short (a user's program it reached
             // looks crashed): it is not counted, the ones that finished stay.
-            Err(_) | Ok(TrialOutcome::NotJudged(_)) if super::interrupted() => continue,
+            Err(_) | Ok(Kept::NotJudged(_)) if super::interrupted() => continue,
             r => r?,
         };
         cov.trials += 1;
-        let r = match judged {
-            TrialOutcome::Judged(r) => r,
-            TrialOutcome::NotJudged(why) => {
+        let (shape, kinds) = match judged {
+            Kept::Judged { shape, kinds } => (shape, kinds),
+            Kept::NotJudged(why) => {
                 cov.unjudged += 1;
                 cov.first_unjudged
                     .get_or_insert_with(|| format!("{}: {why}", placer.labels(p)));
                 continue;
             }
         };
-        cov.shapes.add(shape(&r.history));
-        for kind in r.report.kinds() {
+        cov.shapes.add(shape);
+        for kind in kinds {
             match cov.findings.iter_mut().find(|f| f.kind == kind) {
                 Some(f) => f.placements.push(p.clone()),
                 None => cov.findings.push(Finding {
