@@ -16,11 +16,15 @@
 pub const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 pub const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 
-pub fn fnv1a64(bytes: &[u8]) -> u64 {
+/// `const`, so a fixed name's hash is computed at compile time (the
+/// network's four stream ids, set up for every seed).
+pub const fn fnv1a64(bytes: &[u8]) -> u64 {
     let mut h = FNV_OFFSET;
-    for &b in bytes {
-        h ^= b as u64;
+    let mut i = 0;
+    while i < bytes.len() {
+        h ^= bytes[i] as u64;
         h = h.wrapping_mul(FNV_PRIME);
+        i += 1;
     }
     h
 }

@@ -20,6 +20,7 @@
 
 use std::collections::BTreeMap;
 
+use super::hash::fnv1a64;
 use super::options::{Fault, NetworkOptions};
 use super::rng::Rng;
 use super::trace::DropReason;
@@ -55,6 +56,9 @@ pub enum Fate {
 
 pub struct Network {
     opts: NetworkOptions,
+    /// No rate can fire, now or later (every rate zero, no calm
+    /// phase): a message costs its latency draw and nothing else.
+    rateless: bool,
     nodes: usize,
     link_counts: Vec<u32>,
     scripted: BTreeMap<(u16, u16, u32), MsgFaults>,
@@ -71,6 +75,12 @@ pub fn mask(nodes: &[NodeId]) -> u64 {
 }
 
 const MS: u64 = 1_000_000;
+
+// The network's streams (`Rng::stream` of these names), hashed at compile time.
+const LATENCY_STREAM: u64 = fnv1a64(b"net.latency");
+const LOSS_STREAM: u64 = fnv1a64(b"net.loss");
+const DELAY_STREAM: u64 = fnv1a64(b"net.delay");
+const DUPLICATE_STREAM: u64 = fnv1a64(b"net.duplicate");
 
 impl Network {
     /// The network of a run, reusing `link_counts`' allocation (a previous run's
@@ -110,8 +120,14 @@ impl Network {
                 _ => {}
             }
         }
+        let (loss_p, delay_p, duplicate_p) = opts.rates();
+        // `send` draws for a loss rate `> 0.0` and a delay or duplicate
+        // rate not `<= 0.0` (`draw_spike`): none of them here.
+        let rateless =
+            opts.calm.is_none() && [loss_p, delay_p, duplicate_p].iter().all(|&p| p <= 0.0);
         Network {
             opts: opts.clone(),
+            rateless,
             nodes,
             link_counts: {
                 link_counts.clear();
@@ -120,10 +136,10 @@ impl Network {
             },
             scripted,
             partitions: Vec::new(),
-            latency: Rng::stream(seed, "net.latency"),
-            loss: Rng::stream(seed, "net.loss"),
-            delay: Rng::stream(seed, "net.delay"),
-            duplicate: Rng::stream(seed, "net.duplicate"),
+            latency: Rng::stream_with_id(seed, LATENCY_STREAM),
+            loss: Rng::stream_with_id(seed, LOSS_STREAM),
+            delay: Rng::stream_with_id(seed, DELAY_STREAM),
+            duplicate: Rng::stream_with_id(seed, DUPLICATE_STREAM),
             resolved: Vec::new(),
         }
     }
@@ -169,6 +185,15 @@ impl Network {
         let latency = self
             .latency
             .between(self.opts.latency_min_ns, self.opts.latency_max_ns);
+        if self.rateless && self.scripted.is_empty() && self.partitions.is_empty() {
+            // Nothing can drop, delay, copy or cut it: what the general
+            // path below computes when no rate, script or partition applies.
+            return Fate::Deliver {
+                at_ns: now.saturating_add(latency),
+                nth,
+                copy_at_ns: None,
+            };
+        }
         let (loss_p, delay_p, duplicate_p) = self.opts.rates_at(now);
         let lost = loss_p > 0.0 && self.loss.chance(loss_p);
         // Whole milliseconds, so a resolved delay writes back as `delay_ms` exactly.

@@ -20,10 +20,15 @@ pub struct Rng {
 
 impl Rng {
     pub fn stream(master_seed: u64, name: &str) -> Rng {
+        Rng::stream_with_id(master_seed, fnv1a64(name.as_bytes()))
+    }
+
+    /// [`Rng::stream`] given its name's hash (`fnv1a64`, computed once).
+    pub fn stream_with_id(master_seed: u64, stream_id: u64) -> Rng {
         let mut key = [0u8; 32];
         key[..8].copy_from_slice(&master_seed.to_le_bytes());
         let mut inner = ChaCha8Rng::from_seed(key);
-        inner.set_stream(fnv1a64(name.as_bytes()));
+        inner.set_stream(stream_id);
         Rng { inner }
     }
 

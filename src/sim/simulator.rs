@@ -622,7 +622,10 @@ impl<'o, 'f> Sim<'o, 'f> {
         }
     }
 
-    #[inline(never)]
+    /// Inlined: at each call site `what` is one known variant, so the
+    /// hashing is that variant's words alone, with no `What` built, passed
+    /// or matched on.
+    #[inline(always)]
     fn trace(&mut self, node: NodeId, what: What, record: Option<&Event>) {
         self.seq += 1;
         self.trace.push(self.seq, self.now, node, &what, record);

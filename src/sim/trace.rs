@@ -126,7 +126,7 @@ impl Trace {
     /// Hashes event `seq` (and keeps it, when asked). Its parts come
     /// separately and `what` by reference: a sweep, which keeps nothing,
     /// never builds a [`TraceEvent`] or copies the message. Inlined into
-    /// its two callers (`Sim::trace`, `Sim::record`), which are not.
+    /// its callers (`Sim::trace`, itself inlined, and `Sim::record`).
     #[inline(always)]
     pub fn push(
         &mut self,

@@ -427,6 +427,7 @@ macro_rules! msg_enum {
             }
 
             /// A stable small integer per message: the binary trace encoding's tag.
+            #[inline]
             pub fn tag(&self) -> u8 {
                 match self {
                     $( $name::$variant { .. } => $tag, )*
@@ -475,7 +476,9 @@ macro_rules! msg_enum {
             }
 
             /// Every field as trace words, in declaration order; absent
-            /// options encode as 0. The trace hash reads this.
+            /// options encode as 0. The trace hash reads this (inlined
+            /// there: the five words stay in registers).
+            #[inline]
             pub fn words(&self) -> [u64; 5] {
                 match *self {
                     $( $name::$variant { $($( $field ),*)? } =>

@@ -142,10 +142,13 @@ impl Resource {
     fn encode(&self) -> Record {
         let mut out = Record::with_capacity(self.rows.len() * 26);
         for (key, row) in &self.rows {
-            out.extend_from_slice(&key.0.to_le_bytes());
-            out.extend_from_slice(&row.value.to_le_bytes());
-            out.extend_from_slice(&row.write_fence.to_le_bytes());
-            out.extend_from_slice(&row.read_fence.to_le_bytes());
+            // One row's 26 bytes laid out, then appended at once.
+            let mut bytes = [0u8; 26];
+            bytes[0..2].copy_from_slice(&key.0.to_le_bytes());
+            bytes[2..10].copy_from_slice(&row.value.to_le_bytes());
+            bytes[10..18].copy_from_slice(&row.write_fence.to_le_bytes());
+            bytes[18..26].copy_from_slice(&row.read_fence.to_le_bytes());
+            out.extend_from_slice(&bytes);
         }
         if self.cfg.ordered_sessions {
             for (node, last) in &self.last_cmd {

@@ -251,13 +251,16 @@ impl Worker {
     }
 
     fn persist(&self, fx: &mut Vec<Effect>) {
-        let mut record = Record::from_slice(&self.ops_started.to_le_bytes());
-        record.extend_from_slice(&self.attempts.to_le_bytes());
+        // Laid out in a whole inline buffer and cut to length, rather than
+        // grown field by field (a call per field, on every acquire retry).
+        let mut buf = [0u8; 32];
+        buf[0..4].copy_from_slice(&self.ops_started.to_le_bytes());
+        buf[4..8].copy_from_slice(&self.attempts.to_le_bytes());
+        buf[8..12].copy_from_slice(&self.incarnation.to_le_bytes());
         // The first incarnation writes the 8-byte record it always wrote
         // (runs without a worker restart keep their trace hashes).
-        if self.incarnation > 0 {
-            record.extend_from_slice(&self.incarnation.to_le_bytes());
-        }
+        let len = if self.incarnation > 0 { 12 } else { 8 };
+        let record = Record::from_buf_and_len(buf, len);
         fx.push(Effect::Persist {
             durability: Durability::Synced,
             record,
