@@ -18,10 +18,16 @@
 //!   `τ_d − τ_s − 1` ms on its link's `nth` message;
 //! - a timer armed at step s with `after` fires at `τ_s + K·after`; one
 //!   still pending at a later step (cancelled, re-armed, its node crashed,
-//!   or the path's end) is due after that step;
+//!   or the path's end) is due after that step. Redlock's validity timer is
+//!   due where the simulator's client puts it at a K-times TTL,
+//!   `K·ttl − drift(K·ttl)` after the acquisition's start (its 2 ms of
+//!   drift do not scale), and its firing step has no window;
 //! - a pause is a `pause` fault that ends exactly when the worker's first
 //!   timer fires after it (the simulator holds the timer until then); no
-//!   message may reach the paused worker before that (refused if one does);
+//!   message may reach the paused worker before that (refused if one does).
+//!   When the path has no schedule otherwise, another timer armed before
+//!   the pause that the path never fires may be held to its end too (it
+//!   runs there, after the worker's last step of the path);
 //! - a crash is a `crash` fault with `restart_after_ms = 0`; a failover a
 //!   `failover` fault (the old primary's timers die with it, the promoted
 //!   replica's `Promote` is the same step; its `restart_after_ms` the
@@ -58,7 +64,8 @@ use super::search::Counterexample;
 use super::state::Packet;
 use super::topology::{is_lock_server, MS};
 use crate::model::to_scenario::{longest_paths, quote, EMITTED_SEEDS};
-use crate::protocol::{Node, NodeId, ProtocolKind, TimerId};
+use crate::protocol::redlock::{self, RedisMsg};
+use crate::protocol::{Msg, Node, NodeId, ProtocolKind, TimerId};
 
 /// The scenario file name: `code-<protocol>-<violation>.toml`.
 pub fn file_name(protocol: ProtocolKind, c: &Counterexample) -> String {
@@ -69,13 +76,45 @@ pub fn file_name(protocol: ProtocolKind, c: &Counterexample) -> String {
     )
 }
 
-/// `τ_to ≥ τ_from + ms + K·scaled_ms`.
+/// A duration on the simulator's clock at scale K, in ms.
+#[derive(Clone, Copy, Debug)]
+enum Span {
+    /// K × this many ms: every configured duration scales with K.
+    Scaled(i64),
+    /// Redlock's validity counted from its acquisition's start, as the
+    /// simulator's client computes it at a TTL of K·`ttl_ns`
+    /// ([`redlock::validity_from_start_ns`]): its 2 ms do not scale.
+    RedlockValidity { ttl_ns: u64 },
+}
+
+impl Span {
+    /// At scale `k`; None when it is not whole milliseconds there.
+    fn ms_at(self, k: i64) -> Option<i64> {
+        match self {
+            Span::Scaled(ms) => Some(k * ms),
+            Span::RedlockValidity { ttl_ns } => {
+                let ns = redlock::validity_from_start_ns(k as u64 * ttl_ns);
+                (ns % MS == 0).then_some((ns / MS) as i64)
+            }
+        }
+    }
+
+    fn negated(self) -> (i64, Span) {
+        match self {
+            Span::Scaled(ms) => (1, Span::Scaled(-ms)),
+            other => (-1, other),
+        }
+    }
+}
+
+/// `τ_to ≥ τ_from + ms + sign·span(K)`.
 #[derive(Clone, Copy, Debug)]
 struct Edge {
     from: usize,
     to: usize,
     ms: i64,
-    scaled_ms: i64,
+    sign: i64,
+    span: Span,
     /// A tie (see [`Walk::pending_at`]): which one, and whether this edge
     /// is its "still pending" side (else its "fired first" side).
     tie: Option<(usize, bool)>,
@@ -92,11 +131,13 @@ struct Flight {
     has_copy: bool,
 }
 
-/// A timer armed at step `set`, firing `after_ms` later.
+/// A timer due `span` after step `anchor` in the simulator (the step that
+/// armed it, but for Redlock's validity) and at `due_ns` in the search.
 #[derive(Clone, Copy, Debug)]
 struct Armed {
-    set: usize,
-    after_ms: i64,
+    anchor: usize,
+    span: Span,
+    due_ns: u64,
     /// A worker's first step, armed at boot for `start_ns` (0 in the
     /// search): the scenario's `start_ms` puts it anywhere in instant 0.
     start: bool,
@@ -155,8 +196,16 @@ enum Scripted {
 #[derive(Default)]
 struct Walk {
     edges: Vec<Edge>,
-    /// Per step: its search instant in ms.
+    /// Per step: its search instant in ms (rounded down) and in ns.
     instants_ms: Vec<i64>,
+    instants_ns: Vec<u64>,
+    /// Steps outside their instant's window: Redlock's validity firing,
+    /// (2K − 2) ms later in the simulator than K × the search's.
+    unwindowed: Vec<usize>,
+    /// Redlock's TTL, when the protocol is Redlock, and each worker's
+    /// latest acquisition start (the step that sent its `SET`s).
+    redlock_ttl_ns: Option<u64>,
+    acquired_from: BTreeMap<NodeId, usize>,
     flights: Vec<Flight>,
     links: BTreeMap<(NodeId, NodeId), u32>,
     timers: BTreeMap<(NodeId, TimerId), Armed>,
@@ -175,15 +224,25 @@ struct Walk {
     failovers: Vec<usize>,
     /// Each down node's failover, as its index in `faults`.
     down: BTreeMap<NodeId, usize>,
+    /// Whether timers a pause holds to its end may run there unfired by
+    /// the path (tried when the path has no schedule without), and how
+    /// many do.
+    hold: bool,
+    held: usize,
 }
 
 impl Walk {
     fn edge(&mut self, from: usize, to: usize, ms: i64, scaled_ms: i64) {
+        self.edge_span(from, to, ms, (1, Span::Scaled(scaled_ms)));
+    }
+
+    fn edge_span(&mut self, from: usize, to: usize, ms: i64, (sign, span): (i64, Span)) {
         self.edges.push(Edge {
             from,
             to,
             ms,
-            scaled_ms,
+            sign,
+            span,
             tie: None,
         });
     }
@@ -194,9 +253,9 @@ impl Walk {
             self.starts.insert(node, Start::After(at));
             return;
         }
-        // τ_set + K·after ≥ τ_at + 1
-        self.edge(at, t.set, 1, -t.after_ms);
-        if self.instants_ms[t.set] + t.after_ms == self.instants_ms[at] {
+        // τ_anchor + span ≥ τ_at + 1
+        self.edge_span(at, t.anchor, 1, t.span.negated());
+        if t.due_ns == self.instants_ns[at] {
             // Due at the very instant of step `at`: the search may handle
             // `at` first (messages take no time), the simulator cannot
             // also compare clocks as the search did (`now >= deadline`).
@@ -206,8 +265,8 @@ impl Walk {
             if let Some(e) = self.edges.last_mut() {
                 e.tie = Some((tie, true));
             }
-            // Or it fires first: τ_at ≥ τ_set + K·after + 1.
-            self.edge(t.set, at, 1, t.after_ms);
+            // Or it fires first: τ_at ≥ τ_anchor + span + 1.
+            self.edge_span(t.anchor, at, 1, (1, t.span));
             if let Some(e) = self.edges.last_mut() {
                 e.tie = Some((tie, false));
             }
@@ -228,6 +287,9 @@ impl Walk {
                     if group {
                         self.group_sends.push(i);
                     }
+                    if matches!(packet.msg, Msg::Redis(RedisMsg::SetNx { .. })) {
+                        self.acquired_from.insert(packet.from, i);
+                    }
                     let nth = self.links.entry((packet.from, packet.to)).or_insert(0);
                     *nth += 1;
                     let nth = *nth;
@@ -244,19 +306,10 @@ impl Walk {
                     timer,
                     after_ns,
                 } => {
-                    if after_ns % MS != 0 {
-                        return Err(format!(
-                            "step {i}: a timer of {after_ns} ns is not whole milliseconds"
-                        ));
-                    }
+                    let armed = self.armed(node, timer, after_ns, i)?;
                     if let Some(old) = self.timers.remove(&(node, timer)) {
                         self.pending_at(node, old, i);
                     }
-                    let armed = Armed {
-                        set: i,
-                        after_ms: (after_ns / MS) as i64,
-                        start: i == 0 && after_ns == 0 && (node.0 as usize) < self.workers,
-                    };
                     self.timers.insert((node, timer), armed);
                 }
                 Did::CancelTimer { node, timer } => {
@@ -267,6 +320,53 @@ impl Walk {
             }
         }
         Ok(())
+    }
+
+    /// `node`'s `timer`, armed at step `i` for `after_ns`: where the
+    /// simulator will have it due. Every duration is the search's × K but
+    /// Redlock's validity, which the simulator's client computes as
+    /// `K·ttl − elapsed − drift(K·ttl)`: due `K·ttl − drift(K·ttl)` after
+    /// the acquisition's start, whose 2 ms of drift do not scale.
+    fn armed(
+        &self,
+        node: NodeId,
+        timer: TimerId,
+        after_ns: u64,
+        i: usize,
+    ) -> Result<Armed, String> {
+        let due_ns = self.instants_ns[i] + after_ns;
+        let worker = (node.0 as usize) < self.workers;
+        if let Some(ttl_ns) = self
+            .redlock_ttl_ns
+            .filter(|_| worker && timer == redlock::VALIDITY)
+        {
+            let anchor = *self.acquired_from.get(&node).ok_or_else(|| {
+                format!("step {i}: a validity timer with no acquisition before it")
+            })?;
+            // The law checked against the search's own timer.
+            if self.instants_ns[anchor] + redlock::validity_from_start_ns(ttl_ns) != due_ns {
+                return Err(format!(
+                    "step {i}: a validity timer not due ttl − drift after its acquisition's start (step {anchor})"
+                ));
+            }
+            return Ok(Armed {
+                anchor,
+                span: Span::RedlockValidity { ttl_ns },
+                due_ns,
+                start: false,
+            });
+        }
+        if after_ns % MS != 0 {
+            return Err(format!(
+                "step {i}: a timer of {after_ns} ns is not whole milliseconds"
+            ));
+        }
+        Ok(Armed {
+            anchor: i,
+            span: Span::Scaled((after_ns / MS) as i64),
+            due_ns,
+            start: i == 0 && after_ns == 0 && worker,
+        })
     }
 
     /// The first copy in flight equal to `p` (copies of one message are
@@ -336,20 +436,30 @@ impl Walk {
             .remove(&(node, timer))
             .ok_or_else(|| format!("step {i}: timer {} is not armed", timer.0))?;
         match self.paused(node) {
-            _ if t.start => {
+            paused if t.start => {
                 self.starts.insert(node, Start::At(i));
+                if let Some(k) = paused {
+                    // Paused before its first step: the script's start_ms
+                    // is this step's instant, where the pause ends.
+                    self.pauses[k].resume = Some(i);
+                }
             }
             Some(k) => {
                 // The pause ends here: the timer, due within it, was held.
                 let at = self.pauses[k].at;
                 self.pauses[k].resume = Some(i);
-                self.edge(t.set, i, 0, t.after_ms); // due by the resume
-                self.edge(at, t.set, 1, -t.after_ms); // due after the pause began
+                self.edge_span(t.anchor, i, 0, (1, t.span)); // due by the resume
+                self.edge_span(at, t.anchor, 1, t.span.negated()); // due after the pause began
             }
             None => {
-                self.edge(t.set, i, 0, t.after_ms);
-                self.edge(i, t.set, 0, -t.after_ms);
+                self.edge_span(t.anchor, i, 0, (1, t.span));
+                self.edge_span(i, t.anchor, 0, t.span.negated());
             }
+        }
+        if !matches!(t.span, Span::Scaled(_)) {
+            // Its node's steps and messages order it; its instant, by
+            // (2K − 2) ms of drift, is not the search's × K.
+            self.unwindowed.push(i);
         }
         Ok(())
     }
@@ -474,9 +584,26 @@ impl Walk {
         let armed: Vec<((NodeId, TimerId), Armed)> =
             self.timers.iter().map(|(k, t)| (*k, *t)).collect();
         for ((node, _), t) in armed {
-            if self.paused(node).is_none() {
-                let last = self.last.get(&node).copied().unwrap_or(0);
-                self.pending_at(node, t, last);
+            if self.paused(node).is_some() {
+                continue;
+            }
+            let last = self.last.get(&node).copied().unwrap_or(0);
+            // Armed before a pause that ended at the node's last step: the
+            // search delayed it past the path's end; the simulator holds
+            // it and runs it at the pause's end, after the path's step (a
+            // step the path does not have: the replay judges it).
+            let held = self
+                .pauses
+                .iter()
+                .find(|p| p.node == node && !p.crashed && p.resume == Some(last) && t.anchor < p.at)
+                .map(|p| p.at);
+            match held {
+                Some(at) if self.hold && !t.start => {
+                    self.edge_span(at, t.anchor, 1, t.span.negated());
+                    self.edge_span(t.anchor, last, 0, (1, t.span));
+                    self.held += 1;
+                }
+                _ => self.pending_at(node, t, last),
             }
         }
         for f in std::mem::take(&mut self.flights) {
@@ -500,9 +627,9 @@ impl Walk {
                 Some((i, pending)) => (fired >> i & 1 == 0) == pending,
                 None => true,
             })
-            .map(|e| (e.from, e.to, e.ms + k * e.scaled_ms))
-            .collect();
-        for i in 1..n {
+            .map(|e| Some((e.from, e.to, e.ms + e.sign * e.span.ms_at(k)?)))
+            .collect::<Option<_>>()?;
+        for i in (1..n).filter(|i| !self.unwindowed.contains(i)) {
             // Within its instant's window [K·t, K·t + K − 1].
             edges.push((0, i, k * self.instants_ms[i]));
             edges.push((i, 0, -(k * self.instants_ms[i] + k - 1)));
@@ -569,14 +696,36 @@ fn schedule<N: Node + Clone + Hash + Eq>(
     c: &Counterexample,
     accept: &mut dyn FnMut(&str) -> bool,
 ) -> Result<String, String> {
-    let walk = walk(h, c)?;
+    let mut tried = 0;
+    let mut ties = 0;
+    for hold in [false, true] {
+        let walk = walk(h, c, hold)?;
+        ties = walk.ties;
+        if let Some(text) = schedule_walk(h, c, &walk, accept, &mut tried) {
+            return Ok(text);
+        }
+    }
+    Err(format!(
+        "none of the {tried} schedules found (of {ties} ties between a timer and a step at its deadline) replays to {} in the simulator",
+        c.finding.kind
+    ))
+}
+
+/// The first schedule of `walk` that `accept` takes, ties' sides with the
+/// fewest timers fired first; `tried` counts the schedules rendered.
+fn schedule_walk<N>(
+    h: &Harness<N>,
+    c: &Counterexample,
+    walk: &Walk,
+    accept: &mut dyn FnMut(&str) -> bool,
+    tried: &mut usize,
+) -> Option<String> {
     let mut choices: Vec<u64> = if walk.ties <= TIES_MAX {
         (0..1u64 << walk.ties).collect()
     } else {
         vec![0, u64::MAX]
     };
     choices.sort_by_key(|f| f.count_ones());
-    let mut tried = 0;
     for fired in choices {
         let Some((k, times)) = SCALES
             .iter()
@@ -584,16 +733,13 @@ fn schedule<N: Node + Clone + Hash + Eq>(
         else {
             continue;
         };
-        tried += 1;
-        let text = render(h, c, &walk, &times, k);
+        *tried += 1;
+        let text = render(h, c, walk, &times, k);
         if accept(&text) {
-            return Ok(text);
+            return Some(text);
         }
     }
-    Err(format!(
-        "none of the {tried} schedules found (of {} ties between a timer and a step at its deadline) replays to {} in the simulator",
-        walk.ties, c.finding.kind
-    ))
+    None
 }
 
 fn render<N>(h: &Harness<N>, c: &Counterexample, walk: &Walk, times: &[i64], k: i64) -> String {
@@ -614,14 +760,25 @@ fn render<N>(h: &Harness<N>, c: &Counterexample, walk: &Walk, times: &[i64], k: 
 }
 
 /// Replays the path with its effects logged, into constraints.
-fn walk<N: Node + Clone + Hash + Eq>(h: &Harness<N>, c: &Counterexample) -> Result<Walk, String> {
+/// With `hold`, a timer armed before a pause that ended at its node's last
+/// step and never fired in the path is held to the pause's end (see
+/// [`Walk::finish`]).
+fn walk<N: Node + Clone + Hash + Eq>(
+    h: &Harness<N>,
+    c: &Counterexample,
+    hold: bool,
+) -> Result<Walk, String> {
+    let p = &h.topology.protocol;
     let mut w = Walk {
         workers: h.topology.workers,
+        hold,
+        redlock_ttl_ns: (p.kind == ProtocolKind::Redlock).then_some(p.lease_ttl_ns),
         ..Walk::default()
     };
     let mut log = Vec::new();
     let mut s = h.initial_logged(Some(&mut log));
     w.instants_ms.push(0);
+    w.instants_ns.push(0);
     w.apply_log(0, &log)?;
     for (i, &(action, _)) in c.steps.iter().enumerate() {
         let i = i + 1;
@@ -646,6 +803,7 @@ fn walk<N: Node + Clone + Hash + Eq>(h: &Harness<N>, c: &Counterexample) -> Resu
             }
         };
         w.instants_ms.push((now_ns / MS) as i64);
+        w.instants_ns.push(now_ns);
         w.step(action, i)?;
         w.apply_log(i, &log)?;
     }
@@ -697,6 +855,13 @@ fn write_header<N>(
             i + 1,
             walk.instants_ms[i + 1],
             h.describe(a)
+        );
+    }
+    if walk.held > 0 {
+        let _ = writeln!(
+            out,
+            "# {} timer(s) armed before the pause run at its end in the simulator, after the path's last step of\n# that worker (the search delays them past the path's end).",
+            walk.held
         );
     }
     let _ = writeln!(out, "schema_version = 1");

@@ -125,6 +125,14 @@ pub fn drift_ns(ttl_ns: Nanos) -> Nanos {
     ttl_ns * CLOCK_DRIFT_FACTOR_PERCENT / 100 + DRIFT_CONSTANT_NS
 }
 
+/// When the validity runs out, counted from the acquisition's start (its
+/// first `SET`): `ttl − drift`, whatever the acquisition took. The
+/// scenario emitter places the client's validity timer with it: its 2 ms
+/// do not scale with the TTL, so the timer is not the search's × K.
+pub fn validity_from_start_ns(ttl_ns: Nanos) -> Nanos {
+    ttl_ns.saturating_sub(drift_ns(ttl_ns))
+}
+
 /// The validity left after an acquisition that took `elapsed_ns`, or
 /// `None` when nothing is left (`ttl − elapsed − drift ≤ 0`).
 pub fn validity_ns(ttl_ns: Nanos, elapsed_ns: Nanos) -> Option<Nanos> {
@@ -161,7 +169,7 @@ enum Phase {
 }
 
 /// The validity runs out (the client's monotonic clock).
-const VALIDITY: TimerId = CLIENT_TIMER_A;
+pub const VALIDITY: TimerId = CLIENT_TIMER_A;
 
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct RedlockClient {
