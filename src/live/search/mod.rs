@@ -123,9 +123,8 @@ type Outcome = (Result<Kept>, f64);
 
 /// What the fold keeps of a judged trial, reduced in the trial's job: the
 /// jobs take the longest trials first and the fold takes them in placement
-/// order, so most results wait, and a whole history each (hundreds of KB)
-/// grew the harness by ~40 MB a minute in a K = 2 search — memory, and a
-/// costlier spawn for every program after (docs/live-search.md, "Speed").
+/// order, so most results wait: each waits as what the fold reads, not
+/// as a whole history held for nothing.
 enum Kept {
     Judged {
         shape: String,
