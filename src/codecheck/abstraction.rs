@@ -126,6 +126,10 @@ pub fn model_of(kind: ProtocolKind) -> Result<ModelOf, String> {
             "zk-sequential: no refinement mapping: its clients decide they hold the lock, and models/zk-sequential.toml has the recipe's sequential nodes, but nothing maps the code's state into it — the server's znodes, sessions and one-shot watches, and each client's phase, predecessor and decision age — so the check is refused rather than run against a guess"
                 .into(),
         ),
+        ProtocolKind::ObjectStoreCas | ProtocolKind::CacheLease => Err(format!(
+            "{}: no refinement mapping: its writes are conditional (the version the op read, checked by the store), and models/ has no model of a conditional write — the nearest, no-fence, applies every write the resource is handed, so a write the store refuses has no model step",
+            kind.id()
+        )),
         kind if super::topology::is_lock_server(kind) => Err(format!(
             "{}: no abstract model to refine against: its lock clients decide they hold the lock from what the servers said (revisions, watches, leases, sessions, several masters); models/ has no model of that system",
             kind.id()

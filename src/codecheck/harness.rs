@@ -132,7 +132,11 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
             },
             primary: self.topology.coord,
             down: 0,
-            judge: Judge::new(self.topology.workers, b.write_history),
+            judge: Judge::new(
+                self.topology.workers,
+                b.write_history,
+                self.topology.protocol.worker_writes_if_match(),
+            ),
         };
         let mut notes = Notes::default();
         for i in 0..n {
@@ -227,6 +231,7 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
                     let found = s.judge.on_decided(node, owner, token, notes);
                     finding = finding.or(found);
                 }
+                Effect::Observe(Observation::ReplyUsed { reply }) => s.judge.on_reply_used(&reply),
                 Effect::Observe(_) => {}
             }
         }

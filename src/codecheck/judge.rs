@@ -24,7 +24,12 @@
 //! - `token_order`: a new grant whose token is ≤ an earlier grant's.
 //! - `stale_write`: the resource accepts (answers `WriteOk`) a write of
 //!   generation g after it accepted one of g′ > g, unless the current value
-//!   is already that op's (a redelivery the document absorbed).
+//!   is already that op's (a redelivery the document absorbed), or, where
+//!   writes are conditional (If-Match, gets/cas) and grants carry no token,
+//!   unless its condition held: the token the resource was handed names the
+//!   current value's op and that is the value the op's latest read before
+//!   the send returned (`check::writes`, `condition_held`) — it overwrote
+//!   exactly what it saw.
 //! - `unissued_token`: an accepted write whose token no grant carried so far,
 //!   once grants carry tokens.
 //! - `unsafe_release`: a release on behalf of owner o removed another owner's
@@ -53,6 +58,11 @@ pub struct Judge {
     received: Vec<(u16, u64, u32)>,
     /// (op, generation, token or 0) of each op's latest write sent.
     sends: Vec<(u64, u32, u64)>,
+    /// Conditional writes only (`Some`): per op, the value its latest
+    /// `read_ok` the worker used returned, and (parallel to `sends`) the value
+    /// the op had read when its latest write was sent. `None` elsewhere, so
+    /// the other protocols' states are exactly what they were.
+    reads: Option<Reads>,
     /// Highest generation the resource accepted a write of.
     accepted_max: u32,
     /// Op id of the current value (0: the initial one).
@@ -62,6 +72,28 @@ pub struct Judge {
     /// sorted. It tells a write lost in flight from one the resource
     /// handled, which nothing else in the state does.
     handed: Option<Vec<u64>>,
+}
+
+/// What a conditional write's judgement needs beside the sends.
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
+struct Reads {
+    /// (op, value) of each op's latest `read_ok` a worker used.
+    latest: Vec<(u64, u64)>,
+    /// (op, value read before its latest write was sent, if any).
+    at_send: Vec<(u64, Option<u64>)>,
+}
+
+impl Reads {
+    fn latest_of(&self, op: u64) -> Option<u64> {
+        self.latest.iter().find(|r| r.0 == op).map(|r| r.1)
+    }
+
+    fn set<V>(list: &mut Vec<(u64, V)>, op: u64, v: V) {
+        match list.iter_mut().find(|r| r.0 == op) {
+            Some(r) => r.1 = v,
+            None => list.push((op, v)),
+        }
+    }
 }
 
 /// A property violated by one step.
@@ -81,7 +113,9 @@ pub struct Notes {
 }
 
 impl Judge {
-    pub fn new(workers: usize, write_history: bool) -> Judge {
+    /// `conditional`: the protocol's writes carry the version their read
+    /// returned (`ProtocolConfig::worker_writes_if_match`).
+    pub fn new(workers: usize, write_history: bool, conditional: bool) -> Judge {
         Judge {
             grants: Vec::new(),
             deciders: Vec::new(),
@@ -92,6 +126,7 @@ impl Judge {
             accepted_max: 0,
             current_op: 0,
             handed: write_history.then(Vec::new),
+            reads: conditional.then(Reads::default),
         }
     }
 
@@ -222,11 +257,19 @@ impl Judge {
                     Some(s) => *s = (op.0, generation, t),
                     None => self.sends.push((op.0, generation, t)),
                 }
+                if let Some(reads) = self.reads.as_mut() {
+                    let read = reads.latest_of(op.0);
+                    Reads::set(&mut reads.at_send, op.0, read);
+                }
                 None
             }
             Msg::WriteOk { op, .. } => {
                 notes.write_accepted = true;
-                self.on_accepted(op.0)
+                let handed = match input {
+                    Some(&Msg::Write { token, .. }) => token,
+                    _ => None,
+                };
+                self.on_accepted(op.0, handed)
             }
             Msg::Released {
                 removed: Some(removed),
@@ -316,14 +359,29 @@ impl Judge {
         w.map_or(0, |w| self.adopted[w])
     }
 
-    fn on_accepted(&mut self, op: u64) -> Option<Finding> {
+    /// Whether the write of `op` the resource was handed with `handed` is
+    /// a conditional one whose condition held (see the module doc): only
+    /// where writes are conditional and grants carry no token.
+    fn condition_held(&self, op: u64, handed: Option<Token>) -> bool {
+        let Some(reads) = &self.reads else {
+            return false;
+        };
+        let read = reads.at_send.iter().find(|r| r.0 == op).and_then(|r| r.1);
+        !self.tokened() && handed == Some(Token(self.current_op)) && read == Some(self.current_op)
+    }
+
+    /// The resource accepted `op`'s write, handed to it with token `handed`.
+    fn on_accepted(&mut self, op: u64, handed: Option<Token>) -> Option<Finding> {
         let (generation, token) = self
             .sends
             .iter()
             .find(|s| s.0 == op)
             .map_or((0, 0), |s| (s.1, s.2));
         let mut finding = None;
-        if self.rank(generation) < self.rank(self.accepted_max) && self.current_op != op {
+        if self.rank(generation) < self.rank(self.accepted_max)
+            && self.current_op != op
+            && !self.condition_held(op, handed)
+        {
             finding = Some(Finding {
                 kind: ViolationKind::StaleWrite,
                 detail: format!(
@@ -344,6 +402,15 @@ impl Judge {
             self.accepted_max = generation;
         }
         finding
+    }
+
+    /// A worker used a reply (`Observation::ReplyUsed`, what the
+    /// simulator's recorder records as `read_ok`): a copy of an answer it
+    /// already had, arriving late, is not a read it acted on.
+    pub fn on_reply_used(&mut self, reply: &Msg) {
+        if let (Msg::ReadOk { op, value, .. }, Some(reads)) = (reply, self.reads.as_mut()) {
+            Reads::set(&mut reads.latest, op.0, value.0);
+        }
     }
 
     /// A message delivered to `to`.
@@ -373,5 +440,127 @@ impl Judge {
             }
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{Key, OpId};
+
+    const A: NodeId = NodeId(0);
+    const B: NodeId = NodeId(1);
+
+    /// A lease judge over two workers whose writes are conditional; A then
+    /// B are granted (no tokens), B's write (op 2) is accepted.
+    fn b_wrote_after_a_was_granted() -> Judge {
+        let mut j = Judge::new(2, false, true);
+        let mut notes = Notes::default();
+        for (w, owner) in [(A, 1), (B, 2)] {
+            j.on_send(w, None, &acquire(owner), &mut notes);
+            let granted = Msg::Granted {
+                req: 1,
+                key: Key(0),
+                owner,
+                token: None,
+                ttl_ns: 10,
+            };
+            assert_eq!(j.on_send(NodeId(2), None, &granted, &mut notes), None);
+            j.on_deliver(w, &granted, &mut notes);
+        }
+        j.on_reply_used(&read_ok(2, 0));
+        let b = write(2, Some(0));
+        j.on_send(B, None, &b, &mut notes);
+        assert_eq!(accept(&mut j, &b), None);
+        j
+    }
+
+    fn acquire(owner: u64) -> Msg {
+        Msg::Acquire {
+            req: 1,
+            key: Key(0),
+            owner,
+        }
+    }
+
+    fn read_ok(op: u64, value: u64) -> Msg {
+        Msg::ReadOk {
+            req: 2,
+            key: Key(0),
+            op: OpId(op),
+            value: OpId(value),
+        }
+    }
+
+    fn write(op: u64, if_match: Option<u64>) -> Msg {
+        Msg::Write {
+            req: 3,
+            key: Key(0),
+            op: OpId(op),
+            token: if_match.map(Token),
+            value: OpId(op),
+        }
+    }
+
+    /// The resource's `WriteOk` to `w`, handling it.
+    fn accept(j: &mut Judge, w: &Msg) -> Option<ViolationKind> {
+        let Msg::Write { req, key, op, .. } = *w else {
+            unreachable!("a write")
+        };
+        let ok = Msg::WriteOk { req, key, op };
+        j.on_send(NodeId(3), Some(w), &ok, &mut Notes::default())
+            .map(|f| f.kind)
+    }
+
+    /// A, granted before B, used a read of `used` (and was handed a late
+    /// copy of one naming `dropped`, if any) and writes If-Match `if_match`.
+    fn a_writes(
+        j: &mut Judge,
+        used: u64,
+        dropped: Option<u64>,
+        if_match: u64,
+    ) -> Option<ViolationKind> {
+        j.on_reply_used(&read_ok(1, used));
+        if let Some(v) = dropped {
+            j.on_deliver(A, &read_ok(1, v), &mut Notes::default());
+        }
+        let a = write(1, Some(if_match));
+        j.on_send(A, None, &a, &mut Notes::default());
+        accept(j, &a)
+    }
+
+    #[test]
+    fn older_holders_conditional_write_on_the_value_it_read_last_is_not_stale() {
+        assert_eq!(
+            a_writes(&mut b_wrote_after_a_was_granted(), 2, None, 2),
+            None
+        );
+    }
+
+    #[test]
+    fn a_late_copy_of_an_answer_the_worker_did_not_use_does_not_change_its_read() {
+        // A used the answer naming B's value; a delayed copy naming the
+        // initial value reached it afterwards and was dropped unused (no
+        // `ReplyUsed`): the write still acted on B's value.
+        assert_eq!(
+            a_writes(&mut b_wrote_after_a_was_granted(), 2, Some(0), 2),
+            None
+        );
+    }
+
+    #[test]
+    fn older_holders_write_whose_condition_names_a_value_it_never_read_is_stale() {
+        let found = a_writes(&mut b_wrote_after_a_was_granted(), 0, None, 2);
+        assert_eq!(found, Some(ViolationKind::StaleWrite));
+    }
+
+    #[test]
+    fn without_conditional_writes_the_same_write_is_stale() {
+        let mut j = b_wrote_after_a_was_granted();
+        j.reads = None;
+        assert_eq!(
+            a_writes(&mut j, 2, None, 2),
+            Some(ViolationKind::StaleWrite)
+        );
     }
 }

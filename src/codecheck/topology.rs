@@ -11,6 +11,8 @@
 //! its own node type in their place through a factory (a deliberately
 //! broken copy of a node, say).
 
+use crate::protocol::alt_role::AltRole;
+use crate::protocol::cache_lease::CasCache;
 use crate::protocol::client::LockKind;
 use crate::protocol::coordinator::Coordinator;
 use crate::protocol::resource::Resource;
@@ -34,6 +36,8 @@ pub enum Builtin {
     Coordinator(Coordinator),
     Resource(Resource),
     Server(Box<Server>),
+    /// cache-lease's cache at `resource/0` (gets/cas).
+    Cache(CasCache),
 }
 
 impl Node for Builtin {
@@ -43,6 +47,7 @@ impl Node for Builtin {
             Builtin::Coordinator(n) => n.handle(clocks, input, effects),
             Builtin::Resource(n) => n.handle(clocks, input, effects),
             Builtin::Server(n) => n.handle(clocks, input, effects),
+            Builtin::Cache(n) => n.handle(clocks, input, effects),
         }
     }
 }
@@ -54,8 +59,11 @@ pub fn builtin(role: &Role) -> Builtin {
         Role::Coordinator(cfg) => Builtin::Coordinator(Coordinator::new(cfg)),
         Role::Resource(cfg) => Builtin::Resource(Resource::new(cfg)),
         Role::Server(cfg) => Builtin::Server(Box::new(cfg.server())),
+        Role::Alt(AltRole::CasCache) => Builtin::Cache(CasCache::new()),
         Role::Alt(_) => {
-            unreachable!("Topology::new admits lease and lock-server protocols only")
+            unreachable!(
+                "Topology::new admits lease and lock-server protocols and cache-lease's cache only"
+            )
         }
     }
 }
@@ -151,10 +159,11 @@ pub struct Options {
 pub const MASTERS_DEFAULT: u8 = 3;
 
 /// Whether `--code` can drive `kind`: lease coordinators (one, or a
-/// replica group that fails over) and a resource, or the lock servers the
-/// clients decide with (see [`is_lock_server`]); no effect sink, no
-/// conditional write (those need harness parts this checker does not have
-/// yet).
+/// replica group that fails over) and a resource — also one whose writes
+/// are conditional (object-store-cas's If-Match, cache-lease's gets/cas) —
+/// or the lock servers the clients decide with (see [`is_lock_server`]);
+/// no effect sink, and no protocol without a lock service (those need
+/// harness parts and properties this checker does not have yet).
 pub fn is_supported(kind: ProtocolKind) -> bool {
     matches!(
         kind,
@@ -171,6 +180,8 @@ pub fn is_supported(kind: ProtocolKind) -> bool {
             | ProtocolKind::Redlock
             | ProtocolKind::DynamodbHeartbeat
             | ProtocolKind::PgAdvisoryLock
+            | ProtocolKind::ObjectStoreCas
+            | ProtocolKind::CacheLease
     )
 }
 
@@ -273,7 +284,10 @@ impl Topology {
         for i in 0..protocol.replicas {
             roles.push(Role::server(&protocol, coord, i));
         }
-        roles.push(Role::Resource(protocol.resource()));
+        roles.push(match kind {
+            ProtocolKind::CacheLease => Role::Alt(AltRole::CasCache),
+            _ => Role::Resource(protocol.resource()),
+        });
         Ok(Topology {
             protocol,
             roles,

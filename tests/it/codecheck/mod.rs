@@ -1,11 +1,13 @@
 //! The code-level checker (`src/codecheck/`): the shipped nodes of a safe
 //! protocol are proved at small bounds, its unsafe twins are found with
 //! shortest counterexamples, a deliberately broken copy of the resource is
-//! found by the same search, `fencesim check --code` exits as `check`, and
+//! found by the same search, conditional writes are judged as the history
+//! checker judges them, `fencesim check --code` exits as `check`, and
 //! every explored step of the code refines the protocol's abstract model.
 
 mod broken;
 mod cli;
+mod conditional;
 mod emit;
 mod lock_server;
 mod refine;
@@ -120,11 +122,11 @@ fn a_search_stopped_by_its_state_bound_proves_nothing() {
 
 #[test]
 fn protocols_the_harness_cannot_drive_are_refused_by_name() {
-    let err = check_protocol(ProtocolKind::ObjectStoreCas, small())
+    let err = check_protocol(ProtocolKind::SingleDb, small())
         .err()
         .expect("refused");
     assert!(
-        err.contains("object-store-cas") && err.contains("fenced-cas"),
+        err.contains("single-db") && err.contains("fenced-cas"),
         "{err}"
     );
 }
