@@ -11,11 +11,13 @@
 //! its own node type in their place through a factory (a deliberately
 //! broken copy of a node, say).
 
-use crate::protocol::alt_role::AltRole;
+use crate::protocol::alt_role::{layout, AltRole};
 use crate::protocol::cache_lease::CasCache;
 use crate::protocol::client::LockKind;
 use crate::protocol::coordinator::Coordinator;
+use crate::protocol::queue_claim::Queue;
 use crate::protocol::resource::Resource;
+use crate::protocol::single_db::Db;
 use crate::protocol::systems::redlock::MASTERS_MAX;
 use crate::protocol::worker::{MoreLocks, Worker, WorkerConfig};
 use crate::protocol::{
@@ -38,6 +40,10 @@ pub enum Builtin {
     Server(Box<Server>),
     /// cache-lease's cache at `resource/0` (gets/cas).
     Cache(CasCache),
+    /// single-db's database: row lock and data in one node (`resource/0`).
+    Db(Db),
+    /// queue-claim's job queue: claims and results in one node (`resource/0`).
+    Queue(Queue),
 }
 
 impl Node for Builtin {
@@ -48,6 +54,8 @@ impl Node for Builtin {
             Builtin::Resource(n) => n.handle(clocks, input, effects),
             Builtin::Server(n) => n.handle(clocks, input, effects),
             Builtin::Cache(n) => n.handle(clocks, input, effects),
+            Builtin::Db(n) => n.handle(clocks, input, effects),
+            Builtin::Queue(n) => n.handle(clocks, input, effects),
         }
     }
 }
@@ -60,11 +68,11 @@ pub fn builtin(role: &Role) -> Builtin {
         Role::Resource(cfg) => Builtin::Resource(Resource::new(cfg)),
         Role::Server(cfg) => Builtin::Server(Box::new(cfg.server())),
         Role::Alt(AltRole::CasCache) => Builtin::Cache(CasCache::new()),
-        Role::Alt(_) => {
-            unreachable!(
-                "Topology::new admits lease and lock-server protocols and cache-lease's cache only"
-            )
-        }
+        Role::Alt(AltRole::Db(cfg)) => Builtin::Db(Db::new(cfg)),
+        Role::Alt(AltRole::Queue(cfg)) => Builtin::Queue(Queue::new(cfg)),
+        Role::Alt(_) => unreachable!(
+            "Topology::new admits lease and lock-server protocols, cache-lease's cache, single-db's database and queue-claim's queue only"
+        ),
     }
 }
 
@@ -126,7 +134,8 @@ pub struct Topology {
     /// The first coordinator replica or lock server (`coord/0`): the
     /// primary at boot, where the group address routes until a failover.
     pub coord: NodeId,
-    /// Coordinator replicas or lock servers, `coord .. coord + replicas`.
+    /// Coordinator replicas or lock servers, `coord .. coord + replicas`
+    /// (0 where the store is the lock: `coord` is then `resource`).
     pub replicas: usize,
     pub resource: NodeId,
 }
@@ -161,9 +170,10 @@ pub const MASTERS_DEFAULT: u8 = 3;
 /// Whether `--code` can drive `kind`: lease coordinators (one, or a
 /// replica group that fails over) and a resource — also one whose writes
 /// are conditional (object-store-cas's If-Match, cache-lease's gets/cas) —
-/// or the lock servers the clients decide with (see [`is_lock_server`]);
-/// no effect sink, and no protocol without a lock service (those need
-/// harness parts and properties this checker does not have yet).
+/// or the lock servers the clients decide with (see [`is_lock_server`]),
+/// or a store that is its own lock (see [`is_store_lock`]); no effect
+/// sink, and not an active/passive pair (those need harness parts and
+/// properties this checker does not have yet).
 pub fn is_supported(kind: ProtocolKind) -> bool {
     matches!(
         kind,
@@ -182,7 +192,15 @@ pub fn is_supported(kind: ProtocolKind) -> bool {
             | ProtocolKind::PgAdvisoryLock
             | ProtocolKind::ObjectStoreCas
             | ProtocolKind::CacheLease
+            | ProtocolKind::SingleDb
+            | ProtocolKind::QueueClaim
     )
+}
+
+/// Whether `kind`'s store is its lock (single-db's row lock, queue-claim's
+/// claim): no coordinator, the workers acquire from `resource/0`.
+pub fn is_store_lock(kind: ProtocolKind) -> bool {
+    matches!(kind, ProtocolKind::SingleDb | ProtocolKind::QueueClaim)
 }
 
 /// Whether `kind` runs lock servers at `coord/<i>`, whose clients in the
@@ -270,24 +288,42 @@ impl Topology {
             protocol.restart_delay_ns = delay_ms.saturating_mul(MS);
         }
         protocol.replication_lag_ns = timing.replication_lag_ms * MS;
+        // Where the store is the lock (single-db, queue-claim) there is no
+        // coordinator: the workers acquire from `resource/0` itself.
+        let store_is_lock = is_store_lock(kind);
+        if store_is_lock {
+            protocol.replicas = 0;
+        }
         let replicas = protocol.replicas as usize;
         if workers + replicas + 1 > 32 {
             return Err(format!(
                 "{workers} workers: a state marks down nodes in 32 bits"
             ));
         }
-        let coord = NodeId(workers as u16);
         let resource = NodeId((workers + replicas) as u16);
+        let coord = if store_is_lock {
+            resource
+        } else {
+            NodeId(workers as u16)
+        };
+        // The simulator's own layout of the alternatives (`alt_role::layout`):
+        // the role `resource/0` takes, and where workers acquire.
+        let layout = layout(&protocol, resource, timing.request_timeout_ms * MS);
         let mut roles: Vec<Role> = (0..workers)
-            .map(|i| Role::Worker(worker_config(&protocol, i, coord, resource, timing)))
+            .map(|i| {
+                let mut cfg = worker_config(&protocol, i, coord, resource, timing);
+                cfg.coordinator = layout.worker_coordinator.unwrap_or(cfg.coordinator);
+                Role::Worker(cfg)
+            })
             .collect();
         for i in 0..protocol.replicas {
             roles.push(Role::server(&protocol, coord, i));
         }
-        roles.push(match kind {
-            ProtocolKind::CacheLease => Role::Alt(AltRole::CasCache),
-            _ => Role::Resource(protocol.resource()),
-        });
+        roles.push(
+            layout
+                .resource
+                .unwrap_or(Role::Resource(protocol.resource())),
+        );
         Ok(Topology {
             protocol,
             roles,

@@ -149,16 +149,19 @@ impl Node for Forgetful {
         let before = fx.len();
         self.0.handle(clocks, input, fx);
         if matches!(self.0, Builtin::Coordinator(_)) {
-            let mut i = before;
-            while i < fx.len() {
-                if matches!(fx[i], Effect::Persist { .. }) {
-                    fx.remove(i);
-                } else {
-                    i += 1;
-                }
-            }
+            drop_persists(fx, before);
         }
     }
+}
+
+/// Removes the `Persist` effects at `fx[from..]`: a node that never writes
+/// its record down (a restart finds the last one that reached the disk).
+pub fn drop_persists(fx: &mut Vec<Effect>, from: usize) {
+    let kept: Vec<Effect> = fx
+        .drain(from..)
+        .filter(|e| !matches!(e, Effect::Persist { .. }))
+        .collect();
+    fx.extend(kept);
 }
 
 fn unpersisted(role: &Role) -> Forgetful {

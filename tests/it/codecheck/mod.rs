@@ -12,6 +12,7 @@ mod emit;
 mod lock_server;
 mod refine;
 mod replicated;
+mod store_lock;
 
 use fencesim::check::ViolationKind;
 use fencesim::codecheck::{check_protocol, Action, Bounds, Outcome};
@@ -23,6 +24,15 @@ pub fn small() -> Bounds {
         max_states: 3_000_000,
         ..Bounds::default()
     }
+}
+
+/// `kind` proved at `bounds`, not vacuously: a write was accepted and one
+/// acting on an older grant reached the store (and was refused).
+fn proved(kind: ProtocolKind, bounds: Bounds) {
+    let out = run(kind, bounds);
+    assert!(out.proved(), "{}: {out:?}", kind.id());
+    assert!(out.vacuity_ok(), "{}: {out:?}", kind.id());
+    assert!(out.unique_states > 100_000, "{}: {out:?}", kind.id());
 }
 
 fn run(kind: ProtocolKind, bounds: Bounds) -> Outcome {
@@ -122,11 +132,11 @@ fn a_search_stopped_by_its_state_bound_proves_nothing() {
 
 #[test]
 fn protocols_the_harness_cannot_drive_are_refused_by_name() {
-    let err = check_protocol(ProtocolKind::SingleDb, small())
+    let err = check_protocol(ProtocolKind::EffectNaive, small())
         .err()
         .expect("refused");
     assert!(
-        err.contains("single-db") && err.contains("fenced-cas"),
+        err.contains("effect-naive") && err.contains("fenced-cas"),
         "{err}"
     );
 }
