@@ -126,6 +126,12 @@ pub fn model_of(kind: ProtocolKind) -> Result<ModelOf, String> {
             "zk-sequential: no refinement mapping: its clients decide they hold the lock, and models/zk-sequential.toml has the recipe's sequential nodes, but nothing maps the code's state into it — the server's znodes, sessions and one-shot watches, and each client's phase, predecessor and decision age — so the check is refused rather than run against a guess"
                 .into(),
         ),
+        ProtocolKind::EffectNaive
+        | ProtocolKind::EffectIdempotencyKey
+        | ProtocolKind::EffectOutbox => Err(format!(
+            "{}: no refinement mapping: an effect sink (and for the outbox a dispatcher and the store's outbox) stands beside the resource, and no model in models/ has a sink, so a call to it or its performance has no model step",
+            kind.id()
+        )),
         ProtocolKind::SingleDb | ProtocolKind::QueueClaim => Err(format!(
             "{}: no refinement mapping: the store is the lock (a transaction or a claim is the grant, ended by the store's own timeout and refused there), and every model in models/ has a lease coordinator beside a resource that does not know about it, so a write the store refuses for its ended grant has no model step",
             kind.id()

@@ -136,6 +136,7 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
                 self.topology.workers,
                 b.write_history,
                 self.topology.protocol.worker_writes_if_match(),
+                self.topology.protocol.kind.has_effect_sink(),
             ),
         };
         let mut notes = Notes::default();
@@ -493,6 +494,11 @@ impl<N> Harness<N> {
             format!("coord/{replica}")
         } else if node == t.resource {
             "resource/0".into()
+        } else if let Some(name) = (node.0 as usize)
+            .checked_sub(t.resource.0 as usize + 1)
+            .and_then(|i| t.extra.get(i))
+        {
+            name.clone()
         } else {
             format!("node/{}", node.0)
         }

@@ -34,6 +34,12 @@
 //!   once grants carry tokens.
 //! - `unsafe_release`: a release on behalf of owner o removed another owner's
 //!   lease record.
+//! - Where an effect sink stands beside the resource (`check::effects`):
+//!   `duplicate_effect`, the sink performing one op's effect a second time
+//!   (an `effect_ok` with `performed`); `superseded_effect`, the sink
+//!   performing an effect whose request a worker sent under a generation
+//!   below the highest any worker had received by then (a request from a
+//!   node without a grant, the outbox dispatcher, is not judged).
 //!
 //! The judge's fields are part of the hashed state (its future verdicts
 //! depend on them); the vacuity witnesses are not (they are global facts
@@ -63,6 +69,8 @@ pub struct Judge {
     /// the op had read when its latest write was sent. `None` elsewhere, so
     /// the other protocols' states are exactly what they were.
     reads: Option<Reads>,
+    /// Effect-sink protocols only (`Some`), as `reads`.
+    effects: Option<Effects>,
     /// Highest generation the resource accepted a write of.
     accepted_max: u32,
     /// Op id of the current value (0: the initial one).
@@ -72,6 +80,17 @@ pub struct Judge {
     /// sorted. It tells a write lost in flight from one the resource
     /// handled, which nothing else in the state does.
     handed: Option<Vec<u64>>,
+}
+
+/// What the effect properties need (see the module doc).
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
+struct Effects {
+    /// Ops whose effect the sink performed, sorted.
+    performed: Vec<u64>,
+    /// (op, generation its latest request was sent under; 0: no grant).
+    sent_under: Vec<(u64, u32)>,
+    /// The highest generation any worker has received so far.
+    received_max: u32,
 }
 
 /// What a conditional write's judgement needs beside the sends.
@@ -115,7 +134,8 @@ pub struct Notes {
 impl Judge {
     /// `conditional`: the protocol's writes carry the version their read
     /// returned (`ProtocolConfig::worker_writes_if_match`).
-    pub fn new(workers: usize, write_history: bool, conditional: bool) -> Judge {
+    /// `effects`: an effect sink stands beside the resource.
+    pub fn new(workers: usize, write_history: bool, conditional: bool, effects: bool) -> Judge {
         Judge {
             grants: Vec::new(),
             deciders: Vec::new(),
@@ -127,6 +147,7 @@ impl Judge {
             current_op: 0,
             handed: write_history.then(Vec::new),
             reads: conditional.then(Reads::default),
+            effects: effects.then(Effects::default),
         }
     }
 
@@ -227,6 +248,7 @@ impl Judge {
             let t = token.map_or(0, |t| t.0);
             self.received.retain(|r| !(r.0 as usize == w && r.1 == t));
             self.received.push((w as u16, t, generation));
+            self.on_received(generation);
             self.adopted[w] = generation;
             self.pending[w] = None;
         }
@@ -263,6 +285,24 @@ impl Judge {
                 }
                 None
             }
+            Msg::Effect { op, .. } => {
+                let generation = match self.worker(from) {
+                    Some(_) => self.write_generation(from, None),
+                    None => 0,
+                };
+                if let Some(fx) = self.effects.as_mut() {
+                    match fx.sent_under.iter_mut().find(|e| e.0 == op.0) {
+                        Some(e) => e.1 = generation,
+                        None => fx.sent_under.push((op.0, generation)),
+                    }
+                }
+                None
+            }
+            Msg::EffectOk {
+                op,
+                performed: true,
+                ..
+            } => self.on_performed(op.0),
             Msg::WriteOk { op, .. } => {
                 notes.write_accepted = true;
                 let handed = match input {
@@ -359,6 +399,41 @@ impl Judge {
         w.map_or(0, |w| self.adopted[w])
     }
 
+    /// The sink performed `op`'s effect: a second time is a duplicate; one
+    /// requested under a generation below the highest received, superseded.
+    fn on_performed(&mut self, op: u64) -> Option<Finding> {
+        let fx = self.effects.as_mut()?;
+        match fx.performed.binary_search(&op) {
+            Ok(_) => {
+                return Some(Finding {
+                    kind: ViolationKind::DuplicateEffect,
+                    detail: format!("the sink performed op {op}'s effect a second time"),
+                })
+            }
+            Err(at) => fx.performed.insert(at, op),
+        }
+        let under = fx.sent_under.iter().find(|e| e.0 == op).map_or(0, |e| e.1);
+        let received_max = fx.received_max;
+        (under != 0 && self.rank(under) < self.rank(received_max)).then(|| Finding {
+            kind: ViolationKind::SupersededEffect,
+            detail: format!(
+                "the sink performed op {op}'s effect, requested under generation {under}, after generation {received_max} was received"
+            ),
+        })
+    }
+
+    /// A worker received (or decided) generation `generation`.
+    fn on_received(&mut self, generation: u32) {
+        let Some(top) = self.effects.as_ref().map(|fx| fx.received_max) else {
+            return;
+        };
+        if self.rank(generation) > self.rank(top) {
+            if let Some(fx) = self.effects.as_mut() {
+                fx.received_max = generation;
+            }
+        }
+    }
+
     /// Whether the write of `op` the resource was handed with `handed` is
     /// a conditional one whose condition held (see the module doc): only
     /// where writes are conditional and grants carry no token.
@@ -422,6 +497,7 @@ impl Judge {
                 let t = token.map_or(0, |t| t.0);
                 self.received.retain(|r| !(r.0 as usize == w && r.1 == t));
                 self.received.push((w as u16, t, generation));
+                self.on_received(generation);
                 if self.pending[w] == Some(owner) {
                     self.adopted[w] = generation;
                     self.pending[w] = None;
@@ -454,7 +530,7 @@ mod tests {
     /// A lease judge over two workers whose writes are conditional; A then
     /// B are granted (no tokens), B's write (op 2) is accepted.
     fn b_wrote_after_a_was_granted() -> Judge {
-        let mut j = Judge::new(2, false, true);
+        let mut j = Judge::new(2, false, true, false);
         let mut notes = Notes::default();
         for (w, owner) in [(A, 1), (B, 2)] {
             j.on_send(w, None, &acquire(owner), &mut notes);

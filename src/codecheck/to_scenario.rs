@@ -13,7 +13,9 @@
 //!   timeout, check-to-write all × K), and step i lands in
 //!   `[K·t_i, K·t_i + K − 1]` of its search instant t_i, so every strict
 //!   comparison the nodes make between clock readings comes out the same;
-//! - steps are strictly ordered (`τ_i ≥ τ_{i−1} + 1`); latency is 1 ms and a
+//! - each node's steps are strictly ordered (`τ_i ≥ τ_{i−1} + 1`), and a
+//!   superseded effect's last step follows every other (its verdict rests
+//!   on another worker's receipt no message links to it); latency is 1 ms and a
 //!   delivery at step d of a message sent at step s is a `delay` fault of
 //!   `τ_d − τ_s − 1` ms on its link's `nth` message;
 //! - a timer armed at step s with `after` fires at `τ_s + K·after`; one
@@ -63,6 +65,7 @@ use super::harness::{Action, Did, Harness, Next};
 use super::search::Counterexample;
 use super::state::Packet;
 use super::topology::{is_lock_server, MS};
+use crate::check::ViolationKind;
 use crate::model::to_scenario::{longest_paths, quote, EMITTED_SEEDS};
 use crate::protocol::redlock::{self, RedisMsg};
 use crate::protocol::{Msg, Node, NodeId, ProtocolKind, TimerId};
@@ -806,6 +809,15 @@ fn walk<N: Node + Clone + Hash + Eq>(
         w.instants_ns.push(now_ns);
         w.step(action, i)?;
         w.apply_log(i, &log)?;
+    }
+    if c.finding.kind == ViolationKind::SupersededEffect {
+        // The verdict at the last step (the sink performing a superseded
+        // request) rests on a newer grant another worker received, a step
+        // no message links to the sink's: every step stays before it.
+        let last = c.steps.len();
+        for i in 1..last {
+            w.edge(i, last, 1, 0);
+        }
     }
     w.finish();
     Ok(w)

@@ -15,6 +15,7 @@ use crate::protocol::alt_role::{layout, AltRole};
 use crate::protocol::cache_lease::CasCache;
 use crate::protocol::client::LockKind;
 use crate::protocol::coordinator::Coordinator;
+use crate::protocol::effects::{Dispatcher, OutboxStore, Sink};
 use crate::protocol::queue_claim::Queue;
 use crate::protocol::resource::Resource;
 use crate::protocol::single_db::Db;
@@ -44,6 +45,12 @@ pub enum Builtin {
     Db(Db),
     /// queue-claim's job queue: claims and results in one node (`resource/0`).
     Queue(Queue),
+    /// The effect protocols' provider (`sink/0`).
+    Sink(Sink),
+    /// effect-outbox's store: the document and its outbox (`resource/0`).
+    Outbox(OutboxStore),
+    /// effect-outbox's dispatcher (`dispatcher/0`).
+    Dispatcher(Dispatcher),
 }
 
 impl Node for Builtin {
@@ -56,6 +63,9 @@ impl Node for Builtin {
             Builtin::Cache(n) => n.handle(clocks, input, effects),
             Builtin::Db(n) => n.handle(clocks, input, effects),
             Builtin::Queue(n) => n.handle(clocks, input, effects),
+            Builtin::Sink(n) => n.handle(clocks, input, effects),
+            Builtin::Outbox(n) => n.handle(clocks, input, effects),
+            Builtin::Dispatcher(n) => n.handle(clocks, input, effects),
         }
     }
 }
@@ -70,9 +80,12 @@ pub fn builtin(role: &Role) -> Builtin {
         Role::Alt(AltRole::CasCache) => Builtin::Cache(CasCache::new()),
         Role::Alt(AltRole::Db(cfg)) => Builtin::Db(Db::new(cfg)),
         Role::Alt(AltRole::Queue(cfg)) => Builtin::Queue(Queue::new(cfg)),
-        Role::Alt(_) => unreachable!(
-            "Topology::new admits lease and lock-server protocols, cache-lease's cache, single-db's database and queue-claim's queue only"
-        ),
+        Role::Alt(AltRole::Sink) => Builtin::Sink(Sink::new()),
+        Role::Alt(AltRole::OutboxStore(cfg)) => Builtin::Outbox(OutboxStore::new(cfg)),
+        Role::Alt(AltRole::Dispatcher(cfg)) => Builtin::Dispatcher(Dispatcher::new(cfg)),
+        Role::Alt(AltRole::Pair(_)) => {
+            unreachable!("Topology::new does not admit the active/passive pair")
+        }
     }
 }
 
@@ -138,6 +151,9 @@ pub struct Topology {
     /// (0 where the store is the lock: `coord` is then `resource`).
     pub replicas: usize,
     pub resource: NodeId,
+    /// The nodes after `resource/0`, by name (`sink/0`, `dispatcher/0`:
+    /// the effect protocols'), as the simulator's layout adds them.
+    pub extra: Vec<String>,
 }
 
 /// The protocol options a check may set against the catalogue's defaults
@@ -171,9 +187,9 @@ pub const MASTERS_DEFAULT: u8 = 3;
 /// replica group that fails over) and a resource — also one whose writes
 /// are conditional (object-store-cas's If-Match, cache-lease's gets/cas) —
 /// or the lock servers the clients decide with (see [`is_lock_server`]),
-/// or a store that is its own lock (see [`is_store_lock`]); no effect
-/// sink, and not an active/passive pair (those need harness parts and
-/// properties this checker does not have yet).
+/// or a store that is its own lock (see [`is_store_lock`]), and an effect
+/// sink (and outbox dispatcher) beside the resource; not the active/passive
+/// pair (its property, two actives, is one this checker does not judge).
 pub fn is_supported(kind: ProtocolKind) -> bool {
     matches!(
         kind,
@@ -194,6 +210,9 @@ pub fn is_supported(kind: ProtocolKind) -> bool {
             | ProtocolKind::CacheLease
             | ProtocolKind::SingleDb
             | ProtocolKind::QueueClaim
+            | ProtocolKind::EffectNaive
+            | ProtocolKind::EffectIdempotencyKey
+            | ProtocolKind::EffectOutbox
     )
 }
 
@@ -295,24 +314,26 @@ impl Topology {
             protocol.replicas = 0;
         }
         let replicas = protocol.replicas as usize;
-        if workers + replicas + 1 > 32 {
+        let resource = NodeId((workers + replicas) as u16);
+        // The simulator's own layout of the alternatives (`alt_role::layout`):
+        // the role `resource/0` takes, the nodes after it, and where workers
+        // acquire and call the effect sink.
+        let layout = layout(&protocol, resource, timing.request_timeout_ms * MS);
+        if workers + replicas + 1 + layout.extra.len() > 32 {
             return Err(format!(
                 "{workers} workers: a state marks down nodes in 32 bits"
             ));
         }
-        let resource = NodeId((workers + replicas) as u16);
         let coord = if store_is_lock {
             resource
         } else {
             NodeId(workers as u16)
         };
-        // The simulator's own layout of the alternatives (`alt_role::layout`):
-        // the role `resource/0` takes, and where workers acquire.
-        let layout = layout(&protocol, resource, timing.request_timeout_ms * MS);
         let mut roles: Vec<Role> = (0..workers)
             .map(|i| {
                 let mut cfg = worker_config(&protocol, i, coord, resource, timing);
                 cfg.coordinator = layout.worker_coordinator.unwrap_or(cfg.coordinator);
+                cfg.effect = layout.worker_effect;
                 Role::Worker(cfg)
             })
             .collect();
@@ -324,6 +345,8 @@ impl Topology {
                 .resource
                 .unwrap_or(Role::Resource(protocol.resource())),
         );
+        let extra = layout.extra.iter().map(|(name, _)| name.clone()).collect();
+        roles.extend(layout.extra.into_iter().map(|(_, role)| role));
         Ok(Topology {
             protocol,
             roles,
@@ -331,6 +354,7 @@ impl Topology {
             coord,
             replicas,
             resource,
+            extra,
         })
     }
 }

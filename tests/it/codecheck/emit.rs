@@ -2,6 +2,7 @@
 //! --emit-scenario DIR`): the simulator, running the same nodes under the
 //! emitted script, finds the same violation on every seed.
 
+use fencesim::check::ViolationKind;
 use fencesim::codecheck::to_scenario::{replays, to_scenario};
 use fencesim::codecheck::{check_protocol, Bounds};
 use fencesim::protocol::ProtocolKind;
@@ -24,22 +25,29 @@ fn every_unsafe_protocols_shortest_counterexample_replays_in_the_simulator() {
         (ProtocolKind::CheckBeforeWrite, small()),
         (ProtocolKind::FencedCheckThenWrite, no_pause),
     ] {
-        let (h, out) = check_protocol(kind, bounds).expect("supported");
-        let c = out.counterexample.expect("unsafe");
-        let text = to_scenario(&h, &c, &mut |t| replays(t, 2))
-            .unwrap_or_else(|e| panic!("{}: {e}", kind.id()));
-        // Judged again here, apart from the emitter's own acceptance.
-        let s = fencesim::scenario::parse(&text, "emitted").expect("valid scenario");
-        let r = fencesim::suite::run_scenario(&s, s.seeds.clone(), 2);
-        let kind_found = c.finding.kind;
-        assert_eq!(
-            r.agg.failing_seeds[kind_found as usize],
-            r.agg.seeds,
-            "{}: {kind_found} on every seed\n{text}",
-            kind.id()
-        );
-        assert!(r.met(), "{}: {:?}\n{text}", kind.id(), r.problems);
+        scripted_and_replayed(kind, bounds);
     }
+}
+
+/// `kind`'s shortest counterexample at `bounds`, scripted, and the
+/// simulator's finding of it on every seed of the script: its kind.
+pub fn scripted_and_replayed(kind: ProtocolKind, bounds: Bounds) -> ViolationKind {
+    let (h, out) = check_protocol(kind, bounds).expect("supported");
+    let c = out.counterexample.expect("unsafe");
+    let text = to_scenario(&h, &c, &mut |t| replays(t, 2))
+        .unwrap_or_else(|e| panic!("{}: {e}", kind.id()));
+    // Judged again here, apart from the emitter's own acceptance.
+    let s = fencesim::scenario::parse(&text, "emitted").expect("valid scenario");
+    let r = fencesim::suite::run_scenario(&s, s.seeds.clone(), 2);
+    let kind_found = c.finding.kind;
+    assert_eq!(
+        r.agg.failing_seeds[kind_found as usize],
+        r.agg.seeds,
+        "{}: {kind_found} on every seed\n{text}",
+        kind.id()
+    );
+    assert!(r.met(), "{}: {:?}\n{text}", kind.id(), r.problems);
+    kind_found
 }
 
 #[test]

@@ -8,6 +8,7 @@
 mod broken;
 mod cli;
 mod conditional;
+mod effects;
 mod emit;
 mod lock_server;
 mod refine;
@@ -132,11 +133,11 @@ fn a_search_stopped_by_its_state_bound_proves_nothing() {
 
 #[test]
 fn protocols_the_harness_cannot_drive_are_refused_by_name() {
-    let err = check_protocol(ProtocolKind::EffectNaive, small())
+    let err = check_protocol(ProtocolKind::Github2012Pair, small())
         .err()
         .expect("refused");
     assert!(
-        err.contains("effect-naive") && err.contains("fenced-cas"),
+        err.contains("github-2012-pair") && err.contains("fenced-cas"),
         "{err}"
     );
 }
