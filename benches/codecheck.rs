@@ -307,7 +307,7 @@ mod actors {
             horizon_ns: bounds.horizon_ms * MS,
         };
         let history = Judged {
-            judge: Judge::new(bounds.workers, false, false, false),
+            judge: Judge::new(bounds.workers, false, false, false, false),
             violated: false,
             handling: None,
         };

@@ -132,6 +132,10 @@ pub fn model_of(kind: ProtocolKind) -> Result<ModelOf, String> {
             "{}: no refinement mapping: an effect sink (and for the outbox a dispatcher and the store's outbox) stands beside the resource, and no model in models/ has a sink, so a call to it or its performance has no model step",
             kind.id()
         )),
+        ProtocolKind::Github2012Pair => Err(
+            "github-2012-pair: no refinement mapping: the pair's nodes promote themselves (heartbeats, a dead time, STONITH) and no model in models/ has a node that believes it is active without a grant from a coordinator, so a promotion has no model step"
+                .into(),
+        ),
         ProtocolKind::SingleDb | ProtocolKind::QueueClaim => Err(format!(
             "{}: no refinement mapping: the store is the lock (a transaction or a claim is the grant, ended by the store's own timeout and refused there), and every model in models/ has a lease coordinator beside a resource that does not know about it, so a write the store refuses for its ended grant has no model step",
             kind.id()

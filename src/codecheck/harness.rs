@@ -29,7 +29,7 @@ use super::judge::{Finding, Judge, Notes};
 use super::state::{Budget, Packet, State};
 use super::topology::Topology;
 use crate::protocol::{
-    Clocks, Durability, Effect, Input, Msg, Node, NodeId, Observation, Role, TimerId,
+    Clocks, Durability, Effect, Input, Msg, Node, NodeId, NodeLayout, Observation, Role, TimerId,
 };
 
 /// One step of a path.
@@ -137,6 +137,7 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
                 b.write_history,
                 self.topology.protocol.worker_writes_if_match(),
                 self.topology.protocol.kind.has_effect_sink(),
+                self.topology.protocol.kind.def().layout == NodeLayout::Pair,
             ),
         };
         let mut notes = Notes::default();
@@ -233,6 +234,10 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
                     finding = finding.or(found);
                 }
                 Effect::Observe(Observation::ReplyUsed { reply }) => s.judge.on_reply_used(&reply),
+                Effect::Observe(Observation::BecameActive { epoch, .. }) => {
+                    s.judge.on_became_active(node, epoch, notes)
+                }
+                Effect::Observe(Observation::SteppedDown { .. }) => s.judge.on_stepped_down(node),
                 Effect::Observe(_) => {}
             }
         }
@@ -402,6 +407,9 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
     ) -> Option<Finding> {
         s.budget.crashes -= 1;
         s.timers.retain(|t| t.node != node);
+        // A crashed pair node no longer believes it is active (as the
+        // history checker reads a `crash` record).
+        s.judge.on_stepped_down(node);
         let found = self.boot(s, node, notes, log.as_deref_mut());
         if node == s.primary {
             return found.or(self.promote(s, notes, log));

@@ -40,6 +40,12 @@
 //!   performing an effect whose request a worker sent under a generation
 //!   below the highest any worker had received by then (a request from a
 //!   node without a grant, the outbox dispatcher, is not judged).
+//! - For an active/passive pair (`check::two_actives`): a node's
+//!   `BecameActive` is a grant it issues and holds (issue order ranks them;
+//!   no token_order, as the history checker reads it); it believes it is
+//!   active until it steps down or crashes; `two_actives` is the resource
+//!   accepting a write of generation g from node X while another node
+//!   believes it is active under a generation above g.
 //!
 //! The judge's fields are part of the hashed state (its future verdicts
 //! depend on them); the vacuity witnesses are not (they are global facts
@@ -71,6 +77,8 @@ pub struct Judge {
     reads: Option<Reads>,
     /// Effect-sink protocols only (`Some`), as `reads`.
     effects: Option<Effects>,
+    /// The active/passive pair only (`Some`), as `reads`.
+    pair: Option<Pair>,
     /// Highest generation the resource accepted a write of.
     accepted_max: u32,
     /// Op id of the current value (0: the initial one).
@@ -91,6 +99,16 @@ struct Effects {
     sent_under: Vec<(u64, u32)>,
     /// The highest generation any worker has received so far.
     received_max: u32,
+}
+
+/// What `two_actives` needs (see the module doc).
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
+struct Pair {
+    /// (node, generation of its promotion) of each node that believes it
+    /// is active.
+    active: Vec<(u16, u32)>,
+    /// (op, node that sent its latest write).
+    writers: Vec<(u64, u16)>,
 }
 
 /// What a conditional write's judgement needs beside the sends.
@@ -134,8 +152,15 @@ pub struct Notes {
 impl Judge {
     /// `conditional`: the protocol's writes carry the version their read
     /// returned (`ProtocolConfig::worker_writes_if_match`).
-    /// `effects`: an effect sink stands beside the resource.
-    pub fn new(workers: usize, write_history: bool, conditional: bool, effects: bool) -> Judge {
+    /// `effects`: an effect sink stands beside the resource; `pair`: the
+    /// workers' addresses hold an active/passive pair.
+    pub fn new(
+        workers: usize,
+        write_history: bool,
+        conditional: bool,
+        effects: bool,
+        pair: bool,
+    ) -> Judge {
         Judge {
             grants: Vec::new(),
             deciders: Vec::new(),
@@ -148,6 +173,7 @@ impl Judge {
             handed: write_history.then(Vec::new),
             reads: conditional.then(Reads::default),
             effects: effects.then(Effects::default),
+            pair: pair.then(Pair::default),
         }
     }
 
@@ -282,6 +308,9 @@ impl Judge {
                 if let Some(reads) = self.reads.as_mut() {
                     let read = reads.latest_of(op.0);
                     Reads::set(&mut reads.at_send, op.0, read);
+                }
+                if let Some(pair) = self.pair.as_mut() {
+                    Reads::set(&mut pair.writers, op.0, from.0);
                 }
                 None
             }
@@ -422,6 +451,50 @@ impl Judge {
         })
     }
 
+    /// Pair node `node` became active (`epoch`: its storage reservation's,
+    /// if fenced): a new grant, held by `node` at once.
+    pub fn on_became_active(&mut self, node: NodeId, epoch: Option<Token>, notes: &mut Notes) {
+        let owner = 1 << 63 | self.grants.len() as u64;
+        let t = epoch.map_or(0, |t| t.0);
+        self.grants.push((owner, t));
+        notes.new_grant = true;
+        let generation = self.grants.len() as u32;
+        if let Some(w) = self.worker(node) {
+            self.received.retain(|r| !(r.0 as usize == w && r.1 == t));
+            self.received.push((w as u16, t, generation));
+            self.adopted[w] = generation;
+        }
+        if let Some(pair) = self.pair.as_mut() {
+            pair.active.retain(|a| a.0 != node.0);
+            pair.active.push((node.0, generation));
+        }
+    }
+
+    /// Pair node `node` stepped down or crashed: it no longer believes it
+    /// is active.
+    pub fn on_stepped_down(&mut self, node: NodeId) {
+        if let Some(pair) = self.pair.as_mut() {
+            pair.active.retain(|a| a.0 != node.0);
+        }
+    }
+
+    /// `two_actives` at the acceptance of `op`'s write of `generation`.
+    fn two_actives(&self, op: u64, generation: u32) -> Option<Finding> {
+        let pair = self.pair.as_ref()?;
+        let writer = pair.writers.iter().find(|w| w.0 == op)?.1;
+        let (y, newer) = pair
+            .active
+            .iter()
+            .filter(|a| a.0 != writer && a.1 > generation)
+            .max_by_key(|a| a.1)?;
+        Some(Finding {
+            kind: ViolationKind::TwoActives,
+            detail: format!(
+                "the resource accepted op {op} from node {writer} (promotion {generation}) while node {y} (promotion {newer}) believed it was active"
+            ),
+        })
+    }
+
     /// A worker received (or decided) generation `generation`.
     fn on_received(&mut self, generation: u32) {
         let Some(top) = self.effects.as_ref().map(|fx| fx.received_max) else {
@@ -472,6 +545,7 @@ impl Judge {
                 ),
             });
         }
+        let finding = finding.or_else(|| self.two_actives(op, generation));
         self.current_op = op;
         if self.rank(generation) > self.rank(self.accepted_max) {
             self.accepted_max = generation;
@@ -530,7 +604,7 @@ mod tests {
     /// A lease judge over two workers whose writes are conditional; A then
     /// B are granted (no tokens), B's write (op 2) is accepted.
     fn b_wrote_after_a_was_granted() -> Judge {
-        let mut j = Judge::new(2, false, true, false);
+        let mut j = Judge::new(2, false, true, false, false);
         let mut notes = Notes::default();
         for (w, owner) in [(A, 1), (B, 2)] {
             j.on_send(w, None, &acquire(owner), &mut notes);

@@ -11,7 +11,8 @@
 //! its own node type in their place through a factory (a deliberately
 //! broken copy of a node, say).
 
-use crate::protocol::alt_role::{layout, AltRole};
+use crate::protocol::active_passive::PairNode;
+use crate::protocol::alt_role::{layout, pair_node, AltRole};
 use crate::protocol::cache_lease::CasCache;
 use crate::protocol::client::LockKind;
 use crate::protocol::coordinator::Coordinator;
@@ -51,6 +52,8 @@ pub enum Builtin {
     Outbox(OutboxStore),
     /// effect-outbox's dispatcher (`dispatcher/0`).
     Dispatcher(Dispatcher),
+    /// github-2012-pair's node (at a worker's address).
+    Pair(PairNode),
 }
 
 impl Node for Builtin {
@@ -66,6 +69,7 @@ impl Node for Builtin {
             Builtin::Sink(n) => n.handle(clocks, input, effects),
             Builtin::Outbox(n) => n.handle(clocks, input, effects),
             Builtin::Dispatcher(n) => n.handle(clocks, input, effects),
+            Builtin::Pair(n) => n.handle(clocks, input, effects),
         }
     }
 }
@@ -83,9 +87,7 @@ pub fn builtin(role: &Role) -> Builtin {
         Role::Alt(AltRole::Sink) => Builtin::Sink(Sink::new()),
         Role::Alt(AltRole::OutboxStore(cfg)) => Builtin::Outbox(OutboxStore::new(cfg)),
         Role::Alt(AltRole::Dispatcher(cfg)) => Builtin::Dispatcher(Dispatcher::new(cfg)),
-        Role::Alt(AltRole::Pair(_)) => {
-            unreachable!("Topology::new does not admit the active/passive pair")
-        }
+        Role::Alt(AltRole::Pair(cfg)) => Builtin::Pair(PairNode::new(cfg)),
     }
 }
 
@@ -187,9 +189,10 @@ pub const MASTERS_DEFAULT: u8 = 3;
 /// replica group that fails over) and a resource — also one whose writes
 /// are conditional (object-store-cas's If-Match, cache-lease's gets/cas) —
 /// or the lock servers the clients decide with (see [`is_lock_server`]),
-/// or a store that is its own lock (see [`is_store_lock`]), and an effect
-/// sink (and outbox dispatcher) beside the resource; not the active/passive
-/// pair (its property, two actives, is one this checker does not judge).
+/// or a store that is its own lock (see [`is_store_lock`]), an effect
+/// sink (and outbox dispatcher) beside the resource, or the active/passive
+/// pair at the workers' addresses (`alt_role::pair_node`): every protocol
+/// of the catalogue.
 pub fn is_supported(kind: ProtocolKind) -> bool {
     matches!(
         kind,
@@ -213,6 +216,7 @@ pub fn is_supported(kind: ProtocolKind) -> bool {
             | ProtocolKind::EffectNaive
             | ProtocolKind::EffectIdempotencyKey
             | ProtocolKind::EffectOutbox
+            | ProtocolKind::Github2012Pair
     )
 }
 
@@ -334,7 +338,12 @@ impl Topology {
                 let mut cfg = worker_config(&protocol, i, coord, resource, timing);
                 cfg.coordinator = layout.worker_coordinator.unwrap_or(cfg.coordinator);
                 cfg.effect = layout.worker_effect;
-                Role::Worker(cfg)
+                if kind.def().layout == NodeLayout::Pair {
+                    // The pair's two nodes stand at the workers' addresses.
+                    pair_node(&protocol, &cfg, NodeId(1 - i as u16))
+                } else {
+                    Role::Worker(cfg)
+                }
             })
             .collect();
         for i in 0..protocol.replicas {

@@ -31,8 +31,8 @@ fn an_unsafe_protocol_prints_its_shortest_counterexample_and_exits_by_expectatio
 }
 
 #[test]
-fn an_unknown_or_unsupported_protocol_is_bad_input() {
-    for id in ["no-such-protocol", "github-2012-pair"] {
+fn an_unknown_protocol_is_bad_input() {
+    for id in ["no-such-protocol", "redis"] {
         let out = fencesim(&["check", "--code", id]);
         assert_eq!(out.status.code(), Some(2), "{id}: {}", stdout(&out));
         assert!(

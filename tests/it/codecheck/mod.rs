@@ -11,6 +11,7 @@ mod conditional;
 mod effects;
 mod emit;
 mod lock_server;
+mod pair;
 mod refine;
 mod replicated;
 mod store_lock;
@@ -132,12 +133,7 @@ fn a_search_stopped_by_its_state_bound_proves_nothing() {
 }
 
 #[test]
-fn protocols_the_harness_cannot_drive_are_refused_by_name() {
-    let err = check_protocol(ProtocolKind::Github2012Pair, small())
-        .err()
-        .expect("refused");
-    assert!(
-        err.contains("github-2012-pair") && err.contains("fenced-cas"),
-        "{err}"
-    );
+fn every_catalogue_protocol_is_driven_at_the_code_level() {
+    let all: Vec<&str> = ProtocolKind::ALL.iter().map(|k| k.id()).collect();
+    assert_eq!(fencesim::codecheck::supported(), all);
 }

@@ -221,6 +221,7 @@ fn each_driven_protocol_maps_to_the_model_the_models_name_for_it_or_says_why() {
             ProtocolKind::EffectNaive
             | ProtocolKind::EffectIdempotencyKey
             | ProtocolKind::EffectOutbox => Some("effect sink"),
+            ProtocolKind::Github2012Pair => Some("promote themselves"),
             _ => None,
         };
         if let Some(reason) = no_model {
