@@ -154,6 +154,7 @@ impl CodeArgs {
             max_states: self.max_states,
             timing,
             write_history: false,
+            arming_order: false,
         })
     }
 }

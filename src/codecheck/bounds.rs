@@ -41,6 +41,16 @@ pub struct Bounds {
     /// the rest of the state unless messages are lost or duplicated, so
     /// without those it splits no state; `refine` turns it on.
     pub write_history: bool,
+    /// Fire one node's timers that fall due at one instant only in the
+    /// order they were armed, as the simulator does (its events of one
+    /// instant run in the order they were scheduled). Off for proofs and
+    /// the reported shortest counterexample (any order covers more, and
+    /// time-equal deadlines of different nodes' clocks are ordered either
+    /// way in the world); the scenario emitter's fallback search turns it
+    /// on when the shortest path needs an order the simulator cannot
+    /// script (`to_scenario`). Its paths are paths of the unrestricted
+    /// search too, so what it finds is found.
+    pub arming_order: bool,
 }
 
 /// The default state bound. The proof (DFS) keeps ~20 bytes per unique
@@ -71,6 +81,7 @@ impl Default for Bounds {
             max_states: MAX_STATES_DEFAULT,
             timing,
             write_history: false,
+            arming_order: false,
         }
     }
 }

@@ -1,7 +1,8 @@
 //! The harness around the real nodes: what the simulator's event loop does,
 //! as a nondeterministic transition relation. From a state, every enabled
 //! [`Action`] — deliver any message in flight, lose one, duplicate one, fire
-//! the earliest timer (time advances to its deadline; ties in any order),
+//! the earliest timer (time advances to its deadline; ties in any order,
+//! or with `Bounds::arming_order` one node's in the order they were armed),
 //! pause a worker, crash and restart a node — yields one successor, computed
 //! by handing the input to the node's own `handle` and applying its effects
 //! as the simulator does (sends to the group address go to the coordinator
@@ -107,6 +108,19 @@ pub struct Harness<N> {
 }
 
 impl<N: Node + Clone + Hash + Eq> Harness<N> {
+    /// The same nodes and bounds with each node's timers of one instant
+    /// fired only in the order they were armed ([`Bounds::arming_order`]).
+    pub fn in_arming_order(&self) -> Harness<N> {
+        Harness {
+            topology: self.topology.clone(),
+            factory: self.factory,
+            bounds: Bounds {
+                arming_order: true,
+                ..self.bounds
+            },
+        }
+    }
+
     /// Every node booted at time 0, the coordinator promoted.
     pub fn initial(&self) -> State<N> {
         self.initial_logged(None)
@@ -214,9 +228,12 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
                         msg,
                     });
                 }
-                Effect::SetTimer { timer, after_ns } => {
-                    s.set_timer(node, timer, now.saturating_add(after_ns))
-                }
+                Effect::SetTimer { timer, after_ns } => s.set_timer(
+                    node,
+                    timer,
+                    now.saturating_add(after_ns),
+                    self.bounds.arming_order,
+                ),
                 Effect::CancelTimer { timer } => s.cancel_timer(node, timer),
                 Effect::Persist {
                     durability: Durability::Synced,
@@ -265,11 +282,15 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
             if first.deadline_ns > self.bounds.horizon_ms * super::topology::MS {
                 *cut = Some(Cut::Horizon);
             } else {
+                let mut node = None;
                 for t in s
                     .timers
                     .iter()
                     .take_while(|t| t.deadline_ns == first.deadline_ns)
                 {
+                    if self.bounds.arming_order && node.replace(t.node) == Some(t.node) {
+                        continue; // armed after this node's first one due now
+                    }
                     out.push(Action::Fire {
                         node: t.node,
                         timer: t.timer,
@@ -370,7 +391,8 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
             }
             Action::Pause(node) => {
                 s.budget.pauses -= 1;
-                s.delay_timers(node, self.bounds.pause_ms * super::topology::MS);
+                let by_ns = self.bounds.pause_ms * super::topology::MS;
+                s.delay_timers(node, by_ns, self.bounds.arming_order);
                 None
             }
             Action::Crash(node) => self.crash(&mut s, node, &mut notes, log),

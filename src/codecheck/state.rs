@@ -53,7 +53,8 @@ pub struct State<N> {
     pub nodes: Vec<N>,
     /// Each node's last synced record: what survives its crash.
     pub synced: Vec<Option<Record>>,
-    /// Sorted by deadline, then node and timer id.
+    /// Sorted by deadline, then node and timer id (with
+    /// `Bounds::arming_order`: by deadline and node, then arming order).
     pub timers: Vec<Timer>,
     /// Sorted by [`Packet::order_key`].
     pub in_flight: Vec<Packet>,
@@ -106,23 +107,43 @@ impl<N> State<N> {
             .retain(|t| !(t.node == node && t.timer == timer));
     }
 
-    /// Sets (or replaces) `node`'s `timer` to fire at `deadline_ns`.
-    pub fn set_timer(&mut self, node: NodeId, timer: TimerId, deadline_ns: u64) {
+    /// Sets (or replaces) `node`'s `timer` to fire at `deadline_ns`. With
+    /// `arming_order`, after every timer of `node` due at the same instant
+    /// (the timers are then sorted by deadline and node only, one node's
+    /// timers of one instant in the order they were armed).
+    pub fn set_timer(
+        &mut self,
+        node: NodeId,
+        timer: TimerId,
+        deadline_ns: u64,
+        arming_order: bool,
+    ) {
         self.cancel_timer(node, timer);
         let t = Timer {
             deadline_ns,
             node,
             timer,
         };
-        let at = self.timers.partition_point(|x| *x <= t);
+        let at = if arming_order {
+            let key = (deadline_ns, node);
+            self.timers
+                .partition_point(|x| (x.deadline_ns, x.node) <= key)
+        } else {
+            self.timers.partition_point(|x| *x <= t)
+        };
         self.timers.insert(at, t);
     }
 
-    /// Every timer of `node` fires `by_ns` later (the node was paused).
-    pub fn delay_timers(&mut self, node: NodeId, by_ns: u64) {
+    /// Every timer of `node` fires `by_ns` later (the node was paused);
+    /// with `arming_order`, a stable sort keeps its arming order.
+    pub fn delay_timers(&mut self, node: NodeId, by_ns: u64, arming_order: bool) {
         for t in self.timers.iter_mut().filter(|t| t.node == node) {
             t.deadline_ns = t.deadline_ns.saturating_add(by_ns);
         }
-        self.timers.sort();
+        if arming_order {
+            self.timers.sort_by_key(|t| (t.deadline_ns, t.node));
+        } else {
+            self.timers.sort();
+        }
     }
 }

@@ -13,17 +13,21 @@
 //!   timeout, check-to-write all × K), and step i lands in
 //!   `[K·t_i, K·t_i + K − 1]` of its search instant t_i, so every strict
 //!   comparison the nodes make between clock readings comes out the same;
-//! - each node's steps are strictly ordered (`τ_i ≥ τ_{i−1} + 1`), and a
-//!   superseded effect's last step follows every other (its verdict rests
-//!   on another worker's receipt no message links to it); latency is 1 ms and a
-//!   delivery at step d of a message sent at step s is a `delay` fault of
-//!   `τ_d − τ_s − 1` ms on its link's `nth` message;
+//! - each node's steps are strictly ordered (`τ_i ≥ τ_prev + 1`), but for
+//!   two timers of one node fired one after the other, the first armed
+//!   first: at one instant the simulator runs its events in the order they
+//!   were scheduled, so those two may share an instant (`τ_i ≥ τ_prev`); a
+//!   superseded effect's last step follows every other step (its verdict
+//!   rests on another worker's receipt no message links to it);
+//!   latency is 1 ms and a delivery at step d of a message sent at step s
+//!   is a `delay` fault of `τ_d − τ_s − 1` ms on its link's `nth` message;
 //! - a timer armed at step s with `after` fires at `τ_s + K·after`; one
 //!   still pending at a later step (cancelled, re-armed, its node crashed,
 //!   or the path's end) is due after that step. Redlock's validity timer is
 //!   due where the simulator's client puts it at a K-times TTL,
 //!   `K·ttl − drift(K·ttl)` after the acquisition's start (its 2 ms of
-//!   drift do not scale), and its firing step has no window;
+//!   drift do not scale), and its firing step has no window, nor has the
+//!   firing of a timer armed there (as much later as it);
 //! - a pause is a `pause` fault that ends exactly when the worker's first
 //!   timer fires after it (the simulator holds the timer until then); no
 //!   message may reach the paused worker before that (refused if one does).
@@ -48,11 +52,22 @@
 //!   timer (messages take no time in the search). Each such *tie* is tried
 //!   both ways — the timer still pending, or fired just before — fewest
 //!   timers fired first, and the caller's `accept` (a simulator run) picks
-//!   the first schedule that reproduces the violation;
+//!   the first schedule that reproduces the violation. A step that fires a
+//!   timer of the node armed before the pending one may be at its very
+//!   deadline (the simulator runs the earlier-armed first);
 //! - fire one node's timers with the same deadline in any order (the
 //!   simulator fires them in arming order). When the path has no schedule,
 //!   the same-length paths one or two adjacent swaps away are tried; each
 //!   is replayed through the harness and must end in the same violation.
+//!   When none has one either, the BFS runs again with each node's timers
+//!   of one instant fired in arming order only (`Bounds::arming_order`,
+//!   used for nothing else: proofs and the reported counterexample keep
+//!   every order) and its shortest path to the same violation is scripted
+//!   the same way, the header saying so. Two timers of one node armed at
+//!   one step and re-armed in step (zk-sequential's 6 ms request timeout
+//!   and its two 3 ms pings) are due at exactly one simulator instant at
+//!   every K, so no schedule can put anything between them but in the
+//!   order they were armed.
 //!
 //! A path with no schedule, or a step the simulator has no scripted form
 //! for, is an error naming the step — never approximated.
@@ -62,7 +77,7 @@ use std::fmt::Write as _;
 use std::hash::Hash;
 
 use super::harness::{Action, Did, Harness, Next};
-use super::search::Counterexample;
+use super::search::{search, Counterexample};
 use super::state::Packet;
 use super::topology::{is_lock_server, MS};
 use crate::check::ViolationKind;
@@ -144,6 +159,12 @@ struct Armed {
     /// A worker's first step, armed at boot for `start_ns` (0 in the
     /// search): the scenario's `start_ms` puts it anywhere in instant 0.
     start: bool,
+    /// Its place in the order timers were armed along the path. A node
+    /// arms its timers at its own steps, which the simulator runs in path
+    /// order at strictly increasing instants (and one step's effects in
+    /// their order), so of two timers of one node due at one instant the
+    /// simulator fires the one with the smaller `seq` first.
+    seq: usize,
 }
 
 /// When a worker's first step fires in the simulator.
@@ -232,6 +253,12 @@ struct Walk {
     /// many do.
     hold: bool,
     held: usize,
+    /// Timers armed so far (the next one's `seq`).
+    armings: usize,
+    /// Each node's latest step that fired a timer exactly at its
+    /// deadline (not held by a pause, not Redlock's validity), and that
+    /// timer.
+    fired_exactly: BTreeMap<NodeId, (usize, Armed)>,
 }
 
 impl Walk {
@@ -256,8 +283,11 @@ impl Walk {
             self.starts.insert(node, Start::After(at));
             return;
         }
-        // τ_anchor + span ≥ τ_at + 1
-        self.edge_span(at, t.anchor, 1, t.span.negated());
+        // τ_anchor + span ≥ τ_at + 1; or ≥ τ_at if step `at` fired a
+        // timer of the same node armed before this one (exactly at its
+        // deadline): at one instant the simulator runs that timer first.
+        let ms = i64::from(!self.fires_before(node, at, &t));
+        self.edge_span(at, t.anchor, ms, t.span.negated());
         if t.due_ns == self.instants_ns[at] {
             // Due at the very instant of step `at`: the search may handle
             // `at` first (messages take no time), the simulator cannot
@@ -274,6 +304,18 @@ impl Walk {
                 e.tie = Some((tie, false));
             }
         }
+    }
+
+    /// Whether step `at` fired a timer of `node` exactly at its deadline
+    /// that the simulator, were both due at one instant, runs before `t`
+    /// (armed before it; both scaled, so both land exactly).
+    fn fires_before(&self, node: NodeId, at: usize, t: &Armed) -> bool {
+        matches!(t.span, Span::Scaled(_))
+            && !t.start
+            && self
+                .fired_exactly
+                .get(&node)
+                .is_some_and(|&(step, f)| step == at && f.seq < t.seq)
     }
 
     fn paused(&self, node: NodeId) -> Option<usize> {
@@ -309,7 +351,9 @@ impl Walk {
                     timer,
                     after_ns,
                 } => {
-                    let armed = self.armed(node, timer, after_ns, i)?;
+                    let mut armed = self.armed(node, timer, after_ns, i)?;
+                    armed.seq = self.armings;
+                    self.armings += 1;
                     if let Some(old) = self.timers.remove(&(node, timer)) {
                         self.pending_at(node, old, i);
                     }
@@ -357,6 +401,7 @@ impl Walk {
                 span: Span::RedlockValidity { ttl_ns },
                 due_ns,
                 start: false,
+                seq: 0,
             });
         }
         if after_ns % MS != 0 {
@@ -369,6 +414,7 @@ impl Walk {
             span: Span::Scaled((after_ns / MS) as i64),
             due_ns,
             start: i == 0 && after_ns == 0 && worker,
+            seq: 0,
         })
     }
 
@@ -457,11 +503,15 @@ impl Walk {
             None => {
                 self.edge_span(t.anchor, i, 0, (1, t.span));
                 self.edge_span(i, t.anchor, 0, t.span.negated());
+                if matches!(t.span, Span::Scaled(_)) {
+                    self.fired_exactly.insert(node, (i, t));
+                }
             }
         }
-        if !matches!(t.span, Span::Scaled(_)) {
+        if !matches!(t.span, Span::Scaled(_)) || self.unwindowed.contains(&t.anchor) {
             // Its node's steps and messages order it; its instant, by
-            // (2K − 2) ms of drift, is not the search's × K.
+            // (2K − 2) ms of drift, is not the search's × K (nor, for a
+            // timer armed at such a step, its firing's).
             self.unwindowed.push(i);
         }
         Ok(())
@@ -480,9 +530,18 @@ impl Walk {
         };
         for node in node.into_iter().chain(also) {
             // Each node's steps in path order; different nodes' steps are
-            // independent unless a message links them.
+            // independent unless a message links them. Two timers of one
+            // node fired one after the other may share an instant if the
+            // first was armed first (the simulator's order at one instant).
             let previous = self.last.insert(node, i).unwrap_or(0);
-            self.edge(previous, i, 1, 0);
+            let same_instant = match action {
+                Action::Fire { timer, .. } if self.paused(node).is_none() => self
+                    .timers
+                    .get(&(node, timer))
+                    .is_some_and(|t| self.fires_before(node, previous, t)),
+                _ => false,
+            };
+            self.edge(previous, i, i64::from(!same_instant), 0);
         }
         match action {
             Action::Deliver(p) => self.deliver(&p, i)?,
@@ -690,7 +749,53 @@ pub fn to_scenario<N: Node + Clone + Hash + Eq>(
             ));
         }
     }
-    first
+    if h.bounds.arming_order {
+        return first;
+    }
+    match in_arming_order(h, c, accept) {
+        Ok(text) => Ok(text),
+        Err(why) => first.map_err(|e| format!("{e}; {why}")),
+    }
+}
+
+/// The fallback when the shortest path and its swaps have no schedule:
+/// a shortest path to the same violation found by the BFS with each
+/// node's timers of one instant fired in the order they were armed (the
+/// simulator's order, `Bounds::arming_order`), scripted like any other.
+/// Its steps are steps of the unrestricted search, so it is a path of the
+/// same code to the same violation, only possibly longer.
+fn in_arming_order<N: Node + Clone + Hash + Eq>(
+    h: &Harness<N>,
+    c: &Counterexample,
+    accept: &mut dyn FnMut(&str) -> bool,
+) -> Result<String, String> {
+    let strict = h.in_arming_order();
+    let out = search(&strict);
+    let Some(d) = out.counterexample else {
+        return Err(format!(
+            "with each node's timers of one instant in arming order the BFS finds no violation ({} states{})",
+            out.unique_states,
+            if out.hits.max_states { ", its state bound hit" } else { "" }
+        ));
+    };
+    if d.finding.kind != c.finding.kind {
+        return Err(format!(
+            "with each node's timers of one instant in arming order the shortest violation is {}, not {}",
+            d.finding.kind, c.finding.kind
+        ));
+    }
+    let text = to_scenario(&strict, &d, accept).map_err(|e| {
+        format!(
+            "the {}-step shortest path with each node's timers of one instant in arming order: {e}",
+            d.steps.len()
+        )
+    })?;
+    Ok(format!(
+        "# The search's shortest path ({} steps) has no schedule (the search fires one node's timers of one\n# instant in any order, the simulator in the order they were armed). Scripted instead: the shortest\n# path that fires them in that order ({} steps; a BFS of {} states).\n{text}",
+        c.steps.len(),
+        d.steps.len(),
+        out.unique_states
+    ))
 }
 
 /// [`to_scenario`] for the path as it is.

@@ -12,10 +12,13 @@
 //! that at the same bounds; so does a master restarted without fsync,
 //! where `fsync = "always"` is proved) and found unsafe after. The shortest
 //! counterexamples of etcd, DynamoDB and PostgreSQL replay in the simulator
-//! on every seed, and so does Redlock's at 3 in flight and 14 ms, its
-//! validity timer placed as the simulator's client computes it.
+//! on every seed, and so do zk-sequential's (the shortest path in the
+//! simulator's timer order) and Redlock's at the default bounds and at 3 in
+//! flight and 14 ms, its validity timer placed as the simulator's client
+//! computes it.
 
 use fencesim::check::ViolationKind;
+use fencesim::codecheck::harness::Next;
 use fencesim::codecheck::to_scenario::{replays, to_scenario};
 use fencesim::codecheck::{
     builtin, check, check_protocol_with, Action, Bounds, Builtin, Harness, Options, Outcome,
@@ -99,8 +102,7 @@ fn zk_sequential_is_proved_with_its_sequence_number_fence_and_found_without() {
 #[test]
 fn the_unfenced_etcd_dynamodb_and_postgresql_counterexamples_replay_in_the_simulator_on_every_seed()
 {
-    // zk-sequential's shortest paths have no script: B's request timeout
-    // and second ping fall due at one instant (docs/model-checking.md).
+    // zk-sequential's shortest paths have no script (their own test below).
     for kind in [
         ProtocolKind::EtcdMutexNoRecheck,
         ProtocolKind::DynamodbHeartbeat,
@@ -128,6 +130,54 @@ fn the_unfenced_etcd_dynamodb_and_postgresql_counterexamples_replay_in_the_simul
         );
         assert_eq!(r.agg.seeds, 20, "{text}");
     }
+}
+
+#[test]
+fn zk_sequentials_stale_write_is_scripted_from_the_shortest_path_in_the_simulators_timer_order() {
+    // Every shortest path fires B's second ping (3 ms, re-armed at 3) before
+    // B's request timeout (6 ms), both armed when B's acquisition started
+    // and due at 6, and handles B's zk_created between them: the simulator
+    // fires the timeout first (armed first), so no schedule replays. The
+    // BFS with one node's timers of one instant in arming order finds a
+    // path as short that the simulator follows: the timeout fires (the
+    // cancelled ping, due at the same instant, is not run), B retries with
+    // a new session and writes while A's delayed write is in flight.
+    let kind = ProtocolKind::ZkSequential;
+    let unfenced = Options {
+        fence: Some(false),
+        ..Options::default()
+    };
+    let (h, out) = check_protocol_with(kind, unfenced, bounds(kind)).expect("supported");
+    let c = out.counterexample.expect("unsafe");
+    assert_eq!(c.steps.len(), 26, "{c:?}");
+    let text = to_scenario(&h, &c, &mut |t| replays(t, 2)).expect("scripted");
+    assert!(
+        text.contains("The search's shortest path (26 steps) has no schedule")
+            && text.contains("fires them in that order (26 steps"),
+        "{text}"
+    );
+    replays_on_every_seed(&text, c.finding.kind);
+    // In arming order the search's own path stops at its step 13: at 6 ms
+    // only B's request timeout (armed first) may fire, not its second ping.
+    let strict = h.in_arming_order();
+    let mut s = strict.initial();
+    let refused = c.steps.iter().position(|&(a, _)| {
+        if !strict.actions(&s, &mut None).contains(&a) {
+            return true;
+        }
+        match strict.next(&s, a) {
+            Next::State(next, _) => {
+                s = next;
+                false
+            }
+            _ => true,
+        }
+    });
+    assert_eq!(refused, Some(12), "{c:?}");
+    assert!(
+        matches!(c.steps[12], (Action::Fire { node, .. }, 6_000_000) if node.0 == 1),
+        "{c:?}"
+    );
 }
 
 #[test]
@@ -278,7 +328,7 @@ fn redlock_without_a_fence_is_found_unsafe_after_its_keys_expire_and_replays_wit
 ) {
     // 3 in flight and 14 ms: B's attempts at 0, 4 and 8 ms are refused
     // one after the other, the one at 12 ms wins; the default 4 in flight
-    // and 12 ms find a 25-step path (slower: docs/model-checking.md).
+    // and 12 ms find a 25-step path (slower: the next test).
     let kind = ProtocolKind::Redlock;
     let b = Bounds {
         in_flight_max: 3,
@@ -294,6 +344,22 @@ fn redlock_without_a_fence_is_found_unsafe_after_its_keys_expire_and_replays_wit
     // simulator's client puts it at the script's scale: TTL − 1 % − 2 ms
     // after the acquisition's start, its 2 ms unscaled.
     let text = to_scenario(&h, &c, &mut |t| replays(t, 2)).expect("scripted");
+    replays_on_every_seed(&text, c.finding.kind);
+}
+
+#[test]
+fn redlocks_25_step_stale_write_at_the_default_bounds_replays_with_the_steps_after_its_validity_unwindowed(
+) {
+    // A's validity fires (2K − 2) ms later in the simulator than K × the
+    // search's instant; the timer A arms there (1 ms) fires as much later,
+    // so its step, like the validity's, is ordered by A's steps and
+    // messages, not by its instant's window.
+    let kind = ProtocolKind::Redlock;
+    let (h, out) = check_protocol_with(kind, Options::default(), bounds(kind)).expect("supported");
+    let c = out.counterexample.expect("no fence: unsafe");
+    assert_eq!(c.steps.len(), 25, "{c:?}");
+    let text = to_scenario(&h, &c, &mut |t| replays(t, 2)).expect("scripted");
+    assert!(text.contains("Timing × 100;"), "{text}");
     replays_on_every_seed(&text, c.finding.kind);
 }
 
