@@ -83,19 +83,38 @@ const DELAY_STREAM: u64 = fnv1a64(b"net.delay");
 const DUPLICATE_STREAM: u64 = fnv1a64(b"net.duplicate");
 
 impl Network {
-    /// The network of a run, reusing `link_counts`' allocation (a previous run's
-    /// table, from [`Network::into_link_counts`]); its contents are reset.
-    pub fn new_in(
-        opts: &NetworkOptions,
-        nodes: usize,
-        faults: &[Fault],
-        seed: u64,
-        mut link_counts: Vec<u32>,
-    ) -> Network {
+    /// The network of a run of `seed`: its four streams seeded.
+    pub fn new(opts: &NetworkOptions, nodes: usize, faults: &[Fault], seed: u64) -> Network {
+        let mut net = Network {
+            opts: opts.clone(),
+            rateless: false,
+            nodes,
+            link_counts: Vec::new(),
+            scripted: BTreeMap::new(),
+            partitions: Vec::new(),
+            latency: Rng::stream_with_id(seed, LATENCY_STREAM),
+            loss: Rng::stream_with_id(seed, LOSS_STREAM),
+            delay: Rng::stream_with_id(seed, DELAY_STREAM),
+            duplicate: Rng::stream_with_id(seed, DUPLICATE_STREAM),
+            resolved: Vec::new(),
+        };
+        net.reset(opts, nodes, faults, seed);
+        net
+    }
+
+    /// This network as [`Network::new`] makes it for a run of `seed`, in
+    /// place: its tables keep their allocations and its streams are
+    /// re-seeded where they are, never moved (a thread's runs reuse one
+    /// network, `sim::Scratch`). A network whose rates are all zero draws
+    /// from its latency stream alone (`send`), so the loss, delay and
+    /// duplicate streams are re-seeded only when a rate can fire; a run
+    /// that needs them always re-seeds them first.
+    pub fn reset(&mut self, opts: &NetworkOptions, nodes: usize, faults: &[Fault], seed: u64) {
         assert!(nodes <= 64, "partitions use 64-bit node masks");
         assert!(opts.latency_min_ns <= opts.latency_max_ns);
-        let mut scripted: BTreeMap<(u16, u16, u32), MsgFaults> = BTreeMap::new();
+        self.scripted.clear();
         for f in faults {
+            let scripted = &mut self.scripted;
             match *f {
                 Fault::Drop { from, to, nth } => {
                     scripted.entry((from.0, to.0, nth)).or_default().drop = true
@@ -123,30 +142,20 @@ impl Network {
         let (loss_p, delay_p, duplicate_p) = opts.rates();
         // `send` draws for a loss rate `> 0.0` and a delay or duplicate
         // rate not `<= 0.0` (`draw_spike`): none of them here.
-        let rateless =
+        self.rateless =
             opts.calm.is_none() && [loss_p, delay_p, duplicate_p].iter().all(|&p| p <= 0.0);
-        Network {
-            opts: opts.clone(),
-            rateless,
-            nodes,
-            link_counts: {
-                link_counts.clear();
-                link_counts.resize(nodes * nodes, 0);
-                link_counts
-            },
-            scripted,
-            partitions: Vec::new(),
-            latency: Rng::stream_with_id(seed, LATENCY_STREAM),
-            loss: Rng::stream_with_id(seed, LOSS_STREAM),
-            delay: Rng::stream_with_id(seed, DELAY_STREAM),
-            duplicate: Rng::stream_with_id(seed, DUPLICATE_STREAM),
-            resolved: Vec::new(),
+        self.opts.clone_from(opts);
+        self.nodes = nodes;
+        self.link_counts.clear();
+        self.link_counts.resize(nodes * nodes, 0);
+        self.partitions.clear();
+        self.resolved.clear();
+        self.latency.reseed(seed, LATENCY_STREAM);
+        if !self.rateless {
+            self.loss.reseed(seed, LOSS_STREAM);
+            self.delay.reseed(seed, DELAY_STREAM);
+            self.duplicate.reseed(seed, DUPLICATE_STREAM);
         }
-    }
-
-    /// The per-link message counters' allocation, for the next run.
-    pub fn into_link_counts(self) -> Vec<u32> {
-        self.link_counts
     }
 
     pub fn cut(&self, from: NodeId, to: NodeId) -> bool {
@@ -287,7 +296,7 @@ mod tests {
             partition_hits_in_flight: false,
             calm,
         };
-        Network::new_in(&opts, 2, &[], 7, Vec::new())
+        Network::new(&opts, 2, &[], 7)
     }
 
     fn delivered(net: &mut Network, now: Nanos) -> bool {

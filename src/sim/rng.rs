@@ -18,6 +18,16 @@ pub struct Rng {
     inner: ChaCha8Rng,
 }
 
+/// Stream `stream_id` of `master_seed` (see the module doc), at its start.
+#[inline]
+fn chacha(master_seed: u64, stream_id: u64) -> ChaCha8Rng {
+    let mut key = [0u8; 32];
+    key[..8].copy_from_slice(&master_seed.to_le_bytes());
+    let mut inner = ChaCha8Rng::from_seed(key);
+    inner.set_stream(stream_id);
+    inner
+}
+
 impl Rng {
     pub fn stream(master_seed: u64, name: &str) -> Rng {
         Rng::stream_with_id(master_seed, fnv1a64(name.as_bytes()))
@@ -25,11 +35,15 @@ impl Rng {
 
     /// [`Rng::stream`] given its name's hash (`fnv1a64`, computed once).
     pub fn stream_with_id(master_seed: u64, stream_id: u64) -> Rng {
-        let mut key = [0u8; 32];
-        key[..8].copy_from_slice(&master_seed.to_le_bytes());
-        let mut inner = ChaCha8Rng::from_seed(key);
-        inner.set_stream(stream_id);
-        Rng { inner }
+        Rng {
+            inner: chacha(master_seed, stream_id),
+        }
+    }
+
+    /// This stream made [`Rng::stream_with_id`]`(master_seed, stream_id)`,
+    /// in place.
+    pub fn reseed(&mut self, master_seed: u64, stream_id: u64) {
+        self.inner = chacha(master_seed, stream_id);
     }
 
     pub fn next_u64(&mut self) -> u64 {
@@ -107,6 +121,20 @@ mod tests {
     }
 
     const PINNED_FIRST_DRAW: u64 = 6_151_708_792_742_955_744;
+
+    #[test]
+    fn a_reseeded_stream_draws_what_a_fresh_one_draws() {
+        // Drawn part-way into a block, then re-seeded to another seed and name.
+        let mut reused = Rng::stream(3, "net.loss");
+        for _ in 0..5 {
+            reused.next_u64();
+        }
+        reused.reseed(9, fnv1a64(b"net.latency"));
+        let mut fresh = Rng::stream(9, "net.latency");
+        for _ in 0..40 {
+            assert_eq!(reused.next_u64(), fresh.next_u64());
+        }
+    }
 
     #[test]
     fn seeking_to_a_draw_gives_what_drawing_up_to_it_gives() {

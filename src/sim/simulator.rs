@@ -160,8 +160,11 @@ struct Sim<'o, 'f> {
     slab: Vec<Ev>,
     free: Vec<u32>,
     slots: Vec<Slot>,
-    net: Network,
-    recorder: Recorder,
+    /// Boxed, and kept in the [`Scratch`] between runs: set up in place
+    /// for each seed (its four ChaCha streams are most of its size), and
+    /// moved as one pointer.
+    net: Box<Network>,
+    recorder: Box<Recorder>,
     history: History,
     trace: Trace,
     script: Vec<Fault>,
@@ -193,18 +196,19 @@ pub fn run_with<'f>(
 }
 
 /// The buffers a run leaves behind for the next one on the same thread:
-/// the event queue and slab, the node slots, the per-link counters, the
-/// effect and trigger lists and (handed back with [`Scratch::recycle`]) the
-/// history's event vector. Cleared, never reallocated, between runs; what
-/// a run computes never depends on them (a fresh `Scratch` and a used one
-/// give the same outcome and trace hash).
+/// the event queue and slab, the node slots, the network (its per-link
+/// counters and its streams, re-seeded in place: [`Network::reset`]), the
+/// recorder's tables, the effect and trigger lists and (handed back with
+/// [`Scratch::recycle`]) the history's event vector. Cleared, never
+/// reallocated, between runs; what a run computes never depends on them (a
+/// fresh `Scratch` and a used one give the same outcome and trace hash).
 #[derive(Default)]
 pub struct Scratch {
     queue: EventQueue,
     slab: Vec<Ev>,
     free: Vec<u32>,
     slots: Vec<Slot>,
-    link_counts: Vec<u32>,
+    net: Option<Box<Network>>,
     triggers: Vec<Trigger>,
     fired: VecDeque<usize>,
     fx: Vec<Effect>,
@@ -213,7 +217,7 @@ pub struct Scratch {
     /// the same scenario has the same ones and need not copy them again.
     nodes: Vec<String>,
     keys: Vec<String>,
-    recorder: Recorder,
+    recorder: Option<Box<Recorder>>,
 }
 
 impl Scratch {
@@ -260,13 +264,13 @@ pub fn run_in<'f>(
 ) -> RunOutcome {
     let mut script = opts.faults.clone();
     script.extend(resolve_random(opts, seed));
-    let net = Network::new_in(
-        &opts.network,
-        opts.nodes.len(),
-        &script,
-        seed,
-        std::mem::take(&mut scratch.link_counts),
-    );
+    let net = match scratch.net.take() {
+        Some(mut net) => {
+            net.reset(&opts.network, opts.nodes.len(), &script, seed);
+            net
+        }
+        None => Box::new(Network::new(&opts.network, opts.nodes.len(), &script, seed)),
+    };
     let mut queue = std::mem::take(&mut scratch.queue);
     queue.clear();
     let mut fired = std::mem::take(&mut scratch.fired);
@@ -285,10 +289,12 @@ pub fn run_in<'f>(
         free: reuse(&mut scratch.free),
         slots: std::mem::take(&mut scratch.slots),
         net,
-        recorder: {
-            let mut r = std::mem::take(&mut scratch.recorder);
-            r.clear();
-            r
+        recorder: match scratch.recorder.take() {
+            Some(mut r) => {
+                r.clear();
+                r
+            }
+            None => Box::default(),
         },
         history: History {
             nodes,
@@ -476,9 +482,10 @@ impl<'o, 'f> Sim<'o, 'f> {
         }
         self.trace(to, What::Recv { from, msg }, None);
         let reports_replies = self.slots[to.0 as usize].reports_replies;
-        if let Some(e) = self.recorder.on_deliver(from, to, &msg, reports_replies) {
-            self.record(e);
-        }
+        let first = self.history.events.len();
+        self.recorder
+            .on_deliver(from, to, &msg, reports_replies, &mut self.history.events);
+        self.stamp_from(first);
         self.step(to, Input::Message { from, msg });
     }
 
@@ -564,14 +571,10 @@ impl<'o, 'f> Sim<'o, 'f> {
                         Role::Worker(w) => Some(w.key.0),
                         _ => None,
                     };
-                    for e in self
-                        .recorder
-                        .on_observe(id, &obs, key)
-                        .into_iter()
-                        .flatten()
-                    {
-                        self.record(e);
-                    }
+                    let first = self.history.events.len();
+                    self.recorder
+                        .on_observe(id, &obs, key, &mut self.history.events);
+                    self.stamp_from(first);
                 }
             }
         }
@@ -589,9 +592,10 @@ impl<'o, 'f> Sim<'o, 'f> {
             (to.0 as usize) < self.slots.len(),
             "send to unknown node {to:?}"
         );
-        if let Some(e) = self.recorder.on_send(self.now, from, to, &msg) {
-            self.record(e);
-        }
+        let first = self.history.events.len();
+        self.recorder
+            .on_send(self.now, from, to, &msg, &mut self.history.events);
+        self.stamp_from(first);
         match self.net.send(self.now, from, to) {
             Fate::Deliver {
                 at_ns,
@@ -631,27 +635,40 @@ impl<'o, 'f> Sim<'o, 'f> {
         self.trace.push(self.seq, self.now, node, &what, record);
     }
 
-    fn record(&mut self, mut e: Event) {
+    /// A lifecycle record (crash, pause, …): into the history, then stamped.
+    fn record(&mut self, e: Event) {
+        self.history.events.push(e);
+        self.stamp_from(self.history.events.len() - 1);
+    }
+
+    /// Stamps the records the recorder pushed from index `first` on, in
+    /// order: seq and time written into each one's slot, its trace words
+    /// and its fault triggers. A record is built where it stays (the
+    /// recorder pushes it), never moved here.
+    #[inline]
+    fn stamp_from(&mut self, first: usize) {
+        for index in first..self.history.events.len() {
+            self.stamp(index);
+        }
+    }
+
+    fn stamp(&mut self, index: usize) {
         self.seq += 1;
-        e.seq = self.seq;
-        e.t_true_ns = self.now;
-        let index = self.history.events.len();
-        self.trace.push(
-            e.seq,
-            self.now,
-            NodeId(e.node),
-            &What::Record(index),
-            Some(&e),
-        );
+        let (seq, now) = (self.seq, self.now);
+        let e = &mut self.history.events[index];
+        e.seq = seq;
+        e.t_true_ns = now;
+        self.trace
+            .push(seq, now, NodeId(e.node), &What::Record(index), Some(e));
+        let (node, kind) = (e.node, e.kind);
         for t in &mut self.triggers {
-            if t.seen < t.nth && t.node.0 == e.node && t.kind == e.kind {
+            if t.seen < t.nth && t.node.0 == node && t.kind == kind {
                 t.seen += 1;
                 if t.seen == t.nth {
                     self.fired.push_back(t.fault);
                 }
             }
         }
-        self.history.events.push(e);
     }
 
     fn apply_fault(&mut self, i: usize) {
@@ -847,11 +864,11 @@ impl<'o, 'f> Sim<'o, 'f> {
         scratch.queue = self.queue;
         scratch.slab = self.slab;
         scratch.free = self.free;
-        scratch.link_counts = self.net.into_link_counts();
+        scratch.net = Some(self.net);
         scratch.triggers = self.triggers;
         scratch.fired = self.fired;
         scratch.fx = self.fx;
-        scratch.recorder = self.recorder;
+        scratch.recorder = Some(self.recorder);
         RunOutcome {
             seed,
             history: self.history,

@@ -188,9 +188,11 @@ impl Ctx {
                     }
                 }
             }
-            s.recorder.on_observe(node, &obs, key)
+            let mut records = Vec::new();
+            s.recorder.on_observe(node, &obs, key, &mut records);
+            records
         };
-        for e in e.into_iter().flatten() {
+        for e in e {
             self.record(e);
         }
     }
@@ -328,9 +330,11 @@ impl Net {
         let e = {
             let mut s = self.ctx.lock();
             let now = s.now_ns();
-            s.recorder.on_send(now, self.me, to, &msg)
+            let mut records = Vec::new();
+            s.recorder.on_send(now, self.me, to, &msg, &mut records);
+            records
         };
-        if let Some(e) = e {
+        for e in e {
             self.ctx.record(e);
         }
         let _ = self
@@ -348,12 +352,12 @@ impl Net {
                 continue;
             };
             let (from, msg) = *m;
-            let e = self
-                .ctx
+            let mut records = Vec::new();
+            self.ctx
                 .lock()
                 .recorder
-                .on_deliver(from, self.me, &msg, false);
-            if let Some(e) = e {
+                .on_deliver(from, self.me, &msg, false, &mut records);
+            for e in records {
                 self.ctx.record(e);
             }
             return (from, msg);
