@@ -272,44 +272,7 @@ impl Topology {
                 supported().join(", ")
             ));
         }
-        let mut protocol = ProtocolConfig::new(kind, timing.lease_ttl_ms * MS);
-        if let Some(fence) = options.fence {
-            if !kind.def().accepts("fence") {
-                return Err(format!("protocol {:?} has no `fence` option", kind.id()));
-            }
-            protocol.fence = fence;
-        }
-        protocol.replicas = if is_replicated(kind) || is_lock_server(kind) {
-            kind.default_replicas()
-        } else {
-            1
-        };
-        if kind.def().accepts("masters") {
-            protocol.replicas = options.masters.unwrap_or(MASTERS_DEFAULT);
-            if !(1..=MASTERS_MAX).contains(&protocol.replicas) {
-                return Err(format!(
-                    "{} takes masters from 1 to {MASTERS_MAX}",
-                    kind.id()
-                ));
-            }
-        } else if options.masters.is_some() {
-            return Err(format!("protocol {:?} has no `masters` option", kind.id()));
-        }
-        if let Some(always) = options.fsync_always {
-            if !kind.def().accepts("fsync") {
-                return Err(format!("protocol {:?} has no `fsync` option", kind.id()));
-            }
-            protocol.fsync_always = always;
-        }
-        if let Some(delay_ms) = options.restart_delay_ms {
-            if !kind.def().accepts("restart_delay_ms") {
-                return Err(format!(
-                    "protocol {:?} has no `restart_delay_ms` option",
-                    kind.id()
-                ));
-            }
-            protocol.restart_delay_ns = delay_ms.saturating_mul(MS);
-        }
+        let mut protocol = protocol_config(kind, options, timing)?;
         protocol.replication_lag_ns = timing.replication_lag_ms * MS;
         // Where the store is the lock (single-db, queue-claim) there is no
         // coordinator: the workers acquire from `resource/0` itself.
@@ -366,6 +329,55 @@ impl Topology {
             extra,
         })
     }
+}
+
+/// `kind`'s configuration at `timing`'s TTL with `options` set against the
+/// catalogue's defaults (an option the protocol does not take is refused),
+/// and the coordinator replicas or lock servers a check runs.
+fn protocol_config(
+    kind: ProtocolKind,
+    options: Options,
+    timing: Timing,
+) -> Result<ProtocolConfig, String> {
+    let mut protocol = ProtocolConfig::new(kind, timing.lease_ttl_ms * MS);
+    if let Some(fence) = options.fence {
+        if !kind.def().accepts("fence") {
+            return Err(format!("protocol {:?} has no `fence` option", kind.id()));
+        }
+        protocol.fence = fence;
+    }
+    protocol.replicas = if is_replicated(kind) || is_lock_server(kind) {
+        kind.default_replicas()
+    } else {
+        1
+    };
+    if kind.def().accepts("masters") {
+        protocol.replicas = options.masters.unwrap_or(MASTERS_DEFAULT);
+        if !(1..=MASTERS_MAX).contains(&protocol.replicas) {
+            return Err(format!(
+                "{} takes masters from 1 to {MASTERS_MAX}",
+                kind.id()
+            ));
+        }
+    } else if options.masters.is_some() {
+        return Err(format!("protocol {:?} has no `masters` option", kind.id()));
+    }
+    if let Some(always) = options.fsync_always {
+        if !kind.def().accepts("fsync") {
+            return Err(format!("protocol {:?} has no `fsync` option", kind.id()));
+        }
+        protocol.fsync_always = always;
+    }
+    if let Some(delay_ms) = options.restart_delay_ms {
+        if !kind.def().accepts("restart_delay_ms") {
+            return Err(format!(
+                "protocol {:?} has no `restart_delay_ms` option",
+                kind.id()
+            ));
+        }
+        protocol.restart_delay_ns = delay_ms.saturating_mul(MS);
+    }
+    Ok(protocol)
 }
 
 fn worker_config(

@@ -1,13 +1,15 @@
 //! Conditional writes at the code level: object-store-cas (the write
 //! carries the object generation its read returned, If-Match) and
 //! cache-lease (memcached's gets/cas behind a best-effort lease) are proved
-//! by their shipped nodes at the default bounds, also with a lost message;
+//! by their shipped nodes at the default bounds (with a lost message, a
+//! duplicate or a crash too, docs/model-checking.md: 2–16 M states, too
+//! slow for CI);
 //! a store that does not check If-Match — the same nodes, the resource
 //! built without its condition — is found by the same search, so the
 //! proofs are the condition's and not the judge's.
 
 use fencesim::check::ViolationKind;
-use fencesim::codecheck::{builtin, check, Bounds, Builtin, Harness, Topology};
+use fencesim::codecheck::{builtin, check, Builtin, Harness, Topology};
 use fencesim::protocol::resource::{FenceCheck, Resource, ResourceConfig};
 use fencesim::protocol::{ProtocolKind, Role};
 
@@ -19,18 +21,6 @@ fn object_store_cas_is_proved_by_its_if_match_with_a_paused_holder() {
 #[test]
 fn cache_lease_is_proved_by_its_gets_cas_with_a_paused_holder() {
     super::proved(ProtocolKind::CacheLease, super::small());
-}
-
-#[test]
-fn both_are_proved_with_one_lost_message_and_no_pause() {
-    for kind in [ProtocolKind::ObjectStoreCas, ProtocolKind::CacheLease] {
-        let bounds = Bounds {
-            losses: 1,
-            pauses: 0,
-            ..super::small()
-        };
-        super::proved(kind, bounds);
-    }
 }
 
 /// The shipped nodes, but the store accepts every write (its If-Match
