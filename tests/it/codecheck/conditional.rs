@@ -9,7 +9,7 @@
 //! proofs are the condition's and not the judge's.
 
 use fencesim::check::ViolationKind;
-use fencesim::codecheck::{builtin, check, Builtin, Harness, Topology};
+use fencesim::codecheck::{builtin, check, Builtin};
 use fencesim::protocol::resource::{FenceCheck, Resource, ResourceConfig};
 use fencesim::protocol::{ProtocolKind, Role};
 
@@ -37,13 +37,11 @@ fn store_ignoring_if_match(role: &Role) -> Builtin {
 
 #[test]
 fn a_store_that_ignores_if_match_lets_the_paused_holder_overwrite_the_newer_write() {
-    let bounds = super::small();
-    let h = Harness {
-        topology: Topology::lease(ProtocolKind::ObjectStoreCas, bounds.workers, bounds.timing)
-            .expect("object-store-cas is supported"),
-        factory: store_ignoring_if_match,
-        bounds,
-    };
+    let h = super::harness_of(
+        ProtocolKind::ObjectStoreCas,
+        super::small(),
+        store_ignoring_if_match,
+    );
     let out = check(&h);
     let c = out
         .counterexample

@@ -17,8 +17,9 @@ mod replicated;
 mod store_lock;
 
 use fencesim::check::ViolationKind;
-use fencesim::codecheck::{check_protocol, Action, Bounds, Outcome};
+use fencesim::codecheck::{check_protocol, Action, Bounds, Harness, Outcome, Topology};
 use fencesim::protocol::ProtocolKind;
+use fencesim::protocol::Role;
 
 /// 2 workers, 2 grants, one pause, no other fault, horizon 16 ms.
 pub fn small() -> Bounds {
@@ -35,6 +36,16 @@ fn proved(kind: ProtocolKind, bounds: Bounds) {
     assert!(out.proved(), "{}: {out:?}", kind.id());
     assert!(out.vacuity_ok(), "{}: {out:?}", kind.id());
     assert!(out.unique_states > 100_000, "{}: {out:?}", kind.id());
+}
+
+/// `kind`'s topology at `bounds`, its nodes built by `factory` (a
+/// deliberately broken copy of one of them, say).
+fn harness_of<N>(kind: ProtocolKind, bounds: Bounds, factory: fn(&Role) -> N) -> Harness<N> {
+    Harness {
+        topology: Topology::lease(kind, bounds.workers, bounds.timing).expect("supported"),
+        factory,
+        bounds,
+    }
 }
 
 fn run(kind: ProtocolKind, bounds: Bounds) -> Outcome {

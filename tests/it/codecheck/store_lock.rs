@@ -8,7 +8,7 @@
 //! the same search finds it.
 
 use fencesim::check::ViolationKind;
-use fencesim::codecheck::{builtin, check, Bounds, Builtin, Harness, Topology};
+use fencesim::codecheck::{builtin, check, Bounds, Builtin};
 use fencesim::protocol::{Clocks, Effect, Input, Node, ProtocolKind, Role};
 
 fn crash_no_pause() -> Bounds {
@@ -55,13 +55,7 @@ fn unsynced(role: &Role) -> Unsynced {
 
 #[test]
 fn a_database_that_never_syncs_its_transaction_counter_reissues_an_id_after_a_crash() {
-    let bounds = crash_no_pause();
-    let h = Harness {
-        topology: Topology::lease(ProtocolKind::SingleDb, bounds.workers, bounds.timing)
-            .expect("single-db is supported"),
-        factory: unsynced,
-        bounds,
-    };
+    let h = super::harness_of(ProtocolKind::SingleDb, crash_no_pause(), unsynced);
     let out = check(&h);
     let c = out.counterexample.expect("the unsynced counter is found");
     assert_eq!(c.finding.kind, ViolationKind::TokenOrder, "{c:?}");
