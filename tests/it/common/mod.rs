@@ -31,7 +31,17 @@ struct Machine {
 }
 
 /// Live runs at once (each its own servers): they mostly wait.
-const LIVE_AT_ONCE: usize = 2;
+/// `FENCESIM_TEST_LIVE_AT_ONCE` overrides it (to measure other widths).
+fn live_at_once() -> usize {
+    static AT_ONCE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *AT_ONCE.get_or_init(|| {
+        std::env::var("FENCESIM_TEST_LIVE_AT_ONCE")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|&n| n > 0)
+            .unwrap_or(2)
+    })
+}
 
 static MACHINE: std::sync::Mutex<Machine> = std::sync::Mutex::new(Machine {
     live: 0,
@@ -70,7 +80,7 @@ fn take(place: Place) -> Gate {
                     && m.heavy == 0
                     && m.waiting_alone == 0
                     && m.waiting_heavy == 0
-                    && m.live < LIVE_AT_ONCE
+                    && m.live < live_at_once()
             }
             Place::Alone => !m.exclusive && m.heavy == 0 && m.live == 0,
             Place::Heavy => !m.exclusive && m.live == 0 && m.waiting_alone == 0,
