@@ -65,6 +65,20 @@ pub struct CodeArgs {
     /// record: a failover's restart_after_ms); at most --failovers.
     #[arg(long, default_value_t = 0)]
     rejoins: u8,
+    /// --code: nodes (any role) whose clock may drift, fast or slow by --drift-ppm from time
+    /// zero.
+    #[arg(long, default_value_t = 0)]
+    drifts: u8,
+    /// --code: a drifting clock's rate error, in parts per million (1 to 999999).
+    #[arg(long, value_name = "PPM", default_value_t = crate::codecheck::bounds::DRIFT_PPM_DEFAULT)]
+    drift_ppm: u32,
+    /// --code: jumps of a node's wall clock (forward or back by --jump-ms; its monotonic clock
+    /// does not jump) a path may have.
+    #[arg(long, default_value_t = 0)]
+    jumps: u8,
+    /// --code: how far a wall clock jumps; default the lease TTL + 1 ms.
+    #[arg(long, value_name = "MS")]
+    jump_ms: Option<u64>,
     /// --code: messages in flight at once; default 4 (2 for lock servers but redlock).
     #[arg(long)]
     in_flight: Option<usize>,
@@ -138,6 +152,19 @@ impl CodeArgs {
             ))
             .into());
         }
+        if !(1..=999_999).contains(&self.drift_ppm) {
+            return Err(BadInput(format!(
+                "--drift-ppm {} must be from 1 to 999999",
+                self.drift_ppm
+            ))
+            .into());
+        }
+        if self.jump_ms == Some(0) {
+            return Err(BadInput(
+                "--jump-ms 0: a jump moves the wall clock by at least 1 ms".into(),
+            )
+            .into());
+        }
         let timing = defaults.timing;
         Ok(Bounds {
             workers: self.workers,
@@ -149,6 +176,10 @@ impl CodeArgs {
             pause_ms: timing.lease_ttl_ms + 1,
             failovers,
             rejoins: self.rejoins,
+            drifts: self.drifts,
+            drift_ppm: self.drift_ppm,
+            jumps: self.jumps,
+            jump_ms: self.jump_ms.unwrap_or(defaults.jump_ms),
             in_flight_max: self.in_flight.unwrap_or(defaults.in_flight_max),
             horizon_ms: self.horizon_ms.unwrap_or(defaults.horizon_ms),
             max_states: self.max_states,

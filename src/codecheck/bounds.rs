@@ -1,6 +1,7 @@
 //! The bounds of a code-level search, each one a number the report states:
 //! workers and grants, the fault budget of a path (losses, duplications,
-//! crashes, pauses, failovers of a replicated coordinator), how many messages may be in flight at once, how far
+//! crashes, pauses, failovers of a replicated coordinator, clock drifts and
+//! wall-clock jumps), how many messages may be in flight at once, how far
 //! true time may run, and how many unique states the search may keep (its
 //! memory bound). A path that would cross a bound is cut there and the
 //! report says which bound was hit: a proof holds only within them.
@@ -29,6 +30,14 @@ pub struct Bounds {
     /// (the simulator's failover with `restart_after_ms`), at most this
     /// many times a path; 0: it stays down.
     pub rejoins: u8,
+    /// Nodes (any role) whose clock may drift, `drift_ppm` fast or slow
+    /// from time zero ([`super::clock`]).
+    pub drifts: u8,
+    pub drift_ppm: u32,
+    /// Jumps of a node's wall clock (forward or back by `jump_ms`; its
+    /// monotonic clock does not jump) a path may have.
+    pub jumps: u8,
+    pub jump_ms: u64,
     pub in_flight_max: usize,
     /// No timer fires after this instant of true time.
     pub horizon_ms: u64,
@@ -58,6 +67,12 @@ pub struct Bounds {
 /// it grew): 20 M states stay under ~0.7 GiB.
 pub const MAX_STATES_DEFAULT: usize = 20_000_000;
 
+/// A drifting clock's rate error when none is given: 10%, so that within
+/// a horizon of a few leases a drift moves a timer by whole milliseconds
+/// (a real clock's few hundred ppm would move it by microseconds, which
+/// the search's whole-ms timers never compare).
+pub const DRIFT_PPM_DEFAULT: u32 = 100_000;
+
 /// The shortest-counterexample search (BFS) keeps a whole level's states,
 /// ~2.5 KB each for two workers: it stops at this many unique states
 /// (~1 GiB), whatever `max_states` says, and the DFS's path is reported.
@@ -76,6 +91,10 @@ impl Default for Bounds {
             pause_ms: timing.lease_ttl_ms + 1,
             failovers: 0,
             rejoins: 0,
+            drifts: 0,
+            drift_ppm: DRIFT_PPM_DEFAULT,
+            jumps: 0,
+            jump_ms: timing.lease_ttl_ms + 1,
             in_flight_max: 4,
             horizon_ms: 16,
             max_states: MAX_STATES_DEFAULT,
@@ -109,6 +128,7 @@ impl Bounds {
         let base = Bounds {
             failovers: u8::from(is_replicated(kind)),
             pause_ms: timing.lease_ttl_ms + 1,
+            jump_ms: timing.lease_ttl_ms + 1,
             timing,
             ..Bounds::default()
         };
@@ -132,7 +152,8 @@ impl Bounds {
         }
     }
 
-    /// `2w/2g/0loss/0dup/0crash/1pause` (and `/1failover` if any), the
+    /// `2w/2g/0loss/0dup/0crash/1pause` (and `/1failover`, `/1rejoin`,
+    /// `/1drift@100000ppm`, `/1jump@11ms` if any), the
     /// in-flight bound and the horizon, for one report line.
     pub fn label(&self) -> String {
         let mut failovers = String::new();
@@ -141,6 +162,12 @@ impl Bounds {
         }
         if self.rejoins > 0 {
             failovers += &format!("/{}rejoin", self.rejoins);
+        }
+        if self.drifts > 0 {
+            failovers += &format!("/{}drift@{}ppm", self.drifts, self.drift_ppm);
+        }
+        if self.jumps > 0 {
+            failovers += &format!("/{}jump@{}ms", self.jumps, self.jump_ms);
         }
         format!(
             "{}w/{}g/{}loss/{}dup/{}crash/{}pause{failovers}/{}inflight/{}ms",

@@ -13,7 +13,11 @@
 //! `restart_after_ms`), the next live replica (in `coord/<i>` order) is
 //! told `Promote`;
 //! whatever the replicas do then (replication timers, quorum rounds) is
-//! their own code's.
+//! their own code's. A node's clock may drift (`Bounds::drifts`: from time
+//! zero, as the simulator's, its monotonic and wall clocks run `drift_ppm`
+//! fast or slow; its timers armed at boot keep their readings and so move
+//! on the true-time line) and its wall clock may jump forward or back at
+//! any step (`Bounds::jumps`), see [`super::clock`].
 //! Lock servers (ZooKeeper, etcd, DynamoDB's table, PostgreSQL, Redlock's
 //! masters) are nodes like the others; the
 //! orchestrator's `Promote` goes to a lease coordinator only, and a
@@ -21,7 +25,8 @@
 //! lock) is handed to the judge as the grant.
 //! Messages take no time and may wait in flight arbitrarily long, so every
 //! delay and reordering is covered; time moves only to the next deadline
-//! a node's timer names. Clocks do not drift (not covered yet).
+//! a node's timer names, on the true-time line (a drifting node's timers
+//! are placed there from its own clock's readings).
 
 use std::hash::Hash;
 
@@ -30,7 +35,7 @@ use super::judge::{Finding, Judge, Notes};
 use super::state::{Budget, Packet, State};
 use super::topology::Topology;
 use crate::protocol::{
-    Clocks, Durability, Effect, Input, Msg, Node, NodeId, NodeLayout, Observation, Role, TimerId,
+    Durability, Effect, Input, Msg, Node, NodeId, NodeLayout, Observation, Role, TimerId,
 };
 
 /// One step of a path.
@@ -53,6 +58,16 @@ pub enum Action {
     },
     /// A failed-over primary restarts as a replica from its synced record.
     Rejoin(NodeId),
+    /// `node`'s clock runs `drift_ppm` fast (or slow), from time zero.
+    Drift {
+        node: NodeId,
+        fast: bool,
+    },
+    /// `node`'s wall clock steps `jump_ms` forward (or back).
+    Jump {
+        node: NodeId,
+        forward: bool,
+    },
 }
 
 /// What a node's effects did to the state, in order: logged only when a
@@ -143,9 +158,12 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
                 pauses: b.pauses,
                 failovers: b.failovers,
                 rejoins: b.rejoins,
+                drifts: b.drifts,
+                jumps: b.jumps,
             },
             primary: self.topology.coord,
             down: 0,
+            clocks: Vec::new(),
             judge: Judge::new(
                 self.topology.workers,
                 b.write_history,
@@ -196,10 +214,8 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
         mut log: Option<&mut Vec<Did>>,
     ) -> Option<Finding> {
         let now = s.now_ns;
-        let clocks = Clocks {
-            wall_ns: now as i64,
-            mono_ns: now,
-        };
+        let clock = s.clock(node);
+        let clocks = clock.read(now);
         let mut fx = Vec::new();
         s.nodes[node.0 as usize].handle(clocks, input, &mut fx);
         let received = match input {
@@ -228,10 +244,11 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
                         msg,
                     });
                 }
+                // Armed on the node's monotonic clock.
                 Effect::SetTimer { timer, after_ns } => s.set_timer(
                     node,
                     timer,
-                    now.saturating_add(after_ns),
+                    clock.true_at_mono(clocks.mono_ns.saturating_add(after_ns)),
                     self.bounds.arming_order,
                 ),
                 Effect::CancelTimer { timer } => s.cancel_timer(node, timer),
@@ -330,7 +347,35 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
                 }
             }
         }
+        self.clock_faults(s, &mut out);
         out
+    }
+
+    /// A drift of each live node whose clock keeps pace (one drift a
+    /// clock, at time zero), a jump of each live node's wall clock (at any
+    /// step), while the budget lasts.
+    fn clock_faults(&self, s: &State<N>, out: &mut Vec<Action>) {
+        for i in 0..s.nodes.len() {
+            let node = NodeId(i as u16);
+            if s.is_down(node) {
+                continue;
+            }
+            // From time zero, as the simulator's clocks drift: a rate
+            // error is the clock's for the whole run (a drift starting
+            // at every later step multiplied the space beyond 20 M states
+            // for fenced-cas, for no behaviour a from-zero one lacks
+            // within a horizon of a few leases).
+            if s.budget.drifts > 0 && s.now_ns == 0 && s.clock(node).drift_ppm == 0 {
+                for fast in [true, false] {
+                    out.push(Action::Drift { node, fast });
+                }
+            }
+            if s.budget.jumps > 0 {
+                for forward in [true, false] {
+                    out.push(Action::Jump { node, forward });
+                }
+            }
+        }
     }
 
     /// The replica a failover promotes: the next live one after the
@@ -404,6 +449,18 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
                 s.down &= !(1 << node.0);
                 self.boot(&mut s, node, &mut notes, log)
             }
+            Action::Drift { node, fast } => {
+                s.budget.drifts -= 1;
+                self.drift(&mut s, node, fast);
+                None
+            }
+            Action::Jump { node, forward } => {
+                s.budget.jumps -= 1;
+                let by_ns = (self.bounds.jump_ms * super::topology::MS) as i64;
+                let clock = clock_of(&mut s, node);
+                clock.wall_step_ns += if forward { by_ns } else { -by_ns };
+                None
+            }
         };
         if s.in_flight.len() > self.bounds.in_flight_max {
             return Next::Cut(Cut::InFlight);
@@ -414,6 +471,29 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
         match finding {
             Some(f) => Next::Violation(f, notes, s),
             None => Next::State(s, notes),
+        }
+    }
+
+    /// `node`'s clock runs `drift_ppm` fast or slow from now on; its
+    /// pending timers keep the readings they are due at, so they move on
+    /// the true-time line (sooner on a fast clock).
+    fn drift(&self, s: &mut State<N>, node: NodeId, fast: bool) {
+        let ppm = self.bounds.drift_ppm.min(999_999) as i32;
+        let old = s.clock(node);
+        let new = old.drifting_from(s.now_ns, if fast { ppm } else { -ppm });
+        *clock_of(s, node) = new;
+        let moved: Vec<_> = s
+            .timers
+            .iter()
+            .filter(|t| t.node == node)
+            .map(|t| (t.timer, old.moved_deadline(&new, t.deadline_ns)))
+            .collect();
+        for (timer, deadline_ns) in moved {
+            debug_assert!(
+                deadline_ns >= s.now_ns,
+                "a moved timer is not due in the past"
+            );
+            s.set_timer(node, timer, deadline_ns, self.bounds.arming_order);
         }
     }
 
@@ -481,6 +561,15 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
         };
         self.handle(s, node, start, notes, log)
     }
+}
+
+/// `node`'s clock, to change: the clocks are kept once a clock fault
+/// happened (every node's, from true time).
+fn clock_of<N>(s: &mut State<N>, node: NodeId) -> &mut super::clock::NodeClock {
+    if s.clocks.is_empty() {
+        s.clocks = vec![Default::default(); s.nodes.len()];
+    }
+    &mut s.clocks[node.0 as usize]
 }
 
 /// Sends to the group address go to the coordinator primary.
@@ -576,6 +665,18 @@ impl<N> Harness<N> {
             Action::Rejoin(node) => format!(
                 "{} rejoins as a replica from its synced record",
                 self.node_name(*node)
+            ),
+            Action::Drift { node, fast } => format!(
+                "{}'s clock runs {} ppm {} from now on",
+                self.node_name(*node),
+                self.bounds.drift_ppm,
+                if *fast { "fast" } else { "slow" }
+            ),
+            Action::Jump { node, forward } => format!(
+                "{}'s wall clock jumps {} ms {}",
+                self.node_name(*node),
+                self.bounds.jump_ms,
+                if *forward { "forward" } else { "back" }
             ),
         }
     }

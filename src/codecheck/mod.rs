@@ -12,8 +12,9 @@
 //!   (a lease coordinator, or lock servers whose clients decide).
 //! - `bounds`: every bound of a search (and the memory bound).
 //! - `state`: the hashed state.
+//! - `clock`: a node's clocks under drift and wall-clock jumps.
 //! - `harness`: the transitions (deliver, lose, duplicate, timers, pause,
-//!   crash, failover of a replicated coordinator).
+//!   crash, failover of a replicated coordinator, clock drift and jumps).
 //! - `judge`: the properties, incrementally.
 //! - `search`: the BFS, proofs and shortest counterexamples.
 //! - `to_scenario`: a counterexample as a scripted simulator scenario.
@@ -23,6 +24,7 @@
 
 pub mod abstraction;
 pub mod bounds;
+pub mod clock;
 pub mod harness;
 pub mod judge;
 pub mod refine;

@@ -3,11 +3,13 @@
 //! the messages in flight (a multiset, kept sorted so that two orders of
 //! the same sends are one state), the current instant, the fault budget
 //! left, where the coordinator group's address routes (the primary) and
-//! which nodes a failover left down, and the property judge's memory. Everything here is hashed: two
+//! which nodes a failover left down, the nodes' clocks once a clock fault
+//! touched one, and the property judge's memory. Everything here is hashed: two
 //! paths that reach equal states are explored once.
 
 use std::hash::Hash;
 
+use super::clock::NodeClock;
 use super::judge::Judge;
 use crate::protocol::{Msg, NodeId, Record, TimerId};
 
@@ -45,6 +47,10 @@ pub struct Budget {
     pub pauses: u8,
     pub failovers: u8,
     pub rejoins: u8,
+    /// Nodes whose clock may still start to drift.
+    pub drifts: u8,
+    /// Wall-clock jumps left.
+    pub jumps: u8,
 }
 
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
@@ -64,6 +70,9 @@ pub struct State<N> {
     pub primary: NodeId,
     /// Bit i: `NodeId(i)` is down (a failed-over primary, until it rejoins).
     pub down: u32,
+    /// `clocks[i]` is `NodeId(i)`'s; empty while no clock fault happened
+    /// (every clock reads true time), so such states hash as before.
+    pub clocks: Vec<NodeClock>,
     pub judge: Judge,
 }
 
@@ -78,6 +87,14 @@ impl<N: Hash> State<N> {
 impl<N> State<N> {
     pub fn is_down(&self, node: NodeId) -> bool {
         node.0 < 32 && self.down >> node.0 & 1 == 1
+    }
+
+    /// `node`'s clocks (true time while no clock fault touched them).
+    pub fn clock(&self, node: NodeId) -> NodeClock {
+        self.clocks
+            .get(node.0 as usize)
+            .copied()
+            .unwrap_or_default()
     }
 
     /// Down for good: no rejoin is left in the budget.

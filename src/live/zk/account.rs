@@ -20,8 +20,9 @@ use crate::live::common::keys::KeyChoice;
 use crate::live::common::server::{Finished, ServerAccount};
 use crate::live::{locked, monotonic_ns};
 
-/// How long a proxy waits for the majority's logs to reach a reply's zxid.
-const SYNC_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a proxy waits for the majority's logs to reach a reply's zxid
+/// (a loaded machine's fsyncs can take seconds).
+const SYNC_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a trial waits for a previous trial's lock children to go
 /// (sessions of programs that did not close them expire).
 const LEFTOVER_TIMEOUT: Duration = Duration::from_secs(25);
@@ -166,6 +167,15 @@ impl ZkAccount {
 
     /// Reads the logs until the majority's reach `zxid`; false when they did not in time.
     fn sync(&self, zxid: i64) -> bool {
+        // A zxid whose counter is 0 names no transaction: it is a new
+        // epoch's start, which a member that rejoined after an election
+        // (a paused leader, say) carries in its replies until the epoch's
+        // first transaction. It says the member had everything committed
+        // before the epoch, and a quorum acknowledged that history to the
+        // new leader on disk: the logs as read now have it all. Waiting for
+        // a transaction that zxid does not name failed a trial whenever
+        // the epoch had none yet when the lock was judged.
+        let zxid = if zxid & 0xffff_ffff == 0 { 0 } else { zxid };
         let give_up = Instant::now() + SYNC_TIMEOUT;
         loop {
             let mut st = locked(&self.state);

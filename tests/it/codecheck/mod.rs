@@ -2,11 +2,13 @@
 //! protocol are proved at small bounds, its unsafe twins are found with
 //! shortest counterexamples, a deliberately broken copy of the resource is
 //! found by the same search, conditional writes are judged as the history
-//! checker judges them, `fencesim check --code` exits as `check`, and
-//! every explored step of the code refines the protocol's abstract model.
+//! checker judges them, clock drift and wall-clock jumps are searched
+//! too, `fencesim check --code` exits as `check`, and every explored step
+//! of the code refines the protocol's abstract model.
 
 mod broken;
 mod cli;
+mod clocks;
 mod conditional;
 mod effects;
 mod emit;

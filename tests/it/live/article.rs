@@ -138,15 +138,29 @@ struct Seen {
     histories: Vec<PathBuf>,
 }
 
+/// `fencesim live` on `paths`, `jobs` trials at a time (each job on its
+/// own servers, their lines in the run's order): what each scenario saw,
+/// what each job started, and the output.
 fn run_live(
     paths: &[&str],
     trials: u32,
+    jobs: usize,
     out: &Path,
-) -> (std::collections::BTreeMap<String, Seen>, Started, String) {
+) -> (
+    std::collections::BTreeMap<String, Seen>,
+    Vec<Started>,
+    String,
+) {
     let o = fencesim()
         .arg("live")
         .args(paths)
-        .args(["--trials", &trials.to_string(), "--jobs", "1", "--out"])
+        .args([
+            "--trials",
+            &trials.to_string(),
+            "--jobs",
+            &jobs.to_string(),
+            "--out",
+        ])
         .arg(out)
         .output()
         .unwrap();
@@ -157,7 +171,13 @@ fn run_live(
         o.status,
         String::from_utf8_lossy(&o.stderr)
     );
-    let started = parse_started(stdout.lines().next().unwrap());
+    // One servers line per job ("job j/n: fencesim … live: …" with more than one).
+    let started: Vec<Started> = stdout
+        .lines()
+        .filter(|l| l.contains(" live: ") && l.contains("(pid "))
+        .map(parse_started)
+        .collect();
+    assert_eq!(started.len(), jobs, "a servers line per job:\n{stdout}");
     let mut seen = std::collections::BTreeMap::<String, Seen>::new();
     let mut current = String::new();
     for line in stdout.lines() {
@@ -206,7 +226,9 @@ fn the_article_scenarios_on_real_servers_find_what_the_simulator_finds_and_leave
         .collect();
     assert!(files.len() >= 12, "{files:?}");
     let args: Vec<&str> = files.iter().map(String::as_str).collect();
-    let (seen, started, stdout) = run_live(&args, TRIALS, out.path());
+    // Two jobs, each on its own servers (`live --jobs`, tests/it/live/jobs.rs):
+    // the run takes about half the time and the verdicts are the files' own.
+    let (seen, started, stdout) = run_live(&args, TRIALS, 2, out.path());
     let get = |name: &str| {
         seen.get(name)
             .unwrap_or_else(|| panic!("{name} not run:\n{stdout}"))
@@ -369,7 +391,9 @@ fn the_article_scenarios_on_real_servers_find_what_the_simulator_finds_and_leave
         stdout.contains("/200"),
         "the twin's seeds are shown:\n{stdout}"
     );
-    assert_nothing_left(&started, &before);
+    for job in &started {
+        assert_nothing_left(job, &before);
+    }
 }
 
 /// Starts `fencesim live` with many trials and returns it once its first trial printed.
@@ -433,9 +457,9 @@ fn a_killed_harness_takes_its_servers_and_workers_with_it_and_the_next_run_sweep
         assert!(Instant::now() < deadline, "servers outlived the harness");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let (_, second, _) = run_live(&["live/one-database-transaction.toml"], 1, out.path());
+    let (_, second, _) = run_live(&["live/one-database-transaction.toml"], 1, 1, out.path());
     assert_nothing_left(&started, &before);
-    assert_nothing_left(&second, &before);
+    assert_nothing_left(&second[0], &before);
 }
 
 #[test]
