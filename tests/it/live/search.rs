@@ -110,6 +110,9 @@ fn the_nemesis_prints_its_schedule_and_the_failing_one_reruns_as_a_scenario() {
             seed,
             "--faults",
             "2",
+            // Two trials at a time, in the search's order (CI time).
+            "--jobs",
+            "2",
             "--out",
             out.to_str().expect("utf-8"),
         ]
@@ -156,7 +159,14 @@ fn the_nemesis_prints_its_schedule_and_the_failing_one_reruns_as_a_scenario() {
     // lease against the key's expiry) can show less often a minute later
     // on a busy machine, so the file is held to replaying it at all: a
     // verdict (not an error) with the violation in some of 10 trials.
-    let (code, rerun) = search(&["live", shrunk.to_str().expect("utf-8"), "--trials", "10"]);
+    let (code, rerun) = search(&[
+        "live",
+        shrunk.to_str().expect("utf-8"),
+        "--trials",
+        "10",
+        "--jobs",
+        "2",
+    ]);
     assert!(code == 0 || code == 1, "a verdict, not an error:\n{rerun}");
     let broken = rerun
         .lines()
