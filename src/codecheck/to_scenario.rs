@@ -30,7 +30,7 @@
 //!   firing of a timer armed there (as much later as it);
 //! - a pause is a `pause` fault that ends exactly when the worker's first
 //!   timer fires after it (the simulator holds the timer until then); no
-//!   message may reach the paused worker before that (refused if one does).
+//!   message may reach the paused worker before that (see below).
 //!   When the path has no schedule otherwise, another timer armed before
 //!   the pause that the path never fires may be held to its end too (it
 //!   runs there, after the worker's last step of the path);
@@ -59,7 +59,10 @@
 //!   simulator fires them in arming order). When the path has no schedule,
 //!   the same-length paths one or two adjacent swaps away are tried; each
 //!   is replayed through the harness and must end in the same violation.
-//!   When none has one either, the BFS runs again with each node's timers
+//!   When none has one either, and the path's own failure was a
+//!   [`Refusal::NoSchedule`] (constraints with no solution, or none that
+//!   replays — not a step with no scripted form, which no order of timers
+//!   changes), the BFS runs again with each node's timers
 //!   of one instant fired in arming order only (`Bounds::arming_order`,
 //!   used for nothing else: proofs and the reported counterexample keep
 //!   every order) and its shortest path to the same violation is scripted
@@ -68,6 +71,44 @@
 //!   and its two 3 ms pings) are due at exactly one simulator instant at
 //!   every K, so no schedule can put anything between them but in the
 //!   order they were armed.
+//!
+//! The search's pause only delays the worker's timers (by the pause's
+//! length); the worker still handles messages. The simulator's pause holds
+//! every input of the node in one queue, messages as they arrive and
+//! timers as they fall due, and runs the queue in that order when the
+//! pause ends (its `Resume` event is queued when the pause begins, so a
+//! timer due at the very end and armed before the pause is held too, and a
+//! message sent after the pause began and arriving at its end is handled
+//! just after the held ones). So a held message runs *before* a timer that
+//! fell due after it arrived: the search's order — the message handled
+//! while the delayed timer waits — is not one the simulator has. When the
+//! path delivers to a paused worker (unscriptable as it is), the path with
+//! each such delivery moved to just after the pause's end (the worker's
+//! first timer firing after the pause; a pause that outlasts the path
+//! holds it past the violation, so it is left undelivered) is tried, first
+//! alone, then with the steps before that end that depend on it (a
+//! message a moved step sent, a later step of a node a moved step acted
+//! at); each is replayed through the harness, must end in the same
+//! violation, and is scripted like any path, so the moved delivery comes
+//! at least 1 ms after the pause's end (each node's steps strictly
+//! ordered) and nothing holds it; the header says what moved. Neither
+//! catalogue path that delivers to a paused worker at the default bounds
+//! has such a variant, and no pause could script them:
+//!
+//! - fenced-check-then-write (20 steps): B's acquire_ok (step 12) and
+//!   read_ok (14) reach B while it is paused, and B's first timer after
+//!   the pause (step 15) is the check-to-write timer read_ok armed. More
+//!   deeply, the path needs B to handle acquire_ok, sent at 8 ms, while
+//!   B's 6 ms request timeout armed at 0 ms is still pending; the search
+//!   delays that timeout past 16 ms, but in the simulator it falls due at
+//!   6K ms, inside any pause, before acquire_ok exists, and is held ahead
+//!   of it;
+//! - github-2012-pair (`fence = false`, 11 steps): the STONITH (step 9)
+//!   reaches the paused active, whose pause does not end within the path;
+//!   without it (the STONITH cancels the active's timers) the active's
+//!   heartbeat, delayed by the pause to 14 ms, falls due before the
+//!   passive's fencing timeout at 16 ms, so the search fires it first and
+//!   the left path is no path of the search.
 //!
 //! A path with no schedule, or a step the simulator has no scripted form
 //! for, is an error naming the step — never approximated.
