@@ -16,9 +16,11 @@
 //! - each node's steps are strictly ordered (`τ_i ≥ τ_prev + 1`), but for
 //!   two timers of one node fired one after the other, the first armed
 //!   first: at one instant the simulator runs its events in the order they
-//!   were scheduled, so those two may share an instant (`τ_i ≥ τ_prev`); a
-//!   superseded effect's last step follows every other step (its verdict
-//!   rests on another worker's receipt no message links to it);
+//!   were scheduled, so those two may share an instant (`τ_i ≥ τ_prev`);
+//!   the violating (last) step follows every other node's step (its
+//!   verdict rests on what the path did before it, not only on what
+//!   messages link to it: a superseded effect's on a newer grant another
+//!   worker received), its own node's in that node's order;
 //!   latency is 1 ms and a delivery at step d of a message sent at step s
 //!   is a `delay` fault of `τ_d − τ_s − 1` ms on its link's `nth` message;
 //! - a timer armed at step s with `after` fires at `τ_s + K·after`; one
@@ -121,7 +123,6 @@ use super::harness::{Action, Did, Harness, Next};
 use super::search::{search, Counterexample};
 use super::state::Packet;
 use super::topology::{is_lock_server, MS};
-use crate::check::ViolationKind;
 use crate::model::to_scenario::{longest_paths, quote, EMITTED_SEEDS};
 use crate::protocol::redlock::{self, RedisMsg};
 use crate::protocol::{Msg, Node, NodeId, ProtocolKind, TimerId};
@@ -1210,13 +1211,15 @@ fn walk<N: Node + Clone + Hash + Eq>(
         w.step(action, i)?;
         w.apply_log(i, &log)?;
     }
-    if c.finding.kind == ViolationKind::SupersededEffect {
-        // The verdict at the last step (the sink performing a superseded
-        // request) rests on a newer grant another worker received, a step
-        // no message links to the sink's: every step stays before it.
-        let last = c.steps.len();
-        for i in 1..last {
-            w.edge(i, last, 1, 0);
+    // The verdict at the last step rests on what the path did before it,
+    // not only on the steps messages link to it (a superseded effect's on
+    // a newer grant another worker received): every other node's step
+    // stays before it (its own node's are, in its order).
+    let last = c.steps.len();
+    let judged = c.steps.last().map_or(Vec::new(), |&(a, _)| actors(a));
+    for (i, &(a, _)) in c.steps.iter().enumerate().take(last.saturating_sub(1)) {
+        if !actors(a).iter().any(|n| judged.contains(n)) {
+            w.edge(i + 1, last, 1, 0);
         }
     }
     w.finish();
