@@ -890,7 +890,7 @@ fn past_pauses<N: Node + Clone + Hash + Eq>(
 ) -> Option<Result<String, String>> {
     paused_delivery(&c.steps)?;
     let mut why = Vec::new();
-    let mut tried: Vec<Vec<(Action, u64)>> = Vec::new();
+    let mut tried: Vec<Steps> = Vec::new();
     for cone in [false, true] {
         let (steps, notes) = match moved_past_pauses(h, c, cone) {
             Ok(moved) => moved,
@@ -922,6 +922,9 @@ fn past_pauses<N: Node + Clone + Hash + Eq>(
     )))
 }
 
+/// A path's steps, as [`Counterexample::steps`].
+type Steps = Vec<(Action, u64)>;
+
 /// The first step of `steps` (0-based) that delivers to a worker paused
 /// before it and not resumed since (no timer of it fired, not crashed), and
 /// the worker.
@@ -945,7 +948,7 @@ fn moved_past_pauses<N: Node + Clone + Hash + Eq>(
     h: &Harness<N>,
     c: &Counterexample,
     cone: bool,
-) -> Result<(Vec<(Action, u64)>, Vec<String>), String> {
+) -> Result<(Steps, Vec<String>), String> {
     // Each step with its number in the search's path, for the notes.
     let mut steps: Vec<(usize, (Action, u64))> = c
         .steps
@@ -955,7 +958,12 @@ fn moved_past_pauses<N: Node + Clone + Hash + Eq>(
         .collect();
     let mut notes = Vec::new();
     let describe = |n: usize| format!("step {n} ({})", h.describe(&c.steps[n - 1].0));
-    while let Some((d, w)) = paused_delivery(&steps.iter().map(|&(_, s)| s).collect::<Vec<_>>()) {
+    // Each round moves one delivery or more past its pause's end (or out).
+    for _ in 0..c.steps.len() {
+        let Some((d, w)) = paused_delivery(&steps.iter().map(|&(_, s)| s).collect::<Vec<_>>())
+        else {
+            break;
+        };
         let end = steps[d + 1..]
             .iter()
             .position(|&(_, (a, _))| {

@@ -63,9 +63,19 @@ fn a_path_that_delivers_to_a_paused_worker_is_refused_naming_the_step() {
         fence: Some(false),
         ..Options::default()
     };
-    for (kind, options, step) in [
-        (ProtocolKind::FencedCheckThenWrite, Options::default(), 12),
-        (ProtocolKind::Github2012Pair, unfenced, 9),
+    for (kind, options, step, why) in [
+        (
+            ProtocolKind::FencedCheckThenWrite,
+            Options::default(),
+            12,
+            "the pause's end, step 15 (timer 0 fires at worker/1), fires a timer that step 14",
+        ),
+        (
+            ProtocolKind::Github2012Pair,
+            unfenced,
+            9,
+            "left undelivered (the pause outlasts the path)",
+        ),
     ] {
         let (h, out) = check_protocol_with(kind, options, small()).expect("supported");
         let c = out.counterexample.expect("unsafe");
@@ -73,6 +83,7 @@ fn a_path_that_delivers_to_a_paused_worker_is_refused_naming_the_step() {
         assert!(
             err.starts_with(&format!("step {step}: a message reaches a paused worker"))
                 && err.contains("moved past the pause")
+                && err.contains(why)
                 && !err.contains("arming order"),
             "{}: {err}",
             kind.id()
