@@ -16,9 +16,11 @@
 //! - each node's steps are strictly ordered (`τ_i ≥ τ_prev + 1`), but for
 //!   two timers of one node fired one after the other, the first armed
 //!   first: at one instant the simulator runs its events in the order they
-//!   were scheduled, so those two may share an instant (`τ_i ≥ τ_prev`); a
-//!   superseded effect's last step follows every other step (its verdict
-//!   rests on another worker's receipt no message links to it);
+//!   were scheduled, so those two may share an instant (`τ_i ≥ τ_prev`);
+//!   the violating (last) step follows every other node's step (its
+//!   verdict rests on what the path did before it, not only on what
+//!   messages link to it: a superseded effect's on a newer grant another
+//!   worker received), its own node's in that node's order;
 //!   latency is 1 ms and a delivery at step d of a message sent at step s
 //!   is a `delay` fault of `τ_d − τ_s − 1` ms on its link's `nth` message;
 //! - a timer armed at step s with `after` fires at `τ_s + K·after`; one
@@ -30,7 +32,7 @@
 //!   firing of a timer armed there (as much later as it);
 //! - a pause is a `pause` fault that ends exactly when the worker's first
 //!   timer fires after it (the simulator holds the timer until then); no
-//!   message may reach the paused worker before that (refused if one does).
+//!   message may reach the paused worker before that (see below).
 //!   When the path has no schedule otherwise, another timer armed before
 //!   the pause that the path never fires may be held to its end too (it
 //!   runs there, after the worker's last step of the path);
@@ -59,7 +61,10 @@
 //!   simulator fires them in arming order). When the path has no schedule,
 //!   the same-length paths one or two adjacent swaps away are tried; each
 //!   is replayed through the harness and must end in the same violation.
-//!   When none has one either, the BFS runs again with each node's timers
+//!   When none has one either, and the path's own failure was a
+//!   [`Refusal::NoSchedule`] (constraints with no solution, or none that
+//!   replays — not a step with no scripted form, which no order of timers
+//!   changes), the BFS runs again with each node's timers
 //!   of one instant fired in arming order only (`Bounds::arming_order`,
 //!   used for nothing else: proofs and the reported counterexample keep
 //!   every order) and its shortest path to the same violation is scripted
@@ -68,6 +73,44 @@
 //!   and its two 3 ms pings) are due at exactly one simulator instant at
 //!   every K, so no schedule can put anything between them but in the
 //!   order they were armed.
+//!
+//! The search's pause only delays the worker's timers (by the pause's
+//! length); the worker still handles messages. The simulator's pause holds
+//! every input of the node in one queue, messages as they arrive and
+//! timers as they fall due, and runs the queue in that order when the
+//! pause ends (its `Resume` event is queued when the pause begins, so a
+//! timer due at the very end and armed before the pause is held too, and a
+//! message sent after the pause began and arriving at its end is handled
+//! just after the held ones). So a held message runs *before* a timer that
+//! fell due after it arrived: the search's order — the message handled
+//! while the delayed timer waits — is not one the simulator has. When the
+//! path delivers to a paused worker (unscriptable as it is), the path with
+//! each such delivery moved to just after the pause's end (the worker's
+//! first timer firing after the pause; a pause that outlasts the path
+//! holds it past the violation, so it is left undelivered) is tried, first
+//! alone, then with the steps before that end that depend on it (a
+//! message a moved step sent, a later step of a node a moved step acted
+//! at); each is replayed through the harness, must end in the same
+//! violation, and is scripted like any path, so the moved delivery comes
+//! at least 1 ms after the pause's end (each node's steps strictly
+//! ordered) and nothing holds it; the header says what moved. Neither
+//! catalogue path that delivers to a paused worker at the default bounds
+//! has such a variant, and no pause could script them:
+//!
+//! - fenced-check-then-write (20 steps): B's acquire_ok (step 12) and
+//!   read_ok (14) reach B while it is paused, and B's first timer after
+//!   the pause (step 15) is the check-to-write timer read_ok armed. More
+//!   deeply, the path needs B to handle acquire_ok, sent at 8 ms, while
+//!   B's 6 ms request timeout armed at 0 ms is still pending; the search
+//!   delays that timeout past 16 ms, but in the simulator it falls due at
+//!   6K ms, inside any pause, before acquire_ok exists, and is held ahead
+//!   of it;
+//! - github-2012-pair (`fence = false`, 11 steps): the STONITH (step 9)
+//!   reaches the paused active, whose pause does not end within the path;
+//!   without it (the STONITH cancels the active's timers) the active's
+//!   heartbeat, delayed by the pause to 14 ms, falls due before the
+//!   passive's fencing timeout at 16 ms, so the search fires it first and
+//!   the left path is no path of the search.
 //!
 //! A path with no schedule, or a step the simulator has no scripted form
 //! for, is an error naming the step — never approximated.
@@ -80,7 +123,6 @@ use super::harness::{Action, Did, Harness, Next};
 use super::search::{search, Counterexample};
 use super::state::Packet;
 use super::topology::{is_lock_server, MS};
-use crate::check::ViolationKind;
 use crate::model::to_scenario::{longest_paths, quote, EMITTED_SEEDS};
 use crate::protocol::redlock::{self, RedisMsg};
 use crate::protocol::{Msg, Node, NodeId, ProtocolKind, TimerId};
@@ -724,10 +766,50 @@ pub fn to_scenario<N: Node + Clone + Hash + Eq>(
     c: &Counterexample,
     accept: &mut dyn FnMut(&str) -> bool,
 ) -> Result<String, String> {
-    let first = schedule(h, c, accept);
-    if first.is_ok() {
-        return first;
+    let first = match schedule(h, c, accept) {
+        Ok(text) => return Ok(text),
+        Err(why) => why,
+    };
+    if let Some(text) = swapped(h, c, accept) {
+        return Ok(text);
     }
+    match first {
+        Refusal::Unscriptable(why) => match past_pauses(h, c, accept) {
+            Some(Ok(text)) => Ok(text),
+            Some(Err(moved)) => Err(format!("{why}; {moved}")),
+            None => Err(why),
+        },
+        // The arming-order BFS can only help a path whose constraints
+        // have no solution (or none that replays): see [`Refusal`].
+        Refusal::NoSchedule(why) if h.bounds.arming_order => Err(why),
+        Refusal::NoSchedule(why) => {
+            in_arming_order(h, c, accept).map_err(|fallback| format!("{why}; {fallback}"))
+        }
+    }
+}
+
+/// Why a path has no script. Only the first kind may have one in
+/// another order of timers, so only it sends [`to_scenario`] to the
+/// arming-order BFS (a second full search: 11 s of CPU for
+/// fenced-check-then-write's bounds).
+#[derive(Debug)]
+enum Refusal {
+    /// Its constraints have no solution at any scale, or none of their
+    /// solutions replays to the violation in the simulator.
+    NoSchedule(String),
+    /// A step the emitter has no scripted form for (a message reaching a
+    /// paused worker, a lost duplicate, …), or not a path to the
+    /// violation: no order of timers changes that.
+    Unscriptable(String),
+}
+
+/// The same-length paths one or two swaps of adjacent steps away (see
+/// [`to_scenario`]), the first that has a schedule, its header naming the swap.
+fn swapped<N: Node + Clone + Hash + Eq>(
+    h: &Harness<N>,
+    c: &Counterexample,
+    accept: &mut dyn FnMut(&str) -> bool,
+) -> Option<String> {
     let n = c.steps.len();
     let swapped = |a: usize, b: Option<usize>| {
         let mut alt = c.clone();
@@ -746,18 +828,12 @@ pub fn to_scenario<N: Node + Clone + Hash + Eq>(
                 Some(b) => format!("steps {}/{} and {}/{}", a + 1, a + 2, b + 1, b + 2),
                 None => format!("steps {}/{}", a + 1, a + 2),
             };
-            return Ok(format!(
+            return Some(format!(
                 "# The search's shortest path with {note} swapped (the same length and violation):\n# the simulator fires timers with one deadline in the order they were armed.\n{text}"
             ));
         }
     }
-    if h.bounds.arming_order {
-        return first;
-    }
-    match in_arming_order(h, c, accept) {
-        Ok(text) => Ok(text),
-        Err(why) => first.map_err(|e| format!("{e}; {why}")),
-    }
+    None
 }
 
 /// The fallback when the shortest path and its swaps have no schedule:
@@ -800,25 +876,253 @@ fn in_arming_order<N: Node + Clone + Hash + Eq>(
     ))
 }
 
+/// The path with each delivery to a paused worker moved to just after the
+/// pause's end, its first timer firing after the pause (where the emitter
+/// ends the pause; a pause that outlasts the path holds the message past
+/// the violation, so it is left undelivered): alone first, then with the
+/// steps before that end which depend on it (a message a moved step sent,
+/// a later step of a node a moved step acted at). Each variant is replayed
+/// through the harness and must end in the same violation. None when no
+/// message reaches a paused worker; else the first scripted variant, its
+/// header saying what was moved, or why none is.
+fn past_pauses<N: Node + Clone + Hash + Eq>(
+    h: &Harness<N>,
+    c: &Counterexample,
+    accept: &mut dyn FnMut(&str) -> bool,
+) -> Option<Result<String, String>> {
+    paused_delivery(&c.steps)?;
+    let mut why = Vec::new();
+    let mut tried: Vec<Steps> = Vec::new();
+    for cone in [false, true] {
+        let (steps, notes) = match moved_past_pauses(h, c, cone) {
+            Ok(moved) => moved,
+            Err(e) => {
+                why.push(e);
+                continue;
+            }
+        };
+        if tried.contains(&steps) {
+            continue;
+        }
+        tried.push(steps.clone());
+        let alt = Counterexample { steps, ..c.clone() };
+        let note = notes.join("; ");
+        match schedule(h, &alt, accept) {
+            Ok(text) => {
+                return Some(Ok(format!(
+                    "# The search's shortest path delivers to a paused worker (its pause only delays the worker's\n# timers; the simulator holds a paused node's messages until the pause ends). Scripted with the\n# delivery moved past the pause (the same violation, replayed through the harness): {note}.\n{text}"
+                )))
+            }
+            Err(Refusal::NoSchedule(e) | Refusal::Unscriptable(e)) => {
+                why.push(format!("with {note}, in the moved path {e}"))
+            }
+        }
+    }
+    Some(Err(format!(
+        "no path with it moved past the pause has a script: {}",
+        why.join("; ")
+    )))
+}
+
+/// A path's steps, as [`Counterexample::steps`].
+type Steps = Vec<(Action, u64)>;
+
+/// The first step of `steps` (0-based) that delivers to a worker paused
+/// before it and not resumed since (no timer of it fired, not crashed), and
+/// the worker.
+fn paused_delivery(steps: &[(Action, u64)]) -> Option<(usize, NodeId)> {
+    let mut paused: Vec<NodeId> = Vec::new();
+    for (i, &(a, _)) in steps.iter().enumerate() {
+        match a {
+            Action::Pause(w) => paused.push(w),
+            Action::Fire { node, .. } | Action::Crash(node) => paused.retain(|&w| w != node),
+            Action::Deliver(p) if paused.contains(&p.to) => return Some((i, p.to)),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// `c`'s steps with every delivery to a paused worker moved past its pause
+/// (see [`past_pauses`]), and one note per pause; `cone`: with the steps
+/// that depend on it.
+fn moved_past_pauses<N: Node + Clone + Hash + Eq>(
+    h: &Harness<N>,
+    c: &Counterexample,
+    cone: bool,
+) -> Result<(Steps, Vec<String>), String> {
+    // Each step with its number in the search's path, for the notes.
+    let mut steps: Vec<(usize, (Action, u64))> = c
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(i, &s)| (i + 1, s))
+        .collect();
+    let mut notes = Vec::new();
+    let describe = |n: usize| format!("step {n} ({})", h.describe(&c.steps[n - 1].0));
+    // Each round moves one delivery or more past its pause's end (or out).
+    for _ in 0..c.steps.len() {
+        let Some((d, w)) = paused_delivery(&steps.iter().map(|&(_, s)| s).collect::<Vec<_>>())
+        else {
+            break;
+        };
+        let end = steps[d + 1..]
+            .iter()
+            .position(|&(_, (a, _))| {
+                matches!(a, Action::Fire { node, .. } | Action::Crash(node) if node == w)
+            })
+            .map(|k| d + 1 + k);
+        if let Some(e) = end.filter(|&e| matches!(steps[e].1 .0, Action::Crash(_))) {
+            return Err(format!(
+                "{}: the pause ends in a crash ({})",
+                describe(steps[d].0),
+                describe(steps[e].0)
+            ));
+        }
+        let upto = end.unwrap_or(steps.len());
+        let causes = if cone {
+            causes(h, &steps.iter().map(|&(_, s)| s).collect::<Vec<_>>())?
+        } else {
+            Vec::new()
+        };
+        let mut moved = vec![d];
+        let mut nodes: Vec<NodeId> = vec![w];
+        for j in d + 1..upto {
+            let a = steps[j].1 .0;
+            let to_w = matches!(a, Action::Deliver(p) if p.to == w);
+            let depends = cone
+                && (causes[j].is_some_and(|s| moved.contains(&s))
+                    || actors(a).iter().any(|n| nodes.contains(n)));
+            if to_w || depends {
+                moved.push(j);
+                nodes.extend(actors(a));
+            }
+        }
+        if let Some(e) = end.filter(|&e| cone && causes[e].is_some_and(|s| moved.contains(&s))) {
+            return Err(format!(
+                "the pause's end, {}, fires a timer that {} armed during the pause",
+                describe(steps[e].0),
+                describe(steps[causes[e].unwrap_or(e)].0)
+            ));
+        }
+        if end.is_none() && moved.contains(&(steps.len() - 1)) {
+            return Err(format!(
+                "{}: the pause outlasts the path and the violation depends on it",
+                describe(steps[d].0)
+            ));
+        }
+        let names: Vec<String> = moved.iter().map(|&j| describe(steps[j].0)).collect();
+        notes.push(match end {
+            Some(e) => format!(
+                "{} after {}, the end of the pause",
+                names.join(", "),
+                describe(steps[e].0)
+            ),
+            None => format!(
+                "{} left undelivered (the pause outlasts the path)",
+                names.join(", ")
+            ),
+        });
+        let taken: Vec<(usize, (Action, u64))> = moved.iter().map(|&j| steps[j]).collect();
+        let mut next: Vec<(usize, (Action, u64))> = Vec::new();
+        for (j, &s) in steps.iter().enumerate() {
+            if !moved.contains(&j) {
+                next.push(s);
+            }
+            if Some(j) == end {
+                next.extend(taken.iter().copied());
+            }
+        }
+        steps = next;
+    }
+    Ok((steps.into_iter().map(|(_, s)| s).collect(), notes))
+}
+
+/// The nodes a step acts at (a lost or duplicated message: none).
+fn actors(a: Action) -> Vec<NodeId> {
+    match a {
+        Action::Deliver(p) => vec![p.to],
+        Action::Fire { node, .. }
+        | Action::Pause(node)
+        | Action::Crash(node)
+        | Action::Rejoin(node) => vec![node],
+        Action::Failover { from, to } => vec![from, to],
+        Action::Lose(_) | Action::Duplicate(_) => Vec::new(),
+    }
+}
+
+/// Per step of `steps` (0-based), the step that sent the message it
+/// delivers, loses or duplicates (the earliest copy in flight, taken as
+/// [`Walk::take`] does), or armed the timer it fires; None: the boot.
+fn causes<N: Node + Clone + Hash + Eq>(
+    h: &Harness<N>,
+    steps: &[(Action, u64)],
+) -> Result<Vec<Option<usize>>, String> {
+    let mut log = Vec::new();
+    let mut s = h.initial_logged(Some(&mut log));
+    let mut flights: Vec<(Packet, Option<usize>)> = sent(&log, None);
+    let mut armed: BTreeMap<(NodeId, TimerId), usize> = BTreeMap::new();
+    let mut out = Vec::new();
+    for (i, &(a, _)) in steps.iter().enumerate() {
+        let at = |p: &Packet, flights: &[(Packet, Option<usize>)]| {
+            flights.iter().position(|(f, _)| f == p)
+        };
+        out.push(match a {
+            Action::Deliver(p) | Action::Lose(p) => {
+                at(&p, &flights).and_then(|k| flights.remove(k).1)
+            }
+            Action::Duplicate(p) => at(&p, &flights).and_then(|k| {
+                flights.push(flights[k]);
+                flights[k].1
+            }),
+            Action::Fire { node, timer } => armed.get(&(node, timer)).copied(),
+            _ => None,
+        });
+        log.clear();
+        match h.next_logged(&s, a, Some(&mut log)) {
+            Next::State(next, _) => s = next,
+            Next::Violation(..) if i + 1 == steps.len() => {}
+            _ => return Err(format!("step {}: the path does not go on here", i + 1)),
+        }
+        flights.extend(sent(&log, Some(i)));
+        for d in &log {
+            if let Did::SetTimer { node, timer, .. } = *d {
+                armed.insert((node, timer), i);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The messages a step's log sent, with the step.
+fn sent(log: &[Did], step: Option<usize>) -> Vec<(Packet, Option<usize>)> {
+    log.iter()
+        .filter_map(|d| match *d {
+            Did::Sent { packet, .. } => Some((packet, step)),
+            _ => None,
+        })
+        .collect()
+}
+
 /// [`to_scenario`] for the path as it is.
 fn schedule<N: Node + Clone + Hash + Eq>(
     h: &Harness<N>,
     c: &Counterexample,
     accept: &mut dyn FnMut(&str) -> bool,
-) -> Result<String, String> {
+) -> Result<String, Refusal> {
     let mut tried = 0;
     let mut ties = 0;
     for hold in [false, true] {
-        let walk = walk(h, c, hold)?;
+        let walk = walk(h, c, hold).map_err(Refusal::Unscriptable)?;
         ties = walk.ties;
         if let Some(text) = schedule_walk(h, c, &walk, accept, &mut tried) {
             return Ok(text);
         }
     }
-    Err(format!(
+    Err(Refusal::NoSchedule(format!(
         "none of the {tried} schedules found (of {ties} ties between a timer and a step at its deadline) replays to {} in the simulator",
         c.finding.kind
-    ))
+    )))
 }
 
 /// The first schedule of `walk` that `accept` takes, ties' sides with the
@@ -917,13 +1221,15 @@ fn walk<N: Node + Clone + Hash + Eq>(
         w.step(action, i)?;
         w.apply_log(i, &log)?;
     }
-    if c.finding.kind == ViolationKind::SupersededEffect {
-        // The verdict at the last step (the sink performing a superseded
-        // request) rests on a newer grant another worker received, a step
-        // no message links to the sink's: every step stays before it.
-        let last = c.steps.len();
-        for i in 1..last {
-            w.edge(i, last, 1, 0);
+    // The verdict at the last step rests on what the path did before it,
+    // not only on the steps messages link to it (a superseded effect's on
+    // a newer grant another worker received): every other node's step
+    // stays before it (its own node's are, in its order).
+    let last = c.steps.len();
+    let judged = c.steps.last().map_or(Vec::new(), |&(a, _)| actors(a));
+    for (i, &(a, _)) in c.steps.iter().enumerate().take(last.saturating_sub(1)) {
+        if !actors(a).iter().any(|n| judged.contains(n)) {
+            w.edge(i + 1, last, 1, 0);
         }
     }
     w.finish();

@@ -4,7 +4,7 @@
 
 use fencesim::check::ViolationKind;
 use fencesim::codecheck::to_scenario::{replays, to_scenario};
-use fencesim::codecheck::{check_protocol, Bounds};
+use fencesim::codecheck::{check_protocol, check_protocol_with, Bounds, Options};
 use fencesim::protocol::ProtocolKind;
 
 use super::small;
@@ -53,14 +53,42 @@ pub fn scripted_and_replayed(kind: ProtocolKind, bounds: Bounds) -> ViolationKin
 #[test]
 fn a_path_that_delivers_to_a_paused_worker_is_refused_naming_the_step() {
     // The search's pause only delays the worker's timers; the simulator's
-    // holds its messages too, so this path has no faithful script.
-    let (h, out) = check_protocol(ProtocolKind::FencedCheckThenWrite, small()).expect("supported");
-    let c = out.counterexample.expect("unsafe");
-    let err = to_scenario(&h, &c, &mut |_| true).expect_err("not scriptable");
-    assert!(
-        err.contains("paused worker") && err.contains("step"),
-        "{err}"
-    );
+    // holds its messages too. Moving the deliveries past the pause gives
+    // no path to the same violation: fenced-check-then-write's pause ends
+    // at a timer a delivery during it armed (its check-to-write), and
+    // without its STONITH github-2012-pair's paused active's delayed
+    // timers fall due before the passive's fencing timeout. Refused
+    // without the arming-order BFS, which cannot help such a path.
+    let unfenced = Options {
+        fence: Some(false),
+        ..Options::default()
+    };
+    for (kind, options, step, why) in [
+        (
+            ProtocolKind::FencedCheckThenWrite,
+            Options::default(),
+            12,
+            "the pause's end, step 15 (timer 0 fires at worker/1), fires a timer that step 14",
+        ),
+        (
+            ProtocolKind::Github2012Pair,
+            unfenced,
+            9,
+            "left undelivered (the pause outlasts the path)",
+        ),
+    ] {
+        let (h, out) = check_protocol_with(kind, options, small()).expect("supported");
+        let c = out.counterexample.expect("unsafe");
+        let err = to_scenario(&h, &c, &mut |_| true).expect_err("not scriptable");
+        assert!(
+            err.starts_with(&format!("step {step}: a message reaches a paused worker"))
+                && err.contains("moved past the pause")
+                && err.contains(why)
+                && !err.contains("arming order"),
+            "{}: {err}",
+            kind.id()
+        );
+    }
 }
 
 #[test]
