@@ -1045,7 +1045,9 @@ fn actors(a: Action) -> Vec<NodeId> {
         Action::Fire { node, .. }
         | Action::Pause(node)
         | Action::Crash(node)
-        | Action::Rejoin(node) => vec![node],
+        | Action::Rejoin(node)
+        | Action::Drift { node, .. }
+        | Action::Jump { node, .. } => vec![node],
         Action::Failover { from, to } => vec![from, to],
         Action::Lose(_) | Action::Duplicate(_) => Vec::new(),
     }

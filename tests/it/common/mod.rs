@@ -52,10 +52,11 @@ static MACHINE: std::sync::Mutex<Machine> = std::sync::Mutex::new(Machine {
 });
 static TURN: std::sync::Condvar = std::sync::Condvar::new();
 
-/// A place on the machine, given back on drop.
-pub struct Gate(Place);
+/// A place on the machine, given back on drop: when it was asked for and
+/// when it was given (for `FENCESIM_TEST_GATE_LOG`).
+pub struct Gate(Place, std::time::Instant, std::time::Instant);
 
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, Copy, PartialEq, Debug)]
 enum Place {
     Live,
     Alone,
@@ -67,6 +68,7 @@ fn machine() -> std::sync::MutexGuard<'static, Machine> {
 }
 
 fn take(place: Place) -> Gate {
+    let asked = std::time::Instant::now();
     let mut m = machine();
     match place {
         Place::Alone => m.waiting_alone += 1,
@@ -101,11 +103,37 @@ fn take(place: Place) -> Gate {
             m.heavy += 1;
         }
     }
-    Gate(place)
+    Gate(place, asked, std::time::Instant::now())
+}
+
+/// With `FENCESIM_TEST_GATE_LOG=FILE`, one line a gated test appends when
+/// it gives its place back: its name, place, seconds waited and held
+/// (where the test run's minutes go; a test's own time, without the
+/// wait, which libtest's times include).
+fn log_gate(gate: &Gate) {
+    let Some(path) = std::env::var_os("FENCESIM_TEST_GATE_LOG") else {
+        return;
+    };
+    let line = format!(
+        "{} {:?} waited {:.1} s held {:.1} s\n",
+        std::thread::current().name().unwrap_or("?"),
+        gate.0,
+        (gate.2 - gate.1).as_secs_f64(),
+        gate.2.elapsed().as_secs_f64()
+    );
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path);
+    if let Ok(mut f) = file {
+        use std::io::Write as _;
+        let _ = f.write_all(line.as_bytes());
+    }
 }
 
 impl Drop for Gate {
     fn drop(&mut self) {
+        log_gate(self);
         let mut m = machine();
         match self.0 {
             Place::Live => m.live -= 1,

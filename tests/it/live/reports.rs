@@ -424,14 +424,23 @@ fn a_cluster_that_cannot_start_is_retried_once_then_not_judged_with_exit_3_while
             etcd["simulated"].is_null() && etcd["met"] == false,
             "{etcd:#}"
         );
+        // Every member exits at once: which one the harness sees gone
+        // first is a race (member 1 on a loaded machine), so any names one.
+        let names_a_member =
+            |why: &str| (0..3).any(|m| why.contains(&format!("etcd member {m} exited")));
         for t in etcd["trials"].as_array().unwrap() {
             let why = t["not_judged"].as_str().unwrap_or_default();
-            assert!(why.contains("etcd member 0 exited"), "{t:#}");
+            assert!(names_a_member(why), "{t:#}");
         }
         assert_eq!(redis["met"], true, "{redis:#}");
         assert!(redis["trials"][1]["not_judged"].is_null());
         let xml = std::fs::read_to_string(dir.path().join("j.xml")).unwrap();
-        assert!(xml.contains("<failure message=\"trial 1 could not be judged: could not run, twice: etcd member 0 exited"), "{xml}");
+        assert!(
+            xml.contains(
+                "<failure message=\"trial 1 could not be judged: could not run, twice: etcd member"
+            ) && names_a_member(&xml),
+            "{xml}"
+        );
     }
 }
 
