@@ -474,25 +474,25 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
         }
     }
 
-    /// `node`'s clock runs `drift_ppm` fast or slow from now on; its
-    /// pending timers keep the readings they are due at, so they move on
-    /// the true-time line (sooner on a fast clock).
+    /// `node`'s clock runs `drift_ppm` fast or slow from time zero (the
+    /// only instant a drift happens, as in the simulator); its pending
+    /// timers keep the readings they are due at, so they move on the
+    /// true-time line (sooner on a fast clock).
     fn drift(&self, s: &mut State<N>, node: NodeId, fast: bool) {
+        assert_eq!(s.now_ns, 0, "a clock drifts from time zero");
         let ppm = self.bounds.drift_ppm.min(999_999) as i32;
-        let old = s.clock(node);
-        let new = old.drifting_from(s.now_ns, if fast { ppm } else { -ppm });
-        *clock_of(s, node) = new;
+        let clock = clock_of(s, node);
+        debug_assert_eq!(clock.drift_ppm, 0, "a clock drifts once");
+        clock.drift_ppm = if fast { ppm } else { -ppm };
+        let new = *clock;
+        // Until now the clock read true time: a deadline is its reading.
         let moved: Vec<_> = s
             .timers
             .iter()
             .filter(|t| t.node == node)
-            .map(|t| (t.timer, old.moved_deadline(&new, t.deadline_ns)))
+            .map(|t| (t.timer, new.true_at_mono(t.deadline_ns)))
             .collect();
         for (timer, deadline_ns) in moved {
-            debug_assert!(
-                deadline_ns >= s.now_ns,
-                "a moved timer is not due in the past"
-            );
             s.set_timer(node, timer, deadline_ns, self.bounds.arming_order);
         }
     }
