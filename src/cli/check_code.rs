@@ -57,6 +57,11 @@ pub struct CodeArgs {
     /// consensus-generation, whose quorum rounds multiply the space).
     #[arg(long)]
     pauses: Option<u8>,
+    /// --code: a pause is the simulator's: the worker handles nothing for the pause and then
+    /// runs the messages and timers that reached it meanwhile, in that order (default: the
+    /// pause only delays its timers).
+    #[arg(long)]
+    pause_holds: bool,
     /// --code: failovers of a replicated coordinator (the primary crashes for good, the next
     /// replica is promoted); default 1 for incr-beside-lease and consensus-generation, else 0.
     #[arg(long)]
@@ -186,6 +191,7 @@ impl CodeArgs {
             timing,
             write_history: false,
             arming_order: false,
+            pause_holds: self.pause_holds,
         })
     }
 }

@@ -18,7 +18,8 @@ pub struct Bounds {
     pub duplicates: u8,
     /// Crash-and-restart of any node (synced records survive).
     pub crashes: u8,
-    /// Pauses of a worker: its timers fire `pause_ms` later.
+    /// Pauses of a worker: its timers fire `pause_ms` later (or, with
+    /// `pause_holds`, it holds its inputs for `pause_ms`).
     pub pauses: u8,
     pub pause_ms: u64,
     /// Failovers of a replicated coordinator: the primary crashes (and
@@ -60,6 +61,11 @@ pub struct Bounds {
     /// script (`to_scenario`). Its paths are paths of the unrestricted
     /// search too, so what it finds is found.
     pub arming_order: bool,
+    /// A pause is the simulator's ([`super::hold`]): the worker handles
+    /// nothing for `pause_ms`, and runs the messages and timers that
+    /// reached it meanwhile, in that order, at the pause's end. Off: the
+    /// pause only delays the worker's timers.
+    pub pause_holds: bool,
 }
 
 /// The default state bound. The proof (DFS) keeps ~20 bytes per unique
@@ -101,6 +107,7 @@ impl Default for Bounds {
             timing,
             write_history: false,
             arming_order: false,
+            pause_holds: false,
         }
     }
 }
@@ -152,7 +159,8 @@ impl Bounds {
         }
     }
 
-    /// `2w/2g/0loss/0dup/0crash/1pause` (and `/1failover`, `/1rejoin`,
+    /// `2w/2g/0loss/0dup/0crash/1pause` (`1pause(holds)` with
+    /// `pause_holds`; and `/1failover`, `/1rejoin`,
     /// `/1drift@100000ppm`, `/1jump@11ms` if any), the
     /// in-flight bound and the horizon, for one report line.
     pub fn label(&self) -> String {
@@ -169,8 +177,9 @@ impl Bounds {
         if self.jumps > 0 {
             failovers += &format!("/{}jump@{}ms", self.jumps, self.jump_ms);
         }
+        let holds = if self.pause_holds { "(holds)" } else { "" };
         format!(
-            "{}w/{}g/{}loss/{}dup/{}crash/{}pause{failovers}/{}inflight/{}ms",
+            "{}w/{}g/{}loss/{}dup/{}crash/{}pause{holds}{failovers}/{}inflight/{}ms",
             self.workers,
             self.grants,
             self.losses,

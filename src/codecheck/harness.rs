@@ -31,6 +31,7 @@
 use std::hash::Hash;
 
 use super::bounds::Bounds;
+use super::hold::Held;
 use super::judge::{Finding, Judge, Notes};
 use super::state::{Budget, Packet, State};
 use super::topology::Topology;
@@ -49,6 +50,9 @@ pub enum Action {
         timer: TimerId,
     },
     Pause(NodeId),
+    /// A holding pause (`Bounds::pause_holds`) ends: the worker runs what
+    /// it held ([`super::hold`]).
+    Resume(NodeId),
     Crash(NodeId),
     /// The coordinator primary `from` crashes and `to` (the next live
     /// replica) is promoted.
@@ -164,6 +168,7 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
             primary: self.topology.coord,
             down: 0,
             clocks: Vec::new(),
+            held: Vec::new(),
             judge: Judge::new(
                 self.topology.workers,
                 b.write_history,
@@ -205,7 +210,7 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
     }
 
     /// Hands `input` to `node` at the current instant and applies its effects.
-    fn handle(
+    pub(super) fn handle(
         &self,
         s: &mut State<N>,
         node: NodeId,
@@ -245,13 +250,19 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
                     });
                 }
                 // Armed on the node's monotonic clock.
-                Effect::SetTimer { timer, after_ns } => s.set_timer(
-                    node,
-                    timer,
-                    clock.true_at_mono(clocks.mono_ns.saturating_add(after_ns)),
-                    self.bounds.arming_order,
-                ),
-                Effect::CancelTimer { timer } => s.cancel_timer(node, timer),
+                Effect::SetTimer { timer, after_ns } => {
+                    s.forget_held_timer(node, timer);
+                    s.set_timer(
+                        node,
+                        timer,
+                        clock.true_at_mono(clocks.mono_ns.saturating_add(after_ns)),
+                        self.bounds.arming_order,
+                    )
+                }
+                Effect::CancelTimer { timer } => {
+                    s.forget_held_timer(node, timer);
+                    s.cancel_timer(node, timer)
+                }
                 Effect::Persist {
                     durability: Durability::Synced,
                     record,
@@ -295,30 +306,18 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
                 out.push(Action::Duplicate(*p));
             }
         }
-        if let Some(first) = s.timers.first() {
-            if first.deadline_ns > self.bounds.horizon_ms * super::topology::MS {
-                *cut = Some(Cut::Horizon);
-            } else {
-                let mut node = None;
-                for t in s
-                    .timers
-                    .iter()
-                    .take_while(|t| t.deadline_ns == first.deadline_ns)
-                {
-                    if self.bounds.arming_order && node.replace(t.node) == Some(t.node) {
-                        continue; // armed after this node's first one due now
-                    }
-                    out.push(Action::Fire {
-                        node: t.node,
-                        timer: t.timer,
-                    });
-                }
-            }
-        }
+        self.time_actions(s, cut, &mut out);
         if s.budget.pauses > 0 {
             for w in 0..self.topology.workers {
                 let w = NodeId(w as u16);
-                if s.timers.iter().any(|t| t.node == w) {
+                // A delaying pause does nothing to a worker without timers;
+                // a holding one holds its messages too.
+                let matters = if self.bounds.pause_holds {
+                    s.hold(w).is_none()
+                } else {
+                    s.timers.iter().any(|t| t.node == w)
+                };
+                if matters {
                     out.push(Action::Pause(w));
                 }
             }
@@ -349,6 +348,33 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
         }
         self.clock_faults(s, &mut out);
         out
+    }
+
+    /// Time's next instant: the earliest timers (ties in any order, or one
+    /// node's in arming order) and the earliest holding pauses' ends.
+    fn time_actions(&self, s: &State<N>, cut: &mut Option<Cut>, out: &mut Vec<Action>) {
+        let timer_ns = s.timers.first().map(|t| t.deadline_ns);
+        let resume_ns = s.next_resume_ns();
+        let Some(next_ns) = timer_ns.into_iter().chain(resume_ns).min() else {
+            return;
+        };
+        if next_ns > self.bounds.horizon_ms * super::topology::MS {
+            *cut = Some(Cut::Horizon);
+            return;
+        }
+        let mut node = None;
+        for t in s.timers.iter().take_while(|t| t.deadline_ns == next_ns) {
+            if self.bounds.arming_order && node.replace(t.node) == Some(t.node) {
+                continue; // armed after this node's first one due now
+            }
+            out.push(Action::Fire {
+                node: t.node,
+                timer: t.timer,
+            });
+        }
+        for h in s.held.iter().filter(|h| h.until_ns == next_ns) {
+            out.push(Action::Resume(h.node));
+        }
     }
 
     /// A drift of each live node whose clock keeps pace (one drift a
@@ -408,6 +434,10 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
                 s.take(&p); // arrives while its node is down: dropped
                 None
             }
+            Action::Deliver(p) if s.hold_input(p.to, Held::Message(p)) => {
+                s.take(&p); // reaches a paused worker: held
+                None
+            }
             Action::Deliver(p) => {
                 s.take(&p);
                 s.judge.on_deliver(p.to, &p.msg, &mut notes);
@@ -431,15 +461,24 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
                 let deadline = s.timers.iter().find(|t| t.node == node && t.timer == timer);
                 s.now_ns = deadline.map_or(s.now_ns, |t| t.deadline_ns);
                 s.cancel_timer(node, timer);
-                let input = Input::Timer { timer };
-                self.handle(&mut s, node, input, &mut notes, log.as_deref_mut())
+                if s.hold_input(node, Held::Timer(timer)) {
+                    None // falls due while its worker is paused: held
+                } else {
+                    let input = Input::Timer { timer };
+                    self.handle(&mut s, node, input, &mut notes, log.as_deref_mut())
+                }
             }
             Action::Pause(node) => {
                 s.budget.pauses -= 1;
                 let by_ns = self.bounds.pause_ms * super::topology::MS;
-                s.delay_timers(node, by_ns, self.bounds.arming_order);
+                if self.bounds.pause_holds {
+                    s.start_hold(node, by_ns);
+                } else {
+                    s.delay_timers(node, by_ns, self.bounds.arming_order);
+                }
                 None
             }
+            Action::Resume(node) => self.resume(&mut s, node, &mut notes, log),
             Action::Crash(node) => self.crash(&mut s, node, &mut notes, log),
             Action::Failover { from, to } => self.failover(&mut s, from, to, &mut notes, log),
             // A down node restarts from its synced record as a replica (the
@@ -509,6 +548,7 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
     ) -> Option<Finding> {
         s.budget.crashes -= 1;
         s.timers.retain(|t| t.node != node);
+        s.drop_hold(node);
         // A crashed pair node no longer believes it is active (as the
         // history checker reads a `crash` record).
         s.judge.on_stepped_down(node);
@@ -649,10 +689,18 @@ impl<N> Harness<N> {
                 format!("timer {} fires at {}", timer.0, self.node_name(*node))
             }
             Action::Pause(node) => format!(
-                "{} pauses for {} ms (its timers fire later)",
+                "{} pauses for {} ms ({})",
                 self.node_name(*node),
-                self.bounds.pause_ms
+                self.bounds.pause_ms,
+                if self.bounds.pause_holds {
+                    "it holds what reaches it"
+                } else {
+                    "its timers fire later"
+                }
             ),
+            Action::Resume(node) => {
+                format!("{} resumes and runs what it held", self.node_name(*node))
+            }
             Action::Crash(node) => format!(
                 "{} crashes and restarts from its synced record",
                 self.node_name(*node)

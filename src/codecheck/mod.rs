@@ -15,6 +15,7 @@
 //! - `clock`: a node's clocks under drift and wall-clock jumps.
 //! - `harness`: the transitions (deliver, lose, duplicate, timers, pause,
 //!   crash, failover of a replicated coordinator, clock drift and jumps).
+//! - `hold`: the simulator's pause (a paused worker holds its inputs).
 //! - `judge`: the properties, incrementally.
 //! - `search`: the BFS, proofs and shortest counterexamples.
 //! - `to_scenario`: a counterexample as a scripted simulator scenario.
@@ -26,6 +27,7 @@ pub mod abstraction;
 pub mod bounds;
 pub mod clock;
 pub mod harness;
+pub mod hold;
 pub mod judge;
 pub mod refine;
 pub mod search;

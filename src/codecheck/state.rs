@@ -10,6 +10,7 @@
 use std::hash::Hash;
 
 use super::clock::NodeClock;
+use super::hold::Hold;
 use super::judge::Judge;
 use crate::protocol::{Msg, NodeId, Record, TimerId};
 
@@ -73,6 +74,9 @@ pub struct State<N> {
     /// `clocks[i]` is `NodeId(i)`'s; empty while no clock fault happened
     /// (every clock reads true time), so such states hash as before.
     pub clocks: Vec<NodeClock>,
+    /// The workers in a holding pause (`Bounds::pause_holds`), by node,
+    /// with what they hold ([`super::hold`]); empty without one.
+    pub held: Vec<Hold>,
     pub judge: Judge,
 }
 

@@ -570,6 +570,7 @@ impl Walk {
             Action::Failover { from, to } => (Some(from), Some(to)),
             Action::Lose(_) | Action::Duplicate(_) => (None, None),
             Action::Drift { .. } | Action::Jump { .. } => return Err(clock_fault(i)),
+            Action::Resume(_) => return Err(holding_pause(i)),
         };
         for node in node.into_iter().chain(also) {
             // Each node's steps in path order; different nodes' steps are
@@ -654,6 +655,7 @@ impl Walk {
                 }
             }
             Action::Drift { .. } | Action::Jump { .. } => {} // refused above
+            Action::Resume(_) => {}                          // refused above
         }
         Ok(())
     }
@@ -766,6 +768,15 @@ pub fn to_scenario<N: Node + Clone + Hash + Eq>(
     c: &Counterexample,
     accept: &mut dyn FnMut(&str) -> bool,
 ) -> Result<String, String> {
+    if let Some(i) = c
+        .steps
+        .iter()
+        .position(|(a, _)| matches!(a, Action::Pause(_)))
+    {
+        if h.bounds.pause_holds {
+            return Err(holding_pause(i + 1));
+        }
+    }
     let first = match schedule(h, c, accept) {
         Ok(text) => return Ok(text),
         Err(why) => why,
@@ -1046,6 +1057,7 @@ fn actors(a: Action) -> Vec<NodeId> {
         | Action::Pause(node)
         | Action::Crash(node)
         | Action::Rejoin(node)
+        | Action::Resume(node)
         | Action::Drift { node, .. }
         | Action::Jump { node, .. } => vec![node],
         Action::Failover { from, to } => vec![from, to],
@@ -1243,6 +1255,13 @@ fn walk<N: Node + Clone + Hash + Eq>(
 /// not mapped yet.
 fn clock_fault(i: usize) -> String {
     format!("step {i}: a clock fault (a drift or a wall-clock jump) is not scripted yet")
+}
+
+/// Why step `i`, a pause of the search's simulator-like kind
+/// (`Bounds::pause_holds`), is refused: its held inputs run at one
+/// instant, which the schedule's constraints do not state yet.
+fn holding_pause(i: usize) -> String {
+    format!("step {i}: a holding pause (--pause-holds) is not scripted yet")
 }
 
 fn node_name<N>(h: &Harness<N>, node: NodeId) -> String {

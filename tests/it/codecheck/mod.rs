@@ -12,6 +12,7 @@ mod clocks;
 mod conditional;
 mod effects;
 mod emit;
+mod holds;
 mod lock_server;
 mod pair;
 mod refine;
