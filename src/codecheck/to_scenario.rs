@@ -95,7 +95,7 @@
 //! at least 1 ms after the pause's end (each node's steps strictly
 //! ordered) and nothing holds it; the header says what moved. Neither
 //! catalogue path that delivers to a paused worker at the default bounds
-//! has such a variant, and no pause could script them:
+//! has such a variant, and no delaying pause could script them:
 //!
 //! - fenced-check-then-write (20 steps): B's acquire_ok (step 12) and
 //!   read_ok (14) reach B while it is paused, and B's first timer after
@@ -111,6 +111,21 @@
 //!   heartbeat, delayed by the pause to 14 ms, falls due before the
 //!   passive's fencing timeout at 16 ms, so the search fires it first and
 //!   the left path is no path of the search.
+//!
+//! So then the search runs again with the simulator's pause
+//! (`Bounds::pause_holds`, [`super::hold`]) and its shortest path to the
+//! same violation is scripted, the header saying so (fenced-check-then-
+//! write's has no pause; github-2012-pair's holds the active's heartbeat
+//! to the pause's end and delivers the STONITH after it). Such a pause is
+//! a `pause` fault of exactly K × its length, ended by the path's
+//! `Resume`; a message that reached the paused worker arrives within it
+//! and a timer that fell due in it fires at its deadline, each a step of
+//! the worker, so the worker's step order is the held queue's order. The
+//! simulator schedules a pause's fault when it boots: at one instant it
+//! runs after every node's start and before every event of the run, so a
+//! holding pause and the worker's next step may share an instant (held),
+//! and a pause may be at 0 ms. Independently of pauses, a timer a node
+//! arms for 0 ms fires at the arming step's instant, after it.
 //!
 //! A path with no schedule, or a step the simulator has no scripted form
 //! for, is an error naming the step — never approximated.
@@ -297,6 +312,10 @@ struct Walk {
     held: usize,
     /// Timers armed so far (the next one's `seq`).
     armings: usize,
+    /// With `Bounds::pause_holds`, the pause's length in ms: a pause is
+    /// the simulator's, ended by the path's `Resume` exactly that long
+    /// after it began ([`Walk::resume`]).
+    pause_holds_ms: Option<i64>,
     /// Each node's latest step that fired a timer exactly at its
     /// deadline (not held by a pause, not Redlock's validity), and that
     /// timer.
@@ -364,6 +383,44 @@ impl Walk {
         self.pauses
             .iter()
             .position(|p| p.node == node && p.resume.is_none())
+    }
+
+    /// `node` is in a pause of the search's delaying kind (which a
+    /// message reaching it, or two of its timers due at one instant,
+    /// cannot be scripted through); a holding pause is the simulator's.
+    fn holds_back(&self, node: NodeId) -> bool {
+        self.pause_holds_ms.is_none() && self.paused(node).is_some()
+    }
+
+    /// Whether `node`'s step `action` may share its previous step's
+    /// instant because of a holding pause: the simulator schedules a
+    /// pause's fault when it boots, after every node's start and before
+    /// any event of the run, so at one instant the pause comes after the
+    /// starts and before every timer and message due then (held).
+    fn pause_shares_instant(&self, node: NodeId, previous: usize, action: Action) -> bool {
+        self.pause_holds_ms.is_some()
+            && match action {
+                Action::Pause(_) => previous == 0,
+                _ => self
+                    .pauses
+                    .iter()
+                    .any(|p| p.node == node && p.at == previous),
+            }
+    }
+
+    /// `node`'s holding pause ends at step `i`, exactly its length after
+    /// it began: the simulator's resume, which runs what it held in the
+    /// order it arrived (each arrival and held timer is a step of the node
+    /// before this one, so the per-node order keeps the queue's).
+    fn resume(&mut self, node: NodeId, i: usize) -> Result<(), String> {
+        let (Some(k), Some(pause_ms)) = (self.paused(node), self.pause_holds_ms) else {
+            return Err(format!("step {i}: a resume of a worker that is not paused"));
+        };
+        let at = self.pauses[k].at;
+        self.pauses[k].resume = Some(i);
+        self.edge(at, i, 0, pause_ms);
+        self.edge(i, at, 0, -pause_ms);
+        Ok(())
     }
 
     /// What step `i` logged: sends get their link numbers, timers their arming step.
@@ -483,7 +540,7 @@ impl Walk {
             self.faults.push(Scripted::Drop { p: *p, nth: f.nth });
             return Ok(());
         }
-        if self.paused(p.to).is_some() {
+        if self.holds_back(p.to) {
             return Err(format!(
                 "step {i}: a message reaches a paused worker (the simulator holds it until the pause ends)"
             ));
@@ -526,7 +583,16 @@ impl Walk {
             .timers
             .remove(&(node, timer))
             .ok_or_else(|| format!("step {i}: timer {} is not armed", timer.0))?;
-        match self.paused(node) {
+        let paused = match self.pause_holds_ms {
+            // Held, the timer falls due at its deadline all the same.
+            Some(_) if !t.start => None,
+            Some(_) => {
+                self.starts.insert(node, Start::At(i));
+                return Ok(());
+            }
+            None => self.paused(node),
+        };
+        match paused {
             paused if t.start => {
                 self.starts.insert(node, Start::At(i));
                 if let Some(k) = paused {
@@ -564,13 +630,13 @@ impl Walk {
             Action::Deliver(p) => (Some(p.to), None),
             Action::Fire { node, .. }
             | Action::Pause(node)
+            | Action::Resume(node)
             | Action::Crash(node)
             | Action::Rejoin(node) => (Some(node), None),
             // The old primary's last step and the promoted replica's first.
             Action::Failover { from, to } => (Some(from), Some(to)),
             Action::Lose(_) | Action::Duplicate(_) => (None, None),
             Action::Drift { .. } | Action::Jump { .. } => return Err(clock_fault(i)),
-            Action::Resume(_) => return Err(holding_pause(i)),
         };
         for node in node.into_iter().chain(also) {
             // Each node's steps in path order; different nodes' steps are
@@ -579,12 +645,16 @@ impl Walk {
             // first was armed first (the simulator's order at one instant).
             let previous = self.last.insert(node, i).unwrap_or(0);
             let same_instant = match action {
-                Action::Fire { timer, .. } if self.paused(node).is_none() => self
-                    .timers
-                    .get(&(node, timer))
-                    .is_some_and(|t| self.fires_before(node, previous, t)),
+                Action::Fire { timer, .. } if !self.holds_back(node) => {
+                    self.timers.get(&(node, timer)).is_some_and(|t| {
+                        // Or armed for 0 ms at the node's previous step: the
+                        // simulator schedules it then, to run at that instant.
+                        self.fires_before(node, previous, t)
+                            || t.anchor == previous && !t.start && t.span.ms_at(1) == Some(0)
+                    })
+                }
                 _ => false,
-            };
+            } || self.pause_shares_instant(node, previous, action);
             self.edge(previous, i, i64::from(!same_instant), 0);
         }
         match action {
@@ -654,8 +724,8 @@ impl Walk {
                     *rejoin = Some(i);
                 }
             }
+            Action::Resume(node) => self.resume(node, i)?,
             Action::Drift { .. } | Action::Jump { .. } => {} // refused above
-            Action::Resume(_) => {}                          // refused above
         }
         Ok(())
     }
@@ -706,7 +776,7 @@ impl Walk {
                 .find(|p| p.node == node && !p.crashed && p.resume == Some(last) && t.anchor < p.at)
                 .map(|p| p.at);
             match held {
-                Some(at) if self.hold && !t.start => {
+                Some(at) if self.hold && !t.start && self.pause_holds_ms.is_none() => {
                     self.edge_span(at, t.anchor, 1, t.span.negated());
                     self.edge_span(t.anchor, last, 0, (1, t.span));
                     self.held += 1;
@@ -768,15 +838,6 @@ pub fn to_scenario<N: Node + Clone + Hash + Eq>(
     c: &Counterexample,
     accept: &mut dyn FnMut(&str) -> bool,
 ) -> Result<String, String> {
-    if let Some(i) = c
-        .steps
-        .iter()
-        .position(|(a, _)| matches!(a, Action::Pause(_)))
-    {
-        if h.bounds.pause_holds {
-            return Err(holding_pause(i + 1));
-        }
-    }
     let first = match schedule(h, c, accept) {
         Ok(text) => return Ok(text),
         Err(why) => why,
@@ -785,9 +846,13 @@ pub fn to_scenario<N: Node + Clone + Hash + Eq>(
         return Ok(text);
     }
     match first {
+        // A holding pause is the simulator's: nothing to move past it.
+        Refusal::Unscriptable(why) if h.bounds.pause_holds => Err(why),
         Refusal::Unscriptable(why) => match past_pauses(h, c, accept) {
             Some(Ok(text)) => Ok(text),
-            Some(Err(moved)) => Err(format!("{why}; {moved}")),
+            Some(Err(moved)) => {
+                with_holding_pauses(h, c, accept).map_err(|held| format!("{why}; {moved}; {held}"))
+            }
             None => Err(why),
         },
         // The arming-order BFS can only help a path whose constraints
@@ -860,29 +925,77 @@ fn in_arming_order<N: Node + Clone + Hash + Eq>(
 ) -> Result<String, String> {
     let strict = h.in_arming_order();
     let out = search(&strict);
-    let Some(d) = out.counterexample else {
-        return Err(format!(
-            "with each node's timers of one instant in arming order the BFS finds no violation ({} states{})",
-            out.unique_states,
-            if out.hits.max_states { ", its state bound hit" } else { "" }
-        ));
-    };
-    if d.finding.kind != c.finding.kind {
-        return Err(format!(
-            "with each node's timers of one instant in arming order the shortest violation is {}, not {}",
-            d.finding.kind, c.finding.kind
-        ));
-    }
-    let text = to_scenario(&strict, &d, accept).map_err(|e| {
-        format!(
-            "the {}-step shortest path with each node's timers of one instant in arming order: {e}",
-            d.steps.len()
-        )
-    })?;
+    let what = "with each node's timers of one instant in arming order";
+    let (d, text) = script_other(&strict, &out, c, accept, what)?;
     Ok(format!(
         "# The search's shortest path ({} steps) has no schedule (the search fires one node's timers of one\n# instant in any order, the simulator in the order they were armed). Scripted instead: the shortest\n# path that fires them in that order ({} steps; a BFS of {} states).\n{text}",
         c.steps.len(),
         d.steps.len(),
+        out.unique_states
+    ))
+}
+
+/// The path an emitter's fallback search (`alt`, which found `out`)
+/// gives for `c`'s violation, scripted; `what` names how that search
+/// differs, for the reasons when it gives none.
+fn script_other<N: Node + Clone + Hash + Eq>(
+    alt: &Harness<N>,
+    out: &super::search::Outcome,
+    c: &Counterexample,
+    accept: &mut dyn FnMut(&str) -> bool,
+    what: &str,
+) -> Result<(Counterexample, String), String> {
+    let Some(d) = out.counterexample.clone() else {
+        return Err(format!(
+            "{what} the search finds no violation ({} states{})",
+            out.unique_states,
+            if out.hits.max_states {
+                ", its state bound hit"
+            } else {
+                ""
+            }
+        ));
+    };
+    if d.finding.kind != c.finding.kind {
+        return Err(format!(
+            "{what} the shortest violation is {}, not {}",
+            d.finding.kind, c.finding.kind
+        ));
+    }
+    let text = to_scenario(alt, &d, accept)
+        .map_err(|e| format!("the {}-step shortest path {what}: {e}", d.steps.len()))?;
+    Ok((d, text))
+}
+
+/// The fallback when a path delivers to a paused worker and moving those
+/// deliveries past the pause gives no path: a shortest path to the same
+/// violation found by the BFS whose pauses are the simulator's
+/// (`Bounds::pause_holds`: the worker holds what reaches it and runs it
+/// at the pause's end), scripted like any other. Those are the pauses the
+/// script has, so such a path needs no moving.
+fn with_holding_pauses<N: Node + Clone + Hash + Eq>(
+    h: &Harness<N>,
+    c: &Counterexample,
+    accept: &mut dyn FnMut(&str) -> bool,
+) -> Result<String, String> {
+    let holding = Harness {
+        topology: h.topology.clone(),
+        factory: h.factory,
+        bounds: super::bounds::Bounds {
+            pause_holds: true,
+            ..h.bounds
+        },
+    };
+    // The proof's DFS, then its shortest path (by bisection where the
+    // BFS's levels outgrow their bound), as `check --code --pause-holds`.
+    let out = super::search::check(&holding);
+    let what = "with the simulator's pause (--pause-holds)";
+    let (d, text) = script_other(&holding, &out, c, accept, what)?;
+    Ok(format!(
+        "# The search's shortest path ({} steps) delivers to a paused worker, which the simulator's pause\n# holds. Scripted instead: the shortest path whose pauses hold what reaches the worker and run it at\n# the pause's end, as the simulator's do (--pause-holds; {} steps{}; a search of {} states).\n{text}",
+        c.steps.len(),
+        d.steps.len(),
+        if d.shortest { ", shortest" } else { "" },
         out.unique_states
     ))
 }
@@ -1201,6 +1314,7 @@ fn walk<N: Node + Clone + Hash + Eq>(
         workers: h.topology.workers,
         hold,
         redlock_ttl_ns: (p.kind == ProtocolKind::Redlock).then_some(p.lease_ttl_ns),
+        pause_holds_ms: h.bounds.pause_holds.then_some(h.bounds.pause_ms as i64),
         ..Walk::default()
     };
     let mut log = Vec::new();
@@ -1255,13 +1369,6 @@ fn walk<N: Node + Clone + Hash + Eq>(
 /// not mapped yet.
 fn clock_fault(i: usize) -> String {
     format!("step {i}: a clock fault (a drift or a wall-clock jump) is not scripted yet")
-}
-
-/// Why step `i`, a pause of the search's simulator-like kind
-/// (`Bounds::pause_holds`), is refused: its held inputs run at one
-/// instant, which the schedule's constraints do not state yet.
-fn holding_pause(i: usize) -> String {
-    format!("step {i}: a holding pause (--pause-holds) is not scripted yet")
 }
 
 fn node_name<N>(h: &Harness<N>, node: NodeId) -> String {

@@ -4,7 +4,7 @@
 
 use fencesim::check::ViolationKind;
 use fencesim::codecheck::to_scenario::{replays, to_scenario};
-use fencesim::codecheck::{check_protocol, check_protocol_with, Bounds, Options};
+use fencesim::codecheck::{check_protocol, check_protocol_with, Action, Bounds, Options};
 use fencesim::protocol::ProtocolKind;
 
 use super::small;
@@ -36,58 +36,70 @@ pub fn scripted_and_replayed(kind: ProtocolKind, bounds: Bounds) -> ViolationKin
     let c = out.counterexample.expect("unsafe");
     let text = to_scenario(&h, &c, &mut |t| replays(t, 2))
         .unwrap_or_else(|e| panic!("{}: {e}", kind.id()));
-    // Judged again here, apart from the emitter's own acceptance.
-    let s = fencesim::scenario::parse(&text, "emitted").expect("valid scenario");
+    found_on_every_seed(&text, c.finding.kind, kind);
+    c.finding.kind
+}
+
+/// An emitted scenario judged again here, apart from the emitter's own
+/// acceptance: `found` on every seed, and the expectation met.
+pub fn found_on_every_seed(text: &str, found: ViolationKind, of: ProtocolKind) {
+    let s = fencesim::scenario::parse(text, "emitted").expect("valid scenario");
     let r = fencesim::suite::run_scenario(&s, s.seeds.clone(), 2);
-    let kind_found = c.finding.kind;
     assert_eq!(
-        r.agg.failing_seeds[kind_found as usize],
+        r.agg.failing_seeds[found as usize],
         r.agg.seeds,
-        "{}: {kind_found} on every seed\n{text}",
-        kind.id()
+        "{}: {found} on every seed\n{text}",
+        of.id()
     );
-    assert!(r.met(), "{}: {:?}\n{text}", kind.id(), r.problems);
-    kind_found
+    assert!(r.met(), "{}: {:?}\n{text}", of.id(), r.problems);
 }
 
 #[test]
-fn a_path_that_delivers_to_a_paused_worker_is_refused_naming_the_step() {
-    // The search's pause only delays the worker's timers; the simulator's
-    // holds its messages too. Moving the deliveries past the pause gives
-    // no path to the same violation: fenced-check-then-write's pause ends
-    // at a timer a delivery during it armed (its check-to-write), and
-    // without its STONITH github-2012-pair's paused active's delayed
-    // timers fall due before the passive's fencing timeout. Refused
-    // without the arming-order BFS, which cannot help such a path.
+fn a_path_that_delivers_to_a_paused_worker_is_scripted_from_the_search_with_the_simulators_pause() {
+    // The search's delaying pause lets the worker handle messages; the
+    // simulator's holds them. Moving the deliveries past the pause gives
+    // no path to the same violation (fenced-check-then-write's pause ends
+    // at a timer a delivery during it armed; without its STONITH
+    // github-2012-pair's paused active's delayed timers fall due before
+    // the passive's fencing timeout), so the emitter scripts the shortest
+    // path of the search whose pauses are the simulator's (`pause_holds`)
+    // instead, and says so. For fenced-check-then-write that path has no
+    // pause at all (22 steps); github-2012-pair's paused active runs its
+    // held heartbeat at the pause's end and takes the STONITH after it.
     let unfenced = Options {
         fence: Some(false),
         ..Options::default()
     };
-    for (kind, options, step, why) in [
+    for (kind, options, step, paused) in [
         (
             ProtocolKind::FencedCheckThenWrite,
             Options::default(),
             12,
-            "the pause's end, step 15 (timer 0 fires at worker/1), fires a timer that step 14",
+            false,
         ),
-        (
-            ProtocolKind::Github2012Pair,
-            unfenced,
-            9,
-            "left undelivered (the pause outlasts the path)",
-        ),
+        (ProtocolKind::Github2012Pair, unfenced, 9, true),
     ] {
         let (h, out) = check_protocol_with(kind, options, small()).expect("supported");
         let c = out.counterexample.expect("unsafe");
-        let err = to_scenario(&h, &c, &mut |_| true).expect_err("not scriptable");
         assert!(
-            err.starts_with(&format!("step {step}: a message reaches a paused worker"))
-                && err.contains("moved past the pause")
-                && err.contains(why)
-                && !err.contains("arming order"),
-            "{}: {err}",
+            matches!(c.steps[step - 1].0, Action::Deliver(p) if p.to.0 < 2),
+            "{}: step {step} reaches a worker: {c:?}",
             kind.id()
         );
+        let text = to_scenario(&h, &c, &mut |t| replays(t, 2))
+            .unwrap_or_else(|e| panic!("{}: {e}", kind.id()));
+        let header = format!(
+            "# The search's shortest path ({} steps) delivers to a paused worker",
+            c.steps.len()
+        );
+        assert!(
+            text.starts_with(&header)
+                && text.contains("Scripted instead: the shortest path whose pauses hold")
+                && text.contains("kind = \"pause\"") == paused,
+            "{}: {text}",
+            kind.id()
+        );
+        found_on_every_seed(&text, c.finding.kind, kind);
     }
 }
 

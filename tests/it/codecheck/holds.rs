@@ -4,13 +4,13 @@
 //! one path by hand, and by the verdicts: the fenced protocols stay
 //! proved under it, their unfenced twins are still found, and
 //! github-2012-pair's paused active now takes its STONITH after the pause
-//! ends, a path the simulator's pause allows.
+//! ends, a path the simulator's pause allows, which the emitter scripts.
 
 use fencesim::check::ViolationKind;
 use fencesim::codecheck::harness::Next;
 use fencesim::codecheck::hold::Held;
 use fencesim::codecheck::state::State;
-use fencesim::codecheck::to_scenario::to_scenario;
+use fencesim::codecheck::to_scenario::{replays, to_scenario};
 use fencesim::codecheck::{
     builtin, check_protocol, check_protocol_with, Action, Bounds, Builtin, Harness, Options,
 };
@@ -178,15 +178,9 @@ fn github_2012_pairs_paused_active_takes_its_stonith_only_after_its_pause() {
         panic!("a pause, its end and a STONITH: {c:?}");
     };
     assert!(paused < resumed && resumed < stonith, "{c:?}");
-    // Not scripted yet: the emitter says so, naming the pause's step.
-    let err = to_scenario(&h, &c, &mut |_| true).expect_err("refused");
-    assert_eq!(
-        err,
-        format!(
-            "step {}: a holding pause (--pause-holds) is not scripted yet",
-            paused + 1
-        )
-    );
+    // Scripted as the simulator's pause, exactly its length, and replayed.
+    let text = to_scenario(&h, &c, &mut |t| replays(t, 2)).expect("scripted");
+    assert!(text.contains("duration_ms = 55"), "11 ms × K = 5: {text}");
 }
 
 #[test]
