@@ -41,7 +41,7 @@ use crate::live::fault::{Action as LiveAction, Fault, NetMessage, PauseEnd, Poin
 use crate::live::fault::{Trigger, WorkerId};
 use crate::live::proxy::ProxyMode;
 use crate::live::{LockKind, WriteKind};
-use crate::protocol::{NodeId, ProtocolKind};
+use crate::protocol::{NodeId, ProtocolKind, TimerId};
 
 /// A protocol's live recipe: the lock, the write, the timing its bundled
 /// live scenarios measured, and its simulated twin.
@@ -196,6 +196,8 @@ struct Step {
     actor: Option<NodeId>,
     grant: bool,
     sent: Vec<crate::codecheck::state::Packet>,
+    /// The timers it armed.
+    armed: Vec<(NodeId, TimerId)>,
 }
 
 /// The path replayed through the harness, what each step did logged.
@@ -225,11 +227,18 @@ fn replay(h: &Harness<Builtin>, c: &Counterexample) -> Result<Vec<Step>, Refusal
                 _ => None,
             })
             .collect();
+        let armed = (log.iter())
+            .filter_map(|d| match d {
+                Did::SetTimer { node, timer, .. } => Some((*node, *timer)),
+                _ => None,
+            })
+            .collect();
         steps.push(Step {
             action,
             actor,
             grant: notes.new_grant,
             sent,
+            armed,
         });
         s = next;
     }
@@ -239,6 +248,9 @@ fn replay(h: &Harness<Builtin>, c: &Counterexample) -> Result<Vec<Step>, Refusal
 /// The path's roles: its stale worker, the other, their grant steps and
 /// the other's last step (0-based).
 struct Roles {
+    /// Where the resource checked the stale worker's write, when the
+    /// violation is the resource committing it later (check-then-write).
+    checked: Option<usize>,
     stale: u16,
     other: u16,
     stale_grant: usize,
@@ -257,22 +269,43 @@ fn granted(h: &Harness<Builtin>, st: &Step) -> Option<u16> {
     }
 }
 
-fn roles(h: &Harness<Builtin>, steps: &[Step]) -> Result<Roles, Refusal> {
+/// The stale worker: the sender of the message whose arrival violates,
+/// or of the write whose commit (a timer the resource armed when the
+/// write arrived and was checked: the step returned) violates.
+fn stale_of(h: &Harness<Builtin>, steps: &[Step]) -> Result<(u16, Option<usize>), Refusal> {
     let n = steps.len();
     let is_worker = |n: NodeId| (n.0 as usize) < h.topology.workers;
-    let stale =
-        match steps.last().map(|s| s.action) {
-            Some(Action::Deliver(p)) if is_worker(p.from) => p.from.0,
-            Some(a) => {
-                return Err(Refusal(format!(
-                "step {n} ({}): the violation is not a worker's message arriving but a step of \
-                 {}'s own, so no worker's fault stands in its way",
-                h.describe(&a),
-                steps[n - 1].actor.map_or("no node".into(), |x| h.node_name(x))
-            )))
+    let last = steps.last().map(|s| s.action);
+    if let Some(Action::Deliver(p)) = last.filter(|_| n > 0) {
+        if is_worker(p.from) {
+            return Ok((p.from.0, None));
+        }
+    }
+    if let Some(Action::Fire { node, timer }) = last {
+        let armed_by = (0..n - 1)
+            .rev()
+            .find(|&i| steps[i].armed.contains(&(node, timer)));
+        if let Some(i) = armed_by {
+            if let Action::Deliver(p) = steps[i].action {
+                if is_worker(p.from) && p.to == node && p.msg.name() == "write" {
+                    return Ok((p.from.0, Some(i)));
+                }
             }
-            None => return Err(Refusal("an empty path".into())),
-        };
+        }
+    }
+    let Some(a) = last else {
+        return Err(Refusal("an empty path".into()));
+    };
+    Err(Refusal(format!(
+        "step {n} ({}): the violation is neither a worker's message arriving nor the commit of \
+         a worker's write, so no worker's fault stands in its way",
+        h.describe(&a)
+    )))
+}
+
+fn roles(h: &Harness<Builtin>, steps: &[Step]) -> Result<Roles, Refusal> {
+    let n = steps.len();
+    let (stale, checked) = stale_of(h, steps)?;
     if h.topology.workers != 2 {
         return Err(Refusal(format!(
             "{} workers: the live mapping pairs the stale worker with one other",
@@ -299,6 +332,7 @@ fn roles(h: &Harness<Builtin>, steps: &[Step]) -> Result<Roles, Refusal> {
     };
     let other_last = (0..n - 1).rev().find(|&i| involves(&steps[i], other));
     Ok(Roles {
+        checked,
         stale,
         other,
         stale_grant,
@@ -413,6 +447,9 @@ fn stall(
         (from + 1..steps.len())
             .find(|&i| matches!(steps[i].action, Action::Fire { node, .. } if node == me))
     };
+    if let Some(d) = r.checked {
+        return checked_write(steps, r, rec, d);
+    }
     let pause = (0..=r.other_grant).find(|&i| steps[i].action == Action::Pause(me));
     if let Some(p) = pause {
         let ends = next_fire(p).unwrap_or(steps.len());
@@ -449,6 +486,55 @@ fn stall(
         }
     }
     held_write(h, steps, r, rec)
+}
+
+/// The resource checked the stale worker's write at step `d` and commits
+/// it last, after the other's write: the live check-then-update's worker
+/// stalled between its fence check and its UPDATE until the other's
+/// operation is done (`live/check-then-update-pause.toml`).
+fn checked_write(
+    steps: &[Step],
+    r: &Roles,
+    rec: &Recipe,
+    d: usize,
+) -> Result<(Fault, usize, String), Refusal> {
+    let n = steps.len();
+    let other_write = (d + 1..n).find(|&j| {
+        matches!(steps[j].action, Action::Deliver(p)
+            if p.from == NodeId(r.other) && p.msg.name() == "write")
+    });
+    let (true, Some(j)) = (rec.write == WriteKind::CheckThenUpdate, other_write) else {
+        return Err(Refusal(format!(
+            "step {n}: the resource commits worker/{}'s write checked at step {}, which only a \
+             check-then-update recipe with the other's write checked in between has a form for",
+            r.stale,
+            d + 1
+        )));
+    };
+    let worker = WorkerId(r.stale as usize);
+    let fault = Fault {
+        trigger: Trigger::After {
+            worker,
+            point: Point::FenceChecked,
+        },
+        action: LiveAction::Pause {
+            worker,
+            duration_ms: rec.hold_cap_ms,
+            until: PauseEnd::OtherOpDone,
+        },
+    };
+    let line = format!(
+        "step {n} (the resource commits worker/{}'s write, checked at step {}, after worker/{}'s \
+         write arrived at step {}) -> pause of worker/{} after fence_checked until worker/{}'s \
+         operation is done",
+        r.stale,
+        d + 1,
+        r.other,
+        j + 1,
+        letter(r.stale as usize),
+        letter(r.other as usize)
+    );
+    Ok((fault, usize::MAX, line))
 }
 
 /// The stale worker's write held in flight, or lost, across the other's

@@ -103,9 +103,35 @@ fn a_held_release_has_no_live_form_and_the_refusal_names_its_step() {
 }
 
 #[test]
-fn a_violation_the_resource_commits_on_its_own_timer_is_refused() {
-    let why = mapped(ProtocolKind::FencedCheckThenWrite, None).expect_err("no worker's message");
-    assert!(why.0.starts_with("step 20 (timer"), "{why}");
+fn fenced_check_then_write_without_pauses_stalls_the_holder_between_check_and_update() {
+    // The resource checks A's write (step 18), B's write arrives (19),
+    // and the resource commits A's last (22): the live check-then-update
+    // worker paused after its fence check until B is done.
+    let kind = ProtocolKind::FencedCheckThenWrite;
+    let bounds = Bounds {
+        pauses: 0,
+        ..Bounds::for_protocol(kind)
+    };
+    let (h, out) = check_protocol_with(kind, Options::default(), bounds).expect("supported");
+    let c = out.counterexample.expect("unsafe");
+    let p = plan(&h, kind, true, &c).expect("a live form");
+    assert_eq!(p.recipe.write, WriteKind::CheckThenUpdate);
+    assert_eq!(
+        p.faults[0].trigger,
+        Trigger::After {
+            worker: WorkerId(0),
+            point: Point::FenceChecked
+        },
+        "{p:?}"
+    );
+    assert!(p.mapped[0].contains("checked at step 18"), "{:?}", p.mapped);
+}
+
+#[test]
+fn fenced_check_then_write_default_path_is_refused_for_the_other_workers_pause() {
+    let why = mapped(ProtocolKind::FencedCheckThenWrite, None).expect_err("B paused");
+    assert!(why.0.starts_with("step 8 (worker/1 pauses"), "{why}");
+    assert!(why.0.contains("stalls only the stale worker"), "{why}");
 }
 
 #[test]

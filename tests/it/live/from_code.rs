@@ -69,6 +69,27 @@ fn redis_set_nx_shortest_counterexample_becomes_a_live_scenario_that_finds_the_s
 }
 
 #[test]
+fn fenced_check_then_write_without_pauses_becomes_a_check_then_update_that_finds_the_stale_write() {
+    if !live_servers_present("check --code --emit-live, fenced-check-then-write") {
+        return;
+    }
+    let _one = live_shared();
+    let out = scratch("check-then-update");
+    let (code, text) = emit_live(&["fenced-check-then-write", "--pauses", "0"], &out, "3");
+    assert_eq!(code, 0, "unsafe as expected, and reproduced live:\n{text}");
+    assert!(
+        text.contains("write check-then-update")
+            && text.contains("pause of worker/A after fence_checked"),
+        "{text}"
+    );
+    assert!(
+        shown_line(&text, "stale_write").ends_with(": reproduces"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
 fn etcd_mutex_without_fence_becomes_a_paused_holder_on_the_etcd_cluster_that_finds_the_stale_write()
 {
     if !present(ClusterKind::Etcd, "check --code --emit-live, etcd-mutex") {
