@@ -15,7 +15,9 @@
 //! ZooKeeper's session, which count coarser than the path's 10 ms), and
 //! the reruns decide whether the scenario reproduces.
 //!
-//! What stalls the stale worker, in the order it is looked for:
+//! What stalls the stale worker (the sender of the message whose arrival
+//! violates, or of the write whose commit does), in the order it is
+//! looked for:
 //!
 //! - its pause before the other's grant, whose delayed timers fire only
 //!   after the other's last step: a `pause` after its last built-in gate
@@ -23,14 +25,18 @@
 //!   held by the pause itself;
 //! - else its write in flight from before the other's grant to after the
 //!   other's last step: a `delay` of its `update` (the proxy holds it);
-//! - else its write lost: a `drop` of its `update`.
+//! - else its write lost: a `drop` of its `update`;
+//! - when the violation is the resource committing the stale worker's
+//!   write it checked earlier (a check-to-write timer), the other's write
+//!   arriving in between: a `pause` after `fence_checked` of the
+//!   check-then-update recipe, whose worker checks the fence itself.
 //!
 //! Everything else that is a fault in the path and not that stall is
 //! refused, naming the step: a clock drift or jump (the live mode has no
 //! clock fault), a loss or duplicate of any other message, a pause of the
 //! other worker, a crash, a failover or a rejoin (the path's crash restarts
-//! at once from the synced record; a failover before the stale worker's
-//! first gate has no anchor); so is a stall the built-in worker has no
+//! at once from the synced record; a failover before the first holder
+//! passed a built-in gate has no anchor); so is a stall the built-in worker has no
 //! fault for (a held release or reply: its lock connection has no proxy),
 //! and a protocol with no live recipe.
 
