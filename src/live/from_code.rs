@@ -411,17 +411,17 @@ fn failover_why(h: &Harness<Builtin>, steps: &[Step], f: usize) -> String {
     }
 }
 
-/// The pauses and losses of the path but the stall's (`kept`), refused,
+/// The pauses and losses of the path but the stall's own step (`kept`), refused,
 /// naming the first.
 fn refuse_left(
     h: &Harness<Builtin>,
     steps: &[Step],
     r: &Roles,
-    kept: usize,
+    kept: Option<usize>,
 ) -> Result<(), Refusal> {
     for (i, st) in steps.iter().enumerate() {
         let why = match st.action {
-            _ if i == kept => continue,
+            _ if Some(i) == kept => continue,
             Action::Lose(_) => "only the stale worker's lost UPDATE has a live form (a drop)",
             Action::Pause(n) if n == NodeId(r.other) => {
                 "a pause of the other worker: the live mapping stalls only the stale worker"
@@ -438,14 +438,12 @@ fn refuse_left(
     Ok(())
 }
 
-/// The stale worker's stall across the other's operation: the fault, the
-/// step it stands for, and a line saying so.
-fn stall(
-    h: &Harness<Builtin>,
-    steps: &[Step],
-    r: &Roles,
-    rec: &Recipe,
-) -> Result<(Fault, usize, String), Refusal> {
+/// A stall as a live fault, the path's fault step it stands for (a pause,
+/// a loss; none for a late delivery or a commit), and a line saying so.
+type Stall = (Fault, Option<usize>, String);
+
+/// The stale worker's stall across the other's operation.
+fn stall(h: &Harness<Builtin>, steps: &[Step], r: &Roles, rec: &Recipe) -> Result<Stall, Refusal> {
     let me = NodeId(r.stale);
     let worker = WorkerId(r.stale as usize);
     let name = letter(r.stale as usize);
@@ -488,7 +486,7 @@ fn stall(
                 r.other_grant + 1,
                 r.other_last + 1
             );
-            return Ok((fault, p, line));
+            return Ok((fault, Some(p), line));
         }
     }
     held_write(h, steps, r, rec)
@@ -498,12 +496,7 @@ fn stall(
 /// it last, after the other's write: the live check-then-update's worker
 /// stalled between its fence check and its UPDATE until the other's
 /// operation is done (`live/check-then-update-pause.toml`).
-fn checked_write(
-    steps: &[Step],
-    r: &Roles,
-    rec: &Recipe,
-    d: usize,
-) -> Result<(Fault, usize, String), Refusal> {
+fn checked_write(steps: &[Step], r: &Roles, rec: &Recipe, d: usize) -> Result<Stall, Refusal> {
     let n = steps.len();
     let other_write = (d + 1..n).find(|&j| {
         matches!(steps[j].action, Action::Deliver(p)
@@ -540,7 +533,7 @@ fn checked_write(
         letter(r.stale as usize),
         letter(r.other as usize)
     );
-    Ok((fault, usize::MAX, line))
+    Ok((fault, None, line))
 }
 
 /// The stale worker's write held in flight, or lost, across the other's
@@ -550,7 +543,7 @@ fn held_write(
     steps: &[Step],
     r: &Roles,
     rec: &Recipe,
-) -> Result<(Fault, usize, String), Refusal> {
+) -> Result<Stall, Refusal> {
     let me = NodeId(r.stale);
     let worker = WorkerId(r.stale as usize);
     let name = letter(r.stale as usize);
@@ -615,7 +608,7 @@ fn held_write(
             r.other_grant + 1,
             r.other_last + 1
         );
-        return Ok((fault, if lost { i } else { usize::MAX }, line));
+        return Ok((fault, lost.then_some(i), line));
     }
     Err(Refusal(format!(
         "nothing the live mode can do stalls worker/{} across worker/{}'s operation (steps \
