@@ -375,8 +375,13 @@ fn refuse_unmapped(h: &Harness<Builtin>, steps: &[Step]) -> Result<(), Refusal> 
         let why = match st.action {
             Action::Drift { .. } | Action::Jump { .. } => "the live mode has no clock fault".into(),
             Action::Duplicate(_) => "the live mode duplicates no message".into(),
+            // Tried for redis-set-nx's 15-step crash path (`crash coord/0`
+            // at A's gate, restarted empty, A's UPDATE held): 0/5 reruns,
+            // the built-in B's Redis connection dies with the server and
+            // B ends its operation on the error instead of acquiring.
             Action::Crash(_) => "a crash restarts at once from its synced record in the \
-                                  search; no live crash does (not mapped)"
+                                  search; not mapped (a live crash of coord/0 also ends the \
+                                  other worker's connection: it gives its operation up)"
                 .into(),
             Action::Failover { .. } => failover_why(h, steps, i),
             Action::Rejoin(_) => "the live failover's old primary never rejoins".into(),
