@@ -6,6 +6,10 @@
 //! 1 it is not (or the state bound stopped the search), 2 bad input. With
 //! `--emit-scenario`, a counterexample is also written as a scripted
 //! scenario and run: exit 0 needs the simulator to find the same violation.
+//! With `--emit-live`, as a live scenario on the protocol's live recipe,
+//! rerun on real servers (`check_live`): exit 0 needs it to reproduce; a
+//! path with no live form exits 1 naming its step, a protocol with no live
+//! recipe 2 before the search.
 //! With `--refine`, the refinement check instead: every step of the whole
 //! space against the protocol's abstract model; exit 0 needs no divergence
 //! and the space exhausted (bounds the mapping is not exact at are refused,
@@ -112,6 +116,17 @@ pub struct CodeArgs {
     /// at least the TTL); default 0.
     #[arg(long, value_name = "MS")]
     restart_delay_ms: Option<u64>,
+    /// --code: write the counterexample as a live scenario on the protocol's live recipe (a
+    /// `.toml` path, or a directory receiving `live-code-<protocol>-<violation>.toml`) and run
+    /// it on real servers --live-reruns times: exit 0 needs it to reproduce (≥ 4 in 5).
+    #[arg(long, value_name = "PATH")]
+    emit_live: Option<std::path::PathBuf>,
+    /// --emit-live: reruns of the written live scenario.
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    live_reruns: u32,
+    /// --emit-live: a live trial that has not finished by then is ended.
+    #[arg(long, value_name = "MS", default_value_t = 20_000)]
+    live_timeout_ms: u64,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, PartialEq, Eq, Debug)]
@@ -236,10 +251,11 @@ fn cmd(a: &CodeArgs, id: &str, emit: Option<&Path>, threads: usize) -> Result<Ex
             )
             .into());
         }
-        if emit.is_some() {
-            return Err(
-                BadInput("--refine writes no scenario: give no --emit-scenario".into()).into(),
-            );
+        if emit.is_some() || a.emit_live.is_some() {
+            return Err(BadInput(
+                "--refine writes no scenario: give no --emit-scenario or --emit-live".into(),
+            )
+            .into());
         }
         let (harness, r) = codecheck::refine_protocol(kind, bounds).map_err(BadInput)?;
         print!(
@@ -247,6 +263,10 @@ fn cmd(a: &CodeArgs, id: &str, emit: Option<&Path>, threads: usize) -> Result<Ex
             crate::report::code_check::render_refinement(id, &harness, &r)
         );
         return Ok(Verdict::met_if(r.passed()).into());
+    }
+    let fence = a.fence.unwrap_or(kind.def().fence_default);
+    if a.emit_live.is_some() {
+        super::check_live::precheck(kind, fence, a.live_reruns)?;
     }
     let options = Options {
         fence: a.fence,
@@ -284,6 +304,14 @@ fn cmd(a: &CodeArgs, id: &str, emit: Option<&Path>, threads: usize) -> Result<Ex
     let mut met = verdict == Some(a.expect);
     if let (Some(path), Some(c)) = (emit, &out.counterexample) {
         met &= emit_and_replay(&harness, kind, c, path, threads)?;
+    }
+    if let (Some(path), Some(c)) = (&a.emit_live, &out.counterexample) {
+        let e = super::check_live::EmitLive {
+            path,
+            reruns: a.live_reruns,
+            timeout_ms: a.live_timeout_ms,
+        };
+        met &= super::check_live::emit(&harness, kind, fence, c, &e)?;
     }
     Ok(Verdict::met_if(met).into())
 }

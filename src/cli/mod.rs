@@ -11,6 +11,7 @@ pub(crate) mod flags;
 // `fencesim check` (model checking); named apart from `crate::check`, the history checker.
 mod check_code;
 mod check_history;
+mod check_live;
 #[path = "check.rs"]
 mod check_models;
 mod explore;

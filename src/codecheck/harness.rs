@@ -31,9 +31,8 @@
 use std::hash::Hash;
 
 use super::bounds::Bounds;
-use super::hold::Held;
 use super::judge::{Finding, Judge, Notes};
-use super::state::{Budget, Packet, State};
+use super::state::{Budget, Held, Packet, State};
 use super::topology::Topology;
 use crate::protocol::{
     Durability, Effect, Input, Msg, Node, NodeId, NodeLayout, Observation, Role, TimerId,

@@ -19,24 +19,8 @@ use std::hash::Hash;
 
 use super::harness::Harness;
 use super::judge::{Finding, Notes};
-use super::state::{Packet, State};
+use super::state::{Held, Hold, State};
 use crate::protocol::{Input, Node, NodeId, TimerId};
-
-/// A paused worker, until `until_ns`, and what reached it meanwhile.
-#[derive(Clone, PartialEq, Eq, Hash, Debug)]
-pub struct Hold {
-    pub node: NodeId,
-    pub until_ns: u64,
-    /// In arrival order.
-    pub inputs: Vec<Held>,
-}
-
-/// One input a paused worker holds.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-pub enum Held {
-    Message(Packet),
-    Timer(TimerId),
-}
 
 impl<N> State<N> {
     /// `node`'s pause, while it is paused (holding pauses only).

@@ -10,7 +10,6 @@
 use std::hash::Hash;
 
 use super::clock::NodeClock;
-use super::hold::Hold;
 use super::judge::Judge;
 use crate::protocol::{Msg, NodeId, Record, TimerId};
 
@@ -37,6 +36,22 @@ pub struct Timer {
     pub deadline_ns: u64,
     pub node: NodeId,
     pub timer: TimerId,
+}
+
+/// A paused worker, until `until_ns`, and what reached it meanwhile.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Hold {
+    pub node: NodeId,
+    pub until_ns: u64,
+    /// In arrival order.
+    pub inputs: Vec<Held>,
+}
+
+/// One input a paused worker holds.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Held {
+    Message(Packet),
+    Timer(TimerId),
 }
 
 /// The faults a path may still inject.

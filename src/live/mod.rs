@@ -24,7 +24,8 @@
 //! behind the words they share ([`common`]); the two trial modes
 //! ([`trial`], [`client`]); the run ([`run`], on [`jobs`]) and the live
 //! search ([`search`]), which return data and tell their progress to the
-//! command line, which prints.
+//! command line, which prints; a code-level counterexample as a live
+//! scenario ([`from_code`]), confirmed as the search confirms its findings.
 //!
 //! The files form no circle: the small ones at the bottom ([`process`],
 //! [`launch`], [`emit`], [`decode`], [`phases`], [`sockdiag`], [`common`])
@@ -38,6 +39,7 @@ pub(crate) mod decode;
 pub(crate) mod emit;
 pub(crate) mod etcd;
 pub mod fault;
+pub mod from_code;
 pub(crate) mod history;
 pub(crate) mod jobs;
 pub(crate) mod launch;

@@ -351,7 +351,29 @@ fn rerun(
         placer.labels(placement)
     );
     let faults = placer.faults(placement);
-    let text = placer.text(&faults, (&name, &[f.kind]), &header, out);
+    write_and_rerun(
+        placer,
+        &faults,
+        (&name, f.kind, &header),
+        out,
+        (cfg, servers),
+    )
+}
+
+/// Writes `faults` on the placer's base as a scenario at `out` (named
+/// `name`, expecting `kind`, `header` its comment), loads it back from the
+/// file and runs it `cfg.confirm` times: in how many the violation showed,
+/// and the first rerun that showed it. The live search's findings and a
+/// code-level counterexample's live scenario (`check --code --emit-live`)
+/// are both confirmed so.
+pub fn write_and_rerun(
+    placer: &Placer,
+    faults: &[crate::live::fault::Fault],
+    (name, kind, header): (&str, ViolationKind, &str),
+    out: &Path,
+    (cfg, servers): (SearchConfig, &mut Servers),
+) -> Result<(u32, Option<Rerun>)> {
+    let text = placer.text(faults, (name, &[kind]), header, out);
     std::fs::write(out, &text).with_context(|| format!("writing {}", out.display()))?;
     let s = crate::live::scenario::load(out).map_err(|e| anyhow::anyhow!("{e:#}"))?;
     let mut first = None;
@@ -365,7 +387,7 @@ fn rerun(
             k,
         };
         let shows = match trial::untimed(call, servers)? {
-            TrialOutcome::Judged(r) if r.report.kinds().any(|x| x == f.kind) => {
+            TrialOutcome::Judged(r) if r.report.kinds().any(|x| x == kind) => {
                 first.get_or_insert((k, *r));
                 true
             }

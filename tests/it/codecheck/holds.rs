@@ -8,7 +8,7 @@
 
 use fencesim::check::ViolationKind;
 use fencesim::codecheck::harness::Next;
-use fencesim::codecheck::hold::Held;
+use fencesim::codecheck::state::Held;
 use fencesim::codecheck::state::State;
 use fencesim::codecheck::to_scenario::{replays, to_scenario};
 use fencesim::codecheck::{

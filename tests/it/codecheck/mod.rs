@@ -18,6 +18,7 @@ mod pair;
 mod refine;
 mod replicated;
 mod store_lock;
+mod to_live;
 
 use fencesim::check::ViolationKind;
 use fencesim::codecheck::{check_protocol, Action, Bounds, Harness, Outcome, Topology};

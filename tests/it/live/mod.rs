@@ -11,6 +11,7 @@ mod cluster_kit;
 mod docs;
 mod documents;
 mod etcd;
+mod from_code;
 mod jobs;
 mod library_matrix;
 mod phases;
