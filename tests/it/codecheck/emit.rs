@@ -2,10 +2,14 @@
 //! --emit-scenario DIR`): the simulator, running the same nodes under the
 //! emitted script, finds the same violation on every seed.
 
+use std::hash::Hash;
+
 use fencesim::check::ViolationKind;
 use fencesim::codecheck::to_scenario::{replays, to_scenario};
-use fencesim::codecheck::{check_protocol, check_protocol_with, Bounds, Options};
-use fencesim::protocol::ProtocolKind;
+use fencesim::codecheck::{
+    check_protocol, check_protocol_with, Bounds, Counterexample, Harness, Options,
+};
+use fencesim::protocol::{Node, ProtocolKind};
 
 use super::small;
 use crate::common::{fencesim, stdout};
@@ -34,20 +38,45 @@ fn every_unsafe_protocols_shortest_counterexample_replays_in_the_simulator() {
 pub fn scripted_and_replayed(kind: ProtocolKind, bounds: Bounds) -> ViolationKind {
     let (h, out) = check_protocol(kind, bounds).expect("supported");
     let c = out.counterexample.expect("unsafe");
-    let text = to_scenario(&h, &c, &mut |t| replays(t, 2))
-        .unwrap_or_else(|e| panic!("{}: {e}", kind.id()));
-    // Judged again here, apart from the emitter's own acceptance.
+    replayed(&h, &c);
+    c.finding.kind
+}
+
+/// Counterexample `c` of `h`, scripted, and judged again here apart from
+/// the emitter's own acceptance: the simulator finds its violation on
+/// every seed of the script. The script.
+pub fn replayed<N: Node + Clone + Hash + Eq>(h: &Harness<N>, c: &Counterexample) -> String {
+    let id = h.topology.protocol.kind.id();
+    let text = to_scenario(h, c, &mut |t| replays(t, 2)).unwrap_or_else(|e| panic!("{id}: {e}"));
     let s = fencesim::scenario::parse(&text, "emitted").expect("valid scenario");
     let r = fencesim::suite::run_scenario(&s, s.seeds.clone(), 2);
     let kind_found = c.finding.kind;
     assert_eq!(
-        r.agg.failing_seeds[kind_found as usize],
-        r.agg.seeds,
-        "{}: {kind_found} on every seed\n{text}",
-        kind.id()
+        r.agg.failing_seeds[kind_found as usize], r.agg.seeds,
+        "{id}: {kind_found} on every seed\n{text}"
     );
-    assert!(r.met(), "{}: {:?}\n{text}", kind.id(), r.problems);
-    kind_found
+    assert!(r.met(), "{id}: {:?}\n{text}", r.problems);
+    text
+}
+
+/// `fencesim check --code ARGS --expect unsafe --emit-scenario DIR`
+/// reports the script reproduced and writes `file`, which `fencesim run`
+/// reproduces; its text.
+pub fn emitted_by_the_cli(args: &[&str], file: &str) -> String {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().to_str().expect("utf-8 path");
+    let mut argv = vec!["check", "--code"];
+    argv.extend_from_slice(args);
+    argv.extend_from_slice(&["--expect", "unsafe", "--emit-scenario", path]);
+    let out = fencesim(&argv);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("reproduced"), "{text}");
+    let file = dir.path().join(file);
+    assert!(file.exists(), "{text}");
+    let run = fencesim(&["run", file.to_str().expect("utf-8")]);
+    assert_eq!(run.status.code(), Some(0), "{}", stdout(&run));
+    std::fs::read_to_string(&file).expect("readable")
 }
 
 #[test]
@@ -93,24 +122,8 @@ fn a_path_that_delivers_to_a_paused_worker_is_refused_naming_the_step() {
 
 #[test]
 fn check_code_emit_scenario_writes_a_file_that_fencesim_run_reproduces() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().to_str().expect("utf-8 path");
-    let out = fencesim(&[
-        "check",
-        "--code",
-        "ttl-lease-del",
-        "--expect",
-        "unsafe",
-        "--emit-scenario",
-        path,
-    ]);
-    let text = stdout(&out);
-    assert_eq!(out.status.code(), Some(0), "{text}");
-    assert!(text.contains("reproduced"), "{text}");
-    let file = dir.path().join("code-ttl-lease-del-unsafe-release.toml");
-    assert!(file.exists(), "{text}");
-    let run = fencesim(&["run", file.to_str().expect("utf-8")]);
-    assert_eq!(run.status.code(), Some(0), "{}", stdout(&run));
+    let text = emitted_by_the_cli(&["ttl-lease-del"], "code-ttl-lease-del-unsafe-release.toml");
+    assert!(!text.contains("[clock."), "no clock fault: {text}");
 }
 
 #[test]
