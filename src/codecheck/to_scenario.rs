@@ -125,9 +125,9 @@ use super::search::{search, Counterexample};
 use super::state::Packet;
 use super::topology::{is_lock_server, MS};
 use crate::model::to_scenario::{longest_paths, quote, EMITTED_SEEDS};
-use crate::scenario::limits::DRIFT_PPM_MIN;
 use crate::protocol::redlock::{self, RedisMsg};
 use crate::protocol::{Msg, Node, NodeId, ProtocolKind, TimerId};
+use crate::scenario::limits::DRIFT_PPM_MIN;
 
 /// The scenario file name: `code-<protocol>-<violation>.toml`.
 pub fn file_name(protocol: ProtocolKind, c: &Counterexample) -> String {
@@ -332,7 +332,7 @@ struct Walk {
     /// before the path's first step, which its timers armed at boot need).
     drifts: BTreeMap<NodeId, i64>,
     /// The smallest K at which every drifting node's timers are whole ms
-    /// of true time ([`scale_unit`]); every K tried is a multiple of it.
+    /// of true time ([`drifts`]); every K tried is a multiple of it.
     unit: i64,
     jump_ms: u64,
     /// The wall-clock jumps: the node, the step, by how many ms (the
@@ -814,8 +814,10 @@ impl Walk {
             // 10% fast, to the ns), whole at this K but for the ns.
             let lo = match self.unit {
                 1 => k * self.instants_ms[i],
-                _ => ((i128::from(k) * self.instants_ns[i] as i128 + MS as i128 / 2) / MS as i128)
-                    as i64,
+                _ => {
+                    ((i128::from(k) * self.instants_ns[i] as i128 + MS as i128 / 2) / MS as i128)
+                        as i64
+                }
             };
             edges.push((0, i, lo));
             edges.push((i, 0, -(lo + k - 1)));
@@ -1290,12 +1292,12 @@ fn walk<N: Node + Clone + Hash + Eq>(
     hold: bool,
 ) -> Result<Walk, String> {
     let p = &h.topology.protocol;
-    let drifts = drifts(h, c)?;
+    let (drifts, unit) = drifts(h, c)?;
     let mut w = Walk {
         workers: h.topology.workers,
         hold,
         redlock_ttl_ns: (p.kind == ProtocolKind::Redlock).then_some(p.lease_ttl_ns),
-        unit: scale_unit(&drifts)?,
+        unit,
         drifts,
         jump_ms: h.bounds.jump_ms,
         ..Walk::default()
@@ -1349,46 +1351,45 @@ fn walk<N: Node + Clone + Hash + Eq>(
 
 /// Each drifting node of the path and its rate error in ppm, signed: the
 /// simulator's `[clock."<node>"] drift_ppm`, from time zero as the
-/// search's (whose drift is a step at time zero).
-fn drifts<N>(h: &Harness<N>, c: &Counterexample) -> Result<BTreeMap<NodeId, i64>, String> {
+/// search's (whose drift is a step at time zero); and the smallest K at
+/// which their whole-ms timers take whole ms of true time
+/// (`K·ms·10^6 / (10^6 + ppm)` for every `ms`): the least common multiple
+/// over the drifting nodes of `(10^6 + ppm) / gcd(10^6, 10^6 + ppm)` — 11
+/// for the default 10% fast, 9 for 10% slow, 99 for both. Refused over
+/// [`UNIT_MAX`] (the scripted durations would be that many times the
+/// search's), or beyond the slowest drift a scenario takes.
+fn drifts<N>(h: &Harness<N>, c: &Counterexample) -> Result<(BTreeMap<NodeId, i64>, i64), String> {
     let ppm = i64::from(h.bounds.drift_ppm.min(999_999));
     let mut out = BTreeMap::new();
-    for (i, &(a, _)) in c.steps.iter().enumerate() {
-        if let Action::Drift { node, fast } = a {
-            let ppm = if fast { ppm } else { -ppm };
-            if ppm < DRIFT_PPM_MIN {
-                return Err(format!(
-                    "step {}: a clock {} ppm slow, beyond the simulator's {DRIFT_PPM_MIN} ppm",
-                    i + 1,
-                    -ppm
-                ));
-            }
-            out.insert(node, ppm);
-        }
-    }
-    Ok(out)
-}
-
-/// The smallest K at which a drifting clock's whole-ms timers take whole
-/// ms of true time (`K·ms·10^6 / (10^6 + ppm)`, for every `ms`): the least
-/// common multiple over the drifting nodes of `(10^6 + ppm) / gcd(10^6,
-/// 10^6 + ppm)` — 11 for the default 10% fast, 9 for 10% slow, 99 for
-/// both. Refused when over [`UNIT_MAX`]: the scripted durations would be
-/// that many times the search's.
-fn scale_unit(drifts: &BTreeMap<NodeId, i64>) -> Result<i64, String> {
     let mut unit = 1i64;
-    for (&node, &ppm) in drifts {
+    for (i, &(a, _)) in c.steps.iter().enumerate() {
+        let Action::Drift { node, fast } = a else {
+            continue;
+        };
+        let ppm = if fast { ppm } else { -ppm };
+        let clock = format!(
+            "step {}: {}'s clock {} ppm {}",
+            i + 1,
+            node_name(h, node),
+            ppm.abs(),
+            if fast { "fast" } else { "slow" }
+        );
+        if ppm < DRIFT_PPM_MIN {
+            return Err(format!(
+                "{clock}, beyond the simulator's {DRIFT_PPM_MIN} ppm"
+            ));
+        }
         let rate = PPM as i64 + ppm;
         let q = rate / gcd(PPM as i64, rate);
         unit = unit / gcd(unit, q) * q;
         if unit > UNIT_MAX {
             return Err(format!(
-                "node {}'s drift of {ppm} ppm: its timers are whole ms of true time only at a timing scaled by a multiple of {q}, beyond the {UNIT_MAX} the emitter tries",
-                node.0
+                "{clock}: its whole-ms timers take whole ms of true time (the simulator's steps and faults are whole ms) only at a timing scaled by a multiple of {q} = (10^6 + ppm) / gcd(10^6, 10^6 + ppm), beyond the {UNIT_MAX} the emitter tries"
             ));
         }
+        out.insert(node, ppm);
     }
-    Ok(unit)
+    Ok((out, unit))
 }
 
 fn gcd(a: i64, b: i64) -> i64 {
@@ -1399,7 +1400,7 @@ fn gcd(a: i64, b: i64) -> i64 {
     }
 }
 
-/// The largest factor a drift may put on the scale (see [`scale_unit`]).
+/// The largest factor a drift may put on the scale (see [`drifts`]).
 const UNIT_MAX: i64 = 1_000;
 
 fn node_name<N>(h: &Harness<N>, node: NodeId) -> String {

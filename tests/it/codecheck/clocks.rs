@@ -13,6 +13,7 @@
 //! and the simulator replays both counterexamples.
 
 use fencesim::check::ViolationKind;
+use fencesim::codecheck::to_scenario::to_scenario;
 use fencesim::codecheck::{
     builtin, check, check_protocol, check_protocol_with, Action, Bounds, Builtin, Options,
 };
@@ -133,13 +134,15 @@ fn dynamodb_unfenced_within_eleven_ms(drifts: u8) -> (Options, Bounds) {
 #[test]
 fn a_waiters_fast_clock_takes_a_dynamodb_lock_early_and_the_scripted_drift_replays() {
     let (options, bounds) = dynamodb_unfenced_within_eleven_ms(0);
-    let (_, steady) = check_protocol_with(ProtocolKind::DynamodbHeartbeat, options, bounds)
-        .expect("supported");
+    let (_, steady) =
+        check_protocol_with(ProtocolKind::DynamodbHeartbeat, options, bounds).expect("supported");
     assert!(steady.proved(), "no drift, no violation: {steady:?}");
     let (options, bounds) = dynamodb_unfenced_within_eleven_ms(1);
     let (h, out) =
         check_protocol_with(ProtocolKind::DynamodbHeartbeat, options, bounds).expect("supported");
-    let c = out.counterexample.expect("the fast waiter takes over early");
+    let c = out
+        .counterexample
+        .expect("the fast waiter takes over early");
     assert_eq!(c.finding.kind, ViolationKind::StaleWrite, "{c:?}");
     let drifted = c.steps.iter().find_map(|(a, _)| match a {
         Action::Drift { node, fast: true } => Some(*node),
@@ -258,4 +261,31 @@ fn check_code_states_its_clock_faults_and_refuses_a_drift_of_zero_ppm() {
     ]);
     assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
     assert!(stderr(&out).contains("--drift-ppm 0"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_drift_whose_timers_never_take_whole_ms_is_refused_saying_so() {
+    // 99,999 ppm fast: a K-ms timer takes K·10^6/1,099,999 ms, whole only
+    // at K a multiple of 1,099,999; the simulator's steps are whole ms.
+    let (options, bounds) = dynamodb_unfenced_within_eleven_ms(1);
+    let bounds = Bounds {
+        drift_ppm: 99_999,
+        ..bounds
+    };
+    let (h, out) =
+        check_protocol_with(ProtocolKind::DynamodbHeartbeat, options, bounds).expect("supported");
+    let c = out
+        .counterexample
+        .expect("the fast waiter takes over early");
+    assert!(
+        c.steps
+            .iter()
+            .any(|(a, _)| matches!(a, Action::Drift { fast: true, .. })),
+        "{c:?}"
+    );
+    let err = to_scenario(&h, &c, &mut |_| true).expect_err("no whole-ms timing");
+    assert!(
+        err.contains("clock 99999 ppm fast") && err.contains("a multiple of 1099999"),
+        "{err}"
+    );
 }
