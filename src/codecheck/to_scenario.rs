@@ -44,11 +44,34 @@
 //!   address stays on its side of it (it goes to the primary of its
 //!   moment); a lost message a
 //!   `drop`; a duplicated one a `duplicate` fault whose copy lands at the
-//!   second delivery; messages still in flight at the end are dropped.
+//!   second delivery; messages still in flight at the end are dropped;
+//! - a wall-clock jump is a jump of its node's `[clock."<node>"]` at its
+//!   step's τ, by K × `jump_ms` (the durations that node compares its wall
+//!   readings against are K times the search's). The simulator applies a
+//!   `[clock]` jump at τ to every reading at τ and later, whatever the
+//!   order of τ's events (a `clock_jump` fault at τ, scheduled at boot,
+//!   runs before every event scheduled during the run for τ but after the
+//!   boot's own): so the jump is strictly after its node's previous step
+//!   (`τ_jump ≥ τ_prev + 1`, the boot included) and its node's next step
+//!   may share its instant (`τ_next ≥ τ_jump`);
+//! - a drift is its node's `[clock] drift_ppm` from time zero, as the
+//!   search's (whose drift is a step at time zero: it schedules nothing).
+//!   The node's timers run on its monotonic clock: one of K·after ms armed
+//!   at a whole-ms instant (where that clock reads whole ns) is due
+//!   `K·after·10^6 / (10^6 + ppm)` ms later, whole only when K is a
+//!   multiple of `(10^6 + ppm) / gcd(10^6, 10^6 + ppm)` — 11 at 10% fast,
+//!   9 at 10% slow — so every K tried is a multiple of the drifting
+//!   clocks' least common one (a path that needs more than 1000 is
+//!   refused, naming the drift and the multiple). The search places such
+//!   timers at fractions of a ms, so each step's window starts at K × its
+//!   search instant in ns, rounded to the ms. A drifting worker's
+//!   `start_ms` is on its clock too: its first step goes where the clock
+//!   reads whole ms (every 10 ms at 10%), raised there when the least
+//!   solution puts it elsewhere.
 //!
 //! These are difference constraints, solved as longest paths (Bellman–Ford,
-//! shared with the model emitter) for K = 1, 2, 5, 10, … until one has a
-//! schedule. Two things the search does that the simulator cannot:
+//! shared with the model emitter) for K = 1, 2, 5, 10, … (× the drift's
+//! multiple) until one has a schedule. Two things the search does that the simulator cannot:
 //!
 //! - handle a message at exactly a pending timer's deadline before the
 //!   timer (messages take no time in the search). Each such *tie* is tried

@@ -98,6 +98,37 @@ fn a_redlock_masters_forward_wall_clock_jump_lets_a_second_client_take_the_lock_
 }
 
 #[test]
+fn a_coordinators_forward_jump_ends_a_lease_early_and_the_scripted_jump_replays() {
+    // Without a pause, ttl-lease-del's and effect-naive's shortest paths
+    // (8 and 13 steps) jump the coordinator's wall clock past the lease.
+    for kind in [ProtocolKind::TtlLeaseDel, ProtocolKind::EffectNaive] {
+        let (h, out) = check_protocol(
+            kind,
+            Bounds {
+                jumps: 1,
+                ..clock_faults_only()
+            },
+        )
+        .expect("supported");
+        let c = out.counterexample.expect("unsafe");
+        let coord = h.topology.coord;
+        assert!(
+            c.steps.iter().any(|(a, _)| matches!(
+                a,
+                Action::Jump { node, forward: true } if *node == coord
+            )),
+            "{}: the coordinator's wall clock jumps forward: {c:?}",
+            kind.id()
+        );
+        let text = replayed(&h, &c);
+        assert!(
+            text.contains("[clock.\"coord/0\"]\njumps = [{ at_ms = "),
+            "{text}"
+        );
+    }
+}
+
+#[test]
 fn check_code_emits_redlocks_jump_counterexample_as_a_scenario_that_fencesim_run_reproduces() {
     let text = emitted_by_the_cli(
         &[
