@@ -645,7 +645,10 @@ impl Walk {
         Ok(())
     }
 
-    fn step(&mut self, action: Action, i: usize) -> Result<(), String> {
+    /// Step `i` after its nodes' previous steps: each node's steps in
+    /// path order; different nodes' steps are independent unless a
+    /// message links them.
+    fn in_node_order(&mut self, action: Action, i: usize) {
         let (node, also) = match action {
             Action::Deliver(p) => (Some(p.to), None),
             Action::Fire { node, .. }
@@ -677,6 +680,10 @@ impl Walk {
             let after_jump = self.jumps.iter().any(|&(_, at, _)| at == previous);
             self.edge(previous, i, i64::from(!same_instant && !after_jump), 0);
         }
+    }
+
+    fn step(&mut self, action: Action, i: usize) -> Result<(), String> {
+        self.in_node_order(action, i);
         match action {
             Action::Deliver(p) => self.deliver(&p, i)?,
             Action::Lose(p) => {
@@ -1472,27 +1479,7 @@ fn write_header<N>(
             h.describe(a)
         );
     }
-    if !walk.drifts.is_empty() {
-        let _ = writeln!(
-            out,
-            "# A drift is the node's clock's from time zero (`[clock]` below): its timers run on it, and K is a\n# multiple of {} so that they take whole ms of true time.",
-            walk.unit
-        );
-    }
-    if !walk.jumps.is_empty() {
-        let _ = writeln!(
-            out,
-            "# A jump steps the node's wall clock by K × {} ms at its step's instant (`[clock]` below).",
-            walk.jump_ms
-        );
-    }
-    if walk.held > 0 {
-        let _ = writeln!(
-            out,
-            "# {} timer(s) armed before the pause run at its end in the simulator, after the path's last step of\n# that worker (the search delays them past the path's end).",
-            walk.held
-        );
-    }
+    write_notes(out, walk);
     let _ = writeln!(out, "schema_version = 1");
     let _ = writeln!(
         out,
@@ -1554,6 +1541,32 @@ fn write_header<N>(
         t.max_retries
     );
     let _ = writeln!(out, "\n[network]\nlatency_min_ms = 1\nlatency_max_ms = 1");
+}
+
+/// The header's notes on what the steps above do not say: clock faults,
+/// timers held by a pause.
+fn write_notes(out: &mut String, walk: &Walk) {
+    if !walk.drifts.is_empty() {
+        let _ = writeln!(
+            out,
+            "# A drift is the node's clock's from time zero (`[clock]` below): its timers run on it, and K is a\n# multiple of {} so that they take whole ms of true time.",
+            walk.unit
+        );
+    }
+    if !walk.jumps.is_empty() {
+        let _ = writeln!(
+            out,
+            "# A jump steps the node's wall clock by K × {} ms at its step's instant (`[clock]` below).",
+            walk.jump_ms
+        );
+    }
+    if walk.held > 0 {
+        let _ = writeln!(
+            out,
+            "# {} timer(s) armed before the pause run at its end in the simulator, after the path's last step of\n# that worker (the search delays them past the path's end).",
+            walk.held
+        );
+    }
 }
 
 /// One `[[worker]]` each, starting when its first step fires in the path.
