@@ -1409,8 +1409,7 @@ fn drifts<N>(h: &Harness<N>, c: &Counterexample) -> Result<(BTreeMap<NodeId, i64
                 "{clock}, beyond the simulator's {DRIFT_PPM_MIN} ppm"
             ));
         }
-        let rate = PPM as i64 + ppm;
-        let q = rate / gcd(PPM as i64, rate);
+        let q = drift_unit(ppm);
         unit = unit / gcd(unit, q) * q;
         if unit > UNIT_MAX {
             return Err(format!(
@@ -1420,6 +1419,13 @@ fn drifts<N>(h: &Harness<N>, c: &Counterexample) -> Result<(BTreeMap<NodeId, i64
         out.insert(node, ppm);
     }
     Ok((out, unit))
+}
+
+/// The smallest K at which a clock drifting by `ppm` takes whole ms of
+/// true time for every K·ms of its own: `(10^6 + ppm) / gcd(10^6, 10^6 + ppm)`.
+fn drift_unit(ppm: i64) -> i64 {
+    let rate = PPM as i64 + ppm;
+    rate / gcd(PPM as i64, rate)
 }
 
 fn gcd(a: i64, b: i64) -> i64 {
@@ -1684,5 +1690,34 @@ pub fn replays(text: &str, threads: usize) -> bool {
     match crate::scenario::parse(text, "emitted") {
         Ok(s) => crate::suite::run_scenario(&s, s.seeds.clone(), threads).met(),
         Err(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_drifting_clocks_timers_are_whole_ms_at_multiples_of_its_unit_only() {
+        assert_eq!(drift_unit(100_000), 11);
+        assert_eq!(drift_unit(-100_000), 9);
+        assert_eq!(drift_unit(250_000), 5);
+        assert_eq!(drift_unit(-800_000), 1);
+        assert_eq!(drift_unit(99_999), 1_099_999);
+        // A 3 ms timer: 30 ms of true time at K = 11 fast, 30 at K = 9 slow.
+        let fast = Span::Drifted {
+            ms: 3,
+            ppm: 100_000,
+        };
+        let slow = Span::Drifted {
+            ms: 3,
+            ppm: -100_000,
+        };
+        assert_eq!(fast.ms_at(11), Some(30));
+        assert_eq!(slow.ms_at(9), Some(30));
+        assert_eq!(fast.ms_at(10), None);
+        assert_eq!(slow.ms_at(10), None);
+        // Negated exactly: a timer still pending is due after a step.
+        assert_eq!(slow.negated().1.ms_at(18), Some(-60));
     }
 }
