@@ -44,11 +44,34 @@
 //!   address stays on its side of it (it goes to the primary of its
 //!   moment); a lost message a
 //!   `drop`; a duplicated one a `duplicate` fault whose copy lands at the
-//!   second delivery; messages still in flight at the end are dropped.
+//!   second delivery; messages still in flight at the end are dropped;
+//! - a wall-clock jump is a jump of its node's `[clock."<node>"]` at its
+//!   step's τ, by K × `jump_ms` (the durations that node compares its wall
+//!   readings against are K times the search's). The simulator applies a
+//!   `[clock]` jump at τ to every reading at τ and later, whatever the
+//!   order of τ's events (a `clock_jump` fault at τ, scheduled at boot,
+//!   runs before every event scheduled during the run for τ but after the
+//!   boot's own): so the jump is strictly after its node's previous step
+//!   (`τ_jump ≥ τ_prev + 1`, the boot included) and its node's next step
+//!   may share its instant (`τ_next ≥ τ_jump`);
+//! - a drift is its node's `[clock] drift_ppm` from time zero, as the
+//!   search's (whose drift is a step at time zero: it schedules nothing).
+//!   The node's timers run on its monotonic clock: one of K·after ms armed
+//!   at a whole-ms instant (where that clock reads whole ns) is due
+//!   `K·after·10^6 / (10^6 + ppm)` ms later, whole only when K is a
+//!   multiple of `(10^6 + ppm) / gcd(10^6, 10^6 + ppm)` — 11 at 10% fast,
+//!   9 at 10% slow — so every K tried is a multiple of the drifting
+//!   clocks' least common one (a path that needs more than 1000 is
+//!   refused, naming the drift and the multiple). The search places such
+//!   timers at fractions of a ms, so each step's window starts at K × its
+//!   search instant in ns, rounded to the ms. A drifting worker's
+//!   `start_ms` is on its clock too: its first step goes where the clock
+//!   reads whole ms (every 10 ms at 10%), raised there when the least
+//!   solution puts it elsewhere.
 //!
 //! These are difference constraints, solved as longest paths (Bellman–Ford,
-//! shared with the model emitter) for K = 1, 2, 5, 10, … until one has a
-//! schedule. Two things the search does that the simulator cannot:
+//! shared with the model emitter) for K = 1, 2, 5, 10, … (× the drift's
+//! multiple) until one has a schedule. Two things the search does that the simulator cannot:
 //!
 //! - handle a message at exactly a pending timer's deadline before the
 //!   timer (messages take no time in the search). Each such *tie* is tried
@@ -134,6 +157,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::hash::Hash;
 
+use super::clock::NodeClock;
 use super::harness::{Action, Did, Harness, Next};
 use super::search::{search, Counterexample};
 use super::state::Packet;
@@ -141,6 +165,7 @@ use super::topology::{is_lock_server, MS};
 use crate::model::to_scenario::{longest_paths, quote, EMITTED_SEEDS};
 use crate::protocol::redlock::{self, RedisMsg};
 use crate::protocol::{Msg, Node, NodeId, ProtocolKind, TimerId};
+use crate::scenario::limits::DRIFT_PPM_MIN;
 
 /// The scenario file name: `code-<protocol>-<violation>.toml`.
 pub fn file_name(protocol: ProtocolKind, c: &Counterexample) -> String {
@@ -156,10 +181,15 @@ pub fn file_name(protocol: ProtocolKind, c: &Counterexample) -> String {
 enum Span {
     /// K × this many ms: every configured duration scales with K.
     Scaled(i64),
+    /// K × `ms` of a drifting node's monotonic clock (a timer it armed):
+    /// `K·ms·10^6 / (10^6 + ppm)` ms of true time, from a whole-ms instant
+    /// (where its reading is whole ns) exactly that in the simulator.
+    Drifted { ms: i64, ppm: i64 },
     /// Redlock's validity counted from its acquisition's start, as the
     /// simulator's client computes it at a TTL of K·`ttl_ns`
-    /// ([`redlock::validity_from_start_ns`]): its 2 ms do not scale.
-    RedlockValidity { ttl_ns: u64 },
+    /// ([`redlock::validity_from_start_ns`]): its 2 ms do not scale. On
+    /// the client's monotonic clock, drifting by `ppm` (0: none).
+    RedlockValidity { ttl_ns: u64, ppm: i64 },
 }
 
 impl Span {
@@ -167,9 +197,14 @@ impl Span {
     fn ms_at(self, k: i64) -> Option<i64> {
         match self {
             Span::Scaled(ms) => Some(k * ms),
-            Span::RedlockValidity { ttl_ns } => {
+            Span::Drifted { ms, ppm } => true_ns(i128::from(k * ms) * MS as i128, ppm)
+                .filter(|ns| ns % MS as i128 == 0)
+                .map(|ns| (ns / MS as i128) as i64),
+            Span::RedlockValidity { ttl_ns, ppm } => {
                 let ns = redlock::validity_from_start_ns(k as u64 * ttl_ns);
-                (ns % MS == 0).then_some((ns / MS) as i64)
+                true_ns(i128::from(ns), ppm)
+                    .filter(|ns| ns % MS as i128 == 0)
+                    .map(|ns| (ns / MS as i128) as i64)
             }
         }
     }
@@ -177,10 +212,25 @@ impl Span {
     fn negated(self) -> (i64, Span) {
         match self {
             Span::Scaled(ms) => (1, Span::Scaled(-ms)),
+            Span::Drifted { ms, ppm } => (1, Span::Drifted { ms: -ms, ppm }),
             other => (-1, other),
         }
     }
+
+    /// Whether the simulator's timer lands exactly `ms_at(K)` after its
+    /// anchor, as K × the search's (all but Redlock's validity).
+    fn exact(self) -> bool {
+        matches!(self, Span::Scaled(_) | Span::Drifted { .. })
+    }
 }
+
+/// `mono_ns` of a clock drifting by `ppm` in true time, when whole ns.
+fn true_ns(mono_ns: i128, ppm: i64) -> Option<i128> {
+    let rate = PPM + i128::from(ppm);
+    (mono_ns * PPM % rate == 0).then_some(mono_ns * PPM / rate)
+}
+
+const PPM: i128 = 1_000_000;
 
 /// `τ_to ≥ τ_from + ms + sign·span(K)`.
 #[derive(Clone, Copy, Debug)]
@@ -320,6 +370,16 @@ struct Walk {
     /// deadline (not held by a pause, not Redlock's validity), and that
     /// timer.
     fired_exactly: BTreeMap<NodeId, (usize, Armed)>,
+    /// The drifting nodes' rate errors in ppm (from time zero: known
+    /// before the path's first step, which its timers armed at boot need).
+    drifts: BTreeMap<NodeId, i64>,
+    /// The smallest K at which every drifting node's timers are whole ms
+    /// of true time ([`drifts`]); every K tried is a multiple of it.
+    unit: i64,
+    jump_ms: u64,
+    /// The wall-clock jumps: the node, the step, by how many ms (the
+    /// search's, signed).
+    jumps: Vec<(NodeId, usize, i64)>,
 }
 
 impl Walk {
@@ -371,7 +431,7 @@ impl Walk {
     /// that the simulator, were both due at one instant, runs before `t`
     /// (armed before it; both scaled, so both land exactly).
     fn fires_before(&self, node: NodeId, at: usize, t: &Armed) -> bool {
-        matches!(t.span, Span::Scaled(_))
+        t.span.exact()
             && !t.start
             && self
                 .fired_exactly
@@ -480,8 +540,9 @@ impl Walk {
         after_ns: u64,
         i: usize,
     ) -> Result<Armed, String> {
-        let due_ns = self.instants_ns[i] + after_ns;
+        let due_ns = self.due_ns(node, self.instants_ns[i], after_ns);
         let worker = (node.0 as usize) < self.workers;
+        let ppm = self.drift_ppm(node);
         if let Some(ttl_ns) = self
             .redlock_ttl_ns
             .filter(|_| worker && timer == redlock::VALIDITY)
@@ -490,14 +551,15 @@ impl Walk {
                 format!("step {i}: a validity timer with no acquisition before it")
             })?;
             // The law checked against the search's own timer.
-            if self.instants_ns[anchor] + redlock::validity_from_start_ns(ttl_ns) != due_ns {
+            let validity_ns = redlock::validity_from_start_ns(ttl_ns);
+            if self.due_ns(node, self.instants_ns[anchor], validity_ns) != due_ns {
                 return Err(format!(
                     "step {i}: a validity timer not due ttl − drift after its acquisition's start (step {anchor})"
                 ));
             }
             return Ok(Armed {
                 anchor,
-                span: Span::RedlockValidity { ttl_ns },
+                span: Span::RedlockValidity { ttl_ns, ppm },
                 due_ns,
                 start: false,
                 seq: 0,
@@ -508,13 +570,37 @@ impl Walk {
                 "step {i}: a timer of {after_ns} ns is not whole milliseconds"
             ));
         }
+        let ms = (after_ns / MS) as i64;
         Ok(Armed {
             anchor: i,
-            span: Span::Scaled((after_ns / MS) as i64),
+            span: match ppm {
+                0 => Span::Scaled(ms),
+                ppm => Span::Drifted { ms, ppm },
+            },
             due_ns,
             start: i == 0 && after_ns == 0 && worker,
             seq: 0,
         })
+    }
+
+    /// `node`'s drift, in ppm (0: its clock keeps true time's pace).
+    fn drift_ppm(&self, node: NodeId) -> i64 {
+        self.drifts.get(&node).copied().unwrap_or(0)
+    }
+
+    /// Where the search has a timer of `node` armed at true time `at_ns`
+    /// for `after_ns` of its monotonic clock (which drifts from time zero).
+    fn due_ns(&self, node: NodeId, at_ns: u64, after_ns: u64) -> u64 {
+        match self.drift_ppm(node) {
+            0 => at_ns + after_ns,
+            ppm => {
+                let clock = NodeClock {
+                    drift_ppm: ppm as i32,
+                    ..NodeClock::default()
+                };
+                clock.true_at_mono(clock.mono(at_ns) + after_ns)
+            }
+        }
     }
 
     /// The first copy in flight equal to `p` (copies of one message are
@@ -611,12 +697,12 @@ impl Walk {
             None => {
                 self.edge_span(t.anchor, i, 0, (1, t.span));
                 self.edge_span(i, t.anchor, 0, t.span.negated());
-                if matches!(t.span, Span::Scaled(_)) {
+                if t.span.exact() {
                     self.fired_exactly.insert(node, (i, t));
                 }
             }
         }
-        if !matches!(t.span, Span::Scaled(_)) || self.unwindowed.contains(&t.anchor) {
+        if !t.span.exact() || self.unwindowed.contains(&t.anchor) {
             // Its node's steps and messages order it; its instant, by
             // (2K − 2) ms of drift, is not the search's × K (nor, for a
             // timer armed at such a step, its firing's).
@@ -625,7 +711,10 @@ impl Walk {
         Ok(())
     }
 
-    fn step(&mut self, action: Action, i: usize) -> Result<(), String> {
+    /// Step `i` after its nodes' previous steps: each node's steps in
+    /// path order; different nodes' steps are independent unless a
+    /// message links them.
+    fn in_node_order(&mut self, action: Action, i: usize) {
         let (node, also) = match action {
             Action::Deliver(p) => (Some(p.to), None),
             Action::Fire { node, .. }
@@ -635,8 +724,11 @@ impl Walk {
             | Action::Rejoin(node) => (Some(node), None),
             // The old primary's last step and the promoted replica's first.
             Action::Failover { from, to } => (Some(from), Some(to)),
-            Action::Lose(_) | Action::Duplicate(_) => (None, None),
-            Action::Drift { .. } | Action::Jump { .. } => return Err(clock_fault(i)),
+            // A jump is its node's: strictly after its previous step, seen
+            // by its next one (which may share its instant: see below).
+            Action::Jump { node, .. } => (Some(node), None),
+            // The clock drifts from time zero in the simulator: no event.
+            Action::Lose(_) | Action::Duplicate(_) | Action::Drift { .. } => (None, None),
         };
         for node in node.into_iter().chain(also) {
             // Each node's steps in path order; different nodes' steps are
@@ -655,8 +747,14 @@ impl Walk {
                 }
                 _ => false,
             } || self.pause_shares_instant(node, previous, action);
-            self.edge(previous, i, i64::from(!same_instant), 0);
+            // A `[clock]` jump at τ applies to every reading at τ and later.
+            let after_jump = self.jumps.iter().any(|&(_, at, _)| at == previous);
+            self.edge(previous, i, i64::from(!same_instant && !after_jump), 0);
         }
+    }
+
+    fn step(&mut self, action: Action, i: usize) -> Result<(), String> {
+        self.in_node_order(action, i);
         match action {
             Action::Deliver(p) => self.deliver(&p, i)?,
             Action::Lose(p) => {
@@ -725,7 +823,12 @@ impl Walk {
                 }
             }
             Action::Resume(node) => self.resume(node, i)?,
-            Action::Drift { .. } | Action::Jump { .. } => {} // refused above
+            Action::Jump { node, forward } => {
+                let by_ms = self.jump_ms as i64;
+                self.jumps
+                    .push((node, i, if forward { by_ms } else { -by_ms }));
+            }
+            Action::Drift { .. } => {} // known before the first step
         }
         Ok(())
     }
@@ -808,13 +911,46 @@ impl Walk {
             .map(|e| Some((e.from, e.to, e.ms + e.sign * e.span.ms_at(k)?)))
             .collect::<Option<_>>()?;
         for i in (1..n).filter(|i| !self.unwindowed.contains(i)) {
-            // Within its instant's window [K·t, K·t + K − 1].
-            edges.push((0, i, k * self.instants_ms[i]));
-            edges.push((i, 0, -(k * self.instants_ms[i] + k - 1)));
+            // Within its instant's window [K·t, K·t + K − 1]; a drift's
+            // instants are fractions of a ms (its multiples of 1/11 ms at
+            // 10% fast, to the ns), whole at this K but for the ns.
+            let lo = match self.unit {
+                1 => k * self.instants_ms[i],
+                _ => {
+                    ((i128::from(k) * self.instants_ns[i] as i128 + MS as i128 / 2) / MS as i128)
+                        as i64
+                }
+            };
+            edges.push((0, i, lo));
+            edges.push((i, 0, -(lo + k - 1)));
         }
-        longest_paths(n, &edges, 0).filter(|t| t[0] == 0)
+        // A drifting worker's start is on its clock: a whole-ms `start_ms`
+        // only at an instant where that clock reads whole ms.
+        for _ in 0..=STARTS_RAISED_MAX {
+            let times = longest_paths(n, &edges, 0).filter(|t| t[0] == 0)?;
+            match self.unreadable_start(&times) {
+                Some((step, at_least)) => edges.push((0, step, at_least)),
+                None => return Some(times),
+            }
+        }
+        None
+    }
+
+    /// A drifting worker whose first step is at an instant where its clock
+    /// does not read whole ms, and the next instant where it does.
+    fn unreadable_start(&self, times: &[i64]) -> Option<(usize, i64)> {
+        self.drifts.iter().find_map(|(node, &ppm)| {
+            let Some(&Start::At(step)) = self.starts.get(node) else {
+                return None;
+            };
+            let every = PPM as i64 / gcd(PPM as i64, ppm);
+            (times[step] % every != 0).then_some((step, (times[step] / every + 1) * every))
+        })
     }
 }
+
+/// How many times [`Walk::solve`] raises a drifting worker's start.
+const STARTS_RAISED_MAX: usize = 8;
 
 /// The scales tried, smallest first.
 const SCALES: [i64; 10] = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000];
@@ -1270,7 +1406,7 @@ fn schedule_walk<N>(
     for fired in choices {
         let Some((k, times)) = SCALES
             .iter()
-            .find_map(|&k| walk.solve(k, fired).map(|t| (k, t)))
+            .find_map(|&k| walk.solve(k * walk.unit, fired).map(|t| (k * walk.unit, t)))
         else {
             continue;
         };
@@ -1287,6 +1423,7 @@ fn render<N>(h: &Harness<N>, c: &Counterexample, walk: &Walk, times: &[i64], k: 
     let mut out = String::new();
     write_header(&mut out, h, c, walk, times, k);
     write_workers(&mut out, h, walk, times);
+    write_clocks(&mut out, h, walk, times, k);
     write_faults(&mut out, h, walk, times);
     let kind = c.finding.kind;
     let _ = writeln!(
@@ -1310,11 +1447,15 @@ fn walk<N: Node + Clone + Hash + Eq>(
     hold: bool,
 ) -> Result<Walk, String> {
     let p = &h.topology.protocol;
+    let (drifts, unit) = drifts(h, c)?;
     let mut w = Walk {
         workers: h.topology.workers,
         hold,
         redlock_ttl_ns: (p.kind == ProtocolKind::Redlock).then_some(p.lease_ttl_ns),
         pause_holds_ms: h.bounds.pause_holds.then_some(h.bounds.pause_ms as i64),
+        unit,
+        drifts,
+        jump_ms: h.bounds.jump_ms,
         ..Walk::default()
     };
     let mut log = Vec::new();
@@ -1364,12 +1505,65 @@ fn walk<N: Node + Clone + Hash + Eq>(
     Ok(w)
 }
 
-/// Why step `i`, a clock fault, is refused: the simulator's clocks drift
-/// from time zero and jump at written instants, on a timing scaled by K;
-/// not mapped yet.
-fn clock_fault(i: usize) -> String {
-    format!("step {i}: a clock fault (a drift or a wall-clock jump) is not scripted yet")
+/// Each drifting node of the path and its rate error in ppm, signed: the
+/// simulator's `[clock."<node>"] drift_ppm`, from time zero as the
+/// search's (whose drift is a step at time zero); and the smallest K at
+/// which their whole-ms timers take whole ms of true time
+/// (`K·ms·10^6 / (10^6 + ppm)` for every `ms`): the least common multiple
+/// over the drifting nodes of `(10^6 + ppm) / gcd(10^6, 10^6 + ppm)` — 11
+/// for the default 10% fast, 9 for 10% slow, 99 for both. Refused over
+/// [`UNIT_MAX`] (the scripted durations would be that many times the
+/// search's), or beyond the slowest drift a scenario takes.
+fn drifts<N>(h: &Harness<N>, c: &Counterexample) -> Result<(BTreeMap<NodeId, i64>, i64), String> {
+    let ppm = i64::from(h.bounds.drift_ppm.min(999_999));
+    let mut out = BTreeMap::new();
+    let mut unit = 1i64;
+    for (i, &(a, _)) in c.steps.iter().enumerate() {
+        let Action::Drift { node, fast } = a else {
+            continue;
+        };
+        let ppm = if fast { ppm } else { -ppm };
+        let clock = format!(
+            "step {}: {}'s clock {} ppm {}",
+            i + 1,
+            node_name(h, node),
+            ppm.abs(),
+            if fast { "fast" } else { "slow" }
+        );
+        if ppm < DRIFT_PPM_MIN {
+            return Err(format!(
+                "{clock}, beyond the simulator's {DRIFT_PPM_MIN} ppm"
+            ));
+        }
+        let q = drift_unit(ppm);
+        unit = unit / gcd(unit, q) * q;
+        if unit > UNIT_MAX {
+            return Err(format!(
+                "{clock}: its whole-ms timers take whole ms of true time (the simulator's steps and faults are whole ms) only at a timing scaled by a multiple of {q} = (10^6 + ppm) / gcd(10^6, 10^6 + ppm), beyond the {UNIT_MAX} the emitter tries"
+            ));
+        }
+        out.insert(node, ppm);
+    }
+    Ok((out, unit))
 }
+
+/// The smallest K at which a clock drifting by `ppm` takes whole ms of
+/// true time for every K·ms of its own: `(10^6 + ppm) / gcd(10^6, 10^6 + ppm)`.
+fn drift_unit(ppm: i64) -> i64 {
+    let rate = PPM as i64 + ppm;
+    rate / gcd(PPM as i64, rate)
+}
+
+fn gcd(a: i64, b: i64) -> i64 {
+    if b == 0 {
+        a.abs()
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// The largest factor a drift may put on the scale (see [`drifts`]).
+const UNIT_MAX: i64 = 1_000;
 
 fn node_name<N>(h: &Harness<N>, node: NodeId) -> String {
     if (node.0 as usize) < h.topology.workers {
@@ -1417,13 +1611,7 @@ fn write_header<N>(
             h.describe(a)
         );
     }
-    if walk.held > 0 {
-        let _ = writeln!(
-            out,
-            "# {} timer(s) armed before the pause run at its end in the simulator, after the path's last step of\n# that worker (the search delays them past the path's end).",
-            walk.held
-        );
-    }
+    write_notes(out, walk);
     let _ = writeln!(out, "schema_version = 1");
     let _ = writeln!(
         out,
@@ -1434,8 +1622,13 @@ fn write_header<N>(
         out,
         "description = {}",
         quote(&format!(
-            "Code-level counterexample of {} ({kind}), replayed by the simulator: every delivery, timer, pause, crash and failover scripted.",
-            p.kind.id()
+            "Code-level counterexample of {} ({kind}), replayed by the simulator: every delivery, timer, pause, crash{} scripted.",
+            p.kind.id(),
+            if walk.drifts.is_empty() && walk.jumps.is_empty() {
+                " and failover"
+            } else {
+                ", failover and clock fault"
+            }
         ))
     );
     let _ = writeln!(out, "seeds = {EMITTED_SEEDS}");
@@ -1482,12 +1675,46 @@ fn write_header<N>(
     let _ = writeln!(out, "\n[network]\nlatency_min_ms = 1\nlatency_max_ms = 1");
 }
 
+/// The header's notes on what the steps above do not say: clock faults,
+/// timers held by a pause.
+fn write_notes(out: &mut String, walk: &Walk) {
+    if !walk.drifts.is_empty() {
+        let _ = writeln!(
+            out,
+            "# A drift is the node's clock's from time zero (`[clock]` below): its timers run on it, and K is a\n# multiple of {} so that they take whole ms of true time.",
+            walk.unit
+        );
+    }
+    if !walk.jumps.is_empty() {
+        let _ = writeln!(
+            out,
+            "# A jump steps the node's wall clock by K × {} ms at its step's instant (`[clock]` below).",
+            walk.jump_ms
+        );
+    }
+    if walk.held > 0 {
+        let _ = writeln!(
+            out,
+            "# {} timer(s) armed before the pause run at its end in the simulator, after the path's last step of\n# that worker (the search delays them past the path's end).",
+            walk.held
+        );
+    }
+}
+
 /// One `[[worker]]` each, starting when its first step fires in the path.
 fn write_workers<N>(out: &mut String, h: &Harness<N>, w: &Walk, times: &[i64]) {
     for i in 0..h.topology.workers {
-        let start_ms = match w.starts.get(&NodeId(i as u16)) {
-            Some(Start::At(step)) => times[*step],
-            Some(Start::After(step)) => times[*step] + 1,
+        let node = NodeId(i as u16);
+        // On the worker's clock: the reading at that instant (a drifting
+        // one's is whole ms there, see `Walk::solve`), or the first one
+        // past it.
+        let reading = |t: i64| {
+            let mono = i128::from(t) * (PPM + i128::from(w.drift_ppm(node)));
+            ((mono + PPM - 1) / PPM) as i64
+        };
+        let start_ms = match w.starts.get(&node) {
+            Some(Start::At(step)) => reading(times[*step]),
+            Some(Start::After(step)) => reading(times[*step] + 1),
             None => 0,
         };
         let _ = writeln!(
@@ -1495,6 +1722,32 @@ fn write_workers<N>(out: &mut String, h: &Harness<N>, w: &Walk, times: &[i64]) {
             "\n[[worker]]\nname = {}\nstart_ms = {start_ms}\nops = 1",
             quote(&worker_name(i))
         );
+    }
+}
+
+/// One `[clock."<node>"]` per node whose clock the path drifts (from time
+/// zero) or jumps (its wall clock, by K × the search's jump, at its step's
+/// instant: a `[clock]` jump at τ applies to every reading at τ and later,
+/// whatever the order of the events at τ).
+fn write_clocks<N>(out: &mut String, h: &Harness<N>, w: &Walk, times: &[i64], k: i64) {
+    let mut nodes: Vec<NodeId> = w.drifts.keys().copied().collect();
+    nodes.extend(w.jumps.iter().map(|j| j.0));
+    nodes.sort();
+    nodes.dedup();
+    for node in nodes {
+        let _ = writeln!(out, "\n[clock.{}]", quote(&node_name(h, node)));
+        if let Some(ppm) = w.drifts.get(&node) {
+            let _ = writeln!(out, "drift_ppm = {ppm}");
+        }
+        let jumps: Vec<String> = w
+            .jumps
+            .iter()
+            .filter(|j| j.0 == node)
+            .map(|&(_, at, by_ms)| format!("{{ at_ms = {}, by_ms = {} }}", times[at], k * by_ms))
+            .collect();
+        if !jumps.is_empty() {
+            let _ = writeln!(out, "jumps = [{}]", jumps.join(", "));
+        }
     }
 }
 
@@ -1563,5 +1816,34 @@ pub fn replays(text: &str, threads: usize) -> bool {
     match crate::scenario::parse(text, "emitted") {
         Ok(s) => crate::suite::run_scenario(&s, s.seeds.clone(), threads).met(),
         Err(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_drifting_clocks_timers_are_whole_ms_at_multiples_of_its_unit_only() {
+        assert_eq!(drift_unit(100_000), 11);
+        assert_eq!(drift_unit(-100_000), 9);
+        assert_eq!(drift_unit(250_000), 5);
+        assert_eq!(drift_unit(-800_000), 1);
+        assert_eq!(drift_unit(99_999), 1_099_999);
+        // A 3 ms timer: 30 ms of true time at K = 11 fast, 30 at K = 9 slow.
+        let fast = Span::Drifted {
+            ms: 3,
+            ppm: 100_000,
+        };
+        let slow = Span::Drifted {
+            ms: 3,
+            ppm: -100_000,
+        };
+        assert_eq!(fast.ms_at(11), Some(30));
+        assert_eq!(slow.ms_at(9), Some(30));
+        assert_eq!(fast.ms_at(10), None);
+        assert_eq!(slow.ms_at(10), None);
+        // Negated exactly: a timer still pending is due after a step.
+        assert_eq!(slow.negated().1.ms_at(18), Some(-60));
     }
 }

@@ -2,10 +2,14 @@
 //! --emit-scenario DIR`): the simulator, running the same nodes under the
 //! emitted script, finds the same violation on every seed.
 
+use std::hash::Hash;
+
 use fencesim::check::ViolationKind;
 use fencesim::codecheck::to_scenario::{replays, to_scenario};
-use fencesim::codecheck::{check_protocol, check_protocol_with, Action, Bounds, Options};
-use fencesim::protocol::ProtocolKind;
+use fencesim::codecheck::{
+    check_protocol, check_protocol_with, Action, Bounds, Counterexample, Harness, Options,
+};
+use fencesim::protocol::{Node, ProtocolKind};
 
 use super::small;
 use crate::common::{fencesim, stdout};
@@ -34,24 +38,45 @@ fn every_unsafe_protocols_shortest_counterexample_replays_in_the_simulator() {
 pub fn scripted_and_replayed(kind: ProtocolKind, bounds: Bounds) -> ViolationKind {
     let (h, out) = check_protocol(kind, bounds).expect("supported");
     let c = out.counterexample.expect("unsafe");
-    let text = to_scenario(&h, &c, &mut |t| replays(t, 2))
-        .unwrap_or_else(|e| panic!("{}: {e}", kind.id()));
-    found_on_every_seed(&text, c.finding.kind, kind);
+    replayed(&h, &c);
     c.finding.kind
 }
 
-/// An emitted scenario judged again here, apart from the emitter's own
-/// acceptance: `found` on every seed, and the expectation met.
-pub fn found_on_every_seed(text: &str, found: ViolationKind, of: ProtocolKind) {
-    let s = fencesim::scenario::parse(text, "emitted").expect("valid scenario");
+/// Counterexample `c` of `h`, scripted, and judged again here apart from
+/// the emitter's own acceptance: the simulator finds its violation on
+/// every seed of the script. The script.
+pub fn replayed<N: Node + Clone + Hash + Eq>(h: &Harness<N>, c: &Counterexample) -> String {
+    let id = h.topology.protocol.kind.id();
+    let text = to_scenario(h, c, &mut |t| replays(t, 2)).unwrap_or_else(|e| panic!("{id}: {e}"));
+    let s = fencesim::scenario::parse(&text, "emitted").expect("valid scenario");
     let r = fencesim::suite::run_scenario(&s, s.seeds.clone(), 2);
+    let kind_found = c.finding.kind;
     assert_eq!(
-        r.agg.failing_seeds[found as usize],
-        r.agg.seeds,
-        "{}: {found} on every seed\n{text}",
-        of.id()
+        r.agg.failing_seeds[kind_found as usize], r.agg.seeds,
+        "{id}: {kind_found} on every seed\n{text}"
     );
-    assert!(r.met(), "{}: {:?}\n{text}", of.id(), r.problems);
+    assert!(r.met(), "{id}: {:?}\n{text}", r.problems);
+    text
+}
+
+/// `fencesim check --code ARGS --expect unsafe --emit-scenario DIR`
+/// reports the script reproduced and writes `file`, which `fencesim run`
+/// reproduces; its text.
+pub fn emitted_by_the_cli(args: &[&str], file: &str) -> String {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().to_str().expect("utf-8 path");
+    let mut argv = vec!["check", "--code"];
+    argv.extend_from_slice(args);
+    argv.extend_from_slice(&["--expect", "unsafe", "--emit-scenario", path]);
+    let out = fencesim(&argv);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("reproduced"), "{text}");
+    let file = dir.path().join(file);
+    assert!(file.exists(), "{text}");
+    let run = fencesim(&["run", file.to_str().expect("utf-8")]);
+    assert_eq!(run.status.code(), Some(0), "{}", stdout(&run));
+    std::fs::read_to_string(&file).expect("readable")
 }
 
 #[test]
@@ -86,8 +111,7 @@ fn a_path_that_delivers_to_a_paused_worker_is_scripted_from_the_search_with_the_
             "{}: step {step} reaches a worker: {c:?}",
             kind.id()
         );
-        let text = to_scenario(&h, &c, &mut |t| replays(t, 2))
-            .unwrap_or_else(|e| panic!("{}: {e}", kind.id()));
+        let text = replayed(&h, &c);
         let header = format!(
             "# The search's shortest path ({} steps) delivers to a paused worker",
             c.steps.len()
@@ -99,30 +123,13 @@ fn a_path_that_delivers_to_a_paused_worker_is_scripted_from_the_search_with_the_
             "{}: {text}",
             kind.id()
         );
-        found_on_every_seed(&text, c.finding.kind, kind);
     }
 }
 
 #[test]
 fn check_code_emit_scenario_writes_a_file_that_fencesim_run_reproduces() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().to_str().expect("utf-8 path");
-    let out = fencesim(&[
-        "check",
-        "--code",
-        "ttl-lease-del",
-        "--expect",
-        "unsafe",
-        "--emit-scenario",
-        path,
-    ]);
-    let text = stdout(&out);
-    assert_eq!(out.status.code(), Some(0), "{text}");
-    assert!(text.contains("reproduced"), "{text}");
-    let file = dir.path().join("code-ttl-lease-del-unsafe-release.toml");
-    assert!(file.exists(), "{text}");
-    let run = fencesim(&["run", file.to_str().expect("utf-8")]);
-    assert_eq!(run.status.code(), Some(0), "{}", stdout(&run));
+    let text = emitted_by_the_cli(&["ttl-lease-del"], "code-ttl-lease-del-unsafe-release.toml");
+    assert!(!text.contains("[clock."), "no clock fault: {text}");
 }
 
 #[test]
