@@ -167,9 +167,9 @@ fn target(path: &Path, kind: ProtocolKind, c: &Counterexample) -> Result<PathBuf
 }
 
 /// The simulated twin: the repository's file, from here or from where
-/// this binary was built; absolute, so the written file names it from
-/// anywhere.
-fn twin(rel: &str) -> Result<PathBuf> {
+/// this binary was built, named relative to the written file's folder (as
+/// a live scenario names its twin), so the pair can move together.
+fn twin(rel: &str, file: &Path) -> Result<PathBuf> {
     let here = PathBuf::from(rel);
     let built = Path::new(env!("CARGO_MANIFEST_DIR")).join(rel);
     let found = [here, built].into_iter().find(|p| p.is_file());
@@ -179,7 +179,23 @@ fn twin(rel: &str) -> Result<PathBuf> {
         ))
         .into());
     };
-    Ok(std::fs::canonicalize(&found).unwrap_or(found))
+    let twin = std::fs::canonicalize(&found).unwrap_or(found);
+    let dir = file.parent().filter(|d| !d.as_os_str().is_empty());
+    let dir = std::fs::canonicalize(dir.unwrap_or(Path::new(".")));
+    Ok(dir.map_or(twin.clone(), |d| relative(&d, &twin)))
+}
+
+/// `to` named from folder `from` (both absolute): up to their common
+/// prefix, then down. An absolute `to` when they share nothing.
+fn relative(from: &Path, to: &Path) -> PathBuf {
+    let (a, b): (Vec<_>, Vec<_>) = (from.components().collect(), to.components().collect());
+    let common = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    if common <= 1 {
+        return to.to_path_buf(); // only the root in common
+    }
+    let mut out: PathBuf = a[common..].iter().map(|_| "..").collect();
+    out.extend(&b[common..]);
+    out
 }
 
 /// The scenario's table without faults or expectation.
@@ -192,7 +208,10 @@ fn base_table(plan: &LivePlan, file: &Path, trials: u32) -> Result<toml::Table> 
         .file_stem()
         .map_or("live-code".into(), |s| s.to_string_lossy().into_owned());
     t.insert("name".into(), stem.into());
-    t.insert("twin".into(), twin(r.twin)?.display().to_string().into());
+    t.insert(
+        "twin".into(),
+        twin(r.twin, file)?.display().to_string().into(),
+    );
     t.insert("trials".into(), int(trials as u64));
     t.insert("lock".into(), r.lock.name().into());
     t.insert("write".into(), r.write.name().into());
@@ -223,4 +242,23 @@ fn parse_base(base: &toml::Table, file: &Path) -> Result<scenario::LiveScenario>
     let text = toml::to_string(&t).context("writing the live scenario")?;
     scenario::parse(&text, file)
         .map_err(|e| anyhow::anyhow!("implementation error: the live scenario is invalid: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_twin_is_named_from_the_written_files_folder() {
+        let to = Path::new("/repo/scenarios/article/a.toml");
+        assert_eq!(
+            relative(Path::new("/repo/out/live"), to),
+            Path::new("../../scenarios/article/a.toml")
+        );
+        assert_eq!(
+            relative(Path::new("/repo"), to),
+            Path::new("scenarios/article/a.toml")
+        );
+        assert_eq!(relative(Path::new("/tmp/x"), to), to);
+    }
 }
