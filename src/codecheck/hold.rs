@@ -10,10 +10,9 @@
 //! its turn is dropped from the queue (the simulator's timer generations),
 //! and a crash drops the queue with the pause (the simulator's crash).
 //!
-//! The resume is one step: a held input cannot be taken apart from the
-//! resume, so interleaving another node's step inside it would add no
-//! behaviour the search lacks (the others' steps at that instant come
-//! before or after it).
+//! The resume is one step, as the simulator's resume runs the whole queue
+//! inline, with no other event between two held inputs (the others' events
+//! at that instant come before or after it).
 
 use std::hash::Hash;
 
