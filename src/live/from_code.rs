@@ -371,8 +371,8 @@ fn last_gate(steps: &[Step], w: u16, before: usize) -> Option<(Point, usize)> {
 /// The steps no live fault does, whatever the path, refused, naming the
 /// first: a clock fault, a duplicate, a crash, a failover or a rejoin.
 fn refuse_unmapped(h: &Harness<Builtin>, steps: &[Step]) -> Result<(), Refusal> {
-    for (i, st) in steps.iter().enumerate() {
-        let why = match st.action {
+    refuse_first(h, steps, |i, st| {
+        Some(match st.action {
             Action::Drift { .. } | Action::Jump { .. } => "the live mode has no clock fault".into(),
             Action::Duplicate(_) => "the live mode duplicates no message".into(),
             // Tried for redis-set-nx's 15-step crash path (`crash coord/0`
@@ -385,15 +385,29 @@ fn refuse_unmapped(h: &Harness<Builtin>, steps: &[Step]) -> Result<(), Refusal> 
                 .into(),
             Action::Failover { .. } => failover_why(h, steps, i),
             Action::Rejoin(_) => "the live failover's old primary never rejoins".into(),
-            _ => continue,
-        };
-        return Err(Refusal(format!(
+            _ => return None,
+        })
+    })
+}
+
+/// The first step `why` names a reason for, refused with it.
+fn refuse_first(
+    h: &Harness<Builtin>,
+    steps: &[Step],
+    why: impl Fn(usize, &Step) -> Option<String>,
+) -> Result<(), Refusal> {
+    match steps
+        .iter()
+        .enumerate()
+        .find_map(|(i, st)| Some((i, st, why(i, st)?)))
+    {
+        Some((i, st, why)) => Err(Refusal(format!(
             "step {} ({}): {why}",
             i + 1,
             h.describe(&st.action)
-        )));
+        ))),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// Why a failover at step `f` is refused: the live failover (Redis's
@@ -424,23 +438,18 @@ fn refuse_left(
     r: &Roles,
     kept: Option<usize>,
 ) -> Result<(), Refusal> {
-    for (i, st) in steps.iter().enumerate() {
+    refuse_first(h, steps, |i, st| {
         let why = match st.action {
-            _ if Some(i) == kept => continue,
+            _ if Some(i) == kept => return None,
             Action::Lose(_) => "only the stale worker's lost UPDATE has a live form (a drop)",
             Action::Pause(n) if n == NodeId(r.other) => {
                 "a pause of the other worker: the live mapping stalls only the stale worker"
             }
             Action::Pause(_) => "a pause that does not span the other worker's operation",
-            _ => continue,
+            _ => return None,
         };
-        return Err(Refusal(format!(
-            "step {} ({}): {why}",
-            i + 1,
-            h.describe(&st.action)
-        )));
-    }
-    Ok(())
+        Some(why.into())
+    })
 }
 
 /// A stall as a live fault, the path's fault step it stands for (a pause,
