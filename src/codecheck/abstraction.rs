@@ -192,11 +192,6 @@ impl Abstraction {
                 }
             ));
         }
-        if bounds.pause_holds && bounds.pauses > 0 {
-            return Err(format!(
-                "{id}: no refinement with --pause-holds: a resume runs every input the worker held in one step, which may be several model steps"
-            ));
-        }
         if bounds.crashes > 0 && of.protocol == Protocol::FencedCheckThenWrite {
             return Err(format!(
                 "{id}: no refinement with crashes: a restarted resource forgets the writes it checked but has not written, and the model has no step that drops a checked write"

@@ -64,8 +64,11 @@ pub struct Counts {
     /// Steps that left the model state as it was.
     pub stutters: u64,
     /// Model actions matched, by [`ACTIONS`] (a timer step may match two:
-    /// the expiry its time advance causes, then its own).
+    /// the expiry its time advance causes, then its own; a resume matched
+    /// by a chain counts each of its actions).
     pub by_action: [u64; 6],
+    /// Resumes (`--pause-holds`) matched by a chain of model actions.
+    pub chains: u64,
 }
 
 impl Counts {
@@ -218,12 +221,12 @@ impl<N: Inspect> Observer<N> for Checker<'_> {
     fn step(
         &mut self,
         from: &State<N>,
-        _action: Action,
+        action: Action,
         to: &State<N>,
         finding: Option<&Finding>,
     ) -> bool {
         self.counts.steps += 1;
-        match self.check(from, to, finding) {
+        match self.check(from, to, finding, chain_len(from, action)) {
             Ok(()) => true,
             Err(d) => {
                 self.divergence = Some(*d);
@@ -239,6 +242,7 @@ impl Checker<'_> {
         from: &State<N>,
         to: &State<N>,
         finding: Option<&Finding>,
+        chain_len: usize,
     ) -> Result<(), Box<Divergence>> {
         let map = |s: &State<N>, now_ns: u64, finding, part: &str, before: Option<Model>| {
             self.abstraction.map(s, now_ns, finding).map_err(|why| {
@@ -258,19 +262,26 @@ impl Checker<'_> {
         if to.now_ns > from.now_ns {
             let part = format!("time advancing to {} ms, before the step", to.now_ns / MS);
             let mid = map(from, to.now_ns, None, &part, Some(a))?;
-            moved |= self.pair(&a, &mid, &part)?;
+            moved |= self.pair(&a, &mid, &part, 1)?;
             a = mid;
         }
         let b = map(to, to.now_ns, finding, "the step", Some(a))?;
-        moved |= self.pair(&a, &b, "the step")?;
+        moved |= self.pair(&a, &b, "the step", chain_len)?;
         if !moved {
             self.counts.stutters += 1;
         }
         Ok(())
     }
 
-    /// Ok(false): a stutter; Ok(true): one model action; Err: neither.
-    fn pair(&mut self, a: &Model, b: &Model, part: &str) -> Result<bool, Box<Divergence>> {
+    /// Ok(false): a stutter; Ok(true): one model action, or a chain of at
+    /// most `chain_len` (a resume); Err: neither.
+    fn pair(
+        &mut self,
+        a: &Model,
+        b: &Model,
+        part: &str,
+        chain_len: usize,
+    ) -> Result<bool, Box<Divergence>> {
         let abs = self.abstraction;
         let target = abs.project(b);
         if abs.project(a) == target {
@@ -285,6 +296,13 @@ impl Checker<'_> {
                 return Ok(true);
             }
         }
+        if let Some(chain) = chain_to(abs, a, &target, chain_len) {
+            self.counts.chains += 1;
+            chain
+                .into_iter()
+                .for_each(|action| self.counts.note(action));
+            return Ok(true);
+        }
         Err(Box::new(Divergence {
             path: Vec::new(),
             shortest: false,
@@ -295,6 +313,52 @@ impl Checker<'_> {
             expected: Some(closest(abs, a, &target, &actions)),
         }))
     }
+}
+
+/// How many model steps one code step may be: one, except a holding
+/// pause's resume, which runs every input the worker held (each a model
+/// step at most: a held grant or reply changes nothing the model has, the
+/// write it leads to is one `SendWrite`).
+fn chain_len<N>(from: &State<N>, action: Action) -> usize {
+    match action {
+        Action::Resume(node) => from
+            .held
+            .iter()
+            .find(|h| h.node == node)
+            .map_or(1, |h| h.inputs.len().max(1)),
+        _ => 1,
+    }
+}
+
+/// A shortest chain of 2 to `len` model actions from `a` to a state whose
+/// projection is `target` (breadth-first, each model state once), if any.
+fn chain_to(abs: &Abstraction, a: &Model, target: &Model, len: usize) -> Option<Vec<ModelAction>> {
+    let mut level: Vec<(Model, Vec<ModelAction>)> = vec![(*a, Vec::new())];
+    let mut seen = std::collections::HashSet::from([abs.project(a)]);
+    let mut actions = Vec::new();
+    for _ in 0..len {
+        let mut next_level = Vec::new();
+        for (state, chain) in &level {
+            actions.clear();
+            abs.model.actions(state, &mut actions);
+            for &action in &actions {
+                let Some(next) = abs.model.next_state(state, action) else {
+                    continue;
+                };
+                let mut longer = chain.clone();
+                longer.push(action);
+                let projected = abs.project(&next);
+                if projected == *target {
+                    return Some(longer);
+                }
+                if seen.insert(projected) {
+                    next_level.push((next, longer));
+                }
+            }
+        }
+        level = next_level;
+    }
+    None
 }
 
 /// The model's step from `a` nearest to `target` (the first of the
@@ -429,5 +493,53 @@ fn show_violations(a: &Model) -> String {
         "none".into()
     } else {
         names.join(" ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fenced-cas model behind the default bounds' mapping.
+    fn fenced_cas() -> Abstraction {
+        let bounds = Bounds::default();
+        let topology = Topology::lease(ProtocolKind::FencedCas, bounds.workers, bounds.timing)
+            .expect("fenced-cas has a lease topology");
+        Abstraction::new(&topology, &bounds).expect("fenced-cas is mapped")
+    }
+
+    #[test]
+    fn a_resume_may_be_matched_by_a_chain_of_model_actions_but_not_a_longer_one_than_it_held() {
+        let abs = fenced_cas();
+        let start = Model::initial();
+        let mut actions = Vec::new();
+        abs.model.actions(&start, &mut actions);
+        let granted = actions
+            .iter()
+            .find_map(|&a| abs.model.next_state(&start, a).map(|n| (a, n)))
+            .filter(|(a, _)| matches!(a, ModelAction::Acquire { .. }));
+        let (acquire, granted) = granted.expect("the empty model can grant");
+        actions.clear();
+        abs.model.actions(&granted, &mut actions);
+        let (send, sent) = actions
+            .iter()
+            .filter(|a| matches!(a, ModelAction::SendWrite { .. }))
+            .find_map(|&a| abs.model.next_state(&granted, a).map(|n| (a, n)))
+            .expect("the holder can send its write");
+        let target = abs.project(&sent);
+        assert_eq!(chain_to(&abs, &start, &target, 1), None);
+        assert_eq!(
+            chain_to(&abs, &start, &target, 2),
+            Some(vec![acquire, send])
+        );
+        let mut checker = Checker {
+            abstraction: &abs,
+            counts: Counts::default(),
+            divergence: None,
+        };
+        assert!(checker.pair(&start, &sent, "the step", 1).is_err());
+        assert_eq!(checker.pair(&start, &sent, "the step", 2).ok(), Some(true));
+        assert_eq!(checker.counts.chains, 1);
+        assert_eq!(checker.counts.by_action[0..3], [1, 0, 1]);
     }
 }

@@ -100,7 +100,8 @@ pub fn render_refinement<N: Node>(id: &str, h: &Harness<N>, r: &Refinement) -> S
         grouped(out.unique_states),
         grouped(c.steps as usize),
         grouped(c.stutters as usize),
-        if matched.is_empty() { "none".to_string() } else { matched.join(", ") },
+        if matched.is_empty() { "none".to_string() } else { matched.join(", ") }
+            + &if c.chains > 0 { format!(" ({} resumes matched by a chain)", grouped(c.chains as usize)) } else { String::new() },
         usize::from(r.divergence.is_some()),
         elapsed(out.elapsed),
         if hits.is_empty() { "none".to_string() } else { hits.join(", ") }
@@ -122,7 +123,12 @@ pub fn render_refinement<N: Node>(id: &str, h: &Harness<N>, r: &Refinement) -> S
         None => {
             let _ = writeln!(
                 text,
-                "{id}: refines its model: every step is a stutter or one model action"
+                "{id}: refines its model: every step is a stutter or one model action{}",
+                if c.chains > 0 {
+                    " (a resume: a chain of them)"
+                } else {
+                    ""
+                }
             );
         }
         Some(d) => divergence(&mut text, id, h, d),

@@ -184,16 +184,23 @@ fn github_2012_pairs_paused_active_takes_its_stonith_only_after_its_pause() {
 }
 
 #[test]
-fn check_code_pause_holds_states_it_and_refine_refuses_it() {
+fn check_code_pause_holds_states_it_and_refine_checks_it() {
     let out = fencesim(&["check", "--code", "fenced-cas", "--pause-holds"]);
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
     assert!(text.contains("/1pause(holds)/"), "{text}");
-    let out = fencesim(&["check", "--code", "fenced-cas", "--pause-holds", "--refine"]);
-    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
-    assert!(
-        stderr(&out).contains("no refinement with --pause-holds"),
-        "{}",
-        stderr(&out)
-    );
+    let refine = [
+        "check",
+        "--code",
+        "fenced-cas",
+        "--pause-holds",
+        "--refine",
+        "--horizon-ms",
+        "13",
+    ];
+    let out = fencesim(&refine);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    assert!(text.contains("/1pause(holds)/"), "{text}");
+    assert!(text.contains("refines its model"), "{text}");
 }

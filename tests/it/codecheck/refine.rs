@@ -75,6 +75,51 @@ fn the_refinement_check_sees_every_transition_the_proof_explores() {
 }
 
 #[test]
+fn a_paused_worker_that_holds_its_inputs_refines_the_model_when_it_resumes() {
+    // The resume runs every input the worker held in one code step; the
+    // model may match it by a chain of its actions (none needed here: a
+    // built-in worker's held inputs lead to one write at most).
+    for kind in [
+        ProtocolKind::FencedCas,
+        ProtocolKind::FencedCheckThenWrite,
+        ProtocolKind::RedisSetNx,
+    ] {
+        let holds = Bounds {
+            pause_holds: true,
+            horizon_ms: 13,
+            ..super::small()
+        };
+        let (h, r) = refine_protocol(kind, holds).expect("mapped with holds");
+        assert!(passes(&r), "{}: {:?}", kind.id(), r.divergence);
+        let proof = prove(&h);
+        if proof.proved() {
+            // An unsafe protocol's proof stops at its first violation.
+            assert_eq!(
+                r.outcome.unique_states,
+                proof.unique_states,
+                "{}",
+                kind.id()
+            );
+        }
+        let (_, delaying) = refine_protocol(
+            kind,
+            Bounds {
+                pause_holds: false,
+                ..holds
+            },
+        )
+        .expect("mapped");
+        assert!(
+            r.outcome.unique_states > delaying.outcome.unique_states,
+            "{}: the holding pause adds states: {} vs {}",
+            kind.id(),
+            r.outcome.unique_states,
+            delaying.outcome.unique_states
+        );
+    }
+}
+
+#[test]
 fn a_coordinator_crash_maps_to_the_lease_expiring_and_the_counter_survives_it() {
     let bounds = Bounds {
         crashes: 1,
