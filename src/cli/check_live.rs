@@ -53,15 +53,35 @@ pub fn emit(
     c: &Counterexample,
     e: &EmitLive,
 ) -> Result<bool> {
-    let plan = match from_code::plan(h, kind, fence, c) {
-        Ok(plan) => plan,
-        Err(why) => {
-            println!("\n  cannot make this counterexample a live scenario: {why}");
-            return Ok(false);
-        }
-    };
+    match from_code::plan(h, kind, fence, c) {
+        Ok(plan) => emit_plan(kind, c, &plan, None, e),
+        Err(why) => match with_holding_pauses(h, kind, fence, c) {
+            Some((d, plan, note)) => {
+                let note = format!(
+                    "the search's shortest path ({} steps) has no live form: {why};\n{note}",
+                    c.steps.len()
+                );
+                println!("\n  {}", note.replace('\n', "\n  "));
+                emit_plan(kind, &d, &plan, Some(note), e)
+            }
+            None => {
+                println!("\n  cannot make this counterexample a live scenario: {why}");
+                Ok(false)
+            }
+        },
+    }
+}
+
+/// Writes `plan` (of path `c`) and reruns it; `note`: why this path.
+fn emit_plan(
+    kind: ProtocolKind,
+    c: &Counterexample,
+    plan: &LivePlan,
+    note: Option<String>,
+    e: &EmitLive,
+) -> Result<bool> {
     let file = target(e.path, kind, c)?;
-    let base = base_table(&plan, &file, e.reruns)?;
+    let base = base_table(plan, &file, e.reruns)?;
     let s0 = parse_base(&base, &file)?;
     let names = s0.worker_names();
     let placer = Placer {
@@ -82,8 +102,47 @@ pub fn emit(
     for line in &plan.mapped {
         println!("    {line}");
     }
-    let header = header(kind, &placer, &plan, c);
-    rerun(&placer, &plan, &header, e, &file)
+    let mut header = header(kind, &placer, plan, c);
+    if let Some(note) = note {
+        header = format!("{note}\n{header}");
+    }
+    rerun(&placer, plan, &header, e, &file)
+}
+
+/// The fallback when the path has no live form and its pauses only delay
+/// timers: the shortest path to the same violation when a pause holds what
+/// reaches the worker (the simulator's pause, `--pause-holds`), as the
+/// scenario emitter falls back, if that one maps: the path, its plan and a
+/// line saying so.
+fn with_holding_pauses(
+    h: &Harness<Builtin>,
+    kind: ProtocolKind,
+    fence: bool,
+    c: &Counterexample,
+) -> Option<(Counterexample, LivePlan, String)> {
+    if h.bounds.pause_holds || h.bounds.pauses == 0 {
+        return None;
+    }
+    let holding = Harness {
+        bounds: crate::codecheck::Bounds {
+            pause_holds: true,
+            ..h.bounds
+        },
+        topology: h.topology.clone(),
+        factory: h.factory,
+    };
+    let out = crate::codecheck::check(&holding);
+    let d = out
+        .counterexample
+        .filter(|d| d.finding.kind == c.finding.kind)?;
+    let plan = from_code::plan(&holding, kind, fence, &d).ok()?;
+    let note = format!(
+        "mapped instead: the shortest {} when a pause holds what reaches the worker (--pause-holds: {} steps, a search of {} states)",
+        d.finding.kind.name(),
+        d.steps.len(),
+        out.unique_states
+    );
+    Some((d, plan, note))
 }
 
 /// Runs the written file `e.reruns` times on the harness's own servers.

@@ -69,14 +69,24 @@ fn redis_set_nx_shortest_counterexample_becomes_a_live_scenario_that_finds_the_s
 }
 
 #[test]
-fn fenced_check_then_write_without_pauses_becomes_a_check_then_update_that_finds_the_stale_write() {
+fn fenced_check_then_write_default_path_falls_back_to_the_holding_pause_and_finds_the_stale_write_live(
+) {
+    // At the default bounds the shortest path pauses the other worker,
+    // which has no live form; the shortest path under the simulator's
+    // holding pause stalls the stale worker between check and update
+    // (the `--pauses 0` path's form: `to_live.rs`).
     if !live_servers_present("check --code --emit-live, fenced-check-then-write") {
         return;
     }
     let _one = live_shared();
     let out = scratch("check-then-update");
-    let (code, text) = emit_live(&["fenced-check-then-write", "--pauses", "0"], &out, "3");
+    let (code, text) = emit_live(&["fenced-check-then-write"], &out, "3");
     assert_eq!(code, 0, "unsafe as expected, and reproduced live:\n{text}");
+    assert!(
+        text.contains("has no live form: step 8 (worker/1 pauses")
+            && text.contains("when a pause holds what reaches the worker (--pause-holds: 22 steps"),
+        "{text}"
+    );
     assert!(
         text.contains("write check-then-update")
             && text.contains("pause of worker/A after fence_checked"),
@@ -85,6 +95,12 @@ fn fenced_check_then_write_without_pauses_becomes_a_check_then_update_that_finds
     assert!(
         shown_line(&text, "stale_write").ends_with(": reproduces"),
         "{text}"
+    );
+    let file = out.join("live-code-fenced-check-then-write-stale-write.toml");
+    let written = std::fs::read_to_string(&file).expect("the live scenario");
+    assert!(
+        written.starts_with("# the search's shortest path ("),
+        "{written}"
     );
     let _ = std::fs::remove_dir_all(&out);
 }
