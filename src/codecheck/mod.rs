@@ -17,6 +17,7 @@
 //!   crash, failover of a replicated coordinator, clock drift and jumps).
 //! - `hold`: the simulator's pause (a paused worker holds its inputs).
 //! - `judge`: the properties, incrementally.
+//! - `own`: a user's own `Node` beside the built-in ones.
 //! - `search`: the BFS, proofs and shortest counterexamples.
 //! - `to_scenario`: a counterexample as a scripted simulator scenario.
 //! - `abstraction`: the refinement mapping, a code-level state as a state
@@ -29,6 +30,7 @@ pub mod clock;
 pub mod harness;
 pub mod hold;
 pub mod judge;
+pub mod own;
 pub mod refine;
 pub mod search;
 pub mod state;
@@ -39,6 +41,7 @@ pub use abstraction::{model_of, Abstraction, Inspect, ModelOf};
 pub use bounds::{Bounds, MAX_STATES_DEFAULT};
 pub use harness::{Action, Harness};
 pub use judge::Finding;
+pub use own::Own;
 pub use refine::{refine, refine_protocol, Divergence, Refinement};
 pub use search::{check, explore, prove, search, Counterexample, Hits, Observer, Outcome};
 pub use topology::{
