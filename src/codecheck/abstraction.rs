@@ -48,6 +48,7 @@ use crate::model::state::{
     STAGE_IN_FLIGHT,
 };
 use crate::model::{Bounds as ModelBounds, LockModel, Protocol};
+use crate::protocol::cache_lease::CasCache;
 use crate::protocol::coordinator::Coordinator;
 use crate::protocol::resource::Resource;
 use crate::protocol::{Key, NodeId, OpId, ProtocolKind, Token};
@@ -58,6 +59,10 @@ use crate::protocol::{Key, NodeId, OpId, ProtocolKind, Token};
 pub trait Inspect {
     fn coordinator(&self) -> Option<&Coordinator>;
     fn resource(&self) -> Option<&Resource>;
+    /// cache-lease's store (gets/cas) at `resource/0`.
+    fn cache(&self) -> Option<&CasCache> {
+        None
+    }
 }
 
 impl Inspect for Builtin {
@@ -70,6 +75,12 @@ impl Inspect for Builtin {
     fn resource(&self) -> Option<&Resource> {
         match self {
             Builtin::Resource(r) => Some(r),
+            _ => None,
+        }
+    }
+    fn cache(&self) -> Option<&CasCache> {
+        match self {
+            Builtin::Cache(c) => Some(c),
             _ => None,
         }
     }
@@ -140,10 +151,16 @@ pub fn model_of(kind: ProtocolKind) -> Result<ModelOf, String> {
             "{}: no refinement mapping: the store is the lock (a transaction or a claim is the grant, ended by the store's own timeout and refused there), and every model in models/ has a lease coordinator beside a resource that does not know about it, so a write the store refuses for its ended grant has no model step",
             kind.id()
         )),
-        ProtocolKind::ObjectStoreCas | ProtocolKind::CacheLease => Err(format!(
-            "{}: no refinement mapping: its writes are conditional (the version the op read, checked by the store), and models/ has no model of a conditional write — the nearest, no-fence, applies every write the resource is handed, so a write the store refuses has no model step",
-            kind.id()
-        )),
+        ProtocolKind::ObjectStoreCas => of(
+            Protocol::ConditionalWrite,
+            "models/conditional-write.toml",
+            None,
+        ),
+        ProtocolKind::CacheLease => of(
+            Protocol::ConditionalWrite,
+            "models/conditional-write.toml",
+            Some("the conditional-write model (its simulator protocol is object-store-cas): the same lease, and memcached's cas applies a refill iff the entry is still the version its gets was served, as If-Match does"),
+        ),
         kind if super::topology::is_lock_server(kind) => Err(format!(
             "{}: no abstract model to refine against: its lock clients decide they hold the lock from what the servers said (revisions, watches, leases, sessions, several masters); models/ has no model of that system",
             kind.id()
@@ -165,6 +182,18 @@ pub struct Abstraction {
     resource: NodeId,
     /// Writes below the fence are not compared (atomic fence only).
     doomed_hidden: bool,
+    /// Conditional writes: where the store keeps the version a write
+    /// must find current (None: writes are not conditional).
+    condition: Option<Condition>,
+}
+
+/// What a conditional write is checked against at the store.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Condition {
+    /// object-store-cas: the version the write names (its `token`, If-Match).
+    IfMatch,
+    /// cache-lease: the version the op's first `gets` was served (its ticket).
+    Ticket,
 }
 
 /// The one key the harness's workers lock and write.
@@ -185,10 +214,10 @@ impl Abstraction {
             return Err(format!(
                 "{id}: no refinement with duplicates or retransmissions: the {} model hands each write to the resource once, and a second copy has no model step ({})",
                 of.protocol.id(),
-                if of.protocol == Protocol::NoFence {
-                    "an unfenced resource applies it again, so the value goes back"
-                } else {
-                    "the resource checks it again and commits it twice"
+                match of.protocol {
+                    Protocol::NoFence => "an unfenced resource applies it again, so the value goes back",
+                    Protocol::ConditionalWrite => "nor has a second copy of a read: the store serves it again, perhaps a newer version, and the model reads once per grant",
+                    _ => "the resource checks it again and commits it twice",
                 }
             ));
         }
@@ -214,10 +243,15 @@ impl Abstraction {
             grants_max: bounds.grants as u8,
             failovers_max: 0,
             replicas: 1,
-            reads: false,
+            reads: of.protocol.writes_are_conditional(),
             fence_reads: false,
             symmetry: true,
         });
+        let condition = match kind {
+            _ if !of.protocol.writes_are_conditional() => None,
+            ProtocolKind::CacheLease => Some(Condition::Ticket),
+            _ => Some(Condition::IfMatch),
+        };
         Ok(Abstraction {
             model,
             of,
@@ -226,6 +260,7 @@ impl Abstraction {
             resource: topology.resource,
             doomed_hidden: of.protocol.resource_fences()
                 && of.protocol != Protocol::FencedCheckThenWrite,
+            condition,
         })
     }
 
@@ -242,9 +277,12 @@ impl Abstraction {
         let coord = s.nodes[self.coord.0 as usize]
             .coordinator()
             .ok_or("the node at coord/0 shows no lease coordinator")?;
-        let resource = s.nodes[self.resource.0 as usize]
-            .resource()
-            .ok_or("the node at resource/0 shows no resource")?;
+        let store = &s.nodes[self.resource.0 as usize];
+        let (value, fence) = match (store.resource(), store.cache()) {
+            (Some(r), _) => r.row(KEY),
+            (None, Some(c)) => (c.entry(KEY), Token(0)),
+            (None, None) => return Err("the node at resource/0 shows no resource".into()),
+        };
         let judge = &s.judge;
         let mut a = Model::initial();
         let issued = judge.issued();
@@ -269,7 +307,7 @@ impl Abstraction {
             a.clients[self.slot(slot)?] = Client {
                 gen: small(generation as u64, "a generation")?,
                 token: small(token, "a token")?,
-                read: 0,
+                read: self.read_under(s, generation)?,
                 node: 0,
             };
             slot += 1;
@@ -277,16 +315,9 @@ impl Abstraction {
         if holder.is_some() && a.holder == NO_HOLDER {
             a.holder = self.slot(slot)? as u8; // its write went: an idle slot holds
         }
-        self.map_writes(s, resource, &mut a)?;
-        let (value, fence) = resource.row(KEY);
+        self.map_writes(s, store, &mut a)?;
         a.fence = small(fence.0, "the fence")?;
-        a.value = match value {
-            OpId::INITIAL => 0,
-            op => judge.write_of(op.0).map(|w| w.0 as u8).ok_or(format!(
-                "the resource holds op {}, which no worker sent",
-                op.0
-            ))?,
-        };
+        a.value = version(s, value.0)?;
         a.accepted_gen_max = small(judge.accepted_max() as u64, "a generation")?;
         a.violations = match finding.map(|f| f.kind) {
             Some(ViolationKind::TokenOrder) => Violation::TokenOrder.bit(),
@@ -311,7 +342,7 @@ impl Abstraction {
     /// The writes sent that the resource was not handed (in flight, or
     /// lost: a write that never arrives, which the model allows) and the
     /// ones it checked.
-    fn map_writes<N>(&self, s: &State<N>, r: &Resource, a: &mut Model) -> Result<(), String> {
+    fn map_writes<N: Inspect>(&self, s: &State<N>, store: &N, a: &mut Model) -> Result<(), String> {
         let unhanded = s
             .judge
             .unhanded()
@@ -319,12 +350,21 @@ impl Abstraction {
         let mut ops: Vec<(u64, Option<Token>, u8)> = unhanded
             .map(|(op, _, token)| (op, (token != 0).then_some(Token(token)), STAGE_IN_FLIGHT))
             .collect();
-        ops.extend(
-            r.checked_writes()
-                .map(|(op, t)| (op.0, Some(t), STAGE_CHECKED)),
-        );
+        if let Some(r) = store.resource() {
+            ops.extend(
+                r.checked_writes()
+                    .map(|(op, t)| (op.0, Some(t), STAGE_CHECKED)),
+            );
+        }
         let mut writes = Vec::with_capacity(ops.len());
         for (op, token, stage) in ops {
+            let read = self.read_of_write(s, store, op, token)?;
+            // A conditional write's token is the version it names, not a grant's.
+            let token = if self.condition.is_some() {
+                None
+            } else {
+                token
+            };
             let (generation, _) = s
                 .judge
                 .write_of(op)
@@ -340,7 +380,7 @@ impl Abstraction {
             writes.push(Write {
                 gen,
                 token,
-                read: 0,
+                read,
                 stage,
             });
         }
@@ -350,6 +390,56 @@ impl Abstraction {
         writes.sort_by_key(|w| w.gen);
         a.writes[..writes.len()].copy_from_slice(&writes);
         Ok(())
+    }
+
+    /// Conditional writes: the model's `read` of grant `generation`'s
+    /// slot — the version its worker's read was served, + 1 (0: not
+    /// served yet, or writes are not conditional).
+    fn read_under<N>(&self, s: &State<N>, generation: u32) -> Result<u8, String> {
+        if self.condition.is_none() {
+            return Ok(0);
+        }
+        let served = s
+            .judge
+            .served_reads()
+            .ok_or("the state keeps no read history (Bounds::write_history)")?;
+        let mut under = served.iter().filter(|r| r.1 == generation);
+        let read = under.next();
+        if under.next().is_some() {
+            return Err(format!(
+                "two reads under generation {generation}: the model reads once per grant"
+            ));
+        }
+        match read.and_then(|r| r.2) {
+            Some(value) => Ok(version(s, value)? + 1),
+            None => Ok(0),
+        }
+    }
+
+    /// Conditional writes: the model's `read` of op `op`'s write — the
+    /// version the store will check, + 1: the one it names (If-Match), or
+    /// the one its first `gets` was served (cache-lease's ticket).
+    fn read_of_write<N: Inspect>(
+        &self,
+        s: &State<N>,
+        store: &N,
+        op: u64,
+        token: Option<Token>,
+    ) -> Result<u8, String> {
+        let named = match self.condition {
+            None => return Ok(0),
+            Some(Condition::IfMatch) => token.map_or(0, |t| t.0),
+            Some(Condition::Ticket) => {
+                store
+                    .cache()
+                    .and_then(|c| c.ticket(OpId(op)))
+                    .ok_or(format!(
+                        "op {op}'s cas has no ticket: its gets was never served"
+                    ))?
+                    .0
+            }
+        };
+        Ok(version(s, named)? + 1)
     }
 
     /// What the check compares of a model state: without the vacuity
@@ -368,6 +458,19 @@ impl Abstraction {
             p.sort_writes();
         }
         p
+    }
+}
+
+/// The model's name of a value: the generation of the op whose write
+/// produced it (0: the initial value).
+fn version<N>(s: &State<N>, op: u64) -> Result<u8, String> {
+    match OpId(op) {
+        OpId::INITIAL => Ok(0),
+        _ => s
+            .judge
+            .write_of(op)
+            .map(|w| w.0 as u8)
+            .ok_or(format!("the store holds op {op}, which no worker sent")),
     }
 }
 
