@@ -147,10 +147,14 @@ pub fn model_of(kind: ProtocolKind) -> Result<ModelOf, String> {
             "github-2012-pair: no refinement mapping: the pair's nodes promote themselves (heartbeats, a dead time, STONITH) and no model in models/ has a node that believes it is active without a grant from a coordinator, so a promotion has no model step"
                 .into(),
         ),
-        ProtocolKind::SingleDb | ProtocolKind::QueueClaim => Err(format!(
-            "{}: no refinement mapping: the store is the lock (a transaction or a claim is the grant, ended by the store's own timeout and refused there), and every model in models/ has a lease coordinator beside a resource that does not know about it, so a write the store refuses for its ended grant has no model step",
-            kind.id()
-        )),
+        ProtocolKind::SingleDb => Err(
+            "single-db: no refinement mapping: the store is the lock — a transaction (BEGIN … FOR UPDATE) is the grant and its id the token; the database refuses a read or write unless its transaction is the row's live one, and the UPDATE + COMMIT that applies a write also frees the lock. Every model in models/ has a lease coordinator beside a resource that does not know the lease (and forgets a grant once its write is sent), so a write refused because its transaction idled past the timeout, and a commit that ends the lease, have no model step; the conditional-write model does not fit either (the database checks the transaction, not the version read)"
+                .into(),
+        ),
+        ProtocolKind::QueueClaim => Err(
+            "queue-claim: no refinement mapping: the store is the lock — a claim (a delivery of the head job, its number the token) is the grant; a result is kept iff it is the first for the head job, whether or not its claim is still live, and the next job is handed out only once the head job has a result and was deleted. The models have one document every grant writes and no jobs: a result refused because its job was already done and deleted, though it read the current value (what the conditional-write model would accept), or a new job's delivery, have no model step"
+                .into(),
+        ),
         ProtocolKind::ObjectStoreCas => of(
             Protocol::ConditionalWrite,
             "models/conditional-write.toml",
