@@ -13,7 +13,11 @@
 //!   never adopts (the `Granted` lost or late) keeps its slot: a model
 //!   client may hold a grant and never write. The model's client slots are
 //!   interchangeable (symmetry on), and there are as many as the grants
-//!   bound, so every grant can have one;
+//!   bound, so every grant can have one. Where writes are conditional
+//!   (the conditional-write model: object-store-cas, cache-lease), its
+//!   `read` is the version the store served the read its worker sent under
+//!   that grant (the judge's history of served reads: a served read whose
+//!   answer the worker never used is still the model's `Read`);
 //! - `holder`: the coordinator's lease record for key 0 while the instant
 //!   is before its expiry on the server's wall clock (a record past its
 //!   expiry is expired even before the server drops it): the slot of its
@@ -24,7 +28,9 @@
 //!   the judge's history variable of handed writes tells the two apart
 //!   from a handled one) — and, for check-then-write, each write the
 //!   resource checked and has not yet written (`stage` checked), with the
-//!   generation the judge gave the op and the token it carries;
+//!   generation the judge gave the op and the token it carries (a
+//!   conditional write: no token, and as `read` the version the store will
+//!   check — the one it names, If-Match, or cache-lease's ticket);
 //! - `fence`: the resource row's fence; `value`: the generation of the op
 //!   whose value the row holds; `accepted_gen_max`: the judge's highest
 //!   generation accepted;
