@@ -13,7 +13,11 @@
 //!   never adopts (the `Granted` lost or late) keeps its slot: a model
 //!   client may hold a grant and never write. The model's client slots are
 //!   interchangeable (symmetry on), and there are as many as the grants
-//!   bound, so every grant can have one;
+//!   bound, so every grant can have one. Where writes are conditional
+//!   (the conditional-write model: object-store-cas, cache-lease), its
+//!   `read` is the version the store served the read its worker sent under
+//!   that grant (the judge's history of served reads: a served read whose
+//!   answer the worker never used is still the model's `Read`);
 //! - `holder`: the coordinator's lease record for key 0 while the instant
 //!   is before its expiry on the server's wall clock (a record past its
 //!   expiry is expired even before the server drops it): the slot of its
@@ -24,7 +28,9 @@
 //!   the judge's history variable of handed writes tells the two apart
 //!   from a handled one) — and, for check-then-write, each write the
 //!   resource checked and has not yet written (`stage` checked), with the
-//!   generation the judge gave the op and the token it carries;
+//!   generation the judge gave the op and the token it carries (a
+//!   conditional write: no token, and as `read` the version the store will
+//!   check — the one it names, If-Match, or cache-lease's ticket);
 //! - `fence`: the resource row's fence; `value`: the generation of the op
 //!   whose value the row holds; `accepted_gen_max`: the judge's highest
 //!   generation accepted;
@@ -48,6 +54,7 @@ use crate::model::state::{
     STAGE_IN_FLIGHT,
 };
 use crate::model::{Bounds as ModelBounds, LockModel, Protocol};
+use crate::protocol::cache_lease::CasCache;
 use crate::protocol::coordinator::Coordinator;
 use crate::protocol::resource::Resource;
 use crate::protocol::{Key, NodeId, OpId, ProtocolKind, Token};
@@ -58,6 +65,10 @@ use crate::protocol::{Key, NodeId, OpId, ProtocolKind, Token};
 pub trait Inspect {
     fn coordinator(&self) -> Option<&Coordinator>;
     fn resource(&self) -> Option<&Resource>;
+    /// cache-lease's store (gets/cas) at `resource/0`.
+    fn cache(&self) -> Option<&CasCache> {
+        None
+    }
 }
 
 impl Inspect for Builtin {
@@ -70,6 +81,12 @@ impl Inspect for Builtin {
     fn resource(&self) -> Option<&Resource> {
         match self {
             Builtin::Resource(r) => Some(r),
+            _ => None,
+        }
+    }
+    fn cache(&self) -> Option<&CasCache> {
+        match self {
+            Builtin::Cache(c) => Some(c),
             _ => None,
         }
     }
@@ -136,14 +153,24 @@ pub fn model_of(kind: ProtocolKind) -> Result<ModelOf, String> {
             "github-2012-pair: no refinement mapping: the pair's nodes promote themselves (heartbeats, a dead time, STONITH) and no model in models/ has a node that believes it is active without a grant from a coordinator, so a promotion has no model step"
                 .into(),
         ),
-        ProtocolKind::SingleDb | ProtocolKind::QueueClaim => Err(format!(
-            "{}: no refinement mapping: the store is the lock (a transaction or a claim is the grant, ended by the store's own timeout and refused there), and every model in models/ has a lease coordinator beside a resource that does not know about it, so a write the store refuses for its ended grant has no model step",
-            kind.id()
-        )),
-        ProtocolKind::ObjectStoreCas | ProtocolKind::CacheLease => Err(format!(
-            "{}: no refinement mapping: its writes are conditional (the version the op read, checked by the store), and models/ has no model of a conditional write — the nearest, no-fence, applies every write the resource is handed, so a write the store refuses has no model step",
-            kind.id()
-        )),
+        ProtocolKind::SingleDb => Err(
+            "single-db: no refinement mapping: the store is the lock — a transaction (BEGIN … FOR UPDATE) is the grant and its id the token; the database refuses a read or write unless its transaction is the row's live one, and the UPDATE + COMMIT that applies a write also frees the lock. Every model in models/ has a lease coordinator beside a resource that does not know the lease (and forgets a grant once its write is sent), so a write refused because its transaction idled past the timeout, and a commit that ends the lease, have no model step; the conditional-write model does not fit either (the database checks the transaction, not the version read)"
+                .into(),
+        ),
+        ProtocolKind::QueueClaim => Err(
+            "queue-claim: no refinement mapping: the store is the lock — a claim (a delivery of the head job, its number the token) is the grant; a result is kept iff it is the first for the head job, whether or not its claim is still live, and the next job is handed out only once the head job has a result and was deleted. The models have one document every grant writes and no jobs: a result refused because its job was already done and deleted, though it read the current value (what the conditional-write model would accept), or a new job's delivery, have no model step"
+                .into(),
+        ),
+        ProtocolKind::ObjectStoreCas => of(
+            Protocol::ConditionalWrite,
+            "models/conditional-write.toml",
+            None,
+        ),
+        ProtocolKind::CacheLease => of(
+            Protocol::ConditionalWrite,
+            "models/conditional-write.toml",
+            Some("the conditional-write model (its simulator protocol is object-store-cas): the same lease, and memcached's cas applies a refill iff the entry is still the version its gets was served, as If-Match does"),
+        ),
         kind if super::topology::is_lock_server(kind) => Err(format!(
             "{}: no abstract model to refine against: its lock clients decide they hold the lock from what the servers said (revisions, watches, leases, sessions, several masters); models/ has no model of that system",
             kind.id()
@@ -165,6 +192,18 @@ pub struct Abstraction {
     resource: NodeId,
     /// Writes below the fence are not compared (atomic fence only).
     doomed_hidden: bool,
+    /// Conditional writes: where the store keeps the version a write
+    /// must find current (None: writes are not conditional).
+    condition: Option<Condition>,
+}
+
+/// What a conditional write is checked against at the store.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Condition {
+    /// object-store-cas: the version the write names (its `token`, If-Match).
+    IfMatch,
+    /// cache-lease: the version the op's first `gets` was served (its ticket).
+    Ticket,
 }
 
 /// The one key the harness's workers lock and write.
@@ -185,10 +224,10 @@ impl Abstraction {
             return Err(format!(
                 "{id}: no refinement with duplicates or retransmissions: the {} model hands each write to the resource once, and a second copy has no model step ({})",
                 of.protocol.id(),
-                if of.protocol == Protocol::NoFence {
-                    "an unfenced resource applies it again, so the value goes back"
-                } else {
-                    "the resource checks it again and commits it twice"
+                match of.protocol {
+                    Protocol::NoFence => "an unfenced resource applies it again, so the value goes back",
+                    Protocol::ConditionalWrite => "nor has a second copy of a read: the store serves it again, perhaps a newer version, and the model reads once per grant",
+                    _ => "the resource checks it again and commits it twice",
                 }
             ));
         }
@@ -209,10 +248,15 @@ impl Abstraction {
             grants_max: bounds.grants as u8,
             failovers_max: 0,
             replicas: 1,
-            reads: false,
+            reads: of.protocol.writes_are_conditional(),
             fence_reads: false,
             symmetry: true,
         });
+        let condition = match kind {
+            _ if !of.protocol.writes_are_conditional() => None,
+            ProtocolKind::CacheLease => Some(Condition::Ticket),
+            _ => Some(Condition::IfMatch),
+        };
         Ok(Abstraction {
             model,
             of,
@@ -221,6 +265,7 @@ impl Abstraction {
             resource: topology.resource,
             doomed_hidden: of.protocol.resource_fences()
                 && of.protocol != Protocol::FencedCheckThenWrite,
+            condition,
         })
     }
 
@@ -237,9 +282,12 @@ impl Abstraction {
         let coord = s.nodes[self.coord.0 as usize]
             .coordinator()
             .ok_or("the node at coord/0 shows no lease coordinator")?;
-        let resource = s.nodes[self.resource.0 as usize]
-            .resource()
-            .ok_or("the node at resource/0 shows no resource")?;
+        let store = &s.nodes[self.resource.0 as usize];
+        let (value, fence) = match (store.resource(), store.cache()) {
+            (Some(r), _) => r.row(KEY),
+            (None, Some(c)) => (c.entry(KEY), Token(0)),
+            (None, None) => return Err("the node at resource/0 shows no resource".into()),
+        };
         let judge = &s.judge;
         let mut a = Model::initial();
         let issued = judge.issued();
@@ -264,7 +312,7 @@ impl Abstraction {
             a.clients[self.slot(slot)?] = Client {
                 gen: small(generation as u64, "a generation")?,
                 token: small(token, "a token")?,
-                read: 0,
+                read: self.read_under(s, generation)?,
                 node: 0,
             };
             slot += 1;
@@ -272,16 +320,9 @@ impl Abstraction {
         if holder.is_some() && a.holder == NO_HOLDER {
             a.holder = self.slot(slot)? as u8; // its write went: an idle slot holds
         }
-        self.map_writes(s, resource, &mut a)?;
-        let (value, fence) = resource.row(KEY);
+        self.map_writes(s, store, &mut a)?;
         a.fence = small(fence.0, "the fence")?;
-        a.value = match value {
-            OpId::INITIAL => 0,
-            op => judge.write_of(op.0).map(|w| w.0 as u8).ok_or(format!(
-                "the resource holds op {}, which no worker sent",
-                op.0
-            ))?,
-        };
+        a.value = version(s, value.0)?;
         a.accepted_gen_max = small(judge.accepted_max() as u64, "a generation")?;
         a.violations = match finding.map(|f| f.kind) {
             Some(ViolationKind::TokenOrder) => Violation::TokenOrder.bit(),
@@ -306,7 +347,7 @@ impl Abstraction {
     /// The writes sent that the resource was not handed (in flight, or
     /// lost: a write that never arrives, which the model allows) and the
     /// ones it checked.
-    fn map_writes<N>(&self, s: &State<N>, r: &Resource, a: &mut Model) -> Result<(), String> {
+    fn map_writes<N: Inspect>(&self, s: &State<N>, store: &N, a: &mut Model) -> Result<(), String> {
         let unhanded = s
             .judge
             .unhanded()
@@ -314,12 +355,21 @@ impl Abstraction {
         let mut ops: Vec<(u64, Option<Token>, u8)> = unhanded
             .map(|(op, _, token)| (op, (token != 0).then_some(Token(token)), STAGE_IN_FLIGHT))
             .collect();
-        ops.extend(
-            r.checked_writes()
-                .map(|(op, t)| (op.0, Some(t), STAGE_CHECKED)),
-        );
+        if let Some(r) = store.resource() {
+            ops.extend(
+                r.checked_writes()
+                    .map(|(op, t)| (op.0, Some(t), STAGE_CHECKED)),
+            );
+        }
         let mut writes = Vec::with_capacity(ops.len());
         for (op, token, stage) in ops {
+            let read = self.read_of_write(s, store, op, token)?;
+            // A conditional write's token is the version it names, not a grant's.
+            let token = if self.condition.is_some() {
+                None
+            } else {
+                token
+            };
             let (generation, _) = s
                 .judge
                 .write_of(op)
@@ -335,7 +385,7 @@ impl Abstraction {
             writes.push(Write {
                 gen,
                 token,
-                read: 0,
+                read,
                 stage,
             });
         }
@@ -345,6 +395,56 @@ impl Abstraction {
         writes.sort_by_key(|w| w.gen);
         a.writes[..writes.len()].copy_from_slice(&writes);
         Ok(())
+    }
+
+    /// Conditional writes: the model's `read` of grant `generation`'s
+    /// slot — the version its worker's read was served, + 1 (0: not
+    /// served yet, or writes are not conditional).
+    fn read_under<N>(&self, s: &State<N>, generation: u32) -> Result<u8, String> {
+        if self.condition.is_none() {
+            return Ok(0);
+        }
+        let served = s
+            .judge
+            .served_reads()
+            .ok_or("the state keeps no read history (Bounds::write_history)")?;
+        let mut under = served.iter().filter(|r| r.1 == generation);
+        let read = under.next();
+        if under.next().is_some() {
+            return Err(format!(
+                "two reads under generation {generation}: the model reads once per grant"
+            ));
+        }
+        match read.and_then(|r| r.2) {
+            Some(value) => Ok(version(s, value)? + 1),
+            None => Ok(0),
+        }
+    }
+
+    /// Conditional writes: the model's `read` of op `op`'s write — the
+    /// version the store will check, + 1: the one it names (If-Match), or
+    /// the one its first `gets` was served (cache-lease's ticket).
+    fn read_of_write<N: Inspect>(
+        &self,
+        s: &State<N>,
+        store: &N,
+        op: u64,
+        token: Option<Token>,
+    ) -> Result<u8, String> {
+        let named = match self.condition {
+            None => return Ok(0),
+            Some(Condition::IfMatch) => token.map_or(0, |t| t.0),
+            Some(Condition::Ticket) => {
+                store
+                    .cache()
+                    .and_then(|c| c.ticket(OpId(op)))
+                    .ok_or(format!(
+                        "op {op}'s cas has no ticket: its gets was never served"
+                    ))?
+                    .0
+            }
+        };
+        Ok(version(s, named)? + 1)
     }
 
     /// What the check compares of a model state: without the vacuity
@@ -363,6 +463,19 @@ impl Abstraction {
             p.sort_writes();
         }
         p
+    }
+}
+
+/// The model's name of a value: the generation of the op whose write
+/// produced it (0: the initial value).
+fn version<N>(s: &State<N>, op: u64) -> Result<u8, String> {
+    match OpId(op) {
+        OpId::INITIAL => Ok(0),
+        _ => s
+            .judge
+            .write_of(op)
+            .map(|w| w.0 as u8)
+            .ok_or(format!("the store holds op {op}, which no worker sent")),
     }
 }
 

@@ -16,7 +16,9 @@
 //!   or revision stays old), and `token_order` is a decision carrying a
 //!   token another worker's decision already carried
 //!   (`check::token_order`: two clients holding under one fence).
-//! - **The grant a write acted on**: by its token, the grant with that token
+//! - **The grant a write acted on**: by its token (once grants carry
+//!   tokens: before, a write's token is none of theirs — a conditional
+//!   write's names a version), the grant with that token
 //!   its sender received last (else the one issued last); without a token,
 //!   the grant the sender adopted last — a `Granted` delivered while its
 //!   acquire under that owner nonce was outstanding (`check::generations`,
@@ -88,6 +90,13 @@ pub struct Judge {
     /// sorted. It tells a write lost in flight from one the resource
     /// handled, which nothing else in the state does.
     handed: Option<Vec<u64>>,
+    /// The refinement check's history variable of reads, kept beside
+    /// `handed` where writes are conditional: per op (sorted), the
+    /// generation its worker had adopted when it sent the read, and the
+    /// value the store served its first read (None: not served yet). A
+    /// served read the worker never used (its answer lost or late) is
+    /// still a read the model made.
+    served: Option<Vec<(u64, u32, Option<u64>)>>,
 }
 
 /// What the effect properties need (see the module doc).
@@ -171,6 +180,7 @@ impl Judge {
             accepted_max: 0,
             current_op: 0,
             handed: write_history.then(Vec::new),
+            served: (write_history && conditional).then(Vec::new),
             reads: conditional.then(Reads::default),
             effects: effects.then(Effects::default),
             pair: pair.then(Pair::default),
@@ -203,6 +213,35 @@ impl Judge {
                 .filter(move |s| handed.binary_search(&s.0).is_err())
                 .copied(),
         )
+    }
+
+    /// The reads made so far, as (op, generation adopted when it was
+    /// sent, value its first read was served), sorted by op; None unless
+    /// writes are conditional and the history is kept.
+    pub fn served_reads(&self) -> Option<&[(u64, u32, Option<u64>)]> {
+        self.served.as_deref()
+    }
+
+    /// Records a read sent by `from` (the generation it adopted last) or
+    /// served (its first serving's value), if the history is kept.
+    fn on_read(&mut self, from: NodeId, msg: &Msg) {
+        let generation = self.worker(from).map_or(0, |w| self.adopted[w]);
+        let Some(served) = self.served.as_mut() else {
+            return;
+        };
+        match *msg {
+            Msg::Read { op, .. } => {
+                if let Err(at) = served.binary_search_by_key(&op.0, |r| r.0) {
+                    served.insert(at, (op.0, generation, None));
+                }
+            }
+            Msg::ReadOk { op, value, .. } => {
+                if let Ok(at) = served.binary_search_by_key(&op.0, |r| r.0) {
+                    served[at].2.get_or_insert(value.0);
+                }
+            }
+            _ => {}
+        }
     }
 
     /// Whether some write was sent under generation `generation`.
@@ -296,6 +335,10 @@ impl Judge {
                 if let Some(w) = self.worker(from) {
                     self.pending[w] = Some(owner);
                 }
+                None
+            }
+            Msg::Read { .. } | Msg::ReadOk { .. } => {
+                self.on_read(from, msg);
                 None
             }
             Msg::Write { op, token, .. } => {
@@ -407,9 +450,15 @@ impl Judge {
         }
     }
 
+    /// The grant a write acted on (see the module doc). Only once grants
+    /// carry tokens is a write's token one of theirs: before, it is none
+    /// (a conditional write's names the version it read, and the history
+    /// checker indexes only tokened grants by token), so the write acted
+    /// on the grant its sender adopted — not a late answer to an acquire
+    /// it gave up on, whose "no token" the version 0 would match.
     fn write_generation(&self, from: NodeId, token: Option<Token>) -> u32 {
         let w = self.worker(from);
-        if let Some(Token(t)) = token {
+        if let Some(Token(t)) = token.filter(|_| self.tokened()) {
             let received = self
                 .received
                 .iter()

@@ -43,6 +43,16 @@ pub enum Outcome {
     Rejected,
     /// fenced-check-then-write: the compare passed; the body is written by a later commit.
     CheckPassed,
+    /// conditional-write: applied, its read (the generation whose value it read, 0 = the
+    /// initial one) being the current value.
+    ConditionHeld {
+        read: u8,
+    },
+    /// conditional-write: rejected, the value it read being no longer the current one.
+    ConditionFailed {
+        read: u8,
+        current: u8,
+    },
 }
 
 /// An action with the values it produced, for timelines and scripted scenarios.
@@ -164,6 +174,15 @@ pub fn describe(event: &Event, new_violations: u8) -> String {
             ),
             Outcome::CheckPassed => format!(
                 "resource checks client {client}'s write of generation {generation}: token {token} >= fence {fence_before}, body not yet written"
+            ),
+            Outcome::ConditionHeld { read } => format!(
+                "resource accepts client {client}'s write of generation {generation} (it read {}, still current)",
+                value_name(read)
+            ),
+            Outcome::ConditionFailed { read, current } => format!(
+                "resource rejects client {client}'s write of generation {generation} (it read {}, now {})",
+                value_name(read),
+                value_name(current)
             ),
         },
         Event::WriteCommitted { client, generation, token, fence_before } => format!(

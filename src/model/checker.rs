@@ -23,7 +23,7 @@
 use super::action::Action;
 use super::counterexample::{replay, Counterexample};
 use super::dfs;
-use super::lock_model::{LockModel, PROPERTY_STALE_ATTEMPT, PROPERTY_WRITE_ACCEPTED};
+use super::lock_model::LockModel;
 use super::spec::{ModelSpec, Verdict, Violation};
 use super::state::State;
 use anyhow::Context as _;
@@ -214,7 +214,8 @@ pub fn check(spec: &ModelSpec, options: &CheckOptions) -> CheckReport {
         Verdict::Unsafe
     };
     let unreached: Vec<&'static str> = if verdict == Verdict::Safe {
-        [PROPERTY_WRITE_ACCEPTED, PROPERTY_STALE_ATTEMPT]
+        model
+            .witnesses()
             .into_iter()
             .filter(|p| !reached.contains(p))
             .collect()
@@ -315,7 +316,8 @@ pub fn prove_interruptible(
             .into_iter()
             .filter(|v| discovered.contains(&v.name()))
             .collect(),
-        reached: [PROPERTY_WRITE_ACCEPTED, PROPERTY_STALE_ATTEMPT]
+        reached: model
+            .witnesses()
             .into_iter()
             .filter(|p| discovered.contains(p))
             .collect(),

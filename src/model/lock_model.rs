@@ -22,6 +22,11 @@
 //!   then the new leader takes the maximum over any majority.
 //! - `zk-sequential`: `CreateNode` appends a sequential node; the lowest node's client is
 //!   granted with its sequence number as token; expiry deletes the holder's ephemeral node.
+//! - `conditional-write`: `no-fence`'s lease (no token), but each grant reads before it
+//!   writes and its write carries the version read; `DeliverWrite` applies it iff that
+//!   version is still current (If-Match on the object generation, memcached's `cas`), else
+//!   rejects it. As in the history checker, an older generation's write whose condition held
+//!   is not stale: it overwrote exactly the value it read.
 //!
 //! Violating states are terminal (no successors) for the properties in `terminal_mask`, so
 //! every discovery path ends at its first violation.
@@ -33,6 +38,10 @@ use stateright::{Model, Property};
 
 pub const PROPERTY_WRITE_ACCEPTED: &str = "write_accepted";
 pub const PROPERTY_STALE_ATTEMPT: &str = "stale_attempt_reaches_resource";
+/// Conditional writes: a write whose read is no longer current is in flight. Its delivery, a
+/// rejection, is enabled at once (the conditional model has no terminal state while safe), so
+/// reaching this witnesses that the condition refuses a write.
+pub const PROPERTY_CONDITION_FAILS: &str = "condition_fails_at_resource";
 
 #[derive(Clone, Debug)]
 pub struct LockModel {
@@ -84,6 +93,15 @@ impl LockModel {
                 Violation::LostUpdate => b.reads,
             })
             .collect()
+    }
+
+    /// The `sometimes` properties a safe verdict needs reached (vacuity witnesses).
+    pub fn witnesses(&self) -> Vec<&'static str> {
+        let mut witnesses = vec![PROPERTY_WRITE_ACCEPTED, PROPERTY_STALE_ATTEMPT];
+        if self.bounds.protocol.writes_are_conditional() {
+            witnesses.push(PROPERTY_CONDITION_FAILS);
+        }
+        witnesses
     }
 
     fn clients(&self) -> u8 {
@@ -170,7 +188,7 @@ impl LockModel {
             return None;
         }
         let token = match b.protocol {
-            Protocol::NoFence => 0,
+            Protocol::NoFence | Protocol::ConditionalWrite => 0,
             Protocol::FencedCas | Protocol::FencedCheckThenWrite => s.grants + 1,
             Protocol::IncrBesideLease => {
                 n.counter = s.counter + 1;
@@ -295,6 +313,14 @@ impl LockModel {
                 self.accept(n, &w);
                 Outcome::Accepted
             }
+            Protocol::ConditionalWrite if w.read == s.value + 1 => {
+                self.accept(n, &w);
+                Outcome::ConditionHeld { read: w.read - 1 }
+            }
+            Protocol::ConditionalWrite => Outcome::ConditionFailed {
+                read: w.read - 1,
+                current: s.value,
+            },
             _ if w.token < s.fence => Outcome::Rejected,
             Protocol::FencedCheckThenWrite => Outcome::CheckPassed,
             _ => {
@@ -410,9 +436,11 @@ impl LockModel {
         }
     }
 
-    /// The resource applies a write's body.
+    /// The resource applies a write's body. A conditional write whose condition held is not
+    /// stale (the history checker's `condition_held`): it overwrote exactly what it read.
     fn accept(&self, n: &mut State, w: &Write) {
-        if w.gen < n.accepted_gen_max {
+        let condition_held = self.bounds.protocol.writes_are_conditional() && w.read == n.value + 1;
+        if w.gen < n.accepted_gen_max && !condition_held {
             n.violations |= Violation::StaleWrite.bit();
         }
         if self.bounds.reads && w.read != n.value + 1 {
@@ -527,6 +555,12 @@ impl Model for LockModel {
             PROPERTY_STALE_ATTEMPT,
             |_, s: &State| s.stale_attempt_seen,
         ));
+        if self.bounds.protocol.writes_are_conditional() {
+            properties.push(Property::sometimes(
+                PROPERTY_CONDITION_FAILS,
+                |_, s: &State| s.writes_in_flight().any(|w| w.read != s.value + 1),
+            ));
+        }
         properties
     }
 }

@@ -38,6 +38,9 @@ pub enum Protocol {
     ConsensusGeneration,
     /// ZooKeeper recipe: sequential nodes, the lowest owns, its sequence number is the token.
     ZkSequential,
+    /// TTL lease, no token; each write carries the version its read returned and the store
+    /// applies it only if that version is still current (If-Match, `gets`/`cas`).
+    ConditionalWrite,
 }
 
 impl Protocol {
@@ -49,6 +52,7 @@ impl Protocol {
             Protocol::FencedCas => "fenced-cas",
             Protocol::ConsensusGeneration => "consensus-generation",
             Protocol::ZkSequential => "zk-sequential",
+            Protocol::ConditionalWrite => "conditional-write",
         }
     }
 
@@ -73,6 +77,12 @@ impl Protocol {
             self,
             Protocol::IncrBesideLease | Protocol::ConsensusGeneration
         )
+    }
+
+    /// Whether each write carries the version its read returned and the store applies it only
+    /// if that version is current: the model then needs reads (`reads = true`).
+    pub fn writes_are_conditional(self) -> bool {
+        self == Protocol::ConditionalWrite
     }
 
     /// Whether the token source is designed to be strictly increasing in issue order; the model
@@ -407,6 +417,16 @@ fn resolve(raw: RawSpec, name: &str) -> Result<ModelSpec, Invalid> {
     let replicas = resolve_replicas(&raw)?;
 
     let reads = raw.reads.as_ref().map(|r| *r.get_ref()).unwrap_or(false);
+    if protocol.writes_are_conditional() && !reads {
+        let span = raw.reads.as_ref().map_or(raw.protocol.span(), |r| r.span());
+        return invalid(
+            span,
+            format!(
+                "{}: a conditional write names the version its read returned; set reads = true",
+                protocol.id()
+            ),
+        );
+    }
     let fence_reads = match &raw.fence_reads {
         None => false,
         Some(value) if *value.get_ref() && !reads => {
@@ -553,6 +573,7 @@ pub fn simulator_protocol(protocol: Protocol) -> Option<ProtocolKind> {
         Protocol::FencedCas => Some(ProtocolKind::FencedCas),
         Protocol::ConsensusGeneration => Some(ProtocolKind::ConsensusGeneration),
         Protocol::ZkSequential => Some(ProtocolKind::ZkSequential),
+        Protocol::ConditionalWrite => Some(ProtocolKind::ObjectStoreCas),
     }
 }
 
@@ -639,6 +660,17 @@ violation = ["token_order", "stale_write"]
             err.message.contains("unknown violation `token_ordr`"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_conditional_write_model_without_reads_is_rejected() {
+        let text = "schema_version = 1\nprotocol = \"conditional-write\"\nclients = 2\ngrants_max = 2\nreads = false\n\n[expect]\nverdict = \"safe\"\n";
+        let err = parse(Path::new("m.toml"), "m", text).unwrap_err();
+        assert_eq!(err.line, Some(5));
+        assert!(err.message.contains("set reads = true"), "{err}");
+        let ok = text.replace("reads = false", "reads = true");
+        let spec = parse(Path::new("m.toml"), "m", &ok).expect("valid");
+        assert!(!spec.bounds.protocol.issues_tokens());
     }
 
     #[test]

@@ -36,6 +36,18 @@ impl CasCache {
         CasCache::default()
     }
 
+    /// `key`'s entry: the op id that filled it (`OpId::INITIAL` if none); a
+    /// getter for checkers.
+    pub fn entry(&self, key: Key) -> OpId {
+        OpId(self.entries.get(&key).copied().unwrap_or(0))
+    }
+
+    /// The entry version `op`'s first `gets` was served (its `cas`
+    /// ticket), if it made one.
+    pub fn ticket(&self, op: OpId) -> Option<OpId> {
+        self.tickets.get(&op).copied().map(OpId)
+    }
+
     /// `entry count u32 ++ (key u16, version u64)* ++ (op u64, version u64)*`.
     fn persist(&self, fx: &mut Vec<Effect>) {
         let mut record = (self.entries.len() as u32).to_le_bytes().to_vec();

@@ -25,7 +25,7 @@ fn cache_lease_is_proved_by_its_gets_cas_with_a_paused_holder() {
 
 /// The shipped nodes, but the store accepts every write (its If-Match
 /// unchecked, as a store that ignores the header does).
-fn store_ignoring_if_match(role: &Role) -> Builtin {
+pub(super) fn store_ignoring_if_match(role: &Role) -> Builtin {
     match *role {
         Role::Resource(cfg) => Builtin::Resource(Resource::new(ResourceConfig {
             check: FenceCheck::None,

@@ -6,11 +6,14 @@
 //! and the report names it; bounds the mapping is not exact at are refused.
 
 use super::broken::{faithful, forgetful, harness, weakened};
+use super::conditional::store_ignoring_if_match;
+use fencesim::codecheck::refine::Expected;
 use fencesim::codecheck::{
     is_lock_server, is_replicated, model_of, prove, refine, refine_protocol, supported, Action,
     Bounds, Refinement,
 };
 use fencesim::model::to_scenario::simulator_protocol;
+use fencesim::model::Protocol;
 use fencesim::protocol::{Msg, ProtocolKind};
 use fencesim::report::code_check::render_refinement;
 
@@ -25,11 +28,36 @@ fn passes(r: &Refinement) -> bool {
     r.passed() && r.counts.steps > 0
 }
 
+/// A divergence at a write's delivery, on a shortest path: its length and
+/// the model step closest to what the code did.
+fn diverges_delivering_a_write(r: Refinement) -> (usize, Expected) {
+    let d = r
+        .divergence
+        .expect("the broken copy diverges from the model");
+    assert!(d.shortest, "the BFS found it: {:?}", d.path);
+    let (last, _) = d.path.last().expect("a path to the step");
+    assert!(
+        matches!(last, Action::Deliver(p) if matches!(p.msg, Msg::Write { .. })),
+        "the step delivers a write: {last:?}"
+    );
+    (d.path.len(), d.expected.expect("the closest model step"))
+}
+
+/// The small bounds with one message loss instead of the pause.
+fn one_loss() -> Bounds {
+    Bounds {
+        losses: 1,
+        pauses: 0,
+        ..super::small()
+    }
+}
+
 #[test]
 fn every_protocol_the_code_checker_drives_refines_its_model_at_small_bounds() {
-    // Replicated coordinators, lock servers, conditional writes, stores
-    // that are their own lock and effect sinks have no mapping (refused
-    // with the reason, below).
+    // Replicated coordinators, lock servers, stores that are their own
+    // lock and effect sinks have no mapping (refused with the reason,
+    // below). Conditional writes (object-store-cas, cache-lease) refine
+    // the conditional-write model.
     for id in supported() {
         let kind = ProtocolKind::from_id(id).expect("a catalogue id");
         if is_replicated(kind) || is_lock_server(kind) || model_of(kind).is_err() {
@@ -133,12 +161,7 @@ fn a_coordinator_crash_maps_to_the_lease_expiring_and_the_counter_survives_it() 
 
 #[test]
 fn a_write_lost_in_flight_maps_to_a_write_that_never_arrives() {
-    let bounds = Bounds {
-        losses: 1,
-        pauses: 0,
-        ..super::small()
-    };
-    let (h, r) = refine_protocol(ProtocolKind::FencedCas, bounds).expect("mapped");
+    let (h, r) = refine_protocol(ProtocolKind::FencedCas, one_loss()).expect("mapped");
     assert!(passes(&r), "{:?}", r.divergence);
     // The history of handed writes splits a lost write from a handled one:
     // more states than the proof's, whose transitions are all among them.
@@ -162,17 +185,8 @@ fn a_resource_whose_fence_is_off_by_one_diverges_where_it_accepts_a_write_below_
             && text.contains("expected (the closest model step): resource rejects"),
         "{text}"
     );
-    let d = r
-        .divergence
-        .expect("the weakened fence diverges from the model");
-    assert!(d.shortest, "the BFS found it: {:?}", d.path);
-    assert_eq!(d.path.len(), 16, "{:?}", d.path);
-    let (last, _) = d.path.last().expect("a path to the step");
-    assert!(
-        matches!(last, Action::Deliver(p) if matches!(p.msg, Msg::Write { .. })),
-        "the step delivers the stale write: {last:?}"
-    );
-    let expected = d.expected.expect("the closest model step");
+    let (steps, expected) = diverges_delivering_a_write(r);
+    assert_eq!(steps, 16, "the stale write's delivery");
     assert!(
         expected.step.contains("rejects"),
         "the model rejects that write: {expected:?}"
@@ -229,6 +243,11 @@ fn bounds_the_mapping_is_not_exact_at_are_refused_with_the_reason() {
         err.contains("redis-set-nx") && err.contains("the value goes back"),
         "{err}"
     );
+    let err = refused(ProtocolKind::CacheLease, duplicating);
+    assert!(
+        err.contains("cache-lease") && err.contains("a second copy of a read"),
+        "{err}"
+    );
     let crashing = Bounds {
         crashes: 1,
         ..super::small()
@@ -261,7 +280,6 @@ fn each_driven_protocol_maps_to_the_model_the_models_name_for_it_or_says_why() {
             continue;
         }
         let no_model = match kind {
-            ProtocolKind::ObjectStoreCas | ProtocolKind::CacheLease => Some("conditional"),
             ProtocolKind::SingleDb | ProtocolKind::QueueClaim => Some("the store is the lock"),
             ProtocolKind::EffectNaive
             | ProtocolKind::EffectIdempotencyKey
@@ -287,4 +305,50 @@ fn each_driven_protocol_maps_to_the_model_the_models_name_for_it_or_says_why() {
     }
     let cbw = model_of(ProtocolKind::CheckBeforeWrite).expect("mapped");
     assert!(cbw.note.is_some_and(|n| n.contains("no model of its own")));
+    for kind in [ProtocolKind::ObjectStoreCas, ProtocolKind::CacheLease] {
+        let of = model_of(kind).expect("conditional writes are mapped");
+        assert_eq!(of.protocol, Protocol::ConditionalWrite, "{}", kind.id());
+        assert_eq!(of.spec, "models/conditional-write.toml");
+    }
+}
+
+#[test]
+fn conditional_writes_refine_their_model_with_a_lost_message_too() {
+    // A lost read answer leaves a read the store served and the worker
+    // never used: the history of served reads keeps it, as the model does.
+    for kind in [ProtocolKind::ObjectStoreCas, ProtocolKind::CacheLease] {
+        let (_, r) = refine_protocol(kind, one_loss()).expect("mapped");
+        assert!(passes(&r), "{}: {:?}", kind.id(), r.divergence);
+        let rejections = r.counts.by_action[3];
+        assert!(rejections > 0, "{}: {:?}", kind.id(), r.counts);
+    }
+}
+
+#[test]
+fn a_store_that_ignores_if_match_diverges_where_it_applies_a_write_the_model_rejects() {
+    let h = super::harness_of(
+        ProtocolKind::ObjectStoreCas,
+        super::small(),
+        store_ignoring_if_match,
+    );
+    let r = refine(&h).expect("mapped");
+    let text = render_refinement("object-store-cas", &h, &r);
+    let (steps, expected) = diverges_delivering_a_write(r);
+    assert_eq!(steps, 16, "the overtaken write's delivery");
+    assert!(
+        expected
+            .step
+            .contains("resource rejects the write of generation")
+            && expected
+                .step
+                .contains("(it read the initial value, now the value of generation"),
+        "the model rejects that write: {expected:?}\n{text}"
+    );
+    assert!(
+        expected
+            .differences
+            .iter()
+            .any(|f| f.starts_with("value (generation)")),
+        "{expected:?}"
+    );
 }

@@ -65,6 +65,7 @@ fn every_bundled_model_meets_its_expectation() {
 fn safe_models_explore_exactly_their_pinned_number_of_states() {
     let _heavy = crate::common::heavy();
     let pinned = [
+        ("conditional-write", 128_268),
         ("consensus-generation", 154_827),
         ("fenced-cas", 11_193),
         ("fenced-cas-fence-reads", 24_135),
@@ -80,21 +81,127 @@ fn safe_models_explore_exactly_their_pinned_number_of_states() {
 }
 
 #[test]
-fn safe_models_reach_both_vacuity_witnesses() {
+fn safe_models_reach_every_vacuity_witness() {
     let _heavy = crate::common::heavy();
     for spec in all_specs()
         .into_iter()
         .filter(|s| s.expected.verdict == Verdict::Safe)
     {
-        let proof = prove(&LockModel::new(spec.bounds), 2, None);
+        let model = LockModel::new(spec.bounds);
+        let proof = prove(&model, 2, None);
+        let witnesses = model.witnesses();
+        assert!(witnesses.len() >= 2, "{}", spec.name);
         assert_eq!(
             proof.reached.len(),
-            2,
-            "{}: reached only {:?}",
+            witnesses.len(),
+            "{}: reached only {:?} of {witnesses:?}",
             spec.name,
             proof.reached
         );
     }
+}
+
+/// Steps `actions` from the initial state of `model`, returning the last
+/// step's event and the state it leaves.
+fn walk(model: &LockModel, actions: &[Action]) -> (Event, fencesim::model::state::State) {
+    let mut state = fencesim::model::state::State::initial();
+    let mut last = None;
+    for &action in actions {
+        let (next, event) = model
+            .step(&state, action)
+            .unwrap_or_else(|| panic!("{action:?} is enabled"));
+        state = next;
+        last = Some(event);
+    }
+    (last.expect("a step"), state)
+}
+
+/// Client 0 is granted, expires, client 1 is granted, reads and writes;
+/// then client 0 reads (`late_read`: after client 1's write landed; else
+/// before client 1 was granted) and its write arrives last.
+fn older_holder_writes_last(late_read: bool) -> Vec<Action> {
+    let (c0, c1) = (0, 1);
+    let mut path = vec![Acquire {
+        client: c0,
+        quorum: 0,
+    }];
+    if !late_read {
+        path.push(Read { client: c0 });
+    }
+    path.extend([
+        Expire,
+        Acquire {
+            client: c1,
+            quorum: 0,
+        },
+        Read { client: c1 },
+        SendWrite { client: c1 },
+        DeliverWrite { gen: 2 },
+    ]);
+    if late_read {
+        path.push(Read { client: c0 });
+    }
+    path.extend([SendWrite { client: c0 }, DeliverWrite { gen: 1 }]);
+    path
+}
+
+#[test]
+fn a_conditional_write_whose_read_was_overtaken_is_rejected() {
+    let mut bounds = spec("conditional-write").bounds;
+    bounds.symmetry = false;
+    let (event, state) = walk(&LockModel::new(bounds), &older_holder_writes_last(false));
+    match event {
+        Event::WriteDelivered {
+            generation: 1,
+            outcome:
+                Outcome::ConditionFailed {
+                    read: 0,
+                    current: 2,
+                },
+            ..
+        } => {}
+        other => panic!("unexpected last event {other:?}"),
+    }
+    assert_eq!((state.value, state.violations), (2, 0));
+}
+
+#[test]
+fn an_older_holders_conditional_write_on_the_value_it_read_is_applied_and_not_stale() {
+    // The history checker's definition: its condition held, so it
+    // overwrote exactly what it saw. The same path without the condition
+    // (no-fence, reads) is a stale write.
+    let mut bounds = spec("conditional-write").bounds;
+    bounds.symmetry = false;
+    let path = older_holder_writes_last(true);
+    let (event, state) = walk(&LockModel::new(bounds), &path);
+    assert!(
+        matches!(
+            event,
+            Event::WriteDelivered {
+                generation: 1,
+                outcome: Outcome::ConditionHeld { read: 2 },
+                ..
+            }
+        ),
+        "{event:?}"
+    );
+    assert_eq!((state.value, state.violations), (1, 0));
+    bounds.protocol = fencesim::model::Protocol::NoFence;
+    let (_, unconditional) = walk(&LockModel::new(bounds), &path);
+    assert_eq!(unconditional.violations, Violation::StaleWrite.bit());
+}
+
+#[test]
+fn the_conditional_write_model_without_its_condition_loses_updates_and_writes_stale() {
+    let _heavy = crate::common::heavy();
+    let mut twin = spec("conditional-write");
+    twin.bounds.protocol = fencesim::model::Protocol::NoFence;
+    let report = check(&twin, &options());
+    assert_eq!(report.verdict, Verdict::Unsafe);
+    assert_eq!(
+        report.violations(),
+        vec![Violation::StaleWrite, Violation::LostUpdate]
+    );
 }
 
 fn shortest(name: &str, violation: Violation) -> Vec<Action> {

@@ -151,6 +151,11 @@ fn model_checker_and_simulator_agree_on_every_protocol_both_cover() {
             false,
         ),
         ("zk-sequential", &[ProtocolKind::ZkSequential], false),
+        (
+            "conditional-write",
+            &[ProtocolKind::ObjectStoreCas, ProtocolKind::CacheLease],
+            false,
+        ),
     ];
     let scenarios: Vec<scenario::Scenario> = toml_files(&root().join("scenarios"))
         .iter()
