@@ -21,13 +21,16 @@
 //! The same store is then checked exhaustively at the code level
 //! (`fencesim::codecheck`): every interleaving of the fenced-cas topology
 //! with `MyStore` as the resource, within the code checker's default
-//! bounds — proved safe with the fence, a shortest stale write without.
+//! bounds — proved safe with the fence, a shortest stale write without —
+//! and refined against the fenced-cas model: every step it takes is one
+//! the model allows (the unfenced twin departs from it where it accepts
+//! the stale write).
 
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::Path;
 
-use fencesim::codecheck::{self, Bounds, Harness, Own};
+use fencesim::codecheck::{self, Bounds, Harness, Own, Refinement, StoreView};
 use fencesim::protocol::{
     self, Clocks, Durability, Effect, Input, Msg, Node, NodeId, ProtocolKind, Role,
 };
@@ -71,6 +74,15 @@ impl MyStore {
                 )
             })
             .collect()
+    }
+}
+
+/// What the refinement check reads of the store: its row, as the model
+/// has it (the op whose value it holds, the greatest token accepted).
+impl StoreView for MyStore {
+    fn row(&self, key: protocol::Key) -> (protocol::OpId, protocol::Token) {
+        let (value, fence) = self.rows.get(&key.0).copied().unwrap_or_default();
+        (protocol::OpId(value), protocol::Token(fence))
     }
 }
 
@@ -179,19 +191,31 @@ fn unfenced_store(role: &Role) -> Own<MyStore> {
     }
 }
 
-/// `MyStore` as fenced-cas's resource, every interleaving within the code
-/// checker's bounds for fenced-cas (2 workers, 2 grants, one pause, …).
-pub fn code_check_my_store(check_fence: bool) -> (Harness<Own<MyStore>>, codecheck::Outcome) {
+/// `MyStore` as fenced-cas's resource, within the code checker's bounds
+/// for fenced-cas (2 workers, 2 grants, one pause, …).
+pub fn my_store_harness(check_fence: bool) -> Harness<Own<MyStore>> {
     let kind = ProtocolKind::FencedCas;
     let factory = if check_fence {
         fenced_store
     } else {
         unfenced_store
     };
-    let h = codecheck::own::harness(kind, Bounds::for_protocol(kind), factory)
-        .unwrap_or_else(|e| panic!("{e}"));
+    codecheck::own::harness(kind, Bounds::for_protocol(kind), factory)
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Every interleaving of that harness, judged.
+pub fn code_check_my_store(check_fence: bool) -> (Harness<Own<MyStore>>, codecheck::Outcome) {
+    let h = my_store_harness(check_fence);
     let out = codecheck::check(&h);
     (h, out)
+}
+
+/// The same harness's every step checked against the fenced-cas model.
+pub fn refine_my_store(check_fence: bool) -> (Harness<Own<MyStore>>, Refinement) {
+    let h = my_store_harness(check_fence);
+    let r = codecheck::refine(&h).unwrap_or_else(|e| panic!("{e}"));
+    (h, r)
 }
 
 fn main() {
@@ -221,5 +245,10 @@ fn main() {
         let (h, out) = code_check_my_store(check_fence);
         let id = format!("MyStore (check_fence = {check_fence})");
         print!("{}", fencesim::report::code_check::render(&id, &h, &out));
+        let (h, r) = refine_my_store(check_fence);
+        print!(
+            "{}",
+            fencesim::report::code_check::render_refinement(&id, &h, &r)
+        );
     }
 }

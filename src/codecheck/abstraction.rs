@@ -69,6 +69,34 @@ pub trait Inspect {
     fn cache(&self) -> Option<&CasCache> {
         None
     }
+    /// The fenced store at `resource/0` as the mapping reads it: the
+    /// shipped [`Resource`], or a user's own store (`codecheck::own`).
+    fn store(&self) -> Option<&dyn StoreView> {
+        self.resource().map(|r| r as &dyn StoreView)
+    }
+}
+
+/// What the mapping reads of a fenced store: a row's value and fence, and
+/// (check-then-write) the writes that passed the check and wait for their
+/// second step. A user's own store implements it to be refined against
+/// the model of the protocol whose resource it plays.
+pub trait StoreView {
+    /// `key`'s row: the op whose value it holds (`OpId::INITIAL` if none)
+    /// and its fence (the greatest token it accepted).
+    fn row(&self, key: Key) -> (OpId, Token);
+    /// The writes checked and not yet written, as (op, token).
+    fn checked_writes(&self) -> Vec<(OpId, Token)> {
+        Vec::new()
+    }
+}
+
+impl StoreView for Resource {
+    fn row(&self, key: Key) -> (OpId, Token) {
+        Resource::row(self, key)
+    }
+    fn checked_writes(&self) -> Vec<(OpId, Token)> {
+        Resource::checked_writes(self).collect()
+    }
 }
 
 impl Inspect for Builtin {
@@ -283,7 +311,7 @@ impl Abstraction {
             .coordinator()
             .ok_or("the node at coord/0 shows no lease coordinator")?;
         let store = &s.nodes[self.resource.0 as usize];
-        let (value, fence) = match (store.resource(), store.cache()) {
+        let (value, fence) = match (store.store(), store.cache()) {
             (Some(r), _) => r.row(KEY),
             (None, Some(c)) => (c.entry(KEY), Token(0)),
             (None, None) => return Err("the node at resource/0 shows no resource".into()),
@@ -355,9 +383,10 @@ impl Abstraction {
         let mut ops: Vec<(u64, Option<Token>, u8)> = unhanded
             .map(|(op, _, token)| (op, (token != 0).then_some(Token(token)), STAGE_IN_FLIGHT))
             .collect();
-        if let Some(r) = store.resource() {
+        if let Some(r) = store.store() {
             ops.extend(
                 r.checked_writes()
+                    .into_iter()
                     .map(|(op, t)| (op.0, Some(t), STAGE_CHECKED)),
             );
         }

@@ -5,10 +5,13 @@
 //! has one type: [`Own`] is a built-in node or the user's, and [`harness`]
 //! lays out a catalogue protocol's topology with the user's node in the
 //! roles the factory picks. The same search, judge and shortest-path
-//! reconstruction run; what stays out is what reads the built-in structs
-//! (the refinement mapping) or replays in the simulator's built-ins (the
-//! scenario and live emitters), since neither would run the user's code.
+//! reconstruction run, and the refinement check when the user's node is
+//! the resource and shows its row ([`StoreView`]); what stays out is a
+//! user's coordinator in the refinement (the mapping reads the shipped
+//! one's lease table) and the scenario and live emitters (their replays
+//! run the built-in nodes, not the user's).
 
+use super::abstraction::{Inspect, StoreView};
 use super::bounds::Bounds;
 use super::harness::Harness;
 use super::topology::{Builtin, Options, Topology};
@@ -33,6 +36,35 @@ impl<T: Node> Node for Own<T> {
         match self {
             Own::Builtin(n) => n.records_own_replies(),
             Own::Mine(n) => n.records_own_replies(),
+        }
+    }
+}
+
+/// A user's store is refined as the resource it plays: the mapping reads
+/// its row through [`StoreView`], the built-in nodes as they are.
+impl<T: StoreView> Inspect for Own<T> {
+    fn coordinator(&self) -> Option<&crate::protocol::coordinator::Coordinator> {
+        match self {
+            Own::Builtin(n) => n.coordinator(),
+            Own::Mine(_) => None,
+        }
+    }
+    fn resource(&self) -> Option<&crate::protocol::resource::Resource> {
+        match self {
+            Own::Builtin(n) => n.resource(),
+            Own::Mine(_) => None,
+        }
+    }
+    fn cache(&self) -> Option<&crate::protocol::cache_lease::CasCache> {
+        match self {
+            Own::Builtin(n) => n.cache(),
+            Own::Mine(_) => None,
+        }
+    }
+    fn store(&self) -> Option<&dyn StoreView> {
+        match self {
+            Own::Builtin(n) => n.store(),
+            Own::Mine(t) => Some(t),
         }
     }
 }
