@@ -5,12 +5,13 @@
 //! (`broken.rs`'s wrappers) diverge, at the step that breaks the model,
 //! and the report names it; bounds the mapping is not exact at are refused.
 
-use super::broken::{faithful, forgetful, harness, weakened};
+use super::broken::{faithful, forgetful, harness, weakened, zk_harness};
 use fencesim::codecheck::{
-    is_lock_server, is_replicated, model_of, prove, refine, refine_protocol, supported, Action,
-    Bounds, Refinement,
+    is_lock_server, is_replicated, model_for, model_of, prove, refine, refine_protocol,
+    refine_protocol_with, supported, Action, Bounds, Options, Refinement,
 };
 use fencesim::model::to_scenario::simulator_protocol;
+use fencesim::protocol::zookeeper::ZkMsg;
 use fencesim::protocol::{Msg, ProtocolKind};
 use fencesim::report::code_check::render_refinement;
 
@@ -27,15 +28,24 @@ fn passes(r: &Refinement) -> bool {
 
 #[test]
 fn every_protocol_the_code_checker_drives_refines_its_model_at_small_bounds() {
-    // Replicated coordinators, lock servers, conditional writes, stores
-    // that are their own lock and effect sinks have no mapping (refused
-    // with the reason, below).
+    // Replicated coordinators, the lock servers but zk-sequential,
+    // conditional writes, stores that are their own lock and effect sinks
+    // have no mapping (refused with the reason, below). A lock server runs
+    // at its own defaults (2 in flight, 12 ms: zk-sequential 1.5 s).
     for id in supported() {
         let kind = ProtocolKind::from_id(id).expect("a catalogue id");
-        if is_replicated(kind) || is_lock_server(kind) || model_of(kind).is_err() {
+        if is_replicated(kind) || model_of(kind).is_err() {
             continue;
         }
-        let (_, r) = refine_protocol(kind, super::small()).expect("mapped at these bounds");
+        let bounds = if is_lock_server(kind) {
+            Bounds {
+                max_states: 3_000_000,
+                ..Bounds::for_protocol(kind)
+            }
+        } else {
+            super::small()
+        };
+        let (_, r) = refine_protocol(kind, bounds).expect("mapped at these bounds");
         assert!(passes(&r), "{id}: {:?}", r.divergence);
         let [acquire, expire, send, deliver, ..] = r.counts.by_action;
         assert!(
@@ -48,6 +58,14 @@ fn every_protocol_the_code_checker_drives_refines_its_model_at_small_bounds() {
             "{id}: not every step was a stutter: {:?}",
             r.counts
         );
+        if kind == ProtocolKind::ZkSequential {
+            let [.., create_node, delete_node, _] = r.counts.by_action;
+            assert!(
+                create_node > 0 && delete_node > 0,
+                "{id}: nodes were created, and a waiter's deleted: {:?}",
+                r.counts
+            );
+        }
         if kind == ProtocolKind::RedisSetNx {
             // Its stale write is the no-fence model's: the code's judge and
             // the model's own stale_write bit agree on that step.
@@ -205,6 +223,16 @@ fn each_driven_protocol_maps_to_the_model_the_models_name_for_it_or_says_why() {
             );
             continue;
         }
+        if kind == ProtocolKind::ZkSequential {
+            let of = model_of(kind).expect("zk-sequential's nodes are mapped");
+            assert_eq!(simulator_protocol(of.protocol), Some(kind));
+            let unfenced = model_for(kind, false).expect("checked against no-fence");
+            assert_eq!(unfenced.protocol.id(), "no-fence");
+            assert!(unfenced
+                .note
+                .is_some_and(|n| n.contains("lowest-node rule is not checked")));
+            continue;
+        }
         if is_lock_server(kind) {
             let why = model_of(kind).expect_err("no mapping for a lock server's protocol");
             assert!(
@@ -242,4 +270,64 @@ fn each_driven_protocol_maps_to_the_model_the_models_name_for_it_or_says_why() {
     }
     let cbw = model_of(ProtocolKind::CheckBeforeWrite).expect("mapped");
     assert!(cbw.note.is_some_and(|n| n.contains("no model of its own")));
+}
+
+#[test]
+fn zk_sequential_without_the_fence_refines_no_fence_and_meets_its_stale_write() {
+    let kind = ProtocolKind::ZkSequential;
+    let options = Options {
+        fence: Some(false),
+        ..Options::default()
+    };
+    let bounds = Bounds {
+        max_states: 3_000_000,
+        ..Bounds::for_protocol(kind)
+    };
+    let (_, r) = refine_protocol_with(kind, options, bounds).expect("mapped");
+    assert!(passes(&r), "{:?}", r.divergence);
+    assert_eq!(r.of.protocol.id(), "no-fence");
+    let c = r.outcome.counterexample.expect("the search met it");
+    assert_eq!(c.finding.kind.name(), "stale_write");
+}
+
+#[test]
+fn a_zk_client_that_takes_the_lock_without_being_lowest_diverges_at_its_decision() {
+    let h = zk_harness(true);
+    let r = refine(&h).expect("mapped");
+    let text = render_refinement("zk-sequential", &h, &r);
+    let d = r
+        .divergence
+        .expect("the early decision diverges from the model");
+    assert!(d.shortest, "the BFS found it: {:?}", d.path);
+    let (last, _) = d.path.last().expect("a path to the step");
+    assert!(
+        matches!(last, Action::Deliver(p) if matches!(p.msg, Msg::Zk(ZkMsg::Children { .. }))),
+        "the step is the zk_children answer the client decides on: {last:?}\n{text}"
+    );
+    assert_eq!(d.path.len(), 7, "both create, B lists and decides: {text}");
+    let from = d.from.expect("the model state before");
+    let nodes: Vec<u8> = from
+        .clients
+        .iter()
+        .map(|c| c.node)
+        .filter(|&n| n != 0)
+        .collect();
+    assert!(nodes.contains(&1), "A's node 1 lives below B's: {text}");
+    let expected = d.expected.expect("the closest model step");
+    assert!(
+        expected
+            .step
+            .contains("is granted generation 1 with token 1")
+            && expected
+                .differences
+                .iter()
+                .any(|f| f.contains("code [g1/t2]")),
+        "the model grants the lowest node only: {expected:?}\n{text}"
+    );
+}
+
+#[test]
+fn the_same_zk_wrapper_without_the_jump_refines_the_model() {
+    let r = refine(&zk_harness(false)).expect("mapped");
+    assert!(passes(&r), "{:?}", r.divergence);
 }
