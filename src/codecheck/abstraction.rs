@@ -36,6 +36,14 @@
 //!   state too), and, under an atomic fence, writes whose token is below
 //!   the fence: they can only be rejected, which changes nothing — the
 //!   model's own exact reduction (`forget_dead_data`).
+//!
+//! zk-sequential has no lease coordinator: its lease is read from the
+//! ZooKeeper server's znodes and the workers' decisions (`map_znodes`): a
+//! slot per live node and per decision not yet written under, `counter` the
+//! last sequence number, `holder` the latest decision while its node lives
+//! (exact because its client trusts only a fresh "you are lowest": the node
+//! lives when it decides). Without the fence it is read against no-fence
+//! ([`model_for`]). etcd's Mutex is refused ([`model_of`] says why).
 
 use super::bounds::Bounds;
 use super::judge::Finding;
@@ -163,6 +171,15 @@ pub fn model_of(kind: ProtocolKind) -> Result<ModelOf, String> {
                 .into(),
         ),
         ProtocolKind::ZkSequential => of(Protocol::ZkSequential, "models/zk-sequential.toml", None),
+        ProtocolKind::EtcdMutex | ProtocolKind::EtcdMutexNoRecheck => Err(format!(
+            "{}: no refinement mapping onto models/zk-sequential.toml (the lowest key owns, its create revision the token): its clients decide they hold the lock on replies that may be old — clientv3 acts on an answer whenever it arrives (ZooKeeper's client here drops one older than two thirds of the session timeout), so a client whose answer waited past its lease's expiry decides after its key was deleted and the next key's client decided{}; the model's Acquire grants only the lowest live node with no holder, so such a decision has no model step. Nor is the token the model's: a create revision is the store's global revision, which every deletion and lease expiry takes too, so the k-th key created does not carry k, and the state keeps no count of the keys created to renumber by",
+            kind.id(),
+            if kind == ProtocolKind::EtcdMutexNoRecheck {
+                " (and without the re-check waitDeletes returns success with the own key gone: Jepsen's etcd 3.4.3 bug)"
+            } else {
+                ""
+            }
+        )),
         ProtocolKind::EffectNaive
         | ProtocolKind::EffectIdempotencyKey
         | ProtocolKind::EffectOutbox => Err(format!(

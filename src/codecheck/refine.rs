@@ -7,7 +7,9 @@
 //! one action of the model's transition relation leads from the mapped
 //! source to the mapped target. A step that fires a timer is checked as
 //! two: time advancing to the deadline (a lease may run out: the model's
-//! `Expire`), then the node's handling at that instant. The first step the
+//! `Expire`), then the node's handling at that instant. zk-sequential's
+//! server may end several sessions in one step (deadlines at one instant):
+//! that is one `Expire` or `DeleteNode` per session. The first step the
 //! model does not allow stops the search and is reported with a path to it
 //! (a level-by-level search then finds a shortest one, bounded as the BFS
 //! is) and the model step closest to what the code did.

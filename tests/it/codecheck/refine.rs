@@ -239,6 +239,17 @@ fn each_driven_protocol_maps_to_the_model_the_models_name_for_it_or_says_why() {
                 why.starts_with(&format!("{id}: no ")) && why.contains("decide"),
                 "{why}"
             );
+            if matches!(
+                kind,
+                ProtocolKind::EtcdMutex | ProtocolKind::EtcdMutexNoRecheck
+            ) {
+                assert!(
+                    why.contains("zk-sequential.toml")
+                        && why.contains("no model step")
+                        && why.contains("global revision"),
+                    "{why}"
+                );
+            }
             let refused = refine_protocol(kind, Bounds::for_protocol(kind)).err();
             assert_eq!(refused.as_ref(), Some(&why), "{id}");
             continue;
