@@ -6,9 +6,11 @@
 //! and the report names it; bounds the mapping is not exact at are refused.
 
 use super::broken::{faithful, forgetful, harness, weakened, zk_harness};
+use fencesim::codecheck::state::State;
 use fencesim::codecheck::{
-    is_lock_server, is_replicated, model_for, model_of, prove, refine, refine_protocol,
-    refine_protocol_with, supported, Action, Bounds, Options, Refinement,
+    builtin, explore, is_lock_server, is_replicated, model_for, model_of, prove, refine,
+    refine_protocol, refine_protocol_with, supported, Action, Bounds, Builtin, Finding, Harness,
+    Observer, Options, Refinement, Topology,
 };
 use fencesim::model::to_scenario::simulator_protocol;
 use fencesim::protocol::zookeeper::ZkMsg;
@@ -341,4 +343,48 @@ fn a_zk_client_that_takes_the_lock_without_being_lowest_diverges_at_its_decision
 fn the_same_zk_wrapper_without_the_jump_refines_the_model() {
     let r = refine(&zk_harness(false)).expect("mapped");
     assert!(passes(&r), "{:?}", r.divergence);
+}
+
+/// Stops at the first state whose decisions' tokens fall in issue order.
+struct LateDecision(Option<Vec<u64>>);
+
+impl Observer<Builtin> for LateDecision {
+    fn step(
+        &mut self,
+        _: &State<Builtin>,
+        _: Action,
+        to: &State<Builtin>,
+        _: Option<&Finding>,
+    ) -> bool {
+        let tokens: Vec<u64> = to.judge.issued().iter().map(|g| g.1).collect();
+        if tokens.windows(2).any(|w| w[1] < w[0]) {
+            self.0 = Some(tokens);
+        }
+        self.0.is_none()
+    }
+}
+
+#[test]
+fn etcds_mutex_decides_on_an_older_revision_after_a_newer_one_which_no_model_step_allows() {
+    // Why etcd-mutex is refused: a client acts on its "you are first"
+    // whenever it arrives, so it may decide after its key was deleted and
+    // the next key's client decided — the model's Acquire needs the lowest
+    // live node. (zk-sequential's age check rules that out: it refines.)
+    let kind = ProtocolKind::EtcdMutex;
+    let bounds = Bounds {
+        max_states: 3_000_000,
+        ..Bounds::for_protocol(kind)
+    };
+    let h = Harness {
+        topology: Topology::lease(kind, bounds.workers, bounds.timing).expect("supported"),
+        factory: builtin,
+        bounds,
+    };
+    let mut probe = LateDecision(None);
+    let (_, path) = explore(&h, &mut probe);
+    let tokens = probe.0.expect("a late decision within the default bounds");
+    assert!(path.is_some(), "the search stopped there");
+    assert!(tokens.len() == 2 && tokens[1] < tokens[0], "{tokens:?}");
+    let why = model_of(kind).expect_err("refused");
+    assert!(why.contains("decides after its key was deleted"), "{why}");
 }
