@@ -232,13 +232,15 @@ impl Abstraction {
     /// would not be exact there (refused, never approximated). A second
     /// copy of a write is a stutter only under an atomic fence (rejected
     /// below it, or accepted again at its own token, the value already its
-    /// own), so copies are mapped for fenced-cas only.
+    /// own), so copies are mapped for fenced-cas and zk-sequential only (whose
+    /// resource fences atomically too; a copy of one of its ZooKeeper requests
+    /// is answered again and changes no znode).
     pub fn new(topology: &Topology, bounds: &Bounds) -> Result<Abstraction, String> {
         let kind = topology.protocol.kind;
         let of = model_for(kind, topology.protocol.fence)?;
         let id = kind.id();
         let copies = bounds.duplicates > 0 || bounds.timing.max_retries > 0;
-        if copies && of.protocol != Protocol::FencedCas {
+        if copies && !matches!(of.protocol, Protocol::FencedCas | Protocol::ZkSequential) {
             return Err(format!(
                 "{id}: no refinement with duplicates or retransmissions: the {} model hands each write to the resource once, and a second copy has no model step ({})",
                 of.protocol.id(),

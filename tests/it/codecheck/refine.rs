@@ -388,3 +388,24 @@ fn etcds_mutex_decides_on_an_older_revision_after_a_newer_one_which_no_model_ste
     let why = model_of(kind).expect_err("refused");
     assert!(why.contains("decides after its key was deleted"), "{why}");
 }
+
+#[test]
+fn zk_sequential_with_a_duplicated_message_refines_its_model_behind_its_atomic_fence() {
+    let kind = ProtocolKind::ZkSequential;
+    let bounds = Bounds {
+        duplicates: 1,
+        pauses: 0,
+        max_states: 3_000_000,
+        ..Bounds::for_protocol(kind)
+    };
+    let (_, r) = refine_protocol(kind, bounds).expect("copies are mapped under the fence");
+    assert!(passes(&r), "{:?}", r.divergence);
+    let unfenced = Options {
+        fence: Some(false),
+        ..Options::default()
+    };
+    let err = refine_protocol_with(kind, unfenced, bounds)
+        .err()
+        .expect("no-fence applies a copy again");
+    assert!(err.contains("the value goes back"), "{err}");
+}
