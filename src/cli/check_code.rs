@@ -240,13 +240,9 @@ fn cmd(a: &CodeArgs, id: &str, emit: Option<&Path>, threads: usize) -> Result<Ex
     };
     let bounds = a.bounds(kind)?;
     if a.refine {
-        if a.fence.is_some()
-            || a.masters.is_some()
-            || a.fsync.is_some()
-            || a.restart_delay_ms.is_some()
-        {
+        if a.masters.is_some() || a.fsync.is_some() || a.restart_delay_ms.is_some() {
             return Err(BadInput(
-                "--refine checks the catalogue's protocol: give no --fence or Redlock option with it"
+                "--refine checks the catalogue's protocol (or --fence's variant, where it has a model): give no Redlock option with it"
                     .into(),
             )
             .into());
@@ -257,7 +253,12 @@ fn cmd(a: &CodeArgs, id: &str, emit: Option<&Path>, threads: usize) -> Result<Ex
             )
             .into());
         }
-        let (harness, r) = codecheck::refine_protocol(kind, bounds).map_err(BadInput)?;
+        let options = Options {
+            fence: a.fence,
+            ..Options::default()
+        };
+        let (harness, r) =
+            codecheck::refine_protocol_with(kind, options, bounds).map_err(BadInput)?;
         print!(
             "{}",
             crate::report::code_check::render_refinement(id, &harness, &r)

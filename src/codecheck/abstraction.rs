@@ -42,6 +42,14 @@
 //!   state too), and, under an atomic fence, writes whose token is below
 //!   the fence: they can only be rejected, which changes nothing — the
 //!   model's own exact reduction (`forget_dead_data`).
+//!
+//! zk-sequential has no lease coordinator: its lease is read from the
+//! ZooKeeper server's znodes and the workers' decisions (`map_znodes`): a
+//! slot per live node and per decision not yet written under, `counter` the
+//! last sequence number, `holder` the latest decision while its node lives
+//! (exact because its client trusts only a fresh "you are lowest": the node
+//! lives when it decides). Without the fence it is read against no-fence
+//! ([`model_for`]). etcd's Mutex is refused ([`model_of`] says why).
 
 use super::bounds::Bounds;
 use super::judge::Finding;
@@ -53,11 +61,13 @@ use crate::model::state::{
     Client, State as Model, Write, CLIENTS_CAP, GRANTS_CAP, NO_HOLDER, STAGE_CHECKED,
     STAGE_IN_FLIGHT,
 };
-use crate::model::{Bounds as ModelBounds, LockModel, Protocol};
+use crate::model::{Action as ModelAction, Bounds as ModelBounds, LockModel, Protocol};
 use crate::protocol::cache_lease::CasCache;
 use crate::protocol::coordinator::Coordinator;
 use crate::protocol::resource::Resource;
-use crate::protocol::{Key, NodeId, OpId, ProtocolKind, Token};
+use crate::protocol::zookeeper::ZkServer;
+use crate::protocol::{Key, NodeId, OpId, ProtocolKind, Server, Token};
+use stateright::Model as _;
 
 /// What the mapping reads of a node: the lease server and the resource
 /// are the nodes whose structs hold model state (a worker's is all in the
@@ -73,6 +83,10 @@ pub trait Inspect {
     /// shipped [`Resource`], or a user's own store (`codecheck::own`).
     fn store(&self) -> Option<&dyn StoreView> {
         self.resource().map(|r| r as &dyn StoreView)
+    }
+    /// A lock server (zk-sequential's ZooKeeper at `coord/0`).
+    fn lock_server(&self) -> Option<&Server> {
+        None
     }
 }
 
@@ -118,6 +132,12 @@ impl Inspect for Builtin {
             _ => None,
         }
     }
+    fn lock_server(&self) -> Option<&Server> {
+        match self {
+            Builtin::Server(s) => Some(s),
+            _ => None,
+        }
+    }
 }
 
 /// The abstract model a code-checked protocol refines.
@@ -129,6 +149,34 @@ pub struct ModelOf {
     /// Why this model, where the protocol has none of its own.
     pub note: Option<&'static str>,
 }
+
+/// The model of `kind` run with its `fence` option: [`model_of`], except
+/// that zk-sequential without the fence is checked against no-fence (the
+/// model's resource compares the sequence numbers; the unfenced one does
+/// not, and no model has nodes beside an unfenced resource).
+pub fn model_for(kind: ProtocolKind, fence: bool) -> Result<ModelOf, String> {
+    match kind {
+        ProtocolKind::ZkSequential if !fence => Ok(ModelOf {
+            protocol: Protocol::NoFence,
+            spec: "models/no-fence.toml",
+            note: Some(ZK_UNFENCED),
+        }),
+        _ => {
+            let of = model_of(kind)?;
+            if fence != kind.def().fence_default {
+                return Err(format!(
+                    "{}: no refinement with --fence {fence}: its model is of the catalogue's variant (fence {})",
+                    kind.id(),
+                    kind.def().fence_default
+                ));
+            }
+            Ok(of)
+        }
+    }
+}
+
+/// Why zk-sequential's unfenced variant is checked against no-fence.
+const ZK_UNFENCED: &str = "without the fence no model in models/ has its nodes beside an unfenced resource; checked against no-fence: a decision is an Acquire once the last holder's node is gone, the deletion of the holder's node an Expire, a waiter's node creation and deletion stutters (the recipe's lowest-node rule is not checked)";
 
 /// The model of each protocol `--code` drives: the models' own
 /// `simulator_protocol` link, read backwards, and the verdict-agreement
@@ -167,10 +215,16 @@ pub fn model_of(kind: ProtocolKind) -> Result<ModelOf, String> {
             "consensus-generation: no refinement mapping: the model commits a generation on a majority and grants it in one step, with tokens counter + 1; the code collects acceptances one message at a time and gives a proposal up (QUORUM_RETRY, a refusal) after it raised some replicas' generations, so the next grant's token skips a number, and its new primary learns the highest generation reply by reply while the old primary's proposals are still in flight: a generation accepted without a grant outside a failover has no model step"
                 .into(),
         ),
-        ProtocolKind::ZkSequential => Err(
-            "zk-sequential: no refinement mapping: its clients decide they hold the lock, and models/zk-sequential.toml has the recipe's sequential nodes, but nothing maps the code's state into it — the server's znodes, sessions and one-shot watches, and each client's phase, predecessor and decision age — so the check is refused rather than run against a guess"
-                .into(),
-        ),
+        ProtocolKind::ZkSequential => of(Protocol::ZkSequential, "models/zk-sequential.toml", None),
+        ProtocolKind::EtcdMutex | ProtocolKind::EtcdMutexNoRecheck => Err(format!(
+            "{}: no refinement mapping onto models/zk-sequential.toml (the lowest key owns, its create revision the token): its clients decide they hold the lock on replies that may be old — clientv3 acts on an answer whenever it arrives (ZooKeeper's client here drops one older than two thirds of the session timeout), so a client whose answer waited past its lease's expiry decides after its key was deleted and the next key's client decided{}; the model's Acquire grants only the lowest live node with no holder, so such a decision has no model step. Nor is the token the model's: a create revision is the store's global revision, which every deletion and lease expiry takes too, so the k-th key created does not carry k, and the state keeps no count of the keys created to renumber by",
+            kind.id(),
+            if kind == ProtocolKind::EtcdMutexNoRecheck {
+                " (and without the re-check waitDeletes returns success with the own key gone: Jepsen's etcd 3.4.3 bug)"
+            } else {
+                ""
+            }
+        )),
         ProtocolKind::EffectNaive
         | ProtocolKind::EffectIdempotencyKey
         | ProtocolKind::EffectOutbox => Err(format!(
@@ -220,6 +274,9 @@ pub struct Abstraction {
     resource: NodeId,
     /// Writes below the fence are not compared (atomic fence only).
     doomed_hidden: bool,
+    /// Where the lease is read: the coordinator's lease record, or the
+    /// ZooKeeper server's znodes (zk-sequential).
+    znodes: bool,
     /// Conditional writes: where the store keeps the version a write
     /// must find current (None: writes are not conditional).
     condition: Option<Condition>,
@@ -242,13 +299,15 @@ impl Abstraction {
     /// would not be exact there (refused, never approximated). A second
     /// copy of a write is a stutter only under an atomic fence (rejected
     /// below it, or accepted again at its own token, the value already its
-    /// own), so copies are mapped for fenced-cas only.
+    /// own), so copies are mapped for fenced-cas and zk-sequential only (whose
+    /// resource fences atomically too; a copy of one of its ZooKeeper requests
+    /// is answered again and changes no znode).
     pub fn new(topology: &Topology, bounds: &Bounds) -> Result<Abstraction, String> {
         let kind = topology.protocol.kind;
-        let of = model_of(kind)?;
+        let of = model_for(kind, topology.protocol.fence)?;
         let id = kind.id();
         let copies = bounds.duplicates > 0 || bounds.timing.max_retries > 0;
-        if copies && of.protocol != Protocol::FencedCas {
+        if copies && !matches!(of.protocol, Protocol::FencedCas | Protocol::ZkSequential) {
             return Err(format!(
                 "{id}: no refinement with duplicates or retransmissions: the {} model hands each write to the resource once, and a second copy has no model step ({})",
                 of.protocol.id(),
@@ -270,10 +329,18 @@ impl Abstraction {
                 bounds.grants
             ));
         }
+        // zk-sequential: a slot per live znode or pending grant (a worker
+        // that gave a session up starts the next while the old node lives),
+        // and the nodes created, not the grants, run the counter up.
+        let (slots, grants_max) = if of.protocol == Protocol::ZkSequential {
+            (CLIENTS_CAP, GRANTS_CAP)
+        } else {
+            (bounds.grants, bounds.grants)
+        };
         let model = LockModel::new(ModelBounds {
             protocol: of.protocol,
-            clients: bounds.grants as u8,
-            grants_max: bounds.grants as u8,
+            clients: slots as u8,
+            grants_max: grants_max as u8,
             failovers_max: 0,
             replicas: 1,
             reads: of.protocol.writes_are_conditional(),
@@ -288,12 +355,13 @@ impl Abstraction {
         Ok(Abstraction {
             model,
             of,
-            slots: bounds.grants,
+            slots,
             coord: topology.coord,
             resource: topology.resource,
             doomed_hidden: of.protocol.resource_fences()
                 && of.protocol != Protocol::FencedCheckThenWrite,
             condition,
+            znodes: kind == ProtocolKind::ZkSequential,
         })
     }
 
@@ -307,9 +375,6 @@ impl Abstraction {
         now_ns: u64,
         finding: Option<&Finding>,
     ) -> Result<Model, String> {
-        let coord = s.nodes[self.coord.0 as usize]
-            .coordinator()
-            .ok_or("the node at coord/0 shows no lease coordinator")?;
         let store = &s.nodes[self.resource.0 as usize];
         let (value, fence) = match (store.store(), store.cache()) {
             (Some(r), _) => r.row(KEY),
@@ -320,33 +385,17 @@ impl Abstraction {
         let mut a = Model::initial();
         let issued = judge.issued();
         a.grants = small(issued.len() as u64, "grants issued")?;
-        a.token_max = small(issued.iter().map(|g| g.1).max().unwrap_or(0), "a token")?;
-        let holder = coord
-            .lease(KEY)
-            .filter(|l| (now_ns as i64) < l.expires_wall_ns)
-            .map(|l| judge.generation(l.owner, l.token));
-        if holder == Some(0) {
-            return Err("the live lease is no grant the coordinator sent".into());
-        }
-        let mut slot = 0;
-        for (i, &(_, token)) in issued.iter().enumerate() {
-            let generation = i as u32 + 1;
-            if judge.wrote_under(generation) {
-                continue;
-            }
-            if holder == Some(generation) {
-                a.holder = slot as u8;
-            }
-            a.clients[self.slot(slot)?] = Client {
-                gen: small(generation as u64, "a generation")?,
-                token: small(token, "a token")?,
-                read: self.read_under(s, generation)?,
-                node: 0,
+        let tokens = self.model.bounds.protocol.issues_tokens();
+        let token_max = issued.iter().map(|g| g.1).max().unwrap_or(0);
+        a.token_max = small(if tokens { token_max } else { 0 }, "a token")?;
+        if self.znodes {
+            let server = match s.nodes[self.coord.0 as usize].lock_server() {
+                Some(Server::Zk(z)) => z,
+                _ => return Err("the node at coord/0 shows no ZooKeeper server".into()),
             };
-            slot += 1;
-        }
-        if holder.is_some() && a.holder == NO_HOLDER {
-            a.holder = self.slot(slot)? as u8; // its write went: an idle slot holds
+            self.map_znodes(s, server, &mut a)?;
+        } else {
+            self.map_lease(s, now_ns, &mut a)?;
         }
         self.map_writes(s, store, &mut a)?;
         a.fence = small(fence.0, "the fence")?;
@@ -359,6 +408,134 @@ impl Abstraction {
         };
         a.canonicalize(self.slots);
         Ok(a)
+    }
+
+    /// The lease coordinator's grants and live lease record: `clients`
+    /// and `holder` (see the module doc).
+    fn map_lease<N: Inspect>(
+        &self,
+        s: &State<N>,
+        now_ns: u64,
+        a: &mut Model,
+    ) -> Result<(), String> {
+        let coord = s.nodes[self.coord.0 as usize]
+            .coordinator()
+            .ok_or("the node at coord/0 shows no lease coordinator")?;
+        let judge = &s.judge;
+        let holder = coord
+            .lease(KEY)
+            .filter(|l| (now_ns as i64) < l.expires_wall_ns)
+            .map(|l| judge.generation(l.owner, l.token));
+        if holder == Some(0) {
+            return Err("the live lease is no grant the coordinator sent".into());
+        }
+        let mut slot = 0;
+        for (i, &(_, token)) in judge.issued().iter().enumerate() {
+            let generation = i as u32 + 1;
+            if judge.wrote_under(generation) {
+                continue;
+            }
+            if holder == Some(generation) {
+                a.holder = slot as u8;
+            }
+            a.clients[self.slot(slot)?] = Client {
+                read: self.read_under(s, generation)?,
+                ..pending(generation, token, 0)?
+            };
+            slot += 1;
+        }
+        if holder.is_some() && a.holder == NO_HOLDER {
+            a.holder = self.slot(slot)? as u8; // its write went: an idle slot holds
+        }
+        Ok(())
+    }
+
+    /// zk-sequential: the server's znodes and the workers' decisions.
+    /// One slot per live znode (its sequence number as `node`) and per
+    /// decision under which no write was sent (its generation and token,
+    /// and its node while it lives: a decision's token is its node's
+    /// sequence number); `counter` is the last sequence number given;
+    /// `holder` is the latest decision's slot while its node lives. Against
+    /// no-fence (the unfenced variant) the nodes are not read: the latest
+    /// decision holds while its node lives, an idle slot once its write
+    /// went, and tokens are 0.
+    fn map_znodes<N>(&self, s: &State<N>, z: &ZkServer, a: &mut Model) -> Result<(), String> {
+        let judge = &s.judge;
+        let issued = judge.issued();
+        let nodes = self.model.bounds.protocol == Protocol::ZkSequential;
+        let live: Vec<u64> = z.znodes(KEY).collect();
+        let latest = issued.len() as u32;
+        let holds = issued.last().is_some_and(|g| live.contains(&g.1));
+        let mut slots: Vec<(Client, bool)> = Vec::new();
+        for (i, &(_, token)) in issued.iter().enumerate() {
+            let generation = i as u32 + 1;
+            if judge.wrote_under(generation) {
+                continue;
+            }
+            let node = if nodes && live.contains(&token) {
+                token
+            } else {
+                0
+            };
+            let token = if nodes { token } else { 0 };
+            let holder = holds && generation == latest;
+            slots.push((pending(generation, token, node)?, holder));
+        }
+        if nodes {
+            a.counter = small(z.last_seq(KEY), "a sequence number")?;
+            for &seq in &live {
+                if slots.iter().any(|(c, _)| c.node as u64 == seq) {
+                    continue;
+                }
+                let holder = holds && issued.last().is_some_and(|g| g.1 == seq);
+                let node = small(seq, "a sequence number")?;
+                slots.push((
+                    Client {
+                        node,
+                        ..Client::default()
+                    },
+                    holder,
+                ));
+            }
+        } else if holds && !slots.iter().any(|(_, h)| *h) {
+            slots.push((Client::default(), true)); // its write went: an idle slot holds
+        }
+        for (i, (client, holder)) in slots.into_iter().enumerate() {
+            a.clients[self.slot(i)?] = client;
+            if holder {
+                a.holder = i as u8;
+            }
+        }
+        Ok(())
+    }
+
+    /// zk-sequential: the model steps, each the end of one session
+    /// (`Expire` for the holder's node, `DeleteNode` for a waiter's), that
+    /// lead from `a` to `target` — one server step that ends several
+    /// sessions whose deadlines fall at one instant (ZooKeeper expires
+    /// them one by one); None if there are none (or elsewhere).
+    pub fn session_ends(&self, a: &Model, target: &Model) -> Option<Vec<ModelAction>> {
+        if !self.znodes || self.model.bounds.protocol != Protocol::ZkSequential {
+            return None;
+        }
+        let mut actions = Vec::new();
+        self.model.actions(a, &mut actions);
+        for action in actions {
+            if !matches!(action, ModelAction::Expire | ModelAction::DeleteNode { .. }) {
+                continue;
+            }
+            let Some(next) = self.model.next_state(a, action) else {
+                continue;
+            };
+            if self.project(&next) == self.project(target) {
+                return Some(vec![action]);
+            }
+            if let Some(mut rest) = self.session_ends(&next, target) {
+                rest.insert(0, action);
+                return Some(rest);
+            }
+        }
+        None
     }
 
     fn slot(&self, i: usize) -> Result<usize, String> {
@@ -506,6 +683,16 @@ fn version<N>(s: &State<N>, op: u64) -> Result<u8, String> {
             .map(|w| w.0 as u8)
             .ok_or(format!("the store holds op {op}, which no worker sent")),
     }
+}
+
+/// A pending grant's slot: generation, token, node (0: none).
+fn pending(generation: u32, token: u64, node: u64) -> Result<Client, String> {
+    Ok(Client {
+        gen: small(generation as u64, "a generation")?,
+        token: small(token, "a token")?,
+        read: 0,
+        node: small(node, "a sequence number")?,
+    })
 }
 
 /// `n` as the model's byte, or why it does not fit.

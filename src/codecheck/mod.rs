@@ -37,12 +37,12 @@ pub mod state;
 pub mod to_scenario;
 pub mod topology;
 
-pub use abstraction::{model_of, Abstraction, Inspect, ModelOf, StoreView};
+pub use abstraction::{model_for, model_of, Abstraction, Inspect, ModelOf, StoreView};
 pub use bounds::{Bounds, MAX_STATES_DEFAULT};
 pub use harness::{Action, Harness};
 pub use judge::Finding;
 pub use own::Own;
-pub use refine::{refine, refine_protocol, Divergence, Refinement};
+pub use refine::{refine, refine_protocol, refine_protocol_with, Divergence, Refinement};
 pub use search::{check, explore, prove, search, Counterexample, Hits, Observer, Outcome};
 pub use topology::{
     builtin, is_lock_server, is_replicated, is_supported, supported, Builtin, Options, Timing,

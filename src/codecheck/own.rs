@@ -61,6 +61,12 @@ impl<T: StoreView> Inspect for Own<T> {
             Own::Mine(_) => None,
         }
     }
+    fn lock_server(&self) -> Option<&crate::protocol::Server> {
+        match self {
+            Own::Builtin(n) => n.lock_server(),
+            Own::Mine(_) => None,
+        }
+    }
     fn store(&self) -> Option<&dyn StoreView> {
         match self {
             Own::Builtin(n) => n.store(),

@@ -7,7 +7,9 @@
 //! one action of the model's transition relation leads from the mapped
 //! source to the mapped target. A step that fires a timer is checked as
 //! two: time advancing to the deadline (a lease may run out: the model's
-//! `Expire`), then the node's handling at that instant. The first step the
+//! `Expire`), then the node's handling at that instant. zk-sequential's
+//! server may end several sessions in one step (deadlines at one instant):
+//! that is one `Expire` or `DeleteNode` per session. The first step the
 //! model does not allow stops the search and is reported with a path to it
 //! (a level-by-level search then finds a shortest one, bounded as the BFS
 //! is) and the model step closest to what the code did.
@@ -22,7 +24,7 @@ use super::harness::{Action, Harness};
 use super::judge::Finding;
 use super::search::{explore, explore_shortest, timed, Observer, Outcome};
 use super::state::State;
-use super::topology::{Builtin, Topology, MS};
+use super::topology::{Builtin, Options, Topology, MS};
 use crate::model::action::UNKNOWN_CLIENT;
 use crate::model::state::{State as Model, NO_HOLDER};
 use crate::model::Action as ModelAction;
@@ -47,12 +49,14 @@ impl Refinement {
 }
 
 /// The model's actions the steps were matched to, in [`Counts::by_action`].
-pub const ACTIONS: [&str; 6] = [
+pub const ACTIONS: [&str; 8] = [
     "acquire",
     "expire",
     "send_write",
     "deliver_write",
     "commit_write",
+    "create_node",
+    "delete_node",
     "other",
 ];
 
@@ -66,7 +70,7 @@ pub struct Counts {
     /// Model actions matched, by [`ACTIONS`] (a timer step may match two:
     /// the expiry its time advance causes, then its own; a resume matched
     /// by a chain counts each of its actions).
-    pub by_action: [u64; 6],
+    pub by_action: [u64; 8],
     /// Resumes (`--pause-holds`) matched by a chain of model actions.
     pub chains: u64,
 }
@@ -79,7 +83,9 @@ impl Counts {
             ModelAction::SendWrite { .. } => 2,
             ModelAction::DeliverWrite { .. } => 3,
             ModelAction::CommitWrite { .. } => 4,
-            _ => 5,
+            ModelAction::CreateNode { .. } => 5,
+            ModelAction::DeleteNode { .. } => 6,
+            _ => 7,
         };
         self.by_action[i] += 1;
     }
@@ -201,8 +207,17 @@ pub fn refine_protocol(
     kind: ProtocolKind,
     bounds: Bounds,
 ) -> Result<(Harness<Builtin>, Refinement), String> {
+    refine_protocol_with(kind, Options::default(), bounds)
+}
+
+/// [`refine_protocol`] with protocol options set (`--fence`).
+pub fn refine_protocol_with(
+    kind: ProtocolKind,
+    options: Options,
+    bounds: Bounds,
+) -> Result<(Harness<Builtin>, Refinement), String> {
     let harness = Harness {
-        topology: Topology::lease(kind, bounds.workers, bounds.timing)?,
+        topology: Topology::new(kind, options, bounds.workers, bounds.timing)?,
         factory: super::topology::builtin,
         bounds,
     };
@@ -295,6 +310,10 @@ impl Checker<'_> {
                 self.counts.note(action);
                 return Ok(true);
             }
+        }
+        if let Some(ends) = abs.session_ends(a, b) {
+            ends.into_iter().for_each(|action| self.counts.note(action));
+            return Ok(true);
         }
         if let Some(chain) = chain_to(abs, a, &target, chain_len) {
             self.counts.chains += 1;
@@ -399,8 +418,14 @@ fn closest(abs: &Abstraction, a: &Model, target: &Model, actions: &[ModelAction]
 
 /// `field: model …, code …` for each field of the two states that differs.
 fn differences(model: &Model, code: &Model) -> Vec<String> {
-    let fields: [(&str, String, String); 9] = [
+    let fields: [(&str, String, String); 11] = [
         ("grants", show_clients(model), show_clients(code)),
+        ("nodes", show_nodes(model), show_nodes(code)),
+        (
+            "node counter",
+            model.counter.to_string(),
+            code.counter.to_string(),
+        ),
         ("holder", show_holder(model), show_holder(code)),
         ("writes", show_writes(model), show_writes(code)),
         (
@@ -436,8 +461,13 @@ fn differences(model: &Model, code: &Model) -> Vec<String> {
 /// A model state in one line: grants pending a write, the holder, the
 /// writes, the resource.
 pub fn summary(a: &Model) -> String {
+    let nodes = if a.counter == 0 {
+        String::new()
+    } else {
+        format!(", nodes {} (last {})", show_nodes(a), a.counter)
+    };
     format!(
-        "{} grants issued (token max {}), pending {}, holder {}, writes {}, fence {}, value of generation {}, accepted up to generation {}, violations {}",
+        "{} grants issued (token max {}), pending {}{nodes}, holder {}, writes {}, fence {}, value of generation {}, accepted up to generation {}, violations {}",
         a.grants,
         a.token_max,
         show_clients(a),
@@ -458,6 +488,19 @@ fn show_clients(a: &Model) -> String {
         .map(|c| format!("g{}/t{}", c.gen, c.token))
         .collect();
     format!("[{}]", pending.join(" "))
+}
+
+/// zk-sequential: the live nodes' sequence numbers, lowest first.
+fn show_nodes(a: &Model) -> String {
+    let mut nodes: Vec<u8> = a
+        .clients
+        .iter()
+        .map(|c| c.node)
+        .filter(|&n| n != 0)
+        .collect();
+    nodes.sort_unstable();
+    let nodes: Vec<String> = nodes.iter().map(|n| n.to_string()).collect();
+    format!("[{}]", nodes.join(" "))
 }
 
 fn show_holder(a: &Model) -> String {

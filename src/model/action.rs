@@ -18,6 +18,9 @@ pub enum Action {
     Acquire { client: u8, quorum: u8 },
     /// zk-sequential: `client` creates its ephemeral sequential node.
     CreateNode { client: u8 },
+    /// zk-sequential: the session of `client`, which does not hold the lock, expires (or is
+    /// closed): its ephemeral node is deleted. The holder's node goes with `Expire`.
+    DeleteNode { client: u8 },
     /// The live lease ends (TTL elapsed, session expired); its holder is not told.
     Expire,
     /// `client` reads the resource's current value under its grant.
@@ -71,6 +74,10 @@ pub enum Event {
     },
     LeaseExpired {
         client: u8,
+    },
+    NodeDeleted {
+        client: u8,
+        seq: u8,
     },
     /// `value` is the generation whose write produced the value read (0 = initial).
     ValueRead {
@@ -152,6 +159,9 @@ pub fn describe(event: &Event, new_violations: u8) -> String {
         ),
         Event::NodeCreated { client, seq } => format!("client {client} creates sequential node {seq}"),
         Event::LeaseExpired { client } => format!("client {client}'s lease expires; client {client} is not told"),
+        Event::NodeDeleted { client, seq } => {
+            format!("client {client}'s session ends while it waits: its node {seq} is deleted")
+        }
         Event::ValueRead { client, generation, token, rejected: true, .. } => format!(
             "resource rejects client {client}'s read (generation {generation}, token {token}): a newer token was seen; the grant is abandoned"
         ),

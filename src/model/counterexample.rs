@@ -111,6 +111,9 @@ fn relabel_action(action: Action, real: impl Fn(u8) -> u8) -> Action {
         Action::CreateNode { client } => Action::CreateNode {
             client: real(client),
         },
+        Action::DeleteNode { client } => Action::DeleteNode {
+            client: real(client),
+        },
         Action::Read { client } => Action::Read {
             client: real(client),
         },
@@ -142,6 +145,10 @@ fn relabel_event(event: Event, real: impl Fn(u8) -> u8, client_of_gen: &[u8]) ->
         },
         Event::LeaseExpired { client } => Event::LeaseExpired {
             client: real(client),
+        },
+        Event::NodeDeleted { client, seq } => Event::NodeDeleted {
+            client: real(client),
+            seq,
         },
         Event::ValueRead {
             client,

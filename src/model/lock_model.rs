@@ -21,7 +21,9 @@
 //!   `quorum`) before granting; `Failover` may first leave an uncommitted value on a minority,
 //!   then the new leader takes the maximum over any majority.
 //! - `zk-sequential`: `CreateNode` appends a sequential node; the lowest node's client is
-//!   granted with its sequence number as token; expiry deletes the holder's ephemeral node.
+//!   granted with its sequence number as token; expiry deletes the holder's ephemeral node,
+//!   and `DeleteNode` a waiter's (its session expired or was closed before it held the lock:
+//!   the next node up may then be the lowest).
 //! - `conditional-write`: `no-fence`'s lease (no token), but each grant reads before it
 //!   writes and its write carries the version read; `DeliverWrite` applies it iff that
 //!   version is still current (If-Match on the object generation, memcached's `cas`), else
@@ -148,6 +150,14 @@ impl LockModel {
                     client,
                     seq: n.counter,
                 }
+            }
+            Action::DeleteNode { client } => {
+                let node = s.clients[client as usize].node;
+                if b.protocol != Protocol::ZkSequential || node == 0 || s.holder == client {
+                    return None;
+                }
+                n.clients[client as usize].node = 0;
+                Event::NodeDeleted { client, seq: node }
             }
             Action::Expire => {
                 if s.holder == NO_HOLDER {
@@ -481,6 +491,7 @@ impl Model for LockModel {
             }
             if b.protocol == Protocol::ZkSequential {
                 actions.push(Action::CreateNode { client });
+                actions.push(Action::DeleteNode { client });
             }
             if b.reads {
                 actions.push(Action::Read { client });

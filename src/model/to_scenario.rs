@@ -267,9 +267,9 @@ fn who_does_what(protocol: Protocol, steps: &[Step]) -> Result<(Vec<Grant>, Vec<
             Event::Replicated { .. } => {
                 return unsupported("replication at a chosen moment is not scripted yet")
             }
-            Event::NodeCreated { .. } => {
+            Event::NodeCreated { .. } | Event::NodeDeleted { .. } => {
                 return unsupported(
-                    "a zk-sequential node creation (the model's zk-sequential is safe; its paths are not scripted)",
+                    "a zk-sequential node creation or deletion (the model's zk-sequential is safe; its paths are not scripted)",
                 )
             }
         }

@@ -490,6 +490,21 @@ impl ZkServer {
         }
     }
 
+    /// The sequence numbers of `key`'s children (the live ephemeral
+    /// nodes), lowest first: what the refinement check reads as the model's
+    /// nodes.
+    pub fn znodes(&self, key: Key) -> impl Iterator<Item = u64> + '_ {
+        self.nodes
+            .range((key, 1)..=(key, u64::MAX))
+            .map(|(&(_, seq), _)| seq)
+    }
+
+    /// The last sequence number `key` gave a child (0: none yet): the
+    /// model's node counter.
+    pub fn last_seq(&self, key: Key) -> u64 {
+        self.last_seq.get(&key).copied().unwrap_or(0)
+    }
+
     /// Any request from a session keeps it alive. Returns false if the
     /// session already expired.
     fn touch(&mut self, clocks: Clocks, session: u64, fx: &mut Vec<Effect>) -> bool {

@@ -9,7 +9,8 @@ use fencesim::check::ViolationKind;
 use fencesim::codecheck::{builtin, check, Action, Bounds, Builtin, Harness, Inspect, Topology};
 use fencesim::protocol::coordinator::Coordinator;
 use fencesim::protocol::resource::Resource;
-use fencesim::protocol::{Clocks, Effect, Input, Msg, Node, ProtocolKind, Role, Token};
+use fencesim::protocol::zookeeper::ZkMsg;
+use fencesim::protocol::{Clocks, Effect, Input, Msg, Node, ProtocolKind, Role, Server, Token};
 
 /// The real resource, plus the fence it has accepted as the wrapper saw it.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
@@ -209,4 +210,95 @@ fn a_resource_whose_fence_comparison_is_off_by_one_lets_a_stale_write_through() 
 fn the_same_wrapper_without_the_weakening_is_proved() {
     let out = check(&harness(faithful));
     assert!(out.proved() && out.vacuity_ok(), "{out:?}");
+}
+
+/// A ZooKeeper lock client that takes the lock without being lowest: the
+/// real worker (and its real client) behind a wrapper that rewrites each
+/// `zk_children` answer its own node is in, so that its node — the
+/// sequence number its `zk_created` gave — reads as the lowest. With
+/// `jumps` false the wrapper only watches: the real recipe.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Impatient {
+    inner: Builtin,
+    seq: u64,
+    jumps: bool,
+}
+
+impl Node for Impatient {
+    fn handle(&mut self, clocks: Clocks, input: Input<'_>, fx: &mut Vec<Effect>) {
+        let input = match input {
+            Input::Message {
+                from,
+                msg: msg @ Msg::Zk(ZkMsg::Created { seq, .. }),
+            } => {
+                self.seq = seq;
+                Input::Message { from, msg }
+            }
+            Input::Message {
+                from,
+                msg:
+                    Msg::Zk(ZkMsg::Children {
+                        req,
+                        key,
+                        pred,
+                        mine: true,
+                        ..
+                    }),
+            } if self.jumps => Input::Message {
+                from,
+                msg: Msg::Zk(ZkMsg::Children {
+                    req,
+                    key,
+                    lowest: self.seq,
+                    pred,
+                    mine: true,
+                }),
+            },
+            other => other,
+        };
+        self.inner.handle(clocks, input, fx);
+    }
+}
+
+impl Inspect for Impatient {
+    fn coordinator(&self) -> Option<&Coordinator> {
+        None
+    }
+    fn resource(&self) -> Option<&Resource> {
+        self.inner.resource()
+    }
+    fn lock_server(&self) -> Option<&Server> {
+        self.inner.lock_server()
+    }
+}
+
+fn impatient(role: &Role) -> Impatient {
+    Impatient {
+        inner: builtin(role),
+        seq: 0,
+        jumps: matches!(role, Role::Worker(_)),
+    }
+}
+
+fn patient(role: &Role) -> Impatient {
+    Impatient {
+        jumps: false,
+        ..impatient(role)
+    }
+}
+
+/// zk-sequential at its default bounds, each node wrapped: the workers'
+/// clients take the lock without being lowest (`jumps`), or not.
+pub fn zk_harness(jumps: bool) -> Harness<Impatient> {
+    let kind = ProtocolKind::ZkSequential;
+    let bounds = Bounds {
+        max_states: 3_000_000,
+        ..Bounds::for_protocol(kind)
+    };
+    Harness {
+        topology: Topology::lease(kind, bounds.workers, bounds.timing)
+            .expect("zk-sequential is supported"),
+        factory: if jumps { impatient } else { patient },
+        bounds,
+    }
 }

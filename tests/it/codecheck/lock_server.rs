@@ -376,7 +376,7 @@ fn replays_on_every_seed(text: &str, kind: ViolationKind) {
 }
 
 #[test]
-fn check_code_takes_the_fence_option_and_refuses_it_with_refine() {
+fn check_code_takes_the_fence_option_and_refine_takes_it_only_where_that_variant_has_a_model() {
     let out = fencesim(&[
         "check",
         "--code",
@@ -410,4 +410,18 @@ fn check_code_takes_the_fence_option_and_refuses_it_with_refine() {
         "true",
     ]);
     assert_eq!(fenced_refine.status.code(), Some(2));
+    let unfenced_zk = fencesim(&[
+        "check",
+        "--code",
+        "zk-sequential",
+        "--refine",
+        "--fence",
+        "false",
+    ]);
+    let text = stdout(&unfenced_zk);
+    assert_eq!(unfenced_zk.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("against the no-fence model") && text.contains("0 divergences"),
+        "{text}"
+    );
 }

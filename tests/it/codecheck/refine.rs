@@ -5,15 +5,18 @@
 //! (`broken.rs`'s wrappers) diverge, at the step that breaks the model,
 //! and the report names it; bounds the mapping is not exact at are refused.
 
-use super::broken::{faithful, forgetful, harness, weakened};
+use super::broken::{faithful, forgetful, harness, weakened, zk_harness};
 use super::conditional::store_ignoring_if_match;
 use fencesim::codecheck::refine::Expected;
+use fencesim::codecheck::state::State;
 use fencesim::codecheck::{
-    is_lock_server, is_replicated, model_of, prove, refine, refine_protocol, supported, Action,
-    Bounds, Refinement,
+    builtin, explore, is_lock_server, is_replicated, model_for, model_of, prove, refine,
+    refine_protocol, refine_protocol_with, supported, Action, Bounds, Builtin, Finding, Harness,
+    Observer, Options, Refinement, Topology,
 };
 use fencesim::model::to_scenario::simulator_protocol;
 use fencesim::model::Protocol;
+use fencesim::protocol::zookeeper::ZkMsg;
 use fencesim::protocol::{Msg, ProtocolKind};
 use fencesim::report::code_check::render_refinement;
 
@@ -54,16 +57,25 @@ fn one_loss() -> Bounds {
 
 #[test]
 fn every_protocol_the_code_checker_drives_refines_its_model_at_small_bounds() {
-    // Replicated coordinators, lock servers, stores that are their own
-    // lock and effect sinks have no mapping (refused with the reason,
-    // below). Conditional writes (object-store-cas, cache-lease) refine
-    // the conditional-write model.
+    // Replicated coordinators, the lock servers but zk-sequential, stores
+    // that are their own lock and effect sinks have no mapping (refused
+    // with the reason, below). Conditional writes (object-store-cas,
+    // cache-lease) refine the conditional-write model. A lock server runs
+    // at its own defaults (2 in flight, 12 ms: zk-sequential 1.5 s).
     for id in supported() {
         let kind = ProtocolKind::from_id(id).expect("a catalogue id");
-        if is_replicated(kind) || is_lock_server(kind) || model_of(kind).is_err() {
+        if is_replicated(kind) || model_of(kind).is_err() {
             continue;
         }
-        let (_, r) = refine_protocol(kind, super::small()).expect("mapped at these bounds");
+        let bounds = if is_lock_server(kind) {
+            Bounds {
+                max_states: 3_000_000,
+                ..Bounds::for_protocol(kind)
+            }
+        } else {
+            super::small()
+        };
+        let (_, r) = refine_protocol(kind, bounds).expect("mapped at these bounds");
         assert!(passes(&r), "{id}: {:?}", r.divergence);
         let [acquire, expire, send, deliver, ..] = r.counts.by_action;
         assert!(
@@ -76,6 +88,14 @@ fn every_protocol_the_code_checker_drives_refines_its_model_at_small_bounds() {
             "{id}: not every step was a stutter: {:?}",
             r.counts
         );
+        if kind == ProtocolKind::ZkSequential {
+            let [.., create_node, delete_node, _] = r.counts.by_action;
+            assert!(
+                create_node > 0 && delete_node > 0,
+                "{id}: nodes were created, and a waiter's deleted: {:?}",
+                r.counts
+            );
+        }
         if kind == ProtocolKind::RedisSetNx {
             // Its stale write is the no-fence model's: the code's judge and
             // the model's own stale_write bit agree on that step.
@@ -269,12 +289,33 @@ fn each_driven_protocol_maps_to_the_model_the_models_name_for_it_or_says_why() {
             );
             continue;
         }
+        if kind == ProtocolKind::ZkSequential {
+            let of = model_of(kind).expect("zk-sequential's nodes are mapped");
+            assert_eq!(simulator_protocol(of.protocol), Some(kind));
+            let unfenced = model_for(kind, false).expect("checked against no-fence");
+            assert_eq!(unfenced.protocol.id(), "no-fence");
+            assert!(unfenced
+                .note
+                .is_some_and(|n| n.contains("lowest-node rule is not checked")));
+            continue;
+        }
         if is_lock_server(kind) {
             let why = model_of(kind).expect_err("no mapping for a lock server's protocol");
             assert!(
                 why.starts_with(&format!("{id}: no ")) && why.contains("decide"),
                 "{why}"
             );
+            if matches!(
+                kind,
+                ProtocolKind::EtcdMutex | ProtocolKind::EtcdMutexNoRecheck
+            ) {
+                assert!(
+                    why.contains("zk-sequential.toml")
+                        && why.contains("no model step")
+                        && why.contains("global revision"),
+                    "{why}"
+                );
+            }
             let refused = refine_protocol(kind, Bounds::for_protocol(kind)).err();
             assert_eq!(refused.as_ref(), Some(&why), "{id}");
             continue;
@@ -351,4 +392,129 @@ fn a_store_that_ignores_if_match_diverges_where_it_applies_a_write_the_model_rej
             .any(|f| f.starts_with("value (generation)")),
         "{expected:?}"
     );
+}
+
+#[test]
+fn zk_sequential_without_the_fence_refines_no_fence_and_meets_its_stale_write() {
+    let kind = ProtocolKind::ZkSequential;
+    let options = Options {
+        fence: Some(false),
+        ..Options::default()
+    };
+    let bounds = Bounds {
+        max_states: 3_000_000,
+        ..Bounds::for_protocol(kind)
+    };
+    let (_, r) = refine_protocol_with(kind, options, bounds).expect("mapped");
+    assert!(passes(&r), "{:?}", r.divergence);
+    assert_eq!(r.of.protocol.id(), "no-fence");
+    let c = r.outcome.counterexample.expect("the search met it");
+    assert_eq!(c.finding.kind.name(), "stale_write");
+}
+
+#[test]
+fn a_zk_client_that_takes_the_lock_without_being_lowest_diverges_at_its_decision() {
+    let h = zk_harness(true);
+    let r = refine(&h).expect("mapped");
+    let text = render_refinement("zk-sequential", &h, &r);
+    let d = r
+        .divergence
+        .expect("the early decision diverges from the model");
+    assert!(d.shortest, "the BFS found it: {:?}", d.path);
+    let (last, _) = d.path.last().expect("a path to the step");
+    assert!(
+        matches!(last, Action::Deliver(p) if matches!(p.msg, Msg::Zk(ZkMsg::Children { .. }))),
+        "the step is the zk_children answer the client decides on: {last:?}\n{text}"
+    );
+    assert_eq!(d.path.len(), 7, "both create, B lists and decides: {text}");
+    let from = d.from.expect("the model state before");
+    let nodes: Vec<u8> = from
+        .clients
+        .iter()
+        .map(|c| c.node)
+        .filter(|&n| n != 0)
+        .collect();
+    assert!(nodes.contains(&1), "A's node 1 lives below B's: {text}");
+    let expected = d.expected.expect("the closest model step");
+    assert!(
+        expected
+            .step
+            .contains("is granted generation 1 with token 1")
+            && expected
+                .differences
+                .iter()
+                .any(|f| f.contains("code [g1/t2]")),
+        "the model grants the lowest node only: {expected:?}\n{text}"
+    );
+}
+
+#[test]
+fn the_same_zk_wrapper_without_the_jump_refines_the_model() {
+    let r = refine(&zk_harness(false)).expect("mapped");
+    assert!(passes(&r), "{:?}", r.divergence);
+}
+
+/// Stops at the first state whose decisions' tokens fall in issue order.
+struct LateDecision(Option<Vec<u64>>);
+
+impl Observer<Builtin> for LateDecision {
+    fn step(
+        &mut self,
+        _: &State<Builtin>,
+        _: Action,
+        to: &State<Builtin>,
+        _: Option<&Finding>,
+    ) -> bool {
+        let tokens: Vec<u64> = to.judge.issued().iter().map(|g| g.1).collect();
+        if tokens.windows(2).any(|w| w[1] < w[0]) {
+            self.0 = Some(tokens);
+        }
+        self.0.is_none()
+    }
+}
+
+#[test]
+fn etcds_mutex_decides_on_an_older_revision_after_a_newer_one_which_no_model_step_allows() {
+    // Why etcd-mutex is refused: a client acts on its "you are first"
+    // whenever it arrives, so it may decide after its key was deleted and
+    // the next key's client decided — the model's Acquire needs the lowest
+    // live node. (zk-sequential's age check rules that out: it refines.)
+    let kind = ProtocolKind::EtcdMutex;
+    let bounds = Bounds {
+        max_states: 3_000_000,
+        ..Bounds::for_protocol(kind)
+    };
+    let h = Harness {
+        topology: Topology::lease(kind, bounds.workers, bounds.timing).expect("supported"),
+        factory: builtin,
+        bounds,
+    };
+    let mut probe = LateDecision(None);
+    let (_, path) = explore(&h, &mut probe);
+    let tokens = probe.0.expect("a late decision within the default bounds");
+    assert!(path.is_some(), "the search stopped there");
+    assert!(tokens.len() == 2 && tokens[1] < tokens[0], "{tokens:?}");
+    let why = model_of(kind).expect_err("refused");
+    assert!(why.contains("decides after its key was deleted"), "{why}");
+}
+
+#[test]
+fn zk_sequential_with_a_duplicated_message_refines_its_model_behind_its_atomic_fence() {
+    let kind = ProtocolKind::ZkSequential;
+    let bounds = Bounds {
+        duplicates: 1,
+        pauses: 0,
+        max_states: 3_000_000,
+        ..Bounds::for_protocol(kind)
+    };
+    let (_, r) = refine_protocol(kind, bounds).expect("copies are mapped under the fence");
+    assert!(passes(&r), "{:?}", r.divergence);
+    let unfenced = Options {
+        fence: Some(false),
+        ..Options::default()
+    };
+    let err = refine_protocol_with(kind, unfenced, bounds)
+        .err()
+        .expect("no-fence applies a copy again");
+    assert!(err.contains("the value goes back"), "{err}");
 }

@@ -69,7 +69,7 @@ fn safe_models_explore_exactly_their_pinned_number_of_states() {
         ("consensus-generation", 154_827),
         ("fenced-cas", 11_193),
         ("fenced-cas-fence-reads", 24_135),
-        ("zk-sequential", 16_368),
+        ("zk-sequential", 76_813),
     ];
     for (name, unique_states) in pinned {
         let spec = spec(name);
