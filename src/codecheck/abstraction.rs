@@ -18,8 +18,10 @@
 //!   `read` is the version the store served the read its worker sent under
 //!   that grant (the judge's history of served reads: a served read whose
 //!   answer the worker never used is still the model's `Read`);
-//! - `holder`: the coordinator's lease record for key 0 while the instant
-//!   is before its expiry on the server's wall clock (a record past its
+//! - `holder`: the coordinator's lease record for key 0 (single-db: the
+//!   row's transaction, on the database's own wall clock; the store-lock
+//!   model's grants carry no ordered token, so its ids are not compared)
+//!   while the instant is before its expiry on the server's wall clock (a record past its
 //!   expiry is expired even before the server drops it): the slot of its
 //!   grant, or an idle slot once that grant's write was sent (the model
 //!   forgets a client's grant at `SendWrite`, not its lease);
@@ -57,6 +59,7 @@ use crate::model::{Bounds as ModelBounds, LockModel, Protocol};
 use crate::protocol::cache_lease::CasCache;
 use crate::protocol::coordinator::Coordinator;
 use crate::protocol::resource::Resource;
+use crate::protocol::single_db::Db;
 use crate::protocol::{Key, NodeId, OpId, ProtocolKind, Token};
 
 /// What the mapping reads of a node: the lease server and the resource
@@ -67,6 +70,10 @@ pub trait Inspect {
     fn resource(&self) -> Option<&Resource>;
     /// cache-lease's store (gets/cas) at `resource/0`.
     fn cache(&self) -> Option<&CasCache> {
+        None
+    }
+    /// single-db's database at `resource/0`: the lock and the data.
+    fn db(&self) -> Option<&Db> {
         None
     }
 }
@@ -87,6 +94,12 @@ impl Inspect for Builtin {
     fn cache(&self) -> Option<&CasCache> {
         match self {
             Builtin::Cache(c) => Some(c),
+            _ => None,
+        }
+    }
+    fn db(&self) -> Option<&Db> {
+        match self {
+            Builtin::Db(d) => Some(d),
             _ => None,
         }
     }
@@ -153,9 +166,10 @@ pub fn model_of(kind: ProtocolKind) -> Result<ModelOf, String> {
             "github-2012-pair: no refinement mapping: the pair's nodes promote themselves (heartbeats, a dead time, STONITH) and no model in models/ has a node that believes it is active without a grant from a coordinator, so a promotion has no model step"
                 .into(),
         ),
-        ProtocolKind::SingleDb => Err(
-            "single-db: no refinement mapping: the store is the lock — a transaction (BEGIN … FOR UPDATE) is the grant and its id the token; the database refuses a read or write unless its transaction is the row's live one, and the UPDATE + COMMIT that applies a write also frees the lock. Every model in models/ has a lease coordinator beside a resource that does not know the lease (and forgets a grant once its write is sent), so a write refused because its transaction idled past the timeout, and a commit that ends the lease, have no model step; the conditional-write model does not fit either (the database checks the transaction, not the version read)"
-                .into(),
+        ProtocolKind::SingleDb => of(
+            Protocol::StoreLock,
+            "models/store-lock.toml",
+            None,
         ),
         ProtocolKind::QueueClaim => Err(
             "queue-claim: no refinement mapping: the store is the lock — a claim (a delivery of the head job, its number the token) is the grant; a result is kept iff it is the first for the head job, whether or not its claim is still live, and the next job is handed out only once the head job has a result and was deleted. The models have one document every grant writes and no jobs: a result refused because its job was already done and deleted, though it read the current value (what the conditional-write model would accept), or a new job's delivery, have no model step"
@@ -195,6 +209,10 @@ pub struct Abstraction {
     /// Conditional writes: where the store keeps the version a write
     /// must find current (None: writes are not conditional).
     condition: Option<Condition>,
+    /// Whether the model's grants carry the code's tokens: where the store
+    /// is the lock, a transaction id only names its grant (the store-lock
+    /// model's grants have no ordered token; its store checks the grant).
+    tokens: bool,
 }
 
 /// What a conditional write is checked against at the store.
@@ -214,13 +232,15 @@ impl Abstraction {
     /// would not be exact there (refused, never approximated). A second
     /// copy of a write is a stutter only under an atomic fence (rejected
     /// below it, or accepted again at its own token, the value already its
-    /// own), so copies are mapped for fenced-cas only.
+    /// own) or where the store is the lock (the copy of a committed write
+    /// finds the lock freed and is refused), so copies are mapped for
+    /// fenced-cas and single-db only.
     pub fn new(topology: &Topology, bounds: &Bounds) -> Result<Abstraction, String> {
         let kind = topology.protocol.kind;
         let of = model_of(kind)?;
         let id = kind.id();
         let copies = bounds.duplicates > 0 || bounds.timing.max_retries > 0;
-        if copies && of.protocol != Protocol::FencedCas {
+        if copies && !matches!(of.protocol, Protocol::FencedCas | Protocol::StoreLock) {
             return Err(format!(
                 "{id}: no refinement with duplicates or retransmissions: the {} model hands each write to the resource once, and a second copy has no model step ({})",
                 of.protocol.id(),
@@ -234,6 +254,11 @@ impl Abstraction {
         if bounds.crashes > 0 && of.protocol == Protocol::FencedCheckThenWrite {
             return Err(format!(
                 "{id}: no refinement with crashes: a restarted resource forgets the writes it checked but has not written, and the model has no step that drops a checked write"
+            ));
+        }
+        if bounds.jumps > 0 && of.protocol.store_is_lock() {
+            return Err(format!(
+                "{id}: no refinement with wall-clock jumps: a backward jump of the database's clock revives a transaction that idled past its timeout but was not aborted yet (the database aborts it when a request next touches the row), and the model's lease never comes back once it expired"
             ));
         }
         if bounds.grants == 0 || bounds.grants > CLIENTS_CAP {
@@ -266,6 +291,7 @@ impl Abstraction {
             doomed_hidden: of.protocol.resource_fences()
                 && of.protocol != Protocol::FencedCheckThenWrite,
             condition,
+            tokens: !of.protocol.store_is_lock(),
         })
     }
 
@@ -279,24 +305,17 @@ impl Abstraction {
         now_ns: u64,
         finding: Option<&Finding>,
     ) -> Result<Model, String> {
-        let coord = s.nodes[self.coord.0 as usize]
-            .coordinator()
-            .ok_or("the node at coord/0 shows no lease coordinator")?;
-        let store = &s.nodes[self.resource.0 as usize];
-        let (value, fence) = match (store.resource(), store.cache()) {
-            (Some(r), _) => r.row(KEY),
-            (None, Some(c)) => (c.entry(KEY), Token(0)),
-            (None, None) => return Err("the node at resource/0 shows no resource".into()),
-        };
+        let (value, fence, lease) = self.row_and_lease(s, now_ns)?;
         let judge = &s.judge;
         let mut a = Model::initial();
         let issued = judge.issued();
         a.grants = small(issued.len() as u64, "grants issued")?;
-        a.token_max = small(issued.iter().map(|g| g.1).max().unwrap_or(0), "a token")?;
-        let holder = coord
-            .lease(KEY)
-            .filter(|l| (now_ns as i64) < l.expires_wall_ns)
-            .map(|l| judge.generation(l.owner, l.token));
+        let token_of = |t: u64| if self.tokens { t } else { 0 };
+        a.token_max = small(
+            issued.iter().map(|g| token_of(g.1)).max().unwrap_or(0),
+            "a token",
+        )?;
+        let holder = lease.map(|(owner, token)| judge.generation(owner, token));
         if holder == Some(0) {
             return Err("the live lease is no grant the coordinator sent".into());
         }
@@ -311,7 +330,7 @@ impl Abstraction {
             }
             a.clients[self.slot(slot)?] = Client {
                 gen: small(generation as u64, "a generation")?,
-                token: small(token, "a token")?,
+                token: small(token_of(token), "a token")?,
                 read: self.read_under(s, generation)?,
                 node: 0,
             };
@@ -320,7 +339,7 @@ impl Abstraction {
         if holder.is_some() && a.holder == NO_HOLDER {
             a.holder = self.slot(slot)? as u8; // its write went: an idle slot holds
         }
-        self.map_writes(s, store, &mut a)?;
+        self.map_writes(s, &s.nodes[self.resource.0 as usize], &mut a)?;
         a.fence = small(fence.0, "the fence")?;
         a.value = version(s, value.0)?;
         a.accepted_gen_max = small(judge.accepted_max() as u64, "a generation")?;
@@ -331,6 +350,43 @@ impl Abstraction {
         };
         a.canonicalize(self.slots);
         Ok(a)
+    }
+
+    /// The resource row (value, fence) and the lease live at `now_ns`
+    /// (owner, token): the coordinator's record, or where the store is the
+    /// lock (single-db) the row's transaction, live while the database's
+    /// own wall clock is before its deadline. A record past its expiry is
+    /// expired even before the server drops it.
+    #[allow(clippy::type_complexity)]
+    fn row_and_lease<N: Inspect>(
+        &self,
+        s: &State<N>,
+        now_ns: u64,
+    ) -> Result<(OpId, Token, Option<(u64, Option<Token>)>), String> {
+        let live = |deadline_wall_ns: i64| (now_ns as i64) < deadline_wall_ns;
+        let store = &s.nodes[self.resource.0 as usize];
+        if let Some(db) = store.db() {
+            // The database decides on its own wall clock (it may drift).
+            let db_wall_ns = s.clock(self.resource).read(now_ns).wall_ns;
+            let (value, txn) = db.row(KEY);
+            let lease = txn
+                .filter(|t| db_wall_ns < t.deadline_wall_ns)
+                .map(|t| (t.owner, Some(Token(t.id))));
+            return Ok((value, Token(0), lease));
+        }
+        let coord = s.nodes[self.coord.0 as usize]
+            .coordinator()
+            .ok_or("the node at coord/0 shows no lease coordinator")?;
+        let lease = coord
+            .lease(KEY)
+            .filter(|l| live(l.expires_wall_ns))
+            .map(|l| (l.owner, l.token));
+        let (value, fence) = match (store.resource(), store.cache()) {
+            (Some(r), _) => r.row(KEY),
+            (None, Some(c)) => (c.entry(KEY), Token(0)),
+            (None, None) => return Err("the node at resource/0 shows no resource".into()),
+        };
+        Ok((value, fence, lease))
     }
 
     fn slot(&self, i: usize) -> Result<usize, String> {
@@ -365,7 +421,7 @@ impl Abstraction {
         for (op, token, stage) in ops {
             let read = self.read_of_write(s, store, op, token)?;
             // A conditional write's token is the version it names, not a grant's.
-            let token = if self.condition.is_some() {
+            let token = if self.condition.is_some() || !self.tokens {
                 None
             } else {
                 token
