@@ -54,8 +54,8 @@ fn one_loss() -> Bounds {
 
 #[test]
 fn every_protocol_the_code_checker_drives_refines_its_model_at_small_bounds() {
-    // Replicated coordinators, lock servers, stores that are their own
-    // lock and effect sinks have no mapping (refused with the reason,
+    // Replicated coordinators, lock servers, queue-claim's job queue and
+    // effect sinks have no mapping (refused with the reason,
     // below). Conditional writes (object-store-cas, cache-lease) refine
     // the conditional-write model; single-db, whose store is its lock,
     // the store-lock model.
