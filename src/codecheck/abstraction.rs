@@ -18,8 +18,10 @@
 //!   `read` is the version the store served the read its worker sent under
 //!   that grant (the judge's history of served reads: a served read whose
 //!   answer the worker never used is still the model's `Read`);
-//! - `holder`: the coordinator's lease record for key 0 while the instant
-//!   is before its expiry on the server's wall clock (a record past its
+//! - `holder`: the coordinator's lease record for key 0 (single-db: the
+//!   row's transaction, on the database's own wall clock; the store-lock
+//!   model's grants carry no ordered token, so its ids are not compared)
+//!   while the instant is before its expiry on the server's wall clock (a record past its
 //!   expiry is expired even before the server drops it): the slot of its
 //!   grant, or an idle slot once that grant's write was sent (the model
 //!   forgets a client's grant at `SendWrite`, not its lease);
@@ -65,6 +67,7 @@ use crate::model::{Action as ModelAction, Bounds as ModelBounds, LockModel, Prot
 use crate::protocol::cache_lease::CasCache;
 use crate::protocol::coordinator::Coordinator;
 use crate::protocol::resource::Resource;
+use crate::protocol::single_db::Db;
 use crate::protocol::zookeeper::ZkServer;
 use crate::protocol::{Key, NodeId, OpId, ProtocolKind, Server, Token};
 use stateright::Model as _;
@@ -86,6 +89,10 @@ pub trait Inspect {
     }
     /// A lock server (zk-sequential's ZooKeeper at `coord/0`).
     fn lock_server(&self) -> Option<&Server> {
+        None
+    }
+    /// single-db's database at `resource/0`: the lock and the data.
+    fn db(&self) -> Option<&Db> {
         None
     }
 }
@@ -135,6 +142,12 @@ impl Inspect for Builtin {
     fn lock_server(&self) -> Option<&Server> {
         match self {
             Builtin::Server(s) => Some(s),
+            _ => None,
+        }
+    }
+    fn db(&self) -> Option<&Db> {
+        match self {
+            Builtin::Db(d) => Some(d),
             _ => None,
         }
     }
@@ -235,9 +248,10 @@ pub fn model_of(kind: ProtocolKind) -> Result<ModelOf, String> {
             "github-2012-pair: no refinement mapping: the pair's nodes promote themselves (heartbeats, a dead time, STONITH) and no model in models/ has a node that believes it is active without a grant from a coordinator, so a promotion has no model step"
                 .into(),
         ),
-        ProtocolKind::SingleDb => Err(
-            "single-db: no refinement mapping: the store is the lock — a transaction (BEGIN … FOR UPDATE) is the grant and its id the token; the database refuses a read or write unless its transaction is the row's live one, and the UPDATE + COMMIT that applies a write also frees the lock. Every model in models/ has a lease coordinator beside a resource that does not know the lease (and forgets a grant once its write is sent), so a write refused because its transaction idled past the timeout, and a commit that ends the lease, have no model step; the conditional-write model does not fit either (the database checks the transaction, not the version read)"
-                .into(),
+        ProtocolKind::SingleDb => of(
+            Protocol::StoreLock,
+            "models/store-lock.toml",
+            None,
         ),
         ProtocolKind::QueueClaim => Err(
             "queue-claim: no refinement mapping: the store is the lock — a claim (a delivery of the head job, its number the token) is the grant; a result is kept iff it is the first for the head job, whether or not its claim is still live, and the next job is handed out only once the head job has a result and was deleted. The models have one document every grant writes and no jobs: a result refused because its job was already done and deleted, though it read the current value (what the conditional-write model would accept), or a new job's delivery, have no model step"
@@ -280,6 +294,10 @@ pub struct Abstraction {
     /// Conditional writes: where the store keeps the version a write
     /// must find current (None: writes are not conditional).
     condition: Option<Condition>,
+    /// Whether the model's grants carry the code's tokens: where the store
+    /// is the lock, a transaction id only names its grant (the store-lock
+    /// model's grants have no ordered token; its store checks the grant).
+    tokens: bool,
 }
 
 /// What a conditional write is checked against at the store.
@@ -299,15 +317,22 @@ impl Abstraction {
     /// would not be exact there (refused, never approximated). A second
     /// copy of a write is a stutter only under an atomic fence (rejected
     /// below it, or accepted again at its own token, the value already its
-    /// own), so copies are mapped for fenced-cas and zk-sequential only (whose
-    /// resource fences atomically too; a copy of one of its ZooKeeper requests
-    /// is answered again and changes no znode).
+    /// own), so copies are mapped for fenced-cas, zk-sequential (whose
+    /// resource fences atomically too; a copy of one of its ZooKeeper
+    /// requests is answered again and changes no znode) and single-db
+    /// (where the store is the lock: the copy of a committed write finds
+    /// the lock freed and is refused).
     pub fn new(topology: &Topology, bounds: &Bounds) -> Result<Abstraction, String> {
         let kind = topology.protocol.kind;
         let of = model_for(kind, topology.protocol.fence)?;
         let id = kind.id();
         let copies = bounds.duplicates > 0 || bounds.timing.max_retries > 0;
-        if copies && !matches!(of.protocol, Protocol::FencedCas | Protocol::ZkSequential) {
+        if copies
+            && !matches!(
+                of.protocol,
+                Protocol::FencedCas | Protocol::ZkSequential | Protocol::StoreLock
+            )
+        {
             return Err(format!(
                 "{id}: no refinement with duplicates or retransmissions: the {} model hands each write to the resource once, and a second copy has no model step ({})",
                 of.protocol.id(),
@@ -321,6 +346,16 @@ impl Abstraction {
         if bounds.crashes > 0 && of.protocol == Protocol::FencedCheckThenWrite {
             return Err(format!(
                 "{id}: no refinement with crashes: a restarted resource forgets the writes it checked but has not written, and the model has no step that drops a checked write"
+            ));
+        }
+        if bounds.jumps > 0 && of.protocol.store_is_lock() {
+            return Err(format!(
+                "{id}: no refinement with wall-clock jumps: a backward jump of the database's clock revives a transaction that idled past its timeout but was not aborted yet (the database aborts it when a request next touches the row), and the model's lease never comes back once it expired"
+            ));
+        }
+        if bounds.jumps > 0 && kind != ProtocolKind::ZkSequential {
+            return Err(format!(
+                "{id}: no refinement with wall-clock jumps: a backward jump of the lease server's clock revives a lease record that ran out but was not dropped yet (the server drops it at its expiry check; Redis, too, expires a key lazily against its wall clock), and the model's lease never comes back once it expired"
             ));
         }
         if bounds.grants == 0 || bounds.grants > CLIENTS_CAP {
@@ -362,6 +397,7 @@ impl Abstraction {
                 && of.protocol != Protocol::FencedCheckThenWrite,
             condition,
             znodes: kind == ProtocolKind::ZkSequential,
+            tokens: of.protocol.issues_tokens(),
         })
     }
 
@@ -375,19 +411,13 @@ impl Abstraction {
         now_ns: u64,
         finding: Option<&Finding>,
     ) -> Result<Model, String> {
-        let store = &s.nodes[self.resource.0 as usize];
-        let (value, fence) = match (store.store(), store.cache()) {
-            (Some(r), _) => r.row(KEY),
-            (None, Some(c)) => (c.entry(KEY), Token(0)),
-            (None, None) => return Err("the node at resource/0 shows no resource".into()),
-        };
+        let (value, fence) = self.row(s)?;
         let judge = &s.judge;
         let mut a = Model::initial();
         let issued = judge.issued();
         a.grants = small(issued.len() as u64, "grants issued")?;
-        let tokens = self.model.bounds.protocol.issues_tokens();
         let token_max = issued.iter().map(|g| g.1).max().unwrap_or(0);
-        a.token_max = small(if tokens { token_max } else { 0 }, "a token")?;
+        a.token_max = small(if self.tokens { token_max } else { 0 }, "a token")?;
         if self.znodes {
             let server = match s.nodes[self.coord.0 as usize].lock_server() {
                 Some(Server::Zk(z)) => z,
@@ -397,7 +427,7 @@ impl Abstraction {
         } else {
             self.map_lease(s, now_ns, &mut a)?;
         }
-        self.map_writes(s, store, &mut a)?;
+        self.map_writes(s, &s.nodes[self.resource.0 as usize], &mut a)?;
         a.fence = small(fence.0, "the fence")?;
         a.value = version(s, value.0)?;
         a.accepted_gen_max = small(judge.accepted_max() as u64, "a generation")?;
@@ -410,22 +440,61 @@ impl Abstraction {
         Ok(a)
     }
 
-    /// The lease coordinator's grants and live lease record: `clients`
-    /// and `holder` (see the module doc).
+    /// The store's row of the key: (the op whose value it holds, its
+    /// fence) — single-db's database, a fenced store (the shipped
+    /// resource or a user's, [`StoreView`]), or cache-lease's cache.
+    fn row<N: Inspect>(&self, s: &State<N>) -> Result<(OpId, Token), String> {
+        let store = &s.nodes[self.resource.0 as usize];
+        if let Some(db) = store.db() {
+            return Ok((db.row(KEY).0, Token(0)));
+        }
+        match (store.store(), store.cache()) {
+            (Some(r), _) => Ok(r.row(KEY)),
+            (None, Some(c)) => Ok((c.entry(KEY), Token(0))),
+            (None, None) => Err("the node at resource/0 shows no resource".into()),
+        }
+    }
+
+    /// The lease live at `now_ns`, as (owner, token): the coordinator's
+    /// record, or where the store is the lock (single-db) the row's
+    /// transaction. Each is live while the clock of the node that keeps
+    /// it (drift and jumps included: the deadline is on that node's wall
+    /// clock) reads before its deadline — a record past it is expired even
+    /// before its node drops it.
+    fn lease_at<N: Inspect>(
+        &self,
+        s: &State<N>,
+        now_ns: u64,
+    ) -> Result<Option<(u64, Option<Token>)>, String> {
+        if let Some(db) = s.nodes[self.resource.0 as usize].db() {
+            let db_wall_ns = s.clock(self.resource).read(now_ns).wall_ns;
+            return Ok(db
+                .row(KEY)
+                .1
+                .filter(|t| db_wall_ns < t.deadline_wall_ns)
+                .map(|t| (t.owner, Some(Token(t.id)))));
+        }
+        let coord = s.nodes[self.coord.0 as usize]
+            .coordinator()
+            .ok_or("the node at coord/0 shows no lease coordinator")?;
+        let coord_wall_ns = s.clock(self.coord).read(now_ns).wall_ns;
+        Ok(coord
+            .lease(KEY)
+            .filter(|l| coord_wall_ns < l.expires_wall_ns)
+            .map(|l| (l.owner, l.token)))
+    }
+
+    /// The grants and the live lease: `clients` and `holder` (see the
+    /// module doc).
     fn map_lease<N: Inspect>(
         &self,
         s: &State<N>,
         now_ns: u64,
         a: &mut Model,
     ) -> Result<(), String> {
-        let coord = s.nodes[self.coord.0 as usize]
-            .coordinator()
-            .ok_or("the node at coord/0 shows no lease coordinator")?;
         let judge = &s.judge;
-        let holder = coord
-            .lease(KEY)
-            .filter(|l| (now_ns as i64) < l.expires_wall_ns)
-            .map(|l| judge.generation(l.owner, l.token));
+        let lease = self.lease_at(s, now_ns)?;
+        let holder = lease.map(|(owner, token)| judge.generation(owner, token));
         if holder == Some(0) {
             return Err("the live lease is no grant the coordinator sent".into());
         }
@@ -438,6 +507,7 @@ impl Abstraction {
             if holder == Some(generation) {
                 a.holder = slot as u8;
             }
+            let token = if self.tokens { token } else { 0 };
             a.clients[self.slot(slot)?] = Client {
                 read: self.read_under(s, generation)?,
                 ..pending(generation, token, 0)?
@@ -571,7 +641,7 @@ impl Abstraction {
         for (op, token, stage) in ops {
             let read = self.read_of_write(s, store, op, token)?;
             // A conditional write's token is the version it names, not a grant's.
-            let token = if self.condition.is_some() {
+            let token = if self.condition.is_some() || !self.tokens {
                 None
             } else {
                 token

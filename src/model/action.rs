@@ -56,6 +56,11 @@ pub enum Outcome {
         read: u8,
         current: u8,
     },
+    /// store-lock: applied and committed, its grant holding the lease; the commit frees it.
+    Committed,
+    /// store-lock: refused, its grant no longer holding the lease (expired, released,
+    /// committed or superseded).
+    GrantEnded,
 }
 
 /// An action with the values it produced, for timelines and scripted scenarios.
@@ -193,6 +198,12 @@ pub fn describe(event: &Event, new_violations: u8) -> String {
                 "resource rejects client {client}'s write of generation {generation} (it read {}, now {})",
                 value_name(read),
                 value_name(current)
+            ),
+            Outcome::Committed => format!(
+                "resource commits client {client}'s write of generation {generation} (its grant holds the lease) and frees the lease"
+            ),
+            Outcome::GrantEnded => format!(
+                "resource rejects client {client}'s write of generation {generation} (its grant no longer holds the lease)"
             ),
         },
         Event::WriteCommitted { client, generation, token, fence_before } => format!(

@@ -29,6 +29,12 @@
 //!   version is still current (If-Match on the object generation, memcached's `cas`), else
 //!   rejects it. As in the history checker, an older generation's write whose condition held
 //!   is not stale: it overwrote exactly the value it read.
+//! - `store-lock`: no coordinator; the store owns the lease and the data (single-db's row
+//!   lock). Grants carry no ordered token (a transaction id only names its grant); a read or
+//!   write is served only if its grant still holds the lease, and `DeliverWrite` of the live
+//!   grant's write (UPDATE + COMMIT) applies it and frees the lease in one step. While a lease
+//!   is live its grant is the latest one (a grant needs the lease free), so "still holds" is
+//!   `holder != NO_HOLDER && gen == grants`.
 //!
 //! Violating states are terminal (no successors) for the properties in `terminal_mask`, so
 //! every discovery path ends at its first violation.
@@ -44,6 +50,10 @@ pub const PROPERTY_STALE_ATTEMPT: &str = "stale_attempt_reaches_resource";
 /// rejection, is enabled at once (the conditional model has no terminal state while safe), so
 /// reaching this witnesses that the condition refuses a write.
 pub const PROPERTY_CONDITION_FAILS: &str = "condition_fails_at_resource";
+/// Store-lock: a write whose grant no longer holds the lease is in flight. Its delivery, a
+/// refusal, is enabled at once, so reaching this witnesses that the store refuses a write
+/// under an ended grant.
+pub const PROPERTY_GRANT_ENDED: &str = "ended_grant_refused_at_resource";
 
 #[derive(Clone, Debug)]
 pub struct LockModel {
@@ -102,6 +112,9 @@ impl LockModel {
         let mut witnesses = vec![PROPERTY_WRITE_ACCEPTED, PROPERTY_STALE_ATTEMPT];
         if self.bounds.protocol.writes_are_conditional() {
             witnesses.push(PROPERTY_CONDITION_FAILS);
+        }
+        if self.bounds.protocol.store_is_lock() {
+            witnesses.push(PROPERTY_GRANT_ENDED);
         }
         witnesses
     }
@@ -198,7 +211,7 @@ impl LockModel {
             return None;
         }
         let token = match b.protocol {
-            Protocol::NoFence | Protocol::ConditionalWrite => 0,
+            Protocol::NoFence | Protocol::ConditionalWrite | Protocol::StoreLock => 0,
             Protocol::FencedCas | Protocol::FencedCheckThenWrite => s.grants + 1,
             Protocol::IncrBesideLease => {
                 n.counter = s.counter + 1;
@@ -258,7 +271,8 @@ impl LockModel {
         if !b.reads || slot.is_idle() || slot.read != 0 {
             return None;
         }
-        let rejected = b.fence_reads && slot.token < s.fence;
+        let rejected = (b.fence_reads && slot.token < s.fence)
+            || (b.protocol.store_is_lock() && !holds_lease(s, slot.gen));
         if rejected {
             // The resource refuses a superseded reader, so this grant can do nothing.
             n.clients[client as usize] = Client {
@@ -331,6 +345,12 @@ impl LockModel {
                 read: w.read - 1,
                 current: s.value,
             },
+            Protocol::StoreLock if holds_lease(s, w.gen) => {
+                self.accept(n, &w);
+                n.holder = NO_HOLDER; // COMMIT releases the row lock
+                Outcome::Committed
+            }
+            Protocol::StoreLock => Outcome::GrantEnded,
             _ if w.token < s.fence => Outcome::Rejected,
             Protocol::FencedCheckThenWrite => Outcome::CheckPassed,
             _ => {
@@ -461,6 +481,12 @@ impl LockModel {
     }
 }
 
+/// Store-lock: whether generation `gen`'s grant still holds the lease (a live lease is
+/// always the latest grant's).
+fn holds_lease(s: &State, gen: u8) -> bool {
+    s.holder != NO_HOLDER && gen == s.grants
+}
+
 fn violated(s: &State, v: Violation) -> bool {
     s.violations & v.bit() != 0
 }
@@ -571,6 +597,11 @@ impl Model for LockModel {
                 PROPERTY_CONDITION_FAILS,
                 |_, s: &State| s.writes_in_flight().any(|w| w.read != s.value + 1),
             ));
+        }
+        if self.bounds.protocol.store_is_lock() {
+            properties.push(Property::sometimes(PROPERTY_GRANT_ENDED, |_, s: &State| {
+                s.writes_in_flight().any(|w| !holds_lease(s, w.gen))
+            }));
         }
         properties
     }

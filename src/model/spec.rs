@@ -41,6 +41,9 @@ pub enum Protocol {
     /// TTL lease, no token; each write carries the version its read returned and the store
     /// applies it only if that version is still current (If-Match, `gets`/`cas`).
     ConditionalWrite,
+    /// No coordinator: the store owns the lock and the data (a row lock). It applies a write
+    /// only if the write's grant still holds the lease, and that commit frees the lock.
+    StoreLock,
 }
 
 impl Protocol {
@@ -53,6 +56,7 @@ impl Protocol {
             Protocol::ConsensusGeneration => "consensus-generation",
             Protocol::ZkSequential => "zk-sequential",
             Protocol::ConditionalWrite => "conditional-write",
+            Protocol::StoreLock => "store-lock",
         }
     }
 
@@ -83,6 +87,12 @@ impl Protocol {
     /// if that version is current: the model then needs reads (`reads = true`).
     pub fn writes_are_conditional(self) -> bool {
         self == Protocol::ConditionalWrite
+    }
+
+    /// Whether the store is the lock: it sees the live grant, refuses a read or write whose
+    /// grant no longer holds the lease, and a write's commit ends the lease.
+    pub fn store_is_lock(self) -> bool {
+        self == Protocol::StoreLock
     }
 
     /// Whether the token source is designed to be strictly increasing in issue order; the model
@@ -574,6 +584,7 @@ pub fn simulator_protocol(protocol: Protocol) -> Option<ProtocolKind> {
         Protocol::ConsensusGeneration => Some(ProtocolKind::ConsensusGeneration),
         Protocol::ZkSequential => Some(ProtocolKind::ZkSequential),
         Protocol::ConditionalWrite => Some(ProtocolKind::ObjectStoreCas),
+        Protocol::StoreLock => Some(ProtocolKind::SingleDb),
     }
 }
 

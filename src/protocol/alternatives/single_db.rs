@@ -124,6 +124,15 @@ impl Db {
         }
     }
 
+    /// `key`'s row as the refinement mapping reads it: its value and the
+    /// transaction holding its lock (one past its deadline included: the
+    /// database drops it only when a request next touches the row).
+    pub fn row(&self, key: Key) -> (OpId, Option<Txn>) {
+        self.rows
+            .get(&key)
+            .map_or((OpId::INITIAL, None), |r| (OpId(r.value), r.locked_by))
+    }
+
     /// `txns u64 ++ (key u16, value u64)*`: row locks are volatile — a
     /// restarted database has aborted every open transaction.
     fn persist(&self, fx: &mut Vec<Effect>) {

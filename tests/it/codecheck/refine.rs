@@ -57,11 +57,12 @@ fn one_loss() -> Bounds {
 
 #[test]
 fn every_protocol_the_code_checker_drives_refines_its_model_at_small_bounds() {
-    // Replicated coordinators, the lock servers but zk-sequential, stores
-    // that are their own lock and effect sinks have no mapping (refused
+    // Replicated coordinators, the lock servers but zk-sequential,
+    // queue-claim's job queue and effect sinks have no mapping (refused
     // with the reason, below). Conditional writes (object-store-cas,
-    // cache-lease) refine the conditional-write model. A lock server runs
-    // at its own defaults (2 in flight, 12 ms: zk-sequential 1.5 s).
+    // cache-lease) refine the conditional-write model; single-db, whose
+    // store is its lock, the store-lock model. A lock server runs at its
+    // own defaults (2 in flight, 12 ms: zk-sequential 1.5 s).
     for id in supported() {
         let kind = ProtocolKind::from_id(id).expect("a catalogue id");
         if is_replicated(kind) || model_of(kind).is_err() {
@@ -274,6 +275,23 @@ fn bounds_the_mapping_is_not_exact_at_are_refused_with_the_reason() {
     };
     let err = refused(ProtocolKind::FencedCheckThenWrite, crashing);
     assert!(err.contains("checked"), "{err}");
+    let jumping = Bounds {
+        jumps: 1,
+        ..super::small()
+    };
+    let err = refused(ProtocolKind::SingleDb, jumping);
+    assert!(
+        err.contains("single-db") && err.contains("revives a transaction"),
+        "{err}"
+    );
+    // Mapped, the lease coordinator's clock jumping back 11 ms at 10 ms
+    // made the lease that ran out at 10 ms live again (step 7), which no
+    // model step does.
+    let err = refused(ProtocolKind::FencedCas, jumping);
+    assert!(
+        err.contains("fenced-cas") && err.contains("revives a lease record"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -321,7 +339,7 @@ fn each_driven_protocol_maps_to_the_model_the_models_name_for_it_or_says_why() {
             continue;
         }
         let no_model = match kind {
-            ProtocolKind::SingleDb | ProtocolKind::QueueClaim => Some("the store is the lock"),
+            ProtocolKind::QueueClaim => Some("the store is the lock"),
             ProtocolKind::EffectNaive
             | ProtocolKind::EffectIdempotencyKey
             | ProtocolKind::EffectOutbox => Some("effect sink"),
@@ -351,6 +369,23 @@ fn each_driven_protocol_maps_to_the_model_the_models_name_for_it_or_says_why() {
         assert_eq!(of.protocol, Protocol::ConditionalWrite, "{}", kind.id());
         assert_eq!(of.spec, "models/conditional-write.toml");
     }
+    let db = model_of(ProtocolKind::SingleDb).expect("the store-lock model");
+    assert_eq!(db.protocol, Protocol::StoreLock);
+    assert_eq!(db.spec, "models/store-lock.toml");
+    assert_eq!(
+        simulator_protocol(db.protocol),
+        Some(ProtocolKind::SingleDb)
+    );
+}
+
+#[test]
+fn single_db_refines_the_store_lock_model_with_a_lost_message_too() {
+    // A lost answer leaves a transaction its worker never uses: it idles
+    // out (the model's Expire) or its write is refused.
+    let (_, r) = refine_protocol(ProtocolKind::SingleDb, one_loss()).expect("mapped");
+    assert!(passes(&r), "{:?}", r.divergence);
+    let [_, expire, _, deliver, ..] = r.counts.by_action;
+    assert!(expire > 0 && deliver > 0, "{:?}", r.counts);
 }
 
 #[test]

@@ -69,6 +69,7 @@ fn safe_models_explore_exactly_their_pinned_number_of_states() {
         ("consensus-generation", 154_827),
         ("fenced-cas", 11_193),
         ("fenced-cas-fence-reads", 24_135),
+        ("store-lock", 35_399),
         ("zk-sequential", 76_813),
     ];
     for (name, unique_states) in pinned {
@@ -193,15 +194,79 @@ fn an_older_holders_conditional_write_on_the_value_it_read_is_applied_and_not_st
 
 #[test]
 fn the_conditional_write_model_without_its_condition_loses_updates_and_writes_stale() {
+    assert_its_no_fence_twin_writes_stale_and_loses_updates("conditional-write");
+}
+
+/// The bundled model `name` at the same bounds as `no-fence` (its check
+/// dropped) finds stale_write and lost_update.
+fn assert_its_no_fence_twin_writes_stale_and_loses_updates(name: &str) {
     let _heavy = crate::common::heavy();
-    let mut twin = spec("conditional-write");
+    let mut twin = spec(name);
     twin.bounds.protocol = fencesim::model::Protocol::NoFence;
     let report = check(&twin, &options());
-    assert_eq!(report.verdict, Verdict::Unsafe);
+    assert_eq!(report.verdict, Verdict::Unsafe, "{name}");
     assert_eq!(
         report.violations(),
         vec![Violation::StaleWrite, Violation::LostUpdate]
     );
+}
+
+#[test]
+fn a_store_lock_write_whose_grant_expired_is_refused_and_a_live_one_commits_and_frees_the_lease() {
+    let mut bounds = spec("store-lock").bounds;
+    bounds.symmetry = false;
+    let model = LockModel::new(bounds);
+    let granted = [
+        Acquire {
+            client: 0,
+            quorum: 0,
+        },
+        Read { client: 0 },
+        SendWrite { client: 0 },
+    ];
+    let mut expired = granted.to_vec();
+    expired.extend([Expire, DeliverWrite { gen: 1 }]);
+    let (event, state) = walk(&model, &expired);
+    assert!(
+        matches!(
+            event,
+            Event::WriteDelivered {
+                generation: 1,
+                outcome: Outcome::GrantEnded,
+                ..
+            }
+        ),
+        "{event:?}"
+    );
+    assert_eq!((state.value, state.accepted_gen_max), (0, 0));
+    let mut live = granted.to_vec();
+    live.push(DeliverWrite { gen: 1 });
+    let (event, state) = walk(&model, &live);
+    assert!(
+        matches!(
+            event,
+            Event::WriteDelivered {
+                outcome: Outcome::Committed,
+                ..
+            }
+        ),
+        "{event:?}"
+    );
+    assert_eq!(state.value, 1);
+    assert_eq!(
+        state.holder,
+        fencesim::model::state::NO_HOLDER,
+        "COMMIT frees the lock"
+    );
+    // Without the store's check (no-fence) the expired grant's write lands.
+    bounds.protocol = fencesim::model::Protocol::NoFence;
+    let (_, unchecked) = walk(&LockModel::new(bounds), &expired);
+    assert_eq!(unchecked.value, 1);
+}
+
+#[test]
+fn the_store_lock_model_without_the_stores_check_loses_updates_and_writes_stale() {
+    assert_its_no_fence_twin_writes_stale_and_loses_updates("store-lock");
 }
 
 fn shortest(name: &str, violation: Violation) -> Vec<Action> {

@@ -156,6 +156,7 @@ fn model_checker_and_simulator_agree_on_every_protocol_both_cover() {
             &[ProtocolKind::ObjectStoreCas, ProtocolKind::CacheLease],
             false,
         ),
+        ("store-lock", &[ProtocolKind::SingleDb], false),
     ];
     let scenarios: Vec<scenario::Scenario> = toml_files(&root().join("scenarios"))
         .iter()
