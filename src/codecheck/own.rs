@@ -67,6 +67,12 @@ impl<T: StoreView> Inspect for Own<T> {
             Own::Mine(_) => None,
         }
     }
+    fn db(&self) -> Option<&crate::protocol::single_db::Db> {
+        match self {
+            Own::Builtin(n) => n.db(),
+            Own::Mine(_) => None,
+        }
+    }
     fn store(&self) -> Option<&dyn StoreView> {
         match self {
             Own::Builtin(n) => n.store(),
