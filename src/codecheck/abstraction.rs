@@ -21,8 +21,9 @@
 //! - `holder`: the coordinator's lease record for key 0 (single-db: the
 //!   row's transaction, on the database's own wall clock; the store-lock
 //!   model's grants carry no ordered token, so its ids are not compared)
-//!   while the instant is before its expiry on the server's wall clock (a record past its
-//!   expiry is expired even before the server drops it): the slot of its
+//!   while the clock of the node that keeps it reads before its expiry
+//!   (that node's wall clock, drift included; a record past its expiry
+//!   is expired even before the server drops it): the slot of its
 //!   grant, or an idle slot once that grant's write was sent (the model
 //!   forgets a client's grant at `SendWrite`, not its lease);
 //! - `writes`: each write sent that the resource was not handed yet — in
