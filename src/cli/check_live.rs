@@ -123,14 +123,7 @@ fn with_holding_pauses(
     if h.bounds.pause_holds || h.bounds.pauses == 0 {
         return None;
     }
-    let holding = Harness {
-        bounds: crate::codecheck::Bounds {
-            pause_holds: true,
-            ..h.bounds
-        },
-        topology: h.topology.clone(),
-        factory: h.factory,
-    };
+    let holding = h.with_pause_holds();
     let out = crate::codecheck::check(&holding);
     let d = out
         .counterexample

@@ -64,14 +64,13 @@ use crate::model::state::{
     Client, State as Model, Write, CLIENTS_CAP, GRANTS_CAP, NO_HOLDER, STAGE_CHECKED,
     STAGE_IN_FLIGHT,
 };
-use crate::model::{Action as ModelAction, Bounds as ModelBounds, LockModel, Protocol};
+use crate::model::{Bounds as ModelBounds, LockModel, Protocol};
 use crate::protocol::cache_lease::CasCache;
 use crate::protocol::coordinator::Coordinator;
 use crate::protocol::resource::Resource;
 use crate::protocol::single_db::Db;
 use crate::protocol::zookeeper::ZkServer;
 use crate::protocol::{Key, NodeId, OpId, ProtocolKind, Server, Token};
-use stateright::Model as _;
 
 /// What the mapping reads of a node: the lease server and the resource
 /// are the nodes whose structs hold model state (a worker's is all in the
@@ -580,33 +579,12 @@ impl Abstraction {
         Ok(())
     }
 
-    /// zk-sequential: the model steps, each the end of one session
-    /// (`Expire` for the holder's node, `DeleteNode` for a waiter's), that
-    /// lead from `a` to `target` — one server step that ends several
-    /// sessions whose deadlines fall at one instant (ZooKeeper expires
-    /// them one by one); None if there are none (or elsewhere).
-    pub fn session_ends(&self, a: &Model, target: &Model) -> Option<Vec<ModelAction>> {
-        if !self.znodes || self.model.bounds.protocol != Protocol::ZkSequential {
-            return None;
-        }
-        let mut actions = Vec::new();
-        self.model.actions(a, &mut actions);
-        for action in actions {
-            if !matches!(action, ModelAction::Expire | ModelAction::DeleteNode { .. }) {
-                continue;
-            }
-            let Some(next) = self.model.next_state(a, action) else {
-                continue;
-            };
-            if self.project(&next) == self.project(target) {
-                return Some(vec![action]);
-            }
-            if let Some(mut rest) = self.session_ends(&next, target) {
-                rest.insert(0, action);
-                return Some(rest);
-            }
-        }
-        None
+    /// zk-sequential: one server step may end several sessions whose
+    /// deadlines fall at one instant (ZooKeeper expires them one by one),
+    /// so such a step is matched by a chain of session ends (`Expire` for
+    /// the holder's node, `DeleteNode` for a waiter's).
+    pub fn ends_sessions_at_once(&self) -> bool {
+        self.znodes && self.model.bounds.protocol == Protocol::ZkSequential
     }
 
     fn slot(&self, i: usize) -> Result<usize, String> {

@@ -139,6 +139,19 @@ impl<N: Node + Clone + Hash + Eq> Harness<N> {
         }
     }
 
+    /// The same nodes and bounds with the simulator's pause: a paused
+    /// worker holds what reaches it ([`Bounds::pause_holds`]).
+    pub fn with_pause_holds(&self) -> Harness<N> {
+        Harness {
+            topology: self.topology.clone(),
+            factory: self.factory,
+            bounds: Bounds {
+                pause_holds: true,
+                ..self.bounds
+            },
+        }
+    }
+
     /// Every node booted at time 0, the coordinator promoted.
     pub fn initial(&self) -> State<N> {
         self.initial_logged(None)

@@ -26,7 +26,7 @@ use super::search::{explore, explore_shortest, timed, Observer, Outcome};
 use super::state::State;
 use super::topology::{Builtin, Options, Topology, MS};
 use crate::model::action::UNKNOWN_CLIENT;
-use crate::model::state::{State as Model, NO_HOLDER};
+use crate::model::state::{State as Model, CLIENTS_CAP, NO_HOLDER};
 use crate::model::Action as ModelAction;
 use crate::protocol::{Node, ProtocolKind};
 
@@ -311,11 +311,16 @@ impl Checker<'_> {
                 return Ok(true);
             }
         }
-        if let Some(ends) = abs.session_ends(a, b) {
-            ends.into_iter().for_each(|action| self.counts.note(action));
-            return Ok(true);
+        let session_end =
+            |x: ModelAction| matches!(x, ModelAction::Expire | ModelAction::DeleteNode { .. });
+        if abs.ends_sessions_at_once() {
+            // At most one session per model slot ends.
+            if let Some(ends) = chain_to(abs, a, &target, CLIENTS_CAP, session_end) {
+                ends.into_iter().for_each(|action| self.counts.note(action));
+                return Ok(true);
+            }
         }
-        if let Some(chain) = chain_to(abs, a, &target, chain_len) {
+        if let Some(chain) = chain_to(abs, a, &target, chain_len, |_| true) {
             self.counts.chains += 1;
             chain
                 .into_iter()
@@ -349,9 +354,16 @@ fn chain_len<N>(from: &State<N>, action: Action) -> usize {
     }
 }
 
-/// A shortest chain of 2 to `len` model actions from `a` to a state whose
-/// projection is `target` (breadth-first, each model state once), if any.
-fn chain_to(abs: &Abstraction, a: &Model, target: &Model, len: usize) -> Option<Vec<ModelAction>> {
+/// A shortest chain of at most `len` model actions, each one `allowed`,
+/// from `a` to a state whose projection is `target` (breadth-first, each
+/// model state once), if any.
+fn chain_to(
+    abs: &Abstraction,
+    a: &Model,
+    target: &Model,
+    len: usize,
+    allowed: impl Fn(ModelAction) -> bool,
+) -> Option<Vec<ModelAction>> {
     let mut level: Vec<(Model, Vec<ModelAction>)> = vec![(*a, Vec::new())];
     let mut seen = std::collections::HashSet::from([abs.project(a)]);
     let mut actions = Vec::new();
@@ -360,7 +372,7 @@ fn chain_to(abs: &Abstraction, a: &Model, target: &Model, len: usize) -> Option<
         for (state, chain) in &level {
             actions.clear();
             abs.model.actions(state, &mut actions);
-            for &action in &actions {
+            for &action in actions.iter().filter(|&&x| allowed(x)) {
                 let Some(next) = abs.model.next_state(state, action) else {
                     continue;
                 };
@@ -570,9 +582,9 @@ mod tests {
             .find_map(|&a| abs.model.next_state(&granted, a).map(|n| (a, n)))
             .expect("the holder can send its write");
         let target = abs.project(&sent);
-        assert_eq!(chain_to(&abs, &start, &target, 1), None);
+        assert_eq!(chain_to(&abs, &start, &target, 1, |_| true), None);
         assert_eq!(
-            chain_to(&abs, &start, &target, 2),
+            chain_to(&abs, &start, &target, 2, |_| true),
             Some(vec![acquire, send])
         );
         let mut checker = Checker {

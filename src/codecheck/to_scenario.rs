@@ -1114,14 +1114,7 @@ fn with_holding_pauses<N: Node + Clone + Hash + Eq>(
     c: &Counterexample,
     accept: &mut dyn FnMut(&str) -> bool,
 ) -> Result<String, String> {
-    let holding = Harness {
-        topology: h.topology.clone(),
-        factory: h.factory,
-        bounds: super::bounds::Bounds {
-            pause_holds: true,
-            ..h.bounds
-        },
-    };
+    let holding = h.with_pause_holds();
     // The proof's DFS, then its shortest path (by bisection where the
     // BFS's levels outgrow their bound), as `check --code --pause-holds`.
     let out = super::search::check(&holding);
