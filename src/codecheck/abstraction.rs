@@ -46,6 +46,11 @@
 //!   the fence: they can only be rejected, which changes nothing — the
 //!   model's own exact reduction (`forget_dead_data`).
 //!
+//! queue-claim's store is its lock: the lease is the head job's claim, on
+//! the queue's own wall clock as single-db's transaction; `job_from`
+//! counts the grants (deliveries, in issue order) of jobs before the head
+//! job and `job_done` is whether the head job has a result (`map_jobs`).
+//!
 //! zk-sequential has no lease coordinator: its lease is read from the
 //! ZooKeeper server's znodes and the workers' decisions (`map_znodes`): a
 //! slot per live node and per decision not yet written under, `counter` the
@@ -67,8 +72,9 @@ use crate::model::state::{
 use crate::model::{Bounds as ModelBounds, LockModel, Protocol};
 use crate::protocol::cache_lease::CasCache;
 use crate::protocol::coordinator::Coordinator;
+use crate::protocol::queue_claim::Queue;
 use crate::protocol::resource::Resource;
-use crate::protocol::single_db::Db;
+use crate::protocol::single_db::{Db, Txn};
 use crate::protocol::zookeeper::ZkServer;
 use crate::protocol::{Key, NodeId, OpId, ProtocolKind, Server, Token};
 
@@ -94,6 +100,31 @@ pub trait Inspect {
     /// single-db's database at `resource/0`: the lock and the data.
     fn db(&self) -> Option<&Db> {
         None
+    }
+    /// queue-claim's job queue at `resource/0`: the claims and the results
+    /// (the shipped [`Queue`], or a test's copy of it).
+    fn queue(&self) -> Option<&dyn QueueView> {
+        None
+    }
+}
+
+/// What the mapping reads of a job queue (queue-claim): the head job of a
+/// key and the job each delivery delivered.
+pub trait QueueView {
+    /// `key`'s head job: its id, whether it has a result, the last result
+    /// recorded (the value a read returns) and its claim, one past its
+    /// visibility timeout included.
+    fn head(&self, key: Key) -> (u64, bool, OpId, Option<Txn>);
+    /// The job delivery number `delivery` delivered, if the queue made it.
+    fn job_of(&self, delivery: u64) -> Option<u64>;
+}
+
+impl QueueView for Queue {
+    fn head(&self, key: Key) -> (u64, bool, OpId, Option<Txn>) {
+        Queue::head(self, key)
+    }
+    fn job_of(&self, delivery: u64) -> Option<u64> {
+        Queue::job_of(self, delivery)
     }
 }
 
@@ -148,6 +179,12 @@ impl Inspect for Builtin {
     fn db(&self) -> Option<&Db> {
         match self {
             Builtin::Db(d) => Some(d),
+            _ => None,
+        }
+    }
+    fn queue(&self) -> Option<&dyn QueueView> {
+        match self {
+            Builtin::Queue(q) => Some(q),
             _ => None,
         }
     }
@@ -253,9 +290,10 @@ pub fn model_of(kind: ProtocolKind) -> Result<ModelOf, String> {
             "models/store-lock.toml",
             None,
         ),
-        ProtocolKind::QueueClaim => Err(
-            "queue-claim: no refinement mapping: the store is the lock — a claim (a delivery of the head job, its number the token) is the grant; a result is kept iff it is the first for the head job, whether or not its claim is still live, and the next job is handed out only once the head job has a result and was deleted. The models have one document every grant writes and no jobs: a result refused because its job was already done and deleted, though it read the current value (what the conditional-write model would accept), or a new job's delivery, have no model step"
-                .into(),
+        ProtocolKind::QueueClaim => of(
+            Protocol::QueueClaim,
+            "models/queue-claim.toml",
+            None,
         ),
         ProtocolKind::ObjectStoreCas => of(
             Protocol::ConditionalWrite,
@@ -319,9 +357,11 @@ impl Abstraction {
     /// below it, or accepted again at its own token, the value already its
     /// own), so copies are mapped for fenced-cas, zk-sequential (whose
     /// resource fences atomically too; a copy of one of its ZooKeeper
-    /// requests is answered again and changes no znode) and single-db
+    /// requests is answered again and changes no znode), single-db
     /// (where the store is the lock: the copy of a committed write finds
-    /// the lock freed and is refused).
+    /// the lock freed and is refused) and queue-claim (a copy of a result
+    /// finds its job with a result, or deleted, and is refused; a copy of
+    /// a release finds its claim gone).
     pub fn new(topology: &Topology, bounds: &Bounds) -> Result<Abstraction, String> {
         let kind = topology.protocol.kind;
         let of = model_for(kind, topology.protocol.fence)?;
@@ -330,7 +370,10 @@ impl Abstraction {
         if copies
             && !matches!(
                 of.protocol,
-                Protocol::FencedCas | Protocol::ZkSequential | Protocol::StoreLock
+                Protocol::FencedCas
+                    | Protocol::ZkSequential
+                    | Protocol::StoreLock
+                    | Protocol::QueueClaim
             )
         {
             return Err(format!(
@@ -351,6 +394,11 @@ impl Abstraction {
         if bounds.jumps > 0 && of.protocol.store_is_lock() {
             return Err(format!(
                 "{id}: no refinement with wall-clock jumps: a backward jump of the database's clock revives a transaction that idled past its timeout but was not aborted yet (the database aborts it when a request next touches the row), and the model's lease never comes back once it expired"
+            ));
+        }
+        if bounds.jumps > 0 && of.protocol.has_jobs() {
+            return Err(format!(
+                "{id}: no refinement with wall-clock jumps: a backward jump of the queue's clock makes a claim that ran past its visibility timeout but was not dropped yet (the queue drops it when a request next touches the group) live again, and the model's claim never comes back once it expired"
             ));
         }
         if bounds.jumps > 0 && kind != ProtocolKind::ZkSequential {
@@ -427,6 +475,9 @@ impl Abstraction {
         } else {
             self.map_lease(s, now_ns, &mut a)?;
         }
+        if let Some(queue) = s.nodes[self.resource.0 as usize].queue() {
+            map_jobs(s, queue, &mut a)?;
+        }
         self.map_writes(s, &s.nodes[self.resource.0 as usize], &mut a)?;
         a.fence = small(fence.0, "the fence")?;
         a.value = version(s, value.0)?;
@@ -448,6 +499,9 @@ impl Abstraction {
         if let Some(db) = store.db() {
             return Ok((db.row(KEY).0, Token(0)));
         }
+        if let Some(queue) = store.queue() {
+            return Ok((queue.head(KEY).2, Token(0)));
+        }
         match (store.store(), store.cache()) {
             (Some(r), _) => Ok(r.row(KEY)),
             (None, Some(c)) => Ok((c.entry(KEY), Token(0))),
@@ -456,22 +510,28 @@ impl Abstraction {
     }
 
     /// The lease live at `now_ns`, as (owner, token): the coordinator's
-    /// record, or where the store is the lock (single-db) the row's
-    /// transaction. Each is live while the clock of the node that keeps
-    /// it (drift and jumps included: the deadline is on that node's wall
-    /// clock) reads before its deadline — a record past it is expired even
-    /// before its node drops it.
+    /// record, or where the store is the lock the row's transaction
+    /// (single-db) or the head job's claim (queue-claim). Each is live
+    /// while the clock of the node that keeps it (drift and jumps
+    /// included: the deadline is on that node's wall clock) reads before
+    /// its deadline — a record past it is expired even before its node
+    /// drops it.
     fn lease_at<N: Inspect>(
         &self,
         s: &State<N>,
         now_ns: u64,
     ) -> Result<Option<(u64, Option<Token>)>, String> {
-        if let Some(db) = s.nodes[self.resource.0 as usize].db() {
-            let db_wall_ns = s.clock(self.resource).read(now_ns).wall_ns;
-            return Ok(db
-                .row(KEY)
-                .1
-                .filter(|t| db_wall_ns < t.deadline_wall_ns)
+        let store = &s.nodes[self.resource.0 as usize];
+        // Where the store is the lock: the row's transaction, the head job's claim.
+        let held = match (store.db(), store.queue()) {
+            (Some(db), _) => Some(db.row(KEY).1),
+            (None, Some(queue)) => Some(queue.head(KEY).3),
+            (None, None) => None,
+        };
+        if let Some(held) = held {
+            let store_wall_ns = s.clock(self.resource).read(now_ns).wall_ns;
+            return Ok(held
+                .filter(|t| store_wall_ns < t.deadline_wall_ns)
                 .map(|t| (t.owner, Some(Token(t.id)))));
         }
         let coord = s.nodes[self.coord.0 as usize]
@@ -719,6 +779,31 @@ impl Abstraction {
         }
         p
     }
+}
+
+/// queue-claim: `job_from`, the grants issued before the head job's first
+/// delivery (each grant's token is its delivery number, and deliveries are
+/// of the head job in issue order), and `job_done`, whether the head job
+/// has a result.
+fn map_jobs<N>(s: &State<N>, queue: &dyn QueueView, a: &mut Model) -> Result<(), String> {
+    let (head, done, _, _) = queue.head(KEY);
+    let mut from = 0;
+    for (i, &(_, delivery)) in s.judge.issued().iter().enumerate() {
+        let job = queue
+            .job_of(delivery)
+            .ok_or(format!("grant {delivery} is no delivery the queue made"))?;
+        if job < head && from < i as u64 {
+            return Err(format!(
+                "delivery {delivery} of job {job} was handed out after a delivery of a later job"
+            ));
+        }
+        if job < head {
+            from += 1;
+        }
+    }
+    a.job_from = small(from, "a generation")?;
+    a.job_done = done;
+    Ok(())
 }
 
 /// The model's name of a value: the generation of the op whose write

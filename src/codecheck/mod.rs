@@ -37,7 +37,7 @@ pub mod state;
 pub mod to_scenario;
 pub mod topology;
 
-pub use abstraction::{model_for, model_of, Abstraction, Inspect, ModelOf, StoreView};
+pub use abstraction::{model_for, model_of, Abstraction, Inspect, ModelOf, QueueView, StoreView};
 pub use bounds::{Bounds, MAX_STATES_DEFAULT};
 pub use harness::{Action, Harness};
 pub use judge::Finding;

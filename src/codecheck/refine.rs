@@ -430,7 +430,7 @@ fn closest(abs: &Abstraction, a: &Model, target: &Model, actions: &[ModelAction]
 
 /// `field: model …, code …` for each field of the two states that differs.
 fn differences(model: &Model, code: &Model) -> Vec<String> {
-    let fields: [(&str, String, String); 11] = [
+    let fields: [(&str, String, String); 12] = [
         ("grants", show_clients(model), show_clients(code)),
         ("nodes", show_nodes(model), show_nodes(code)),
         (
@@ -462,6 +462,7 @@ fn differences(model: &Model, code: &Model) -> Vec<String> {
             code.accepted_gen_max.to_string(),
         ),
         ("violations", show_violations(model), show_violations(code)),
+        ("head job", show_job(model), show_job(code)),
     ];
     fields
         .into_iter()
@@ -478,8 +479,13 @@ pub fn summary(a: &Model) -> String {
     } else {
         format!(", nodes {} (last {})", show_nodes(a), a.counter)
     };
+    let jobs = if a.job_from == 0 && !a.job_done {
+        String::new()
+    } else {
+        format!(", head job {}", show_job(a))
+    };
     format!(
-        "{} grants issued (token max {}), pending {}{nodes}, holder {}, writes {}, fence {}, value of generation {}, accepted up to generation {}, violations {}",
+        "{} grants issued (token max {}), pending {}{nodes}{jobs}, holder {}, writes {}, fence {}, value of generation {}, accepted up to generation {}, violations {}",
         a.grants,
         a.token_max,
         show_clients(a),
@@ -536,6 +542,12 @@ fn show_writes(a: &Model) -> String {
         })
         .collect();
     format!("[{}]", writes.join(" "))
+}
+
+/// queue-claim: where the head job's deliveries start, and its result.
+fn show_job(a: &Model) -> String {
+    let result = if a.job_done { "a result" } else { "no result" };
+    format!("deliveries after generation {}, {result}", a.job_from)
 }
 
 fn show_violations(a: &Model) -> String {

@@ -34,6 +34,9 @@ pub enum Action {
     CommitWrite { gen: u8 },
     /// incr-beside-lease: the backup catches up with the primary's counter.
     Replicate,
+    /// queue-claim: the live claim's holder deletes the head job, which has a result
+    /// (`DeleteMessage`); the claim ends and the next job is the head.
+    DeleteJob,
     /// The coordinator fails over. consensus-generation: `uncommitted` voters first store the
     /// crashed leader's unfinished generation, then the new leader reads majority `quorum`.
     Failover { uncommitted: u8, quorum: u8 },
@@ -61,6 +64,10 @@ pub enum Outcome {
     /// store-lock: refused, its grant no longer holding the lease (expired, released,
     /// committed or superseded).
     GrantEnded,
+    /// queue-claim: kept, the first result for the head job (its claim live or not).
+    FirstResult,
+    /// queue-claim: refused, its job already having a result (or deleted).
+    JobDone,
 }
 
 /// An action with the values it produced, for timelines and scripted scenarios.
@@ -113,6 +120,9 @@ pub enum Event {
     },
     Replicated {
         counter: u8,
+    },
+    JobDeleted {
+        client: u8,
     },
     FailedOver {
         counter_before: u8,
@@ -205,11 +215,20 @@ pub fn describe(event: &Event, new_violations: u8) -> String {
             Outcome::GrantEnded => format!(
                 "resource rejects client {client}'s write of generation {generation} (its grant no longer holds the lease)"
             ),
+            Outcome::FirstResult => format!(
+                "queue keeps client {client}'s write of generation {generation} (the first result for the head job)"
+            ),
+            Outcome::JobDone => format!(
+                "queue refuses client {client}'s write of generation {generation} (its job already has a result)"
+            ),
         },
         Event::WriteCommitted { client, generation, token, fence_before } => format!(
             "resource writes client {client}'s checked write of generation {generation} and sets the fence to {token} (was {fence_before})"
         ),
         Event::Replicated { counter } => format!("backup replicates the counter (now {counter})"),
+        Event::JobDeleted { client } => format!(
+            "client {client} deletes the head job, which has a result: its claim ends and the next job is the head"
+        ),
         Event::FailedOver { counter_before, counter_after, quorum: 0, .. } => format!(
             "primary fails over: the backup is promoted with counter {counter_after} (the primary had {counter_before}); the lease is lost with it"
         ),

@@ -143,6 +143,9 @@ fn relabel_event(event: Event, real: impl Fn(u8) -> u8, client_of_gen: &[u8]) ->
             client: real(client),
             seq,
         },
+        Event::JobDeleted { client } => Event::JobDeleted {
+            client: real(client),
+        },
         Event::LeaseExpired { client } => Event::LeaseExpired {
             client: real(client),
         },

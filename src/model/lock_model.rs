@@ -35,6 +35,12 @@
 //!   grant's write (UPDATE + COMMIT) applies it and frees the lease in one step. While a lease
 //!   is live its grant is the latest one (a grant needs the lease free), so "still holds" is
 //!   `holder != NO_HOLDER && gen == grants`.
+//! - `queue-claim`: no coordinator; the store is a durable job queue (SQS). A grant is a claim,
+//!   a delivery of the head job (no ordered token: the delivery number only names it); the
+//!   claim is the lease. `DeliverWrite` keeps a result iff it is the first for the head job —
+//!   its generation is above `job_from` and `job_done` is unset — whether or not its claim is
+//!   still live, else refuses it; `DeleteJob` (the live claim's holder acks a job that has a
+//!   result) ends the claim and makes the next job the head. A job is done twice, stored once.
 //!
 //! Violating states are terminal (no successors) for the properties in `terminal_mask`, so
 //! every discovery path ends at its first violation.
@@ -54,12 +60,19 @@ pub const PROPERTY_CONDITION_FAILS: &str = "condition_fails_at_resource";
 /// refusal, is enabled at once, so reaching this witnesses that the store refuses a write
 /// under an ended grant.
 pub const PROPERTY_GRANT_ENDED: &str = "ended_grant_refused_at_resource";
+/// Queue-claim: a result for a job that already has one (or was deleted) is in flight. Its
+/// delivery, a refusal, is enabled at once, so reaching this witnesses that the queue refuses
+/// a second result.
+pub const PROPERTY_SECOND_RESULT: &str = "second_result_refused_at_queue";
 
 #[derive(Clone, Debug)]
 pub struct LockModel {
     pub bounds: Bounds,
     /// Violation bits that make a state terminal.
     pub terminal_mask: u8,
+    /// queue-claim's broken twin: every result for the head job is kept, the last one
+    /// overwriting (`ON CONFLICT DO UPDATE`), not only the first.
+    results_overwritten: bool,
     majorities: Vec<u8>,
     minorities: Vec<u8>,
 }
@@ -82,6 +95,7 @@ impl LockModel {
         LockModel {
             bounds,
             terminal_mask: u8::MAX,
+            results_overwritten: false,
             majorities,
             minorities,
         }
@@ -91,6 +105,13 @@ impl LockModel {
     /// incr-beside-lease must continue past the token regression that causes it.
     pub fn with_terminal(mut self, violations: &[Violation]) -> LockModel {
         self.terminal_mask = violations.iter().fold(0, |mask, v| mask | v.bit());
+        self
+    }
+
+    /// queue-claim without its "first result per job" rule: a result for the head job is
+    /// kept even if the job has one already (the twin its safe verdict is measured against).
+    pub fn with_results_overwritten(mut self) -> LockModel {
+        self.results_overwritten = true;
         self
     }
 
@@ -115,6 +136,9 @@ impl LockModel {
         }
         if self.bounds.protocol.store_is_lock() {
             witnesses.push(PROPERTY_GRANT_ENDED);
+        }
+        if self.bounds.protocol.has_jobs() {
+            witnesses.push(PROPERTY_SECOND_RESULT);
         }
         witnesses
     }
@@ -187,6 +211,15 @@ impl LockModel {
             Action::SendWrite { client } => self.send_write(s, &mut n, client)?,
             Action::DeliverWrite { gen } => self.deliver_write(s, &mut n, gen)?,
             Action::CommitWrite { gen } => self.commit_write(s, &mut n, gen)?,
+            Action::DeleteJob => {
+                if !b.protocol.has_jobs() || s.holder == NO_HOLDER || !s.job_done {
+                    return None;
+                }
+                n.holder = NO_HOLDER;
+                n.job_from = s.grants;
+                n.job_done = false;
+                Event::JobDeleted { client: s.holder }
+            }
             Action::Replicate => {
                 if b.protocol != Protocol::IncrBesideLease || s.backup >= s.counter {
                     return None;
@@ -211,7 +244,10 @@ impl LockModel {
             return None;
         }
         let token = match b.protocol {
-            Protocol::NoFence | Protocol::ConditionalWrite | Protocol::StoreLock => 0,
+            Protocol::NoFence
+            | Protocol::ConditionalWrite
+            | Protocol::StoreLock
+            | Protocol::QueueClaim => 0,
             Protocol::FencedCas | Protocol::FencedCheckThenWrite => s.grants + 1,
             Protocol::IncrBesideLease => {
                 n.counter = s.counter + 1;
@@ -351,6 +387,12 @@ impl LockModel {
                 Outcome::Committed
             }
             Protocol::StoreLock => Outcome::GrantEnded,
+            Protocol::QueueClaim if self.keeps_result(s, w.gen) => {
+                self.accept(n, &w);
+                n.job_done = true;
+                Outcome::FirstResult
+            }
+            Protocol::QueueClaim => Outcome::JobDone,
             _ if w.token < s.fence => Outcome::Rejected,
             Protocol::FencedCheckThenWrite => Outcome::CheckPassed,
             _ => {
@@ -441,6 +483,12 @@ impl LockModel {
         })
     }
 
+    /// Queue-claim: whether the queue keeps a result of generation `gen`: the first for the
+    /// head job, or (the broken twin) any for the head job.
+    fn keeps_result(&self, s: &State, gen: u8) -> bool {
+        first_result(s, gen) || (self.results_overwritten && gen > s.job_from)
+    }
+
     /// Resets what no future step can read, so that states differing only there are one
     /// state. Both rules are exact (the reachable behaviours and properties are unchanged).
     fn forget_dead_data(&self, n: &mut State) {
@@ -479,6 +527,11 @@ impl LockModel {
         n.accepted_gen_max = n.accepted_gen_max.max(w.gen);
         n.value = w.gen;
     }
+}
+
+/// Queue-claim: whether a result of generation `gen` is the first for the head job.
+fn first_result(s: &State, gen: u8) -> bool {
+    gen > s.job_from && !s.job_done
 }
 
 /// Store-lock: whether generation `gen`'s grant still holds the lease (a live lease is
@@ -550,6 +603,7 @@ impl Model for LockModel {
                     }
                 }
             }
+            Protocol::QueueClaim => actions.push(Action::DeleteJob),
             _ => {}
         }
         // Candidates only: `step` checks each guard and next_state returns None for a
@@ -602,6 +656,12 @@ impl Model for LockModel {
             properties.push(Property::sometimes(PROPERTY_GRANT_ENDED, |_, s: &State| {
                 s.writes_in_flight().any(|w| !holds_lease(s, w.gen))
             }));
+        }
+        if self.bounds.protocol.has_jobs() {
+            properties.push(Property::sometimes(
+                PROPERTY_SECOND_RESULT,
+                |_, s: &State| s.writes_in_flight().any(|w| !first_result(s, w.gen)),
+            ));
         }
         properties
     }

@@ -44,6 +44,10 @@ pub enum Protocol {
     /// No coordinator: the store owns the lock and the data (a row lock). It applies a write
     /// only if the write's grant still holds the lease, and that commit frees the lock.
     StoreLock,
+    /// A durable job queue (SQS): a grant is a claim, a delivery of the head job; a result is
+    /// kept iff it is the first for the head job (live claim or not), and the head job is
+    /// deleted, the next one handed out, only by a live claim once the job has a result.
+    QueueClaim,
 }
 
 impl Protocol {
@@ -57,6 +61,7 @@ impl Protocol {
             Protocol::ZkSequential => "zk-sequential",
             Protocol::ConditionalWrite => "conditional-write",
             Protocol::StoreLock => "store-lock",
+            Protocol::QueueClaim => "queue-claim",
         }
     }
 
@@ -93,6 +98,11 @@ impl Protocol {
     /// grant no longer holds the lease, and a write's commit ends the lease.
     pub fn store_is_lock(self) -> bool {
         self == Protocol::StoreLock
+    }
+
+    /// Whether grants are deliveries of jobs and the store keeps the first result per job.
+    pub fn has_jobs(self) -> bool {
+        self == Protocol::QueueClaim
     }
 
     /// Whether the token source is designed to be strictly increasing in issue order; the model
@@ -585,6 +595,7 @@ pub fn simulator_protocol(protocol: Protocol) -> Option<ProtocolKind> {
         Protocol::ZkSequential => Some(ProtocolKind::ZkSequential),
         Protocol::ConditionalWrite => Some(ProtocolKind::ObjectStoreCas),
         Protocol::StoreLock => Some(ProtocolKind::SingleDb),
+        Protocol::QueueClaim => Some(ProtocolKind::QueueClaim),
     }
 }
 

@@ -1,5 +1,5 @@
 //! The model state: one key's lease, its token source, the writes in flight and the fenced
-//! resource, as fixed arrays of small integers.
+//! resource (queue-claim: and the queue's head job), as fixed arrays of small integers.
 //!
 //! stateright 0.31 deduplicates states by a 64-bit hash of `Hash` alone, so the state is `Copy`,
 //! derives `Hash` over every field, and holds no history the future does not depend on: a
@@ -87,10 +87,15 @@ pub struct State {
     pub violations: u8,
     /// Sticky: a write of generation g reached the resource after a grant > g was issued.
     pub stale_attempt_seen: bool,
+    /// queue-claim: the grants issued before the head job's first delivery (a write of a
+    /// generation above it is a result for the head job; one at or below, for a deleted job).
+    pub job_from: u8,
+    /// queue-claim: the head job has a result.
+    pub job_done: bool,
 }
 
 /// Bytes in `State::encode`.
-pub const ENCODED_LEN: usize = CLIENTS_CAP * 4 + GRANTS_CAP * 4 + 9 + REPLICAS_CAP + 1;
+pub const ENCODED_LEN: usize = CLIENTS_CAP * 4 + GRANTS_CAP * 4 + 9 + REPLICAS_CAP + 2;
 
 impl std::hash::Hash for State {
     fn hash<H: std::hash::Hasher>(&self, hasher: &mut H) {
@@ -116,6 +121,8 @@ impl State {
             value,
             violations,
             stale_attempt_seen,
+            job_from,
+            job_done,
         } = self;
         let mut bytes = [0u8; ENCODED_LEN];
         let mut i = 0;
@@ -157,6 +164,8 @@ impl State {
         replicas.iter().copied().for_each(&mut put);
         put(*violations | ((*stale_attempt_seen as u8) << 7));
         assert!(*violations < 1 << 7);
+        put(*job_from | ((*job_done as u8) << 7));
+        assert!(*job_from < 1 << 7);
         bytes
     }
 
@@ -176,6 +185,8 @@ impl State {
             value: 0,
             violations: 0,
             stale_attempt_seen: false,
+            job_from: 0,
+            job_done: false,
         }
     }
 
@@ -298,6 +309,8 @@ mod tests {
         push(&|s| s.value = 1);
         push(&|s| s.violations = 1);
         push(&|s| s.stale_attempt_seen = true);
+        push(&|s| s.job_from = 1);
+        push(&|s| s.job_done = true);
         variants.push(base.encode());
         let count = variants.len();
         variants.sort();

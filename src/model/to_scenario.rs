@@ -267,6 +267,11 @@ fn who_does_what(protocol: Protocol, steps: &[Step]) -> Result<(Vec<Grant>, Vec<
             Event::Replicated { .. } => {
                 return unsupported("replication at a chosen moment is not scripted yet")
             }
+            Event::JobDeleted { .. } => {
+                return unsupported(
+                    "a queue's job deletion (the model's queue-claim is safe; its paths are not scripted)",
+                )
+            }
             Event::NodeCreated { .. } | Event::NodeDeleted { .. } => {
                 return unsupported(
                     "a zk-sequential node creation or deletion (the model's zk-sequential is safe; its paths are not scripted)",

@@ -63,6 +63,23 @@ impl Queue {
         }
     }
 
+    /// `key`'s head job as the refinement mapping reads it: its id, whether
+    /// it has a result, the last result recorded (the value a read returns)
+    /// and the current claim (one past its visibility timeout included: the
+    /// queue drops it only when a request next touches the group).
+    pub fn head(&self, key: Key) -> (u64, bool, OpId, Option<Txn>) {
+        self.groups
+            .get(&key)
+            .map_or((1, false, OpId::INITIAL, None), |g| {
+                (g.job, g.result.is_some(), OpId(g.value), g.claim)
+            })
+    }
+
+    /// The job delivery number `delivery` delivered, if the queue made it.
+    pub fn job_of(&self, delivery: u64) -> Option<u64> {
+        self.delivered.get(&delivery).copied()
+    }
+
     fn group(&mut self, key: Key) -> &mut Group {
         self.groups.entry(key).or_insert(Group {
             job: 1,

@@ -15,6 +15,7 @@ mod emit;
 mod holds;
 mod lock_server;
 mod pair;
+mod queue;
 mod refine;
 mod replicated;
 mod store_lock;

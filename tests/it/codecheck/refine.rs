@@ -27,13 +27,13 @@ fn refused(kind: ProtocolKind, bounds: Bounds) -> String {
     }
 }
 
-fn passes(r: &Refinement) -> bool {
+pub(super) fn passes(r: &Refinement) -> bool {
     r.passed() && r.counts.steps > 0
 }
 
 /// A divergence at a write's delivery, on a shortest path: its length and
 /// the model step closest to what the code did.
-fn diverges_delivering_a_write(r: Refinement) -> (usize, Expected) {
+pub(super) fn diverges_delivering_a_write(r: Refinement) -> (usize, Expected) {
     let d = r
         .divergence
         .expect("the broken copy diverges from the model");
@@ -57,12 +57,13 @@ fn one_loss() -> Bounds {
 
 #[test]
 fn every_protocol_the_code_checker_drives_refines_its_model_at_small_bounds() {
-    // Replicated coordinators, the lock servers but zk-sequential,
-    // queue-claim's job queue and effect sinks have no mapping (refused
-    // with the reason, below). Conditional writes (object-store-cas,
-    // cache-lease) refine the conditional-write model; single-db, whose
-    // store is its lock, the store-lock model. A lock server runs at its
-    // own defaults (2 in flight, 12 ms: zk-sequential 1.5 s).
+    // Replicated coordinators, the lock servers but zk-sequential and
+    // effect sinks have no mapping (refused with the reason, below).
+    // Conditional writes (object-store-cas, cache-lease) refine the
+    // conditional-write model; single-db, whose store is its lock, the
+    // store-lock model; queue-claim the queue-claim model (its other bounds
+    // and a broken copy: queue.rs). A lock server runs at its own defaults
+    // (2 in flight, 12 ms: zk-sequential 1.5 s).
     for id in supported() {
         let kind = ProtocolKind::from_id(id).expect("a catalogue id");
         if is_replicated(kind) || model_of(kind).is_err() {
@@ -96,6 +97,12 @@ fn every_protocol_the_code_checker_drives_refines_its_model_at_small_bounds() {
                 "{id}: nodes were created, and a waiter's deleted: {:?}",
                 r.counts
             );
+        }
+        if kind == ProtocolKind::QueueClaim {
+            // Jobs deleted (DeleteJob, among the other actions); the same
+            // states as its proof (the mapping splits none).
+            assert_eq!(r.outcome.unique_states, 735_973, "{id}");
+            assert!(r.counts.by_action[7] > 0, "{id}: {:?}", r.counts);
         }
         if kind == ProtocolKind::RedisSetNx {
             // Its stale write is the no-fence model's: the code's judge and
@@ -284,6 +291,11 @@ fn bounds_the_mapping_is_not_exact_at_are_refused_with_the_reason() {
         err.contains("single-db") && err.contains("revives a transaction"),
         "{err}"
     );
+    let err = refused(ProtocolKind::QueueClaim, jumping);
+    assert!(
+        err.contains("queue-claim") && err.contains("visibility timeout"),
+        "{err}"
+    );
     // Mapped, the lease coordinator's clock jumping back 11 ms at 10 ms
     // made the lease that ran out at 10 ms live again (step 7), which no
     // model step does.
@@ -339,7 +351,6 @@ fn each_driven_protocol_maps_to_the_model_the_models_name_for_it_or_says_why() {
             continue;
         }
         let no_model = match kind {
-            ProtocolKind::QueueClaim => Some("the store is the lock"),
             ProtocolKind::EffectNaive
             | ProtocolKind::EffectIdempotencyKey
             | ProtocolKind::EffectOutbox => Some("effect sink"),
@@ -369,6 +380,9 @@ fn each_driven_protocol_maps_to_the_model_the_models_name_for_it_or_says_why() {
         assert_eq!(of.protocol, Protocol::ConditionalWrite, "{}", kind.id());
         assert_eq!(of.spec, "models/conditional-write.toml");
     }
+    let queue = model_of(ProtocolKind::QueueClaim).expect("the queue-claim model");
+    assert_eq!(queue.protocol, Protocol::QueueClaim);
+    assert_eq!(queue.spec, "models/queue-claim.toml");
     let db = model_of(ProtocolKind::SingleDb).expect("the store-lock model");
     assert_eq!(db.protocol, Protocol::StoreLock);
     assert_eq!(db.spec, "models/store-lock.toml");

@@ -69,6 +69,7 @@ fn safe_models_explore_exactly_their_pinned_number_of_states() {
         ("consensus-generation", 154_827),
         ("fenced-cas", 11_193),
         ("fenced-cas-fence-reads", 24_135),
+        ("queue-claim", 54_613),
         ("store-lock", 35_399),
         ("zk-sequential", 76_813),
     ];

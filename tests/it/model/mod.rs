@@ -4,4 +4,5 @@
 mod bundled;
 mod cli;
 mod interrupt;
+mod queue;
 mod scenarios;

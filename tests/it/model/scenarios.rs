@@ -157,6 +157,7 @@ fn model_checker_and_simulator_agree_on_every_protocol_both_cover() {
             false,
         ),
         ("store-lock", &[ProtocolKind::SingleDb], false),
+        ("queue-claim", &[ProtocolKind::QueueClaim], false),
     ];
     let scenarios: Vec<scenario::Scenario> = toml_files(&root().join("scenarios"))
         .iter()
