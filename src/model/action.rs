@@ -34,6 +34,11 @@ pub enum Action {
     CommitWrite { gen: u8 },
     /// incr-beside-lease: the backup catches up with the primary's counter.
     Replicate,
+    /// Effect sinks: a request for generation `gen`'s effect (owed: its write was accepted)
+    /// goes in flight to the sink — the first call, a retry, or a copy.
+    SendEffect { gen: u8 },
+    /// Effect sinks: the sink handles one request for generation `gen`'s effect.
+    DeliverEffect { gen: u8 },
     /// The coordinator fails over. consensus-generation: `uncommitted` voters first store the
     /// crashed leader's unfinished generation, then the new leader reads majority `quorum`.
     Failover { uncommitted: u8, quorum: u8 },
@@ -113,6 +118,16 @@ pub enum Event {
     },
     Replicated {
         counter: u8,
+    },
+    /// `copies`: the requests for the effect in flight after this one was sent.
+    EffectRequested {
+        generation: u8,
+        copies: u8,
+    },
+    /// `performed`: the sink performed the effect (false: it recognised the key).
+    EffectDelivered {
+        generation: u8,
+        performed: bool,
     },
     FailedOver {
         counter_before: u8,
@@ -210,6 +225,18 @@ pub fn describe(event: &Event, new_violations: u8) -> String {
             "resource writes client {client}'s checked write of generation {generation} and sets the fence to {token} (was {fence_before})"
         ),
         Event::Replicated { counter } => format!("backup replicates the counter (now {counter})"),
+        Event::EffectRequested { generation, copies: 1 } => {
+            format!("the sink is asked for generation {generation}'s effect")
+        }
+        Event::EffectRequested { generation, copies } => format!(
+            "the sink is asked for generation {generation}'s effect again ({copies} requests in flight)"
+        ),
+        Event::EffectDelivered { generation, performed: true } => {
+            format!("the sink performs generation {generation}'s effect")
+        }
+        Event::EffectDelivered { generation, performed: false } => format!(
+            "the sink recognises generation {generation}'s idempotency key and does not perform it again"
+        ),
         Event::FailedOver { counter_before, counter_after, quorum: 0, .. } => format!(
             "primary fails over: the backup is promoted with counter {counter_after} (the primary had {counter_before}); the lease is lost with it"
         ),
