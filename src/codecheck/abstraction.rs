@@ -40,6 +40,9 @@
 //! - `violations`: `token_order` and `stale_write` when the step into the
 //!   state found one (the code's judge against the model's own bits);
 //!   `unsafe_release` and `unissued_token` are not model properties;
+//!   `duplicate_effect` where an effect sink stands beside the resource
+//!   (its `effects` are read in `effect_map.rs`), where
+//!   `superseded_effect` is not one (the model does not say who asks);
 //! - not compared ([`Abstraction::project`]): the vacuity witness
 //!   `stale_attempt_seen` (a fact about the search, outside the code's
 //!   state too), and, under an atomic fence, writes whose token is below
@@ -161,6 +164,7 @@ impl Inspect for Builtin {
     fn resource(&self) -> Option<&Resource> {
         match self {
             Builtin::Resource(r) => Some(r),
+            Builtin::Outbox(o) => Some(o.resource()),
             _ => None,
         }
     }
@@ -275,12 +279,13 @@ pub fn model_of(kind: ProtocolKind) -> Result<ModelOf, String> {
                 ""
             }
         )),
-        ProtocolKind::EffectNaive
-        | ProtocolKind::EffectIdempotencyKey
-        | ProtocolKind::EffectOutbox => Err(format!(
-            "{}: no refinement mapping: an effect sink (and for the outbox a dispatcher and the store's outbox) stands beside the resource, and no model in models/ has a sink, so a call to it or its performance has no model step",
-            kind.id()
-        )),
+        ProtocolKind::EffectNaive => of(Protocol::EffectNaive, "models/effect-naive.toml", None),
+        ProtocolKind::EffectIdempotencyKey => of(
+            Protocol::EffectIdempotencyKey,
+            "models/effect-idempotency-key.toml",
+            None,
+        ),
+        ProtocolKind::EffectOutbox => of(Protocol::EffectOutbox, "models/effect-outbox.toml", None),
         ProtocolKind::Github2012Pair => Err(
             "github-2012-pair: no refinement mapping: the pair's nodes promote themselves (heartbeats, a dead time, STONITH) and no model in models/ has a node that believes it is active without a grant from a coordinator, so a promotion has no model step"
                 .into(),
@@ -374,6 +379,9 @@ impl Abstraction {
                     | Protocol::ZkSequential
                     | Protocol::StoreLock
                     | Protocol::QueueClaim
+                    | Protocol::EffectNaive
+                    | Protocol::EffectIdempotencyKey
+                    | Protocol::EffectOutbox
             )
         {
             return Err(format!(
@@ -406,6 +414,14 @@ impl Abstraction {
                 "{id}: no refinement with wall-clock jumps: a backward jump of the lease server's clock revives a lease record that ran out but was not dropped yet (the server drops it at its expiry check; Redis, too, expires a key lazily against its wall clock), and the model's lease never comes back once it expired"
             ));
         }
+        if let Some(why) = of
+            .protocol
+            .has_effect_sink()
+            .then(|| super::effect_map::refusal(id, bounds))
+            .flatten()
+        {
+            return Err(why);
+        }
         if bounds.grants == 0 || bounds.grants > CLIENTS_CAP {
             return Err(format!(
                 "{id}: --grants {} is outside 1..={CLIENTS_CAP}: each grant takes one of the model's client slots",
@@ -430,6 +446,7 @@ impl Abstraction {
             fence_reads: false,
             symmetry: true,
         });
+        let model = super::effect_map::model(model, of.protocol);
         let condition = match kind {
             _ if !of.protocol.writes_are_conditional() => None,
             ProtocolKind::CacheLease => Some(Condition::Ticket),
@@ -482,9 +499,13 @@ impl Abstraction {
         a.fence = small(fence.0, "the fence")?;
         a.value = version(s, value.0)?;
         a.accepted_gen_max = small(judge.accepted_max() as u64, "a generation")?;
+        if self.model.bounds.protocol.has_effect_sink() {
+            super::effect_map::map(s, &mut a)?;
+        }
         a.violations = match finding.map(|f| f.kind) {
             Some(ViolationKind::TokenOrder) => Violation::TokenOrder.bit(),
             Some(ViolationKind::StaleWrite) => Violation::StaleWrite.bit(),
+            Some(ViolationKind::DuplicateEffect) => Violation::DuplicateEffect.bit(),
             _ => 0,
         };
         a.canonicalize(self.slots);

@@ -97,6 +97,10 @@ pub struct Judge {
     /// served read the worker never used (its answer lost or late) is
     /// still a read the model made.
     served: Option<Vec<(u64, u32, Option<u64>)>>,
+    /// The refinement check's history variable where an effect sink
+    /// stands beside the resource (kept beside `handed`): the ops whose
+    /// write the resource accepted, sorted — each owes its effect.
+    accepted: Option<Vec<u64>>,
 }
 
 /// What the effect properties need (see the module doc).
@@ -181,6 +185,7 @@ impl Judge {
             current_op: 0,
             handed: write_history.then(Vec::new),
             served: (write_history && conditional).then(Vec::new),
+            accepted: (write_history && effects).then(Vec::new),
             reads: conditional.then(Reads::default),
             effects: effects.then(Effects::default),
             pair: pair.then(Pair::default),
@@ -242,6 +247,17 @@ impl Judge {
             }
             _ => {}
         }
+    }
+
+    /// Effect sinks, if the history is kept: the ops whose write the
+    /// resource accepted, sorted.
+    pub fn accepted_ops(&self) -> Option<&[u64]> {
+        self.accepted.as_deref()
+    }
+
+    /// Effect sinks: the ops whose effect the sink performed, sorted.
+    pub fn performed_effects(&self) -> Option<&[u64]> {
+        self.effects.as_ref().map(|fx| fx.performed.as_slice())
     }
 
     /// Whether some write was sent under generation `generation`.
@@ -595,6 +611,11 @@ impl Judge {
             });
         }
         let finding = finding.or_else(|| self.two_actives(op, generation));
+        if let Some(accepted) = self.accepted.as_mut() {
+            if let Err(at) = accepted.binary_search(&op) {
+                accepted.insert(at, op);
+            }
+        }
         self.current_op = op;
         if self.rank(generation) > self.rank(self.accepted_max) {
             self.accepted_max = generation;

@@ -27,6 +27,7 @@
 pub mod abstraction;
 pub mod bounds;
 pub mod clock;
+pub mod effect_map;
 pub mod harness;
 pub mod hold;
 pub mod judge;

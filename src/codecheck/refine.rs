@@ -430,7 +430,7 @@ fn closest(abs: &Abstraction, a: &Model, target: &Model, actions: &[ModelAction]
 
 /// `field: model …, code …` for each field of the two states that differs.
 fn differences(model: &Model, code: &Model) -> Vec<String> {
-    let fields: [(&str, String, String); 12] = [
+    let fields: [(&str, String, String); 13] = [
         ("grants", show_clients(model), show_clients(code)),
         ("nodes", show_nodes(model), show_nodes(code)),
         (
@@ -461,6 +461,7 @@ fn differences(model: &Model, code: &Model) -> Vec<String> {
             model.accepted_gen_max.to_string(),
             code.accepted_gen_max.to_string(),
         ),
+        ("effects", show_effects(model), show_effects(code)),
         ("violations", show_violations(model), show_violations(code)),
         ("head job", show_job(model), show_job(code)),
     ];
@@ -548,6 +549,30 @@ fn show_writes(a: &Model) -> String {
 fn show_job(a: &Model) -> String {
     let result = if a.job_done { "a result" } else { "no result" };
     format!("deliveries after generation {}, {result}", a.job_from)
+}
+
+/// Effect sinks: per generation whose effect is owed, `g<gen>` with its
+/// requests in flight (`×n`) and `performed`.
+fn show_effects(a: &Model) -> String {
+    use crate::model::state::{EFFECT_OWED, EFFECT_PERFORMED, EFFECT_REQUESTS};
+    let effects: Vec<String> = (1..=a.effects.len())
+        .filter(|&g| a.effects[g - 1] != 0)
+        .map(|g| {
+            let e = a.effects[g - 1];
+            let owed = if e & EFFECT_OWED != 0 {
+                ""
+            } else {
+                " not owed"
+            };
+            let done = if e & EFFECT_PERFORMED != 0 {
+                " performed"
+            } else {
+                ""
+            };
+            format!("g{g}{owed} ×{}{done}", e & EFFECT_REQUESTS)
+        })
+        .collect();
+    format!("[{}]", effects.join(" "))
 }
 
 fn show_violations(a: &Model) -> String {

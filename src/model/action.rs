@@ -37,6 +37,11 @@ pub enum Action {
     /// queue-claim: the live claim's holder deletes the head job, which has a result
     /// (`DeleteMessage`); the claim ends and the next job is the head.
     DeleteJob,
+    /// Effect sinks: a request for generation `gen`'s effect (owed: its write was accepted)
+    /// goes in flight to the sink — the first call, a retry, or a copy.
+    SendEffect { gen: u8 },
+    /// Effect sinks: the sink handles one request for generation `gen`'s effect.
+    DeliverEffect { gen: u8 },
     /// The coordinator fails over. consensus-generation: `uncommitted` voters first store the
     /// crashed leader's unfinished generation, then the new leader reads majority `quorum`.
     Failover { uncommitted: u8, quorum: u8 },
@@ -124,6 +129,16 @@ pub enum Event {
     JobDeleted {
         client: u8,
     },
+    /// `copies`: the requests for the effect in flight after this one was sent.
+    EffectRequested {
+        generation: u8,
+        copies: u8,
+    },
+    /// `performed`: the sink performed the effect (false: it recognised the key).
+    EffectDelivered {
+        generation: u8,
+        performed: bool,
+    },
     FailedOver {
         counter_before: u8,
         counter_after: u8,
@@ -159,6 +174,45 @@ fn voters(mask: u8) -> String {
     format!("{{{}}}", names.join(","))
 }
 
+/// The resource's (or queue's) handling of one write, as `describe` tells it.
+fn delivered(client: u8, generation: u8, token: u8, fence_before: u8, outcome: Outcome) -> String {
+    match outcome {
+        Outcome::Accepted if token == 0 => {
+            format!("resource accepts client {client}'s write of generation {generation} (it checks nothing)")
+        }
+        Outcome::Accepted => format!(
+            "resource accepts client {client}'s write of generation {generation} (token {token}, fence was {fence_before})"
+        ),
+        Outcome::Rejected => format!(
+            "resource rejects client {client}'s write of generation {generation} (token {token} < fence {fence_before})"
+        ),
+        Outcome::CheckPassed => format!(
+            "resource checks client {client}'s write of generation {generation}: token {token} >= fence {fence_before}, body not yet written"
+        ),
+        Outcome::ConditionHeld { read } => format!(
+            "resource accepts client {client}'s write of generation {generation} (it read {}, still current)",
+            value_name(read)
+        ),
+        Outcome::ConditionFailed { read, current } => format!(
+            "resource rejects client {client}'s write of generation {generation} (it read {}, now {})",
+            value_name(read),
+            value_name(current)
+        ),
+        Outcome::Committed => format!(
+            "resource commits client {client}'s write of generation {generation} (its grant holds the lease) and frees the lease"
+        ),
+        Outcome::GrantEnded => format!(
+            "resource rejects client {client}'s write of generation {generation} (its grant no longer holds the lease)"
+        ),
+        Outcome::FirstResult => format!(
+            "queue keeps client {client}'s write of generation {generation} (the first result for the head job)"
+        ),
+        Outcome::JobDone => format!(
+            "queue refuses client {client}'s write of generation {generation} (its job already has a result)"
+        ),
+    }
+}
+
 /// One line for a step; `new_violations` marks the step that broke a property.
 pub fn describe(event: &Event, new_violations: u8) -> String {
     let mut line = match *event {
@@ -187,47 +241,27 @@ pub fn describe(event: &Event, new_violations: u8) -> String {
             let based = read_value.map(|v| format!(", computed from {}", value_name(v))).unwrap_or_default();
             format!("client {client} sends its write (generation {generation}, {}{based}); it is in flight", token_name(token))
         }
-        Event::WriteDelivered { client, generation, token, fence_before, outcome } => match outcome {
-            Outcome::Accepted if token == 0 => {
-                format!("resource accepts client {client}'s write of generation {generation} (it checks nothing)")
-            }
-            Outcome::Accepted => format!(
-                "resource accepts client {client}'s write of generation {generation} (token {token}, fence was {fence_before})"
-            ),
-            Outcome::Rejected => format!(
-                "resource rejects client {client}'s write of generation {generation} (token {token} < fence {fence_before})"
-            ),
-            Outcome::CheckPassed => format!(
-                "resource checks client {client}'s write of generation {generation}: token {token} >= fence {fence_before}, body not yet written"
-            ),
-            Outcome::ConditionHeld { read } => format!(
-                "resource accepts client {client}'s write of generation {generation} (it read {}, still current)",
-                value_name(read)
-            ),
-            Outcome::ConditionFailed { read, current } => format!(
-                "resource rejects client {client}'s write of generation {generation} (it read {}, now {})",
-                value_name(read),
-                value_name(current)
-            ),
-            Outcome::Committed => format!(
-                "resource commits client {client}'s write of generation {generation} (its grant holds the lease) and frees the lease"
-            ),
-            Outcome::GrantEnded => format!(
-                "resource rejects client {client}'s write of generation {generation} (its grant no longer holds the lease)"
-            ),
-            Outcome::FirstResult => format!(
-                "queue keeps client {client}'s write of generation {generation} (the first result for the head job)"
-            ),
-            Outcome::JobDone => format!(
-                "queue refuses client {client}'s write of generation {generation} (its job already has a result)"
-            ),
-        },
+        Event::WriteDelivered { client, generation, token, fence_before, outcome } => {
+            delivered(client, generation, token, fence_before, outcome)
+        }
         Event::WriteCommitted { client, generation, token, fence_before } => format!(
             "resource writes client {client}'s checked write of generation {generation} and sets the fence to {token} (was {fence_before})"
         ),
         Event::Replicated { counter } => format!("backup replicates the counter (now {counter})"),
         Event::JobDeleted { client } => format!(
             "client {client} deletes the head job, which has a result: its claim ends and the next job is the head"
+        ),
+        Event::EffectRequested { generation, copies: 1 } => {
+            format!("the sink is asked for generation {generation}'s effect")
+        }
+        Event::EffectRequested { generation, copies } => format!(
+            "the sink is asked for generation {generation}'s effect again ({copies} requests in flight)"
+        ),
+        Event::EffectDelivered { generation, performed: true } => {
+            format!("the sink performs generation {generation}'s effect")
+        }
+        Event::EffectDelivered { generation, performed: false } => format!(
+            "the sink recognises generation {generation}'s idempotency key and does not perform it again"
         ),
         Event::FailedOver { counter_before, counter_after, quorum: 0, .. } => format!(
             "primary fails over: the backup is promoted with counter {counter_after} (the primary had {counter_before}); the lease is lost with it"

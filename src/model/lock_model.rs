@@ -42,12 +42,27 @@
 //!   still live, else refuses it; `DeleteJob` (the live claim's holder acks a job that has a
 //!   result) ends the claim and makes the next job the head. A job is done twice, stored once.
 //!
+//! - `effect-naive`, `effect-idempotency-key`, `effect-outbox`: `fenced-cas`, and an effect sink
+//!   that cannot compare tokens. Each accepted write owes its effect (`EFFECT_OWED`); a request
+//!   for an owed effect may go to the sink any number of times (`SendEffect`: the worker's call,
+//!   its retry after a timeout, a network copy, the outbox dispatcher's delivery and its
+//!   retransmissions), at most `effect_requests_max` in flight at once, and `DeliverEffect`
+//!   hands one to the sink. The naive sink performs every request; with an idempotency key
+//!   (the key variant, and the outbox's dispatcher, whose key is the entry id) it performs a
+//!   generation's effect once and answers repeats from its record. `duplicate_effect`: the
+//!   sink performs an effect it already performed (`check::effects`' definition). Who sends
+//!   the request (a worker under its grant, or the dispatcher) is not modelled, so
+//!   `superseded_effect` is not a model property.
+//!
 //! Violating states are terminal (no successors) for the properties in `terminal_mask`, so
 //! every discovery path ends at its first violation.
 
 use super::action::{describe, Action, Event, Outcome, UNKNOWN_CLIENT};
 use super::spec::{Bounds, Protocol, Violation};
-use super::state::{Client, State, Write, NO_HOLDER, REPLICAS_CAP, STAGE_CHECKED, STAGE_IN_FLIGHT};
+use super::state::{
+    Client, State, Write, EFFECT_OWED, EFFECT_PERFORMED, EFFECT_REQUESTS, NO_HOLDER, REPLICAS_CAP,
+    STAGE_CHECKED, STAGE_IN_FLIGHT,
+};
 use stateright::{Model, Property};
 
 pub const PROPERTY_WRITE_ACCEPTED: &str = "write_accepted";
@@ -64,6 +79,14 @@ pub const PROPERTY_GRANT_ENDED: &str = "ended_grant_refused_at_resource";
 /// delivery, a refusal, is enabled at once, so reaching this witnesses that the queue refuses
 /// a second result.
 pub const PROPERTY_SECOND_RESULT: &str = "second_result_refused_at_queue";
+/// Effect sinks: a request for an effect the sink already performed is in flight. Its
+/// delivery (a duplicate without a key, a deduplication with one) is enabled at once, so
+/// reaching this witnesses that the repeat a duplicate comes from happens.
+pub const PROPERTY_EFFECT_REPEATED: &str = "repeated_effect_request_reaches_sink";
+
+/// Requests for one effect in flight at once, unless `with_effect_requests` says otherwise:
+/// two are enough for a duplicate.
+pub const EFFECT_REQUESTS_DEFAULT: u8 = 2;
 
 #[derive(Clone, Debug)]
 pub struct LockModel {
@@ -73,6 +96,8 @@ pub struct LockModel {
     /// queue-claim's broken twin: every result for the head job is kept, the last one
     /// overwriting (`ON CONFLICT DO UPDATE`), not only the first.
     results_overwritten: bool,
+    /// Effect sinks: requests for one effect in flight at most (`EFFECT_REQUESTS_DEFAULT`).
+    pub effect_requests_max: u8,
     majorities: Vec<u8>,
     minorities: Vec<u8>,
 }
@@ -96,6 +121,7 @@ impl LockModel {
             bounds,
             terminal_mask: u8::MAX,
             results_overwritten: false,
+            effect_requests_max: EFFECT_REQUESTS_DEFAULT,
             majorities,
             minorities,
         }
@@ -115,6 +141,17 @@ impl LockModel {
         self
     }
 
+    /// At most `max` requests for one effect in flight (the refinement check's code search
+    /// may have more than the default's two: the outbox dispatcher retransmits).
+    pub fn with_effect_requests(mut self, max: u8) -> LockModel {
+        assert!(
+            (1..=EFFECT_REQUESTS).contains(&max),
+            "1..={EFFECT_REQUESTS} requests"
+        );
+        self.effect_requests_max = max;
+        self
+    }
+
     /// The safety properties this model can violate, in reporting order.
     pub fn violations(&self) -> Vec<Violation> {
         let b = &self.bounds;
@@ -124,6 +161,7 @@ impl LockModel {
                 Violation::TokenOrder => b.protocol.issues_tokens(),
                 Violation::StaleWrite => true,
                 Violation::LostUpdate => b.reads,
+                Violation::DuplicateEffect => b.protocol.has_effect_sink(),
             })
             .collect()
     }
@@ -139,6 +177,9 @@ impl LockModel {
         }
         if self.bounds.protocol.has_jobs() {
             witnesses.push(PROPERTY_SECOND_RESULT);
+        }
+        if self.bounds.protocol.has_effect_sink() {
+            witnesses.push(PROPERTY_EFFECT_REPEATED);
         }
         witnesses
     }
@@ -231,6 +272,8 @@ impl LockModel {
                 uncommitted,
                 quorum,
             } => self.failover(s, &mut n, uncommitted, quorum)?,
+            Action::SendEffect { gen } => self.send_effect(s, &mut n, gen)?,
+            Action::DeliverEffect { gen } => self.deliver_effect(s, &mut n, gen)?,
         };
         self.forget_dead_data(&mut n);
         Some((n, event))
@@ -248,7 +291,11 @@ impl LockModel {
             | Protocol::ConditionalWrite
             | Protocol::StoreLock
             | Protocol::QueueClaim => 0,
-            Protocol::FencedCas | Protocol::FencedCheckThenWrite => s.grants + 1,
+            Protocol::FencedCas
+            | Protocol::FencedCheckThenWrite
+            | Protocol::EffectNaive
+            | Protocol::EffectIdempotencyKey
+            | Protocol::EffectOutbox => s.grants + 1,
             Protocol::IncrBesideLease => {
                 n.counter = s.counter + 1;
                 n.counter
@@ -399,6 +446,11 @@ impl LockModel {
                 assert!(w.token >= s.fence);
                 self.accept(n, &w);
                 n.fence = w.token;
+                if b.protocol.has_effect_sink() {
+                    // The worker calls the sink once it hears; the outbox entry rides in
+                    // the same commit.
+                    n.effects[gen as usize - 1] |= EFFECT_OWED;
+                }
                 Outcome::Accepted
             }
         };
@@ -435,6 +487,44 @@ impl LockModel {
             generation: gen,
             token: w.token,
             fence_before: s.fence,
+        })
+    }
+
+    /// `SendEffect`: one more request for generation `gen`'s owed effect goes to the sink.
+    fn send_effect(&self, s: &State, n: &mut State, gen: u8) -> Option<Event> {
+        if !self.bounds.protocol.has_effect_sink() || gen == 0 || gen > s.grants {
+            return None;
+        }
+        let e = s.effect(gen);
+        let copies = (e & EFFECT_REQUESTS) + 1;
+        if e & EFFECT_OWED == 0 || copies > self.effect_requests_max {
+            return None;
+        }
+        n.effects[gen as usize - 1] = (e & !EFFECT_REQUESTS) | copies;
+        Some(Event::EffectRequested {
+            generation: gen,
+            copies,
+        })
+    }
+
+    /// `DeliverEffect`: the sink handles one request for generation `gen`'s effect.
+    fn deliver_effect(&self, s: &State, n: &mut State, gen: u8) -> Option<Event> {
+        if !self.bounds.protocol.has_effect_sink() || gen == 0 || gen > s.grants {
+            return None;
+        }
+        let e = s.effect(gen);
+        if e & EFFECT_REQUESTS == 0 {
+            return None;
+        }
+        let done = e & EFFECT_PERFORMED != 0;
+        let performed = !(done && self.bounds.protocol.effect_keyed());
+        if performed && done {
+            n.violations |= Violation::DuplicateEffect.bit();
+        }
+        n.effects[gen as usize - 1] = (e - 1) | EFFECT_PERFORMED;
+        Some(Event::EffectDelivered {
+            generation: gen,
+            performed,
         })
     }
 
@@ -585,6 +675,17 @@ impl Model for LockModel {
                 Action::DeliverWrite { gen: w.gen }
             });
         }
+        if b.protocol.has_effect_sink() {
+            for gen in 1..=s.grants {
+                let e = s.effect(gen);
+                if e & EFFECT_OWED != 0 {
+                    actions.push(Action::SendEffect { gen });
+                }
+                if e & EFFECT_REQUESTS != 0 {
+                    actions.push(Action::DeliverEffect { gen });
+                }
+            }
+        }
         match b.protocol {
             Protocol::IncrBesideLease => {
                 actions.push(Action::Replicate);
@@ -636,6 +737,9 @@ impl Model for LockModel {
                 Violation::LostUpdate => {
                     Property::always(v.name(), |_, s| !violated(s, Violation::LostUpdate))
                 }
+                Violation::DuplicateEffect => {
+                    Property::always(v.name(), |_, s| !violated(s, Violation::DuplicateEffect))
+                }
             });
         }
         properties.push(Property::sometimes(
@@ -650,6 +754,16 @@ impl Model for LockModel {
             properties.push(Property::sometimes(
                 PROPERTY_CONDITION_FAILS,
                 |_, s: &State| s.writes_in_flight().any(|w| w.read != s.value + 1),
+            ));
+        }
+        if self.bounds.protocol.has_effect_sink() {
+            properties.push(Property::sometimes(
+                PROPERTY_EFFECT_REPEATED,
+                |_, s: &State| {
+                    s.effects
+                        .iter()
+                        .any(|&e| e & EFFECT_PERFORMED != 0 && e & EFFECT_REQUESTS != 0)
+                },
             ));
         }
         if self.bounds.protocol.store_is_lock() {

@@ -48,6 +48,17 @@ pub enum Protocol {
     /// kept iff it is the first for the head job (live claim or not), and the head job is
     /// deleted, the next one handed out, only by a live claim once the job has a result.
     QueueClaim,
+    /// `fenced-cas`, then an irreversible effect on a sink that cannot compare tokens: each
+    /// accepted write owes its effect, and the effect may be requested again (a retry after a
+    /// timeout, a copy); the sink performs every request.
+    EffectNaive,
+    /// As `effect-naive`, but every request carries the effect's idempotency key and the sink
+    /// performs each key at most once.
+    EffectIdempotencyKey,
+    /// As `effect-idempotency-key` at this abstraction: the effect is owed once the write that
+    /// enqueues its outbox entry is accepted, and the dispatcher's deliveries (each retried
+    /// until answered) carry the entry id as the key.
+    EffectOutbox,
 }
 
 impl Protocol {
@@ -62,6 +73,9 @@ impl Protocol {
             Protocol::ConditionalWrite => "conditional-write",
             Protocol::StoreLock => "store-lock",
             Protocol::QueueClaim => "queue-claim",
+            Protocol::EffectNaive => "effect-naive",
+            Protocol::EffectIdempotencyKey => "effect-idempotency-key",
+            Protocol::EffectOutbox => "effect-outbox",
         }
     }
 
@@ -105,6 +119,22 @@ impl Protocol {
         self == Protocol::QueueClaim
     }
 
+    /// Whether an effect sink stands beside the resource: an accepted write owes its effect.
+    pub fn has_effect_sink(self) -> bool {
+        matches!(
+            self,
+            Protocol::EffectNaive | Protocol::EffectIdempotencyKey | Protocol::EffectOutbox
+        )
+    }
+
+    /// Whether the sink's requests carry the effect's idempotency key (it performs each once).
+    pub fn effect_keyed(self) -> bool {
+        matches!(
+            self,
+            Protocol::EffectIdempotencyKey | Protocol::EffectOutbox
+        )
+    }
+
     /// Whether the token source is designed to be strictly increasing in issue order; the model
     /// asserts it in the coordinator step, so a modelling mistake panics instead of passing.
     pub fn token_source_is_monotonic(self) -> bool {
@@ -114,6 +144,9 @@ impl Protocol {
                 | Protocol::FencedCas
                 | Protocol::ConsensusGeneration
                 | Protocol::ZkSequential
+                | Protocol::EffectNaive
+                | Protocol::EffectIdempotencyKey
+                | Protocol::EffectOutbox
         )
     }
 }
@@ -125,13 +158,16 @@ pub enum Violation {
     TokenOrder,
     StaleWrite,
     LostUpdate,
+    /// The sink performed one effect twice (`check::effects`' definition).
+    DuplicateEffect,
 }
 
 impl Violation {
-    pub const ALL: [Violation; 3] = [
+    pub const ALL: [Violation; 4] = [
         Violation::TokenOrder,
         Violation::StaleWrite,
         Violation::LostUpdate,
+        Violation::DuplicateEffect,
     ];
 
     /// The property name used by stateright and in reports.
@@ -140,6 +176,7 @@ impl Violation {
             Violation::TokenOrder => "token_order",
             Violation::StaleWrite => "stale_write",
             Violation::LostUpdate => "lost_update",
+            Violation::DuplicateEffect => "duplicate_effect",
         }
     }
 
@@ -149,6 +186,7 @@ impl Violation {
             Violation::TokenOrder => 1 << 0,
             Violation::StaleWrite => 1 << 1,
             Violation::LostUpdate => 1 << 2,
+            Violation::DuplicateEffect => 1 << 3,
         }
     }
 
@@ -254,7 +292,7 @@ impl<'de> Deserialize<'de> for ViolationList {
             type Value = ViolationList;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str(
-                    "a violation name (token_order, stale_write, lost_update) or a list of them",
+                    "a violation name (token_order, stale_write, lost_update, duplicate_effect) or a list of them",
                 )
             }
             fn visit_str<E: de::Error>(self, name: &str) -> Result<ViolationList, E> {
@@ -275,7 +313,7 @@ impl<'de> Deserialize<'de> for ViolationList {
 fn parse_violation<E: de::Error>(name: &str) -> Result<Violation, E> {
     Violation::from_name(name).ok_or_else(|| {
         E::custom(format!(
-            "unknown violation `{name}`, expected one of token_order, stale_write, lost_update"
+            "unknown violation `{name}`, expected one of token_order, stale_write, lost_update, duplicate_effect"
         ))
     })
 }
@@ -552,6 +590,15 @@ fn expected_violations(raw: &RawSpec, reads: bool) -> Result<Vec<Violation>, Inv
                     "lost_update can only be found in a model with reads = true".into(),
                 );
             }
+            if violations.contains(&Violation::DuplicateEffect) && !protocol.has_effect_sink() {
+                return invalid(
+                    list.span(),
+                    format!(
+                        "{} has no effect sink, so duplicate_effect cannot be violated",
+                        protocol.id()
+                    ),
+                );
+            }
             if violations.contains(&Violation::TokenOrder) && !protocol.issues_tokens() {
                 return invalid(
                     list.span(),
@@ -596,6 +643,9 @@ pub fn simulator_protocol(protocol: Protocol) -> Option<ProtocolKind> {
         Protocol::ConditionalWrite => Some(ProtocolKind::ObjectStoreCas),
         Protocol::StoreLock => Some(ProtocolKind::SingleDb),
         Protocol::QueueClaim => Some(ProtocolKind::QueueClaim),
+        Protocol::EffectNaive => Some(ProtocolKind::EffectNaive),
+        Protocol::EffectIdempotencyKey => Some(ProtocolKind::EffectIdempotencyKey),
+        Protocol::EffectOutbox => Some(ProtocolKind::EffectOutbox),
     }
 }
 

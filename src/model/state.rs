@@ -55,6 +55,13 @@ pub struct Write {
 pub const STAGE_IN_FLIGHT: u8 = 0;
 pub const STAGE_CHECKED: u8 = 1;
 
+/// Effect-sink protocols, `State::effects[g - 1]`: the requests for generation g's effect in
+/// flight to the sink (the low bits), whether its write was accepted (the effect is owed) and
+/// whether the sink performed it.
+pub const EFFECT_REQUESTS: u8 = 0x0f;
+pub const EFFECT_OWED: u8 = 1 << 4;
+pub const EFFECT_PERFORMED: u8 = 1 << 5;
+
 /// `Hash` is written by hand, but over every field: `encode` destructures the state, so a new
 /// field does not compile until it is encoded. Hashing the packed bytes in one call instead of
 /// ~90 one-byte calls roughly doubles the checker's throughput (see NOTES.md).
@@ -83,6 +90,9 @@ pub struct State {
     pub accepted_gen_max: u8,
     /// Resource: generation of the write whose value is current (0 = initial value).
     pub value: u8,
+    /// Effect-sink protocols: per generation (index g - 1), its effect's `EFFECT_*` bits.
+    /// Always 0 elsewhere, so the other models' states are what they were.
+    pub effects: [u8; GRANTS_CAP],
     /// Sticky bitmask of `Violation::bit()`.
     pub violations: u8,
     /// Sticky: a write of generation g reached the resource after a grant > g was issued.
@@ -95,7 +105,7 @@ pub struct State {
 }
 
 /// Bytes in `State::encode`.
-pub const ENCODED_LEN: usize = CLIENTS_CAP * 4 + GRANTS_CAP * 4 + 9 + REPLICAS_CAP + 2;
+pub const ENCODED_LEN: usize = CLIENTS_CAP * 4 + GRANTS_CAP * 5 + 9 + REPLICAS_CAP + 2;
 
 impl std::hash::Hash for State {
     fn hash<H: std::hash::Hasher>(&self, hasher: &mut H) {
@@ -119,6 +129,7 @@ impl State {
             fence,
             accepted_gen_max,
             value,
+            effects,
             violations,
             stale_attempt_seen,
             job_from,
@@ -162,6 +173,7 @@ impl State {
         .into_iter()
         .for_each(&mut put);
         replicas.iter().copied().for_each(&mut put);
+        effects.iter().copied().for_each(&mut put);
         put(*violations | ((*stale_attempt_seen as u8) << 7));
         assert!(*violations < 1 << 7);
         put(*job_from | ((*job_done as u8) << 7));
@@ -183,11 +195,18 @@ impl State {
             fence: 0,
             accepted_gen_max: 0,
             value: 0,
+            effects: [0; GRANTS_CAP],
             violations: 0,
             stale_attempt_seen: false,
             job_from: 0,
             job_done: false,
         }
+    }
+
+    /// Generation `gen`'s effect bits (`EFFECT_*`).
+    pub fn effect(&self, gen: u8) -> u8 {
+        assert!(gen != 0);
+        self.effects[gen as usize - 1]
     }
 
     pub fn write_index(&self, gen: u8) -> Option<usize> {
@@ -307,6 +326,7 @@ mod tests {
         push(&|s| s.fence = 1);
         push(&|s| s.accepted_gen_max = 1);
         push(&|s| s.value = 1);
+        push(&|s| s.effects[11] = EFFECT_PERFORMED);
         push(&|s| s.violations = 1);
         push(&|s| s.stale_attempt_seen = true);
         push(&|s| s.job_from = 1);

@@ -61,6 +61,7 @@ pub fn violation_kind(v: Violation) -> crate::check::ViolationKind {
         Violation::TokenOrder => ViolationKind::TokenOrder,
         Violation::StaleWrite => ViolationKind::StaleWrite,
         Violation::LostUpdate => ViolationKind::LostUpdate,
+        Violation::DuplicateEffect => ViolationKind::DuplicateEffect,
     }
 }
 
@@ -103,6 +104,16 @@ pub fn to_scenario(spec: &ModelSpec, counterexample: &Counterexample) -> Result<
             "zk-sequential paths (sequential nodes, watches) are not scripted; the model is safe, so it has no counterexample to emit"
                 .into(),
         );
+    }
+    if b.protocol.has_effect_sink() {
+        // The agreement with the simulator is checked (tests/it/model/scenarios.rs); the
+        // scripting has no form for the sink's requests (a retry needs a worker's request
+        // timeout inside the run, which every emitted scenario sets beyond it).
+        return Err(format!(
+            "{} paths (requests to the effect sink) are not scripted; the simulator's bundled scenarios of {} are compared with the model's verdict instead",
+            b.protocol.id(),
+            kind.id()
+        ));
     }
     let c = scripted_path(spec, counterexample)?;
     let steps = &c.steps;
@@ -276,6 +287,9 @@ fn who_does_what(protocol: Protocol, steps: &[Step]) -> Result<(Vec<Grant>, Vec<
                 return unsupported(
                     "a zk-sequential node creation or deletion (the model's zk-sequential is safe; its paths are not scripted)",
                 )
+            }
+            Event::EffectRequested { .. } | Event::EffectDelivered { .. } => {
+                return unsupported("a request to the effect sink is not scripted")
             }
         }
     }

@@ -143,6 +143,11 @@ impl OutboxStore {
         }
     }
 
+    /// The fenced document store inside (read by the refinement mapping).
+    pub fn resource(&self) -> &Resource {
+        &self.inner
+    }
+
     /// `inner record ++ entries (key u16, op u64, delivered u8) ++ count u32`.
     fn encode(&self) -> Vec<u8> {
         let mut out = self.inner_record.clone();

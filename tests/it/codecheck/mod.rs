@@ -10,6 +10,7 @@ mod broken;
 mod cli;
 mod clocks;
 mod conditional;
+mod effect_refine;
 mod effects;
 mod emit;
 mod holds;

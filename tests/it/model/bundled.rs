@@ -67,6 +67,8 @@ fn safe_models_explore_exactly_their_pinned_number_of_states() {
     let pinned = [
         ("conditional-write", 128_268),
         ("consensus-generation", 154_827),
+        ("effect-idempotency-key", 55_313),
+        ("effect-outbox", 55_313),
         ("fenced-cas", 11_193),
         ("fenced-cas-fence-reads", 24_135),
         ("queue-claim", 54_613),

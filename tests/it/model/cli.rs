@@ -16,7 +16,7 @@ fn checking_every_bundled_model_meets_every_expectation_and_prints_the_table() {
     let out = fencesim(&["check", "models/", "--threads", "2"]);
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
-    assert!(text.contains("11 models, threads 2"), "{text}");
+    assert!(text.contains("14 models, threads 2"), "{text}");
     for name in [
         "no-fence",
         "incr-beside-lease",
@@ -26,6 +26,9 @@ fn checking_every_bundled_model_meets_every_expectation_and_prints_the_table() {
         "conditional-write",
         "store-lock",
         "queue-claim",
+        "effect-naive",
+        "effect-idempotency-key",
+        "effect-outbox",
     ] {
         assert!(
             text.lines()
@@ -39,6 +42,10 @@ fn checking_every_bundled_model_meets_every_expectation_and_prints_the_table() {
     );
     assert!(
         text.contains("no-fence: stale_write in 7 steps (shortest)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("effect-naive: duplicate_effect in 7 steps (shortest)"),
         "{text}"
     );
     assert!(!text.contains("NOT MET"), "{text}");
@@ -159,7 +166,7 @@ fn check_json_lists_every_model_with_its_verdict_and_shortest_counterexample() {
     assert_eq!(v["schema"], "fencesim-check");
     assert_eq!(v["schema_version"], 1);
     let models = v["models"].as_array().expect("models");
-    assert_eq!(models.len(), 11);
+    assert_eq!(models.len(), 14);
     assert!(models.iter().all(|m| m["met"] == true));
     let incr = models
         .iter()
