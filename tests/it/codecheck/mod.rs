@@ -17,6 +17,7 @@ mod lock_server;
 mod pair;
 mod refine;
 mod replicated;
+mod server_lock;
 mod store_lock;
 mod to_live;
 
