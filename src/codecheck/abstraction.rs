@@ -61,6 +61,13 @@
 //! (exact because its client trusts only a fresh "you are lowest": the node
 //! lives when it decides). Without the fence it is read against no-fence
 //! ([`model_for`]). etcd's Mutex is refused ([`model_of`] says why).
+//!
+//! dynamodb-heartbeat and pg-advisory-lock are read against no-fence with
+//! their lease the lock server's own state (`server_lease`): the DynamoDB
+//! item's owner, the session holding the advisory lock, while it is the
+//! latest decision's; no clock is read (the item has no expiry, the lock
+//! lives until the server ends its session). Their fenced variants are
+//! refused: a late decision carries a lower token.
 
 use super::bounds::Bounds;
 use super::judge::Finding;
@@ -215,6 +222,9 @@ pub fn model_for(kind: ProtocolKind, fence: bool) -> Result<ModelOf, String> {
             spec: "models/no-fence.toml",
             note: Some(ZK_UNFENCED),
         }),
+        ProtocolKind::DynamodbHeartbeat | ProtocolKind::PgAdvisoryLock if fence => {
+            Err(server_lock_fenced(kind))
+        }
         _ => {
             let of = model_of(kind)?;
             if fence != kind.def().fence_default {
@@ -231,6 +241,19 @@ pub fn model_for(kind: ProtocolKind, fence: bool) -> Result<ModelOf, String> {
 
 /// Why zk-sequential's unfenced variant is checked against no-fence.
 const ZK_UNFENCED: &str = "without the fence no model in models/ has its nodes beside an unfenced resource; checked against no-fence: a decision is an Acquire once the last holder's node is gone, the deletion of the holder's node an Expire, a waiter's node creation and deletion stutters (the recipe's lowest-node rule is not checked)";
+
+/// Why dynamodb-heartbeat and pg-advisory-lock with the fence have no
+/// model (measured: `tests/it/codecheck/server_lock.rs`).
+fn server_lock_fenced(kind: ProtocolKind) -> String {
+    let (token, ended) = match kind {
+        ProtocolKind::DynamodbHeartbeat => ("owner-change count", "its item was taken over"),
+        _ => ("sequence value", "its session ended"),
+    };
+    format!(
+        "{}: no refinement with --fence true onto models/fenced-cas.toml: its client acts on the server's answer whenever it arrives (only a request timer gives a request up, and a pause delays the timer), so a paused client decides on its lock after {ended} and the other client drew the next {token} and decided: a decision carrying a lower token than one already made, and the model's Acquire (token = grants + 1) has no such step",
+        kind.id()
+    )
+}
 
 /// The model of each protocol `--code` drives: the models' own
 /// `simulator_protocol` link, read backwards, and the verdict-agreement
@@ -310,6 +333,16 @@ pub fn model_of(kind: ProtocolKind) -> Result<ModelOf, String> {
             "models/conditional-write.toml",
             Some("the conditional-write model (its simulator protocol is object-store-cas): the same lease, and memcached's cas applies a refill iff the entry is still the version its gets was served, as If-Match does"),
         ),
+        ProtocolKind::DynamodbHeartbeat => of(
+            Protocol::NoFence,
+            "models/no-fence.toml",
+            Some("no model of its own in models/; checked against no-fence: the lease is the lock item while its owner is the latest acquisition whose client decided it holds the lock; a takeover's conditional put is the old lease's Expire and the taker's decision its Acquire, a release's delete an Expire, heartbeats stutter, and a decision on an answer the item has since left (a paused client's) is an Acquire then an Expire (the waiter's lease of no RVN change, timed on its own clock, is not checked)"),
+        ),
+        ProtocolKind::PgAdvisoryLock => of(
+            Protocol::NoFence,
+            "models/no-fence.toml",
+            Some("no model of its own in models/; checked against no-fence: the lease is the advisory lock while its session is the latest one whose client decided it holds the lock; the session's end (silent past the timeout, the unlock, a restart) is the model's Expire, keepalives stutter, and a decision on an answer whose session has since ended (a paused client's) is an Acquire then an Expire (the session timeout is not checked)"),
+        ),
         kind if super::topology::is_lock_server(kind) => Err(format!(
             "{}: no abstract model to refine against: its lock clients decide they hold the lock from what the servers said (revisions, watches, leases, sessions, several masters); models/ has no model of that system",
             kind.id()
@@ -337,6 +370,9 @@ pub struct Abstraction {
     /// Conditional writes: where the store keeps the version a write
     /// must find current (None: writes are not conditional).
     condition: Option<Condition>,
+    /// dynamodb-heartbeat, pg-advisory-lock: the lease is the lock
+    /// server's ([`server_lease`]), and a decision may come after it ended.
+    server_lock: bool,
     /// Whether the model's grants carry the code's tokens: where the store
     /// is the lock, a transaction id only names its grant (the store-lock
     /// model's grants have no ordered token; its store checks the grant).
@@ -409,7 +445,7 @@ impl Abstraction {
                 "{id}: no refinement with wall-clock jumps: a backward jump of the queue's clock makes a claim that ran past its visibility timeout but was not dropped yet (the queue drops it when a request next touches the group) live again, and the model's claim never comes back once it expired"
             ));
         }
-        if bounds.jumps > 0 && kind != ProtocolKind::ZkSequential {
+        if bounds.jumps > 0 && kind != ProtocolKind::ZkSequential && !lease_is_server_lock(kind) {
             return Err(format!(
                 "{id}: no refinement with wall-clock jumps: a backward jump of the lease server's clock revives a lease record that ran out but was not dropped yet (the server drops it at its expiry check; Redis, too, expires a key lazily against its wall clock), and the model's lease never comes back once it expired"
             ));
@@ -463,6 +499,7 @@ impl Abstraction {
             condition,
             znodes: kind == ProtocolKind::ZkSequential,
             tokens: of.protocol.issues_tokens(),
+            server_lock: lease_is_server_lock(kind),
         })
     }
 
@@ -554,6 +591,9 @@ impl Abstraction {
             return Ok(held
                 .filter(|t| store_wall_ns < t.deadline_wall_ns)
                 .map(|t| (t.owner, Some(Token(t.id)))));
+        }
+        if let Some(server) = s.nodes[self.coord.0 as usize].lock_server() {
+            return server_lease(s, server);
         }
         let coord = s.nodes[self.coord.0 as usize]
             .coordinator()
@@ -658,6 +698,16 @@ impl Abstraction {
             }
         }
         Ok(())
+    }
+
+    /// dynamodb-heartbeat, pg-advisory-lock: a client acts on the server's
+    /// answer whenever it arrives (a paused client's request timer fires
+    /// late), so it may decide after the lock it was answered has left its
+    /// acquisition — its session ended, its item taken over — and after
+    /// another client decided: a grant whose lease already ended, matched
+    /// by `Acquire` then `Expire` (after the previous holder's `Expire`).
+    pub fn grants_may_be_late(&self) -> bool {
+        self.server_lock
     }
 
     /// zk-sequential: one server step may end several sessions whose
@@ -825,6 +875,34 @@ fn map_jobs<N>(s: &State<N>, queue: &dyn QueueView, a: &mut Model) -> Result<(),
     a.job_from = small(from, "a generation")?;
     a.job_done = done;
     Ok(())
+}
+
+/// Whether `kind`'s lease is a lock server's state, which no clock ends
+/// (see [`server_lease`]).
+fn lease_is_server_lock(kind: ProtocolKind) -> bool {
+    matches!(
+        kind,
+        ProtocolKind::DynamodbHeartbeat | ProtocolKind::PgAdvisoryLock
+    )
+}
+
+/// dynamodb-heartbeat, pg-advisory-lock: the lease as (owner, its
+/// decision's token) — the lock item's owner, the session holding the
+/// advisory lock — while that acquisition is the latest decision: the
+/// model's grant is the decision, so a lock whose answer is in flight,
+/// lost or came too late is no model lease, and a decision ends the one
+/// before it (the model's lease is always the latest grant's). Neither is
+/// read on a clock: the item stays until a delete or a takeover (a waiter
+/// times the lease on its own clock), the lock until the server ends its
+/// session.
+fn server_lease<N>(s: &State<N>, server: &Server) -> Result<Option<(u64, Option<Token>)>, String> {
+    let owner = match server {
+        Server::Dynamo(table) => table.item(KEY).map(|i| i.0),
+        Server::PgAdvisory(pg) => pg.lock_holder(KEY),
+        _ => return Err("the node at coord/0 shows no lock table or PostgreSQL server".into()),
+    };
+    let latest = s.judge.issued().last().filter(|g| Some(g.0) == owner);
+    Ok(latest.map(|&(o, t)| (o, (t != 0).then_some(Token(t)))))
 }
 
 /// The model's name of a value: the generation of the op whose write

@@ -9,7 +9,10 @@
 //! two: time advancing to the deadline (a lease may run out: the model's
 //! `Expire`), then the node's handling at that instant. zk-sequential's
 //! server may end several sessions in one step (deadlines at one instant):
-//! that is one `Expire` or `DeleteNode` per session. The first step the
+//! that is one `Expire` or `DeleteNode` per session. A DynamoDB or
+//! PostgreSQL client may decide on a lock already gone (it acts on an
+//! answer whenever it arrives): a grant whose lease has ended, `Acquire`
+//! then `Expire` (after the previous holder's `Expire`). The first step the
 //! model does not allow stops the search and is reported with a path to it
 //! (a level-by-level search then finds a shortest one, bounded as the BFS
 //! is) and the model step closest to what the code did.
@@ -73,6 +76,9 @@ pub struct Counts {
     pub by_action: [u64; 8],
     /// Resumes (`--pause-holds`) matched by a chain of model actions.
     pub chains: u64,
+    /// Lock servers' decisions matched by a grant whose lease had ended
+    /// (`Acquire`, `Expire`; after the previous holder's `Expire`).
+    pub late_grants: u64,
 }
 
 impl Counts {
@@ -277,11 +283,13 @@ impl Checker<'_> {
         if to.now_ns > from.now_ns {
             let part = format!("time advancing to {} ms, before the step", to.now_ns / MS);
             let mid = map(from, to.now_ns, None, &part, Some(a))?;
-            moved |= self.pair(&a, &mid, &part, 1)?;
+            moved |= self.pair(&a, &mid, &part, 1, false)?;
             a = mid;
         }
         let b = map(to, to.now_ns, finding, "the step", Some(a))?;
-        moved |= self.pair(&a, &b, "the step", chain_len)?;
+        let decision = to.judge.grants() > from.judge.grants();
+        let late = decision && self.abstraction.grants_may_be_late();
+        moved |= self.pair(&a, &b, "the step", chain_len, late)?;
         if !moved {
             self.counts.stutters += 1;
         }
@@ -289,13 +297,15 @@ impl Checker<'_> {
     }
 
     /// Ok(false): a stutter; Ok(true): one model action, or a chain of at
-    /// most `chain_len` (a resume); Err: neither.
+    /// most `chain_len` (a resume), or with `late` (a lock server's client
+    /// deciding) a grant whose lease already ended; Err: none of these.
     fn pair(
         &mut self,
         a: &Model,
         b: &Model,
         part: &str,
         chain_len: usize,
+        late: bool,
     ) -> Result<bool, Box<Divergence>> {
         let abs = self.abstraction;
         let target = abs.project(b);
@@ -317,6 +327,19 @@ impl Checker<'_> {
             // At most one session per model slot ends.
             if let Some(ends) = chain_to(abs, a, &target, CLIENTS_CAP, session_end) {
                 ends.into_iter().for_each(|action| self.counts.note(action));
+                return Ok(true);
+            }
+        }
+        if late {
+            // The previous holder's lease ends (if it still held), the
+            // decision is granted, and its lease has ended already.
+            let lease =
+                |x: ModelAction| matches!(x, ModelAction::Acquire { .. } | ModelAction::Expire);
+            if let Some(chain) = chain_to(abs, a, &target, 3, lease) {
+                self.counts.late_grants += 1;
+                chain
+                    .into_iter()
+                    .for_each(|action| self.counts.note(action));
                 return Ok(true);
             }
         }
@@ -629,8 +652,11 @@ mod tests {
             counts: Counts::default(),
             divergence: None,
         };
-        assert!(checker.pair(&start, &sent, "the step", 1).is_err());
-        assert_eq!(checker.pair(&start, &sent, "the step", 2).ok(), Some(true));
+        assert!(checker.pair(&start, &sent, "the step", 1, false).is_err());
+        assert_eq!(
+            checker.pair(&start, &sent, "the step", 2, false).ok(),
+            Some(true)
+        );
         assert_eq!(checker.counts.chains, 1);
         assert_eq!(checker.counts.by_action[0..3], [1, 0, 1]);
     }

@@ -101,7 +101,8 @@ pub fn render_refinement<N: Node>(id: &str, h: &Harness<N>, r: &Refinement) -> S
         grouped(c.steps as usize),
         grouped(c.stutters as usize),
         if matched.is_empty() { "none".to_string() } else { matched.join(", ") }
-            + &if c.chains > 0 { format!(" ({} resumes matched by a chain)", grouped(c.chains as usize)) } else { String::new() },
+            + &if c.chains > 0 { format!(" ({} resumes matched by a chain)", grouped(c.chains as usize)) } else { String::new() }
+            + &if c.late_grants > 0 { format!(" ({} decisions on a lock already gone: a grant, then its lease's end)", grouped(c.late_grants as usize)) } else { String::new() },
         usize::from(r.divergence.is_some()),
         elapsed(out.elapsed),
         if hits.is_empty() { "none".to_string() } else { hits.join(", ") }
@@ -124,10 +125,11 @@ pub fn render_refinement<N: Node>(id: &str, h: &Harness<N>, r: &Refinement) -> S
             let _ = writeln!(
                 text,
                 "{id}: refines its model: every step is a stutter or one model action{}",
-                if c.chains > 0 {
-                    " (a resume: a chain of them)"
-                } else {
-                    ""
+                match (c.chains > 0, c.late_grants > 0) {
+                    (true, true) => " (a resume, a late decision: a chain of them)",
+                    (true, false) => " (a resume: a chain of them)",
+                    (false, true) => " (a late decision: a chain of them)",
+                    (false, false) => "",
                 }
             );
         }

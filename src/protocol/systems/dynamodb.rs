@@ -323,6 +323,12 @@ impl LockTable {
         LockTable::default()
     }
 
+    /// `key`'s lock item as (owner nonce, RVN) (None: no item): the lease
+    /// the refinement check reads (the item has no expiry of its own).
+    pub fn item(&self, key: Key) -> Option<(u64, u64)> {
+        self.items.get(&key).map(|i| (i.owner, i.rvn))
+    }
+
     fn on_request(&mut self, msg: Msg) -> Option<Msg> {
         Some(match msg {
             Msg::Dynamo(DdbMsg::Get { req, key }) => {

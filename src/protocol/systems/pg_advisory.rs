@@ -298,6 +298,12 @@ impl PgServer {
         }
     }
 
+    /// The session holding `key`'s advisory lock (None: free): the lease
+    /// the refinement check reads (it ends when the server ends the session).
+    pub fn lock_holder(&self, key: Key) -> Option<u64> {
+        self.locks.get(&key).copied()
+    }
+
     /// What survives a restart: the sequence and which session ids were
     /// used (a restart ends every session; locks live only in sessions).
     fn record(&self) -> Vec<u8> {

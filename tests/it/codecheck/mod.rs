@@ -19,6 +19,7 @@ mod pair;
 mod queue;
 mod refine;
 mod replicated;
+mod server_lock;
 mod store_lock;
 mod to_live;
 

@@ -57,15 +57,16 @@ fn one_loss() -> Bounds {
 
 #[test]
 fn every_protocol_the_code_checker_drives_refines_its_model_at_small_bounds() {
-    // Replicated coordinators and the lock servers but zk-sequential have
-    // no mapping (refused with the reason, below). Conditional writes
-    // (object-store-cas, cache-lease) refine the conditional-write model;
-    // single-db, whose store is its lock, the store-lock model; queue-claim
-    // the queue-claim model (its other bounds and a broken copy: queue.rs).
-    // A lock server runs at its own defaults (2 in flight, 12 ms:
-    // zk-sequential 1.5 s). The effect sinks refine their models in
-    // `effect_refine.rs` (12 s each at these bounds; the outbox dispatcher
-    // at 2 in flight).
+    // Replicated coordinators, etcd's Mutex and Redlock have no mapping
+    // (refused with the reason, below). Conditional writes (object-store-cas,
+    // cache-lease) refine the conditional-write model; single-db, whose
+    // store is its lock, the store-lock model; queue-claim the queue-claim
+    // model (its other bounds and a broken copy: queue.rs); DynamoDB's lock
+    // item and PostgreSQL's advisory lock no-fence (`server_lock.rs`). A
+    // lock server runs at its own defaults (2 in flight, 12 ms:
+    // zk-sequential 1.5 s, dynamodb-heartbeat 1 s, pg-advisory-lock 2 s).
+    // The effect sinks refine their models in `effect_refine.rs` (12 s each
+    // at these bounds; the outbox dispatcher at 2 in flight).
     for id in supported() {
         let kind = ProtocolKind::from_id(id).expect("a catalogue id");
         if is_replicated(kind) || model_of(kind).is_err() || kind.has_effect_sink() {
@@ -105,6 +106,20 @@ fn every_protocol_the_code_checker_drives_refines_its_model_at_small_bounds() {
             // states as its proof (the mapping splits none).
             assert_eq!(r.outcome.unique_states, 735_973, "{id}");
             assert!(r.counts.by_action[7] > 0, "{id}: {:?}", r.counts);
+        }
+        if matches!(
+            kind,
+            ProtocolKind::DynamodbHeartbeat | ProtocolKind::PgAdvisoryLock
+        ) {
+            // A paused client decides after its lock ended: a grant whose
+            // lease already ended (Acquire, then Expire).
+            assert!(r.counts.late_grants > 0, "{id}: {:?}", r.counts);
+            let c = r
+                .outcome
+                .counterexample
+                .as_ref()
+                .expect("the search met it");
+            assert_eq!(c.finding.kind.name(), "stale_write");
         }
         if kind == ProtocolKind::RedisSetNx {
             // Its stale write is the no-fence model's: the code's judge and
@@ -331,6 +346,17 @@ fn each_driven_protocol_maps_to_the_model_the_models_name_for_it_or_says_why() {
                 .is_some_and(|n| n.contains("lowest-node rule is not checked")));
             continue;
         }
+        if matches!(
+            kind,
+            ProtocolKind::DynamodbHeartbeat | ProtocolKind::PgAdvisoryLock
+        ) {
+            let of = model_of(kind).expect("the server's lock is mapped");
+            assert_eq!(of.protocol.id(), "no-fence");
+            assert!(of.note.is_some_and(|n| n.contains("no model of its own")));
+            let fenced = model_for(kind, true).expect_err("refused with the reason");
+            assert!(fenced.contains("a lower token"), "{fenced}");
+            continue;
+        }
         if is_lock_server(kind) {
             let why = model_of(kind).expect_err("no mapping for a lock server's protocol");
             assert!(
@@ -502,8 +528,9 @@ fn the_same_zk_wrapper_without_the_jump_refines_the_model() {
     assert!(passes(&r), "{:?}", r.divergence);
 }
 
-/// Stops at the first state whose decisions' tokens fall in issue order.
-struct LateDecision(Option<Vec<u64>>);
+/// Stops at the first state where a decision's token is below an earlier
+/// one's (the tokens in issue order, kept).
+pub struct LateDecision(pub Option<Vec<u64>>);
 
 impl Observer<Builtin> for LateDecision {
     fn step(
