@@ -430,7 +430,7 @@ fn closest(abs: &Abstraction, a: &Model, target: &Model, actions: &[ModelAction]
 
 /// `field: model …, code …` for each field of the two states that differs.
 fn differences(model: &Model, code: &Model) -> Vec<String> {
-    let fields: [(&str, String, String); 11] = [
+    let fields: [(&str, String, String); 13] = [
         ("grants", show_clients(model), show_clients(code)),
         ("nodes", show_nodes(model), show_nodes(code)),
         (
@@ -462,6 +462,12 @@ fn differences(model: &Model, code: &Model) -> Vec<String> {
             code.accepted_gen_max.to_string(),
         ),
         ("violations", show_violations(model), show_violations(code)),
+        (
+            "failovers",
+            model.failovers.to_string(),
+            code.failovers.to_string(),
+        ),
+        ("backup", show_backup(model), show_backup(code)),
     ];
     fields
         .into_iter()
@@ -536,6 +542,15 @@ fn show_writes(a: &Model) -> String {
         })
         .collect();
     format!("[{}]", writes.join(" "))
+}
+
+/// incr-beside-lease's backup: its counter and the generation of its
+/// lease copy.
+fn show_backup(a: &Model) -> String {
+    match a.backup_lease {
+        0 => format!("counter {}, no lease", a.backup),
+        g => format!("counter {}, g{g}'s lease", a.backup),
+    }
 }
 
 fn show_violations(a: &Model) -> String {

@@ -13,6 +13,7 @@ mod conditional;
 mod effects;
 mod emit;
 mod holds;
+mod incr_refine;
 mod lock_server;
 mod pair;
 mod refine;
