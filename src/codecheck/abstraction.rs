@@ -494,10 +494,7 @@ impl Abstraction {
                 .filter(|t| db_wall_ns < t.deadline_wall_ns)
                 .map(|t| (t.owner, Some(Token(t.id)))));
         }
-        // The primary of the moment: a failover moves it (incr-beside-lease).
-        let coord = s.nodes[s.primary.0 as usize]
-            .coordinator()
-            .ok_or("the coordinator primary shows no lease coordinator")?;
+        let coord = primary(s)?;
         let coord_wall_ns = s.clock(s.primary).read(now_ns).wall_ns;
         Ok(coord
             .lease(KEY)
@@ -553,10 +550,7 @@ impl Abstraction {
         failovers_max: u8,
         a: &mut Model,
     ) -> Result<(), String> {
-        let primary = s.nodes[s.primary.0 as usize]
-            .coordinator()
-            .ok_or("the coordinator primary shows no lease coordinator")?;
-        a.counter = small(primary.counter(), "the counter")?;
+        a.counter = small(primary(s)?.counter(), "the counter")?;
         a.failovers = failovers_max.saturating_sub(s.budget.failovers);
         if a.failovers >= failovers_max {
             return Ok(());
@@ -781,6 +775,14 @@ impl Abstraction {
         }
         p
     }
+}
+
+/// The lease coordinator primary of the moment (a failover moves it:
+/// incr-beside-lease).
+fn primary<N: Inspect>(s: &State<N>) -> Result<&Coordinator, String> {
+    s.nodes[s.primary.0 as usize]
+        .coordinator()
+        .ok_or_else(|| "the coordinator primary shows no lease coordinator".into())
 }
 
 /// Bounds incr-beside-lease's mapping is not exact at.

@@ -437,7 +437,9 @@ impl LockModel {
     /// counter `counter` it went through and, with it, no lease or the lease of the grant
     /// that `INCR` issued (a live lease is the latest grant's, so a state the primary had
     /// holds one of those two). Since the last failover each grant has raised the counter
-    /// and `grants` together, so that grant's generation is `counter + grants - s.counter`.
+    /// and `grants` together, so that grant's generation is `counter + grants - s.counter`
+    /// (the state keeps no record of the counter at the last failover, so with a second
+    /// failover left a counter from before it is offered too: more than the code does).
     fn replicate(&self, s: &State, n: &mut State, counter: u8, lease: u8) -> Option<Event> {
         let b = &self.bounds;
         if b.protocol != Protocol::IncrBesideLease || s.failovers >= b.failovers_max {
