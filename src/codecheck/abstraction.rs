@@ -53,6 +53,13 @@
 //! the queue's own wall clock as single-db's transaction; `job_from`
 //! counts the grants (deliveries, in issue order) of jobs before the head
 //! job and `job_done` is whether the head job has a result (`map_jobs`).
+//! incr-beside-lease (a replica pair) adds the token source and the backup
+//! ([`Abstraction::map_backup`]): `counter` is the primary's (the primary
+//! of the moment: a failover moves `holder` to the promoted replica's lease
+//! record too), `failovers` the failovers done, and, while one is left,
+//! `backup`/`backup_lease` the replica's counter and the generation of the
+//! lease it holds a copy of, expired or not — what the primary's delayed
+//! replication messages last set there.
 //!
 //! zk-sequential has no lease coordinator: its lease is read from the
 //! ZooKeeper server's znodes and the workers' decisions (`map_znodes`): a
@@ -284,9 +291,10 @@ pub fn model_of(kind: ProtocolKind) -> Result<ModelOf, String> {
             "models/no-fence.toml",
             Some("no model of its own in models/; checked against no-fence (the same lease, release, no token, no fence: the worker's lease check only removes behaviours)"),
         ),
-        ProtocolKind::IncrBesideLease => Err(
-            "incr-beside-lease: no refinement mapping: the code's primary ships its lease table with the counter after the lag, so a promoted replica can hold a lease the old primary had since released or let expire; the model's Replicate copies the counter alone and its Failover always forgets the holder (and is disabled when no INCR is lost), so such a failover has no model step"
-                .into(),
+        ProtocolKind::IncrBesideLease => of(
+            Protocol::IncrBesideLease,
+            "models/incr-beside-lease.toml",
+            None,
         ),
         ProtocolKind::ConsensusGeneration => Err(
             "consensus-generation: no refinement mapping: the model commits a generation on a majority and grants it in one step, with tokens counter + 1; the code collects acceptances one message at a time and gives a proposal up (QUORUM_RETRY, a refusal) after it raised some replicas' generations, so the next grant's token skips a number, and its new primary learns the highest generation reply by reply while the old primary's proposals are still in flight: a generation accepted without a grant outside a failover has no model step"
@@ -377,6 +385,9 @@ pub struct Abstraction {
     /// is the lock, a transaction id only names its grant (the store-lock
     /// model's grants have no ordered token; its store checks the grant).
     tokens: bool,
+    /// incr-beside-lease: the failovers a path may have (the primary's
+    /// counter and the backup's copy are read, [`Abstraction::map_backup`]).
+    backup: Option<u8>,
 }
 
 /// What a conditional write is checked against at the store.
@@ -458,6 +469,9 @@ impl Abstraction {
         {
             return Err(why);
         }
+        if kind == ProtocolKind::IncrBesideLease {
+            refuse_for_incr(bounds)?;
+        }
         if bounds.grants == 0 || bounds.grants > CLIENTS_CAP {
             return Err(format!(
                 "{id}: --grants {} is outside 1..={CLIENTS_CAP}: each grant takes one of the model's client slots",
@@ -472,12 +486,13 @@ impl Abstraction {
         } else {
             (bounds.grants, bounds.grants)
         };
+        let backup = (of.protocol == Protocol::IncrBesideLease).then_some(bounds.failovers);
         let model = LockModel::new(ModelBounds {
             protocol: of.protocol,
             clients: slots as u8,
             grants_max: grants_max as u8,
-            failovers_max: 0,
-            replicas: 1,
+            failovers_max: backup.unwrap_or(0),
+            replicas: if backup.is_some() { 2 } else { 1 },
             reads: of.protocol.writes_are_conditional(),
             fence_reads: false,
             symmetry: true,
@@ -500,6 +515,7 @@ impl Abstraction {
             znodes: kind == ProtocolKind::ZkSequential,
             tokens: of.protocol.issues_tokens(),
             server_lock: lease_is_server_lock(kind),
+            backup,
         })
     }
 
@@ -531,6 +547,9 @@ impl Abstraction {
         }
         if let Some(queue) = s.nodes[self.resource.0 as usize].queue() {
             map_jobs(s, queue, &mut a)?;
+        }
+        if let Some(failovers_max) = self.backup {
+            self.map_backup(s, failovers_max, &mut a)?;
         }
         self.map_writes(s, &s.nodes[self.resource.0 as usize], &mut a)?;
         a.fence = small(fence.0, "the fence")?;
@@ -595,10 +614,8 @@ impl Abstraction {
         if let Some(server) = s.nodes[self.coord.0 as usize].lock_server() {
             return server_lease(s, server);
         }
-        let coord = s.nodes[self.coord.0 as usize]
-            .coordinator()
-            .ok_or("the node at coord/0 shows no lease coordinator")?;
-        let coord_wall_ns = s.clock(self.coord).read(now_ns).wall_ns;
+        let coord = primary(s)?;
+        let coord_wall_ns = s.clock(s.primary).read(now_ns).wall_ns;
         Ok(coord
             .lease(KEY)
             .filter(|l| coord_wall_ns < l.expires_wall_ns)
@@ -637,6 +654,44 @@ impl Abstraction {
         }
         if holder.is_some() && a.holder == NO_HOLDER {
             a.holder = self.slot(slot)? as u8; // its write went: an idle slot holds
+        }
+        Ok(())
+    }
+
+    /// incr-beside-lease: the primary's counter, the failovers done and,
+    /// while one is left, the backup's (`coord/1`) copy of the counter and
+    /// of the lease as the generation of its grant, expired or not (its
+    /// expiry is read at the failover: the model's `Failover` keeps a live
+    /// copy or none). With no failover left the backup is never read: 0,
+    /// as the model forgets it.
+    fn map_backup<N: Inspect>(
+        &self,
+        s: &State<N>,
+        failovers_max: u8,
+        a: &mut Model,
+    ) -> Result<(), String> {
+        a.counter = small(primary(s)?.counter(), "the counter")?;
+        a.failovers = failovers_max.saturating_sub(s.budget.failovers);
+        if a.failovers >= failovers_max {
+            return Ok(());
+        }
+        let backup = s.nodes[self.coord.0 as usize + 1]
+            .coordinator()
+            .ok_or("the node at coord/1 shows no lease coordinator")?;
+        a.backup = small(backup.counter(), "the backup's counter")?;
+        if let Some(lease) = backup.lease(KEY) {
+            if lease.token != Some(Token(backup.counter())) {
+                return Err(format!(
+                    "the backup holds a lease with token {:?} beside counter {}: a state the primary never had",
+                    lease.token,
+                    backup.counter()
+                ));
+            }
+            let generation = s.judge.generation(lease.owner, lease.token);
+            if generation == 0 {
+                return Err("the backup holds a lease no grant the coordinator sent".into());
+            }
+            a.backup_lease = small(generation as u64, "a generation")?;
         }
         Ok(())
     }
@@ -903,6 +958,28 @@ fn server_lease<N>(s: &State<N>, server: &Server) -> Result<Option<(u64, Option<
     };
     let latest = s.judge.issued().last().filter(|g| Some(g.0) == owner);
     Ok(latest.map(|&(o, t)| (o, (t != 0).then_some(Token(t)))))
+}
+
+/// The lease coordinator primary of the moment (a failover moves it:
+/// incr-beside-lease).
+fn primary<N: Inspect>(s: &State<N>) -> Result<&Coordinator, String> {
+    s.nodes[s.primary.0 as usize]
+        .coordinator()
+        .ok_or_else(|| "the coordinator primary shows no lease coordinator".into())
+}
+
+/// Bounds incr-beside-lease's mapping is not exact at.
+fn refuse_for_incr(bounds: &Bounds) -> Result<(), String> {
+    if bounds.failovers > 1 {
+        return Err(format!(
+            "incr-beside-lease: no refinement with --failovers {}: a second failover promotes the old primary, which rejoined with counter 0 (its INCRs are buffered, never synced) and whatever the new primary shipped it since; the model's backup after a failover is read from the new primary alone",
+            bounds.failovers
+        ));
+    }
+    if bounds.crashes > 0 {
+        return Err("incr-beside-lease: no refinement with crashes: the primary's counter is only buffered (AOF everysec), so a primary that crashes and restarts comes back with counter 0 and no lease without a failover spent, and the model's counter goes back only at a failover".into());
+    }
+    Ok(())
 }
 
 /// The model's name of a value: the generation of the op whose write

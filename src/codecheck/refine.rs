@@ -453,7 +453,7 @@ fn closest(abs: &Abstraction, a: &Model, target: &Model, actions: &[ModelAction]
 
 /// `field: model …, code …` for each field of the two states that differs.
 fn differences(model: &Model, code: &Model) -> Vec<String> {
-    let fields: [(&str, String, String); 13] = [
+    let fields: [(&str, String, String); 15] = [
         ("grants", show_clients(model), show_clients(code)),
         ("nodes", show_nodes(model), show_nodes(code)),
         (
@@ -487,6 +487,12 @@ fn differences(model: &Model, code: &Model) -> Vec<String> {
         ("effects", show_effects(model), show_effects(code)),
         ("violations", show_violations(model), show_violations(code)),
         ("head job", show_job(model), show_job(code)),
+        (
+            "failovers",
+            model.failovers.to_string(),
+            code.failovers.to_string(),
+        ),
+        ("backup", show_backup(model), show_backup(code)),
     ];
     fields
         .into_iter()
@@ -596,6 +602,15 @@ fn show_effects(a: &Model) -> String {
         })
         .collect();
     format!("[{}]", effects.join(" "))
+}
+
+/// incr-beside-lease's backup: its counter and the generation of its
+/// lease copy.
+fn show_backup(a: &Model) -> String {
+    match a.backup_lease {
+        0 => format!("counter {}, no lease", a.backup),
+        g => format!("counter {}, g{g}'s lease", a.backup),
+    }
 }
 
 fn show_violations(a: &Model) -> String {

@@ -32,8 +32,11 @@ pub enum Action {
     DeliverWrite { gen: u8 },
     /// fenced-check-then-write: the resource writes the body of a write that passed its check.
     CommitWrite { gen: u8 },
-    /// incr-beside-lease: the backup catches up with the primary's counter.
-    Replicate,
+    /// incr-beside-lease: a replication message reaches the backup with a state the primary
+    /// had: its counter then, `counter`, and its lease then (`lease`: that grant's
+    /// generation, 0 none). The messages may arrive late and out of order, so the backup
+    /// may go back to an older state.
+    Replicate { counter: u8, lease: u8 },
     /// queue-claim: the live claim's holder deletes the head job, which has a result
     /// (`DeleteMessage`); the claim ends and the next job is the head.
     DeleteJob,
@@ -44,6 +47,8 @@ pub enum Action {
     DeliverEffect { gen: u8 },
     /// The coordinator fails over. consensus-generation: `uncommitted` voters first store the
     /// crashed leader's unfinished generation, then the new leader reads majority `quorum`.
+    /// incr-beside-lease (`uncommitted` 0): the backup is promoted with its counter and, with
+    /// `quorum` 1, its copy of a lease still live (0: it has no live one).
     Failover { uncommitted: u8, quorum: u8 },
 }
 
@@ -125,6 +130,15 @@ pub enum Event {
     },
     Replicated {
         counter: u8,
+        /// The generation of the lease shipped with it (0: none).
+        lease: u8,
+    },
+    /// incr-beside-lease: the backup is promoted holding its copy of generation
+    /// `generation`'s lease, still live (the primary may have ended it since).
+    PromotedWithLease {
+        counter_before: u8,
+        counter_after: u8,
+        generation: u8,
     },
     JobDeleted {
         client: u8,
@@ -247,7 +261,15 @@ pub fn describe(event: &Event, new_violations: u8) -> String {
         Event::WriteCommitted { client, generation, token, fence_before } => format!(
             "resource writes client {client}'s checked write of generation {generation} and sets the fence to {token} (was {fence_before})"
         ),
-        Event::Replicated { counter } => format!("backup replicates the counter (now {counter})"),
+        Event::Replicated { counter, lease: 0 } => {
+            format!("backup receives the primary's counter {counter} and no lease")
+        }
+        Event::Replicated { counter, lease } => {
+            format!("backup receives the primary's counter {counter} and generation {lease}'s lease")
+        }
+        Event::PromotedWithLease { counter_before, counter_after, generation } => format!(
+            "primary fails over: the backup is promoted with counter {counter_after} (the primary had {counter_before}) and its copy of generation {generation}'s lease, still live"
+        ),
         Event::JobDeleted { client } => format!(
             "client {client} deletes the head job, which has a result: its claim ends and the next job is the head"
         ),

@@ -14,9 +14,11 @@
 //!   carries the token and raises the fence, which closes the lost-update window.
 //! - `fenced-check-then-write`: as `fenced-cas`, but `DeliverWrite` only compares and
 //!   `CommitWrite` later writes the body and sets the fence to its own token.
-//! - `incr-beside-lease`: the token is `INCR` on a primary that replicates to its backup
-//!   asynchronously (`Replicate`); `Failover` promotes a backup that lacks the last
-//!   unreplicated `INCR`, and the lease stored on the same primary is lost with it.
+//! - `incr-beside-lease`: the token is `INCR` on a primary that replicates its counter and
+//!   its lease to its backup asynchronously (`Replicate`: a state the primary had, arriving
+//!   late and in any order); `Failover` promotes the backup with whatever it had: a counter
+//!   that may lack the last `INCR`s, and its copy of a lease, which may be one the primary has
+//!   since released or let expire, still live (or none live).
 //! - `consensus-generation`: the leader commits generation + 1 on a majority (the action's
 //!   `quorum`) before granting; `Failover` may first leave an uncommitted value on a minority,
 //!   then the new leader takes the maximum over any majority.
@@ -261,13 +263,11 @@ impl LockModel {
                 n.job_done = false;
                 Event::JobDeleted { client: s.holder }
             }
-            Action::Replicate => {
-                if b.protocol != Protocol::IncrBesideLease || s.backup >= s.counter {
-                    return None;
-                }
-                n.backup = s.counter;
-                Event::Replicated { counter: n.backup }
-            }
+            Action::Replicate { counter, lease } => self.replicate(s, &mut n, counter, lease)?,
+            Action::Failover {
+                uncommitted: 0,
+                quorum,
+            } if b.protocol == Protocol::IncrBesideLease => self.promote(s, &mut n, quorum)?,
             Action::Failover {
                 uncommitted,
                 quorum,
@@ -537,14 +537,6 @@ impl LockModel {
         }
         n.failovers = s.failovers + 1;
         match b.protocol {
-            Protocol::IncrBesideLease => {
-                // Only failovers that lose an INCR differ from a lease expiry.
-                if s.backup >= s.counter {
-                    return None;
-                }
-                n.counter = s.backup;
-                n.holder = NO_HOLDER;
-            }
             Protocol::ConsensusGeneration => {
                 assert!(
                     self.minorities.contains(&uncommitted) && self.majorities.contains(&quorum)
@@ -579,13 +571,81 @@ impl LockModel {
         first_result(s, gen) || (self.results_overwritten && gen > s.job_from)
     }
 
+    /// incr-beside-lease's `Replicate`: the backup takes a state the primary had — a
+    /// counter `counter` it went through and, with it, no lease or the lease of the grant
+    /// that `INCR` issued (a live lease is the latest grant's, so a state the primary had
+    /// holds one of those two). Since the last failover each grant has raised the counter
+    /// and `grants` together, so that grant's generation is `counter + grants - s.counter`
+    /// (the state keeps no record of the counter at the last failover, so with a second
+    /// failover left a counter from before it is offered too: more than the code does).
+    fn replicate(&self, s: &State, n: &mut State, counter: u8, lease: u8) -> Option<Event> {
+        let b = &self.bounds;
+        if b.protocol != Protocol::IncrBesideLease || s.failovers >= b.failovers_max {
+            return None; // no failover left to read the backup
+        }
+        let issued_then = (counter + s.grants).checked_sub(s.counter)?;
+        if counter > s.counter || (lease != 0 && (counter == 0 || lease != issued_then)) {
+            return None;
+        }
+        if (counter, lease) == (s.backup, s.backup_lease) {
+            return None;
+        }
+        n.backup = counter;
+        n.backup_lease = lease;
+        Some(Event::Replicated { counter, lease })
+    }
+
+    /// incr-beside-lease's `Failover`: the backup is promoted with its counter (the `INCR`s
+    /// not yet replicated are lost) and, with `keeps_lease` 1, its copy of a lease, still
+    /// live: the slot of that grant if it has not written yet, else an idle slot (none in
+    /// an abstract model with fewer clients than grants, all busy: then a live copy only
+    /// blocks grants until it expires, which the failover without it followed by no grant
+    /// covers). With 0 the promoted backup holds no live lease (none, or its copy expired).
+    fn promote(&self, s: &State, n: &mut State, keeps_lease: u8) -> Option<Event> {
+        let b = &self.bounds;
+        if s.failovers >= b.failovers_max || keeps_lease > 1 {
+            return None;
+        }
+        n.failovers = s.failovers + 1;
+        n.counter = s.backup;
+        n.backup_lease = 0; // the old primary rejoins as the backup with no lease
+        let event = if keeps_lease == 1 {
+            let generation = s.backup_lease;
+            let slots = &s.clients[..self.clients() as usize];
+            let holder = slots
+                .iter()
+                .position(|c| generation != 0 && c.gen == generation)
+                .or_else(|| slots.iter().position(Client::is_idle))
+                .filter(|_| generation != 0)?;
+            n.holder = holder as u8;
+            Event::PromotedWithLease {
+                counter_before: s.counter,
+                counter_after: n.counter,
+                generation,
+            }
+        } else {
+            n.holder = NO_HOLDER;
+            Event::FailedOver {
+                counter_before: s.counter,
+                counter_after: n.counter,
+                uncommitted: 0,
+                quorum: 0,
+            }
+        };
+        Some(event)
+    }
+
     /// Resets what no future step can read, so that states differing only there are one
     /// state. Both rules are exact (the reachable behaviours and properties are unchanged).
     fn forget_dead_data(&self, n: &mut State) {
         let b = &self.bounds;
-        // Voters' generations are only read by a failover.
+        // Voters' generations, and incr's backup, are only read by a failover.
         if b.protocol == Protocol::ConsensusGeneration && n.failovers >= b.failovers_max {
             n.replicas = [0; REPLICAS_CAP];
+        }
+        if b.protocol == Protocol::IncrBesideLease && n.failovers >= b.failovers_max {
+            n.backup = 0;
+            n.backup_lease = 0;
         }
         // An atomic fence never decreases, so a write below it will be rejected whenever it
         // arrives; once a stale attempt has been seen, its arrival changes nothing.
@@ -687,12 +747,23 @@ impl Model for LockModel {
             }
         }
         match b.protocol {
-            Protocol::IncrBesideLease => {
-                actions.push(Action::Replicate);
-                actions.push(Action::Failover {
-                    uncommitted: 0,
-                    quorum: 0,
-                });
+            Protocol::IncrBesideLease if s.failovers < b.failovers_max => {
+                for counter in 0..=s.counter {
+                    let issued_then = counter + s.grants - s.counter;
+                    actions.push(Action::Replicate { counter, lease: 0 });
+                    if counter > 0 {
+                        actions.push(Action::Replicate {
+                            counter,
+                            lease: issued_then,
+                        });
+                    }
+                }
+                for keeps_lease in [0, 1] {
+                    actions.push(Action::Failover {
+                        uncommitted: 0,
+                        quorum: keeps_lease,
+                    });
+                }
             }
             Protocol::ConsensusGeneration if s.failovers < b.failovers_max => {
                 for &uncommitted in &self.minorities {

@@ -82,6 +82,10 @@ pub struct State {
     pub counter: u8,
     /// incr-beside-lease: the backup's copy of the counter (asynchronous replication lags).
     pub backup: u8,
+    /// incr-beside-lease: the generation of the lease the backup holds a copy of (0: none).
+    /// The primary ships its lease with the counter, so a promoted backup may hold a lease
+    /// the primary has since released or let expire.
+    pub backup_lease: u8,
     /// consensus-generation: the generation each voter has stored.
     pub replicas: [u8; REPLICAS_CAP],
     /// Resource: greatest token seen (by accepted writes, and by reads when reads are fenced).
@@ -105,7 +109,7 @@ pub struct State {
 }
 
 /// Bytes in `State::encode`.
-pub const ENCODED_LEN: usize = CLIENTS_CAP * 4 + GRANTS_CAP * 5 + 9 + REPLICAS_CAP + 2;
+pub const ENCODED_LEN: usize = CLIENTS_CAP * 4 + GRANTS_CAP * 5 + 10 + REPLICAS_CAP + 2;
 
 impl std::hash::Hash for State {
     fn hash<H: std::hash::Hasher>(&self, hasher: &mut H) {
@@ -125,6 +129,7 @@ impl State {
             failovers,
             counter,
             backup,
+            backup_lease,
             replicas,
             fence,
             accepted_gen_max,
@@ -166,6 +171,7 @@ impl State {
             *failovers,
             *counter,
             *backup,
+            *backup_lease,
             *fence,
             *accepted_gen_max,
             *value,
@@ -191,6 +197,7 @@ impl State {
             failovers: 0,
             counter: 0,
             backup: 0,
+            backup_lease: 0,
             replicas: [0; REPLICAS_CAP],
             fence: 0,
             accepted_gen_max: 0,
@@ -322,6 +329,7 @@ mod tests {
         push(&|s| s.failovers = 1);
         push(&|s| s.counter = 1);
         push(&|s| s.backup = 1);
+        push(&|s| s.backup_lease = 1);
         push(&|s| s.replicas[4] = 1);
         push(&|s| s.fence = 1);
         push(&|s| s.accepted_gen_max = 1);

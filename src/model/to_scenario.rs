@@ -34,7 +34,8 @@
 //! model, which must still reach the same violation, before anything is written.
 //!
 //! Steps the simulator has no scripted counterpart for yet — `Replicate`, a second failover,
-//! consensus failovers, zk-sequential — are reported as errors naming the step, never
+//! an incr failover whose backup keeps a replicated lease live, consensus failovers,
+//! zk-sequential — are reported as errors naming the step, never
 //! approximated.
 
 use super::action::{Action, Event, Outcome};
@@ -273,6 +274,11 @@ fn who_does_what(protocol: Protocol, steps: &[Step]) -> Result<(Vec<Grant>, Vec<
             Event::FailedOver { .. } => {
                 return unsupported(
                     "consensus failovers with uncommitted generations are not scripted yet",
+                )
+            }
+            Event::PromotedWithLease { .. } => {
+                return unsupported(
+                    "a failover whose promoted backup still holds a replicated lease is not scripted yet",
                 )
             }
             Event::Replicated { .. } => {

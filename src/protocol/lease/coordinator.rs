@@ -170,6 +170,13 @@ impl Coordinator {
         self.leases.get(&key)
     }
 
+    /// The counter: the greatest token issued, or the one a replica last
+    /// received (a getter for checkers: the refinement check reads a
+    /// replica's copy).
+    pub fn counter(&self) -> u64 {
+        self.counter
+    }
+
     fn expiry_timer(key: Key) -> TimerId {
         TimerId(key.0)
     }

@@ -14,6 +14,7 @@ mod effect_refine;
 mod effects;
 mod emit;
 mod holds;
+mod incr_refine;
 mod lock_server;
 mod pair;
 mod queue;
