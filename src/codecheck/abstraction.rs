@@ -418,60 +418,7 @@ impl Abstraction {
         let kind = topology.protocol.kind;
         let of = model_for(kind, topology.protocol.fence)?;
         let id = kind.id();
-        let copies = bounds.duplicates > 0 || bounds.timing.max_retries > 0;
-        if copies
-            && !matches!(
-                of.protocol,
-                Protocol::FencedCas
-                    | Protocol::ZkSequential
-                    | Protocol::StoreLock
-                    | Protocol::QueueClaim
-                    | Protocol::EffectNaive
-                    | Protocol::EffectIdempotencyKey
-                    | Protocol::EffectOutbox
-            )
-        {
-            return Err(format!(
-                "{id}: no refinement with duplicates or retransmissions: the {} model hands each write to the resource once, and a second copy has no model step ({})",
-                of.protocol.id(),
-                match of.protocol {
-                    Protocol::NoFence => "an unfenced resource applies it again, so the value goes back",
-                    Protocol::ConditionalWrite => "nor has a second copy of a read: the store serves it again, perhaps a newer version, and the model reads once per grant",
-                    _ => "the resource checks it again and commits it twice",
-                }
-            ));
-        }
-        if bounds.crashes > 0 && of.protocol == Protocol::FencedCheckThenWrite {
-            return Err(format!(
-                "{id}: no refinement with crashes: a restarted resource forgets the writes it checked but has not written, and the model has no step that drops a checked write"
-            ));
-        }
-        if bounds.jumps > 0 && of.protocol.store_is_lock() {
-            return Err(format!(
-                "{id}: no refinement with wall-clock jumps: a backward jump of the database's clock revives a transaction that idled past its timeout but was not aborted yet (the database aborts it when a request next touches the row), and the model's lease never comes back once it expired"
-            ));
-        }
-        if bounds.jumps > 0 && of.protocol.has_jobs() {
-            return Err(format!(
-                "{id}: no refinement with wall-clock jumps: a backward jump of the queue's clock makes a claim that ran past its visibility timeout but was not dropped yet (the queue drops it when a request next touches the group) live again, and the model's claim never comes back once it expired"
-            ));
-        }
-        if bounds.jumps > 0 && kind != ProtocolKind::ZkSequential && !lease_is_server_lock(kind) {
-            return Err(format!(
-                "{id}: no refinement with wall-clock jumps: a backward jump of the lease server's clock revives a lease record that ran out but was not dropped yet (the server drops it at its expiry check; Redis, too, expires a key lazily against its wall clock), and the model's lease never comes back once it expired"
-            ));
-        }
-        if let Some(why) = of
-            .protocol
-            .has_effect_sink()
-            .then(|| super::effect_map::refusal(id, bounds))
-            .flatten()
-        {
-            return Err(why);
-        }
-        if kind == ProtocolKind::IncrBesideLease {
-            refuse_for_incr(bounds)?;
-        }
+        refuse_inexact(kind, &of, bounds)?;
         if bounds.grants == 0 || bounds.grants > CLIENTS_CAP {
             return Err(format!(
                 "{id}: --grants {} is outside 1..={CLIENTS_CAP}: each grant takes one of the model's client slots",
@@ -929,6 +876,67 @@ fn map_jobs<N>(s: &State<N>, queue: &dyn QueueView, a: &mut Model) -> Result<(),
     }
     a.job_from = small(from, "a generation")?;
     a.job_done = done;
+    Ok(())
+}
+
+/// The bounds at which `kind`'s mapping onto `of` would not be exact:
+/// refused with the reason, never approximated.
+fn refuse_inexact(kind: ProtocolKind, of: &ModelOf, bounds: &Bounds) -> Result<(), String> {
+    let id = kind.id();
+    let copies = bounds.duplicates > 0 || bounds.timing.max_retries > 0;
+    if copies
+        && !matches!(
+            of.protocol,
+            Protocol::FencedCas
+                | Protocol::ZkSequential
+                | Protocol::StoreLock
+                | Protocol::QueueClaim
+                | Protocol::EffectNaive
+                | Protocol::EffectIdempotencyKey
+                | Protocol::EffectOutbox
+        )
+    {
+        return Err(format!(
+            "{id}: no refinement with duplicates or retransmissions: the {} model hands each write to the resource once, and a second copy has no model step ({})",
+            of.protocol.id(),
+            match of.protocol {
+                Protocol::NoFence => "an unfenced resource applies it again, so the value goes back",
+                Protocol::ConditionalWrite => "nor has a second copy of a read: the store serves it again, perhaps a newer version, and the model reads once per grant",
+                _ => "the resource checks it again and commits it twice",
+            }
+        ));
+    }
+    if bounds.crashes > 0 && of.protocol == Protocol::FencedCheckThenWrite {
+        return Err(format!(
+            "{id}: no refinement with crashes: a restarted resource forgets the writes it checked but has not written, and the model has no step that drops a checked write"
+        ));
+    }
+    if bounds.jumps > 0 && of.protocol.store_is_lock() {
+        return Err(format!(
+            "{id}: no refinement with wall-clock jumps: a backward jump of the database's clock revives a transaction that idled past its timeout but was not aborted yet (the database aborts it when a request next touches the row), and the model's lease never comes back once it expired"
+        ));
+    }
+    if bounds.jumps > 0 && of.protocol.has_jobs() {
+        return Err(format!(
+            "{id}: no refinement with wall-clock jumps: a backward jump of the queue's clock makes a claim that ran past its visibility timeout but was not dropped yet (the queue drops it when a request next touches the group) live again, and the model's claim never comes back once it expired"
+        ));
+    }
+    if bounds.jumps > 0 && kind != ProtocolKind::ZkSequential && !lease_is_server_lock(kind) {
+        return Err(format!(
+            "{id}: no refinement with wall-clock jumps: a backward jump of the lease server's clock revives a lease record that ran out but was not dropped yet (the server drops it at its expiry check; Redis, too, expires a key lazily against its wall clock), and the model's lease never comes back once it expired"
+        ));
+    }
+    if let Some(why) = of
+        .protocol
+        .has_effect_sink()
+        .then(|| super::effect_map::refusal(id, bounds))
+        .flatten()
+    {
+        return Err(why);
+    }
+    if kind == ProtocolKind::IncrBesideLease {
+        refuse_for_incr(bounds)?;
+    }
     Ok(())
 }
 
