@@ -43,6 +43,7 @@ pub mod from_code;
 pub(crate) mod history;
 pub(crate) mod jobs;
 pub(crate) mod launch;
+pub mod pg_template;
 pub mod phases;
 pub(crate) mod process;
 pub(crate) mod proxy;

@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 use super::launch::{find_binary, free_port, log_tail};
+use super::pg_template;
 use super::process::{die_with_parent, kill};
 
 /// Prefix of every temporary directory the harness creates under the system temp dir.
@@ -223,6 +224,44 @@ pub struct Postgres {
     child: Option<Child>,
 }
 
+/// `initdb`'s arguments after `-D DIR`: the template cache is keyed by them.
+const INITDB_ARGS: &[&str] = &[
+    "-U",
+    "postgres",
+    "--auth=trust",
+    "--no-sync",
+    "-E",
+    "UTF8",
+    "--no-instructions",
+];
+
+/// `initdb` into `data`, as the user PostgreSQL runs as; its log in `dir`.
+fn run_initdb(initdb: &Path, data: &Path, dir: &Path, ident: Option<(u32, u32)>) -> Result<()> {
+    let init_log = dir.join("initdb.log");
+    let mut init = Command::new(initdb);
+    init.arg("-D")
+        .arg(data)
+        .args(INITDB_ARGS)
+        .stdin(Stdio::null())
+        .stdout(fs::File::create(&init_log)?)
+        .stderr(fs::File::create(&init_log)?.try_clone()?);
+    if let Some((uid, gid)) = ident {
+        init.uid(uid).gid(gid);
+    }
+    die_with_parent(&mut init);
+    let status = init
+        .status()
+        .with_context(|| format!("running {}", initdb.display()))?;
+    if !status.success() {
+        bail!(
+            "initdb failed ({status}); last lines of {}:\n{}",
+            init_log.display(),
+            log_tail(&init_log, 20)
+        );
+    }
+    Ok(())
+}
+
 impl Postgres {
     /// Starts the cluster; also returns how long initdb took (ms).
     pub fn start(dir: &Path, timeout: Duration) -> Result<(Postgres, u128)> {
@@ -240,34 +279,13 @@ impl Postgres {
                 cmd.uid(uid).gid(gid);
             }
         };
-        let init_log = dir.join("initdb.log");
-        let mut init = Command::new(&initdb);
-        init.arg("-D")
-            .arg(&data)
-            .args([
-                "-U",
-                "postgres",
-                "--auth=trust",
-                "--no-sync",
-                "-E",
-                "UTF8",
-                "--no-instructions",
-            ])
-            .stdin(Stdio::null())
-            .stdout(fs::File::create(&init_log)?)
-            .stderr(fs::File::create(&init_log)?.try_clone()?);
-        as_postgres(&mut init);
-        die_with_parent(&mut init);
         let t = Instant::now();
-        let status = init
-            .status()
-            .with_context(|| format!("running {}", initdb.display()))?;
-        if !status.success() {
-            bail!(
-                "initdb failed ({status}); last lines of {}:\n{}",
-                init_log.display(),
-                log_tail(&init_log, 20)
-            );
+        match pg_template::find(&initdb, INITDB_ARGS) {
+            Some(template) => pg_template::copy_into(&template, &data, ident)?,
+            None => {
+                run_initdb(&initdb, &data, dir, ident)?;
+                pg_template::publish(&initdb, INITDB_ARGS, &data);
+            }
         }
         let initdb_ms = t.elapsed().as_millis();
         let port = free_port()?;
