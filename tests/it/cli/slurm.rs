@@ -216,6 +216,12 @@ impl Cluster {
     /// Cancels what is left, stops slurmd, slurmctld and munged (in that
     /// order) by their pids and reaps them; the processes left, if any.
     fn stop(&mut self) -> Vec<String> {
+        if self.daemons.is_empty() {
+            // Stopped already (the Drop after the test's own stop): with no
+            // controller, every client call would wait out its timeouts
+            // (measured: 55 s of a 63 s test).
+            return self.job_processes();
+        }
         if !self.wait_idle(Duration::from_millis(1)) {
             let _ = self.client("scancel", &["--user", "root"]);
             self.wait_idle(Duration::from_secs(20));
