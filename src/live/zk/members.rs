@@ -75,7 +75,8 @@ pub(crate) fn commands(dir: &Path, ports: &Ports) -> Result<Vec<MemberCommand>> 
 /// process; only the machine's crash would lose it, which no fault here
 /// is), and another process's disk traffic can no longer hold a commit
 /// past the ensemble's 1 s sync limit (a follower dropped, an election,
-/// every client's ConnectionLoss — seen under four `cargo` builds).
+/// clients' ConnectionLoss; a kazoo program's ConnectionLoss was seen
+/// with fsync on and four `cargo` builds beside, its cause not traced).
 fn config(data: &Path, ports: &Ports, i: usize) -> String {
     let mut cfg = format!(
         "tickTime=100\ninitLimit=20\nsyncLimit=10\ndataDir={}\nclientPort={}\n\
