@@ -240,22 +240,19 @@ fn cmd(a: &CodeArgs, id: &str, emit: Option<&Path>, threads: usize) -> Result<Ex
     };
     let bounds = a.bounds(kind)?;
     if a.refine {
-        if a.masters.is_some() || a.fsync.is_some() || a.restart_delay_ms.is_some() {
-            return Err(BadInput(
-                "--refine checks the catalogue's protocol (or --fence's variant, where it has a model): give no Redlock option with it"
-                    .into(),
-            )
-            .into());
-        }
         if emit.is_some() || a.emit_live.is_some() {
             return Err(BadInput(
                 "--refine writes no scenario: give no --emit-scenario or --emit-live".into(),
             )
             .into());
         }
+        // Redlock's options (masters, fsync, restart delay) are its own
+        // protocol's: the mapping is the same (refused where it is not exact).
         let options = Options {
             fence: a.fence,
-            ..Options::default()
+            masters: a.masters,
+            fsync_always: a.fsync.map(|f| f == Fsync::Always),
+            restart_delay_ms: a.restart_delay_ms,
         };
         let (harness, r) =
             codecheck::refine_protocol_with(kind, options, bounds).map_err(BadInput)?;

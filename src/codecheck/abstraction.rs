@@ -75,6 +75,16 @@
 //! latest decision's; no clock is read (the item has no expiry, the lock
 //! lives until the server ends its session). Their fenced variants are
 //! refused: a late decision carries a lower token.
+//!
+//! Redlock is read against no-fence with its lease Redlock's own "held"
+//! (`redlock_lease`): the latest decision, while its client still holds
+//! the lock and its validity (`ttl − 1 % − 2 ms` from the first `SET`) has
+//! not run out on that client's monotonic clock. The masters' keys are
+//! not read: they are how the algorithm keeps two validities apart, and a
+//! decision while the one before is still valid — two leases at once — is
+//! the step the model does not have. Its client checks its validity before
+//! it decides, so no decision is late. The faults that break the
+//! algorithm's assumptions are refused ([`refuse_for_redlock`]).
 
 use super::bounds::Bounds;
 use super::judge::Finding;
@@ -88,12 +98,15 @@ use crate::model::state::{
 };
 use crate::model::{Bounds as ModelBounds, LockModel, Protocol};
 use crate::protocol::cache_lease::CasCache;
+use crate::protocol::client::LockClient;
 use crate::protocol::coordinator::Coordinator;
 use crate::protocol::queue_claim::Queue;
+use crate::protocol::redlock::validity_from_start_ns;
 use crate::protocol::resource::Resource;
 use crate::protocol::single_db::{Db, Txn};
+use crate::protocol::worker::Worker;
 use crate::protocol::zookeeper::ZkServer;
-use crate::protocol::{Key, NodeId, OpId, ProtocolKind, Server, Token};
+use crate::protocol::{Key, NodeId, OpId, ProtocolConfig, ProtocolKind, Server, Token};
 
 /// What the mapping reads of a node: the lease server and the resource
 /// are the nodes whose structs hold model state (a worker's is all in the
@@ -121,6 +134,10 @@ pub trait Inspect {
     /// queue-claim's job queue at `resource/0`: the claims and the results
     /// (the shipped [`Queue`], or a test's copy of it).
     fn queue(&self) -> Option<&dyn QueueView> {
+        None
+    }
+    /// A worker (Redlock's lease is its lock client's validity).
+    fn worker(&self) -> Option<&Worker> {
         None
     }
 }
@@ -203,6 +220,12 @@ impl Inspect for Builtin {
     fn queue(&self) -> Option<&dyn QueueView> {
         match self {
             Builtin::Queue(q) => Some(q),
+            _ => None,
+        }
+    }
+    fn worker(&self) -> Option<&Worker> {
+        match self {
+            Builtin::Worker(w) => Some(w),
             _ => None,
         }
     }
@@ -351,14 +374,11 @@ pub fn model_of(kind: ProtocolKind) -> Result<ModelOf, String> {
             "models/no-fence.toml",
             Some("no model of its own in models/; checked against no-fence: the lease is the advisory lock while its session is the latest one whose client decided it holds the lock; the session's end (silent past the timeout, the unlock, a restart) is the model's Expire, keepalives stutter, and a decision on an answer whose session has since ended (a paused client's) is an Acquire then an Expire (the session timeout is not checked)"),
         ),
-        kind if super::topology::is_lock_server(kind) => Err(format!(
-            "{}: no abstract model to refine against: its lock clients decide they hold the lock from what the servers said (revisions, watches, leases, sessions, several masters); models/ has no model of that system",
-            kind.id()
-        )),
-        other => Err(format!(
-            "protocol {:?} has no abstract model the code checker can map to",
-            other.id()
-        )),
+        ProtocolKind::Redlock => of(
+            Protocol::NoFence,
+            "models/no-fence.toml",
+            Some("no model of its own in models/; checked against no-fence: the lease is Redlock's \"held\" — the latest decision, while its client holds the lock and its validity (ttl − 1 % − 2 ms from the first SET) is left on its own monotonic clock; a decision (a majority said OK, validity left) is the Acquire, the validity running out, the release or the client's crash the Expire; SETs, refusals, unlocks and the masters' expiries stutter, so a decision while the lease before it is still valid (two clients holding at once) has no model step"),
+        ),
     }
 }
 
@@ -381,6 +401,9 @@ pub struct Abstraction {
     /// dynamodb-heartbeat, pg-advisory-lock: the lease is the lock
     /// server's ([`server_lease`]), and a decision may come after it ended.
     server_lock: bool,
+    /// Redlock: the workers (`0..n`), whose lock clients' validity is the
+    /// lease ([`redlock_lease`]).
+    redlock_workers: Option<usize>,
     /// Whether the model's grants carry the code's tokens: where the store
     /// is the lock, a transaction id only names its grant (the store-lock
     /// model's grants have no ordered token; its store checks the grant).
@@ -419,6 +442,9 @@ impl Abstraction {
         let of = model_for(kind, topology.protocol.fence)?;
         let id = kind.id();
         refuse_inexact(kind, &of, bounds)?;
+        if kind == ProtocolKind::Redlock {
+            refuse_for_redlock(&topology.protocol, bounds)?;
+        }
         if bounds.grants == 0 || bounds.grants > CLIENTS_CAP {
             return Err(format!(
                 "{id}: --grants {} is outside 1..={CLIENTS_CAP}: each grant takes one of the model's client slots",
@@ -462,6 +488,7 @@ impl Abstraction {
             znodes: kind == ProtocolKind::ZkSequential,
             tokens: of.protocol.issues_tokens(),
             server_lock: lease_is_server_lock(kind),
+            redlock_workers: (kind == ProtocolKind::Redlock).then_some(topology.workers),
             backup,
         })
     }
@@ -557,6 +584,9 @@ impl Abstraction {
             return Ok(held
                 .filter(|t| store_wall_ns < t.deadline_wall_ns)
                 .map(|t| (t.owner, Some(Token(t.id)))));
+        }
+        if let Some(workers) = self.redlock_workers {
+            return Ok(redlock_lease(s, workers, now_ns));
         }
         if let Some(server) = s.nodes[self.coord.0 as usize].lock_server() {
             return server_lease(s, server);
@@ -921,7 +951,10 @@ fn refuse_inexact(kind: ProtocolKind, of: &ModelOf, bounds: &Bounds) -> Result<(
             "{id}: no refinement with wall-clock jumps: a backward jump of the queue's clock makes a claim that ran past its visibility timeout but was not dropped yet (the queue drops it when a request next touches the group) live again, and the model's claim never comes back once it expired"
         ));
     }
-    if bounds.jumps > 0 && kind != ProtocolKind::ZkSequential && !lease_is_server_lock(kind) {
+    let own_jump_rule = kind == ProtocolKind::ZkSequential
+        || kind == ProtocolKind::Redlock
+        || lease_is_server_lock(kind);
+    if bounds.jumps > 0 && !own_jump_rule {
         return Err(format!(
             "{id}: no refinement with wall-clock jumps: a backward jump of the lease server's clock revives a lease record that ran out but was not dropped yet (the server drops it at its expiry check; Redis, too, expires a key lazily against its wall clock), and the model's lease never comes back once it expired"
         ));
@@ -966,6 +999,63 @@ fn server_lease<N>(s: &State<N>, server: &Server) -> Result<Option<(u64, Option<
     };
     let latest = s.judge.issued().last().filter(|g| Some(g.0) == owner);
     Ok(latest.map(|&(o, t)| (o, (t != 0).then_some(Token(t)))))
+}
+
+/// Redlock: the lease as (owner, no token) — the latest decision, while
+/// its client holds the lock and its validity has not run out on the
+/// client's own monotonic clock (drift included; a paused client's timer
+/// fires late, its clock does not stop). A crashed worker's client holds
+/// nothing.
+fn redlock_lease<N: Inspect>(
+    s: &State<N>,
+    workers: usize,
+    now_ns: u64,
+) -> Option<(u64, Option<Token>)> {
+    let &(latest, _) = s.judge.issued().last()?;
+    (0..workers).find_map(|i| {
+        let Some(LockClient::Redis(client)) = s.nodes[i].worker()?.client() else {
+            return None;
+        };
+        let (owner, valid_until_mono_ns) = client.holding()?;
+        let mono_ns = s.clock(NodeId(i as u16)).read(now_ns).mono_ns;
+        (owner == latest && mono_ns < valid_until_mono_ns).then_some((owner, None))
+    })
+}
+
+/// The fastest drift (ppm, of any node) at which no master's key can run
+/// out before the validity of the client it said OK to: a key lives `ttl`
+/// on a master's wall clock, at worst `ttl / (1 + ρ)` of true time; the
+/// validity is `v = ttl − 1 % − 2 ms` on the client's monotonic clock, at
+/// most `v / (1 − ρ)`; so `ρ ≤ (ttl − v) / (ttl + v)`.
+pub fn redlock_drift_ppm_max(ttl_ns: u64) -> u64 {
+    let valid = validity_from_start_ns(ttl_ns);
+    (ttl_ns - valid) * 1_000_000 / (ttl_ns + valid)
+}
+
+/// The faults under which Redlock's validities can overlap — the two the
+/// algorithm was criticised for, and a drift past its allowance — refused:
+/// a decision while the lease before it is valid has no model step
+/// (measured: `tests/it/codecheck/redlock_refine.rs`).
+fn refuse_for_redlock(p: &ProtocolConfig, bounds: &Bounds) -> Result<(), String> {
+    if bounds.jumps > 0 {
+        return Err("redlock: no refinement with wall-clock jumps: a master's wall clock stepping forward expires the holder's key inside its validity (Kleppmann's first failure), so the other client takes a majority and decides while the holder's lease is valid — two leases at once, which the model's one lease has no state for".into());
+    }
+    if bounds.crashes > 0 && !p.fsync_always && p.restart_delay_ns < p.lease_ttl_ns {
+        return Err(format!(
+            "redlock: no refinement with crashes under fsync = \"never\" and a restart delay of {} ms (below the {} ms TTL): a master restarted without the key it said OK to lets the other client take a majority and decide inside the holder's validity (Kleppmann's second failure) — two leases at once, which the model's one lease has no state for; with --fsync always or --restart-delay-ms of at least the TTL (antirez's answer) it is mapped",
+            p.restart_delay_ns / 1_000_000,
+            p.lease_ttl_ns / 1_000_000
+        ));
+    }
+    let max_ppm = redlock_drift_ppm_max(p.lease_ttl_ns);
+    if bounds.drifts > 0 && u64::from(bounds.drift_ppm) > max_ppm {
+        return Err(format!(
+            "redlock: no refinement with --drift-ppm {} (above {max_ppm} at a {} ms TTL): a fast master's key can run out before a slow client's validity (TTL − 1 % − 2 ms) does, so the other client decides while the holder's lease is valid — two leases at once, which the model's one lease has no state for",
+            bounds.drift_ppm,
+            p.lease_ttl_ns / 1_000_000
+        ));
+    }
+    Ok(())
 }
 
 /// The lease coordinator primary of the moment (a failover moves it:

@@ -230,6 +230,12 @@ impl Worker {
         }
     }
 
+    /// The lock client of a client-decided protocol (None: coordinator
+    /// grants), as the refinement check reads it.
+    pub fn client(&self) -> Option<&LockClient> {
+        self.client.as_ref()
+    }
+
     fn lock_client(cfg: &WorkerConfig, incarnation: u32) -> Option<LockClient> {
         LockClient::new(
             cfg.lock,

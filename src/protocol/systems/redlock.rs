@@ -204,6 +204,17 @@ impl RedlockClient {
         }
     }
 
+    /// While the client holds the lock: its acquisition's owner nonce and
+    /// where its validity runs out on its monotonic clock (`ttl − drift`
+    /// after the first `SET`, [`validity_from_start_ns`]) — Redlock's own
+    /// "the lock is held": the refinement check's lease.
+    pub fn holding(&self) -> Option<(u64, Nanos)> {
+        (self.phase == Phase::Holding).then(|| {
+            let until = validity_from_start_ns(self.cfg.ttl_ns);
+            (self.owner, self.start_mono_ns.saturating_add(until))
+        })
+    }
+
     fn all(&self) -> u16 {
         (1u16 << self.cfg.masters) - 1
     }
@@ -435,7 +446,7 @@ impl RedisMaster {
     }
 
     /// The key's holder, if its expiry has not passed on our wall clock.
-    fn live(&self, key: Key, wall_ns: i64) -> Option<u64> {
+    pub fn live(&self, key: Key, wall_ns: i64) -> Option<u64> {
         self.keys
             .get(&key)
             .filter(|e| e.expires_wall_ns > wall_ns)

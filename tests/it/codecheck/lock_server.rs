@@ -394,7 +394,7 @@ fn check_code_takes_the_fence_option_and_refine_takes_it_only_where_that_variant
         &["check", "--code", "redlock", "--masters", "16"],
         &["check", "--code", "etcd-mutex", "--masters", "3"],
         &["check", "--code", "etcd-mutex", "--fsync", "always"],
-        &["check", "--code", "redlock", "--refine", "--masters", "3"],
+        &["check", "--code", "redlock", "--refine", "--masters", "16"],
     ] {
         let out = fencesim(refused);
         assert_eq!(out.status.code(), Some(2), "{refused:?}: {}", stdout(&out));
