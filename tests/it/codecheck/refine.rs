@@ -380,20 +380,6 @@ fn each_driven_protocol_maps_to_the_model_the_models_name_for_it_or_says_why() {
             assert_eq!(refused.as_ref(), Some(&why), "{id}");
             continue;
         }
-        let no_model = match kind {
-            ProtocolKind::Github2012Pair => Some("promote themselves"),
-            _ => None,
-        };
-        if let Some(reason) = no_model {
-            let why = model_of(kind).expect_err("no model of this layout");
-            assert!(
-                why.starts_with(&format!("{id}: no refinement mapping: "))
-                    && why.contains(reason)
-                    && why.contains("no model step"),
-                "{why}"
-            );
-            continue;
-        }
         let of = model_of(kind).expect("every other unreplicated driven protocol has a model");
         assert!(
             simulator_protocol(of.protocol) == Some(kind) || of.note.is_some(),

@@ -16,7 +16,7 @@ fn checking_every_bundled_model_meets_every_expectation_and_prints_the_table() {
     let out = fencesim(&["check", "models/", "--threads", "2"]);
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
-    assert!(text.contains("14 models, threads 2"), "{text}");
+    assert!(text.contains("15 models, threads 2"), "{text}");
     for name in [
         "no-fence",
         "incr-beside-lease",
@@ -29,6 +29,7 @@ fn checking_every_bundled_model_meets_every_expectation_and_prints_the_table() {
         "effect-naive",
         "effect-idempotency-key",
         "effect-outbox",
+        "active-passive",
     ] {
         assert!(
             text.lines()
