@@ -85,6 +85,12 @@
 //! the step the model does not have. Its client checks its validity before
 //! it decides, so no decision is late. The faults that break the
 //! algorithm's assumptions are refused ([`refuse_for_redlock`]).
+//! github-2012-pair has no lease at all: it is read against its own model,
+//! active-passive ([`Abstraction::map_pair`]): a grant is a node's
+//! promotion (`BecameActive`), a slot per node that believes it is active,
+//! no holder, and the live writes in flight (its storage's ordered session
+//! decides which writes can still execute). Its storage-fenced variant is
+//! refused (`PAIR_FENCED` says why).
 
 use super::bounds::Bounds;
 use super::judge::Finding;
@@ -106,7 +112,7 @@ use crate::protocol::resource::Resource;
 use crate::protocol::single_db::{Db, Txn};
 use crate::protocol::worker::Worker;
 use crate::protocol::zookeeper::ZkServer;
-use crate::protocol::{Key, NodeId, OpId, ProtocolConfig, ProtocolKind, Server, Token};
+use crate::protocol::{Key, Msg, NodeId, OpId, ProtocolConfig, ProtocolKind, Server, Token};
 
 /// What the mapping reads of a node: the lease server and the resource
 /// are the nodes whose structs hold model state (a worker's is all in the
@@ -255,6 +261,7 @@ pub fn model_for(kind: ProtocolKind, fence: bool) -> Result<ModelOf, String> {
         ProtocolKind::DynamodbHeartbeat | ProtocolKind::PgAdvisoryLock if fence => {
             Err(server_lock_fenced(kind))
         }
+        ProtocolKind::Github2012Pair if fence => Err(PAIR_FENCED.into()),
         _ => {
             let of = model_of(kind)?;
             if fence != kind.def().fence_default {
@@ -271,6 +278,9 @@ pub fn model_for(kind: ProtocolKind, fence: bool) -> Result<ModelOf, String> {
 
 /// Why zk-sequential's unfenced variant is checked against no-fence.
 const ZK_UNFENCED: &str = "without the fence no model in models/ has its nodes beside an unfenced resource; checked against no-fence: a decision is an Acquire once the last holder's node is gone, the deletion of the holder's node an Expire, a waiter's node creation and deletion stutters (the recipe's lowest-node rule is not checked)";
+
+/// Why the storage-fenced pair has no model.
+const PAIR_FENCED: &str = "github-2012-pair: no refinement with --fence true onto models/active-passive.toml: the storage's reservation raises the fence when the storage takes it, before the node hears it is active (the answer may be lost, late, or ignored after the node's retry under a fresh epoch, whose reservation raises the fence again), so the fence rises without a promotion and a promotion may come under an epoch already below the fence; the active-passive model has no fence and no reservation, and no model in models/ has either";
 
 /// Why dynamodb-heartbeat and pg-advisory-lock with the fence have no
 /// model (measured: `tests/it/codecheck/server_lock.rs`).
@@ -340,9 +350,10 @@ pub fn model_of(kind: ProtocolKind) -> Result<ModelOf, String> {
             None,
         ),
         ProtocolKind::EffectOutbox => of(Protocol::EffectOutbox, "models/effect-outbox.toml", None),
-        ProtocolKind::Github2012Pair => Err(
-            "github-2012-pair: no refinement mapping: the pair's nodes promote themselves (heartbeats, a dead time, STONITH) and no model in models/ has a node that believes it is active without a grant from a coordinator, so a promotion has no model step"
-                .into(),
+        ProtocolKind::Github2012Pair => of(
+            Protocol::ActivePassive,
+            "models/active-passive.toml",
+            None,
         ),
         ProtocolKind::SingleDb => of(
             Protocol::StoreLock,
@@ -411,6 +422,9 @@ pub struct Abstraction {
     /// incr-beside-lease: the failovers a path may have (the primary's
     /// counter and the backup's copy are read, [`Abstraction::map_backup`]).
     backup: Option<u8>,
+    /// github-2012-pair: the actives and the live writes are read
+    /// ([`Abstraction::map_pair`]), no lease.
+    pair: bool,
 }
 
 /// What a conditional write is checked against at the store.
@@ -424,6 +438,10 @@ enum Condition {
 
 /// The one key the harness's workers lock and write.
 const KEY: Key = Key(0);
+
+/// github-2012-pair's nodes (the scenario's two `[[worker]]`s): the
+/// model's client slots, one per node's belief "I am active".
+const PAIR_NODES: usize = 2;
 
 impl Abstraction {
     /// The mapping for `topology` within `bounds`, or why the mapping
@@ -456,6 +474,8 @@ impl Abstraction {
         // and the nodes created, not the grants, run the counter up.
         let (slots, grants_max) = if of.protocol == Protocol::ZkSequential {
             (CLIENTS_CAP, GRANTS_CAP)
+        } else if of.protocol.is_pair() {
+            (PAIR_NODES, bounds.grants) // a slot per node's belief
         } else {
             (bounds.grants, bounds.grants)
         };
@@ -490,6 +510,7 @@ impl Abstraction {
             server_lock: lease_is_server_lock(kind),
             redlock_workers: (kind == ProtocolKind::Redlock).then_some(topology.workers),
             backup,
+            pair: of.protocol.is_pair(),
         })
     }
 
@@ -516,7 +537,7 @@ impl Abstraction {
                 _ => return Err("the node at coord/0 shows no ZooKeeper server".into()),
             };
             self.map_znodes(s, server, &mut a)?;
-        } else {
+        } else if !self.pair {
             self.map_lease(s, now_ns, &mut a)?;
         }
         if let Some(queue) = s.nodes[self.resource.0 as usize].queue() {
@@ -525,7 +546,11 @@ impl Abstraction {
         if let Some(failovers_max) = self.backup {
             self.map_backup(s, failovers_max, &mut a)?;
         }
-        self.map_writes(s, &s.nodes[self.resource.0 as usize], &mut a)?;
+        if self.pair {
+            self.map_pair(s, &mut a)?;
+        } else {
+            self.map_writes(s, &s.nodes[self.resource.0 as usize], &mut a)?;
+        }
         a.fence = small(fence.0, "the fence")?;
         a.value = version(s, value.0)?;
         a.accepted_gen_max = small(judge.accepted_max() as u64, "a generation")?;
@@ -750,6 +775,60 @@ impl Abstraction {
         self.znodes && self.model.bounds.protocol == Protocol::ZkSequential
     }
 
+    /// github-2012-pair: a slot per node that believes it is active (the
+    /// judge's record of `BecameActive`, `SteppedDown` and crashes) with
+    /// its promotion's generation, no token; no lease. `writes`: the live
+    /// writes in flight — a write to the storage whose request id is above
+    /// the last one the storage executed from its sender (the ordered
+    /// session discards the others, so a copy, a given-up write behind its
+    /// sender's next command, and a lost one are gone), one per generation.
+    fn map_pair<N: Inspect>(&self, s: &State<N>, a: &mut Model) -> Result<(), String> {
+        for (i, &(_, generation)) in s.judge.actives().iter().enumerate() {
+            a.clients[self.slot(i)?] = pending(generation, 0, 0)?;
+        }
+        let store = s.nodes[self.resource.0 as usize]
+            .resource()
+            .ok_or("the node at resource/0 shows no storage")?;
+        let mut live: Vec<(u8, u64)> = Vec::new();
+        for p in s.in_flight.iter().filter(|p| p.to == self.resource) {
+            let Msg::Write { req, op, .. } = p.msg else {
+                continue;
+            };
+            if req <= store.last_command(p.from) {
+                continue;
+            }
+            let (generation, _) = s
+                .judge
+                .write_of(op.0)
+                .filter(|w| w.0 != 0)
+                .ok_or(format!("op {}'s write was sent under no promotion", op.0))?;
+            let gen = small(generation as u64, "a generation")?;
+            match live.iter().find(|w| w.0 == gen) {
+                Some(w) if w.1 == op.0 => {} // a copy
+                Some(w) => {
+                    return Err(format!(
+                        "ops {} and {} of generation {gen} are both live in flight: the model has one write of a generation in flight at once",
+                        w.1, op.0
+                    ))
+                }
+                None => live.push((gen, op.0)),
+            }
+        }
+        if live.len() > GRANTS_CAP {
+            return Err(format!("more than {GRANTS_CAP} writes in flight"));
+        }
+        live.sort_unstable();
+        for (slot, &(gen, _)) in a.writes.iter_mut().zip(&live) {
+            *slot = Write {
+                gen,
+                token: 0,
+                read: 0,
+                stage: STAGE_IN_FLIGHT,
+            };
+        }
+        Ok(())
+    }
+
     fn slot(&self, i: usize) -> Result<usize, String> {
         if i < self.slots {
             Ok(i)
@@ -924,6 +1003,7 @@ fn refuse_inexact(kind: ProtocolKind, of: &ModelOf, bounds: &Bounds) -> Result<(
                 | Protocol::EffectNaive
                 | Protocol::EffectIdempotencyKey
                 | Protocol::EffectOutbox
+                | Protocol::ActivePassive
         )
     {
         return Err(format!(
@@ -953,7 +1033,8 @@ fn refuse_inexact(kind: ProtocolKind, of: &ModelOf, bounds: &Bounds) -> Result<(
     }
     let own_jump_rule = kind == ProtocolKind::ZkSequential
         || kind == ProtocolKind::Redlock
-        || lease_is_server_lock(kind);
+        || lease_is_server_lock(kind)
+        || of.protocol.is_pair();
     if bounds.jumps > 0 && !own_jump_rule {
         return Err(format!(
             "{id}: no refinement with wall-clock jumps: a backward jump of the lease server's clock revives a lease record that ran out but was not dropped yet (the server drops it at its expiry check; Redis, too, expires a key lazily against its wall clock), and the model's lease never comes back once it expired"

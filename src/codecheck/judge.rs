@@ -535,6 +535,12 @@ impl Judge {
         }
     }
 
+    /// The active/passive pair: (node, generation of its promotion) of
+    /// each node that believes it is active (empty for other protocols).
+    pub fn actives(&self) -> &[(u16, u32)] {
+        self.pair.as_ref().map_or(&[], |p| p.active.as_slice())
+    }
+
     /// Pair node `node` stepped down or crashed: it no longer believes it
     /// is active.
     pub fn on_stepped_down(&mut self, node: NodeId) {

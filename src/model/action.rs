@@ -40,6 +40,12 @@ pub enum Action {
     /// queue-claim: the live claim's holder deletes the head job, which has a result
     /// (`DeleteMessage`); the claim ends and the next job is the head.
     DeleteJob,
+    /// active-passive: `client`, active, stops believing it is active (it hears a newer
+    /// active, is fenced off by STONITH, crashes); its writes in flight stay in flight.
+    StepDown { client: u8 },
+    /// active-passive: generation `gen`'s write in flight will never reach the storage (lost,
+    /// or its sender's later command executed first: the ordered session discards it).
+    DropWrite { gen: u8 },
     /// Effect sinks: a request for generation `gen`'s effect (owed: its write was accepted)
     /// goes in flight to the sink — the first call, a retry, or a copy.
     SendEffect { gen: u8 },
@@ -142,6 +148,12 @@ pub enum Event {
     },
     JobDeleted {
         client: u8,
+    },
+    SteppedDown {
+        client: u8,
+    },
+    WriteDropped {
+        generation: u8,
     },
     /// `copies`: the requests for the effect in flight after this one was sent.
     EffectRequested {
@@ -272,6 +284,10 @@ pub fn describe(event: &Event, new_violations: u8) -> String {
         ),
         Event::JobDeleted { client } => format!(
             "client {client} deletes the head job, which has a result: its claim ends and the next job is the head"
+        ),
+        Event::SteppedDown { client } => format!("client {client} steps down: it no longer believes it is active"),
+        Event::WriteDropped { generation } => format!(
+            "generation {generation}'s write will never reach the resource (lost, or discarded behind its sender's later command)"
         ),
         Event::EffectRequested { generation, copies: 1 } => {
             format!("the sink is asked for generation {generation}'s effect")

@@ -120,6 +120,9 @@ fn relabel_action(action: Action, real: impl Fn(u8) -> u8) -> Action {
         Action::SendWrite { client } => Action::SendWrite {
             client: real(client),
         },
+        Action::StepDown { client } => Action::StepDown {
+            client: real(client),
+        },
         other => other,
     }
 }
@@ -144,6 +147,9 @@ fn relabel_event(event: Event, real: impl Fn(u8) -> u8, client_of_gen: &[u8]) ->
             seq,
         },
         Event::JobDeleted { client } => Event::JobDeleted {
+            client: real(client),
+        },
+        Event::SteppedDown { client } => Event::SteppedDown {
             client: real(client),
         },
         Event::LeaseExpired { client } => Event::LeaseExpired {

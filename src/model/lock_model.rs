@@ -56,6 +56,15 @@
 //!   the request (a worker under its grant, or the dispatcher) is not modelled, so
 //!   `superseded_effect` is not a model property.
 //!
+//! - `active-passive`: no coordinator and no lease: a pair's nodes promote themselves
+//!   (GitHub's 2012 file servers: dead time, STONITH, no storage fence). The dead time and the
+//!   STONITH travel the network a partition cuts, so they promise nothing: `Acquire` makes an
+//!   idle client active at any moment (a slot per node's belief "I am active", with no token),
+//!   beside an active one; `StepDown` ends a belief. An active writes any number of times under
+//!   its promotion (`SendWrite` keeps the grant; one write of a generation in flight at once,
+//!   as the storage's ordered session leaves it), the storage accepts every write, and a write
+//!   in flight may vanish (`DropWrite`: lost, or discarded behind its sender's later command).
+//!
 //! Violating states are terminal (no successors) for the properties in `terminal_mask`, so
 //! every discovery path ends at its first violation.
 
@@ -272,6 +281,18 @@ impl LockModel {
                 uncommitted,
                 quorum,
             } => self.failover(s, &mut n, uncommitted, quorum)?,
+            Action::StepDown { client } => {
+                if !b.protocol.is_pair() || s.clients[client as usize].is_idle() {
+                    return None;
+                }
+                n.clients[client as usize] = Client::default();
+                Event::SteppedDown { client }
+            }
+            Action::DropWrite { gen } => {
+                let i = s.write_index(gen).filter(|_| b.protocol.is_pair())?;
+                n.remove_write(i);
+                Event::WriteDropped { generation: gen }
+            }
             Action::SendEffect { gen } => self.send_effect(s, &mut n, gen)?,
             Action::DeliverEffect { gen } => self.deliver_effect(s, &mut n, gen)?,
         };
@@ -283,14 +304,16 @@ impl LockModel {
     fn acquire(&self, s: &State, n: &mut State, client: u8, quorum: u8) -> Option<Event> {
         let b = &self.bounds;
         let c = client as usize;
-        if s.holder != NO_HOLDER || s.grants >= b.grants_max || !s.clients[c].is_idle() {
+        let lease_taken = s.holder != NO_HOLDER && !b.protocol.is_pair();
+        if lease_taken || s.grants >= b.grants_max || !s.clients[c].is_idle() {
             return None;
         }
         let token = match b.protocol {
             Protocol::NoFence
             | Protocol::ConditionalWrite
             | Protocol::StoreLock
-            | Protocol::QueueClaim => 0,
+            | Protocol::QueueClaim
+            | Protocol::ActivePassive => 0,
             Protocol::FencedCas
             | Protocol::FencedCheckThenWrite
             | Protocol::EffectNaive
@@ -338,7 +361,9 @@ impl LockModel {
             read: 0,
             node: s.clients[c].node,
         };
-        n.holder = client;
+        if !b.protocol.is_pair() {
+            n.holder = client;
+        }
         Some(Event::Granted {
             client,
             generation: n.grants,
@@ -384,17 +409,23 @@ impl LockModel {
         if slot.is_idle() || (b.reads && slot.read == 0) {
             return None;
         }
+        if b.protocol.is_pair() && s.write_index(slot.gen).is_some() {
+            return None; // its session's earlier write is still live
+        }
         n.push_write(Write {
             gen: slot.gen,
             token: slot.token,
             read: slot.read,
             stage: STAGE_IN_FLIGHT,
         });
-        // The grant has done its work; forgetting it keeps equivalent states equal.
-        n.clients[client as usize] = Client {
-            node: slot.node,
-            ..Client::default()
-        };
+        if !b.protocol.is_pair() {
+            // The grant has done its work; forgetting it keeps equivalent states equal (an
+            // active keeps writing under its promotion).
+            n.clients[client as usize] = Client {
+                node: slot.node,
+                ..Client::default()
+            };
+        }
         let read_value = if b.reads { Some(slot.read - 1) } else { None };
         Some(Event::WriteSent {
             client,
@@ -416,7 +447,7 @@ impl LockModel {
             n.stale_attempt_seen = true;
         }
         let outcome = match b.protocol {
-            Protocol::NoFence => {
+            Protocol::NoFence | Protocol::ActivePassive => {
                 self.accept(n, &w);
                 Outcome::Accepted
             }
@@ -726,6 +757,9 @@ impl Model for LockModel {
                 actions.push(Action::Read { client });
             }
             actions.push(Action::SendWrite { client });
+            if b.protocol.is_pair() {
+                actions.push(Action::StepDown { client });
+            }
         }
         actions.push(Action::Expire);
         for w in s.writes_in_flight() {
@@ -734,6 +768,9 @@ impl Model for LockModel {
             } else {
                 Action::DeliverWrite { gen: w.gen }
             });
+            if b.protocol.is_pair() {
+                actions.push(Action::DropWrite { gen: w.gen });
+            }
         }
         if b.protocol.has_effect_sink() {
             for gen in 1..=s.grants {

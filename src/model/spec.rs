@@ -59,6 +59,10 @@ pub enum Protocol {
     /// enqueues its outbox entry is accepted, and the dispatcher's deliveries (each retried
     /// until answered) carry the entry id as the key.
     EffectOutbox,
+    /// No coordinator: two nodes promote themselves (dead time, STONITH) with no guarantee the
+    /// other has stopped, so a promotion may come at any moment; each active writes any number
+    /// of times until it steps down, and the storage accepts every write (GitHub's 2012 pair).
+    ActivePassive,
 }
 
 impl Protocol {
@@ -76,6 +80,7 @@ impl Protocol {
             Protocol::EffectNaive => "effect-naive",
             Protocol::EffectIdempotencyKey => "effect-idempotency-key",
             Protocol::EffectOutbox => "effect-outbox",
+            Protocol::ActivePassive => "active-passive",
         }
     }
 
@@ -117,6 +122,12 @@ impl Protocol {
     /// Whether grants are deliveries of jobs and the store keeps the first result per job.
     pub fn has_jobs(self) -> bool {
         self == Protocol::QueueClaim
+    }
+
+    /// Whether grants are self-promotions of a pair's nodes: a promotion needs no free lease,
+    /// an active keeps its promotion after each write, and a write may vanish (`DropWrite`).
+    pub fn is_pair(self) -> bool {
+        self == Protocol::ActivePassive
     }
 
     /// Whether an effect sink stands beside the resource: an accepted write owes its effect.
@@ -646,6 +657,7 @@ pub fn simulator_protocol(protocol: Protocol) -> Option<ProtocolKind> {
         Protocol::EffectNaive => Some(ProtocolKind::EffectNaive),
         Protocol::EffectIdempotencyKey => Some(ProtocolKind::EffectIdempotencyKey),
         Protocol::EffectOutbox => Some(ProtocolKind::EffectOutbox),
+        Protocol::ActivePassive => Some(ProtocolKind::Github2012Pair),
     }
 }
 

@@ -89,6 +89,37 @@ struct Grant {
     expire: Option<usize>,
 }
 
+/// Why paths of `protocol` (simulated by `kind`) have no scripted form, if
+/// they have none. The agreement with the simulator is checked for each
+/// (tests/it/model/scenarios.rs); the scripting is not.
+fn unscripted(protocol: Protocol, kind: ProtocolKind) -> Option<String> {
+    if kind == ProtocolKind::ZkSequential {
+        // Sequential nodes and watches have no scripted form.
+        return Some(
+            "zk-sequential paths (sequential nodes, watches) are not scripted; the model is safe, so it has no counterexample to emit"
+                .into(),
+        );
+    }
+    if protocol.is_pair() {
+        // No scripted form for a pair node's own promotion (no worker acquires).
+        return Some(format!(
+            "{} paths (self-promotions of a pair's nodes) are not scripted; the simulator's bundled scenarios of {} are compared with the model's verdict instead, and `fencesim check --code {}` scripts the code's own counterexample",
+            protocol.id(),
+            kind.id(),
+            kind.id()
+        ));
+    }
+    // The sink's requests have no scripted form (a retry needs a worker's request
+    // timeout inside the run, which every emitted scenario sets beyond it).
+    protocol.has_effect_sink().then(|| {
+        format!(
+            "{} paths (requests to the effect sink) are not scripted; the simulator's bundled scenarios of {} are compared with the model's verdict instead",
+            protocol.id(),
+            kind.id()
+        )
+    })
+}
+
 /// Writes `counterexample` of `spec` as scenario TOML (schema_version 1).
 pub fn to_scenario(spec: &ModelSpec, counterexample: &Counterexample) -> Result<String, String> {
     let b = spec.bounds;
@@ -98,23 +129,8 @@ pub fn to_scenario(spec: &ModelSpec, counterexample: &Counterexample) -> Result<
             b.protocol.id()
         )
     })?;
-    if kind == ProtocolKind::ZkSequential {
-        // The agreement with the simulator is checked (tests/it/model/scenarios.rs);
-        // scripting is not: sequential nodes and watches have no scripted form.
-        return Err(
-            "zk-sequential paths (sequential nodes, watches) are not scripted; the model is safe, so it has no counterexample to emit"
-                .into(),
-        );
-    }
-    if b.protocol.has_effect_sink() {
-        // The agreement with the simulator is checked (tests/it/model/scenarios.rs); the
-        // scripting has no form for the sink's requests (a retry needs a worker's request
-        // timeout inside the run, which every emitted scenario sets beyond it).
-        return Err(format!(
-            "{} paths (requests to the effect sink) are not scripted; the simulator's bundled scenarios of {} are compared with the model's verdict instead",
-            b.protocol.id(),
-            kind.id()
-        ));
+    if let Some(why) = unscripted(b.protocol, kind) {
+        return Err(why);
     }
     let c = scripted_path(spec, counterexample)?;
     let steps = &c.steps;
@@ -296,6 +312,9 @@ fn who_does_what(protocol: Protocol, steps: &[Step]) -> Result<(Vec<Grant>, Vec<
             }
             Event::EffectRequested { .. } | Event::EffectDelivered { .. } => {
                 return unsupported("a request to the effect sink is not scripted")
+            }
+            Event::SteppedDown { .. } | Event::WriteDropped { .. } => {
+                return unsupported("an active-passive step-down or dropped write is not scripted")
             }
         }
     }

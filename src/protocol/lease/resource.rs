@@ -123,6 +123,13 @@ impl Resource {
         }
     }
 
+    /// `ordered_sessions`: the last request id executed from `from` (0:
+    /// none, or sessions are not ordered): a command of `from` with an id
+    /// at or below it will be discarded. A getter for checkers.
+    pub fn last_command(&self, from: NodeId) -> u32 {
+        self.last_cmd.get(&from).copied().unwrap_or(0)
+    }
+
     /// `key`'s current value (the op id that wrote it; `OpId::INITIAL` if
     /// none) and its fence (the greater of the write and read fences): a
     /// getter for checkers.
