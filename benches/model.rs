@@ -38,6 +38,7 @@ fn bounds(clients: u8, grants_max: u8, symmetry: bool) -> Bounds {
         reads: false,
         fence_reads: false,
         symmetry,
+        fence: true,
     }
 }
 

@@ -23,6 +23,16 @@ pub enum Action {
     DeleteNode { client: u8 },
     /// The live lease ends (TTL elapsed, session expired); its holder is not told.
     Expire,
+    /// etcd's Mutex: the server answers `client`'s acquisition "you are first" (its key lives
+    /// and no key below it does; without the re-check: no key below it lives). The client
+    /// holds the answer until it acts on it (`Acquire`), loses it or gives up.
+    Answer { client: u8 },
+    /// etcd's Mutex: the answer `client` holds is lost (the reply dropped, or its request
+    /// given up and sent again); the acquisition waits on.
+    DropAnswer { client: u8 },
+    /// etcd's Mutex: `client`'s acquisition ends without a decision (`Lock` returned an
+    /// error, the request timed out); its key lives until its lease goes.
+    Abandon { client: u8 },
     /// `client` reads the resource's current value under its grant.
     Read { client: u8 },
     /// `client` sends its one write under its grant; it goes in flight.
@@ -99,6 +109,42 @@ pub enum Event {
     NodeCreated {
         client: u8,
         seq: u8,
+    },
+    /// etcd's Mutex: `client` puts its key at revision `rev`.
+    KeyCreated {
+        client: u8,
+        rev: u8,
+    },
+    /// etcd's Mutex: `client`'s key of revision `rev` is deleted (its lease expired or was
+    /// revoked), which takes revision `at`.
+    KeyDeleted {
+        client: u8,
+        rev: u8,
+        at: u8,
+    },
+    /// etcd's Mutex: the server tells `client` that its key `rev` is first (`live`: its key
+    /// still lives; false only without the re-check).
+    Answered {
+        client: u8,
+        rev: u8,
+        live: bool,
+    },
+    AnswerLost {
+        client: u8,
+        rev: u8,
+    },
+    Abandoned {
+        client: u8,
+        rev: u8,
+    },
+    /// etcd's Mutex: `client` acts on its answer and decides it holds the lock: generation
+    /// `generation`, its key's revision `token` as the token (`newer`: the greatest token a
+    /// decision carried before, when above it).
+    Decided {
+        client: u8,
+        generation: u8,
+        token: u8,
+        newer: u8,
     },
     LeaseExpired {
         client: u8,
@@ -239,6 +285,31 @@ fn delivered(client: u8, generation: u8, token: u8, fence_before: u8, outcome: O
     }
 }
 
+/// `describe`'s line for an etcd Mutex step: a key, an answer, a decision.
+fn etcd_line(event: &Event) -> String {
+    match *event {
+        Event::KeyCreated { client, rev } => format!("client {client} puts its key at revision {rev}"),
+        Event::KeyDeleted { client, rev, at } => format!(
+            "client {client}'s key of revision {rev} is deleted (its lease expired or was revoked), taking revision {at}"
+        ),
+        Event::Answered { client, rev, live: true } => format!(
+            "the server answers client {client}: its key {rev} is first; the answer is in flight"
+        ),
+        Event::Answered { client, rev, live: false } => format!(
+            "the server answers client {client}: no key below its key {rev} is left (its own is gone); the answer is in flight"
+        ),
+        Event::AnswerLost { client, rev } => format!("client {client}'s answer for key {rev} is lost"),
+        Event::Abandoned { client, rev } => format!("client {client} gives up its acquisition of key {rev}"),
+        Event::Decided { client, generation, token, newer: 0 } => format!(
+            "client {client} acts on its answer: it holds the lock (generation {generation}, token {token})"
+        ),
+        Event::Decided { client, generation, token, newer } => format!(
+            "client {client} acts on its old answer: it holds the lock (generation {generation}, token {token}, below token {newer} decided before)"
+        ),
+        _ => unreachable!("etcd_line is called for etcd steps only"),
+    }
+}
+
 /// One line for a step; `new_violations` marks the step that broke a property.
 pub fn describe(event: &Event, new_violations: u8) -> String {
     let mut line = match *event {
@@ -253,6 +324,12 @@ pub fn describe(event: &Event, new_violations: u8) -> String {
             voters(quorum)
         ),
         Event::NodeCreated { client, seq } => format!("client {client} creates sequential node {seq}"),
+        Event::KeyCreated { .. }
+        | Event::KeyDeleted { .. }
+        | Event::Answered { .. }
+        | Event::AnswerLost { .. }
+        | Event::Abandoned { .. }
+        | Event::Decided { .. } => etcd_line(event),
         Event::LeaseExpired { client } => format!("client {client}'s lease expires; client {client} is not told"),
         Event::NodeDeleted { client, seq } => {
             format!("client {client}'s session ends while it waits: its node {seq} is deleted")

@@ -68,6 +68,9 @@ pub fn replay(
         let action = relabel_action(action, real);
         if let Event::Granted {
             client, generation, ..
+        }
+        | Event::Decided {
+            client, generation, ..
         } = event
         {
             client_of_gen[generation as usize] = real(client);
@@ -123,6 +126,15 @@ fn relabel_action(action: Action, real: impl Fn(u8) -> u8) -> Action {
         Action::StepDown { client } => Action::StepDown {
             client: real(client),
         },
+        Action::Answer { client } => Action::Answer {
+            client: real(client),
+        },
+        Action::DropAnswer { client } => Action::DropAnswer {
+            client: real(client),
+        },
+        Action::Abandon { client } => Action::Abandon {
+            client: real(client),
+        },
         other => other,
     }
 }
@@ -130,6 +142,9 @@ fn relabel_action(action: Action, real: impl Fn(u8) -> u8) -> Action {
 /// `event` with stable client ids: its client slot mapped by `real`, a
 /// delivery's or commit's client found by its generation (`client_of_gen`).
 fn relabel_event(event: Event, real: impl Fn(u8) -> u8, client_of_gen: &[u8]) -> Event {
+    if let Some(etcd) = relabel_etcd_event(event, &real) {
+        return etcd;
+    }
     match event {
         Event::Granted {
             client,
@@ -209,4 +224,44 @@ fn relabel_event(event: Event, real: impl Fn(u8) -> u8, client_of_gen: &[u8]) ->
         },
         other => other,
     }
+}
+
+/// etcd's events with stable client ids (None: not one of them).
+fn relabel_etcd_event(event: Event, real: &impl Fn(u8) -> u8) -> Option<Event> {
+    Some(match event {
+        Event::KeyCreated { client, rev } => Event::KeyCreated {
+            client: real(client),
+            rev,
+        },
+        Event::KeyDeleted { client, rev, at } => Event::KeyDeleted {
+            client: real(client),
+            rev,
+            at,
+        },
+        Event::Answered { client, rev, live } => Event::Answered {
+            client: real(client),
+            rev,
+            live,
+        },
+        Event::AnswerLost { client, rev } => Event::AnswerLost {
+            client: real(client),
+            rev,
+        },
+        Event::Abandoned { client, rev } => Event::Abandoned {
+            client: real(client),
+            rev,
+        },
+        Event::Decided {
+            client,
+            generation,
+            token,
+            newer,
+        } => Event::Decided {
+            client: real(client),
+            generation,
+            token,
+            newer,
+        },
+        _ => return None,
+    })
 }

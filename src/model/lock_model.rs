@@ -64,6 +64,17 @@
 //!   its promotion (`SendWrite` keeps the grant; one write of a generation in flight at once,
 //!   as the storage's ordered session leaves it), the storage accepts every write, and a write
 //!   in flight may vanish (`DropWrite`: lost, or discarded behind its sender's later command).
+//! - `etcd-mutex`, `etcd-mutex-no-recheck` (`etcd_step`): no coordinator and no lease holder.
+//!   An acquisition puts its key at the store's global revision (`CreateNode`: `counter`, which
+//!   every deletion takes too, `DeleteNode` — the key's lease expired or was revoked, at any
+//!   moment); the server answers it "you are first" (`Answer`) while no key below its own
+//!   lives — and, with the re-check, while its own does; the client acts on that answer
+//!   whenever it arrives (`Acquire`, its key's revision the token: after its key was deleted
+//!   and a newer key's client decided, too), loses it (`DropAnswer`) or gives up (`Abandon`).
+//!   A slot is an acquisition: `token` its key's revision while it lasts, `node` the key while
+//!   it lives, `read` 1 while it holds an answer. Grants rank by (token, generation), as the
+//!   history checker ranks decisions that all carry tokens (`accepted_token`); `fence = false`
+//!   is the twin whose resource compares nothing.
 //!
 //! Violating states are terminal (no successors) for the properties in `terminal_mask`, so
 //! every discovery path ends at its first violation.
@@ -94,6 +105,11 @@ pub const PROPERTY_SECOND_RESULT: &str = "second_result_refused_at_queue";
 /// delivery (a duplicate without a key, a deduplication with one) is enabled at once, so
 /// reaching this witnesses that the repeat a duplicate comes from happens.
 pub const PROPERTY_EFFECT_REPEATED: &str = "repeated_effect_request_reaches_sink";
+
+/// etcd's Mutex: a client decided on an old answer after a newer key's client decided (a
+/// grant below the greatest token decided is pending). Reaching it witnesses the decisions
+/// on stale answers the model is for.
+pub const PROPERTY_LATE_DECISION: &str = "decision_below_a_newer_token";
 
 /// Requests for one effect in flight at once, unless `with_effect_requests` says otherwise:
 /// two are enough for a duplicate.
@@ -180,6 +196,9 @@ impl LockModel {
     /// The `sometimes` properties a safe verdict needs reached (vacuity witnesses).
     pub fn witnesses(&self) -> Vec<&'static str> {
         let mut witnesses = vec![PROPERTY_WRITE_ACCEPTED, PROPERTY_STALE_ATTEMPT];
+        if self.bounds.protocol.has_revisions() {
+            witnesses.push(PROPERTY_LATE_DECISION);
+        }
         if self.bounds.protocol.writes_are_conditional() {
             witnesses.push(PROPERTY_CONDITION_FAILS);
         }
@@ -221,8 +240,17 @@ impl LockModel {
     pub fn step(&self, s: &State, action: Action) -> Option<(State, Event)> {
         let b = &self.bounds;
         let mut n = *s;
+        if b.protocol.has_revisions() {
+            if let Some(event) = self.etcd_step(s, &mut n, action) {
+                self.forget_dead_data(&mut n);
+                return event.map(|e| (n, e));
+            }
+        }
         let event = match action {
             Action::Acquire { client, quorum } => self.acquire(s, &mut n, client, quorum)?,
+            Action::Answer { .. } | Action::DropAnswer { .. } | Action::Abandon { .. } => {
+                return None
+            }
             Action::CreateNode { client } => {
                 let c = client as usize;
                 let slot = s.clients[c];
@@ -334,6 +362,8 @@ impl LockModel {
                 n.counter = generation;
                 generation
             }
+            // Their decisions are `etcd_step`'s.
+            Protocol::EtcdMutex | Protocol::EtcdMutexNoRecheck => return None,
             Protocol::ZkSequential => {
                 let node = s.clients[c].node;
                 if node == 0 || self.lowest_node(s) != Some(node) {
@@ -443,10 +473,20 @@ impl LockModel {
         if w.stage != STAGE_IN_FLIGHT {
             return None;
         }
-        if w.gen < s.grants {
+        // etcd: grants rank by token, so a superseded write is one below a decided token.
+        let superseded = if b.protocol.has_revisions() {
+            w.token < s.token_max
+        } else {
+            w.gen < s.grants
+        };
+        if superseded {
             n.stale_attempt_seen = true;
         }
         let outcome = match b.protocol {
+            _ if b.protocol.has_revisions() && !b.fences() => {
+                self.accept(n, &w);
+                Outcome::Accepted
+            }
             Protocol::NoFence | Protocol::ActivePassive => {
                 self.accept(n, &w);
                 Outcome::Accepted
@@ -596,6 +636,107 @@ impl LockModel {
         })
     }
 
+    /// etcd's Mutex: the steps of the etcd protocols' own (`None`: not one of them; the
+    /// shared steps — writes, their delivery — are `step`'s). `Some(None)`: not enabled.
+    fn etcd_step(&self, s: &State, n: &mut State, action: Action) -> Option<Option<Event>> {
+        let slot = |client: u8| s.clients[client as usize];
+        let event = match action {
+            Action::CreateNode { client } => {
+                // Each key takes two revisions (its put, its deletion): 2 × grants_max bounds
+                // the keys created at grants_max or more.
+                let free = slot(client) == Client::default();
+                if !free || s.counter >= 2 * self.bounds.grants_max {
+                    return Some(None);
+                }
+                n.counter = s.counter + 1;
+                let c = &mut n.clients[client as usize];
+                (c.node, c.token) = (n.counter, n.counter);
+                Event::KeyCreated {
+                    client,
+                    rev: n.counter,
+                }
+            }
+            Action::DeleteNode { client } => {
+                let rev = slot(client).node;
+                if rev == 0 {
+                    return Some(None);
+                }
+                n.counter = s.counter + 1;
+                n.clients[client as usize].node = 0;
+                Event::KeyDeleted {
+                    client,
+                    rev,
+                    at: n.counter,
+                }
+            }
+            Action::Answer { client } => {
+                let c = slot(client);
+                let below = |o: &Client| o.node != 0 && o.node < c.token;
+                let live = c.node != 0;
+                let recheck = self.bounds.protocol == Protocol::EtcdMutex;
+                let waiting = c.token != 0 && c.read == 0 && c.gen == 0;
+                if !waiting || (recheck && !live) || s.clients.iter().any(below) {
+                    return Some(None);
+                }
+                n.clients[client as usize].read = 1;
+                Event::Answered {
+                    client,
+                    rev: c.token,
+                    live,
+                }
+            }
+            Action::DropAnswer { client } => {
+                let c = slot(client);
+                if c.read == 0 || c.gen != 0 {
+                    return Some(None);
+                }
+                n.clients[client as usize].read = 0;
+                Event::AnswerLost {
+                    client,
+                    rev: c.token,
+                }
+            }
+            Action::Abandon { client } => {
+                let c = slot(client);
+                if c.token == 0 || c.gen != 0 {
+                    return Some(None);
+                }
+                (
+                    n.clients[client as usize].token,
+                    n.clients[client as usize].read,
+                ) = (0, 0);
+                Event::Abandoned {
+                    client,
+                    rev: c.token,
+                }
+            }
+            Action::Acquire { client, .. } => {
+                let c = slot(client);
+                if c.read == 0 || c.gen != 0 || s.grants >= self.bounds.grants_max {
+                    return Some(None);
+                }
+                // Tokens are create revisions, each key's own: no decision repeats one.
+                n.grants = s.grants + 1;
+                n.token_max = s.token_max.max(c.token);
+                let d = &mut n.clients[client as usize];
+                (d.gen, d.read) = (n.grants, 0);
+                Event::Decided {
+                    client,
+                    generation: n.grants,
+                    token: c.token,
+                    newer: if s.token_max > c.token {
+                        s.token_max
+                    } else {
+                        0
+                    },
+                }
+            }
+            Action::Expire => return Some(None),
+            _ => return None,
+        };
+        Some(Some(event))
+    }
+
     /// Queue-claim: whether the queue keeps a result of generation `gen`: the first for the
     /// head job, or (the broken twin) any for the head job.
     fn keeps_result(&self, s: &State, gen: u8) -> bool {
@@ -680,10 +821,7 @@ impl LockModel {
         }
         // An atomic fence never decreases, so a write below it will be rejected whenever it
         // arrives; once a stale attempt has been seen, its arrival changes nothing.
-        if b.protocol.resource_fences()
-            && b.protocol != Protocol::FencedCheckThenWrite
-            && n.stale_attempt_seen
-        {
+        if b.fences() && b.protocol != Protocol::FencedCheckThenWrite && n.stale_attempt_seen {
             let fence = n.fence;
             let doomed = |w: &Write| w.gen != 0 && w.stage == STAGE_IN_FLIGHT && w.token < fence;
             if n.writes.iter().any(doomed) {
@@ -698,6 +836,18 @@ impl LockModel {
     /// The resource applies a write's body. A conditional write whose condition held is not
     /// stale (the history checker's `condition_held`): it overwrote exactly what it read.
     fn accept(&self, n: &mut State, w: &Write) {
+        if self.bounds.protocol.has_revisions() {
+            // Ranked by (token, generation): a late decision on an older key stays older.
+            let rank = (w.token, w.gen);
+            let top = (n.accepted_token, n.accepted_gen_max);
+            if rank < top {
+                n.violations |= Violation::StaleWrite.bit();
+            } else {
+                (n.accepted_token, n.accepted_gen_max) = rank;
+            }
+            n.value = w.gen;
+            return;
+        }
         let condition_held = self.bounds.protocol.writes_are_conditional() && w.read == n.value + 1;
         if w.gen < n.accepted_gen_max && !condition_held {
             n.violations |= Violation::StaleWrite.bit();
@@ -749,9 +899,14 @@ impl Model for LockModel {
             } else {
                 actions.push(Action::Acquire { client, quorum: 0 });
             }
-            if b.protocol == Protocol::ZkSequential {
+            if b.protocol == Protocol::ZkSequential || b.protocol.has_revisions() {
                 actions.push(Action::CreateNode { client });
                 actions.push(Action::DeleteNode { client });
+            }
+            if b.protocol.has_revisions() {
+                actions.push(Action::Answer { client });
+                actions.push(Action::DropAnswer { client });
+                actions.push(Action::Abandon { client });
             }
             if b.reads {
                 actions.push(Action::Read { client });
@@ -858,6 +1013,16 @@ impl Model for LockModel {
             PROPERTY_STALE_ATTEMPT,
             |_, s: &State| s.stale_attempt_seen,
         ));
+        if self.bounds.protocol.has_revisions() {
+            properties.push(Property::sometimes(
+                PROPERTY_LATE_DECISION,
+                |_, s: &State| {
+                    s.clients
+                        .iter()
+                        .any(|c| c.gen != 0 && c.token < s.token_max)
+                },
+            ));
+        }
         if self.bounds.protocol.writes_are_conditional() {
             properties.push(Property::sometimes(
                 PROPERTY_CONDITION_FAILS,

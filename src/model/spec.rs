@@ -63,6 +63,15 @@ pub enum Protocol {
     /// other has stopped, so a promotion may come at any moment; each active writes any number
     /// of times until it steps down, and the storage accepts every write (GitHub's 2012 pair).
     ActivePassive,
+    /// etcd's `concurrency.Mutex` with the re-check of etcd PR #11408: each acquisition puts a
+    /// key whose create revision is the store's global revision (every put and every deletion
+    /// takes the next one), answered "you are first" while its key lives and no key below it
+    /// does, and acting on that answer whenever it arrives — after its key was deleted and a
+    /// newer key's client decided, too. The create revision is the token.
+    EtcdMutex,
+    /// As `etcd-mutex`, the etcd 3.4.3 Mutex without the re-check: the answer only says that
+    /// no key below its own is left, its own key gone or not (Jepsen's etcd 3.4.3 analysis).
+    EtcdMutexNoRecheck,
 }
 
 impl Protocol {
@@ -81,6 +90,8 @@ impl Protocol {
             Protocol::EffectIdempotencyKey => "effect-idempotency-key",
             Protocol::EffectOutbox => "effect-outbox",
             Protocol::ActivePassive => "active-passive",
+            Protocol::EtcdMutex => "etcd-mutex",
+            Protocol::EtcdMutexNoRecheck => "etcd-mutex-no-recheck",
         }
     }
 
@@ -117,6 +128,12 @@ impl Protocol {
     /// grant no longer holds the lease, and a write's commit ends the lease.
     pub fn store_is_lock(self) -> bool {
         self == Protocol::StoreLock
+    }
+
+    /// Whether grants are clients' decisions on etcd's answers: keys with create revisions
+    /// from a global revision counter, decisions on answers that may be stale.
+    pub fn has_revisions(self) -> bool {
+        matches!(self, Protocol::EtcdMutex | Protocol::EtcdMutexNoRecheck)
     }
 
     /// Whether grants are deliveries of jobs and the store keeps the first result per job.
@@ -251,6 +268,16 @@ pub struct Bounds {
     pub fence_reads: bool,
     /// Whether next_state canonicalises interchangeable client slots.
     pub symmetry: bool,
+    /// Whether the resource compares tokens, where the protocol's does (false: the etcd
+    /// models' unfenced twin, `fence = false`; true elsewhere).
+    pub fence: bool,
+}
+
+impl Bounds {
+    /// Whether the resource compares tokens before accepting a write.
+    pub fn fences(&self) -> bool {
+        self.protocol.resource_fences() && self.fence
+    }
 }
 
 /// A resolved model spec.
@@ -342,6 +369,7 @@ struct RawSpec {
     reads: Option<Spanned<bool>>,
     fence_reads: Option<Spanned<bool>>,
     symmetry: Option<Spanned<bool>>,
+    fence: Option<Spanned<bool>>,
     expect: RawExpect,
 }
 
@@ -513,7 +541,7 @@ fn resolve(raw: RawSpec, name: &str) -> Result<ModelSpec, Invalid> {
         Some(value) => *value.get_ref(),
     };
     let symmetry = raw.symmetry.as_ref().map(|s| *s.get_ref()).unwrap_or(false);
-
+    let fence = resolve_fence(&raw)?;
     let verdict = *raw.expect.verdict.get_ref();
     let violations = expected_violations(&raw, reads)?;
 
@@ -529,12 +557,42 @@ fn resolve(raw: RawSpec, name: &str) -> Result<ModelSpec, Invalid> {
             reads,
             fence_reads,
             symmetry,
+            fence,
         },
         expected: Expected {
             verdict,
             violations,
         },
     })
+}
+
+/// The etcd models' `fence` knob (default true), and their refusal of reads (a client slot's
+/// `read` byte holds an etcd acquisition's answer).
+fn resolve_fence(raw: &RawSpec) -> Result<bool, Invalid> {
+    let invalid = |span: Range<usize>, message: String| Err((span, message));
+    let protocol = *raw.protocol.get_ref();
+    if let Some(value) = raw.reads.as_ref().filter(|r| *r.get_ref()) {
+        if protocol.has_revisions() {
+            return invalid(
+                value.span(),
+                format!("{}: reads are not modelled for etcd's Mutex", protocol.id()),
+            );
+        }
+    }
+    let fence = match &raw.fence {
+        None => true,
+        Some(value) if !protocol.has_revisions() => {
+            return invalid(
+                value.span(),
+                format!(
+                    "fence is a knob of the etcd models only; {} is fenced or not by its protocol",
+                    protocol.id()
+                ),
+            );
+        }
+        Some(value) => *value.get_ref(),
+    };
+    Ok(fence)
 }
 
 /// The model's replicas: the voters of consensus-generation (required),
@@ -658,6 +716,8 @@ pub fn simulator_protocol(protocol: Protocol) -> Option<ProtocolKind> {
         Protocol::EffectIdempotencyKey => Some(ProtocolKind::EffectIdempotencyKey),
         Protocol::EffectOutbox => Some(ProtocolKind::EffectOutbox),
         Protocol::ActivePassive => Some(ProtocolKind::Github2012Pair),
+        Protocol::EtcdMutex => Some(ProtocolKind::EtcdMutex),
+        Protocol::EtcdMutexNoRecheck => Some(ProtocolKind::EtcdMutexNoRecheck),
     }
 }
 

@@ -27,11 +27,15 @@ pub const NO_HOLDER: u8 = u8::MAX;
 pub struct Client {
     /// Generation of the grant it will still write under; 0 when it has nothing left to do.
     pub gen: u8,
-    /// Token that came with that grant (equal to `gen` for the correct token sources).
+    /// Token that came with that grant (equal to `gen` for the correct token sources). etcd's
+    /// Mutex: the create revision of the acquisition's key from its put until the acquisition
+    /// ends (gives up, or its grant's write is sent), decided or not.
     pub token: u8,
-    /// 0 = not read yet, v + 1 = read the value written by generation v.
+    /// 0 = not read yet, v + 1 = read the value written by generation v. etcd's Mutex (no
+    /// reads): 1 = the acquisition holds an answer "you are first" it has not acted on yet.
     pub read: u8,
-    /// zk-sequential: sequence number of the client's node, 0 = no node.
+    /// zk-sequential: sequence number of the client's node, 0 = no node. etcd's Mutex: the
+    /// create revision of its live key (0: none, or deleted).
     pub node: u8,
 }
 
@@ -90,8 +94,13 @@ pub struct State {
     pub replicas: [u8; REPLICAS_CAP],
     /// Resource: greatest token seen (by accepted writes, and by reads when reads are fenced).
     pub fence: u8,
-    /// Resource ground truth: greatest generation among accepted writes (0 = none yet).
+    /// Resource ground truth: greatest generation among accepted writes (0 = none yet). etcd's
+    /// Mutex: the accepted generation of the highest rank (grants rank by token there).
     pub accepted_gen_max: u8,
+    /// etcd's Mutex: the token of `accepted_gen_max`'s grant (0 elsewhere). A client may decide
+    /// on an old answer after a newer key's client decided, so the decisions' tokens are not in
+    /// decision order, and grants rank by (token, generation) as in the history checker.
+    pub accepted_token: u8,
     /// Resource: generation of the write whose value is current (0 = initial value).
     pub value: u8,
     /// Effect-sink protocols: per generation (index g - 1), its effect's `EFFECT_*` bits.
@@ -109,7 +118,7 @@ pub struct State {
 }
 
 /// Bytes in `State::encode`.
-pub const ENCODED_LEN: usize = CLIENTS_CAP * 4 + GRANTS_CAP * 5 + 10 + REPLICAS_CAP + 2;
+pub const ENCODED_LEN: usize = CLIENTS_CAP * 4 + GRANTS_CAP * 5 + 11 + REPLICAS_CAP + 2;
 
 impl std::hash::Hash for State {
     fn hash<H: std::hash::Hasher>(&self, hasher: &mut H) {
@@ -133,6 +142,7 @@ impl State {
             replicas,
             fence,
             accepted_gen_max,
+            accepted_token,
             value,
             effects,
             violations,
@@ -174,6 +184,7 @@ impl State {
             *backup_lease,
             *fence,
             *accepted_gen_max,
+            *accepted_token,
             *value,
         ]
         .into_iter()
@@ -201,6 +212,7 @@ impl State {
             replicas: [0; REPLICAS_CAP],
             fence: 0,
             accepted_gen_max: 0,
+            accepted_token: 0,
             value: 0,
             effects: [0; GRANTS_CAP],
             violations: 0,
@@ -333,6 +345,7 @@ mod tests {
         push(&|s| s.replicas[4] = 1);
         push(&|s| s.fence = 1);
         push(&|s| s.accepted_gen_max = 1);
+        push(&|s| s.accepted_token = 1);
         push(&|s| s.value = 1);
         push(&|s| s.effects[11] = EFFECT_PERFORMED);
         push(&|s| s.violations = 1);

@@ -89,12 +89,11 @@ struct Grant {
     expire: Option<usize>,
 }
 
-/// Why paths of `protocol` (simulated by `kind`) have no scripted form, if
-/// they have none. The agreement with the simulator is checked for each
-/// (tests/it/model/scenarios.rs); the scripting is not.
+/// Why paths of `protocol` (simulator protocol `kind`) are not scripted, if they are not.
 fn unscripted(protocol: Protocol, kind: ProtocolKind) -> Option<String> {
     if kind == ProtocolKind::ZkSequential {
-        // Sequential nodes and watches have no scripted form.
+        // The agreement with the simulator is checked (tests/it/model/scenarios.rs);
+        // scripting is not: sequential nodes and watches have no scripted form.
         return Some(
             "zk-sequential paths (sequential nodes, watches) are not scripted; the model is safe, so it has no counterexample to emit"
                 .into(),
@@ -109,15 +108,27 @@ fn unscripted(protocol: Protocol, kind: ProtocolKind) -> Option<String> {
             kind.id()
         ));
     }
-    // The sink's requests have no scripted form (a retry needs a worker's request
-    // timeout inside the run, which every emitted scenario sets beyond it).
-    protocol.has_effect_sink().then(|| {
-        format!(
+    if protocol.has_revisions() {
+        // The agreement with the simulator is checked (tests/it/model/scenarios.rs);
+        // scripting is not: a key's put, its answer and the decision on it are separate
+        // steps of the model, with no scripted form.
+        return Some(format!(
+            "{} paths (keys, revisions, answers acted on late) are not scripted; the simulator's bundled scenarios of {} are compared with the model's verdict instead",
+            protocol.id(),
+            kind.id()
+        ));
+    }
+    if protocol.has_effect_sink() {
+        // The agreement with the simulator is checked (tests/it/model/scenarios.rs); the
+        // scripting has no form for the sink's requests (a retry needs a worker's request
+        // timeout inside the run, which every emitted scenario sets beyond it).
+        return Some(format!(
             "{} paths (requests to the effect sink) are not scripted; the simulator's bundled scenarios of {} are compared with the model's verdict instead",
             protocol.id(),
             kind.id()
-        )
-    })
+        ));
+    }
+    None
 }
 
 /// Writes `counterexample` of `spec` as scenario TOML (schema_version 1).
@@ -315,6 +326,14 @@ fn who_does_what(protocol: Protocol, steps: &[Step]) -> Result<(Vec<Grant>, Vec<
             }
             Event::SteppedDown { .. } | Event::WriteDropped { .. } => {
                 return unsupported("an active-passive step-down or dropped write is not scripted")
+            }
+            Event::KeyCreated { .. }
+            | Event::KeyDeleted { .. }
+            | Event::Answered { .. }
+            | Event::AnswerLost { .. }
+            | Event::Abandoned { .. }
+            | Event::Decided { .. } => {
+                return unsupported("an etcd key, answer or decision is not scripted")
             }
         }
     }

@@ -38,6 +38,9 @@ pub fn bounds_label(spec: &ModelSpec) -> String {
             "/reads"
         });
     }
+    if !b.fence {
+        s.push_str("/no-fence");
+    }
     if b.symmetry {
         s.push_str("/sym");
     }

@@ -69,6 +69,8 @@ fn safe_models_explore_exactly_their_pinned_number_of_states() {
         ("consensus-generation", 154_827),
         ("effect-idempotency-key", 55_313),
         ("effect-outbox", 55_313),
+        ("etcd-mutex", 12_058),
+        ("etcd-mutex-no-recheck", 12_058),
         ("fenced-cas", 11_193),
         ("fenced-cas-fence-reads", 24_135),
         ("queue-claim", 54_613),

@@ -16,7 +16,7 @@ fn checking_every_bundled_model_meets_every_expectation_and_prints_the_table() {
     let out = fencesim(&["check", "models/", "--threads", "2"]);
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
-    assert!(text.contains("15 models, threads 2"), "{text}");
+    assert!(text.contains("18 models, threads 2"), "{text}");
     for name in [
         "no-fence",
         "incr-beside-lease",
@@ -167,7 +167,7 @@ fn check_json_lists_every_model_with_its_verdict_and_shortest_counterexample() {
     assert_eq!(v["schema"], "fencesim-check");
     assert_eq!(v["schema_version"], 1);
     let models = v["models"].as_array().expect("models");
-    assert_eq!(models.len(), 15);
+    assert_eq!(models.len(), 18);
     assert!(models.iter().all(|m| m["met"] == true));
     let incr = models
         .iter()

@@ -3,6 +3,7 @@
 
 mod bundled;
 mod cli;
+mod etcd;
 mod interrupt;
 mod queue;
 mod scenarios;

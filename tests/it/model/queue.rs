@@ -25,7 +25,7 @@ fn model() -> LockModel {
 
 /// Steps `actions` from the initial state, returning each step's event
 /// and the state the last one leaves.
-fn walk(model: &LockModel, actions: &[Action]) -> (Vec<Event>, State) {
+pub(super) fn walk(model: &LockModel, actions: &[Action]) -> (Vec<Event>, State) {
     let mut state = State::initial();
     let mut events = Vec::new();
     for &action in actions {

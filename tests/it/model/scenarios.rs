@@ -52,10 +52,14 @@ fn every_counterexample_replays_in_the_simulator_with_the_same_violation_in_ever
             report.mismatches
         );
         for c in report.counterexamples() {
-            if spec.bounds.protocol.has_effect_sink() || spec.bounds.protocol.is_pair() {
+            if spec.bounds.protocol.has_effect_sink()
+                || spec.bounds.protocol.is_pair()
+                || spec.bounds.protocol.has_revisions()
+            {
                 // Refused with the reason; its verdict is compared with the
                 // simulator's scenarios below.
-                let err = to_scenario(&spec, c).expect_err("these paths are not scripted");
+                let err = to_scenario(&spec, c)
+                    .expect_err("effect, pair and etcd paths are not scripted");
                 assert!(err.contains("are not scripted"), "{err}");
                 continue;
             }
@@ -173,6 +177,13 @@ fn model_checker_and_simulator_agree_on_every_protocol_both_cover() {
         ),
         ("effect-outbox", &[ProtocolKind::EffectOutbox], false),
         ("active-passive", &[ProtocolKind::Github2012Pair], false),
+        ("etcd-mutex", &[ProtocolKind::EtcdMutex], false),
+        (
+            "etcd-mutex-no-recheck",
+            &[ProtocolKind::EtcdMutexNoRecheck],
+            false,
+        ),
+        ("etcd-mutex-unfenced", &[ProtocolKind::EtcdMutex], false),
     ];
     let scenarios: Vec<scenario::Scenario> = toml_files(&root().join("scenarios"))
         .iter()
@@ -199,9 +210,10 @@ fn model_checker_and_simulator_agree_on_every_protocol_both_cover() {
             .filter(|s| {
                 let p = &s.options.protocol;
                 // The model's resource checks the token: leave out scenarios
-                // whose resource does not (consensus-generation, fence = false).
+                // whose resource does not (consensus-generation, fence = false),
+                // and the other way round (the etcd models' `fence = false`).
                 kinds.contains(&p.kind)
-                    && p.fenced() == p.kind.is_fenced()
+                    && p.fenced() == (p.kind.is_fenced() && spec.bounds.fence)
                     && p.fence_reads == fence_reads
                     && !p.strict
                     && !p.volatile_fence
