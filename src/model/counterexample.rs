@@ -120,6 +120,13 @@ fn relabel_action(action: Action, real: impl Fn(u8) -> u8) -> Action {
         Action::SendWrite { client } => Action::SendWrite {
             client: real(client),
         },
+        Action::Propose { client } => Action::Propose {
+            client: real(client),
+        },
+        Action::Ack { replica, client } => Action::Ack {
+            replica,
+            client: real(client),
+        },
         other => other,
     }
 }

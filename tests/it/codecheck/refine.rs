@@ -58,8 +58,8 @@ fn one_loss() -> Bounds {
 #[test]
 fn every_protocol_the_code_checker_drives_refines_its_model_at_small_bounds() {
     // Replicated coordinators (incr-beside-lease refines in
-    // incr_refine.rs, at bounds of its own; consensus-generation is
-    // refused), etcd's Mutex and Redlock are not run here (refused with
+    // incr_refine.rs, consensus-generation in quorum_refine.rs, at bounds
+    // of their own), etcd's Mutex and Redlock are not run here (refused with
     // the reason, below). Conditional writes (object-store-cas,
     // cache-lease) refine the conditional-write model; single-db, whose
     // store is its lock, the store-lock model; queue-claim the queue-claim

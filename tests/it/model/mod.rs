@@ -5,4 +5,5 @@ mod bundled;
 mod cli;
 mod interrupt;
 mod queue;
+mod quorum;
 mod scenarios;
