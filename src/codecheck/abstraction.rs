@@ -92,6 +92,29 @@
 //! no holder, and the live writes in flight (its storage's ordered session
 //! decides which writes can still execute). Its storage-fenced variant is
 //! refused (`PAIR_FENCED` says why).
+//! consensus-generation's replica group is read as the model's voters
+//! and proposals (`src/model/quorum.rs`, [`map_quorum`]):
+//!
+//! - `failovers`: the failovers done; the primary must be `coord/<that>`
+//!   (the harness promotes the next replica in order, the model's next
+//!   voter), and the replicas before it are down: 0, as the model forgets
+//!   a stopped leader's generation;
+//! - `replicas[i]`: `coord/<i>`'s counter (the generation it accepted, or
+//!   the primary's, raised by its query in memory); `counter`: the
+//!   primary's;
+//! - `ready`, `proposal`, `acks`, `heard_max`: the primary's round
+//!   ([`Coordinator::quorum_round`](crate::protocol::coordinator::Coordinator::quorum_round)):
+//!   whether it serves, its open proposal's generation and the replicas
+//!   that accepted it, or, not ready, those that answered its `QueryMax`
+//!   and the highest answer (its own counter at its promotion included);
+//!   the primary's own bit is not in the model's `acks`;
+//! - `proposing`: the generations of the `Propose` messages in flight to a
+//!   live replica (one to a down replica is dropped on arrival, a stutter);
+//! - `answers[i]`: while the primary is not ready, the lowest `MaxIs` in
+//!   flight from `coord/<i>` to it, + 1.
+//!
+//! Refused ([`refuse_for_quorum`]): crashes, rejoins and losses, each for the step it
+//! has no model step for.
 
 use super::bounds::Bounds;
 use super::judge::Finding;
@@ -100,8 +123,8 @@ use super::topology::{Builtin, Topology};
 use crate::check::ViolationKind;
 use crate::model::spec::Violation;
 use crate::model::state::{
-    Client, State as Model, Write, CLIENTS_CAP, GRANTS_CAP, NO_HOLDER, STAGE_CHECKED,
-    STAGE_IN_FLIGHT,
+    Client, State as Model, Write, CLIENTS_CAP, GENERATIONS_CAP, GRANTS_CAP, NO_HOLDER,
+    STAGE_CHECKED, STAGE_IN_FLIGHT,
 };
 use crate::model::{Bounds as ModelBounds, LockModel, Protocol};
 use crate::protocol::cache_lease::CasCache;
@@ -345,9 +368,10 @@ pub fn model_of(kind: ProtocolKind) -> Result<ModelOf, String> {
             "models/incr-beside-lease.toml",
             None,
         ),
-        ProtocolKind::ConsensusGeneration => Err(
-            "consensus-generation: no refinement mapping: the model commits a generation on a majority and grants it in one step, with tokens counter + 1; the code collects acceptances one message at a time and gives a proposal up (QUORUM_RETRY, a refusal) after it raised some replicas' generations, so the next grant's token skips a number, and its new primary learns the highest generation reply by reply while the old primary's proposals are still in flight: a generation accepted without a grant outside a failover has no model step"
-                .into(),
+        ProtocolKind::ConsensusGeneration => of(
+            Protocol::ConsensusGeneration,
+            "models/consensus-generation.toml",
+            None,
         ),
         ProtocolKind::ZkSequential => of(Protocol::ZkSequential, "models/zk-sequential.toml", None),
         ProtocolKind::EtcdMutex | ProtocolKind::EtcdMutexNoRecheck => Err(etcd_unmapped(kind)),
@@ -433,6 +457,9 @@ pub struct Abstraction {
     /// github-2012-pair: the actives and the live writes are read
     /// ([`Abstraction::map_pair`]), no lease.
     pair: bool,
+    /// consensus-generation: the failovers a path may have (the voters and
+    /// the quorum rounds are read, [`map_quorum`]).
+    quorum: Option<u8>,
 }
 
 /// What a conditional write is checked against at the store.
@@ -488,18 +515,29 @@ impl Abstraction {
             (bounds.grants, bounds.grants)
         };
         let backup = (of.protocol == Protocol::IncrBesideLease).then_some(bounds.failovers);
+        let quorum = (of.protocol == Protocol::ConsensusGeneration).then_some(bounds.failovers);
+        let replicas = match (backup, quorum) {
+            (Some(_), _) => 2,
+            (_, Some(_)) => topology.replicas as u8,
+            _ => 1,
+        };
         let model = LockModel::new(ModelBounds {
             protocol: of.protocol,
             clients: slots as u8,
             grants_max: grants_max as u8,
-            failovers_max: backup.unwrap_or(0),
-            replicas: if backup.is_some() { 2 } else { 1 },
+            failovers_max: backup.or(quorum).unwrap_or(0),
+            replicas,
             reads: of.protocol.writes_are_conditional(),
             fence_reads: false,
             symmetry: true,
             fence: true,
         });
         let model = super::effect_map::model(model, of.protocol);
+        let model = if quorum.is_some() {
+            model.with_generations(GENERATIONS_CAP)
+        } else {
+            model
+        };
         let condition = match kind {
             _ if !of.protocol.writes_are_conditional() => None,
             ProtocolKind::CacheLease => Some(Condition::Ticket),
@@ -520,6 +558,7 @@ impl Abstraction {
             redlock_workers: (kind == ProtocolKind::Redlock).then_some(topology.workers),
             backup,
             pair: of.protocol.is_pair(),
+            quorum,
         })
     }
 
@@ -554,6 +593,15 @@ impl Abstraction {
         }
         if let Some(failovers_max) = self.backup {
             self.map_backup(s, failovers_max, &mut a)?;
+        }
+        if let Some(failovers_max) = self.quorum {
+            map_quorum(
+                s,
+                self.coord,
+                self.model.bounds.replicas,
+                failovers_max,
+                &mut a,
+            )?;
         }
         if self.pair {
             self.map_pair(s, &mut a)?;
@@ -1060,6 +1108,9 @@ fn refuse_inexact(kind: ProtocolKind, of: &ModelOf, bounds: &Bounds) -> Result<(
     if kind == ProtocolKind::IncrBesideLease {
         refuse_for_incr(bounds)?;
     }
+    if kind == ProtocolKind::ConsensusGeneration {
+        refuse_for_quorum(bounds)?;
+    }
     Ok(())
 }
 
@@ -1196,4 +1247,110 @@ fn pending(generation: u32, token: u64, node: u64) -> Result<Client, String> {
 /// `n` as the model's byte, or why it does not fit.
 fn small(n: u64, what: &str) -> Result<u8, String> {
     u8::try_from(n).map_err(|_| format!("{what} ({n}) is past the model's range (255)"))
+}
+
+/// The voters, the primary's quorum round and the messages of the rounds
+/// in flight, into `a` (see the module doc: consensus-generation).
+fn map_quorum<N: Inspect>(
+    s: &State<N>,
+    coord: NodeId,
+    replicas: u8,
+    failovers_max: u8,
+    a: &mut Model,
+) -> Result<(), String> {
+    let done = failovers_max.saturating_sub(s.budget.failovers);
+    if s.primary != NodeId(coord.0 + done as u16) {
+        return Err(format!(
+            "the primary is {:?} after {done} failovers: the model's leader is voter {done}",
+            s.primary
+        ));
+    }
+    a.failovers = done;
+    for i in 0..replicas {
+        let node = NodeId(coord.0 + i as u16);
+        if s.is_down(node) {
+            continue;
+        }
+        let c = s.nodes[node.0 as usize]
+            .coordinator()
+            .ok_or_else(|| format!("the node at coord/{i} shows no lease coordinator"))?;
+        a.replicas[i as usize] = generation(c.counter())?;
+    }
+    let p = primary(s)?;
+    a.counter = generation(p.counter())?;
+    let me = 1u8 << done;
+    let (ready, proposal, query) = p.quorum_round();
+    a.ready = ready;
+    if let Some((gen, acks)) = proposal {
+        a.proposal = generation(gen)?;
+        a.acks = acks & !me;
+    }
+    if let Some((acks, max)) = query {
+        if ready || proposal.is_some() {
+            return Err("the primary queries while it serves".into());
+        }
+        a.acks = acks & !me;
+        a.heard_max = generation(max)?;
+    }
+    for packet in &s.in_flight {
+        match packet.msg {
+            Msg::Propose { gen } if !s.is_down(packet.to) => {
+                let gen = generation(gen)?;
+                if gen == 0 {
+                    return Err("a proposal of generation 0".into());
+                }
+                a.proposing |= 1 << (gen - 1);
+            }
+            Msg::MaxIs { gen } if !ready && packet.to == s.primary => {
+                let Some(i) = packet
+                    .from
+                    .0
+                    .checked_sub(coord.0)
+                    .filter(|&i| i < replicas as u16)
+                else {
+                    continue; // not a replica's: the primary ignores it
+                };
+                let answer = generation(gen)? + 1;
+                let slot = &mut a.answers[i as usize];
+                *slot = if *slot == 0 {
+                    answer
+                } else {
+                    (*slot).min(answer)
+                };
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// A generation as the model's byte, within its proposals' range.
+fn generation(gen: u64) -> Result<u8, String> {
+    let g = small(gen, "a generation")?;
+    if g > GENERATIONS_CAP {
+        return Err(format!(
+            "generation {g} is past the model's {GENERATIONS_CAP} (its proposals in flight are a byte)"
+        ));
+    }
+    Ok(g)
+}
+
+/// Bounds consensus-generation's mapping is not exact at.
+fn refuse_for_quorum(bounds: &Bounds) -> Result<(), String> {
+    if bounds.crashes > 0 {
+        return Err("consensus-generation: no refinement with crashes: a crashed primary restarts as a replica from its synced generation (one its query raised in memory is lost) and is promoted again without a failover, starting a query round the model's leader starts only at a failover".into());
+    }
+    if bounds.rejoins > 0 {
+        return Err(format!(
+            "consensus-generation: no refinement with --rejoins {}: the failed-over primary rejoins as a replica with its synced generation and accepts and answers again, and the model's stopped leader never comes back",
+            bounds.rejoins
+        ));
+    }
+    if bounds.losses > 0 {
+        return Err(format!(
+            "consensus-generation: no refinement with --losses {}: a lost Propose leaves the flight without reaching a replica, and a lost MaxIs raises the lowest answer in flight, and the model's proposals leave the flight only at a replica, its answers only when heard",
+            bounds.losses
+        ));
+    }
+    Ok(())
 }

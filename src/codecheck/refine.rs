@@ -453,7 +453,7 @@ fn closest(abs: &Abstraction, a: &Model, target: &Model, actions: &[ModelAction]
 
 /// `field: model …, code …` for each field of the two states that differs.
 fn differences(model: &Model, code: &Model) -> Vec<String> {
-    let fields: [(&str, String, String); 15] = [
+    let fields: [(&str, String, String); 16] = [
         ("grants", show_clients(model), show_clients(code)),
         ("nodes", show_nodes(model), show_nodes(code)),
         (
@@ -493,6 +493,7 @@ fn differences(model: &Model, code: &Model) -> Vec<String> {
             code.failovers.to_string(),
         ),
         ("backup", show_backup(model), show_backup(code)),
+        ("quorum", show_quorum(model), show_quorum(code)),
     ];
     fields
         .into_iter()
@@ -611,6 +612,29 @@ fn show_backup(a: &Model) -> String {
         0 => format!("counter {}, no lease", a.backup),
         g => format!("counter {}, g{g}'s lease", a.backup),
     }
+}
+
+/// consensus-generation's voters and the leader's round: each voter's
+/// generation, the open proposal and its acceptances (or the query's
+/// answers heard), the proposals and answers in flight.
+fn show_quorum(a: &Model) -> String {
+    let answers: Vec<String> = a
+        .answers
+        .iter()
+        .enumerate()
+        .filter(|(_, &x)| x != 0)
+        .map(|(i, &x)| format!("r{i}:{}", x - 1))
+        .collect();
+    format!(
+        "voters {:?}, {}, proposal {} acks {:#b}, proposing {:#b}, answers [{}] (heard max {})",
+        a.replicas,
+        if a.ready { "ready" } else { "not ready" },
+        a.proposal,
+        a.acks,
+        a.proposing,
+        answers.join(" "),
+        a.heard_max
+    )
 }
 
 fn show_violations(a: &Model) -> String {

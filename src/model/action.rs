@@ -61,11 +61,35 @@ pub enum Action {
     SendEffect { gen: u8 },
     /// Effect sinks: the sink handles one request for generation `gen`'s effect.
     DeliverEffect { gen: u8 },
-    /// The coordinator fails over. consensus-generation: `uncommitted` voters first store the
-    /// crashed leader's unfinished generation, then the new leader reads majority `quorum`.
+    /// The coordinator fails over. consensus-generation: the leader stops for good (its lease
+    /// table with it) and the next voter leads, not ready until it has heard a majority; of
+    /// the proposals in flight, those in `uncommitted` (a subset, bit g - 1) stay in flight
+    /// (the others were addressed to the stopped leader only); `quorum` is 0.
     /// incr-beside-lease (`uncommitted` 0): the backup is promoted with its counter and, with
     /// `quorum` 1, its copy of a lease still live (0: it has no live one).
     Failover { uncommitted: u8, quorum: u8 },
+    /// consensus-generation: the ready leader, asked by `client` for the free lease, proposes
+    /// generation `counter + 1` (stored as its own; the `Propose` goes in flight). Where the
+    /// leader alone is a majority, it grants `client` at once.
+    Propose { client: u8 },
+    /// consensus-generation: a `Propose` of generation `gen` in flight reaches live voter
+    /// `replica`, which stores it iff it is above its own (else refuses); `last`: no other
+    /// copy of it is left in flight.
+    Accept { replica: u8, gen: u8, last: bool },
+    /// consensus-generation: the leader hears `replica`'s acceptance of its open proposal (the
+    /// voter holds that generation or a higher one); once a majority did, it grants `client`
+    /// the proposal's generation as the token.
+    Ack { replica: u8, client: u8 },
+    /// consensus-generation: the leader gives its open proposal up (its retry timer fired, or
+    /// a voter refused it); the generation is never proposed by it again.
+    GiveUp,
+    /// consensus-generation: `replica` answers the not-ready leader's query with its
+    /// generation (the answer goes in flight).
+    Report { replica: u8 },
+    /// consensus-generation: the not-ready leader hears `replica`'s answer `gen` — one the
+    /// voter had since its first answer in flight was sent (its generation only grows);
+    /// with a majority heard it takes the highest and is ready.
+    Heard { replica: u8, gen: u8 },
 }
 
 /// What a resource did with a write.
@@ -217,6 +241,44 @@ pub enum Event {
         uncommitted: u8,
         quorum: u8,
     },
+    /// consensus-generation: the leader stopped; the next voter leads (not ready), with the
+    /// proposals `in_flight` (bit g - 1) still in flight.
+    LeaderStopped {
+        counter_before: u8,
+        counter_after: u8,
+        in_flight: u8,
+    },
+    /// consensus-generation: the leader proposed `generation` for `client`.
+    Proposed {
+        client: u8,
+        generation: u8,
+    },
+    /// consensus-generation: a `Propose` reached a voter; `stored`: above its own, kept.
+    ProposalReached {
+        replica: u8,
+        generation: u8,
+        stored: bool,
+    },
+    /// consensus-generation: an acceptance heard, the open proposal still short of a majority.
+    AckHeard {
+        replica: u8,
+        generation: u8,
+    },
+    GaveUp {
+        generation: u8,
+    },
+    Reported {
+        replica: u8,
+        generation: u8,
+    },
+    /// consensus-generation: the leader heard an answer; `ready`: a majority, and it leads
+    /// from generation `counter`.
+    Heard {
+        replica: u8,
+        generation: u8,
+        ready: bool,
+        counter: u8,
+    },
 }
 
 pub const UNKNOWN_CLIENT: u8 = u8::MAX;
@@ -236,6 +298,15 @@ fn token_name(token: u8) -> String {
     } else {
         format!("token {token}")
     }
+}
+
+/// Generations by bit (bit g - 1: generation g).
+fn gens(mask: u8) -> String {
+    let names: Vec<String> = (0..8)
+        .filter(|i| mask & (1 << i) != 0)
+        .map(|i| format!("{}", i + 1))
+        .collect();
+    format!("{{{}}}", names.join(","))
 }
 
 fn voters(mask: u8) -> String {
@@ -310,9 +381,44 @@ fn etcd_line(event: &Event) -> String {
     }
 }
 
+/// consensus-generation's quorum steps, as `describe` tells them (None: another event).
+fn quorum_line(event: &Event) -> Option<String> {
+    Some(match *event {
+        Event::Proposed { client, generation } => {
+            format!("the leader proposes generation {generation} for client {client}")
+        }
+        Event::ProposalReached { replica, generation, stored: true } => {
+            format!("voter r{replica} stores proposed generation {generation}")
+        }
+        Event::ProposalReached { replica, generation, stored: false } => {
+            format!("voter r{replica} refuses proposed generation {generation} (not above its own)")
+        }
+        Event::AckHeard { replica, generation } => {
+            format!("the leader hears r{replica} accepted generation {generation}; no majority yet")
+        }
+        Event::GaveUp { generation } => format!("the leader gives up its proposal of generation {generation}"),
+        Event::Reported { replica, generation } => {
+            format!("voter r{replica} answers the new leader's query: generation {generation}")
+        }
+        Event::Heard { replica, generation, ready: true, counter } => format!(
+            "the leader hears r{replica}'s answer {generation}: a majority, it leads from generation {counter}"
+        ),
+        Event::Heard { replica, generation, .. } => {
+            format!("the leader hears r{replica}'s answer {generation}; no majority yet")
+        }
+        _ => return None,
+    })
+}
+
 /// One line for a step; `new_violations` marks the step that broke a property.
 pub fn describe(event: &Event, new_violations: u8) -> String {
     let mut line = match *event {
+        Event::Proposed { .. }
+        | Event::ProposalReached { .. }
+        | Event::AckHeard { .. }
+        | Event::GaveUp { .. }
+        | Event::Reported { .. }
+        | Event::Heard { .. } => quorum_line(event).unwrap_or_default(),
         Event::Granted { client, generation, token: 0, .. } => {
             format!("client {client} acquires the lease (generation {generation}; no ordered token)")
         }
@@ -377,6 +483,10 @@ pub fn describe(event: &Event, new_violations: u8) -> String {
         }
         Event::EffectDelivered { generation, performed: false } => format!(
             "the sink recognises generation {generation}'s idempotency key and does not perform it again"
+        ),
+        Event::LeaderStopped { counter_before, counter_after, in_flight } => format!(
+            "leader fails over: the next voter leads from its generation {counter_after} (the old leader had {counter_before}), not ready until a majority answers; proposals in flight: {}",
+            gens(in_flight)
         ),
         Event::FailedOver { counter_before, counter_after, quorum: 0, .. } => format!(
             "primary fails over: the backup is promoted with counter {counter_after} (the primary had {counter_before}); the lease is lost with it"

@@ -135,6 +135,13 @@ fn relabel_action(action: Action, real: impl Fn(u8) -> u8) -> Action {
         Action::Abandon { client } => Action::Abandon {
             client: real(client),
         },
+        Action::Propose { client } => Action::Propose {
+            client: real(client),
+        },
+        Action::Ack { replica, client } => Action::Ack {
+            replica,
+            client: real(client),
+        },
         other => other,
     }
 }

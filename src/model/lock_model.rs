@@ -19,9 +19,12 @@
 //!   late and in any order); `Failover` promotes the backup with whatever it had: a counter
 //!   that may lack the last `INCR`s, and its copy of a lease, which may be one the primary has
 //!   since released or let expire, still live (or none live).
-//! - `consensus-generation`: the leader commits generation + 1 on a majority (the action's
-//!   `quorum`) before granting; `Failover` may first leave an uncommitted value on a minority,
-//!   then the new leader takes the maximum over any majority.
+//! - `consensus-generation`: proposals are states of their own (`quorum.rs`): the leader
+//!   proposes generation + 1, voters store proposals in flight above their own one at a time,
+//!   the leader grants once a majority accepted (the token: that generation) or gives the
+//!   proposal up, having raised some voters (the next token skips a number); `Failover` stops
+//!   the leader, and the next one learns the highest generation answer by answer while the old
+//!   leader's proposals are still in flight.
 //! - `zk-sequential`: `CreateNode` appends a sequential node; the lowest node's client is
 //!   granted with its sequence number as token; expiry deletes the holder's ephemeral node,
 //!   and `DeleteNode` a waiter's (its session expired or was closed before it held the lock:
@@ -82,8 +85,8 @@
 use super::action::{describe, Action, Event, Outcome, UNKNOWN_CLIENT};
 use super::spec::{Bounds, Protocol, Violation};
 use super::state::{
-    Client, State, Write, EFFECT_OWED, EFFECT_PERFORMED, EFFECT_REQUESTS, NO_HOLDER, REPLICAS_CAP,
-    STAGE_CHECKED, STAGE_IN_FLIGHT,
+    Client, State, Write, EFFECT_OWED, EFFECT_PERFORMED, EFFECT_REQUESTS, GENERATIONS_CAP,
+    NO_HOLDER, STAGE_CHECKED, STAGE_IN_FLIGHT,
 };
 use stateright::{Model, Property};
 
@@ -125,33 +128,41 @@ pub struct LockModel {
     results_overwritten: bool,
     /// Effect sinks: requests for one effect in flight at most (`EFFECT_REQUESTS_DEFAULT`).
     pub effect_requests_max: u8,
-    majorities: Vec<u8>,
-    minorities: Vec<u8>,
+    /// consensus-generation: the highest generation a proposal may have (`with_generations`).
+    pub generations_max: u8,
+    /// consensus-generation's broken twin: the leader grants on its own acceptance.
+    pub(super) early_commit: bool,
 }
 
 impl LockModel {
     /// A model whose violating states are all terminal.
     pub fn new(bounds: Bounds) -> LockModel {
-        let replicas = bounds.replicas as u32;
-        let majority = replicas / 2 + 1;
-        let masks = 0..(1u32 << replicas);
-        let majorities = masks
-            .clone()
-            .filter(|m| m.count_ones() >= majority)
-            .map(|m| m as u8)
-            .collect();
-        let minorities = masks
-            .filter(|m| m.count_ones() < majority)
-            .map(|m| m as u8)
-            .collect();
         LockModel {
             bounds,
             terminal_mask: u8::MAX,
             results_overwritten: false,
             effect_requests_max: EFFECT_REQUESTS_DEFAULT,
-            majorities,
-            minorities,
+            generations_max: (bounds.grants_max + bounds.failovers_max).min(GENERATIONS_CAP),
+            early_commit: false,
         }
+    }
+
+    /// consensus-generation: proposals up to generation `max` (at most `GENERATIONS_CAP`);
+    /// by default the grants bound plus the failovers bound (a proposal given up per failover).
+    pub fn with_generations(mut self, max: u8) -> LockModel {
+        assert!(
+            (1..=GENERATIONS_CAP).contains(&max),
+            "1..={GENERATIONS_CAP}"
+        );
+        self.generations_max = max;
+        self
+    }
+
+    /// consensus-generation without its majority: the leader grants a generation on its own
+    /// acceptance (the twin its safe verdict is measured against).
+    pub fn with_early_commit(mut self) -> LockModel {
+        self.early_commit = true;
+        self
     }
 
     /// Only states violating one of `violations` are terminal: searching for a stale write in
@@ -307,25 +318,49 @@ impl LockModel {
             } if b.protocol == Protocol::IncrBesideLease => self.promote(s, &mut n, quorum)?,
             Action::Failover {
                 uncommitted,
-                quorum,
-            } => self.failover(s, &mut n, uncommitted, quorum)?,
-            Action::StepDown { client } => {
-                if !b.protocol.is_pair() || s.clients[client as usize].is_idle() {
-                    return None;
-                }
-                n.clients[client as usize] = Client::default();
-                Event::SteppedDown { client }
+                quorum: 0,
+            } if b.protocol == Protocol::ConsensusGeneration => {
+                self.stop_leader(s, &mut n, uncommitted)?
             }
-            Action::DropWrite { gen } => {
-                let i = s.write_index(gen).filter(|_| b.protocol.is_pair())?;
-                n.remove_write(i);
-                Event::WriteDropped { generation: gen }
+            Action::Failover { .. } => return None,
+            Action::Propose { client } => self.propose(s, &mut n, client)?,
+            Action::Accept { replica, gen, last } => {
+                self.accept_proposal(s, &mut n, replica, gen, last)?
+            }
+            Action::Ack { replica, client } => self.ack(s, &mut n, replica, client)?,
+            Action::GiveUp => self.give_up(s, &mut n)?,
+            Action::Report { replica } => self.answer(s, &mut n, replica)?,
+            Action::Heard { replica, gen } => self.heard(s, &mut n, replica, gen)?,
+            Action::StepDown { .. } | Action::DropWrite { .. } => {
+                self.pair_step(s, &mut n, action)?
             }
             Action::SendEffect { gen } => self.send_effect(s, &mut n, gen)?,
             Action::DeliverEffect { gen } => self.deliver_effect(s, &mut n, gen)?,
         };
         self.forget_dead_data(&mut n);
         Some((n, event))
+    }
+
+    /// active-passive's own steps: a node's belief ends, a write in flight vanishes.
+    fn pair_step(&self, s: &State, n: &mut State, action: Action) -> Option<Event> {
+        if !self.bounds.protocol.is_pair() {
+            return None;
+        }
+        match action {
+            Action::StepDown { client } => {
+                if s.clients[client as usize].is_idle() {
+                    return None;
+                }
+                n.clients[client as usize] = Client::default();
+                Some(Event::SteppedDown { client })
+            }
+            Action::DropWrite { gen } => {
+                let i = s.write_index(gen)?;
+                n.remove_write(i);
+                Some(Event::WriteDropped { generation: gen })
+            }
+            _ => None,
+        }
     }
 
     /// `Acquire`: the free lease granted to `client`, with the protocol's token.
@@ -351,17 +386,8 @@ impl LockModel {
                 n.counter = s.counter + 1;
                 n.counter
             }
-            Protocol::ConsensusGeneration => {
-                let generation = s.counter + 1;
-                assert!(quorum != 0 && self.majorities.contains(&quorum));
-                for (i, r) in n.replicas.iter_mut().enumerate() {
-                    if quorum & (1 << i) != 0 {
-                        *r = (*r).max(generation);
-                    }
-                }
-                n.counter = generation;
-                generation
-            }
+            // Its grants come from a majority's acceptances (`quorum.rs`: Ack).
+            Protocol::ConsensusGeneration => return None,
             // Their decisions are `etcd_step`'s.
             Protocol::EtcdMutex | Protocol::EtcdMutexNoRecheck => return None,
             Protocol::ZkSequential => {
@@ -372,7 +398,25 @@ impl LockModel {
                 node
             }
         };
-        if b.protocol.token_source_is_monotonic() {
+        self.grant(s, n, client, token, quorum)
+    }
+
+    /// The free lease granted to idle `client` with `token` (the grant's bookkeeping shared by
+    /// `Acquire` and consensus-generation's committing `Ack`).
+    pub(super) fn grant(
+        &self,
+        s: &State,
+        n: &mut State,
+        client: u8,
+        token: u8,
+        quorum: u8,
+    ) -> Option<Event> {
+        let b = &self.bounds;
+        let c = client as usize;
+        if s.holder != NO_HOLDER || s.grants >= b.grants_max || !s.clients[c].is_idle() {
+            return None;
+        }
+        if b.protocol.token_source_is_monotonic() && !self.early_commit {
             assert!(
                 token > s.token_max,
                 "{} issued token {token} after {}",
@@ -599,43 +643,6 @@ impl LockModel {
         })
     }
 
-    /// `Failover`: the coordinator fails over (losing an unreplicated INCR, or a new
-    /// leader reading a majority).
-    fn failover(&self, s: &State, n: &mut State, uncommitted: u8, quorum: u8) -> Option<Event> {
-        let b = &self.bounds;
-        if !b.protocol.has_failover() || s.failovers >= b.failovers_max {
-            return None;
-        }
-        n.failovers = s.failovers + 1;
-        match b.protocol {
-            Protocol::ConsensusGeneration => {
-                assert!(
-                    self.minorities.contains(&uncommitted) && self.majorities.contains(&quorum)
-                );
-                for (i, r) in n.replicas.iter_mut().enumerate() {
-                    if uncommitted & (1 << i) != 0 {
-                        *r = (*r).max(s.counter + 1);
-                    }
-                }
-                let replicas = n.replicas;
-                n.counter = (0..b.replicas as usize)
-                    .filter(|i| quorum & (1 << i) != 0)
-                    .map(|i| replicas[i])
-                    .max()
-                    .unwrap_or(0);
-                // Every grant was stored on a majority, and any two majorities meet.
-                assert!(n.counter >= s.token_max);
-            }
-            _ => return None,
-        }
-        Some(Event::FailedOver {
-            counter_before: s.counter,
-            counter_after: n.counter,
-            uncommitted,
-            quorum,
-        })
-    }
-
     /// etcd's Mutex: the steps of the etcd protocols' own (`None`: not one of them; the
     /// shared steps — writes, their delivery — are `step`'s). `Some(None)`: not enabled.
     fn etcd_step(&self, s: &State, n: &mut State, action: Action) -> Option<Option<Event>> {
@@ -811,10 +818,7 @@ impl LockModel {
     /// state. Both rules are exact (the reachable behaviours and properties are unchanged).
     fn forget_dead_data(&self, n: &mut State) {
         let b = &self.bounds;
-        // Voters' generations, and incr's backup, are only read by a failover.
-        if b.protocol == Protocol::ConsensusGeneration && n.failovers >= b.failovers_max {
-            n.replicas = [0; REPLICAS_CAP];
-        }
+        // incr's backup is only read by a failover.
         if b.protocol == Protocol::IncrBesideLease && n.failovers >= b.failovers_max {
             n.backup = 0;
             n.backup_lease = 0;
@@ -893,9 +897,7 @@ impl Model for LockModel {
                 continue;
             }
             if b.protocol == Protocol::ConsensusGeneration {
-                for &quorum in &self.majorities {
-                    actions.push(Action::Acquire { client, quorum });
-                }
+                actions.push(Action::Propose { client });
             } else {
                 actions.push(Action::Acquire { client, quorum: 0 });
             }
@@ -957,16 +959,7 @@ impl Model for LockModel {
                     });
                 }
             }
-            Protocol::ConsensusGeneration if s.failovers < b.failovers_max => {
-                for &uncommitted in &self.minorities {
-                    for &quorum in &self.majorities {
-                        actions.push(Action::Failover {
-                            uncommitted,
-                            quorum,
-                        });
-                    }
-                }
-            }
+            Protocol::ConsensusGeneration => self.quorum_actions(s, actions),
             Protocol::QueueClaim => actions.push(Action::DeleteJob),
             _ => {}
         }

@@ -11,6 +11,7 @@
 //! - `spec`: the spec files (serde, errors with file:line:column).
 //! - `state`: the compact state and its symmetry canonicalisation.
 //! - `lock_model`: the stateright `Model` — actions, steps, properties.
+//! - `quorum`: consensus-generation's steps (proposals, acceptances, a new leader's query).
 //! - `checker`: proofs (multi-threaded DFS), shortest counterexamples (single-threaded BFS),
 //!   statistics, the web explorer.
 //! - `dfs`: the proof's search, a multi-threaded DFS over the stateright `Model` with
@@ -26,6 +27,7 @@ pub(crate) mod checker;
 pub(crate) mod counterexample;
 pub(crate) mod dfs;
 pub(crate) mod lock_model;
+pub(crate) mod quorum;
 pub(crate) mod spec;
 pub mod state;
 pub mod to_scenario;

@@ -18,6 +18,9 @@
 pub const CLIENTS_CAP: usize = 5;
 pub const GRANTS_CAP: usize = 12;
 pub const REPLICAS_CAP: usize = 5;
+/// consensus-generation: generations a proposal may have at most (`State::proposing` is a
+/// byte of them).
+pub const GENERATIONS_CAP: u8 = 8;
 
 /// `holder` when no lease is live.
 pub const NO_HOLDER: u8 = u8::MAX;
@@ -115,10 +118,26 @@ pub struct State {
     pub job_from: u8,
     /// queue-claim: the head job has a result.
     pub job_done: bool,
+    /// consensus-generation: the generation of the leader's open proposal (0: none).
+    pub proposal: u8,
+    /// consensus-generation: the voters but the leader that acknowledged the open proposal
+    /// or, while the leader is not ready, answered its query (bit i: voter i).
+    pub acks: u8,
+    /// consensus-generation: the leader has learned the highest generation from a majority
+    /// and serves acquires.
+    pub ready: bool,
+    /// consensus-generation: the highest generation the not-ready leader has heard (its own
+    /// at its promotion included); 0 once ready.
+    pub heard_max: u8,
+    /// consensus-generation: the generations a `Propose` of which is in flight (bit g - 1).
+    pub proposing: u8,
+    /// consensus-generation: per voter, the lowest answer to the not-ready leader's query in
+    /// flight, + 1 (0: none).
+    pub answers: [u8; REPLICAS_CAP],
 }
 
 /// Bytes in `State::encode`.
-pub const ENCODED_LEN: usize = CLIENTS_CAP * 4 + GRANTS_CAP * 5 + 11 + REPLICAS_CAP + 2;
+pub const ENCODED_LEN: usize = CLIENTS_CAP * 4 + GRANTS_CAP * 5 + 11 + REPLICAS_CAP * 2 + 7;
 
 impl std::hash::Hash for State {
     fn hash<H: std::hash::Hasher>(&self, hasher: &mut H) {
@@ -149,6 +168,12 @@ impl State {
             stale_attempt_seen,
             job_from,
             job_done,
+            proposal,
+            acks,
+            ready,
+            heard_max,
+            proposing,
+            answers,
         } = self;
         let mut bytes = [0u8; ENCODED_LEN];
         let mut i = 0;
@@ -195,6 +220,10 @@ impl State {
         assert!(*violations < 1 << 7);
         put(*job_from | ((*job_done as u8) << 7));
         assert!(*job_from < 1 << 7);
+        [*proposal, *acks, *ready as u8, *heard_max, *proposing]
+            .into_iter()
+            .for_each(&mut put);
+        answers.iter().copied().for_each(&mut put);
         bytes
     }
 
@@ -219,6 +248,12 @@ impl State {
             stale_attempt_seen: false,
             job_from: 0,
             job_done: false,
+            proposal: 0,
+            acks: 0,
+            ready: false,
+            heard_max: 0,
+            proposing: 0,
+            answers: [0; REPLICAS_CAP],
         }
     }
 
@@ -352,6 +387,12 @@ mod tests {
         push(&|s| s.stale_attempt_seen = true);
         push(&|s| s.job_from = 1);
         push(&|s| s.job_done = true);
+        push(&|s| s.proposal = 1);
+        push(&|s| s.acks = 1);
+        push(&|s| s.ready = true);
+        push(&|s| s.heard_max = 1);
+        push(&|s| s.proposing = 1);
+        push(&|s| s.answers[4] = 1);
         variants.push(base.encode());
         let count = variants.len();
         variants.sort();

@@ -105,6 +105,10 @@ impl CoordinatorConfig {
     }
 }
 
+/// Quorum: (ready, the open proposal as (generation, acks), the pending
+/// query as (acks, highest answer)), see [`Coordinator::quorum_round`].
+pub type QuorumRound = (bool, Option<(u64, u8)>, Option<(u8, u64)>);
+
 /// A lease record as the server stores it.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct Lease {
@@ -175,6 +179,20 @@ impl Coordinator {
     /// replica's copy).
     pub fn counter(&self) -> u64 {
         self.counter
+    }
+
+    /// Quorum: whether the primary serves (it learned the highest
+    /// generation from a majority), its open proposal as (generation, the
+    /// replicas that accepted it, itself included) and its pending
+    /// `QueryMax` as (the replicas that answered, itself included, and the
+    /// highest answer) — a getter for checkers: the refinement check reads
+    /// the quorum rounds.
+    pub fn quorum_round(&self) -> QuorumRound {
+        (
+            self.ready,
+            self.proposal.map(|p| (p.gen, p.acks)),
+            self.query,
+        )
     }
 
     fn expiry_timer(key: Key) -> TimerId {

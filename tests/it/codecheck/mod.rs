@@ -18,6 +18,7 @@ mod incr_refine;
 mod lock_server;
 mod pair;
 mod queue;
+mod quorum_refine;
 mod redlock_refine;
 mod refine;
 mod replicated;

@@ -58,8 +58,8 @@ fn one_loss() -> Bounds {
 #[test]
 fn every_protocol_the_code_checker_drives_refines_its_model_at_small_bounds() {
     // Replicated coordinators (incr-beside-lease refines in
-    // incr_refine.rs, at bounds of its own; consensus-generation is
-    // refused) and etcd's Mutex are not run here (refused with the
+    // incr_refine.rs, consensus-generation in quorum_refine.rs, at bounds
+    // of their own) and etcd's Mutex are not run here (refused with the
     // reason, below). Redlock runs at 3 in flight and 14 ms (its split
     // votes and faults: redlock_refine.rs). Conditional writes (object-store-cas,
     // cache-lease) refine the conditional-write model; single-db, whose
@@ -344,7 +344,12 @@ fn bounds_the_mapping_is_not_exact_at_are_refused_with_the_reason() {
 fn each_driven_protocol_maps_to_the_model_the_models_name_for_it_or_says_why() {
     for id in supported() {
         let kind = ProtocolKind::from_id(id).expect("a catalogue id");
-        if is_replicated(kind) && kind != ProtocolKind::IncrBesideLease {
+        if is_replicated(kind)
+            && !matches!(
+                kind,
+                ProtocolKind::IncrBesideLease | ProtocolKind::ConsensusGeneration
+            )
+        {
             let why = model_of(kind).expect_err("no mapping for a replicated coordinator");
             assert!(
                 why.starts_with(&format!("{id}: no refinement mapping: "))

@@ -198,7 +198,7 @@ impl Node for EagerQuorum {
     }
 }
 
-fn eager(role: &Role) -> EagerQuorum {
+pub fn eager(role: &Role) -> EagerQuorum {
     match *role {
         Role::Coordinator(cfg) if cfg.replication == Replication::Quorum => {
             EagerQuorum::Coordinator(Coordinator::new(cfg))
@@ -239,17 +239,10 @@ fn failovers_are_refused_without_replicas_and_refinement_is_refused_with_the_rea
     let out = fencesim(&["check", "--code", "incr-beside-lease", "--rejoins", "2"]);
     assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
     assert!(stderr(&out).contains("--rejoins 2"), "{}", stderr(&out));
-    let out = fencesim(&[
-        "check",
-        "--code",
-        "consensus-generation",
-        "--refine",
-        "--horizon-ms",
-        "4",
-    ]);
+    let out = fencesim(&["check", "--code", "etcd-mutex", "--refine"]);
     assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
     assert!(
-        stderr(&out).contains("consensus-generation: no refinement mapping"),
+        stderr(&out).contains("etcd-mutex: no refinement mapping"),
         "{}",
         stderr(&out)
     );

@@ -66,7 +66,7 @@ fn safe_models_explore_exactly_their_pinned_number_of_states() {
     let _heavy = crate::common::heavy();
     let pinned = [
         ("conditional-write", 128_268),
-        ("consensus-generation", 154_827),
+        ("consensus-generation", 432_633),
         ("effect-idempotency-key", 55_313),
         ("effect-outbox", 55_313),
         ("etcd-mutex", 12_058),

@@ -6,4 +6,5 @@ mod cli;
 mod etcd;
 mod interrupt;
 mod queue;
+mod quorum;
 mod scenarios;
