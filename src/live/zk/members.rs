@@ -69,20 +69,13 @@ pub(crate) fn commands(dir: &Path, ports: &Ports) -> Result<Vec<MemberCommand>> 
 }
 
 /// Member `i`'s `zoo.cfg`: its own line is where it listens, the others'
-/// are their links. `forceSync=no`: a member writes its transaction log
-/// without an fsync per update, as PostgreSQL here runs with `fsync=off`.
-/// A killed member keeps what it wrote (the page cache outlives the
-/// process; only the machine's crash would lose it, which no fault here
-/// is), and another process's disk traffic can no longer hold a commit
-/// past the ensemble's 1 s sync limit (a follower dropped, an election,
-/// clients' ConnectionLoss; a kazoo program's ConnectionLoss was seen
-/// with fsync on and four `cargo` builds beside, its cause not traced).
+/// are their links.
 fn config(data: &Path, ports: &Ports, i: usize) -> String {
     let mut cfg = format!(
         "tickTime=100\ninitLimit=20\nsyncLimit=10\ndataDir={}\nclientPort={}\n\
          clientPortAddress=127.0.0.1\nminSessionTimeout=200\nmaxSessionTimeout=20000\n\
          admin.enableServer=false\n4lw.commands.whitelist=srvr,stat,ruok\n\
-         standaloneEnabled=false\nreconfigEnabled=false\nforceSync=no\n",
+         standaloneEnabled=false\nreconfigEnabled=false\n",
         data.display(),
         ports.real[i][0]
     );
