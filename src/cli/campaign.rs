@@ -58,10 +58,11 @@ pub struct CampaignArgs {
     /// Candidate runs each shrink may spend.
     #[arg(long, default_value_t = 2_000, value_name = "N")]
     pub shrink_max_runs: u64,
+    /// Write the progress line and the --out checkpoint this often (after
+    /// the batch that passes it); what a kill can lose at most.
+    #[arg(long, default_value_t = 2_000, value_name = "MS")]
+    pub checkpoint_every_ms: u64,
 }
-
-/// How often the progress line and the checkpoint are written.
-const EVERY: Duration = Duration::from_secs(2);
 
 /// A campaign seed nobody chose: the clock and the process id, mixed.
 fn fresh_seed() -> u64 {
@@ -237,7 +238,8 @@ pub fn cmd(a: CampaignArgs) -> Result<ExitCode> {
 }
 
 /// Runs the campaign with Ctrl-C and SIGTERM caught, printing progress and
-/// writing the checkpoint every [`EVERY`]; `None` when a run panicked.
+/// writing the checkpoint every `--checkpoint-every-ms`; `None` when a run
+/// panicked.
 fn run(
     a: &CampaignArgs,
     scenarios: &[Scenario],
@@ -251,8 +253,9 @@ fn run(
     let runs_before = progress.found.runs;
     let mut last = Instant::now();
     let mut write_error = None;
+    let every = Duration::from_millis(a.checkpoint_every_ms);
     let mut after_batch = |p: &Progress| {
-        if last.elapsed() < EVERY {
+        if last.elapsed() < every {
             return;
         }
         last = Instant::now();
