@@ -110,16 +110,8 @@ fn safe_models_reach_every_vacuity_witness() {
 /// Steps `actions` from the initial state of `model`, returning the last
 /// step's event and the state it leaves.
 fn walk(model: &LockModel, actions: &[Action]) -> (Event, fencesim::model::state::State) {
-    let mut state = fencesim::model::state::State::initial();
-    let mut last = None;
-    for &action in actions {
-        let (next, event) = model
-            .step(&state, action)
-            .unwrap_or_else(|| panic!("{action:?} is enabled"));
-        state = next;
-        last = Some(event);
-    }
-    (last.expect("a step"), state)
+    let (mut events, state) = super::walk(model, actions);
+    (events.pop().expect("a step"), state)
 }
 
 /// Client 0 is granted, expires, client 1 is granted, reads and writes;

@@ -7,18 +7,13 @@
 //! it the late decision's write lands after the newer holder's: the
 //! unfenced twin writes stale, with the re-check and without it.
 
-use super::queue::walk;
+use super::bundled_spec as spec;
+use super::walk;
 use fencesim::model::{
-    load, prove, shortest_counterexample, Action, Event, LockModel, ModelSpec, Outcome, Protocol,
-    Violation,
+    prove, shortest_counterexample, Action, Event, LockModel, Outcome, Protocol, Violation,
 };
 use std::path::Path;
 use Action::*;
-
-fn spec(name: &str) -> ModelSpec {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("models/{name}.toml"));
-    load(&path).unwrap_or_else(|err| panic!("{err}"))
-}
 
 fn model(protocol: Protocol, fence: bool) -> LockModel {
     let mut bounds = spec("etcd-mutex").bounds;

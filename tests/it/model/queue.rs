@@ -5,37 +5,19 @@
 //! last one overwriting, `ON CONFLICT DO UPDATE`) writes stale and loses
 //! updates, so the safe verdict is the "first result per job" rule's.
 
-use fencesim::model::state::{State, NO_HOLDER};
+use super::walk;
+use fencesim::model::state::NO_HOLDER;
 use fencesim::model::{
-    load, shortest_counterexample, Action, Event, LockModel, ModelSpec, Outcome, Violation,
+    shortest_counterexample, Action, Event, LockModel, ModelSpec, Outcome, Violation,
 };
-use std::path::Path;
 use Action::*;
 
 fn spec() -> ModelSpec {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/queue-claim.toml");
-    load(&path).unwrap_or_else(|err| panic!("{err}"))
+    super::bundled_spec("queue-claim")
 }
 
 fn model() -> LockModel {
-    let mut bounds = spec().bounds;
-    bounds.symmetry = false;
-    LockModel::new(bounds)
-}
-
-/// Steps `actions` from the initial state, returning each step's event
-/// and the state the last one leaves.
-pub(super) fn walk(model: &LockModel, actions: &[Action]) -> (Vec<Event>, State) {
-    let mut state = State::initial();
-    let mut events = Vec::new();
-    for &action in actions {
-        let (next, event) = model
-            .step(&state, action)
-            .unwrap_or_else(|| panic!("{action:?} is enabled in {state:?}"));
-        state = next;
-        events.push(event);
-    }
-    (events, state)
+    super::unsymmetric_model("queue-claim")
 }
 
 /// Client 0 claims the job and reads; its claim runs out; the job is

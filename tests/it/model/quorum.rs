@@ -6,35 +6,18 @@
 //! leader's own acceptance (no majority) reissues a token after a
 //! failover, so the safe verdict is the majority's.
 
-use fencesim::model::state::State;
+use super::walk;
 use fencesim::model::{
-    load, prove, shortest_counterexample, Action, Event, LockModel, ModelSpec, Violation,
+    prove, shortest_counterexample, Action, Event, LockModel, ModelSpec, Violation,
 };
-use std::path::Path;
 use Action::*;
 
 fn spec() -> ModelSpec {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/consensus-generation.toml");
-    load(&path).unwrap_or_else(|err| panic!("{err}"))
+    super::bundled_spec("consensus-generation")
 }
 
 fn model() -> LockModel {
-    let mut bounds = spec().bounds;
-    bounds.symmetry = false;
-    LockModel::new(bounds)
-}
-
-fn walk(model: &LockModel, actions: &[Action]) -> (Vec<Event>, State) {
-    let mut state = State::initial();
-    let mut events = Vec::new();
-    for &action in actions {
-        let (next, event) = model
-            .step(&state, action)
-            .unwrap_or_else(|| panic!("{action:?} is enabled in {state:?}"));
-        state = next;
-        events.push(event);
-    }
-    (events, state)
+    super::unsymmetric_model("consensus-generation")
 }
 
 /// The first leader hears voter 1's answer (0) and serves.
