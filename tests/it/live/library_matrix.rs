@@ -284,11 +284,10 @@ fn run_matrix_row(scenario: &str, each: impl Fn(&str, &Path, &str)) -> bool {
 /// granted the paused worker's lock after the paused worker's last grant
 /// before its pause (a newer holder overtook its lease). A pause that
 /// struck after the lock had already passed on and come back has nothing
-/// to overtake. CI saw one (node-redlock): A's pause after its read at
-/// 41 ms ended 2 ms later because B's program had finished — B had held
-/// the lock before A (node-redlock gives back a grant whose validity it
-/// finds spent when the reply arrives, and retries: the likely cause, on a
-/// loaded machine; that run's history is gone), A was paused second.
+/// to overtake. CI saw one (node-redlock), and a loaded machine again:
+/// A's first request waited at the start gate, node-redlock found its
+/// validity spent when the grant came (0.4 ms), gave it back (5 ms) and
+/// retried; B held the lock first and was done when A, second, was paused.
 fn every_pause_overtaken(history: &[Value]) -> bool {
     let at = |e: &Value| e["t_true_ns"].as_u64().unwrap_or(0);
     let pauses: Vec<&Value> = history.iter().filter(|e| e["kind"] == "pause").collect();
