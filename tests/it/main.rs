@@ -18,4 +18,5 @@ mod search;
 mod shrink;
 mod sim;
 mod suite;
+mod test_runner;
 mod validate;

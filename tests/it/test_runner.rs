@@ -1,0 +1,122 @@
+//! The test command's runner (`.cargo/runner.sh`, cargo's `runner` for
+//! every binary it runs): the integration tests' whole suite runs as two
+//! processes at once, the live tests and, at nice 19, every other test,
+//! each test by its exact name; anything else passes through untouched.
+//! Checked on a stand-in binary that lists tests and records how it was
+//! run, so that a test lost between the two halves, a half run at the wrong
+//! priority, or a half's failure swallowed fails here.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn runner() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(".cargo/runner.sh")
+}
+
+/// A stand-in for a libtest binary named `name`: `--list --format terse`
+/// lists four tests (one outside `live::` whose name holds `live::`); any
+/// other call appends `nice=<its niceness> <its arguments>` to `log` and
+/// exits with `$LIVE_STATUS` or, when it was given `check::y`, `$REST_STATUS`.
+fn stand_in(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
+    let log = dir.join("calls.log");
+    let bin = dir.join(name);
+    let script = format!(
+        r#"#!/bin/sh
+if [ "$1" = --list ]; then
+  printf 'live::a::one: test\nlive::b: test\ncodecheck::to_live::x: test\ncheck::y: test\n'
+  exit 0
+fi
+echo "nice=$(nice) $*" >> '{log}'
+case " $* " in
+  *" check::y "*) exit "${{REST_STATUS:-0}}" ;;
+esac
+exit "${{LIVE_STATUS:-0}}"
+"#,
+        log = log.display()
+    );
+    std::fs::write(&bin, script).expect("writing the stand-in");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755))
+            .expect("making the stand-in executable");
+    }
+    (bin, log)
+}
+
+fn run(bin: &Path, args: &[&str], env: &[(&str, &str)]) -> (bool, Vec<String>) {
+    let mut cmd = Command::new("sh");
+    cmd.arg(runner()).arg(bin).args(args);
+    cmd.env_remove("FENCESIM_TEST_SPLIT");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("running .cargo/runner.sh");
+    let log = bin.with_file_name("calls.log");
+    let mut calls: Vec<String> = std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    calls.sort();
+    let _ = std::fs::remove_file(&log);
+    (out.status.success(), calls)
+}
+
+#[test]
+fn the_whole_suite_runs_as_the_live_tests_beside_every_other_test_at_nice_19() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (bin, _) = stand_in(dir.path(), "it-0123abcd");
+    let (ok, calls) = run(&bin, &[], &[]);
+    assert!(ok, "{calls:?}");
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    let rest = calls
+        .iter()
+        .find(|c| c.contains("check::y"))
+        .expect("the other tests ran");
+    assert_eq!(
+        rest, "nice=19 --exact codecheck::to_live::x check::y",
+        "every test outside live::, by exact name, at nice 19"
+    );
+    let live = calls
+        .iter()
+        .find(|c| c.contains("live::a::one"))
+        .expect("the live tests ran");
+    assert!(
+        live.ends_with(" --exact live::a::one live::b"),
+        "the live tests by exact name, and only they: {live}"
+    );
+    assert_ne!(live, rest);
+}
+
+#[test]
+fn a_failure_in_either_half_fails_the_run() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (bin, _) = stand_in(dir.path(), "it-0123abcd");
+    for status in ["LIVE_STATUS", "REST_STATUS"] {
+        let (ok, calls) = run(&bin, &[], &[(status, "101")]);
+        assert!(!ok, "{status}=101 passed: {calls:?}");
+        assert_eq!(calls.len(), 2, "both halves ran to the end: {calls:?}");
+    }
+}
+
+#[test]
+fn a_filtered_run_another_binary_or_split_0_passes_through_untouched() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (it, _) = stand_in(dir.path(), "it-0123abcd");
+    let (ok, calls) = run(&it, &["check::", "--nocapture"], &[]);
+    assert!(ok);
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert!(calls[0].ends_with(" check:: --nocapture"), "{calls:?}");
+
+    let (ok, calls) = run(&it, &["--nocapture"], &[("FENCESIM_TEST_SPLIT", "0")]);
+    assert!(ok);
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert!(calls[0].ends_with(" --nocapture"), "{calls:?}");
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (lib, _) = stand_in(dir.path(), "fencesim-0123abcd");
+    let (ok, calls) = run(&lib, &[], &[("LIVE_STATUS", "3")]);
+    assert!(!ok, "the binary's own status comes back");
+    assert_eq!(calls.len(), 1, "{calls:?}");
+}
