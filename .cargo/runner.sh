@@ -5,11 +5,16 @@
 # asked for the whole suite (no filter; only output options). That one runs
 # as two processes at once:
 #
-# - the live tests (`live::…`: real servers, real timeouts; they mostly
-#   wait), at normal priority, their output streamed;
+# - the tests with deadlines in real time, at normal priority, their output
+#   streamed: the live tests (`live::`: real servers, leases, sessions; they
+#   mostly wait), `validate::` and `cli::deploy::` (external
+#   implementations, each step answered within `--step-timeout-ms`) and
+#   `cli::slurm::` (a Slurm cluster's daemons);
 # - every other test (CPU-bound: refinement proofs, sweeps, fuzzers), in a
 #   session of its own at autogroup nice 19, so it takes only the CPU the
-#   live tests leave idle; its output is kept and printed when both end.
+#   first half leaves idle (starved there, an external implementation
+#   missed its 5 s step timeout); its output is kept and printed when both
+#   end.
 #
 # In one process libtest starts tests in name order, so the CPU tests
 # (`check::`, `cli::`, `codecheck::`) ran before the first live test and
@@ -36,33 +41,36 @@ done
 # `codecheck::to_live::…`). Names are Rust paths: no spaces, no glob characters.
 set -f
 list=$("$bin" --list --format terse) || exec "$bin" "$@"
-live=$(printf '%s\n' "$list" | sed -n 's/^\(live::[^ ]*\): test$/\1/p')
-rest=$(printf '%s\n' "$list" | sed -n '/^live::/d; s/^\([^ ]*\): test$/\1/p')
-if [ -z "$live" ] || [ -z "$rest" ]; then
+real_time='^(live|validate|cli::deploy|cli::slurm)::'
+tests=$(printf '%s\n' "$list" | sed -n 's/^\([^ ]*\): test$/\1/p')
+timed=$(printf '%s\n' "$tests" | grep -E "$real_time")
+cpu=$(printf '%s\n' "$tests" | grep -v -E "$real_time")
+if [ -z "$timed" ] || [ -z "$cpu" ]; then
   exec "$bin" "$@"
 fi
 
 . "$(dirname "$0")/autogroup.sh"
-rest_log=$(mktemp)
+cpu_log=$(mktemp)
 # shellcheck disable=SC2086 # one word per test name
-setsid nice -n 19 "$bin" --exact $rest "$@" >"$rest_log" 2>&1 </dev/null &
-rest_run=$!
-trap 'kill -- "-$rest_run" 2>/dev/null; rm -f "$rest_log"' EXIT
+setsid nice -n 19 "$bin" --exact $cpu "$@" >"$cpu_log" 2>&1 </dev/null &
+cpu_run=$!
+trap 'kill -- "-$cpu_run" 2>/dev/null; rm -f "$cpu_log"' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-autogroup_nice "$rest_run" 19
+autogroup_nice "$cpu_run" 19
 
-echo "fencesim's test runner (.cargo/runner.sh): the $(printf '%s\n' "$live" | wc -l | tr -d ' ') live tests here;" \
-  "the other $(printf '%s\n' "$rest" | wc -l | tr -d ' ') beside them at nice 19, their output after"
+echo "fencesim's test runner (.cargo/runner.sh): the $(printf '%s\n' "$timed" | wc -l | tr -d ' ') tests with real-time deadlines" \
+  "(live::, validate::, cli::deploy::, cli::slurm::) here; the other $(printf '%s\n' "$cpu" | wc -l | tr -d ' ')" \
+  "beside them at nice 19, their output after"
 # shellcheck disable=SC2086
-"$bin" --exact $live "$@"
-live_status=$?
-wait "$rest_run"
-rest_status=$?
+"$bin" --exact $timed "$@"
+timed_status=$?
+wait "$cpu_run"
+cpu_status=$?
 echo
-echo "fencesim's test runner: the other tests' output (they ran beside the live tests):"
-cat "$rest_log"
-if [ "$live_status" -ne 0 ] || [ "$rest_status" -ne 0 ]; then
-  echo "fencesim's test runner: live tests exited $live_status, the other tests $rest_status"
+echo "fencesim's test runner: the CPU-bound tests' output (they ran beside the ones above, at nice 19):"
+cat "$cpu_log"
+if [ "$timed_status" -ne 0 ] || [ "$cpu_status" -ne 0 ]; then
+  echo "fencesim's test runner: the real-time tests exited $timed_status, the CPU-bound tests $cpu_status"
   exit 101
 fi

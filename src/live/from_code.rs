@@ -39,6 +39,14 @@
 //! passed a built-in gate has no anchor); so is a stall the built-in worker has no
 //! fault for (a held release or reply: its lock connection has no proxy),
 //! and a protocol with no live recipe.
+//!
+//! One path is not a stall: a failover that loses the holder's token
+//! (incr-beside-lease: the INCR not yet replicated when the replica is
+//! promoted), the violation the other worker's grant carrying it again
+//! (`token_order`). It becomes the live failover (the primary SIGKILLed,
+//! the replica whose link the harness cut promoted) at the holder's last
+//! gate before it, or its first (`read_ok`) when the path fails over
+//! right after its grant; any other fault in such a path is refused.
 
 use crate::check::ViolationKind;
 use crate::codecheck::harness::{Did, Next};
@@ -634,6 +642,115 @@ fn held_write(
     )))
 }
 
+/// The failover step of a path whose violation is its last step's grant
+/// carrying a token an earlier grant carried (incr-beside-lease: the
+/// primary's INCR not yet replicated when its replica was promoted).
+fn reissued_after_failover(steps: &[Step], c: &Counterexample) -> Option<usize> {
+    let last = steps.last()?;
+    if c.finding.kind != ViolationKind::TokenOrder || !last.grant {
+        return None;
+    }
+    (steps.iter()).position(|st| matches!(st.action, Action::Failover { .. }))
+}
+
+/// A reissued token after failover `f` as the live failover (Redis's
+/// primary SIGKILLed, its replica — whose replication link the harness cut
+/// before the trial — promoted) struck at the first holder's last built-in
+/// gate before the failover. When the holder passed none yet (the path
+/// fails over right after its grant), at its first, `read_ok`, which the
+/// built-in worker reaches right after its grant: what the path needs is
+/// order, the failover after the holder's grant and before the other
+/// worker's acquire, and the other starts after the holder's grant (a
+/// start gap later). The path's other faults have no place in it: refused.
+fn failover_plan(
+    h: &Harness<Builtin>,
+    steps: &[Step],
+    rec: Recipe,
+    f: usize,
+) -> Result<LivePlan, Refusal> {
+    refuse_first(h, steps, |i, st| match st.action {
+        Action::Failover { .. } if i == f => None,
+        Action::Deliver(_) | Action::Fire { .. } => None,
+        _ => Some("a path whose token is reissued after a failover maps only that failover".into()),
+    })?;
+    let holder = (0..f).find_map(|i| steps[i].grant.then(|| granted(h, &steps[i])).flatten());
+    let n = steps.len();
+    let (Some(w), Some(o)) = (holder, granted(h, &steps[n - 1])) else {
+        return Err(Refusal(failover_why(h, steps, f)));
+    };
+    if w == o {
+        return Err(Refusal(format!(
+            "step {n}: worker/{w} is granted again; the live mapping pairs two workers"
+        )));
+    }
+    let (point, moved) = match last_gate(steps, w, f) {
+        Some((point, at)) => (point, format!("(step {})", at + 1)),
+        None => (
+            Point::ReadOk,
+            "(moved: the path fails over before it; the built-in worker reads right after its \
+             grant, and what the path needs is the failover after that grant and before the \
+             other's acquire)"
+                .to_string(),
+        ),
+    };
+    let holder_grant = (0..f).find(|&i| steps[i].grant).unwrap_or(0);
+    let worker = WorkerId(w as usize);
+    let mut mapped = vec![format!(
+        "step {} ({}) -> failover after worker/{}'s {} {moved}; worker/{o}'s grant at step {n} \
+         reissues the token",
+        f + 1,
+        h.describe(&steps[f].action),
+        letter(w as usize),
+        point.name()
+    )];
+    let workers = start_order(steps, &rec, (w, holder_grant), o, &mut mapped);
+    Ok(LivePlan {
+        recipe: rec,
+        workers,
+        faults: vec![Fault {
+            trigger: Trigger::After { worker, point },
+            action: LiveAction::Failover,
+        }],
+        request_timeout_ms: rec.request_timeout_ms,
+        find: ViolationKind::TokenOrder,
+        mapped,
+    })
+}
+
+/// The workers in `[[worker]]` order: `first`, granted at its step, starts
+/// at once; `other` starts after `first`'s grant (a start gap later) when
+/// the path starts it after that grant, which `mapped` then says.
+fn start_order(
+    steps: &[Step],
+    rec: &Recipe,
+    (first, first_grant): (u16, usize),
+    other: u16,
+    mapped: &mut Vec<String>,
+) -> Vec<(String, u64, Option<usize>)> {
+    let other_starts = (steps.iter())
+        .position(|st| st.actor == Some(NodeId(other)))
+        .unwrap_or(0);
+    let after_grant = other_starts > first_grant;
+    let mut workers = vec![(String::new(), 0, None); 2];
+    workers[first as usize] = (letter(first as usize), 0, None);
+    workers[other as usize] = (
+        letter(other as usize),
+        if after_grant { rec.start_gap_ms } else { 0 },
+        after_grant.then_some(first as usize),
+    );
+    if after_grant {
+        mapped.push(format!(
+            "worker/{other} starts at step {}, after worker/{first}'s grant (step {}) -> worker/{} \
+             starts after worker/{}:lock_granted",
+            other_starts + 1,
+            first_grant + 1,
+            letter(other as usize),
+            letter(first as usize)
+        ));
+    }
+    workers
+}
+
 /// `worker/i`'s name in the live scenario: A, B, C.
 pub fn letter(i: usize) -> String {
     char::from(b'A' + (i as u8 % 26)).to_string()
@@ -649,34 +766,21 @@ pub fn plan(
 ) -> Result<LivePlan, Refusal> {
     let rec = recipe(kind, fence).map_err(Refusal)?;
     let steps = replay(h, c)?;
+    if let Some(f) = reissued_after_failover(&steps, c) {
+        return failover_plan(h, &steps, rec, f);
+    }
     refuse_unmapped(h, &steps)?;
     let r = roles(h, &steps)?;
     let (fault, kept, line) = stall(h, &steps, &r, &rec)?;
     refuse_left(h, &steps, &r, kept)?;
     let mut mapped = vec![line];
-    let other_starts = (steps.iter())
-        .position(|st| st.actor == Some(NodeId(r.other)))
-        .unwrap_or(0);
-    let after_grant = other_starts > r.stale_grant;
-    let mut workers = vec![(String::new(), 0, None); 2];
-    workers[r.stale as usize] = (letter(r.stale as usize), 0, None);
-    workers[r.other as usize] = (
-        letter(r.other as usize),
-        if after_grant { rec.start_gap_ms } else { 0 },
-        after_grant.then_some(r.stale as usize),
+    let workers = start_order(
+        steps.as_slice(),
+        &rec,
+        (r.stale, r.stale_grant),
+        r.other,
+        &mut mapped,
     );
-    if after_grant {
-        mapped.push(format!(
-            "worker/{} starts at step {}, after worker/{}'s grant (step {}) -> worker/{} starts \
-             after worker/{}:lock_granted",
-            r.other,
-            other_starts + 1,
-            r.stale,
-            r.stale_grant + 1,
-            letter(r.other as usize),
-            letter(r.stale as usize)
-        ));
-    }
     let request_timeout_ms = match fault.action {
         LiveAction::Net {
             mode: ProxyMode::Hold { ms },

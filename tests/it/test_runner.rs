@@ -1,7 +1,9 @@
 //! The test command's runner (`.cargo/runner.sh`, cargo's `runner` for
 //! every binary it runs): the integration tests' whole suite runs as two
-//! processes at once, the live tests and, at nice 19, every other test,
-//! each test by its exact name; anything else passes through untouched.
+//! processes at once, the tests with real-time deadlines (live servers,
+//! external implementations, the Slurm cluster) and, at nice 19, the
+//! CPU-bound rest, each test by its exact name; anything else passes
+//! through untouched.
 //! Checked on a stand-in binary that lists tests and records how it was
 //! run, so that a test lost between the two halves, a half run at the wrong
 //! priority, or a half's failure swallowed fails here.
@@ -14,7 +16,7 @@ fn runner() -> PathBuf {
 }
 
 /// A stand-in for a libtest binary named `name`: `--list --format terse`
-/// lists four tests (one outside `live::` whose name holds `live::`); any
+/// lists six tests (one outside `live::` whose name holds `live::`); any
 /// other call appends `nice=<its niceness> <its arguments>` to `log` and
 /// exits with `$LIVE_STATUS` or, when it was given `check::y`, `$REST_STATUS`.
 fn stand_in(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
@@ -23,7 +25,8 @@ fn stand_in(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
     let script = format!(
         r#"#!/bin/sh
 if [ "$1" = --list ]; then
-  printf 'live::a::one: test\nlive::b: test\ncodecheck::to_live::x: test\ncheck::y: test\n'
+  printf 'cli::deploy::v: test\ncli::seeds::s: test\nlive::a::one: test\nlive::b: test\n'
+  printf 'codecheck::to_live::x: test\ncheck::y: test\nvalidate::z: test\n0 tests\n'
   exit 0
 fi
 echo "nice=$(nice) $*" >> '{log}'
@@ -64,7 +67,7 @@ fn run(bin: &Path, args: &[&str], env: &[(&str, &str)]) -> (bool, Vec<String>) {
 }
 
 #[test]
-fn the_whole_suite_runs_as_the_live_tests_beside_every_other_test_at_nice_19() {
+fn the_whole_suite_runs_as_the_real_time_tests_beside_the_cpu_bound_ones_at_nice_19() {
     let dir = tempfile::tempdir().expect("temp dir");
     let (bin, _) = stand_in(dir.path(), "it-0123abcd");
     let (ok, calls) = run(&bin, &[], &[]);
@@ -75,16 +78,16 @@ fn the_whole_suite_runs_as_the_live_tests_beside_every_other_test_at_nice_19() {
         .find(|c| c.contains("check::y"))
         .expect("the other tests ran");
     assert_eq!(
-        rest, "nice=19 --exact codecheck::to_live::x check::y",
-        "every test outside live::, by exact name, at nice 19"
+        rest, "nice=19 --exact cli::seeds::s codecheck::to_live::x check::y",
+        "every CPU-bound test, by exact name, at nice 19"
     );
     let live = calls
         .iter()
         .find(|c| c.contains("live::a::one"))
-        .expect("the live tests ran");
+        .expect("the real-time tests ran");
     assert!(
-        live.ends_with(" --exact live::a::one live::b"),
-        "the live tests by exact name, and only they: {live}"
+        live.ends_with(" --exact cli::deploy::v live::a::one live::b validate::z"),
+        "the real-time tests by exact name, and only they: {live}"
     );
     assert_ne!(live, rest);
 }

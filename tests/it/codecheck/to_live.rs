@@ -135,10 +135,29 @@ fn fenced_check_then_write_default_path_is_refused_for_the_other_workers_pause()
 }
 
 #[test]
-fn a_failover_before_the_holder_passed_a_gate_is_refused() {
-    let why = mapped(ProtocolKind::IncrBesideLease, None).expect_err("no gate to anchor it");
-    assert!(why.0.starts_with("step 3 (failover"), "{why}");
-    assert!(why.0.contains("passed none yet"), "{why}");
+fn incr_beside_lease_failover_right_after_the_grant_becomes_the_live_failover_at_the_holders_read()
+{
+    let p = mapped(ProtocolKind::IncrBesideLease, None).expect("a live form");
+    assert_eq!(
+        (p.recipe.lock, p.recipe.write),
+        (LockKind::RedisSetNxDel, WriteKind::Fenced)
+    );
+    assert_eq!(p.find, fencesim::check::ViolationKind::TokenOrder, "{p:?}");
+    assert_eq!(p.faults.len(), 1, "only the failover: {p:?}");
+    let f = p.faults[0];
+    let Trigger::After { worker, point } = f.trigger else {
+        panic!("struck at a gate: {f:?}");
+    };
+    assert_eq!(point, Point::ReadOk, "the holder's first gate: {f:?}");
+    assert_eq!(f.action, Action::Failover, "{f:?}");
+    // The other worker waits for the holder's grant, as in the path.
+    let other = 1 - worker.0;
+    assert_eq!(p.workers[other].2, Some(worker.0), "{p:?}");
+    assert!(
+        p.mapped[0].starts_with("step 3 (failover") && p.mapped[0].contains("moved"),
+        "{:?}",
+        p.mapped
+    );
 }
 
 #[test]

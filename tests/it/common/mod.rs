@@ -21,9 +21,10 @@ const MS: u64 = 1_000_000;
 /// live run, whose timings (leases, session timeouts) suffer on a loaded
 /// machine. A waiting exclusive or heavy test holds new live runs back, so
 /// neither waits for the whole live suite. This gate is one process's: the
-/// test command's runner (`.cargo/runner.sh`) runs the live tests in one
-/// process and every other test in another at nice 19, where a heavy test
-/// takes only the CPU the live runs leave idle.
+/// test command's runner (`.cargo/runner.sh`) runs the tests with
+/// real-time deadlines (the live ones among them) in one process and the
+/// CPU-bound rest in another at nice 19, where a heavy test takes only the
+/// CPU the live runs leave idle.
 #[derive(Default)]
 struct Machine {
     live: usize,

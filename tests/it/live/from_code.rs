@@ -69,6 +69,27 @@ fn redis_set_nx_shortest_counterexample_becomes_a_live_scenario_that_finds_the_s
 }
 
 #[test]
+fn incr_beside_lease_failover_becomes_the_live_failover_whose_promoted_replica_reissues_the_token()
+{
+    if !live_servers_present("check --code --emit-live, incr-beside-lease") {
+        return;
+    }
+    let _one = live_shared();
+    let out = scratch("incr");
+    let (code, text) = emit_live(&["incr-beside-lease"], &out, "3");
+    assert_eq!(code, 0, "unsafe as expected, and reproduced live:\n{text}");
+    let line = shown_line(&text, "token_order");
+    assert!(line.ends_with(": reproduces"), "{line}");
+    let file = out.join("live-code-incr-beside-lease-token-order.toml");
+    let written = std::fs::read_to_string(&file).expect("the live scenario");
+    assert!(
+        written.contains("kind = \"failover\"") && !written.contains("kind = \"pause\""),
+        "the failover alone:\n{written}"
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
 fn fenced_check_then_write_default_path_falls_back_to_the_holding_pause_and_finds_the_stale_write_live(
 ) {
     // At the default bounds the shortest path pauses the other worker,
