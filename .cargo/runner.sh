@@ -30,6 +30,8 @@ case "${bin##*/}" in
   *) exec "$bin" "$@" ;;
 esac
 [ "${FENCESIM_TEST_SPLIT:-1}" = 0 ] && exec "$bin" "$@"
+# The second half needs a session of its own (util-linux's setsid).
+command -v setsid >/dev/null 2>&1 || exec "$bin" "$@"
 for arg in "$@"; do
   case "$arg" in
     --nocapture | --show-output | -q | --quiet | --color=* | --test-threads=*) ;;
