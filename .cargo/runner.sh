@@ -57,15 +57,39 @@ cpu_log=$(mktemp)
 setsid nice -n 19 "$bin" --exact $cpu "$@" >"$cpu_log" 2>&1 </dev/null &
 cpu_run=$!
 trap 'kill -- "-$cpu_run" 2>/dev/null; rm -f "$cpu_log"' EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+# Interrupted: the CPU-bound half (its own session: the terminal's signal
+# does not reach it) ends, and what it printed so far is shown, not lost.
+# A signal before the first half's pid is known is held until it is
+# (traps run between commands: after its fork, before `timed_run=$!`).
+pending=
+on_signal() {
+  if [ -z "${timed_run:-}" ]; then
+    pending=$1
+    return
+  fi
+  interrupted "$1"
+}
+interrupted() {
+  kill -- "-$cpu_run" 2>/dev/null
+  kill "$timed_run" 2>/dev/null
+  echo
+  echo "fencesim's test runner: interrupted; the CPU-bound tests' output so far:"
+  cat "$cpu_log"
+  exit "$1"
+}
+trap 'on_signal 130' INT
+trap 'on_signal 143' TERM
 autogroup_nice "$cpu_run" 19
 
 echo "fencesim's test runner (.cargo/runner.sh): the $(printf '%s\n' "$timed" | wc -l | tr -d ' ') tests with real-time deadlines" \
   "(live::, validate::, cli::deploy::, cli::slurm::) here; the other $(printf '%s\n' "$cpu" | wc -l | tr -d ' ')" \
   "beside them at nice 19, their output after"
+# In the background and waited for, so that a signal's trap runs at once.
 # shellcheck disable=SC2086
-"$bin" --exact $timed "$@"
+"$bin" --exact $timed "$@" &
+timed_run=$!
+[ -n "$pending" ] && interrupted "$pending"
+wait "$timed_run"
 timed_status=$?
 wait "$cpu_run"
 cpu_status=$?

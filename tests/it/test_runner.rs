@@ -6,7 +6,8 @@
 //! through untouched.
 //! Checked on a stand-in binary that lists tests and records how it was
 //! run, so that a test lost between the two halves, a half run at the wrong
-//! priority, or a half's failure swallowed fails here.
+//! priority, a half's failure swallowed, or an interrupted run that loses
+//! the CPU-bound half's output or leaves a half running fails here.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -18,7 +19,9 @@ fn runner() -> PathBuf {
 /// A stand-in for a libtest binary named `name`: `--list --format terse`
 /// lists six tests (one outside `live::` whose name holds `live::`); any
 /// other call appends `nice=<its niceness> <its arguments>` to `log` and
-/// exits with `$LIVE_STATUS` or, when it was given `check::y`, `$REST_STATUS`.
+/// exits with `$LIVE_STATUS` or, when it was given `check::y`, `$REST_STATUS`
+/// (with `$HANG` set, it prints its arguments, logs `pid=<its pid> <its
+/// arguments>` and becomes a ten minutes' sleep instead).
 fn stand_in(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
     let log = dir.join("calls.log");
     let bin = dir.join(name);
@@ -28,6 +31,11 @@ if [ "$1" = --list ]; then
   printf 'cli::deploy::v: test\ncli::seeds::s: test\nlive::a::one: test\nlive::b: test\n'
   printf 'codecheck::to_live::x: test\ncheck::y: test\nvalidate::z: test\n0 tests\n'
   exit 0
+fi
+if [ -n "${{HANG:-}}" ]; then
+  echo "output of $*"
+  echo "pid=$$ $*" >> '{log}'
+  exec sleep 600
 fi
 echo "nice=$(nice) $*" >> '{log}'
 case " $* " in
@@ -122,4 +130,69 @@ fn a_filtered_run_another_binary_or_split_0_passes_through_untouched() {
     let (ok, calls) = run(&lib, &[], &[("LIVE_STATUS", "3")]);
     assert!(!ok, "the binary's own status comes back");
     assert_eq!(calls.len(), 1, "{calls:?}");
+}
+
+#[test]
+fn an_interrupted_run_shows_the_cpu_bound_output_so_far_and_leaves_neither_half_running() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (bin, log) = stand_in(dir.path(), "it-0123abcd");
+    let mut child = Command::new("sh")
+        .arg(runner())
+        .arg(&bin)
+        .env_remove("FENCESIM_TEST_SPLIT")
+        .env("HANG", "1")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("running .cargo/runner.sh");
+    let started = std::time::Instant::now();
+    // Each half prints before it logs its pid: both logged, both printed.
+    let pids = || -> Vec<String> {
+        let calls = std::fs::read_to_string(&log).unwrap_or_default();
+        (calls.lines())
+            .filter_map(|l| l.strip_prefix("pid="))
+            .filter_map(|l| l.split(' ').next().map(str::to_owned))
+            .collect()
+    };
+    while pids().len() < 2 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "both halves started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let pid = libc::pid_t::try_from(child.id()).expect("a pid");
+    // SAFETY: a signal to our own child, which has not been waited for.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    // Gone, or a zombie until its new parent reaps it. The budgets (a
+    // minute each, against ten of sleep) only catch a half left running:
+    // this test runs in the CPU-bound half, at nice 19.
+    let alive = |pid: &String| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            !stat
+                .rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+    };
+    let left = || pids().iter().any(alive);
+    let ended = std::time::Instant::now();
+    while left() {
+        assert!(
+            ended.elapsed() < std::time::Duration::from_secs(60),
+            "a half outlived the runner"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let mut stdout = child.stdout.take().expect("piped");
+    let status = child.wait().expect("the runner ends");
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut text).expect("its output");
+    assert_eq!(status.code(), Some(143), "{text}");
+    assert!(
+        text.contains("interrupted; the CPU-bound tests' output so far:")
+            && text.contains("output of --exact cli::seeds::s codecheck::to_live::x check::y"),
+        "{text}"
+    );
 }
