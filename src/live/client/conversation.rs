@@ -12,7 +12,7 @@ use anyhow::{bail, Context, Result};
 
 use super::lock_history::LockHistory;
 use super::seen::Seen;
-use crate::live::common::ops::op_id;
+use crate::live::common::ops::{op_id, worker_of};
 use crate::live::record::{Record, Stamped, WriteOutcome};
 
 /// The op id of each decoded event ([`op_id`]: worker i's n-th operation
@@ -109,11 +109,13 @@ fn match_commits(
 /// The decoded conversation as the built-in workers' records, and the
 /// audit rows as (commit_seq, op id, token) for
 /// [`crate::live::history::build_history`].
-/// `finished_ns`: when each worker's program ended (None: a crash fault
-/// killed it and it stayed down, so it never finished its workload).
+/// `docs`: each worker's document (the row `FENCESIM_DOC_ID` names, whose
+/// key its operations carry in the history). `finished_ns`: when each
+/// worker's program ended (None: a crash fault killed it and it stayed
+/// down, so it never finished its workload).
 #[allow(clippy::type_complexity)]
 pub(super) fn to_records(
-    n: usize,
+    docs: &[u32],
     seen: &[(usize, u64, Seen)],
     pids: &BTreeMap<i32, usize>,
     audit: &[(i64, i32, i64, i64)],
@@ -125,17 +127,23 @@ pub(super) fn to_records(
         seen.windows(2).all(|w| w[0].1 <= w[1].1),
         "seen out of order"
     );
+    let n = docs.len();
     let ops = op_ids(n, seen);
     let commits = match_commits(n, seen, &ops, pids, audit)?;
-    let bodies: Vec<(i64, u64, u64)> = audit
+    // Each commit's document is its worker's: documents start at the same
+    // body (0), so one body is on several documents at once.
+    let bodies: Vec<(i64, u64, u64, u32)> = audit
         .iter()
         .zip(&commits)
-        .map(|((_, _, body, _), (_, op, _, t))| (*body, *op as u64, *t))
+        .map(|((_, _, body, _), (_, op, _, t))| {
+            let op = *op as u64;
+            (*body, op, *t, docs[worker_of(op)])
+        })
         .collect();
     let mut records = lock.records();
     for (k, (w, t, what)) in seen.iter().enumerate() {
         let (w, t_ns, op) = (*w, *t, ops[k]);
-        let Some(record) = record_of(what, (w, t_ns, op), &bodies, lock) else {
+        let Some(record) = record_of(what, (w, t_ns, op), (&bodies, docs[w]), lock) else {
             continue;
         };
         records.push((w, Stamped { t_ns, record }));
@@ -155,12 +163,13 @@ pub(super) fn to_records(
 
 /// What worker `w` was seen doing at `t_ns` in op `op`, as its record
 /// (None: the lock's records say it, [`LockHistory`]). `bodies`: each
-/// commit's (body, op, when its answer passed), so a read names the write
-/// whose body it saw.
+/// commit's (body, op, when its answer passed, document), so a read names
+/// the write whose body it saw on the worker's document `doc` (another
+/// document's commit of the same body is not it).
 fn record_of(
     what: &Seen,
     (w, t_ns, op): (usize, u64, u64),
-    bodies: &[(i64, u64, u64)],
+    (bodies, doc): (&[(i64, u64, u64, u32)], u32),
     lock: &LockHistory,
 ) -> Option<Record> {
     Some(match what {
@@ -170,8 +179,8 @@ fn record_of(
             let value = body.and_then(|b| {
                 bodies
                     .iter()
-                    .filter(|(x, _, at)| *x == b && *at <= t_ns)
-                    .map(|(_, op, _)| *op)
+                    .filter(|(x, _, at, d)| *x == b && *at <= t_ns && *d == doc)
+                    .map(|(_, op, _, _)| *op)
                     .next_back()
                     .or((b == 0).then_some(0))
             });
@@ -243,6 +252,37 @@ mod tests {
         let ops = op_ids(1, &plain);
         let commits = match_commits(1, &plain, &ops, &pids, &[(1, 77, 5, 0)]).unwrap();
         assert_eq!(commits, vec![(1, 1001, 0, 2)]);
+    }
+
+    #[test]
+    fn a_read_names_the_write_on_its_own_document_when_another_document_has_the_same_body() {
+        // Both documents start at body 0, so each one's first write sets
+        // body 1. D (document 2) reads body 1 after B's commit on
+        // document 1: the write it saw is C's on document 2. Matched by the
+        // body alone it was B's, and the checker found a lost update that
+        // never happened (a live matrix row, seen in CI).
+        let seen = vec![
+            (2, 10, Seen::ReadSent),
+            (2, 13, Seen::ReadOk(Some(0))),
+            (2, 14, Seen::WriteSent(vec![1, 1, 2, 1])),
+            (2, 16, Seen::WriteDone(Some(1))),
+            (3, 240, Seen::ReadSent),
+            (1, 346, Seen::ReadSent),
+            (1, 347, Seen::ReadOk(Some(0))),
+            (1, 349, Seen::WriteSent(vec![1, 2, 1, 2])),
+            (1, 353, Seen::WriteDone(Some(1))),
+            (3, 375, Seen::ReadOk(Some(1))),
+        ];
+        let docs = [1, 1, 2, 2];
+        let lock = LockHistory::new(4, &seen, &[], &docs);
+        let pids = BTreeMap::from([(301, 1), (302, 2)]);
+        let audit = [(1, 302, 1, 1), (2, 301, 1, 2)];
+        let (records, _) = to_records(&docs, &seen, &pids, &audit, &[None; 4], &lock).unwrap();
+        let read_of_d = records.iter().find_map(|(w, s)| match s.record {
+            Record::ReadOk { op, value } if *w == 3 => Some((op, value)),
+            _ => None,
+        });
+        assert_eq!(read_of_d, Some((4001, Some(3001))));
     }
 
     #[test]

@@ -192,7 +192,7 @@ pub fn run(
         .collect();
     let seen = locked(&shared.seen).clone();
     let pids = locked(&shared.backend_pids).clone();
-    let (records, audit) = to_records(s.workers.len(), &seen, &pids, &audit, &finished_ns, &lock)?;
+    let (records, audit) = to_records(&documents(s), &seen, &pids, &audit, &finished_ns, &lock)?;
     // A Redis lock's history has the compare-and-delete's vocabulary
     // whatever the program sent: the server's account says what each
     // command did.
