@@ -673,9 +673,10 @@ fn failover_plan(
         Action::Deliver(_) | Action::Fire { .. } => None,
         _ => Some("a path whose token is reissued after a failover maps only that failover".into()),
     })?;
-    let holder = (0..f).find_map(|i| steps[i].grant.then(|| granted(h, &steps[i])).flatten());
+    // The first grant before the failover: its step and its worker.
+    let holder = (0..f).find_map(|i| steps[i].grant.then(|| Some((i, granted(h, &steps[i])?)))?);
     let n = steps.len();
-    let (Some(w), Some(o)) = (holder, granted(h, &steps[n - 1])) else {
+    let (Some((holder_grant, w)), Some(o)) = (holder, granted(h, &steps[n - 1])) else {
         return Err(Refusal(failover_why(h, steps, f)));
     };
     if w == o {
@@ -693,7 +694,6 @@ fn failover_plan(
                 .to_string(),
         ),
     };
-    let holder_grant = (0..f).find(|&i| steps[i].grant).unwrap_or(0);
     let worker = WorkerId(w as usize);
     let mut mapped = vec![format!(
         "step {} ({}) -> failover after worker/{}'s {} {moved}; worker/{o}'s grant at step {n} \

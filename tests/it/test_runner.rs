@@ -132,6 +132,18 @@ fn a_filtered_run_another_binary_or_split_0_passes_through_untouched() {
     assert_eq!(calls.len(), 1, "{calls:?}");
 }
 
+/// Polls `done` until it holds; a minute at the longest (`what` failing).
+fn wait_for(what: &str, done: impl Fn() -> bool) {
+    let started = std::time::Instant::now();
+    while !done() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "not within a minute: {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn an_interrupted_run_shows_the_cpu_bound_output_so_far_and_leaves_neither_half_running() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -144,7 +156,6 @@ fn an_interrupted_run_shows_the_cpu_bound_output_so_far_and_leaves_neither_half_
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("running .cargo/runner.sh");
-    let started = std::time::Instant::now();
     // Each half prints before it logs its pid: both logged, both printed.
     let pids = || -> Vec<String> {
         let calls = std::fs::read_to_string(&log).unwrap_or_default();
@@ -153,13 +164,7 @@ fn an_interrupted_run_shows_the_cpu_bound_output_so_far_and_leaves_neither_half_
             .filter_map(|l| l.split(' ').next().map(str::to_owned))
             .collect()
     };
-    while pids().len() < 2 {
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(60),
-            "both halves started"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_for("both halves started", || pids().len() == 2);
     let pid = libc::pid_t::try_from(child.id()).expect("a pid");
     // SAFETY: a signal to our own child, which has not been waited for.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
@@ -176,15 +181,7 @@ fn an_interrupted_run_shows_the_cpu_bound_output_so_far_and_leaves_neither_half_
                 .starts_with('Z')
         })
     };
-    let left = || pids().iter().any(alive);
-    let ended = std::time::Instant::now();
-    while left() {
-        assert!(
-            ended.elapsed() < std::time::Duration::from_secs(60),
-            "a half outlived the runner"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_for("no half outlived the runner", || !pids().iter().any(alive));
     let mut stdout = child.stdout.take().expect("piped");
     let status = child.wait().expect("the runner ends");
     let mut text = String::new();
