@@ -67,8 +67,14 @@
 //! last sequence number, `holder` the latest decision while its node lives
 //! (exact because its client trusts only a fresh "you are lowest": the node
 //! lives when it decides). Without the fence it is read against no-fence
-//! ([`model_for`]). etcd's Mutex is refused (`etcd_unmapped` says why: its
-//! own model exists, the mapping onto it is not written).
+//! ([`model_for`]). etcd's Mutex is read against its own model
+//! (`etcd-mutex`, `etcd-mutex-no-recheck`; without the fence, the same with
+//! `fence = false`) from the server's keys and the workers' lock clients
+//! ([`Abstraction::map_keys`]): a slot per acquisition, its key's create
+//! revision as `node` and `token`, and as its answer in hand a message its
+//! lock client would decide on — not onto zk-sequential's, whose `Acquire`
+//! takes only the lowest live node, while clientv3 acts on an answer
+//! whenever it arrives.
 //!
 //! dynamodb-heartbeat and pg-advisory-lock are read against no-fence with
 //! their lease the lock server's own state (`server_lease`): the DynamoDB
@@ -116,9 +122,11 @@
 //! Refused ([`refuse_for_quorum`]): crashes, rejoins and losses, each for the step it
 //! has no model step for.
 
+use std::collections::BTreeMap;
+
 use super::bounds::Bounds;
 use super::judge::Finding;
-use super::state::State;
+use super::state::{Held, State};
 use super::topology::{Builtin, Topology};
 use crate::check::ViolationKind;
 use crate::model::spec::Violation;
@@ -130,6 +138,7 @@ use crate::model::{Bounds as ModelBounds, LockModel, Protocol};
 use crate::protocol::cache_lease::CasCache;
 use crate::protocol::client::LockClient;
 use crate::protocol::coordinator::Coordinator;
+use crate::protocol::etcd::EtcdServer;
 use crate::protocol::queue_claim::Queue;
 use crate::protocol::redlock::validity_from_start_ns;
 use crate::protocol::resource::Resource;
@@ -169,6 +178,40 @@ pub trait Inspect {
     /// A worker (Redlock's lease is its lock client's validity).
     fn worker(&self) -> Option<&Worker> {
         None
+    }
+}
+
+/// A node that wraps a built-in one and shows the mapping the node inside
+/// it (a broken copy that rewrites some inputs, a recorder): every
+/// [`Inspect`] read goes to [`Wraps::wrapped`].
+pub trait Wraps {
+    fn wrapped(&self) -> &Builtin;
+}
+
+impl<W: Wraps> Inspect for W {
+    fn coordinator(&self) -> Option<&Coordinator> {
+        self.wrapped().coordinator()
+    }
+    fn resource(&self) -> Option<&Resource> {
+        self.wrapped().resource()
+    }
+    fn cache(&self) -> Option<&CasCache> {
+        self.wrapped().cache()
+    }
+    fn store(&self) -> Option<&dyn StoreView> {
+        self.wrapped().store()
+    }
+    fn lock_server(&self) -> Option<&Server> {
+        self.wrapped().lock_server()
+    }
+    fn db(&self) -> Option<&Db> {
+        self.wrapped().db()
+    }
+    fn queue(&self) -> Option<&dyn QueueView> {
+        self.wrapped().queue()
+    }
+    fn worker(&self) -> Option<&Worker> {
+        self.wrapped().worker()
     }
 }
 
@@ -286,6 +329,8 @@ pub fn model_for(kind: ProtocolKind, fence: bool) -> Result<ModelOf, String> {
             Err(server_lock_fenced(kind))
         }
         ProtocolKind::Github2012Pair if fence => Err(PAIR_FENCED.into()),
+        // Its model has the unfenced twin (`fence = false`), read in `new`.
+        ProtocolKind::EtcdMutex | ProtocolKind::EtcdMutexNoRecheck => model_of(kind),
         _ => {
             let of = model_of(kind)?;
             if fence != kind.def().fence_default {
@@ -316,21 +361,6 @@ fn server_lock_fenced(kind: ProtocolKind) -> String {
     format!(
         "{}: no refinement with --fence true onto models/fenced-cas.toml: its client acts on the server's answer whenever it arrives (only a request timer gives a request up, and a pause delays the timer), so a paused client decides on its lock after {ended} and the other client drew the next {token} and decided: a decision carrying a lower token than one already made, and the model's Acquire (token = grants + 1) has no such step",
         kind.id()
-    )
-}
-
-/// Why etcd's Mutex is not mapped: not onto zk-sequential (measured:
-/// `tests/it/codecheck/refine.rs`), and the mapping onto its own model
-/// (`models/etcd-mutex.toml`, `etcd-mutex-no-recheck.toml`) is not written.
-fn etcd_unmapped(kind: ProtocolKind) -> String {
-    let id = kind.id();
-    format!(
-        "{id}: no refinement mapping onto models/zk-sequential.toml (the lowest key owns, its create revision the token): its clients decide they hold the lock on replies that may be old — clientv3 acts on an answer whenever it arrives (ZooKeeper's client here drops one older than two thirds of the session timeout), so a client whose answer waited past its lease's expiry decides after its key was deleted and the next key's client decided{}; the model's Acquire grants only the lowest live node with no holder, so such a decision has no model step. Nor is the token the model's: a create revision is the store's global revision, which every deletion and lease expiry takes too, so the k-th key created does not carry k. Its own model, models/{id}.toml, has both (keys put at the global revision, answers acted on whenever they arrive), but the mapping onto it is not written yet: the model's answer in hand is a decisive reply in flight to the client's current request (or held by its paused worker), a lock transaction that puts the key and answers \"first\" is two model actions in one server step, and one lease check deletes every key whose lease ran out at that instant",
-        if kind == ProtocolKind::EtcdMutexNoRecheck {
-            " (and without the re-check waitDeletes returns success with the own key gone: Jepsen's etcd 3.4.3 bug)"
-        } else {
-            ""
-        }
     )
 }
 
@@ -374,7 +404,12 @@ pub fn model_of(kind: ProtocolKind) -> Result<ModelOf, String> {
             None,
         ),
         ProtocolKind::ZkSequential => of(Protocol::ZkSequential, "models/zk-sequential.toml", None),
-        ProtocolKind::EtcdMutex | ProtocolKind::EtcdMutexNoRecheck => Err(etcd_unmapped(kind)),
+        ProtocolKind::EtcdMutex => of(Protocol::EtcdMutex, "models/etcd-mutex.toml", None),
+        ProtocolKind::EtcdMutexNoRecheck => of(
+            Protocol::EtcdMutexNoRecheck,
+            "models/etcd-mutex-no-recheck.toml",
+            None,
+        ),
         ProtocolKind::EffectNaive => of(Protocol::EffectNaive, "models/effect-naive.toml", None),
         ProtocolKind::EffectIdempotencyKey => of(
             Protocol::EffectIdempotencyKey,
@@ -460,6 +495,9 @@ pub struct Abstraction {
     /// consensus-generation: the failovers a path may have (the voters and
     /// the quorum rounds are read, [`map_quorum`]).
     quorum: Option<u8>,
+    /// etcd's Mutex: the workers (`0..n`), whose lock clients' acquisitions
+    /// are read beside the server's keys ([`Abstraction::map_keys`]).
+    etcd_workers: Option<usize>,
 }
 
 /// What a conditional write is checked against at the store.
@@ -494,7 +532,7 @@ impl Abstraction {
         let kind = topology.protocol.kind;
         let of = model_for(kind, topology.protocol.fence)?;
         let id = kind.id();
-        refuse_inexact(kind, &of, bounds)?;
+        refuse_inexact(kind, &of, topology.protocol.fence, bounds)?;
         if kind == ProtocolKind::Redlock {
             refuse_for_redlock(&topology.protocol, bounds)?;
         }
@@ -507,13 +545,15 @@ impl Abstraction {
         // zk-sequential: a slot per live znode or pending grant (a worker
         // that gave a session up starts the next while the old node lives),
         // and the nodes created, not the grants, run the counter up.
-        let (slots, grants_max) = if of.protocol == Protocol::ZkSequential {
-            (CLIENTS_CAP, GRANTS_CAP)
-        } else if of.protocol.is_pair() {
-            (PAIR_NODES, bounds.grants) // a slot per node's belief
-        } else {
-            (bounds.grants, bounds.grants)
-        };
+        // etcd: a slot per acquisition, as zk-sequential's.
+        let (slots, grants_max) =
+            if of.protocol == Protocol::ZkSequential || of.protocol.has_revisions() {
+                (CLIENTS_CAP, GRANTS_CAP)
+            } else if of.protocol.is_pair() {
+                (PAIR_NODES, bounds.grants) // a slot per node's belief
+            } else {
+                (bounds.grants, bounds.grants)
+            };
         let backup = (of.protocol == Protocol::IncrBesideLease).then_some(bounds.failovers);
         let quorum = (of.protocol == Protocol::ConsensusGeneration).then_some(bounds.failovers);
         let replicas = match (backup, quorum) {
@@ -530,7 +570,8 @@ impl Abstraction {
             reads: of.protocol.writes_are_conditional(),
             fence_reads: false,
             symmetry: true,
-            fence: true,
+            // etcd's model has its unfenced twin; the others' are other models.
+            fence: !of.protocol.has_revisions() || topology.protocol.fence,
         });
         let model = super::effect_map::model(model, of.protocol);
         let model = if quorum.is_some() {
@@ -559,6 +600,7 @@ impl Abstraction {
             backup,
             pair: of.protocol.is_pair(),
             quorum,
+            etcd_workers: of.protocol.has_revisions().then_some(topology.workers),
         })
     }
 
@@ -578,6 +620,7 @@ impl Abstraction {
         let issued = judge.issued();
         a.grants = small(issued.len() as u64, "grants issued")?;
         let token_max = issued.iter().map(|g| g.1).max().unwrap_or(0);
+        let token_max = self.model_token(token_max);
         a.token_max = small(if self.tokens { token_max } else { 0 }, "a token")?;
         if self.znodes {
             let server = match s.nodes[self.coord.0 as usize].lock_server() {
@@ -585,6 +628,12 @@ impl Abstraction {
                 _ => return Err("the node at coord/0 shows no ZooKeeper server".into()),
             };
             self.map_znodes(s, server, &mut a)?;
+        } else if let Some(workers) = self.etcd_workers {
+            let server = match s.nodes[self.coord.0 as usize].lock_server() {
+                Some(Server::Etcd(e)) => e,
+                _ => return Err("the node at coord/0 shows no etcd server".into()),
+            };
+            self.map_keys(s, server, workers, now_ns, &mut a)?;
         } else if !self.pair {
             self.map_lease(s, now_ns, &mut a)?;
         }
@@ -608,9 +657,14 @@ impl Abstraction {
         } else {
             self.map_writes(s, &s.nodes[self.resource.0 as usize], &mut a)?;
         }
-        a.fence = small(fence.0, "the fence")?;
+        a.fence = small(self.model_token(fence.0), "the fence")?;
         a.value = version(s, value.0)?;
         a.accepted_gen_max = small(judge.accepted_max() as u64, "a generation")?;
+        if self.etcd_workers.is_some() && judge.accepted_max() > 0 {
+            // Grants rank by (token, generation) there: the top one's token.
+            let (_, token) = issued[judge.accepted_max() as usize - 1];
+            a.accepted_token = small(self.model_token(token), "a token")?;
+        }
         if self.model.bounds.protocol.has_effect_sink() {
             super::effect_map::map(s, &mut a)?;
         }
@@ -814,6 +868,114 @@ impl Abstraction {
         Ok(())
     }
 
+    /// A token as the model counts it: etcd's revisions start at 1, the
+    /// model's counter at 0, so a create revision is the model's plus one.
+    fn model_token(&self, token: u64) -> u64 {
+        match self.etcd_workers {
+            Some(_) => token.saturating_sub(1),
+            None => token,
+        }
+    }
+
+    /// etcd's Mutex: a slot per acquisition (by its lease), as the model's
+    /// (`src/model/lock_model.rs`, `etcd_step`):
+    ///
+    /// - `node`: the create revision of its key while the server holds it;
+    /// - `gen`, `token`: its decision's, while no write was sent under it;
+    /// - undecided, `token`: its key's create revision while its worker's
+    ///   lock client is still after the lock (locking, waiting, re-checking)
+    ///   and the revision is known: to the client, to the server (the key
+    ///   lives) or to the answer to its Lock transaction on its way (in
+    ///   flight, or held by its paused worker). A key gone before its
+    ///   client learnt its revision can never be decided on (every later
+    ///   Lock transaction finds the lease dead): the model's `Abandon`,
+    ///   at the deletion;
+    /// - `read` 1 (the answer in hand): a message in flight to its worker,
+    ///   or held by it, that its lock client would decide on if it were
+    ///   delivered now — the code's own verdict, asked of a copy of the
+    ///   client ([`EtcdClient::decides_on`]).
+    ///
+    /// `counter` is the store's revision minus one, and tokens the create
+    /// revisions minus one ([`Abstraction::model_token`]).
+    fn map_keys<N: Inspect>(
+        &self,
+        s: &State<N>,
+        server: &EtcdServer,
+        workers: usize,
+        now_ns: u64,
+        a: &mut Model,
+    ) -> Result<(), String> {
+        let judge = &s.judge;
+        let rev = |r: u64| small(self.model_token(r), "a revision");
+        a.counter = rev(server.revision())?;
+        let mut slots: BTreeMap<u64, Client> = BTreeMap::new();
+        for (i, &(owner, token)) in judge.issued().iter().enumerate() {
+            let generation = i as u32 + 1;
+            if !judge.wrote_under(generation) {
+                let slot = slots.entry(owner).or_default();
+                slot.gen = small(generation as u64, "a generation")?;
+                slot.token = rev(token)?;
+            }
+        }
+        for (created, lease) in server.lock_keys(KEY) {
+            slots.entry(lease).or_default().node = rev(created)?;
+        }
+        for i in 0..workers {
+            let node = NodeId(i as u16);
+            let Some(LockClient::Etcd(client)) = s.nodes[i].worker().and_then(|w| w.client())
+            else {
+                continue;
+            };
+            let Some((lease, known)) = client.acquisition() else {
+                continue;
+            };
+            let held = s.hold(node).into_iter().flat_map(|h| &h.inputs);
+            let inputs: Vec<Msg> = s
+                .in_flight
+                .iter()
+                .filter(|p| p.to == node)
+                .map(|p| p.msg)
+                .chain(held.filter_map(|h| match h {
+                    Held::Message(p) => Some(p.msg),
+                    Held::Timer(_) => None,
+                }))
+                .collect();
+            let key = server
+                .lock_keys(KEY)
+                .find(|&(_, l)| l == lease)
+                .map(|(created, _)| created);
+            let created = [known]
+                .into_iter()
+                .chain(key)
+                .chain(inputs.iter().filter_map(|&m| client.revision_in(m)))
+                .find(|&r| r != 0);
+            let Some(created) = created else {
+                continue; // no key yet, or gone unknown: no acquisition left
+            };
+            let clocks = s.clock(node).read(now_ns);
+            let slot = slots.entry(lease).or_default();
+            slot.token = rev(created)?;
+            slot.read = u8::from(inputs.iter().any(|&m| client.decides_on(clocks, m)));
+        }
+        let taken: Vec<Client> = slots
+            .into_values()
+            .filter(|c| *c != Client::default())
+            .collect();
+        for (i, client) in taken.into_iter().enumerate() {
+            a.clients[self.slot(i)?] = client;
+        }
+        Ok(())
+    }
+
+    /// etcd's Mutex: one server step may be several model actions — a
+    /// Lock transaction puts the key (`CreateNode`) and answers "you are
+    /// first" (`Answer`) at once, one lease check deletes every key whose
+    /// lease ran out (a chain of `DeleteNode`), and a key gone before its
+    /// client learnt its revision ends that acquisition (`Abandon`).
+    pub fn server_steps_chain(&self) -> Option<NodeId> {
+        self.etcd_workers.map(|_| self.coord)
+    }
+
     /// dynamodb-heartbeat, pg-advisory-lock: a client acts on the server's
     /// answer whenever it arrives (a paused client's request timer fires
     /// late), so it may decide after the lock it was answered has left its
@@ -935,7 +1097,13 @@ impl Abstraction {
                     "two writes of generation {gen}: the model sends one write per grant"
                 ));
             }
-            let token = small(token.map_or(0, |t| t.0), "a token")?;
+            // etcd's unfenced twin: the write carries no token, the model's
+            // its decision's (the stale write's rank).
+            let token = match token {
+                None if self.etcd_workers.is_some() => s.judge.issued()[generation as usize - 1].1,
+                _ => token.map_or(0, |t| t.0),
+            };
+            let token = small(self.model_token(token), "a token")?;
             writes.push(Write {
                 gen,
                 token,
@@ -1047,10 +1215,19 @@ fn map_jobs<N>(s: &State<N>, queue: &dyn QueueView, a: &mut Model) -> Result<(),
 
 /// The bounds at which `kind`'s mapping onto `of` would not be exact:
 /// refused with the reason, never approximated.
-fn refuse_inexact(kind: ProtocolKind, of: &ModelOf, bounds: &Bounds) -> Result<(), String> {
+fn refuse_inexact(
+    kind: ProtocolKind,
+    of: &ModelOf,
+    fence: bool,
+    bounds: &Bounds,
+) -> Result<(), String> {
     let id = kind.id();
     let copies = bounds.duplicates > 0 || bounds.timing.max_retries > 0;
+    // etcd's fenced store is fenced-cas's: a copy is rejected below the
+    // fence or accepted again at its own token, its value already current.
+    let etcd_fenced = of.protocol.has_revisions() && fence;
     if copies
+        && !etcd_fenced
         && !matches!(
             of.protocol,
             Protocol::FencedCas
@@ -1067,7 +1244,9 @@ fn refuse_inexact(kind: ProtocolKind, of: &ModelOf, bounds: &Bounds) -> Result<(
             "{id}: no refinement with duplicates or retransmissions: the {} model hands each write to the resource once, and a second copy has no model step ({})",
             of.protocol.id(),
             match of.protocol {
-                Protocol::NoFence => "an unfenced resource applies it again, so the value goes back",
+                Protocol::NoFence | Protocol::EtcdMutex | Protocol::EtcdMutexNoRecheck => {
+                    "an unfenced resource applies it again, so the value goes back"
+                }
                 Protocol::ConditionalWrite => "nor has a second copy of a read: the store serves it again, perhaps a newer version, and the model reads once per grant",
                 _ => "the resource checks it again and commits it twice",
             }
@@ -1088,7 +1267,9 @@ fn refuse_inexact(kind: ProtocolKind, of: &ModelOf, bounds: &Bounds) -> Result<(
             "{id}: no refinement with wall-clock jumps: a backward jump of the queue's clock makes a claim that ran past its visibility timeout but was not dropped yet (the queue drops it when a request next touches the group) live again, and the model's claim never comes back once it expired"
         ));
     }
+    // etcd's leases run on its monotonic clock, which no jump moves.
     let own_jump_rule = kind == ProtocolKind::ZkSequential
+        || of.protocol.has_revisions()
         || kind == ProtocolKind::Redlock
         || lease_is_server_lock(kind)
         || of.protocol.is_pair();

@@ -38,7 +38,9 @@ pub mod state;
 pub mod to_scenario;
 pub mod topology;
 
-pub use abstraction::{model_for, model_of, Abstraction, Inspect, ModelOf, QueueView, StoreView};
+pub use abstraction::{
+    model_for, model_of, Abstraction, Inspect, ModelOf, QueueView, StoreView, Wraps,
+};
 pub use bounds::{Bounds, MAX_STATES_DEFAULT};
 pub use harness::{Action, Harness};
 pub use judge::Finding;

@@ -12,7 +12,11 @@
 //! that is one `Expire` or `DeleteNode` per session. A DynamoDB or
 //! PostgreSQL client may decide on a lock already gone (it acts on an
 //! answer whenever it arrives): a grant whose lease has ended, `Acquire`
-//! then `Expire` (after the previous holder's `Expire`). The first step the
+//! then `Expire` (after the previous holder's `Expire`). etcd's server may
+//! put a key and answer "you are first" in one Lock transaction, delete
+//! several keys in one lease check, and end an acquisition whose client
+//! never learnt its key's revision by deleting the key: a chain of the
+//! model's `CreateNode`, `Answer`, `DeleteNode` and `Abandon`. The first step the
 //! model does not allow stops the search and is reported with a path to it
 //! (a level-by-level search then finds a shortest one, bounded as the BFS
 //! is) and the model step closest to what the code did.
@@ -31,7 +35,7 @@ use super::topology::{Builtin, Options, Topology, MS};
 use crate::model::action::UNKNOWN_CLIENT;
 use crate::model::state::{State as Model, CLIENTS_CAP, NO_HOLDER};
 use crate::model::Action as ModelAction;
-use crate::protocol::{Node, ProtocolKind};
+use crate::protocol::{Node, NodeId, ProtocolKind};
 
 /// What a refinement check found.
 #[derive(Clone, Debug)]
@@ -79,6 +83,9 @@ pub struct Counts {
     /// Lock servers' decisions matched by a grant whose lease had ended
     /// (`Acquire`, `Expire`; after the previous holder's `Expire`).
     pub late_grants: u64,
+    /// etcd server steps matched by a chain of its keys' actions (a Lock
+    /// transaction's put and answer, one lease check's deletions).
+    pub server_chains: u64,
 }
 
 impl Counts {
@@ -247,7 +254,11 @@ impl<N: Inspect> Observer<N> for Checker<'_> {
         finding: Option<&Finding>,
     ) -> bool {
         self.counts.steps += 1;
-        match self.check(from, to, finding, chain_len(from, action)) {
+        let server = self
+            .abstraction
+            .server_steps_chain()
+            .is_some_and(|coord| step_node(action) == Some(coord));
+        match self.check(from, to, finding, chain_len(from, action), server) {
             Ok(()) => true,
             Err(d) => {
                 self.divergence = Some(*d);
@@ -264,6 +275,7 @@ impl Checker<'_> {
         to: &State<N>,
         finding: Option<&Finding>,
         chain_len: usize,
+        server: bool,
     ) -> Result<(), Box<Divergence>> {
         let map = |s: &State<N>, now_ns: u64, finding, part: &str, before: Option<Model>| {
             self.abstraction.map(s, now_ns, finding).map_err(|why| {
@@ -283,13 +295,13 @@ impl Checker<'_> {
         if to.now_ns > from.now_ns {
             let part = format!("time advancing to {} ms, before the step", to.now_ns / MS);
             let mid = map(from, to.now_ns, None, &part, Some(a))?;
-            moved |= self.pair(&a, &mid, &part, 1, false)?;
+            moved |= self.pair(&a, &mid, &part, 1, false, false)?;
             a = mid;
         }
         let b = map(to, to.now_ns, finding, "the step", Some(a))?;
         let decision = to.judge.grants() > from.judge.grants();
         let late = decision && self.abstraction.grants_may_be_late();
-        moved |= self.pair(&a, &b, "the step", chain_len, late)?;
+        moved |= self.pair(&a, &b, "the step", chain_len, late, server)?;
         if !moved {
             self.counts.stutters += 1;
         }
@@ -298,7 +310,9 @@ impl Checker<'_> {
 
     /// Ok(false): a stutter; Ok(true): one model action, or a chain of at
     /// most `chain_len` (a resume), or with `late` (a lock server's client
-    /// deciding) a grant whose lease already ended; Err: none of these.
+    /// deciding) a grant whose lease already ended, or with `server` (a step
+    /// of etcd's server) a chain of its keys' puts, answers and deletions
+    /// ([`Abstraction::server_steps_chain`]); Err: none of these.
     fn pair(
         &mut self,
         a: &Model,
@@ -306,6 +320,7 @@ impl Checker<'_> {
         part: &str,
         chain_len: usize,
         late: bool,
+        server: bool,
     ) -> Result<bool, Box<Divergence>> {
         let abs = self.abstraction;
         let target = abs.project(b);
@@ -327,6 +342,26 @@ impl Checker<'_> {
             // At most one session per model slot ends.
             if let Some(ends) = chain_to(abs, a, &target, CLIENTS_CAP, session_end) {
                 ends.into_iter().for_each(|action| self.counts.note(action));
+                return Ok(true);
+            }
+        }
+        if server {
+            // Each key is put once, answered once and deleted once, and
+            // each acquisition abandoned once: two per slot at most.
+            let keys = |x: ModelAction| {
+                matches!(
+                    x,
+                    ModelAction::CreateNode { .. }
+                        | ModelAction::Answer { .. }
+                        | ModelAction::DeleteNode { .. }
+                        | ModelAction::Abandon { .. }
+                )
+            };
+            if let Some(chain) = chain_to(abs, a, &target, 2 * CLIENTS_CAP, keys) {
+                self.counts.server_chains += 1;
+                chain
+                    .into_iter()
+                    .for_each(|action| self.counts.note(action));
                 return Ok(true);
             }
         }
@@ -374,6 +409,16 @@ fn chain_len<N>(from: &State<N>, action: Action) -> usize {
             .find(|h| h.node == node)
             .map_or(1, |h| h.inputs.len().max(1)),
         _ => 1,
+    }
+}
+
+/// The node a step runs (a delivery's receiver, a timer's owner, a
+/// crashed node), if one.
+fn step_node(action: Action) -> Option<NodeId> {
+    match action {
+        Action::Deliver(p) => Some(p.to),
+        Action::Fire { node, .. } | Action::Crash(node) => Some(node),
+        _ => None,
     }
 }
 
@@ -453,8 +498,9 @@ fn closest(abs: &Abstraction, a: &Model, target: &Model, actions: &[ModelAction]
 
 /// `field: model …, code …` for each field of the two states that differs.
 fn differences(model: &Model, code: &Model) -> Vec<String> {
-    let fields: [(&str, String, String); 16] = [
+    let fields: [(&str, String, String); 17] = [
         ("grants", show_clients(model), show_clients(code)),
+        ("acquisitions", show_waiting(model), show_waiting(code)),
         ("nodes", show_nodes(model), show_nodes(code)),
         (
             "node counter",
@@ -510,6 +556,12 @@ pub fn summary(a: &Model) -> String {
     } else {
         format!(", nodes {} (last {})", show_nodes(a), a.counter)
     };
+    let waiting = show_waiting(a);
+    let nodes = if waiting == "[]" {
+        nodes
+    } else {
+        format!("{nodes}, acquisitions waiting {waiting}")
+    };
     let jobs = if a.job_from == 0 && !a.job_done {
         String::new()
     } else {
@@ -537,6 +589,24 @@ fn show_clients(a: &Model) -> String {
         .map(|c| format!("g{}/t{}", c.gen, c.token))
         .collect();
     format!("[{}]", pending.join(" "))
+}
+
+/// etcd's Mutex: the acquisitions not decided yet, by their key's create
+/// revision (the model's: etcd's minus one), `*` where the acquisition
+/// holds an answer "you are first" it has not acted on.
+fn show_waiting(a: &Model) -> String {
+    let mut waiting: Vec<(u8, bool)> = a
+        .clients
+        .iter()
+        .filter(|c| c.is_idle() && c.token != 0)
+        .map(|c| (c.token, c.read != 0))
+        .collect();
+    waiting.sort_unstable();
+    let waiting: Vec<String> = waiting
+        .iter()
+        .map(|&(t, answered)| format!("k{t}{}", if answered { "*" } else { "" }))
+        .collect();
+    format!("[{}]", waiting.join(" "))
 }
 
 /// zk-sequential: the live nodes' sequence numbers, lowest first.
@@ -691,9 +761,13 @@ mod tests {
             counts: Counts::default(),
             divergence: None,
         };
-        assert!(checker.pair(&start, &sent, "the step", 1, false).is_err());
+        assert!(checker
+            .pair(&start, &sent, "the step", 1, false, false)
+            .is_err());
         assert_eq!(
-            checker.pair(&start, &sent, "the step", 2, false).ok(),
+            checker
+                .pair(&start, &sent, "the step", 2, false, false)
+                .ok(),
             Some(true)
         );
         assert_eq!(checker.counts.chains, 1);

@@ -643,7 +643,8 @@ impl Servers {
 
     /// The cluster `kind`, started (once per run, in the run's directory) if
     /// it is not running yet, and repaired: every member up, connected and
-    /// answering, and the run's lock keys gone.
+    /// answering, and emptied for the trial (ZooKeeper: every znode but its
+    /// own; etcd: the run's lock keys).
     pub fn ensure_cluster(
         &mut self,
         kind: super::cluster::ClusterKind,
@@ -703,7 +704,7 @@ impl Servers {
                 super::etcd::gateway::Etcd::new(cluster.endpoints(), Duration::from_secs(5))?
                     .delete_prefix(&format!("{prefix}fencesim/"))?;
             }
-            ClusterKind::Zk => super::zk::ensemble::reset(&cluster.endpoints(), &prefix)?,
+            ClusterKind::Zk => super::zk::ensemble::reset(&cluster.endpoints())?,
         }
         Ok(self.cluster.insert(cluster))
     }

@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 
 use super::model_check::{elapsed, grouped, si};
-use crate::codecheck::refine::{summary, Divergence, Refinement, ACTIONS};
+use crate::codecheck::refine::{summary, Counts, Divergence, Refinement, ACTIONS};
 use crate::codecheck::{Action, Harness, Outcome};
 use crate::protocol::Node;
 
@@ -102,7 +102,8 @@ pub fn render_refinement<N: Node>(id: &str, h: &Harness<N>, r: &Refinement) -> S
         grouped(c.stutters as usize),
         if matched.is_empty() { "none".to_string() } else { matched.join(", ") }
             + &if c.chains > 0 { format!(" ({} resumes matched by a chain)", grouped(c.chains as usize)) } else { String::new() }
-            + &if c.late_grants > 0 { format!(" ({} decisions on a lock already gone: a grant, then its lease's end)", grouped(c.late_grants as usize)) } else { String::new() },
+            + &if c.late_grants > 0 { format!(" ({} decisions on a lock already gone: a grant, then its lease's end)", grouped(c.late_grants as usize)) } else { String::new() }
+            + &if c.server_chains > 0 { format!(" ({} server steps matched by a chain of key actions)", grouped(c.server_chains as usize)) } else { String::new() },
         usize::from(r.divergence.is_some()),
         elapsed(out.elapsed),
         if hits.is_empty() { "none".to_string() } else { hits.join(", ") }
@@ -125,17 +126,31 @@ pub fn render_refinement<N: Node>(id: &str, h: &Harness<N>, r: &Refinement) -> S
             let _ = writeln!(
                 text,
                 "{id}: refines its model: every step is a stutter or one model action{}",
-                match (c.chains > 0, c.late_grants > 0) {
-                    (true, true) => " (a resume, a late decision: a chain of them)",
-                    (true, false) => " (a resume: a chain of them)",
-                    (false, true) => " (a late decision: a chain of them)",
-                    (false, false) => "",
-                }
+                chained(c)
             );
         }
         Some(d) => divergence(&mut text, id, h, d),
     }
     text
+}
+
+/// " (a resume, …: a chain of them)": the steps a chain of model actions
+/// matched, if any.
+fn chained(c: &Counts) -> String {
+    let kinds: Vec<&str> = [
+        (c.chains, "a resume"),
+        (c.late_grants, "a late decision"),
+        (c.server_chains, "a server step"),
+    ]
+    .into_iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(_, what)| what)
+    .collect();
+    if kinds.is_empty() {
+        String::new()
+    } else {
+        format!(" ({}: a chain of them)", kinds.join(", "))
+    }
 }
 
 fn divergence<N: Node>(text: &mut String, id: &str, h: &Harness<N>, d: &Divergence) {

@@ -70,6 +70,17 @@ def take(zk):
             return stat.czxid, zk.client_id[0]
         except NodeExistsError:
             time.sleep(0.01)
+        except ConnectionLoss:
+            # The create may have happened before the connection dropped (a
+            # loaded machine, a short session timeout): the znode is ours
+            # iff our session owns it. kazoo reconnects to the same session.
+            time.sleep(0.01)
+            try:
+                stat = zk.exists(LOCK_PATH)
+            except ConnectionLoss:
+                continue
+            if stat is not None and zk.client_id and stat.ephemeralOwner == zk.client_id[0]:
+                return stat.czxid, zk.client_id[0]
     sys.exit(f"{ME}: could not create {LOCK_PATH} in {ACQUIRE_TIMEOUT_S} s")
 
 

@@ -75,23 +75,43 @@ pub(super) async fn connect(endpoints: &[String], session_ms: u64) -> Result<zk:
     }
 }
 
-/// Removes the run's lock nodes: every trial starts with an empty queue.
-pub fn reset(endpoints: &[String], key_prefix: &str) -> Result<()> {
-    let dir = lock_dir(key_prefix);
+/// Empties the ensemble for a trial: every znode but ZooKeeper's own
+/// `/zookeeper` goes, deepest first. The ensemble is the job's own, and a
+/// user's program may name any path: a persistent parent the last
+/// scenario's recipe left (kazoo's `Lock` and `Semaphore` keep theirs) is
+/// the very path another program creates as its ephemeral lock znode, which
+/// would then never be free (the kazoo single-znode files hung 20 s behind
+/// the semaphore files in one job). The built-in lock's directory
+/// ([`lock_dir`]) goes with the rest.
+pub fn reset(endpoints: &[String]) -> Result<()> {
     runtime()?.block_on(async {
         let c = connect(endpoints, 4_000).await?;
-        match c.list_children(&dir).await {
-            Ok(children) => {
-                for child in children {
-                    match c.delete(&format!("{dir}/{child}"), None).await {
-                        Ok(()) | Err(zk::Error::NoNode) => {}
-                        Err(e) => bail!("deleting {dir}/{child}: {e}"),
-                    }
-                }
-                Ok(())
+        // Every path below the root, then deleted deepest first.
+        let mut tree: Vec<String> = Vec::new();
+        let mut next = vec!["/".to_string()];
+        while let Some(path) = next.pop() {
+            let children = match c.list_children(&path).await {
+                Ok(children) => children,
+                Err(zk::Error::NoNode) => continue,
+                Err(e) => bail!("listing {path}: {e}"),
+            };
+            for child in children {
+                let full = match path.as_str() {
+                    "/" if child == "zookeeper" => continue,
+                    "/" => format!("/{child}"),
+                    _ => format!("{path}/{child}"),
+                };
+                tree.push(full.clone());
+                next.push(full);
             }
-            Err(zk::Error::NoNode) => Ok(()),
-            Err(e) => bail!("listing {dir}: {e}"),
         }
+        tree.sort_by_key(|p| std::cmp::Reverse(p.matches('/').count()));
+        for path in tree {
+            match c.delete(&path, None).await {
+                Ok(()) | Err(zk::Error::NoNode) => {}
+                Err(e) => bail!("deleting {path}: {e}"),
+            }
+        }
+        Ok(())
     })
 }

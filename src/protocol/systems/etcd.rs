@@ -260,6 +260,45 @@ impl EtcdClient {
         LockEvent::Busy
     }
 
+    /// The acquisition under way and not decided yet, as the refinement
+    /// check reads it (`codecheck::abstraction`): its lease and its key's
+    /// create revision once this client knows it (0: not yet). None while
+    /// no key can be its (idle, granting its session, revoking) or once it
+    /// holds the lock (its decision is the judge's).
+    pub fn acquisition(&self) -> Option<(u64, u64)> {
+        match self.phase {
+            Phase::Locking | Phase::Querying | Phase::Watching | Phase::Rechecking => {
+                Some((self.lease, self.my_rev))
+            }
+            Phase::Idle | Phase::Granting | Phase::Holding | Phase::Revoking => None,
+        }
+    }
+
+    /// The create revision `msg` tells this client its key has, if it is
+    /// the answer to its Lock transaction now outstanding.
+    pub fn revision_in(&self, msg: Msg) -> Option<u64> {
+        match (self.phase, msg) {
+            (Phase::Locking, Msg::Etcd(EtcdMsg::TxnResult { req, my_rev, .. }))
+                if self.requests.answers(req) && my_rev != 0 =>
+            {
+                Some(my_rev)
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether `msg`, delivered now, makes this client decide it holds the
+    /// lock: the answer "you are first" of the refinement check's model
+    /// (asked of a copy, so the answer is the code's own).
+    pub fn decides_on(&self, clocks: Clocks, msg: Msg) -> bool {
+        let mut copy = self.clone();
+        let mut fx = Vec::new();
+        matches!(
+            copy.on_message(clocks, msg, &mut fx),
+            LockEvent::Acquired { .. }
+        )
+    }
+
     pub fn on_message(&mut self, clocks: Clocks, msg: Msg, fx: &mut Vec<Effect>) -> LockEvent {
         match (self.phase, msg) {
             (Phase::Granting, Msg::Etcd(EtcdMsg::LeaseGranted { req, ttl_ns, .. }))
@@ -553,6 +592,20 @@ impl EtcdServer {
                 });
             }
         }
+    }
+
+    /// The store's revision (etcd's starts at 1): the refinement check's
+    /// model counter is it minus one.
+    pub fn revision(&self) -> u64 {
+        self.revision
+    }
+
+    /// `key`'s live lock keys as (create revision, bound lease), oldest
+    /// first: what the refinement check reads as the model's nodes.
+    pub fn lock_keys(&self, key: Key) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.keys
+            .range((key, 0)..=(key, u64::MAX))
+            .map(|(&(_, rev), &lease)| (rev, lease))
     }
 
     fn live(&self, lease: u64) -> Option<&Lease> {

@@ -6,11 +6,13 @@
 //! the real nodes inside them to the refinement check (`refine.rs`).
 
 use fencesim::check::ViolationKind;
-use fencesim::codecheck::{builtin, check, Action, Bounds, Builtin, Harness, Inspect, Topology};
+use fencesim::codecheck::{
+    builtin, check, Action, Bounds, Builtin, Harness, Inspect, Topology, Wraps,
+};
 use fencesim::protocol::coordinator::Coordinator;
 use fencesim::protocol::resource::Resource;
 use fencesim::protocol::zookeeper::ZkMsg;
-use fencesim::protocol::{Clocks, Effect, Input, Msg, Node, ProtocolKind, Role, Server, Token};
+use fencesim::protocol::{Clocks, Effect, Input, Msg, Node, ProtocolKind, Role, Token};
 
 /// The real resource, plus the fence it has accepted as the wrapper saw it.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
@@ -136,12 +138,9 @@ pub fn harness(factory: fn(&Role) -> Patched) -> Harness<Patched> {
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Forgetful(Builtin);
 
-impl Inspect for Forgetful {
-    fn coordinator(&self) -> Option<&Coordinator> {
-        self.0.coordinator()
-    }
-    fn resource(&self) -> Option<&Resource> {
-        self.0.resource()
+impl Wraps for Forgetful {
+    fn wrapped(&self) -> &Builtin {
+        &self.0
     }
 }
 
@@ -260,15 +259,9 @@ impl Node for Impatient {
     }
 }
 
-impl Inspect for Impatient {
-    fn coordinator(&self) -> Option<&Coordinator> {
-        None
-    }
-    fn resource(&self) -> Option<&Resource> {
-        self.inner.resource()
-    }
-    fn lock_server(&self) -> Option<&Server> {
-        self.inner.lock_server()
+impl Wraps for Impatient {
+    fn wrapped(&self) -> &Builtin {
+        &self.inner
     }
 }
 

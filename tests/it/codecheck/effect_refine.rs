@@ -7,13 +7,11 @@
 //! a second time, which the keyed model does not allow.
 
 use fencesim::codecheck::{
-    builtin, model_of, refine, refine_protocol, Action, Bounds, Builtin, Inspect, Refinement,
+    builtin, model_of, refine, refine_protocol, Action, Bounds, Builtin, Refinement, Wraps,
 };
 use fencesim::model::{
     load, prove, shortest_counterexample, Event, LockModel, ModelSpec, Protocol, Violation,
 };
-use fencesim::protocol::coordinator::Coordinator;
-use fencesim::protocol::resource::Resource;
 use fencesim::protocol::{Clocks, Effect, Input, Msg, Node, ProtocolKind, Role};
 
 fn spec(name: &str) -> ModelSpec {
@@ -168,12 +166,9 @@ impl Node for KeyBlind {
     }
 }
 
-impl Inspect for KeyBlind {
-    fn coordinator(&self) -> Option<&Coordinator> {
-        self.node.coordinator()
-    }
-    fn resource(&self) -> Option<&Resource> {
-        self.node.resource()
+impl Wraps for KeyBlind {
+    fn wrapped(&self) -> &Builtin {
+        &self.node
     }
 }
 

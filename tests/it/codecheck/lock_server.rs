@@ -399,8 +399,6 @@ fn check_code_takes_the_fence_option_and_refine_takes_it_only_where_that_variant
         let out = fencesim(refused);
         assert_eq!(out.status.code(), Some(2), "{refused:?}: {}", stdout(&out));
     }
-    let refine = fencesim(&["check", "--code", "etcd-mutex", "--refine"]);
-    assert_eq!(refine.status.code(), Some(2), "{}", stdout(&refine));
     let fenced_refine = fencesim(&[
         "check",
         "--code",

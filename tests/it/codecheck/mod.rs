@@ -13,6 +13,7 @@ mod conditional;
 mod effect_refine;
 mod effects;
 mod emit;
+mod etcd_refine;
 mod holds;
 mod incr_refine;
 mod lock_server;

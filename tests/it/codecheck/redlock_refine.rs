@@ -12,15 +12,12 @@
 use fencesim::codecheck::state::State;
 use fencesim::codecheck::{
     builtin, explore, refine, refine_protocol_with, Action, Bounds, Builtin, Finding, Harness,
-    Inspect, Observer, Options, Refinement, Topology,
+    Observer, Options, Refinement, Topology, Wraps,
 };
 use fencesim::model::state::NO_HOLDER;
 use fencesim::model::Protocol;
 use fencesim::protocol::client::LockClient;
-use fencesim::protocol::coordinator::Coordinator;
 use fencesim::protocol::redlock::RedisMsg;
-use fencesim::protocol::resource::Resource;
-use fencesim::protocol::worker::Worker;
 use fencesim::protocol::{Clocks, Effect, Input, Msg, Node, NodeId, ProtocolKind, Role, Server};
 
 use super::refine::passes;
@@ -265,18 +262,9 @@ impl Node for RedlockCopy {
     }
 }
 
-impl Inspect for RedlockCopy {
-    fn coordinator(&self) -> Option<&Coordinator> {
-        None
-    }
-    fn resource(&self) -> Option<&Resource> {
-        self.inner.resource()
-    }
-    fn lock_server(&self) -> Option<&Server> {
-        self.inner.lock_server()
-    }
-    fn worker(&self) -> Option<&Worker> {
-        self.inner.worker()
+impl Wraps for RedlockCopy {
+    fn wrapped(&self) -> &Builtin {
+        &self.inner
     }
 }
 

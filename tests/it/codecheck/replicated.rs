@@ -239,10 +239,20 @@ fn failovers_are_refused_without_replicas_and_refinement_is_refused_with_the_rea
     let out = fencesim(&["check", "--code", "incr-beside-lease", "--rejoins", "2"]);
     assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
     assert!(stderr(&out).contains("--rejoins 2"), "{}", stderr(&out));
-    let out = fencesim(&["check", "--code", "etcd-mutex", "--refine"]);
+    let out = fencesim(&[
+        "check",
+        "--code",
+        "etcd-mutex",
+        "--refine",
+        "--fence",
+        "false",
+        "--duplicates",
+        "1",
+    ]);
     assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
     assert!(
-        stderr(&out).contains("etcd-mutex: no refinement mapping"),
+        stderr(&out).contains("etcd-mutex: no refinement with duplicates")
+            && stderr(&out).contains("the value goes back"),
         "{}",
         stderr(&out)
     );

@@ -10,12 +10,10 @@
 use super::refine::LateDecision;
 use fencesim::codecheck::{
     builtin, explore, model_for, model_of, refine, refine_protocol, refine_protocol_with, Action,
-    Bounds, Builtin, Harness, Inspect, Options, Topology,
+    Bounds, Builtin, Harness, Inspect, Options, Topology, Wraps,
 };
 use fencesim::model::Protocol;
-use fencesim::protocol::coordinator::Coordinator;
 use fencesim::protocol::dynamodb::DdbMsg;
-use fencesim::protocol::resource::Resource;
 use fencesim::protocol::{Clocks, Effect, Input, Key, Msg, Node, ProtocolKind, Role, Server};
 
 const KINDS: [ProtocolKind; 2] = [
@@ -132,15 +130,9 @@ impl Node for LockTableCopy {
     }
 }
 
-impl Inspect for LockTableCopy {
-    fn coordinator(&self) -> Option<&Coordinator> {
-        None
-    }
-    fn resource(&self) -> Option<&Resource> {
-        self.inner.resource()
-    }
-    fn lock_server(&self) -> Option<&Server> {
-        self.inner.lock_server()
+impl Wraps for LockTableCopy {
+    fn wrapped(&self) -> &Builtin {
+        &self.inner
     }
 }
 

@@ -629,6 +629,57 @@ fn a_single_ephemeral_znode_at_the_lock_path_fenced_is_clean_and_matches_its_acc
 }
 
 #[test]
+fn a_single_znode_program_after_a_kazoo_semaphore_in_one_job_finds_its_lock_path_free() {
+    // One job's ensemble serves one scenario after another. The
+    // semaphore's recipe leaves /fencesim/lock-doc as a persistent parent:
+    // the very path single.py creates as its ephemeral lock znode. Unless a
+    // trial starts from an empty ensemble, single.py never gets its lock
+    // (both of its files hung 20 s, "cannot be judged", behind the semaphore
+    // files in `fencesim live examples/live-clients/ --jobs 4`).
+    let test = "a_single_znode_program_after_a_kazoo_semaphore_in_one_job";
+    let _g = live_shared();
+    if !live_servers_present(test) || !installed(test, "gc-pause-kazoo-semaphore-plain") {
+        return;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = std::env::temp_dir().join(format!("fencesim-matrix-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let files = [
+        "gc-pause-kazoo-semaphore-plain",
+        "gc-pause-kazoo-single-fenced",
+    ]
+    .map(|f| root.join("examples/live-clients").join(format!("{f}.toml")));
+    let out = crate::common::fencesim_command()
+        .current_dir(root)
+        .arg("live")
+        .args(&files)
+        .args([
+            "--trials",
+            "1",
+            "--jobs",
+            "1",
+            "--out",
+            dir.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let row = stdout
+        .lines()
+        .find(|l| {
+            l.contains("client-gc-pause-kazoo-single-fenced") && l.contains("none (clean runs)")
+        })
+        .unwrap_or_else(|| panic!("the single-znode row is judged:\n{stdout}\n{stderr}"));
+    assert!(
+        row.contains("1/1") && row.trim_end().ends_with("met"),
+        "{row}\n{stdout}"
+    );
+}
+
+#[test]
 fn a_kazoo_semaphore_with_one_lease_plain_is_unsafe_and_matches_its_account() {
     plain_is_unsafe("gc-pause-kazoo-semaphore-plain");
 }
