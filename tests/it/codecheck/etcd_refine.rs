@@ -39,8 +39,10 @@ fn matched(r: &Refinement, name: &str) -> u64 {
 }
 
 #[test]
-fn both_mutexes_refine_their_own_models_with_a_lost_message_a_crash_and_a_jump() {
+fn both_mutexes_refine_their_own_models_with_a_loss_or_a_crash_and_the_fixed_one_with_a_duplicate_or_a_jump(
+) {
     // Each fault alone, without the pause, to 10 ms: 0.4–0.9 M states each.
+    // The two differ in their client only, which a loss or a crash reaches.
     for kind in [ProtocolKind::EtcdMutex, ProtocolKind::EtcdMutexNoRecheck] {
         let base = Bounds {
             pauses: 0,
@@ -59,6 +61,10 @@ fn both_mutexes_refine_their_own_models_with_a_lost_message_a_crash_and_a_jump()
             ),
             ("a jump", Bounds { jumps: 1, ..base }),
         ] {
+            if kind == ProtocolKind::EtcdMutexNoRecheck && matches!(fault, "a duplicate" | "a jump")
+            {
+                continue;
+            }
             let (_, r) = refine_protocol(kind, bounds).expect("mapped");
             assert!(passes(&r), "{} with {fault}: {:?}", kind.id(), r.divergence);
             assert_eq!(r.of.protocol.id(), kind.id());
@@ -137,9 +143,8 @@ fn the_3_4_3_mutex_diverges_from_the_fixed_mutexs_model_where_a_waiter_whose_key
             .any(|c| c.token != 0 && c.node == 0 && c.gen == 0 && c.read == 1),
         "…that the code answers \"first\": {text}"
     );
-    // The same code against 3.4.3's own model refines it.
-    let ok = refine_protocol(ProtocolKind::EtcdMutexNoRecheck, bounds).expect("mapped");
-    assert!(passes(&ok.1), "{:?}", ok.1.divergence);
+    // The same code against 3.4.3's own model refines it at the same
+    // bounds: `every_protocol_the_code_checker_drives_refines_its_model_at_small_bounds`.
 }
 
 /// An etcd client that takes its own key for the first: the real worker
@@ -195,9 +200,14 @@ fn forwarder(role: &Role) -> Jumper {
     }
 }
 
+/// etcd-mutex without the pause, to 10 ms: the jump needs neither.
 fn jumper_harness(factory: fn(&Role) -> Jumper) -> Harness<Jumper> {
     let kind = ProtocolKind::EtcdMutex;
-    let bounds = defaults(kind);
+    let bounds = Bounds {
+        pauses: 0,
+        horizon_ms: 10,
+        ..defaults(kind)
+    };
     Harness {
         topology: Topology::lease(kind, bounds.workers, bounds.timing).expect("supported"),
         factory,
