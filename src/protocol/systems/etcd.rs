@@ -657,11 +657,7 @@ impl EtcdServer {
                         rev
                     }
                 };
-                let owner_rev = self
-                    .keys
-                    .range((key, 0)..=(key, u64::MAX))
-                    .next()
-                    .map_or(0, |(&(_, rev), _)| rev);
+                let owner_rev = self.lock_keys(key).next().map_or(0, |(rev, _)| rev);
                 Msg::Etcd(EtcdMsg::TxnResult {
                     req,
                     key,
